@@ -1,0 +1,52 @@
+# The two commands a newcomer needs: `make demo` and `make test`.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+CDC := $(VENV)/bin/cdc
+PYTEST_ARGS ?=
+
+.PHONY: setup system-deps venv demo demo-oracle test test-unit test-integration bench lint clean
+
+setup: system-deps venv
+
+# Distribution packages the embedded services need; installed only when missing.
+system-deps:
+	@bash deploy/install-system-deps.sh
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[dev]'
+	@touch $@
+
+demo: setup
+	$(CDC) dev demo
+
+demo-oracle: setup
+	$(CDC) dev demo --oracle
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-unit: setup
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+test-integration: setup
+	$(PY) -m pytest tests/integration tests/e2e $(PYTEST_ARGS)
+
+bench: setup
+	$(CDC) bench mysql --rows 500000
+	$(CDC) bench apply --rows 500000
+	$(CDC) bench oracle --rows 1000000
+	$(CDC) bench oracle --big-txn 1000000
+	$(CDC) bench compare --rows 1000000
+	$(CDC) bench views
+
+lint: setup
+	$(VENV)/bin/ruff check cdc readers streaming tests
+
+clean:
+	rm -rf $(VENV) .cdc-dev .pytest_cache

@@ -1,0 +1,57 @@
+"""The `cdc` console script: a thin dispatcher to one module per command.
+
+Each command module exposes ``configure(parser)`` (add its arguments or its
+own sub-commands) and ``main(args) -> int``. Modules are imported only when
+their command runs, so `cdc oracle parse` never pays for pyspark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from cdc.errors import CdcError
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("cdc.runtime.run_cmd", "run the capture daemon (readers + publisher)"),
+    "apply": ("streaming.apply_cmd", "run the Spark apply job into the targets"),
+    "check": ("readers.mysql.check", "validate source settings (binlog format, GTIDs, ...)"),
+    "gtid": ("readers.mysql.locate", "GTID tools: `cdc gtid locate`"),
+    "oracle": ("readers.oracle.tools", "Oracle tools: `cdc oracle parse`"),
+    "compare": ("cdc.compare.compare_cmd", "prove a target equals its source (MD5 merge)"),
+    "snapshot": ("cdc.snapshot_cmd", "re-snapshot one table while streaming continues"),
+    "views": ("streaming.views.views_cmd", "maintained views: `cdc views rebuild`"),
+    "dev": ("cdc.dev.dev_cmd", "embedded services: `cdc dev up|down|status`"),
+    "bench": ("cdc.bench.bench_cmd", "benchmarks: `cdc bench mysql|apply|oracle|compare|views`"),
+    "tail": ("cdc.publish.tail_cmd", "print the change stream of a source (console consumer)"),
+}
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cdc", description="log-based change data capture")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text)
+        if name == chosen:  # import only the module of the command being run
+            mod = importlib.import_module(module)
+            mod.configure(p)
+            p.set_defaults(_main=mod.main)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
+    try:
+        return int(args._main(args) or 0)
+    except CdcError as exc:
+        print(f"cdc {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

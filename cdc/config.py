@@ -1,0 +1,184 @@
+"""The service configuration: one YAML file, every key overridable by env var.
+
+Override rule: ``CDC_`` + the key path in upper case joined by ``__``; list
+items by index. Examples::
+
+    CDC_KAFKA__BOOTSTRAP_SERVERS=127.0.0.1:9092
+    CDC_SOURCES__0__PASSWORD=secret
+
+The value is parsed as a YAML scalar/flow value (``[a, b]`` gives a list).
+Validation errors name the key, the file and, for overridden keys, the
+environment variable.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal, Mapping, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cdc.errors import ConfigError
+from readers.mysql.config import MySqlSourceConfig
+from readers.oracle.config import OracleSourceConfig
+from readers.shadow.config import ShadowSourceConfig
+
+ENV_PREFIX = "CDC_"
+
+SourceConfig = Annotated[
+    Union[MySqlSourceConfig, OracleSourceConfig, ShadowSourceConfig], Field(discriminator="kind")
+]
+
+
+class KafkaConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    bootstrap_servers: str
+    topic_prefix: str = Field(default="cdc", pattern=r"^[A-Za-z0-9_\-.]+$")
+    encoding: Literal["json", "avro"] = "json"
+    per_table_topics: bool = False
+    dead_letter_topic: str | None = None
+    producer: dict[str, Any] = Field(default_factory=dict, description="extra librdkafka settings")
+
+
+class TargetConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    kind: Literal["postgres", "mysql", "duckdb", "oracle", "parquet"]
+    dsn: str | None = None
+    path: str | None = None
+    schema_: str | None = Field(default=None, alias="schema")
+    dead_letter_table: str | None = None
+
+
+class TableMapping(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str  # db.table
+    target: str | None = None  # target table name (default: the source table name)
+
+
+class ApplyConfig(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    source: str
+    target: str
+    tables: list[str | TableMapping] | None = None
+    exclude: list[str] = Field(default_factory=list)
+    max_records_per_batch: int = Field(default=100_000, gt=0)
+    trigger_interval_s: float = Field(default=0.5, ge=0)
+    checkpoint_dir: str | None = None
+    views: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class MetricsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=9108, ge=0, le=65535)
+
+
+class LoggingConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    json_: bool = Field(default=False, alias="json")
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sources: list[SourceConfig] = Field(default_factory=list)
+    kafka: KafkaConfig
+    targets: list[TargetConfig] = Field(default_factory=list)
+    apply: list[ApplyConfig] = Field(default_factory=list)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    spill_dir: str = "/tmp/cdc-spill"
+    max_buffer_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
+
+    def source(self, name: str) -> SourceConfig:
+        for s in self.sources:
+            if s.name == name:
+                return s
+        raise ConfigError(f"no source named {name!r}", key="sources", known=[s.name for s in self.sources])
+
+    def target(self, name: str) -> TargetConfig:
+        for t in self.targets:
+            if t.name == name:
+                return t
+        raise ConfigError(f"no target named {name!r}", key="targets", known=[t.name for t in self.targets])
+
+
+def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:
+    """Read, override from the environment, validate. Raises ConfigError."""
+    path = Path(path)
+    env = os.environ if env is None else env
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist", file=str(path)) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"config file {path} is not valid YAML{where}: {exc}", file=str(path)) from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file {path} must hold a mapping at the top level", file=str(path))
+    overridden = _apply_env(raw, env)
+    return parse_config(raw, str(path), overridden)
+
+
+def parse_config(raw: dict[str, Any], origin: str = "<dict>", overridden: dict[str, str] | None = None) -> Config:
+    overridden = overridden or {}
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            key = _dotted(err["loc"])
+            where = f"env {overridden[key]}" if key in overridden else origin
+            value = f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else ""
+            problems.append(f"key '{key}' in {where}: {err['msg']}{value}")
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems), file=origin,
+                          key=_dotted(exc.errors()[0]["loc"])) from None
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        elif item in ("mysql", "oracle", "shadow") and parts and parts[-1].endswith("]"):
+            continue  # discriminator tag pydantic inserts for unions
+        else:
+            parts.append(("." if parts else "") + str(item))
+    return "".join(parts)
+
+
+def _apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+    """Apply CDC_* overrides in place; return {dotted key: env var name}."""
+    overridden: dict[str, str] = {}
+    for name in sorted(env):
+        if not name.startswith(ENV_PREFIX) or "__" not in name and name.count("_") < 2:
+            continue
+        path = [p.lower() for p in name[len(ENV_PREFIX):].split("__")]
+        if path[0] not in Config.model_fields:
+            continue  # CDC_TEST_KAFKA and friends are not config keys
+        node: Any = raw
+        loc: list[Any] = []
+        for part in path[:-1]:
+            key: Any = int(part) if part.isdigit() else part
+            if isinstance(node, list):
+                if not isinstance(key, int) or key >= len(node):
+                    raise ConfigError(f"env {name}: no list item {part} to override", key=name)
+                node = node[key]
+            else:
+                node = node.setdefault(key, {})
+            loc.append(key)
+        leaf: Any = int(path[-1]) if path[-1].isdigit() else path[-1]
+        node[leaf] = yaml.safe_load(env[name]) if env[name] != "" else ""
+        overridden[_dotted(tuple(loc + [leaf]))] = name
+    return overridden

@@ -1,0 +1,144 @@
+"""The source-agnostic event model: what a reader yields to the publisher.
+
+A reader turns its log into a flat, ordered iterator of these events:
+
+    Begin, Change*, Commit        one committed source transaction
+    SchemaChange                  a DDL (outside any transaction)
+    Heartbeat                     "nothing captured happened up to here"
+
+Readers yield transactions in source commit order and only committed ones
+(MySQL: the binlog is already commit-ordered; Oracle: the dispatcher releases
+at COMMIT in commit-SCN order). Rows of one transaction may be streamed
+(Begin ... Change ... Commit) without holding the whole transaction in memory.
+
+``resume`` (on Commit, SchemaChange, Heartbeat) is the reader's opaque,
+JSON-serialisable resume state AFTER that event: handing it back to the
+reader's ``start()`` continues with the first event that follows. The
+publisher writes it into the stream (END / SCHEMA / HEARTBEAT records), so
+the tail of the stream is the checkpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+Op = Literal["c", "u", "d", "r", "t"]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TableId:
+    """A captured table: ``db`` is the MySQL database / Oracle schema."""
+
+    db: str
+    table: str
+
+    @classmethod
+    def parse(cls, text: str) -> "TableId":
+        db, sep, table = text.partition(".")
+        if not sep or not db or not table:
+            raise ValueError(f"table name {text!r} is not of the form db.table")
+        return cls(db, table)
+
+    def __str__(self) -> str:
+        return f"{self.db}.{self.table}"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column as the source declares it.
+
+    ``type`` is the source's own type text in lower case, e.g. ``int``,
+    ``bigint unsigned``, ``varchar(20)``, ``decimal(10,2)``, ``datetime(6)``,
+    ``number(10,0)``, ``varchar2(40)``. Targets map it to their own types.
+    """
+
+    name: str
+    type: str
+    nullable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TableSchema:
+    table: TableId
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": str(self.table),
+            "columns": [{"name": c.name, "type": c.type, "nullable": c.nullable} for c in self.columns],
+            "primary_key": list(self.primary_key),
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "TableSchema":
+        return cls(
+            TableId.parse(obj["table"]),
+            tuple(Column(c["name"], c["type"], c.get("nullable", True)) for c in obj["columns"]),
+            tuple(obj.get("primary_key") or ()),
+        )
+
+
+@dataclass(slots=True)
+class Begin:
+    """Start of a committed transaction. ``txid``: MySQL GTID, Oracle XID."""
+
+    txid: str
+    ts_ms: int  # commit time at the source, epoch milliseconds
+
+
+@dataclass(slots=True)
+class Change:
+    """One row change. ``before``/``after`` map column name to a JSON-ready value.
+
+    Values: int, float, str, bool or None. DECIMAL/NUMBER as str (no float
+    rounding), DATE as 'YYYY-MM-DD', DATETIME as 'YYYY-MM-DDTHH:MM:SS[.ffffff]',
+    TIMESTAMP (zoned) as the same with a 'Z' suffix, TIME as 'HH:MM:SS[.ffffff]',
+    binary as base64 text, JSON documents as their text. Oracle values stay
+    the literal text of SQL_REDO unless a conversion is configured.
+
+    ``source`` holds the native position fields of this row (MySQL: gtid,
+    file, pos, row; Oracle: scn, commit_scn, txId, rs_id, ssn); the publisher
+    adds db, schema, table, ts_ms, name and connector.
+    """
+
+    table: TableId
+    op: Op
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    source: dict[str, Any] = field(default_factory=dict)
+    schema: TableSchema | None = None  # set when the reader knows it (always for MySQL)
+
+
+@dataclass(slots=True)
+class Commit:
+    txid: str
+    ts_ms: int
+    resume: dict[str, Any]
+    position: dict[str, Any] = field(default_factory=dict)  # native commit position for END
+
+
+@dataclass(slots=True)
+class SchemaChange:
+    """A DDL statement or a (re)discovered table definition.
+
+    ``ddl`` is the statement text (None when the reader only learnt the
+    table's shape, e.g. first sight of a table). ``schema`` is the table's
+    definition after the change when known.
+    """
+
+    table: TableId | None
+    ddl: str | None
+    schema: TableSchema | None
+    ts_ms: int
+    resume: dict[str, Any] | None
+
+
+@dataclass(slots=True)
+class Heartbeat:
+    ts_ms: int
+    resume: dict[str, Any] | None
+
+
+Event = Union[Begin, Change, Commit, SchemaChange, Heartbeat]

@@ -1,0 +1,207 @@
+"""The metric catalogue. Readers, the publisher and the apply job report
+through these hooks; nothing else touches prometheus_client directly.
+
+Every metric lives in an injected CollectorRegistry (one per process in
+production, a fresh one per test), follows Prometheus naming (``_total``
+counters, units in the name) and carries the ``source`` label (and
+``table``/``op`` where it concerns one). Durations are observed in seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+BATCH_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
+
+
+class _Catalogue:
+    """All metric families of one registry, created once."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        r = registry
+        s, st, sto = ["source"], ["source", "table"], ["source", "table", "op"]
+        self.events_read = Counter("cdc_source_events_read_total", "Row changes read from the source log", sto, registry=r)
+        self.events_published = Counter("cdc_source_events_published_total", "Row changes acknowledged by the broker", sto, registry=r)
+        self.tx_read = Counter("cdc_source_transactions_read_total", "Committed transactions read", s, registry=r)
+        self.tx_published = Counter("cdc_source_transactions_published_total", "Transactions whose END the broker acknowledged", s, registry=r)
+        self.records_published = Counter("cdc_source_records_published_total", "Stream records acknowledged (data and markers)", s, registry=r)
+        self.bytes_published = Counter("cdc_source_published_bytes_total", "Bytes of record values acknowledged", s, registry=r)
+        self.schema_changes = Counter("cdc_source_schema_changes_total", "Schema-change records published", s, registry=r)
+        self.heartbeats = Counter("cdc_source_heartbeats_total", "Heartbeat records published", s, registry=r)
+        self.lag = Gauge("cdc_source_lag_seconds", "Now minus the source commit time of the last published transaction", s, registry=r)
+        self.last_commit = Gauge("cdc_source_last_commit_timestamp_seconds", "Source commit time of the last published transaction", s, registry=r)
+        self.last_sequence = Gauge("cdc_source_last_published_sequence", "Sequence of the last acknowledged record", s, registry=r)
+        self.last_scn = Gauge("cdc_source_last_commit_scn", "Oracle: commit SCN of the last published transaction", s, registry=r)
+        self.last_gtid_seq = Gauge("cdc_source_last_gtid_sequence", "MySQL: sequence number of the last published GTID", s, registry=r)
+        self.open_tx = Gauge("cdc_source_open_transactions", "Transactions read but not yet committed or published", s, registry=r)
+        self.oldest_open = Gauge("cdc_source_oldest_open_transaction_age_seconds", "Age of the oldest open transaction", s, registry=r)
+        self.buffered = Gauge("cdc_source_buffered_bytes", "Bytes of change data held in memory", s, registry=r)
+        self.spilled = Gauge("cdc_source_spilled_bytes", "Bytes of change data spilled to disk", s, registry=r)
+        self.reconnects = Counter("cdc_source_reconnects_total", "Reconnects to the source", s, registry=r)
+        self.failovers = Counter("cdc_source_failovers_total", "Switches to a new primary", s, registry=r)
+        self.errors = Counter("cdc_source_errors_total", "Errors by class", ["source", "class"], registry=r)
+        self.up = Gauge("cdc_source_up", "1 while the reader is connected and streaming", s, registry=r)
+        self.publish_latency = Histogram("cdc_publish_latency_seconds", "Produce call to broker acknowledgement",
+                                         s, buckets=LATENCY_BUCKETS, registry=r)
+        self.dead_letters = Counter("cdc_dead_letter_records_total", "Records sent to the dead-letter topic", st, registry=r)
+
+        a, at, ato = ["source", "target"], ["source", "target", "table"], ["source", "target", "table", "op"]
+        self.apply_batches = Counter("cdc_apply_batches_total", "Micro-batches applied", a, registry=r)
+        self.apply_tx = Counter("cdc_apply_transactions_total", "Source transactions applied", a, registry=r)
+        self.apply_rows = Counter("cdc_apply_rows_total", "Net rows written to the target", ato, registry=r)
+        self.apply_skipped = Counter("cdc_apply_skipped_batches_total", "Batches skipped as replays", a, registry=r)
+        self.apply_errors = Counter("cdc_apply_errors_total", "Apply errors by class", ["source", "target", "class"], registry=r)
+        self.apply_duration = Histogram("cdc_apply_batch_duration_seconds", "Time to apply one micro-batch",
+                                        a, buckets=BATCH_BUCKETS, registry=r)
+        self.apply_last_commit = Gauge("cdc_apply_last_commit_timestamp_seconds",
+                                       "Source commit time of the last applied transaction", a, registry=r)
+        self.apply_last_sequence = Gauge("cdc_apply_last_sequence", "Last applied stream sequence", a, registry=r)
+        self.apply_dead_letters = Counter("cdc_apply_dead_letter_rows_total", "Rows sent to the dead-letter table", at, registry=r)
+        self._freshness: dict[tuple[str, str], float] = {}
+        r.register(_FreshnessCollector(self._freshness))
+
+
+class _FreshnessCollector:
+    """``cdc_apply_target_freshness_seconds``: now - last applied commit, computed at scrape time."""
+
+    def __init__(self, last_commit: dict[tuple[str, str], float]) -> None:
+        self._last = last_commit
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        fam = GaugeMetricFamily("cdc_apply_target_freshness_seconds",
+                                "Now minus the source commit time of the last applied transaction",
+                                labels=["source", "target"])
+        now = time.time()
+        for (source, target), ts in list(self._last.items()):
+            fam.add_metric([source, target], max(0.0, now - ts))
+        yield fam
+
+    def describe(self) -> Iterable[GaugeMetricFamily]:
+        return []
+
+
+_catalogues: dict[int, _Catalogue] = {}
+
+
+def catalogue(registry: CollectorRegistry) -> _Catalogue:
+    key = id(registry)
+    if key not in _catalogues:
+        _catalogues[key] = _Catalogue(registry)
+    return _catalogues[key]
+
+
+class SourceMetrics:
+    """Hooks for one source. ``registry=None`` gives a private registry (tests, tools)."""
+
+    def __init__(self, source: str, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.source = source
+        self._m = catalogue(self.registry)
+        m, s = self._m, source
+        for g in (m.open_tx, m.oldest_open, m.buffered, m.spilled, m.up):
+            g.labels(s).set(0)
+        for c in (m.tx_read, m.tx_published, m.records_published, m.bytes_published, m.schema_changes,
+                  m.heartbeats, m.reconnects, m.failovers):
+            c.labels(s)  # export at 0 from the start, so rate() has a series
+        m.errors.labels(s, "none")
+
+    # reading
+    def event_read(self, table: str, op: str, n: int = 1) -> None:
+        self._m.events_read.labels(self.source, table, op).inc(n)
+
+    def transaction_read(self) -> None:
+        self._m.tx_read.labels(self.source).inc()
+
+    def open_transactions(self, count: int, oldest_age_s: float = 0.0) -> None:
+        self._m.open_tx.labels(self.source).set(count)
+        self._m.oldest_open.labels(self.source).set(oldest_age_s)
+
+    def buffer_bytes(self, in_memory: int, spilled: int) -> None:
+        self._m.buffered.labels(self.source).set(in_memory)
+        self._m.spilled.labels(self.source).set(spilled)
+
+    def reconnect(self) -> None:
+        self._m.reconnects.labels(self.source).inc()
+
+    def failover(self) -> None:
+        self._m.failovers.labels(self.source).inc()
+
+    def error(self, exc_or_class: BaseException | str) -> None:
+        cls = exc_or_class if isinstance(exc_or_class, str) else type(exc_or_class).__name__
+        self._m.errors.labels(self.source, cls).inc()
+
+    def connected(self, up: bool) -> None:
+        self._m.up.labels(self.source).set(1 if up else 0)
+
+    # publishing (call only after the broker acknowledged)
+    def events_published(self, table: str, op: str, n: int = 1) -> None:
+        self._m.events_published.labels(self.source, table, op).inc(n)
+
+    def records_published(self, n: int, nbytes: int, last_sequence: int) -> None:
+        self._m.records_published.labels(self.source).inc(n)
+        self._m.bytes_published.labels(self.source).inc(nbytes)
+        self._m.last_sequence.labels(self.source).set(last_sequence)
+
+    def transaction_published(self, commit_ts_ms: int, *, scn: int | None = None, gtid_seq: int | None = None) -> None:
+        m, s = self._m, self.source
+        m.tx_published.labels(s).inc()
+        m.last_commit.labels(s).set(commit_ts_ms / 1000.0)
+        m.lag.labels(s).set(max(0.0, time.time() - commit_ts_ms / 1000.0))
+        if scn is not None:
+            m.last_scn.labels(s).set(scn)
+        if gtid_seq is not None:
+            m.last_gtid_seq.labels(s).set(gtid_seq)
+
+    def idle(self, source_ts_ms: int) -> None:
+        """A heartbeat: the source is caught up to ``source_ts_ms``."""
+        self._m.heartbeats.labels(self.source).inc()
+        self._m.lag.labels(self.source).set(max(0.0, time.time() - source_ts_ms / 1000.0))
+
+    def schema_change(self) -> None:
+        self._m.schema_changes.labels(self.source).inc()
+
+    def publish_latency(self, seconds: float) -> None:
+        self._m.publish_latency.labels(self.source).observe(seconds)
+
+    def dead_letter(self, table: str) -> None:
+        self._m.dead_letters.labels(self.source, table).inc()
+
+
+class ApplyMetrics:
+    """Hooks for one (source, target) apply stream."""
+
+    def __init__(self, source: str, target: str, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.labels = (source, target)
+        self._m = catalogue(self.registry)
+        for c in (self._m.apply_batches, self._m.apply_tx, self._m.apply_skipped):
+            c.labels(*self.labels)
+        self._m.apply_errors.labels(*self.labels, "none")
+
+    def batch_applied(self, seconds: float, transactions: int, last_sequence: int, last_commit_ts_ms: int | None) -> None:
+        m = self._m
+        m.apply_batches.labels(*self.labels).inc()
+        m.apply_tx.labels(*self.labels).inc(transactions)
+        m.apply_duration.labels(*self.labels).observe(seconds)
+        m.apply_last_sequence.labels(*self.labels).set(last_sequence)
+        if last_commit_ts_ms is not None:
+            m.apply_last_commit.labels(*self.labels).set(last_commit_ts_ms / 1000.0)
+            m._freshness[self.labels] = last_commit_ts_ms / 1000.0
+
+    def rows_applied(self, table: str, op: str, n: int) -> None:
+        self._m.apply_rows.labels(*self.labels, table, op).inc(n)
+
+    def batch_skipped(self) -> None:
+        self._m.apply_skipped.labels(*self.labels).inc()
+
+    def error(self, exc_or_class: BaseException | str) -> None:
+        cls = exc_or_class if isinstance(exc_or_class, str) else type(exc_or_class).__name__
+        self._m.apply_errors.labels(*self.labels, cls).inc()
+
+    def dead_letter(self, table: str) -> None:
+        self._m.apply_dead_letters.labels(*self.labels, table).inc()

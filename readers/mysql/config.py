@@ -1,0 +1,44 @@
+"""Configuration of a MySQL/MariaDB source."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+
+class MySqlSourceConfig(BaseModel):
+    """``kind: mysql``. ``hosts`` lists the primary and its failover candidates."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_\-]+$")
+    kind: Literal["mysql"] = "mysql"
+    hosts: list[str] = Field(min_length=1)
+    user: str
+    password: SecretStr = SecretStr("")
+    tables: list[str] = Field(min_length=1)
+    server_id: int = Field(default=0, ge=0, description="replica server_id; 0 = derived from the name")
+    heartbeat_interval_s: float = Field(default=1.0, gt=0)
+    connect_timeout_s: float = Field(default=5.0, gt=0)
+    reconnect_attempts: int = Field(default=10, ge=0)
+    reconnect_backoff_s: float = Field(default=0.5, gt=0)
+    snapshot: Literal["never", "initial"] = "never"
+
+    @field_validator("hosts")
+    @classmethod
+    def _host_port(cls, hosts: list[str]) -> list[str]:
+        for h in hosts:
+            host, sep, port = h.rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ValueError(f"host {h!r} is not of the form host:port")
+        return hosts
+
+    @field_validator("tables")
+    @classmethod
+    def _db_table(cls, tables: list[str]) -> list[str]:
+        for t in tables:
+            db, sep, table = t.partition(".")
+            if not sep or not db or not table:
+                raise ValueError(f"table {t!r} is not of the form db.table or db.*")
+        return tables
