@@ -1,0 +1,155 @@
+"""Progress reporting for long operations (demo, benchmarks, compare, snapshots).
+
+One small API::
+
+    from cdc.progress import progress
+
+    with progress(total=500_000, description="insert rows") as bar:
+        for chunk in chunks:
+            ...
+            bar.advance(len(chunk))
+
+In a terminal (the stream is a TTY) it draws a ``rich`` progress bar. Otherwise
+(CI, pipes, log files) it prints one plain line at most every ``interval_s``
+seconds, plus a final line, so logs stay readable::
+
+    insert rows: 120000/500000 (24.0%) 61234/s elapsed 2.0s
+
+``total=None`` means unknown: counts and rates are shown without a
+percentage. ``advance`` is cheap (no I/O unless a line is due) and
+thread-safe. The bar writes to stderr by default so that commands printing
+a JSON result line on stdout (``cdc bench``) keep stdout clean.
+Set ``CDC_PROGRESS=plain`` to force plain lines, ``CDC_PROGRESS=off`` to
+silence it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from typing import IO, Iterator
+
+
+class Progress:
+    """The handle ``progress()`` yields: ``advance(n)``, ``update(completed)``."""
+
+    def __init__(self, total: int | None, description: str) -> None:
+        self.total = total
+        self.description = description
+        self.completed = 0
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+
+    def advance(self, n: int = 1) -> None:
+        with self._lock:
+            self.completed += n
+        self._changed()
+
+    def update(self, completed: int) -> None:
+        """Set the absolute count (for callers that know the position, not the step)."""
+        with self._lock:
+            self.completed = completed
+        self._changed()
+
+    def set_description(self, description: str) -> None:
+        self.description = description
+        self._changed()
+
+    def line(self) -> str:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        rate = self.completed / elapsed
+        if self.total:
+            pct = 100.0 * self.completed / self.total
+            head = f"{self.completed}/{self.total} ({pct:.1f}%)"
+        else:
+            head = f"{self.completed}"
+        return f"{self.description}: {head} {rate:.0f}/s elapsed {elapsed:.1f}s"
+
+    def _changed(self) -> None:  # overridden by the renderers
+        pass
+
+    def _finish(self) -> None:
+        pass
+
+
+class _Silent(Progress):
+    pass
+
+
+class _PlainLines(Progress):
+    """Non-TTY renderer: a line every ``interval_s`` seconds and one at the end."""
+
+    def __init__(self, total: int | None, description: str, stream: IO[str], interval_s: float) -> None:
+        super().__init__(total, description)
+        self._stream = stream
+        self._interval = interval_s
+        self._next = self.started + interval_s
+
+    def _changed(self) -> None:
+        now = time.monotonic()
+        if now >= self._next:
+            self._next = now + self._interval
+            self._emit()
+
+    def _emit(self) -> None:
+        print(self.line(), file=self._stream, flush=True)
+
+    def _finish(self) -> None:
+        self._emit()
+
+
+class _RichBar(Progress):
+    """TTY renderer: a live rich progress bar."""
+
+    def __init__(self, total: int | None, description: str, stream: IO[str]) -> None:
+        super().__init__(total, description)
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress, SpinnerColumn,
+                                   TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+
+        self._rich = RichProgress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                  MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+                                  console=Console(file=stream), transient=False)
+        self._task = self._rich.add_task(description, total=total)
+        self._rich.start()
+
+    def _changed(self) -> None:
+        self._rich.update(self._task, completed=self.completed, description=self.description)
+
+    def _finish(self) -> None:
+        self._changed()
+        self._rich.stop()
+
+
+def _mode(stream: IO[str]) -> str:
+    forced = os.environ.get("CDC_PROGRESS", "").lower()
+    if forced in ("off", "plain", "rich"):
+        return forced
+    isatty = getattr(stream, "isatty", None)
+    return "rich" if isatty is not None and isatty() else "plain"
+
+
+@contextmanager
+def progress(total: int | None, description: str, *, stream: IO[str] | None = None,
+             interval_s: float = 5.0) -> Iterator[Progress]:
+    """Report progress of a long operation; see the module docstring.
+
+    The final state is always written (bar completed, or a last plain line),
+    also when the body raises.
+    """
+    out = stream if stream is not None else sys.stderr
+    mode = _mode(out)
+    bar: Progress
+    if mode == "off":
+        bar = _Silent(total, description)
+    elif mode == "rich":
+        bar = _RichBar(total, description, out)
+    else:
+        bar = _PlainLines(total, description, out, interval_s)
+    try:
+        yield bar
+    finally:
+        bar._finish()
