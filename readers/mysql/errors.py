@@ -1,0 +1,69 @@
+"""Errors of the MySQL/MariaDB reader, classified by what to do about them.
+
+``Transient`` ones (connection lost, no primary found yet) are retried with
+backoff by the reader itself and, once its attempts are spent, by the daemon.
+``Terminal`` ones (divergence, purged binlog, bad settings, bad data) stop the
+source at its checkpoint: retrying cannot help and falling back would lose or
+duplicate transactions.
+"""
+
+from __future__ import annotations
+
+from cdc.errors import CdcError, DecodeError, SourceUnavailable, Terminal, Transient
+
+
+class GtidParseError(CdcError, Terminal, ValueError):
+    """A GTID or GTID set text is malformed (``text``, ``reason``)."""
+
+
+class GtidFlavorMismatch(CdcError, Terminal, ValueError):
+    """MySQL (uuid:interval) and MariaDB (domain-server-seq) sets were mixed."""
+
+
+class ConnectionLost(SourceUnavailable):
+    """The binlog connection dropped; reconnect from the reader's GTID state."""
+
+
+class TransactionInterrupted(SourceUnavailable):
+    """The connection dropped between Begin and Commit.
+
+    The caller (daemon) has already received Begin and some Changes, so the
+    reader cannot simply continue: it raises this, the daemon restarts the
+    source from the stream tail, the publisher writes ABORTED for the open
+    transaction, and the whole transaction is read again from its GTID.
+    """
+
+
+class NoPrimaryFound(SourceUnavailable):
+    """No configured host is a writable primary right now (``hosts``, ``probes``)."""
+
+
+class AuthenticationFailed(CdcError, Terminal):
+    """The server rejected the user or password (``host``, ``user``)."""
+
+
+class Divergence(CdcError, Terminal):
+    """The candidate primary lacks GTIDs we already published (``host``, ``missing``).
+
+    Never fall back to an older position: that would publish a different
+    history under the same sequence numbers.
+    """
+
+
+class BinlogPurged(CdcError, Terminal):
+    """The server purged binlogs past our checkpoint (``host``, ``checkpoint``, ``purged``)."""
+
+
+class SettingsRefused(CdcError, Terminal):
+    """``cdc check`` / startup found settings that make capture unsafe (``problems``)."""
+
+
+class UnknownColumnType(DecodeError):
+    """A column type this reader cannot convert (table, column, type, position)."""
+
+
+__all__ = [
+    "AuthenticationFailed", "BinlogPurged", "ConnectionLost", "DecodeError", "Divergence",
+    "GtidFlavorMismatch", "GtidParseError", "NoPrimaryFound", "SettingsRefused",
+    "TransactionInterrupted", "Transient", "UnknownColumnType",
+]

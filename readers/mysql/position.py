@@ -1,0 +1,250 @@
+"""Positions in a MySQL/MariaDB binlog: ``GtidSet`` and ``BinlogPosition``.
+
+``GtidSet`` is the reader's checkpoint: the FULL set of transactions already
+seen, never a single GTID. It has two flavours with one interface:
+
+* MySQL: ``uuid:1-5:7,uuid2:1-3``. Stored as half-open intervals
+  ``[start, stop)`` per server uuid (so ``1-5`` is ``(1, 6)``), merged and
+  sorted; printed closed (``1-5``, ``7``) like the server does.
+* MariaDB: ``domain-server-seq`` per replication domain, e.g. ``0-1-42,1-7-3``
+  (the shape of ``@@gtid_binlog_pos`` / ``@@gtid_slave_pos``). Within a
+  domain, sequence numbers grow, so one GTID per domain stands for every
+  transaction up to it.
+
+Containment (``a.issuperset(b)``) means "a has seen every transaction of b".
+For MariaDB that is: each domain of b is in a with a seq at least as high,
+and where the seqs are equal the server ids agree (same seq from another
+server is a different transaction: divergence).
+
+An empty set has no flavour of its own and combines with either. Bad text
+raises :class:`GtidParseError`; mixing flavours raises
+:class:`GtidFlavorMismatch`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Literal
+
+from readers.mysql.errors import GtidFlavorMismatch, GtidParseError
+
+Flavor = Literal["mysql", "mariadb"]
+Interval = tuple[int, int]  # half-open [start, stop)
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+_MARIA = re.compile(r"^(\d+)-(\d+)-(\d+)$")
+
+
+def _norm_uuid(text: str) -> str:
+    h = text.replace("-", "").lower()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _merge(intervals: Iterable[Interval]) -> tuple[Interval, ...]:
+    out: list[list[int]] = []
+    for a, b in sorted(i for i in intervals if i[0] < i[1]):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return tuple((a, b) for a, b in out)
+
+
+def _minus(xs: tuple[Interval, ...], ys: tuple[Interval, ...]) -> tuple[Interval, ...]:
+    out: list[Interval] = []
+    for a, b in xs:
+        for c, d in ys:
+            if d <= a or c >= b:
+                continue
+            if c > a:
+                out.append((a, c))
+            a = max(a, d)
+            if a >= b:
+                break
+        if a < b:
+            out.append((a, b))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class GtidSet:
+    """Immutable GTID set. Build with :meth:`parse`, :meth:`empty` or operators.
+
+    ``mysql``: ((uuid, ((start, stop), ...)), ...) sorted by uuid.
+    ``mariadb``: ((domain, server, seq), ...) sorted by domain.
+    At most one of them is non-empty.
+    """
+
+    mysql: tuple[tuple[str, tuple[Interval, ...]], ...] = ()
+    mariadb: tuple[tuple[int, int, int], ...] = ()
+
+    # construction --------------------------------------------------------
+    @classmethod
+    def empty(cls) -> "GtidSet":
+        return cls()
+
+    @classmethod
+    def parse(cls, text: str | None) -> "GtidSet":
+        """Parse either flavour; '' / None is the empty set. Whitespace and newlines are ignored."""
+        if text is None:
+            return cls()
+        if not isinstance(text, str):
+            raise GtidParseError("GTID set must be text", text=repr(text))
+        parts = [p.strip() for p in re.sub(r"\s+", "", text).split(",") if p.strip()]
+        if not parts:
+            return cls()
+        if all(_MARIA.match(p) for p in parts):
+            return cls._parse_mariadb(parts, text)
+        if any(":" not in p for p in parts):
+            raise GtidParseError("not a MySQL uuid:interval set nor a MariaDB domain-server-seq list",
+                                 text=text)
+        return cls._parse_mysql(parts, text)
+
+    @classmethod
+    def _parse_mariadb(cls, parts: list[str], text: str) -> "GtidSet":
+        by_domain: dict[int, tuple[int, int]] = {}
+        for p in parts:
+            d, s, n = (int(x) for x in _MARIA.match(p).groups())  # type: ignore[union-attr]
+            if d in by_domain:
+                raise GtidParseError(f"domain {d} appears twice", text=text)
+            by_domain[d] = (s, n)
+        return cls(mariadb=tuple((d, s, n) for d, (s, n) in sorted(by_domain.items())))
+
+    @classmethod
+    def _parse_mysql(cls, parts: list[str], text: str) -> "GtidSet":
+        by_uuid: dict[str, list[Interval]] = {}
+        for p in parts:
+            uuid, *ranges = p.split(":")
+            if not _UUID.match(uuid):
+                raise GtidParseError(f"{uuid!r} is not a server uuid", text=text)
+            if not ranges:
+                raise GtidParseError(f"{p!r} has no transaction interval", text=text)
+            for r in ranges:
+                lo, sep, hi = r.partition("-")
+                if not lo.isdigit() or (sep and not hi.isdigit()):
+                    raise GtidParseError(f"interval {r!r} is not N or N-M", text=text)
+                a, b = int(lo), int(hi) if sep else int(lo)
+                if a < 1 or b < a:
+                    raise GtidParseError(f"interval {r!r} is empty or starts below 1", text=text)
+                by_uuid.setdefault(_norm_uuid(uuid), []).append((a, b + 1))
+        return cls(mysql=tuple((u, _merge(iv)) for u, iv in sorted(by_uuid.items())))
+
+    @classmethod
+    def of(cls, gtid: str) -> "GtidSet":
+        """A set holding one GTID (``uuid:N`` or ``d-s-n``)."""
+        s = cls.parse(gtid)
+        if len(s.mariadb) + sum(len(iv) for _, iv in s.mysql) != 1:
+            raise GtidParseError("not a single GTID", text=gtid)
+        return s
+
+    # properties ----------------------------------------------------------
+    @property
+    def flavor(self) -> Flavor | None:
+        return "mysql" if self.mysql else "mariadb" if self.mariadb else None
+
+    def __bool__(self) -> bool:
+        return bool(self.mysql or self.mariadb)
+
+    def __str__(self) -> str:
+        if self.mariadb:
+            return ",".join(f"{d}-{s}-{n}" for d, s, n in self.mariadb)
+        return ",".join(
+            u + "".join(f":{a}" if b == a + 1 else f":{a}-{b - 1}" for a, b in iv) for u, iv in self.mysql
+        )
+
+    def __repr__(self) -> str:
+        return f"GtidSet({str(self)!r})"
+
+    def domains(self) -> dict[int, tuple[int, int]]:
+        """MariaDB: domain -> (server, seq)."""
+        return {d: (s, n) for d, s, n in self.mariadb}
+
+    # algebra -------------------------------------------------------------
+    def _check(self, other: "GtidSet") -> None:
+        if self.flavor and other.flavor and self.flavor != other.flavor:
+            raise GtidFlavorMismatch("cannot combine a MySQL and a MariaDB GTID set",
+                                     left=str(self), right=str(other))
+
+    def union(self, other: "GtidSet") -> "GtidSet":
+        self._check(other)
+        if self.mariadb or other.mariadb:
+            merged = self.domains()
+            for d, s, n in other.mariadb:
+                if d not in merged or n >= merged[d][1]:
+                    merged[d] = (s, n)
+            return GtidSet(mariadb=tuple((d, s, n) for d, (s, n) in sorted(merged.items())))
+        by = {u: list(iv) for u, iv in self.mysql}
+        for u, iv in other.mysql:
+            by.setdefault(u, []).extend(iv)
+        return GtidSet(mysql=tuple((u, _merge(iv)) for u, iv in sorted(by.items())))
+
+    __or__ = union
+
+    def add(self, gtid: str) -> "GtidSet":
+        """This set plus one GTID text (``uuid:N`` / ``d-s-n``)."""
+        return self.union(GtidSet.of(gtid))
+
+    def subtract(self, other: "GtidSet") -> "GtidSet":
+        """Transactions of self that other lacks.
+
+        MariaDB: the domains where self is ahead of other (or on another
+        server at the same seq): exactly "what other is missing of self".
+        """
+        self._check(other)
+        if self.mariadb:
+            theirs = other.domains()
+            keep = [(d, s, n) for d, s, n in self.mariadb
+                    if d not in theirs or n > theirs[d][1] or (n == theirs[d][1] and s != theirs[d][0])]
+            return GtidSet(mariadb=tuple(keep))
+        mine = dict(other.mysql)
+        out = []
+        for u, iv in self.mysql:
+            rest = _minus(iv, mine.get(u, ()))
+            if rest:
+                out.append((u, rest))
+        return GtidSet(mysql=tuple(out))
+
+    __sub__ = subtract
+
+    def issuperset(self, other: "GtidSet") -> bool:
+        """True when self has seen every transaction of other."""
+        return not other.subtract(self)
+
+    def issubset(self, other: "GtidSet") -> bool:
+        return other.issuperset(self)
+
+    def contains_gtid(self, gtid: str) -> bool:
+        return self.issuperset(GtidSet.of(gtid))
+
+    __contains__ = contains_gtid
+
+    def last_seq(self) -> int | None:
+        """Highest transaction number anywhere in the set (for a metric)."""
+        if self.mariadb:
+            return max(n for _, _, n in self.mariadb)
+        if self.mysql:
+            return max(iv[-1][1] - 1 for _, iv in self.mysql)
+        return None
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class BinlogPosition:
+    """A point in one server's binlog: ``file`` (e.g. mysql-bin.000003) and byte ``pos``.
+
+    Orders by file sequence number then offset. Only meaningful on the
+    server that wrote it: use GTIDs (``cdc gtid locate``) across servers.
+    """
+
+    file: str
+    pos: int
+
+    @classmethod
+    def parse(cls, text: str) -> "BinlogPosition":
+        file, sep, pos = text.rpartition(":")
+        if not sep or not file or not pos.isdigit():
+            raise GtidParseError("binlog position is not of the form FILE:POS", text=text)
+        return cls(file, int(pos))
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.pos}"
