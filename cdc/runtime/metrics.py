@@ -9,10 +9,11 @@ counters, units in the name) and carries the ``source`` label (and
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, PlatformCollector, ProcessCollector
 from prometheus_client.core import GaugeMetricFamily
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -33,7 +34,7 @@ class _Catalogue:
         self.bytes_published = Counter("cdc_source_published_bytes_total", "Bytes of record values acknowledged", s, registry=r)
         self.schema_changes = Counter("cdc_source_schema_changes_total", "Schema-change records published", s, registry=r)
         self.heartbeats = Counter("cdc_source_heartbeats_total", "Heartbeat records published", s, registry=r)
-        self.lag = Gauge("cdc_source_lag_seconds", "Now minus the source commit time of the last published transaction", s, registry=r)
+        # cdc_source_lag_seconds is computed at scrape time (see _SourceLagCollector)
         self.last_commit = Gauge("cdc_source_last_commit_timestamp_seconds", "Source commit time of the last published transaction", s, registry=r)
         self.last_sequence = Gauge("cdc_source_last_published_sequence", "Sequence of the last acknowledged record", s, registry=r)
         self.last_scn = Gauge("cdc_source_last_commit_scn", "Oracle: commit SCN of the last published transaction", s, registry=r)
@@ -44,6 +45,11 @@ class _Catalogue:
         self.spilled = Gauge("cdc_source_spilled_bytes", "Bytes of change data spilled to disk", s, registry=r)
         self.reconnects = Counter("cdc_source_reconnects_total", "Reconnects to the source", s, registry=r)
         self.failovers = Counter("cdc_source_failovers_total", "Switches to a new primary", s, registry=r)
+        self.divergences = Counter("cdc_source_divergences_total",
+                                   "Checkpoint not contained in the (new) primary's history: a loud stop", s, registry=r)
+        self.last_publish = Gauge("cdc_source_last_publish_timestamp_seconds",
+                                  "Wall-clock time of the last broker acknowledgement (data, marker or heartbeat)",
+                                  s, registry=r)
         self.errors = Counter("cdc_source_errors_total", "Errors by class", ["source", "class"], registry=r)
         self.up = Gauge("cdc_source_up", "1 while the reader is connected and streaming", s, registry=r)
         self.publish_latency = Histogram("cdc_publish_latency_seconds", "Produce call to broker acknowledgement",
@@ -64,6 +70,34 @@ class _Catalogue:
         self.apply_dead_letters = Counter("cdc_apply_dead_letter_rows_total", "Rows sent to the dead-letter table", at, registry=r)
         self._freshness: dict[tuple[str, str], float] = {}
         r.register(_FreshnessCollector(self._freshness))
+        self._caught_up: dict[str, float] = {}
+        self._progress: dict[str, float] = {}
+        r.register(_SourceLagCollector(self._caught_up))
+
+
+class _SourceLagCollector:
+    """``cdc_source_lag_seconds``: now - the source time the stream is caught up to.
+
+    "Caught up to" is the commit time of the last published transaction, or
+    the source time of the last heartbeat when the source is idle, whichever
+    is later. Computed at scrape time, so a stalled reader shows a lag that
+    grows, instead of a gauge frozen at its last value.
+    """
+
+    def __init__(self, caught_up: dict[str, float]) -> None:
+        self._caught_up = caught_up
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        fam = GaugeMetricFamily("cdc_source_lag_seconds",
+                                "Now minus the source time the published stream is caught up to",
+                                labels=["source"])
+        now = time.time()
+        for source, ts in list(self._caught_up.items()):
+            fam.add_metric([source], max(0.0, now - ts))
+        yield fam
+
+    def describe(self) -> Iterable[GaugeMetricFamily]:
+        return []
 
 
 class _FreshnessCollector:
@@ -85,14 +119,31 @@ class _FreshnessCollector:
         return []
 
 
-_catalogues: dict[int, _Catalogue] = {}
+_catalogues: dict[int, tuple[CollectorRegistry, _Catalogue]] = {}
+_lock = threading.Lock()
 
 
 def catalogue(registry: CollectorRegistry) -> _Catalogue:
+    """The metric families of ``registry``, created on first use (thread-safe)."""
     key = id(registry)
-    if key not in _catalogues:
-        _catalogues[key] = _Catalogue(registry)
-    return _catalogues[key]
+    with _lock:
+        entry = _catalogues.get(key)
+        if entry is None or entry[0] is not registry:  # id() reuse after a registry was collected
+            entry = (registry, _Catalogue(registry))
+            _catalogues[key] = entry
+        return entry[1]
+
+
+def process_registry() -> CollectorRegistry:
+    """A fresh registry with the standard process_* and python_info collectors.
+
+    The daemon and the apply job use one of these per process, so dashboards
+    can show resident memory and CPU next to the catalogue.
+    """
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    return registry
 
 
 class SourceMetrics:
@@ -106,9 +157,12 @@ class SourceMetrics:
         for g in (m.open_tx, m.oldest_open, m.buffered, m.spilled, m.up):
             g.labels(s).set(0)
         for c in (m.tx_read, m.tx_published, m.records_published, m.bytes_published, m.schema_changes,
-                  m.heartbeats, m.reconnects, m.failovers):
+                  m.heartbeats, m.reconnects, m.failovers, m.divergences):
             c.labels(s)  # export at 0 from the start, so rate() has a series
         m.errors.labels(s, "none")
+        m.publish_latency.labels(s)
+        self._started = time.time()
+        m.last_publish.labels(s).set(self._started)  # "no progress yet" starts counting now
 
     # reading
     def event_read(self, table: str, op: str, n: int = 1) -> None:
@@ -132,8 +186,19 @@ class SourceMetrics:
         self._m.failovers.labels(self.source).inc()
 
     def error(self, exc_or_class: BaseException | str) -> None:
+        """Count an error under its class name; a divergence also counts in divergences_total."""
         cls = exc_or_class if isinstance(exc_or_class, str) else type(exc_or_class).__name__
         self._m.errors.labels(self.source, cls).inc()
+        if "Diverg" in cls:
+            self._m.divergences.labels(self.source).inc()
+
+    def divergence(self) -> None:
+        """The checkpoint is not in the new primary's history (without an error() call)."""
+        self._m.divergences.labels(self.source).inc()
+
+    def seconds_since_progress(self) -> float:
+        """Seconds since the broker last acknowledged anything (for /readyz "not stalled")."""
+        return max(0.0, time.time() - self._m._progress.get(self.source, self._started))
 
     def connected(self, up: bool) -> None:
         self._m.up.labels(self.source).set(1 if up else 0)
@@ -146,12 +211,13 @@ class SourceMetrics:
         self._m.records_published.labels(self.source).inc(n)
         self._m.bytes_published.labels(self.source).inc(nbytes)
         self._m.last_sequence.labels(self.source).set(last_sequence)
+        self._progressed()
 
     def transaction_published(self, commit_ts_ms: int, *, scn: int | None = None, gtid_seq: int | None = None) -> None:
         m, s = self._m, self.source
         m.tx_published.labels(s).inc()
         m.last_commit.labels(s).set(commit_ts_ms / 1000.0)
-        m.lag.labels(s).set(max(0.0, time.time() - commit_ts_ms / 1000.0))
+        self._caught_up_to(commit_ts_ms / 1000.0)
         if scn is not None:
             m.last_scn.labels(s).set(scn)
         if gtid_seq is not None:
@@ -160,7 +226,17 @@ class SourceMetrics:
     def idle(self, source_ts_ms: int) -> None:
         """A heartbeat: the source is caught up to ``source_ts_ms``."""
         self._m.heartbeats.labels(self.source).inc()
-        self._m.lag.labels(self.source).set(max(0.0, time.time() - source_ts_ms / 1000.0))
+        self._progressed()
+        self._caught_up_to(source_ts_ms / 1000.0)
+
+    def _progressed(self) -> None:
+        now = time.time()
+        self._m._progress[self.source] = now
+        self._m.last_publish.labels(self.source).set(now)
+
+    def _caught_up_to(self, source_ts_s: float) -> None:
+        caught = self._m._caught_up
+        caught[self.source] = max(caught.get(self.source, 0.0), source_ts_s)
 
     def schema_change(self) -> None:
         self._m.schema_changes.labels(self.source).inc()
@@ -182,6 +258,7 @@ class ApplyMetrics:
         for c in (self._m.apply_batches, self._m.apply_tx, self._m.apply_skipped):
             c.labels(*self.labels)
         self._m.apply_errors.labels(*self.labels, "none")
+        self._m.apply_duration.labels(*self.labels)
 
     def batch_applied(self, seconds: float, transactions: int, last_sequence: int, last_commit_ts_ms: int | None) -> None:
         m = self._m
