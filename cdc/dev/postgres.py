@@ -1,0 +1,170 @@
+"""An embedded PostgreSQL server (the distribution's binaries) for tests and the demo.
+
+PostgreSQL refuses to run as root, so when we are root the cluster is
+initialised and run as the ``postgres`` OS user (the directory is chowned to
+it). The data directory lives in a fresh directory under /tmp unless
+``base_dir`` is given, because pytest's tmp dirs are root-only (0700) and
+``postgres`` could not reach into them.
+
+After ``start()``: listens on 127.0.0.1 only (plus a socket in the data
+directory), trust authentication, ``fsync=off``; a superuser role ``cdc`` and
+a database ``cdc`` exist. ``dsn`` is ``postgresql://cdc@127.0.0.1:PORT/cdc``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from cdc.dev import procs
+from cdc.dev.ports import HOST, free_port, wait_until
+
+
+def _pg_bin(name: str) -> str:
+    if os.environ.get("CDC_PG_BIN"):
+        return str(Path(os.environ["CDC_PG_BIN"]) / name)
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), key=lambda p: int(p.split("/")[4]))
+    if found:
+        return found[-1]
+    return shutil.which(name) or name
+
+
+class PostgresError(RuntimeError):
+    """The embedded PostgreSQL failed to initialise or start; the message holds its log tail."""
+
+
+class Postgres:
+    """One postgres process. See the module docstring for what ``start()`` guarantees."""
+
+    host = HOST
+
+    def __init__(self, base_dir: Path | None = None, port: int | None = None, os_user: str | None = None,
+                 die_with_parent: bool = True) -> None:
+        self._own_dir = base_dir is None
+        self.dir = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix="cdc-pg-"))
+        self.datadir = self.dir / "data"
+        self.log_path = self.dir / "postgres.log"
+        self._auto_port = port is None
+        self.port = port if port is not None else free_port()
+        self.os_user = os_user if os_user is not None else ("postgres" if os.geteuid() == 0 else None)
+        self.die_with_parent = die_with_parent
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://cdc@{self.host}:{self.port}/cdc"
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, timeout: float = 60) -> "Postgres":
+        """initdb (first time), start, wait until it accepts connections, create role and db ``cdc``."""
+        if self.running:
+            return self
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._chown(self.dir)
+        if not (self.datadir / "PG_VERSION").exists():
+            self._initdb()
+        for attempt in range(3):
+            argv = [_pg_bin("postgres"), "-D", str(self.datadir), "-p", str(self.port), "-c", f"listen_addresses={HOST}",
+                    "-c", f"unix_socket_directories={self.datadir}", "-c", "fsync=off",
+                    "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "shared_buffers=32MB",
+                    "-c", "max_connections=100", "-c", "max_prepared_transactions=20"]
+            log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+            self.proc = procs.spawn(argv, self.log_path, die_with_parent=self.die_with_parent,
+                                    run_as=self.os_user, cwd=self.dir)
+            procs.register(self)
+            try:
+                wait_until(self._probe, timeout, f"PostgreSQL on {self.address}", interval=0.1,
+                           alive=self._exit_reason)
+                break
+            except (RuntimeError, TimeoutError) as exc:
+                procs.terminate(self.proc, timeout=10)
+                new_log = self._log_since(log_start)
+                if self._auto_port and "could not bind" in new_log and attempt < 2:
+                    self.port = free_port()
+                    continue
+                raise PostgresError(f"{exc}\n--- {self.log_path} (tail) ---\n{procs.tail(self.log_path)}") from None
+        self._bootstrap()
+        return self
+
+    def stop(self, timeout: float = 20) -> None:
+        """Fast shutdown (SIGINT), SIGKILL after ``timeout`` seconds. Idempotent."""
+        import signal
+
+        procs.terminate(self.proc, timeout=timeout, sig=signal.SIGINT)
+        procs.unregister(self)
+
+    def destroy(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def connect(self, **kw: Any):
+        """A psycopg (3) connection as ``cdc`` to database ``cdc``; autocommit on unless overridden."""
+        import psycopg
+
+        kw.setdefault("autocommit", True)
+        return psycopg.connect(self.dsn, connect_timeout=5, **kw)
+
+    # ---- internals -------------------------------------------------------------------------
+
+    def _chown(self, path: Path) -> None:
+        if self.os_user:
+            entry = pwd.getpwnam(self.os_user)
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    def _initdb(self) -> None:
+        log = self.dir / "initdb.log"
+        user = pwd.getpwnam(self.os_user) if self.os_user else None
+        with open(log, "wb") as out:
+            rc = subprocess.run(
+                [_pg_bin("initdb"), "-D", str(self.datadir), "-U", "postgres", "--auth=trust", "-E", "UTF8",
+                 "--locale=C", "--no-sync"],
+                stdout=out, stderr=subprocess.STDOUT, timeout=120, cwd=self.dir,
+                user=user.pw_uid if user else None, group=user.pw_gid if user else None,
+                extra_groups=[] if user else None,
+            ).returncode
+        if rc != 0:
+            raise PostgresError(f"initdb failed ({rc}) in {self.datadir}:\n{procs.tail(log)}")
+
+    def _probe(self) -> bool:
+        import psycopg
+
+        psycopg.connect(host=HOST, port=self.port, user="postgres", dbname="postgres", connect_timeout=2).close()
+        return True
+
+    def _bootstrap(self) -> None:
+        import psycopg
+
+        with psycopg.connect(host=HOST, port=self.port, user="postgres", dbname="postgres", autocommit=True) as c:
+            if not c.execute("SELECT 1 FROM pg_roles WHERE rolname = 'cdc'").fetchone():
+                c.execute("CREATE ROLE cdc LOGIN SUPERUSER")
+            if not c.execute("SELECT 1 FROM pg_database WHERE datname = 'cdc'").fetchone():
+                c.execute("CREATE DATABASE cdc OWNER cdc")
+
+    def _exit_reason(self) -> str | None:
+        if self.proc is not None and self.proc.poll() is not None:
+            return f"postgres exited with code {self.proc.returncode}"
+        return None
+
+    def _log_since(self, offset: int) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(offset)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def __repr__(self) -> str:
+        return f"Postgres({self.address}, {'running' if self.running else 'stopped'})"
