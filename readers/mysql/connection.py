@@ -1,0 +1,119 @@
+"""Connections to one MySQL/MariaDB host and what we ask it about itself.
+
+``open_connection`` makes a plain PyMySQL connection with the configured
+timeouts and turns connection failures into classified errors: a wrong
+password is Terminal (AuthenticationFailed), an unreachable host is
+Transient (SourceUnavailable). ``probe`` reads the facts failover needs
+(flavour, read_only, replica or not, GTID state, oldest GTID state still in
+the binlogs) in one short session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+
+from readers.mysql.errors import AuthenticationFailed, ConnectionLost, SourceUnavailable
+from readers.mysql.position import GtidSet
+
+ER_ACCESS_DENIED = 1045
+ER_DBACCESS_DENIED = 1044
+CLIENT_ERRORS_LOST = {2003, 2006, 2013, 2055}
+
+
+def split_host(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host, int(port)
+
+
+def connection_settings(address: str, user: str, password: str, timeout_s: float,
+                        read_timeout_s: float | None = None) -> dict[str, Any]:
+    host, port = split_host(address)
+    settings: dict[str, Any] = {"host": host, "port": port, "user": user, "passwd": password,
+                                "connect_timeout": max(1, int(round(timeout_s)))}
+    if read_timeout_s is not None:
+        settings["read_timeout"] = max(1, int(round(read_timeout_s)))
+    return settings
+
+
+def classify(exc: BaseException, address: str, user: str) -> Exception:
+    """Map a PyMySQL error to ours (the caller raises it ``from exc``)."""
+    code = exc.args[0] if getattr(exc, "args", None) and isinstance(exc.args[0], int) else None
+    if code in (ER_ACCESS_DENIED, ER_DBACCESS_DENIED):
+        return AuthenticationFailed(f"{address} rejected user {user!r}: {exc.args[1]}", host=address, user=user)
+    if code in CLIENT_ERRORS_LOST or isinstance(exc, (OSError, pymysql.err.InterfaceError)):
+        return ConnectionLost(f"cannot reach {address}: {exc}", host=address)
+    return SourceUnavailable(f"{address}: {exc}", host=address)
+
+
+def open_connection(address: str, user: str, password: str, timeout_s: float = 5.0,
+                    db: str | None = None, **kw: Any) -> pymysql.connections.Connection:
+    try:
+        return pymysql.connect(**connection_settings(address, user, password, timeout_s, timeout_s * 6),
+                               db=db, autocommit=True, **kw)
+    except (pymysql.err.MySQLError, OSError) as exc:
+        raise classify(exc, address, user) from exc
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """What one host said about itself when probed."""
+
+    address: str
+    flavor: str  # "mariadb" | "mysql"
+    version: str
+    server_id: int
+    read_only: bool
+    is_replica: bool
+    gtid_state: GtidSet  # every transaction in its binlog history (gtid_binlog_pos / gtid_executed)
+    oldest: GtidSet  # MariaDB: state at the start of the oldest binlog; MySQL: gtid_purged
+
+    @property
+    def writable_primary(self) -> bool:
+        return not self.read_only and not self.is_replica
+
+
+def _scalar(cur: Any, sql: str, args: Any = None) -> Any:
+    cur.execute(sql, args)
+    row = cur.fetchone()
+    return None if row is None else row[0]
+
+
+def _replicating(cur: Any) -> bool:
+    """A replica is a host whose replication threads run or try to (a stopped one may be promoted)."""
+    row = cur.fetchone()
+    if row is None:
+        return False
+    status = dict(zip((d[0] for d in cur.description), row))
+    io = status.get("Slave_IO_Running", status.get("Replica_IO_Running"))
+    sql = status.get("Slave_SQL_Running", status.get("Replica_SQL_Running"))
+    return io in ("Yes", "Connecting") or sql == "Yes"
+
+
+def probe(address: str, user: str, password: str, timeout_s: float = 5.0) -> HostInfo:
+    """Ask one host for its role and GTID state. Raises classified errors."""
+    conn = open_connection(address, user, password, timeout_s)
+    try:
+        with conn.cursor() as cur:
+            version = str(_scalar(cur, "SELECT VERSION()"))
+            flavor = "mariadb" if "mariadb" in version.lower() else "mysql"
+            server_id = int(_scalar(cur, "SELECT @@server_id"))
+            read_only = bool(int(_scalar(cur, "SELECT @@read_only")))
+            cur.execute("SHOW SLAVE STATUS" if flavor == "mariadb" else "SHOW REPLICA STATUS")
+            is_replica = _replicating(cur)
+            if flavor == "mariadb":
+                state = GtidSet.parse(_scalar(cur, "SELECT @@gtid_binlog_pos") or "")
+                cur.execute("SHOW BINARY LOGS")
+                logs = cur.fetchall()
+                oldest = GtidSet.parse(_scalar(cur, "SELECT BINLOG_GTID_POS(%s, 4)", (logs[0][0],)) or "") \
+                    if logs else state
+            else:
+                state = GtidSet.parse(_scalar(cur, "SELECT @@GLOBAL.gtid_executed") or "")
+                oldest = GtidSet.parse(_scalar(cur, "SELECT @@GLOBAL.gtid_purged") or "")
+    except pymysql.err.MySQLError as exc:
+        raise classify(exc, address, user) from exc
+    finally:
+        conn.close()
+    return HostInfo(address, flavor, version, server_id, read_only, is_replica, state, oldest)

@@ -1,0 +1,361 @@
+"""``MySqlSource``: the MySQL/MariaDB binlog reader (cdc.source.Source).
+
+It streams the binlog of the current primary over the replication protocol
+(python-mysql-replication, GTID auto-positioning) and yields
+Begin/Change*/Commit per committed transaction touching a captured table,
+SchemaChange per DDL on a captured database, and Heartbeat when idle.
+
+Resume contract: ``resume = {"gtid_set": <full GTID state>}``. The state is
+the configured/checkpointed state plus every GTID whose transaction has been
+fully read (yielded with its Commit, or skipped because it touched no
+captured table). The state on a Commit/SchemaChange/Heartbeat is the state
+AFTER that event, so ``start(resume)`` continues with the next transaction
+and never yields one twice. Skipped transactions advance the state silently;
+the next Heartbeat carries it.
+
+Connection loss (our rule, instead of the library's replay-from-start
+reconnect, its issue #367):
+* between transactions: reconnect from the current state, bounded attempts
+  with exponential backoff, each counted (metrics.reconnect()); each attempt
+  re-runs primary selection and checkpoint validation (failover.py), and a
+  change of host counts metrics.failover();
+* inside a transaction whose Begin was already yielded: raise
+  TransactionInterrupted (Transient). The daemon restarts the source from the
+  stream tail; the publisher closes the open transaction with ABORTED and the
+  whole transaction is read again. Nothing is yielded twice within one
+  iterator and no partial transaction is ever completed with rows of another.
+
+Divergence, purged binlogs, a wrong password, undecodable values and XA
+transactions on captured tables are Terminal errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import zlib
+from typing import Any, Iterator
+
+import pymysql
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import (
+    GtidEvent, HeartbeatLogEvent, MariadbGtidEvent, QueryEvent, RotateEvent, XAPrepareEvent, XidEvent,
+)
+from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
+
+from cdc.errors import CdcError, Terminal
+from cdc.events import Begin, Change, Commit, Event, Heartbeat, SchemaChange, TableId
+from cdc.sources import SourceContext
+from readers.mysql.config import MySqlSourceConfig
+from readers.mysql.connection import connection_settings, open_connection
+from readers.mysql.decode import RowConverter
+from readers.mysql.errors import (
+    BinlogPurged, ConnectionLost, DecodeError, Divergence, SourceUnavailable, TransactionInterrupted,
+)
+from readers.mysql.failover import choose_primary, default_prober
+from readers.mysql.position import GtidSet
+from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
+from readers.mysql.tables import TableFilter, ddl_table
+
+log = logging.getLogger(__name__)
+
+_EVENTS = [GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent, XAPrepareEvent, TableMapEvent,
+           WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent, RotateEvent]
+_LOST = {2006, 2013, 2055}
+
+
+def _guarded_connect(**settings: Any) -> pymysql.connections.Connection:
+    """pymysql.connect whose reads raise ConnectionLost instead of OperationalError 2006/2013.
+
+    The library catches those two codes and silently reconnects from its
+    ORIGINAL start position; turning them into our error keeps reconnects ours.
+    """
+    address = f"{settings.get('host')}:{settings.get('port')}"
+    try:
+        return _Guarded(**settings)
+    except pymysql.err.OperationalError as exc:
+        raise ConnectionLost(f"cannot reach {address}: {exc}", host=address) from exc
+
+
+class _Guarded(pymysql.connections.Connection):
+    def _read_packet(self, packet_type=pymysql.connections.MysqlPacket):  # noqa: ANN001
+        try:
+            return super()._read_packet(packet_type)
+        except pymysql.err.OperationalError as exc:
+            if exc.args and exc.args[0] in _LOST:
+                raise ConnectionLost(f"binlog connection to {self.host}:{self.port} lost: {exc.args[-1]}",
+                                     host=f"{self.host}:{self.port}") from exc
+            raise
+        except pymysql.err.InternalError as exc:
+            raise _server_refused(exc, f"{self.host}:{self.port}") from exc
+
+
+def _server_refused(exc: Exception, address: str) -> Exception:
+    code, msg = (exc.args + (None, ""))[:2]
+    if code == 1236:
+        if "purged" in str(msg).lower():
+            return BinlogPurged(f"binlog purged past the checkpoint on {address}: {msg}", host=address)
+        return Divergence(f"{address} refused our GTID state: {msg}", host=address, server_error=str(msg))
+    return exc
+
+
+class MySqlSource:
+    """Reader for one ``kind: mysql`` source. See the module docstring for the contract."""
+
+    def __init__(self, config: MySqlSourceConfig, context: SourceContext) -> None:
+        self.name = config.name
+        self.config = config
+        self.metrics = context.metrics
+        self.filter = TableFilter(config.tables)
+        self.server_id = config.server_id or 1_000_000 + zlib.crc32(config.name.encode()) % 1_000_000_000
+        self.state: GtidSet = GtidSet()
+        self.host: str | None = None
+        self.flavor = "mariadb"
+        self._stop = threading.Event()
+        self._stream: BinLogStreamReader | None = None
+        self._ctl: pymysql.connections.Connection | None = None
+        self._prober = default_prober(config.user, config.password.get_secret_value(), config.connect_timeout_s)
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self, resume: dict[str, Any] | None) -> None:
+        """Pick the primary and the starting GTID state. Raises Terminal errors on bad checkpoints."""
+        checkpoint = GtidSet.parse(resume["gtid_set"]) if resume and resume.get("gtid_set") is not None else None
+        info = self._choose(checkpoint)
+        self.state = checkpoint if checkpoint is not None else info.gtid_state
+        log.info("source %s: streaming from %s (%s) after %s", self.name, info.address, info.flavor,
+                 self.state or "<empty>")
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        self._close_stream()
+
+    def resume_state(self) -> dict[str, Any]:
+        return {"gtid_set": str(self.state)}
+
+    # -- streaming -----------------------------------------------------------
+    def events(self) -> Iterator[Event]:
+        attempt = 0
+        while not self._stop.is_set():
+            try:
+                for ev in self._stream_events():
+                    attempt = 0
+                    yield ev
+                return
+            except TransactionInterrupted:
+                self._close_stream()
+                raise
+            except SourceUnavailable as exc:
+                self._close_stream()
+                self.metrics.connected(False)
+                if attempt >= self.config.reconnect_attempts:
+                    raise SourceUnavailable(f"source {self.name}: gave up after {attempt} reconnect attempts: {exc}",
+                                            host=self.host, state=str(self.state)) from exc
+                delay = min(self.config.reconnect_backoff_s * (2 ** attempt), 5.0)
+                attempt += 1
+                self.metrics.reconnect()
+                log.warning("source %s: %s; reconnect %d/%d in %.1fs from %s", self.name, exc, attempt,
+                            self.config.reconnect_attempts, delay, self.state)
+                if self._stop.wait(delay):
+                    return
+                yield Heartbeat(int(time.time() * 1000), self.resume_state())
+                self._choose(self.state)
+            except CdcError as exc:
+                self.metrics.error(exc)
+                self._close_stream()
+                raise
+
+    def _choose(self, checkpoint: GtidSet | None):
+        try:
+            info = choose_primary(self.config.hosts, self._prober, checkpoint)
+        except CdcError as exc:
+            if isinstance(exc, Terminal):
+                self.metrics.error(exc)
+            raise
+        if self.host is not None and info.address != self.host:
+            self.metrics.failover()
+            log.warning("source %s: failover %s -> %s", self.name, self.host, info.address)
+        self.host, self.flavor = info.address, info.flavor
+        return info
+
+    def _open_stream(self) -> BinLogStreamReader:
+        assert self.host is not None
+        hb = self.config.heartbeat_interval_s
+        settings = connection_settings(self.host, self.config.user, self.config.password.get_secret_value(),
+                                       self.config.connect_timeout_s, read_timeout_s=max(10.0, hb * 4 + 5))
+        self._ctl = open_connection(self.host, self.config.user, self.config.password.get_secret_value(),
+                                    self.config.connect_timeout_s)
+        only_tables, only_schemas = self.filter.library_filters()
+        self._stream = BinLogStreamReader(
+            connection_settings=settings, server_id=self.server_id, blocking=True, resume_stream=True,
+            auto_position=str(self.state) if (self.state or self.flavor == "mariadb") else None,
+            is_mariadb=self.flavor == "mariadb", only_events=_EVENTS, only_tables=only_tables,
+            only_schemas=only_schemas, slave_heartbeat=hb, pymysql_wrapper=_guarded_connect,
+            enable_logging=False,
+        )
+        self.metrics.connected(True)
+        return self._stream
+
+    def _close_stream(self) -> None:
+        for closer in (self._stream, self._ctl):
+            try:
+                if closer is not None:
+                    closer.close()
+            except Exception:  # noqa: BLE001 - closing a dead socket may fail; nothing to do
+                pass
+        self._stream = self._ctl = None
+
+    def _stream_events(self) -> Iterator[Event]:
+        stream = self._open_stream()
+        hb_every = self.config.heartbeat_interval_s
+        last_yield = time.monotonic()
+        gtid: str | None = None  # GTID of the open transaction
+        began = False
+        row_no = 0
+        thread: int | None = None
+        converters: dict[int, tuple[Any, RowConverter, Any]] = {}
+        null_masks: dict[int, bytes] = {}
+        self._null_masks = null_masks
+        try:
+            it = iter(stream)
+            while True:
+                try:
+                    ev = next(it)
+                except StopIteration:
+                    raise ConnectionLost(f"{self.host} ended the binlog stream", host=self.host) from None
+                except CdcError:
+                    raise
+                except pymysql.err.MySQLError as exc:
+                    raise _server_refused(exc, self.host or "?") from exc
+                now = time.monotonic()
+                if isinstance(ev, (MariadbGtidEvent, GtidEvent)):
+                    gtid, began, row_no, thread = ev.gtid, False, 0, None
+                    ts_ms = ev.timestamp * 1000
+                elif isinstance(ev, (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)):
+                    table = TableId(ev.schema, ev.table)
+                    if gtid is None or not self.filter.matches(table):
+                        continue
+                    if not began:
+                        yield Begin(gtid, ts_ms)
+                        began = True
+                    for change in self._changes(ev, table, gtid, row_no, converters, thread):
+                        row_no += 1
+                        yield change
+                    last_yield = time.monotonic()
+                elif isinstance(ev, XidEvent):
+                    if gtid is not None:
+                        yield from self._commit(gtid, began, ev, stream)
+                        if began:
+                            last_yield = time.monotonic()
+                    gtid, began = None, False
+                elif isinstance(ev, QueryEvent):
+                    q = ev.query.strip()
+                    word = q.split(None, 1)[0].upper() if q else ""
+                    if word == "BEGIN":
+                        thread = getattr(ev, "slave_proxy_id", None)
+                    elif word == "COMMIT":  # non-transactional engines end with a COMMIT query
+                        if gtid is not None:
+                            yield from self._commit(gtid, began, ev, stream)
+                        gtid, began = None, False
+                    elif word == "XA":
+                        self._refuse_xa(ev, q, gtid, began, stream)
+                        if q.upper().startswith(("XA COMMIT", "XA ROLLBACK")) and gtid is not None:
+                            self.state = self.state.add(gtid)  # its own GTID; the branch was refused or not ours
+                            gtid = None
+                    elif word in ("ROLLBACK", "SAVEPOINT"):
+                        pass
+                    elif gtid is not None:
+                        change = self._schema_change(ev, q, gtid)
+                        gtid, began = None, False
+                        if change is not None:
+                            yield change
+                            last_yield = time.monotonic()
+                elif isinstance(ev, XAPrepareEvent):
+                    self._refuse_xa(ev, "XA PREPARE", gtid, began, stream)
+                    if gtid is not None:
+                        self.state = self.state.add(gtid)
+                    gtid = None
+                elif isinstance(ev, TableMapEvent):
+                    converters.pop(ev.table_id, None)
+                    null_masks[ev.table_id] = ev.null_bitmask
+                if gtid is None and (now - last_yield >= hb_every or isinstance(ev, HeartbeatLogEvent)):
+                    yield Heartbeat(int(time.time() * 1000), self.resume_state())
+                    last_yield = time.monotonic()
+                    if self._stop.is_set():
+                        return
+                if gtid is None and self._stop.is_set():
+                    return
+        except ConnectionLost as exc:
+            if began:
+                raise TransactionInterrupted(
+                    f"connection lost inside transaction {gtid}; restart from the stream tail", gtid=gtid,
+                    host=self.host) from exc
+            raise
+
+    def _changes(self, ev: Any, table: TableId, gtid: str, row_no: int,
+                 converters: dict[int, tuple[Any, RowConverter, Any]], thread: int | None) -> Iterator[Change]:
+        stream = self._stream
+        pos = ev.packet.log_pos
+        file = stream.log_file if stream is not None else None
+        where = f"{file}:{pos} gtid {gtid}"
+        cached = converters.get(ev.table_id)
+        tmap = stream.table_map.get(ev.table_id) if stream is not None else None
+        if cached is None or cached[0] is not tmap:
+            cached = (tmap, RowConverter(str(table), tmap.columns),
+                      schema_from_table_map(tmap, self._null_masks.get(ev.table_id)))
+            converters[ev.table_id] = cached
+        _, convert, schema = cached
+        try:
+            rows = ev.rows
+        except Exception as exc:  # noqa: BLE001 - the library raises anything from its decoders
+            raise DecodeError(f"cannot decode a row of {table} at {where}: {exc!r}", table=str(table),
+                              position=where, column=None, value=None) from None
+        server_id = ev.packet.server_id
+        op = "c" if isinstance(ev, WriteRowsEvent) else "u" if isinstance(ev, UpdateRowsEvent) else "d"
+        self.metrics.event_read(str(table), op, len(rows))
+        for i, r in enumerate(rows):
+            src = {"gtid": gtid, "file": file, "pos": pos, "row": row_no + i, "server_id": server_id}
+            if thread is not None:
+                src["thread"] = thread
+            if op == "c":
+                yield Change(table, op, None, convert(r["values"], where), src, schema)
+            elif op == "d":
+                yield Change(table, op, convert(r["values"], where), None, src, schema)
+            else:
+                yield Change(table, op, convert(r["before_values"], where), convert(r["after_values"], where),
+                             src, schema)
+
+    def _commit(self, gtid: str, began: bool, ev: Any, stream: BinLogStreamReader) -> Iterator[Event]:
+        self.state = self.state.add(gtid)
+        if began:
+            self.metrics.transaction_read()
+            yield Commit(gtid, ev.timestamp * 1000, self.resume_state(),
+                         {"gtid": gtid, "file": stream.log_file, "pos": ev.packet.log_pos})
+
+    def _schema_change(self, ev: Any, query: str, gtid: str) -> SchemaChange | None:
+        """A DDL is its own GTID transaction: advance the state, report it if it concerns us."""
+        self.state = self.state.add(gtid)
+        db = ev.schema.decode() if isinstance(ev.schema, bytes) else (ev.schema or "")
+        named = ddl_table(query, db)
+        if named is not None and not self.filter.matches(named):
+            return None
+        if named is None and not self.filter.matches_db(db):
+            return None
+        schema = None
+        if named is not None and self._ctl is not None:
+            try:
+                schema = schema_from_information_schema(self._ctl, named.db, named.table)
+            except pymysql.err.MySQLError as exc:
+                raise ConnectionLost(f"cannot read the schema of {named} from {self.host}: {exc}",
+                                     host=self.host) from exc
+        return SchemaChange(named, query, schema, ev.timestamp * 1000, self.resume_state())
+
+    def _refuse_xa(self, ev: Any, query: str, gtid: str | None, began: bool, stream: BinLogStreamReader) -> None:
+        if began:
+            raise DecodeError(
+                f"XA transaction on a captured table at {stream.log_file}:{ev.packet.log_pos} gtid {gtid}: "
+                "prepared XA branches are not supported", table=None, column=None,
+                position=f"{stream.log_file}:{ev.packet.log_pos}", value=query[:200])
+

@@ -1,0 +1,107 @@
+"""Table definitions: from the binlog's TABLE_MAP (full row metadata) or from
+information_schema (after a DDL), both as cdc.events.TableSchema.
+
+The TABLE_MAP is the truth for the rows that follow it (it is the shape the
+row was written with, even when replaying an old binlog after later ALTERs),
+so Change.schema always comes from it. information_schema is only read for
+SchemaChange records, right after the DDL, for the table it named.
+
+Type text is lower case without integer display widths (``int``, ``bigint
+unsigned``, ``varchar(20)``, ``decimal(10,2)``, ``datetime(6)``) so the two
+sources agree.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pymysqlreplication.constants import FIELD_TYPE as T
+
+from cdc.events import Column, TableId, TableSchema
+
+_INT_NAMES = {T.TINY: "tinyint", T.SHORT: "smallint", T.INT24: "mediumint", T.LONG: "int", T.LONGLONG: "bigint"}
+_BLOB_NAMES = {1: "tiny", 2: "", 3: "medium", 4: "long"}
+_MB_MAXLEN = {"utf8mb4": 4, "utf8": 3, "utf8mb3": 3, "ucs2": 2, "utf16": 4, "utf32": 4, "binary": 1,
+              "latin1": 1, "ascii": 1}
+_DISPLAY_WIDTH = re.compile(r"^(tinyint|smallint|mediumint|int|bigint)\(\d+\)")
+
+
+def _is_binary(col: Any) -> bool:
+    return (getattr(col, "character_set_name", None) or "").lower() == "binary"
+
+
+def _chars(col: Any) -> int:
+    cs = (getattr(col, "character_set_name", None) or "utf8mb4").lower()
+    return col.max_length // _MB_MAXLEN.get(cs, 1)
+
+
+def _quoted(values: Any) -> str:
+    return ",".join("'" + str(v).replace("'", "''") + "'" for v in values)
+
+
+def type_text(col: Any) -> str:
+    """The SQL type of one TABLE_MAP column, as close to COLUMN_TYPE as the map allows."""
+    t = col.type
+    if t in _INT_NAMES:
+        return _INT_NAMES[t] + (" unsigned" if col.unsigned else "")
+    if t == T.NEWDECIMAL:
+        return f"decimal({col.precision},{col.decimals})" + (" unsigned" if col.unsigned else "")
+    if t in (T.FLOAT, T.DOUBLE):
+        return ("float" if t == T.FLOAT else "double") + (" unsigned" if col.unsigned else "")
+    if t in (T.DATETIME2, T.TIMESTAMP2, T.TIME2):
+        base = {T.DATETIME2: "datetime", T.TIMESTAMP2: "timestamp", T.TIME2: "time"}[t]
+        return f"{base}({col.fsp})" if getattr(col, "fsp", 0) else base
+    simple = {T.DATE: "date", T.NEWDATE: "date", T.DATETIME: "datetime", T.TIMESTAMP: "timestamp",
+              T.TIME: "time", T.YEAR: "year", T.JSON: "json", T.GEOMETRY: "geometry"}
+    if t in simple:
+        return simple[t]
+    if t in (T.VARCHAR, T.VAR_STRING):
+        return f"varbinary({col.max_length})" if _is_binary(col) else f"varchar({_chars(col)})"
+    if t == T.STRING:
+        return f"binary({col.max_length})" if _is_binary(col) else f"char({_chars(col)})"
+    if t in (T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB):
+        size = _BLOB_NAMES.get(getattr(col, "length_size", 2), "")
+        return size + ("blob" if _is_binary(col) else "text")
+    if t == T.ENUM:
+        return f"enum({_quoted((col.enum_values or [''])[1:])})"
+    if t == T.SET:
+        return f"set({_quoted(col.set_values or ())})"
+    if t == T.BIT:
+        return f"bit({col.bits})"
+    return f"type#{t}"
+
+
+def schema_from_table_map(table: Any, null_mask: bytes | None = None) -> TableSchema:
+    """TableSchema of a pymysqlreplication ``Table`` (``BinLogStreamReader.table_map`` value).
+
+    ``null_mask`` is the TABLE_MAP event's nullability bitmap (bit i: column i nullable).
+    """
+    cols = []
+    for i, c in enumerate(table.columns):
+        nullable = True if null_mask is None else bool(null_mask[i // 8] & (1 << (i % 8)))
+        cols.append(Column(c.name, type_text(c), nullable))
+    pk = tuple(c.name for c in table.columns if c.is_primary)
+    return TableSchema(TableId(table.schema, table.table), tuple(cols), pk)
+
+
+def schema_from_information_schema(conn: Any, db: str, table: str) -> TableSchema | None:
+    """The table's current definition, None when it no longer exists (DROP)."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_KEY FROM information_schema.COLUMNS"
+            " WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s ORDER BY ORDINAL_POSITION", (db, table))
+        rows = cur.fetchall()
+        if not rows:
+            return None
+        cur.execute(
+            "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA=%s"
+            " AND TABLE_NAME=%s AND CONSTRAINT_NAME='PRIMARY' ORDER BY ORDINAL_POSITION", (db, table))
+        pk = tuple(r[0] if not isinstance(r, dict) else r["COLUMN_NAME"] for r in cur.fetchall())
+    cols = []
+    for r in rows:
+        name, ctype, nullable, _ = r if not isinstance(r, dict) else (
+            r["COLUMN_NAME"], r["COLUMN_TYPE"], r["IS_NULLABLE"], r["COLUMN_KEY"])
+        ctype = _DISPLAY_WIDTH.sub(r"\1", str(ctype).lower())
+        cols.append(Column(name, ctype, nullable == "YES"))
+    return TableSchema(TableId(db, table), tuple(cols), pk)
