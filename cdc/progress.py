@@ -29,8 +29,9 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Iterator
+from typing import IO
 
 
 class Progress:
@@ -107,8 +108,15 @@ class _RichBar(Progress):
     def __init__(self, total: int | None, description: str, stream: IO[str]) -> None:
         super().__init__(total, description)
         from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress, SpinnerColumn,
-                                   TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as RichProgress
 
         self._rich = RichProgress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                   MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, PlatformCollector, ProcessCollector
 from prometheus_client.core import GaugeMetricFamily

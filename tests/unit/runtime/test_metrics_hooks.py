@@ -107,7 +107,7 @@ def test_two_sources_share_one_registry():
 def test_apply_hooks():
     reg = CollectorRegistry()
     m = ApplyMetrics("shop", "pg", reg)
-    labels = dict(source="shop", target="pg")
+    labels = {"source": "shop", "target": "pg"}
     assert value(reg, "cdc_apply_batches_total", **labels) == 0
     assert value(reg, "cdc_apply_target_freshness_seconds", **labels) is None
     commit_ms = int(time.time() * 1000) - 2000
