@@ -41,6 +41,7 @@ class KafkaConfig(BaseModel):
     per_table_topics: bool = False
     dead_letter_topic: str | None = None
     producer: dict[str, Any] = Field(default_factory=dict, description="extra librdkafka settings")
+    avro_framing: Literal["confluent", "plain"] = "confluent"
 
 
 class TargetConfig(BaseModel):
@@ -99,6 +100,7 @@ class Config(BaseModel):
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     spill_dir: str = "/tmp/cdc-spill"
     max_buffer_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
+    drain_timeout_s: float = Field(default=30.0, gt=0, description="SIGTERM: budget to reach a transaction boundary")
 
     def source(self, name: str) -> SourceConfig:
         for s in self.sources:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from cdc.runtime.metrics import SourceMetrics
 
@@ -26,6 +26,11 @@ class SourceContext:
     spill_dir: str = "/tmp/cdc-spill"
     max_buffer_bytes: int = 64 * 1024 * 1024
     extra: dict[str, Any] = field(default_factory=dict)
+    # Set by the daemon only when kafka.dead_letter_topic is configured:
+    # dead_letter(error: DecodeError, raw) sends ONE undecodable change there and
+    # the reader skips it. None: the reader raises the DecodeError (the source
+    # stops at that position). See cdc.publish.publisher.Publisher.dead_letter.
+    dead_letter: Callable[[Exception, Any], None] | None = None
 
 
 def open_source(config: Any, context: SourceContext):

@@ -1,0 +1,141 @@
+"""An ordered, acknowledged Kafka producer: the one place that calls confluent-kafka's produce.
+
+Guarantees the publisher builds on:
+
+- ORDER: the idempotent producer (tansu supports it; so does every Kafka
+  since 0.11) keeps records of a partition in produce order through
+  retries, with up to 5 requests in flight. ``idempotence=False`` falls back
+  to ``acks=all`` + one request in flight, for brokers without
+  InitProducerId.
+- NO DROP: on ``BufferError`` (local queue full) it polls and retries the
+  SAME record, never skips it.
+- ACK TRACKING without a Python callback per record: successful deliveries
+  are not reported (``delivery.report.only.error``), so the number of
+  acknowledged records is ``produced - len(producer)``, a prefix of the
+  produce order. :meth:`acked` returns it. Failed deliveries and fatal
+  producer errors are remembered and raised as :class:`PublishError` by
+  :meth:`check` / :meth:`flush`: after any failure nothing later may be
+  trusted, so the caller stops (the stream tail stays consistent and a
+  restart recovers from it).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from cdc.errors import PublishError
+
+# Measured on tansu (2 cores): lz4 + only-error reports ~480k rec/s, a Python
+# callback per record halves that, no compression is 4x slower (broker-bound).
+DEFAULTS: dict[str, Any] = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "linger.ms": 10,
+    "batch.size": 1_000_000,
+    "compression.type": "lz4",
+    "queue.buffering.max.messages": 500_000,
+    "queue.buffering.max.kbytes": 512 * 1024,
+    "message.max.bytes": 8 * 1024 * 1024,
+    "delivery.report.only.error": True,
+}
+
+
+class OrderedProducer:
+    """Wraps one confluent_kafka.Producer; see the module docstring."""
+
+    def __init__(self, bootstrap: str, extra: dict[str, Any] | None = None) -> None:
+        conf = {"bootstrap.servers": bootstrap, **DEFAULTS, **(extra or {})}
+        if not conf.get("enable.idempotence"):
+            conf.setdefault("max.in.flight.requests.per.connection", 1)
+        conf["delivery.report.only.error"] = True  # acked() depends on it
+        conf["on_delivery"] = self._on_error
+        conf["error_cb"] = self._on_client_error
+        self.bootstrap = bootstrap
+        self._p = Producer(conf)
+        self.produced = 0
+        self.failure: PublishError | None = None
+
+    # -- callbacks (run inside poll/flush, on the calling thread) --
+    def _on_error(self, err: KafkaError | None, msg: Any) -> None:
+        if err is not None and self.failure is None:
+            self.failure = PublishError(f"broker did not acknowledge a record: {err.str()}",
+                                        topic=msg.topic(), code=err.name())
+
+    def _on_client_error(self, err: KafkaError) -> None:
+        if err.fatal() and self.failure is None:
+            self.failure = PublishError(f"fatal producer error: {err.str()}", code=err.name())
+
+    # -- producing --
+    def produce(self, topic: str, value: bytes | None, key: bytes | None = None) -> None:
+        """Queue one record; blocks (polling) while the local queue is full."""
+        p = self._p
+        while True:
+            try:
+                p.produce(topic, value, key)
+                break
+            except BufferError:
+                p.poll(0.005)
+                if self.failure is not None:
+                    raise self.failure from None
+            except KafkaException as exc:
+                raise PublishError(f"produce to {topic} failed: {exc}", topic=topic) from None
+        self.produced += 1
+        p.poll(0)
+
+    def poll(self, timeout: float = 0) -> None:
+        self._p.poll(timeout)
+
+    def acked(self) -> int:
+        """How many records (a prefix of produce order) the broker has acknowledged."""
+        return self.produced - len(self._p)
+
+    def check(self) -> None:
+        """Raise the first delivery failure, if any."""
+        if self.failure is not None:
+            raise self.failure
+
+    def flush(self, timeout_s: float = 30) -> None:
+        """Wait for every queued record's acknowledgement; raise PublishError on failure or timeout."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = self._p.flush(max(0.0, min(1.0, deadline - time.monotonic())))
+            self.check()
+            if left == 0:
+                return
+            if time.monotonic() >= deadline:
+                raise PublishError(f"{left} records not acknowledged within {timeout_s}s",
+                                   bootstrap=self.bootstrap, pending=left)
+
+    def close(self, timeout_s: float = 5) -> None:
+        """Best-effort flush; never raises (use flush() when the outcome matters)."""
+        try:
+            self._p.flush(timeout_s)
+        except Exception:  # noqa: BLE001 - closing after a failure must not mask it
+            pass
+
+
+def ensure_topic(bootstrap: str, topic: str, *, partitions: int = 1, compacted: bool = False,
+                 timeout_s: float = 15) -> None:
+    """Create ``topic`` unless it exists. Raises PublishError when the broker says no."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        meta = admin.list_topics(timeout=timeout_s)  # all topics: asking for one may auto-create it
+    except KafkaException as exc:
+        raise PublishError(f"broker {bootstrap} unreachable: {exc}", bootstrap=bootstrap) from None
+    tmeta = meta.topics.get(topic)
+    if tmeta is not None and tmeta.error is None and tmeta.partitions:
+        return
+    config = {"cleanup.policy": "compact"} if compacted else {}
+    fut = admin.create_topics([NewTopic(topic, partitions, 1, config=config)],
+                              operation_timeout=timeout_s, request_timeout=timeout_s)[topic]
+    try:
+        fut.result(timeout_s)
+    except KafkaException as exc:
+        err = exc.args[0] if exc.args else None
+        if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return
+        raise PublishError(f"could not create topic {topic}: {exc}", topic=topic) from None

@@ -1,0 +1,343 @@
+"""The publisher: reader events -> the ordered change stream of one source.
+
+Lifecycle: ``recover()`` once (reads the stream's tail, closes a cut-off
+transaction with ABORTED, returns the resume state for the reader), then
+``publish(event)`` for every event in reader order, ``flush()`` at a
+transaction boundary before reporting anything as done, ``close()``.
+One publisher per source, used from one thread.
+
+Guarantees:
+
+- one partition, records in publish order (see cdc.publish.producer), every
+  value with a ``sequence`` one above the previous record's;
+- ``publish()`` is asynchronous: nothing is assumed delivered until the
+  broker acknowledged it; metrics advance only then, and any failed record
+  raises PublishError (at the next publish/flush) so the caller stops;
+- memory per open transaction: one counter per table (and per table+op),
+  never the records;
+- SCHEMA records: a DDL (SchemaChange) is a checkpoint like END. A table's
+  definition is also written once, before its first row published by this
+  process, and again whenever Change.schema differs from the last one
+  written. Such a SCHEMA record may sit inside a transaction; it then
+  carries ``resume: null`` and is NOT a checkpoint (cdc.publish.tail).
+
+Dead letters (readers): a reader that cannot decode ONE change calls
+``SourceContext.dead_letter(error, raw)`` when the daemon wired it (only
+when ``kafka.dead_letter_topic`` is set), which is :meth:`dead_letter`: the
+error and the raw input go to that topic as JSON and the reader skips the
+change. When the callback is None the reader raises the DecodeError and the
+source stops at that position.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from collections import deque
+from typing import Any
+
+import orjson
+
+from cdc.config import KafkaConfig
+from cdc.envelope import (aborted_record, begin_record, changes_topic, data_record, end_record,
+                          heartbeat_record, schema_record, table_topic)
+from cdc.errors import CdcError, PublishError, StreamCorrupt
+from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange, TableId, TableSchema
+from cdc.publish.producer import OrderedProducer, ensure_topic
+from cdc.publish.tail import read_tail
+from cdc.runtime.metrics import SourceMetrics
+from cdc.serde import get_serdes, get_table_key_serde
+
+log = logging.getLogger(__name__)
+
+PROGRESS_EVERY = 10_000  # records between progress marks inside a long transaction
+ACK_CHECK_EVERY = 1_000  # records between looks at the acknowledged prefix
+
+
+class _Tx:
+    __slots__ = ("txid", "ts_ms", "counts", "ops", "total")
+
+    def __init__(self, txid: str, ts_ms: int) -> None:
+        self.txid, self.ts_ms = txid, ts_ms
+        self.counts: dict[str, int] = {}
+        self.ops: dict[tuple[str, str], int] = {}
+        self.total = 0
+
+
+class Publisher:
+    def __init__(self, source_name: str, connector: str, kafka: KafkaConfig, metrics: SourceMetrics, *,
+                 producer_config: dict | None = None, heartbeat_min_interval_s: float = 0.5) -> None:
+        self.source_name, self.connector, self.kafka, self.metrics = source_name, connector, kafka, metrics
+        self.topic = changes_topic(kafka.topic_prefix, source_name)
+        framing = getattr(kafka, "avro_framing", "confluent")
+        self._kser, self._vser = get_serdes(kafka.encoding, framing)
+        self._tkser = get_table_key_serde(kafka.encoding, framing)
+        self._kenc, self._venc = self._kser.encode, self._vser.encode
+        self._producer = OrderedProducer(kafka.bootstrap_servers, {**kafka.producer, **(producer_config or {})})
+        self._seq: int | None = None  # next sequence; set by recover()
+        self._tx: _Tx | None = None
+        self._names: dict[TableId, str] = {}
+        self._schemas: dict[str, TableSchema] = {}
+        self._table_topics: set[str] = set()
+        self._hb_min = heartbeat_min_interval_s
+        self._last_hb = 0.0
+        self._bytes = 0  # value bytes produced so far
+        # (produced index, kind, payload, produce time, cumulative bytes, sequence): metrics after ack
+        self._pending: deque[tuple] = deque()
+        self._reported = (0, 0)  # (records, bytes) already reported as acknowledged
+        self._since_check = 0
+        self._last_mark = 0
+        self.last_resume: dict[str, Any] | None = None  # resume of the last ACKNOWLEDGED checkpoint
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._tx is not None
+
+    @property
+    def next_sequence(self) -> int | None:
+        return self._seq
+
+    # ---------------------------------------------------------------- recovery
+    def recover(self) -> dict[str, Any] | None:
+        """Prepare the topics, read the tail; returns the resume state (None: no stream yet).
+
+        Afterwards the next record gets the highest sequence in the stream + 1,
+        and a transaction cut off by a crash is closed with an acknowledged
+        ABORTED marker.
+        """
+        bs = self.kafka.bootstrap_servers
+        ensure_topic(bs, self.topic, partitions=1)
+        if self.kafka.dead_letter_topic:
+            ensure_topic(bs, self.kafka.dead_letter_topic)
+        if self.kafka.encoding == "avro":
+            self._publish_avro_schemas()
+        tail = read_tail(bs, self.topic, self._kser, self._vser)
+        self._seq = 1 if tail.last_sequence is None else tail.last_sequence + 1
+        if tail.open_begin is not None:
+            txid = tail.open_begin.get("id")
+            log.warning("closing transaction %s cut off by an earlier crash with ABORTED", txid,
+                        extra={"source": self.source_name, "txid": txid})
+            self._produce(self.topic, aborted_record(self._take_seq(), txid, _now_ms()), None)
+            self.flush()
+        self.last_resume = tail.resume
+        log.info("recovered %s: next sequence %d, resume %s", self.topic, self._seq, tail.resume,
+                 extra={"source": self.source_name, "position": tail.resume})
+        return tail.resume
+
+    def _publish_avro_schemas(self) -> None:
+        """Write the writer schemas to the compacted ``<prefix>._schemas`` topic, keyed by id."""
+        topic = f"{self.kafka.topic_prefix}._schemas"
+        ensure_topic(self.kafka.bootstrap_servers, topic, compacted=True)
+        for serde in (self._kser, self._vser, self._tkser):
+            doc = {"id": serde.schema_id, "name": serde.name, "schema": serde.text, "framing": serde.framing}
+            self._producer.produce(topic, orjson.dumps(doc), str(serde.schema_id).encode())
+        self.flush()
+
+    # ---------------------------------------------------------------- publishing
+    def publish(self, event: Any) -> None:
+        """Turn one reader event into records (asynchronously produced)."""
+        if self._seq is None:
+            raise CdcError("Publisher.publish() before recover()", source=self.source_name)
+        if type(event) is Change:
+            self._change(event)
+        elif type(event) is Begin:
+            if self._tx is not None:
+                raise StreamCorrupt("BEGIN inside an open transaction", source=self.source_name,
+                                    open=self._tx.txid, txid=event.txid)
+            self._tx = _Tx(event.txid, event.ts_ms)
+            self._produce(self.topic, begin_record(self._take_seq(), event.txid, event.ts_ms), None)
+        elif type(event) is Commit:
+            self._commit(event)
+        elif type(event) is Heartbeat:
+            self._heartbeat(event)
+        elif type(event) is SchemaChange:
+            self._schema_change(event)
+        else:
+            raise CdcError(f"unknown event type {type(event).__name__}", source=self.source_name)
+
+    def _change(self, ch: Change) -> None:
+        tx = self._tx
+        if tx is None:
+            raise StreamCorrupt("row change outside a transaction", source=self.source_name, table=str(ch.table))
+        name = self._names.get(ch.table)
+        if name is None:
+            name = self._names[ch.table] = str(ch.table)
+        schema = ch.schema
+        if schema is not None and self._schemas.get(name) is not schema:
+            self._table_schema(name, schema)
+        n = tx.counts.get(name, 0) + 1
+        tx.counts[name] = n
+        ops, opkey = tx.ops, (name, ch.op)
+        ops[opkey] = ops.get(opkey, 0) + 1
+        tx.total += 1
+        seq = self._seq
+        self._seq = seq + 1
+        key, value = data_record(ch, sequence=seq, source_name=self.source_name, connector=self.connector,
+                                 txid=tx.txid, commit_ts_ms=tx.ts_ms, total_order=tx.total,
+                                 data_collection_order=n, now_ms=int(time.time() * 1000))
+        vbytes = self._venc(value)
+        self._produce_bytes(self.topic, vbytes, self._kenc(key))
+        if self.kafka.per_table_topics:
+            self._to_table_topic(ch, key["key"], vbytes)
+        self._since_check += 1
+        if self._since_check >= ACK_CHECK_EVERY:
+            self._since_check = 0
+            produced = self._producer.produced
+            if produced - self._last_mark >= PROGRESS_EVERY:  # long transaction: show progress before END
+                self._last_mark = produced
+                self._pending.append((produced, "progress", None, time.monotonic(), self._bytes, seq))
+            self._check_acks()
+
+    def _table_schema(self, name: str, schema: TableSchema) -> None:
+        if self._schemas.get(name) != schema:
+            resume = None if self._tx is not None else self.last_resume
+            self._produce(self.topic, schema_record(self._take_seq(), name, None, schema, _now_ms(), resume),
+                          {"table": name})
+        self._schemas[name] = schema
+
+    def _to_table_topic(self, ch: Change, pk: dict[str, Any], vbytes: bytes) -> None:
+        topic = table_topic(self.kafka.topic_prefix, self.source_name, ch.table.db, ch.table.table)
+        if topic not in self._table_topics:
+            ensure_topic(self.kafka.bootstrap_servers, topic)
+            self._table_topics.add(topic)
+        kbytes = self._tkser.encode(pk)
+        self._produce_bytes(topic, vbytes, kbytes)
+        if ch.op == "d":
+            self._produce_bytes(topic, None, kbytes)  # tombstone: compaction forgets the key
+
+    def _commit(self, ev: Commit) -> None:
+        tx = self._tx
+        if tx is None or tx.txid != ev.txid:
+            raise StreamCorrupt("COMMIT without its BEGIN", source=self.source_name, txid=ev.txid,
+                                open=None if tx is None else tx.txid)
+        seq = self._take_seq()
+        self._produce(self.topic, end_record(seq, ev.txid, ev.ts_ms, tx.counts, ev.resume, ev.position), None)
+        self._tx = None
+        self._pending.append((self._producer.produced, "end", (ev, tx.ops), time.monotonic(), self._bytes, seq))
+        self._check_acks()
+
+    def _heartbeat(self, ev: Heartbeat) -> None:
+        if self._tx is not None:
+            return  # a reader's keep-alive inside a transaction: not a stream record
+        now = time.monotonic()
+        if now - self._last_hb < self._hb_min and ev.resume == self.last_resume:
+            return
+        self._last_hb = now
+        seq = self._take_seq()
+        self._produce(self.topic, heartbeat_record(seq, ev.ts_ms, ev.resume), None)
+        self._pending.append((self._producer.produced, "heartbeat", ev, now, self._bytes, seq))
+        self._check_acks()
+
+    def _schema_change(self, ev: SchemaChange) -> None:
+        if self._tx is not None:
+            raise StreamCorrupt("schema change inside a transaction", source=self.source_name,
+                                txid=self._tx.txid, table=str(ev.table) if ev.table else None)
+        name = str(ev.table) if ev.table is not None else None
+        seq = self._take_seq()
+        self._produce(self.topic, schema_record(seq, name, ev.ddl, ev.schema, ev.ts_ms, ev.resume),
+                      {"table": name} if name else None)
+        if name is not None and ev.schema is not None:
+            self._schemas[name] = ev.schema
+        elif name is not None:
+            self._schemas.pop(name, None)
+        self._pending.append((self._producer.produced, "schema", ev, time.monotonic(), self._bytes, seq))
+        self._check_acks()
+
+    # ---------------------------------------------------------------- dead letters
+    def dead_letter(self, error: CdcError, raw: Any = None) -> None:
+        """Send one undecodable change to ``kafka.dead_letter_topic`` (JSON), or raise ``error``.
+
+        The record names the source, the error class, message and fields
+        (table, column, position, value) and the raw input (bytes as base64).
+        Its delivery is checked like every other record.
+        """
+        topic = self.kafka.dead_letter_topic
+        if not topic:
+            raise error
+        table = str(getattr(error, "table", None) or "")
+        if isinstance(raw, (bytes, bytearray, memoryview)):
+            raw_value, raw_enc = base64.b64encode(bytes(raw)).decode(), "base64"
+        else:
+            raw_value, raw_enc = raw, "json"
+        value = {"source": self.source_name, "connector": self.connector, "error": type(error).__name__,
+                 "message": getattr(error, "message", str(error)), "fields": getattr(error, "fields", {}),
+                 "raw": raw_value, "raw_encoding": raw_enc, "after_sequence": (self._seq or 1) - 1,
+                 "txid": self._tx.txid if self._tx else None, "ts_ms": _now_ms()}
+        data = orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
+        self._producer.produce(topic, data, orjson.dumps({"source": self.source_name, "table": table}))
+        self.metrics.dead_letter(table or "-")
+        log.error("dead-lettered a change of %s: %s", table or "?", error,
+                  extra={"source": self.source_name, "txid": value["txid"]})
+
+    # ---------------------------------------------------------------- plumbing
+    def _take_seq(self) -> int:
+        seq = self._seq
+        self._seq = seq + 1
+        return seq
+
+    def _produce(self, topic: str, value: dict[str, Any], key: dict[str, Any] | None) -> None:
+        self._produce_bytes(topic, self._venc(value), None if key is None else self._kenc(key))
+
+    def _produce_bytes(self, topic: str, vbytes: bytes | None, kbytes: bytes | None) -> None:
+        if vbytes is not None and topic == self.topic:
+            self._bytes += len(vbytes)
+        self._producer.produce(topic, vbytes, kbytes)
+
+    def _check_acks(self) -> None:
+        """Advance metrics over the acknowledged prefix; raise the first delivery failure."""
+        producer = self._producer
+        producer.check()
+        pending = self._pending
+        if not pending:
+            return
+        acked = producer.acked()
+        m = self.metrics
+        while pending and pending[0][0] <= acked:
+            index, kind, payload, t0, nbytes, seq = pending.popleft()
+            m.records_published(index - self._reported[0], nbytes - self._reported[1], seq)
+            self._reported = (index, nbytes)
+            m.publish_latency(time.monotonic() - t0)
+            if kind == "end":
+                ev, ops = payload
+                for (table, op), n in ops.items():
+                    m.events_published(table, op, n)
+                m.transaction_published(ev.ts_ms, **_native(ev.position))
+                self.last_resume = ev.resume
+            elif kind == "heartbeat":
+                m.idle(payload.ts_ms)
+                if payload.resume is not None:
+                    self.last_resume = payload.resume
+            elif kind == "schema":
+                m.schema_change()
+                if payload.resume is not None:
+                    self.last_resume = payload.resume
+
+    def flush(self, timeout_s: float = 30) -> None:
+        """Wait until the broker acknowledged every record; raise PublishError if any failed."""
+        producer = self._producer
+        if self._seq is not None and producer.produced > self._reported[0]:
+            self._pending.append((producer.produced, "progress", None, time.monotonic(), self._bytes, self._seq - 1))
+        producer.flush(timeout_s)
+        self._check_acks()
+
+    def close(self) -> None:
+        self._producer.close()
+
+
+def _native(position: dict[str, Any]) -> dict[str, Any]:
+    """Metric extras from a commit position: Oracle ``commit_scn``, MySQL GTID sequence number."""
+    out: dict[str, Any] = {}
+    scn = position.get("commit_scn", position.get("scn"))
+    if isinstance(scn, int):
+        out["scn"] = scn
+    gtid = position.get("gtid")
+    if isinstance(gtid, str) and gtid.rsplit(":", 1)[-1].isdigit():
+        out["gtid_seq"] = int(gtid.rsplit(":", 1)[-1])
+    elif isinstance(gtid, str) and gtid.rsplit("-", 1)[-1].isdigit():
+        out["gtid_seq"] = int(gtid.rsplit("-", 1)[-1])
+    return out
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,172 @@
+"""Reading a single-partition topic to its true end, and the change stream's tail state.
+
+Why this is not "seek to high watermark - 1": some Kafka-compatible brokers
+(tansu) report the base offset of the last record BATCH as the high
+watermark, so the last record may lie well past it. What we rely on instead:
+the reported watermark never exceeds the true end, so we read forward from a
+bit before it until the consumer is idle for ``idle_s`` AND its position is
+at or past the watermark. Every read is bounded by ``deadline_s``.
+
+:func:`read_tail` returns what the publisher needs to restart (see
+:class:`TailState`). It decodes only the records that matter: markers (null
+key) and SCHEMA records (key without ``key``), plus the very last record for
+its sequence. A checkpoint is an END, SCHEMA or HEARTBEAT record whose
+``resume`` is not null (a table-definition SCHEMA record written inside a
+transaction has none). A transaction cut off by a crash may leave a million data
+records after its BEGIN; the backward search walks windows of doubling size,
+holding nothing but the summary of each window.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from cdc.envelope import ABORTED, BEGIN, CHECKPOINT_STATUSES
+from cdc.errors import PublishError, StreamCorrupt
+from cdc.serde import Serde
+
+TAIL_WINDOW = 2000
+
+
+def make_consumer(bootstrap: str, extra: dict[str, Any] | None = None) -> Consumer:
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"cdc-tail-{uuid.uuid4().hex[:12]}",  # never committed: we only assign()
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "fetch.wait.max.ms": 100,
+        "enable.partition.eof": False,
+        "isolation.level": "read_uncommitted",
+        **(extra or {}),
+    }
+    return Consumer(conf)
+
+
+def watermarks(consumer: Consumer, topic: str, timeout_s: float = 10) -> tuple[int, int]:
+    """(low, reported high) of partition 0; the high may be below the true end."""
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=timeout_s, cached=False)
+    except KafkaException as exc:
+        raise PublishError(f"cannot read offsets of {topic}: {exc}", topic=topic) from None
+
+
+def read_range(consumer: Consumer, topic: str, start: int, stop: int | None, *, reported_high: int,
+               idle_s: float = 0.75, deadline_s: float = 120.0, batch: int = 5000) -> Iterator[Any]:
+    """Yield messages of partition 0 from offset ``start`` up to ``stop`` (exclusive) or the true end.
+
+    Ends when ``stop`` is reached, or when no message arrived for ``idle_s``
+    and the position is at or past ``reported_high``. Raises PublishError
+    when ``deadline_s`` passes first.
+    """
+    if stop is not None and stop <= start:
+        return
+    consumer.assign([TopicPartition(topic, 0, start)])
+    deadline = time.monotonic() + deadline_s
+    last_seen = time.monotonic()
+    position = start
+    try:
+        while True:
+            msgs = consumer.consume(batch, 0.1)
+            now = time.monotonic()
+            for m in msgs:
+                if m.error():
+                    raise PublishError(f"reading {topic}: {m.error()}", topic=topic, offset=position)
+                position = m.offset() + 1
+                if stop is not None and m.offset() >= stop:
+                    return
+                yield m
+            if stop is not None and position >= stop:
+                return
+            if msgs:
+                last_seen = now
+            elif now - last_seen >= idle_s and position >= reported_high:
+                return
+            if now > deadline:
+                raise PublishError(f"reading {topic} from offset {start} did not reach the end within {deadline_s}s",
+                                   topic=topic, offset=position)
+    finally:
+        consumer.unassign()
+
+
+@dataclass
+class _Window:
+    """Summary of one offset range: its last checkpoint and the BEGIN/ABORTED marker after it."""
+
+    first: int | None = None
+    last: int | None = None
+    checkpoint: dict[str, Any] | None = None
+    trail: dict[str, Any] | None = None  # last BEGIN or ABORTED after the checkpoint
+    last_value: bytes | None = None
+
+
+@dataclass(frozen=True)
+class TailState:
+    """What the stream's tail says. ``open_begin``: a BEGIN never closed by END/ABORTED."""
+
+    end_offset: int  # true end: offset of the next record to be written
+    last_sequence: int | None  # None: empty stream
+    checkpoint: dict[str, Any] | None  # value of the last END/SCHEMA/HEARTBEAT record with a resume
+    open_begin: dict[str, Any] | None
+
+    @property
+    def resume(self) -> dict[str, Any] | None:
+        return None if self.checkpoint is None else self.checkpoint.get("resume")
+
+
+def _summarise(messages: Iterator[Any], key_serde: Serde, value_serde: Serde) -> _Window:
+    w = _Window()
+    for m in messages:
+        if w.first is None:
+            w.first = m.offset()
+        w.last = m.offset()
+        w.last_value = m.value()
+        key = m.key()
+        if key is not None and "key" in key_serde.decode(key):
+            continue  # a data record: nothing to learn here
+        value = value_serde.decode(m.value())
+        status = value.get("status")
+        if status in CHECKPOINT_STATUSES and value.get("resume") is not None:
+            w.checkpoint, w.trail = value, None
+        elif status in (BEGIN, ABORTED):
+            w.trail = value
+    return w
+
+
+def read_tail(bootstrap: str, topic: str, key_serde: Serde, value_serde: Serde, *,
+              consumer_config: dict[str, Any] | None = None, deadline_s: float = 300.0) -> TailState:
+    """Find the true end, the last sequence, the last checkpoint and any open transaction."""
+    consumer = make_consumer(bootstrap, consumer_config)
+    try:
+        low, high = watermarks(consumer, topic)
+        start = max(low, high - TAIL_WINDOW)
+        tail = _summarise(read_range(consumer, topic, start, None, reported_high=high, deadline_s=deadline_s),
+                          key_serde, value_serde)
+        while tail.last is None and start > low:  # the watermark overstated the end: look earlier
+            start = max(low, start - TAIL_WINDOW * 8)
+            tail = _summarise(read_range(consumer, topic, start, None, reported_high=start,
+                                         deadline_s=deadline_s), key_serde, value_serde)
+        if tail.last is None:
+            return TailState(end_offset=low, last_sequence=None, checkpoint=None, open_begin=None)
+        last_sequence = value_serde.decode(tail.last_value)["sequence"]
+        checkpoint, trail = tail.checkpoint, tail.trail
+        stop, size = start, TAIL_WINDOW
+        while checkpoint is None and stop > low:  # walk back to the checkpoint before an open transaction
+            size *= 2
+            lo = max(low, stop - size)
+            w = _summarise(read_range(consumer, topic, lo, stop, reported_high=stop, deadline_s=deadline_s),
+                           key_serde, value_serde)
+            checkpoint = w.checkpoint
+            trail = trail if trail is not None else w.trail
+            stop = lo
+        open_begin = trail if trail is not None and trail.get("status") == BEGIN else None
+        if not isinstance(last_sequence, int):
+            raise StreamCorrupt(f"last record of {topic} has no integer sequence", topic=topic, offset=tail.last)
+        return TailState(end_offset=tail.last + 1, last_sequence=last_sequence,
+                         checkpoint=checkpoint, open_begin=open_begin)
+    finally:
+        consumer.close()
