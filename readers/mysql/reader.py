@@ -47,6 +47,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 from cdc.errors import CdcError, Terminal
 from cdc.events import Begin, Change, Commit, Event, Heartbeat, SchemaChange, TableId
 from cdc.sources import SourceContext
+from readers.mysql.check import refuse_unsafe
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
 from readers.mysql.decode import RowConverter
@@ -113,6 +114,7 @@ class MySqlSource:
         self.host: str | None = None
         self.flavor = "mariadb"
         self._stop = threading.Event()
+        self._dead_letter = getattr(context, "dead_letter", None)  # callable(error, raw) or None
         self._stream: BinLogStreamReader | None = None
         self._ctl: pymysql.connections.Connection | None = None
         self._prober = default_prober(config.user, config.password.get_secret_value(), config.connect_timeout_s)
@@ -122,6 +124,7 @@ class MySqlSource:
         """Pick the primary and the starting GTID state. Raises Terminal errors on bad checkpoints."""
         checkpoint = GtidSet.parse(resume["gtid_set"]) if resume and resume.get("gtid_set") is not None else None
         info = self._choose(checkpoint)
+        refuse_unsafe(info.address, self.config)
         self.state = checkpoint if checkpoint is not None else info.gtid_state
         log.info("source %s: streaming from %s (%s) after %s", self.name, info.address, info.flavor,
                  self.state or "<empty>")
@@ -319,13 +322,20 @@ class MySqlSource:
             src = {"gtid": gtid, "file": file, "pos": pos, "row": row_no + i, "server_id": server_id}
             if thread is not None:
                 src["thread"] = thread
-            if op == "c":
-                yield Change(table, op, None, convert(r["values"], where), src, schema)
-            elif op == "d":
-                yield Change(table, op, convert(r["values"], where), None, src, schema)
-            else:
-                yield Change(table, op, convert(r["before_values"], where), convert(r["after_values"], where),
-                             src, schema)
+            try:
+                if op == "c":
+                    change = Change(table, op, None, convert(r["values"], where), src, schema)
+                elif op == "d":
+                    change = Change(table, op, convert(r["values"], where), None, src, schema)
+                else:
+                    change = Change(table, op, convert(r["before_values"], where),
+                                    convert(r["after_values"], where), src, schema)
+            except DecodeError as exc:
+                if self._dead_letter is None:
+                    raise
+                self._dead_letter(exc, {"table": str(table), "op": op, "source": src, "row": repr(r)[:2000]})
+                continue
+            yield change
 
     def _commit(self, gtid: str, began: bool, ev: Any, stream: BinLogStreamReader) -> Iterator[Event]:
         self.state = self.state.add(gtid)

@@ -1,0 +1,111 @@
+"""`cdc gtid locate`: the same point in another server's binlog, via GTIDs (seed 002).
+
+After a failover, a file:pos on the old primary means nothing on the new
+one. The GTID state does: this tool reads the state reached at ``--file
+--pos`` on ``--from`` (every transaction that ended at or before that
+offset, starting from the file's Gtid_list / Previous_gtids header), then
+walks ``--to``'s binlogs to the first transaction boundary where that state
+is contained, and prints one JSON line ``{"gtid_set", "file", "pos"}``.
+
+Both walks use ``SHOW BINLOG EVENTS`` (works for MySQL and MariaDB alike;
+needs REPLICATION SLAVE / BINLOG MONITOR). A transaction ends at the last
+event before the next GTID event (Xid, COMMIT query or the DDL itself).
+Exit 1 with a message when the state is not found on ``--to`` (it lacks
+transactions: divergence, or its binlogs are purged).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from typing import Any, Iterator
+
+from readers.mysql.connection import open_connection
+from readers.mysql.errors import CdcError, Divergence
+from readers.mysql.position import GtidSet
+
+_MARIA_GTID = re.compile(r"GTID (\d+-\d+-\d+)")
+_MYSQL_GTID = re.compile(r"GTID_NEXT\s*=\s*'([^']+)'")
+
+
+def _gtid_of(info: str) -> str | None:
+    m = _MARIA_GTID.search(info) or _MYSQL_GTID.search(info)
+    return m.group(1) if m else None
+
+
+def walk(cur: Any, file: str) -> Iterator[tuple[GtidSet, int]]:
+    """(state, offset) at every transaction boundary of ``file``, header end first."""
+    cur.execute(f"SHOW BINLOG EVENTS IN '{file}'")
+    state = GtidSet()
+    gtid: str | None = None
+    last_end = 4
+    header_done = False
+    for _log, pos, etype, _sid, end, info in cur.fetchall():
+        etype = str(etype)
+        if etype in ("Gtid_list", "Previous_gtids"):
+            state = GtidSet.parse(str(info).strip("[]").replace(",\n", ",") or "")
+        elif etype == "Gtid":
+            if not header_done:
+                header_done = True
+                yield state, int(pos)
+            if gtid is not None:
+                state = state.add(gtid)
+                yield state, last_end
+            gtid = _gtid_of(str(info))
+        last_end = int(end)
+    if gtid is not None:
+        state = state.add(gtid)
+    yield state, last_end
+
+
+def state_at(cur: Any, file: str, pos: int) -> GtidSet:
+    state = GtidSet()
+    for s, end in walk(cur, file):
+        if end > pos:
+            break
+        state = s
+    return state
+
+
+def find_state(cur: Any, wanted: GtidSet) -> tuple[str, int] | None:
+    cur.execute("SHOW BINARY LOGS")
+    for (name, *_rest) in cur.fetchall():
+        for state, end in walk(cur, name):
+            if state.issuperset(wanted):
+                return name, end
+    return None
+
+
+def locate(src: str, file: str, pos: int, dst: str, user: str, password: str) -> dict[str, Any]:
+    with open_connection(src, user, password) as a, a.cursor() as cur:
+        wanted = state_at(cur, file, pos)
+    with open_connection(dst, user, password) as b, b.cursor() as cur:
+        found = find_state(cur, wanted)
+    if found is None:
+        raise Divergence(f"{dst} never reaches the GTID state {wanted or '<empty>'} of {src} {file}:{pos} "
+                         "(it lacks transactions, or its binlogs were purged)", host=dst, gtid_set=str(wanted))
+    return {"gtid_set": str(wanted), "file": found[0], "pos": found[1]}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="gtid_command", metavar="TOOL", required=True)
+    p = sub.add_parser("locate", help="map FILE:POS on one server to the same point on another")
+    p.add_argument("--from", dest="src", required=True, metavar="HOST:PORT")
+    p.add_argument("--file", required=True)
+    p.add_argument("--pos", required=True, type=int)
+    p.add_argument("--to", dest="dst", required=True, metavar="HOST:PORT")
+    p.add_argument("--user", default="cdc")
+    p.add_argument("--password", default="")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        result = locate(args.src, args.file, args.pos, args.dst, args.user, args.password)
+    except Divergence as exc:
+        print(f"cdc gtid locate: {exc.message}")
+        return 1
+    except CdcError:
+        raise
+    print(json.dumps(result))
+    return 0
