@@ -1,0 +1,99 @@
+"""What the apply job knows about each source table, and how SCHEMA records change it.
+
+Learnt from SCHEMA records (the publisher emits one before a table's first
+data record in each publisher process, and after every DDL) and persisted in
+the target's ``cdc_schema`` table in the batch transaction, so a restarted
+job knows its tables without re-reading the stream.
+
+DDL rule (DDL is a batch barrier; the engine applies what came before it
+first): a schema that only adds columns is followed (ALTER TABLE ADD
+COLUMN); a first sight of a table creates the target table when missing;
+any other change (dropped, renamed or retyped column, new primary key, DDL
+without a table definition such as DROP TABLE) raises UnsupportedDdl naming
+the table, the sequence and the statement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from cdc.events import TableSchema
+from streaming import typemap
+from streaming.errors import UnsupportedDdl
+from streaming.mapping import TableMap
+from streaming.targets.base import Target
+
+
+@dataclass(slots=True)
+class TableInfo:
+    source_table: str
+    target_table: str
+    schema: TableSchema
+    columns: list[str] = field(default_factory=list)
+    key: tuple[str, ...] = ()
+    converters: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, source_table: str, target_table: str, schema: TableSchema, dialect: str) -> "TableInfo":
+        conv = {c.name: f for c in schema.columns if (f := typemap.converter(c.type, dialect)) is not None}
+        return cls(source_table, target_table, schema, [c.name for c in schema.columns], schema.primary_key, conv)
+
+
+class Catalog:
+    def __init__(self, source: str, target: Target, table_map: TableMap) -> None:
+        self.source = source
+        self.target = target
+        self.table_map = table_map
+        self.tables: dict[str, TableInfo] = {}
+
+    def load(self) -> None:
+        for src, (dst, schema) in self.target.load_schemas(self.source).items():
+            self.tables[src] = TableInfo.build(src, dst, schema, self.target.dialect)
+
+    def get(self, source_table: str) -> TableInfo | None:
+        return self.tables.get(source_table)
+
+    def on_schema(self, meta: dict[str, Any], sequence: int) -> str | None:
+        """Apply one SCHEMA record to the target (inside the batch transaction).
+
+        Returns the target table touched, or None when the record does not
+        concern an applied table. Raises UnsupportedDdl for DDL we do not follow.
+        """
+        table, ddl, raw = meta.get("table"), meta.get("ddl"), meta.get("schema")
+        if raw is None:
+            if ddl is None or table is None or not self.table_map.wanted(table):
+                return None  # e.g. CREATE DATABASE: nothing in the target to change
+            raise UnsupportedDdl(f"DDL on {table} is not followed by the apply job (only ADD COLUMN is); "
+                                 "the job stops before it", table=table, sequence=sequence, ddl=ddl)
+        schema = TableSchema.from_json(raw)
+        table = str(schema.table)
+        if not self.table_map.wanted(table):
+            return None
+        old = self.tables.get(table)
+        dst = old.target_table if old else self.table_map.target_name(table)
+        if old is not None and ddl is not None:
+            self._check_compatible(old.schema, schema, sequence, ddl)
+        existing = self.target.table_columns(dst)
+        if existing is None:
+            self.target.create_table(dst, schema)
+        else:
+            for col in schema.columns:
+                if col.name not in existing:
+                    self.target.add_column(dst, col.name, col.type)
+        self.tables[table] = TableInfo.build(table, dst, schema, self.target.dialect)
+        self.target.save_schema(self.source, table, dst, schema, sequence)
+        return dst
+
+    @staticmethod
+    def _check_compatible(old: TableSchema, new: TableSchema, sequence: int, ddl: str) -> None:
+        old_cols = {c.name: c.type for c in old.columns}
+        new_cols = {c.name: c.type for c in new.columns}
+        dropped = sorted(set(old_cols) - set(new_cols))
+        retyped = sorted(n for n in old_cols if n in new_cols and old_cols[n] != new_cols[n])
+        if dropped or retyped or tuple(old.primary_key) != tuple(new.primary_key):
+            what = (f"dropped/renamed columns {dropped}" if dropped else
+                    f"changed column types {retyped}" if retyped else
+                    f"primary key {list(old.primary_key)} -> {list(new.primary_key)}")
+            raise UnsupportedDdl(f"schema change on {old.table} is not followed ({what}; only ADD COLUMN is); "
+                                 "the job stops before it", table=str(old.table), sequence=sequence, ddl=ddl)

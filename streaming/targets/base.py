@@ -1,0 +1,213 @@
+"""The shape every target module has, and the SQL they share.
+
+A target is opened once per apply job (on the driver). The engine drives it
+per micro-batch::
+
+    target.begin()
+    target.delete_rows / upsert_rows / delete_copies / insert_rows ...
+    target.write_progress(progress)          # same transaction
+    target.commit()                          # or rollback() on any error
+
+Everything between begin() and commit() is ONE target transaction; a reader
+of the target sees all of a batch or none of it. ``cursor()`` gives a DB-API
+cursor inside that transaction (maintained views use it with ``dialect``).
+
+Subclasses set ``dialect`` and ``param`` (the DB-API placeholder), implement
+``_connect``/``begin``/``table_columns``/``upsert_rows`` and may override the
+generic row paths with bulk ones (COPY, Arrow). Rows are dicts keyed by
+target column name, already converted for the target (see typemap).
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Iterable, Sequence
+
+import orjson
+
+from cdc.config import TargetConfig
+from cdc.events import TableSchema
+from streaming import typemap
+from streaming.progress import PROGRESS_TABLE, SCHEMA_TABLE, Progress, ms_from_ts, ts_from_ms, utc_now
+
+Row = dict[str, Any]
+
+
+class Target(abc.ABC):
+    dialect: str = ""
+    param: str = "%s"
+    bigint: str = "bigint"
+    text: str = "text"
+    timestamp: str = "timestamp"
+
+    def __init__(self, config: TargetConfig) -> None:
+        self.config = config
+        self.name = config.name
+        self.schema = config.schema_
+        self.conn: Any = None
+
+    # ---- connection and transaction -------------------------------------------------
+    @abc.abstractmethod
+    def _connect(self) -> Any: ...
+
+    def open(self) -> "Target":
+        if self.conn is None:
+            self.conn = self._connect()
+            self.ensure_meta()
+        return self
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            finally:
+                self.conn = None
+
+    def begin(self) -> None:
+        """Start the batch transaction (DB-API connections start one implicitly)."""
+
+    def commit(self) -> None:
+        self.conn.commit()
+
+    def rollback(self) -> None:
+        self.conn.rollback()
+
+    def cursor(self) -> Any:
+        return self.conn.cursor()
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        cur = self.cursor()
+        cur.execute(sql, params) if params is not None else cur.execute(sql)
+        return cur
+
+    def executemany(self, sql: str, rows: list[Sequence[Any]]) -> None:
+        if rows:
+            self.cursor().executemany(sql, rows)
+
+    # ---- names ----------------------------------------------------------------------
+    def quote(self, name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    def qualified(self, table: str) -> str:
+        return f"{self.quote(self.schema)}.{self.quote(table)}" if self.schema else self.quote(table)
+
+    def placeholders(self, n: int) -> str:
+        return ", ".join([self.param] * n)
+
+    # ---- catalogue ------------------------------------------------------------------
+    @abc.abstractmethod
+    def table_columns(self, table: str) -> list[str] | None:
+        """The target table's column names, or None when it does not exist."""
+
+    def column_type(self, source_type: str) -> str:
+        return typemap.target_type(source_type, self.dialect)
+
+    def create_table(self, table: str, schema: TableSchema) -> None:
+        cols = [f"{self.quote(c.name)} {self.column_type(c.type)}" + ("" if c.nullable or c.name in
+                schema.primary_key else " NOT NULL") for c in schema.columns]
+        if schema.primary_key:
+            cols.append("PRIMARY KEY (" + ", ".join(self.quote(k) for k in schema.primary_key) + ")")
+        self.execute(f"CREATE TABLE {self.qualified(table)} ({', '.join(cols)})")
+
+    def add_column(self, table: str, name: str, source_type: str) -> None:
+        self.execute(f"ALTER TABLE {self.qualified(table)} ADD COLUMN {self.quote(name)} {self.column_type(source_type)}")
+
+    def ensure_meta(self) -> None:
+        """Create cdc_progress and cdc_schema when missing (committed at once)."""
+        if self.table_columns(PROGRESS_TABLE) is None:
+            self.execute(
+                f"CREATE TABLE {self.qualified(PROGRESS_TABLE)} (source {self.key_text()} PRIMARY KEY, "
+                f"last_sequence {self.bigint} NOT NULL, last_position {self.text}, batch_id {self.bigint}, "
+                f"applied_at {self.timestamp}, last_commit_ts {self.timestamp})")
+        if self.table_columns(SCHEMA_TABLE) is None:
+            self.execute(
+                f"CREATE TABLE {self.qualified(SCHEMA_TABLE)} (source {self.key_text()} NOT NULL, "
+                f"source_table {self.key_text()} NOT NULL, target_table {self.key_text()}, "
+                f"schema_json {self.text}, sequence {self.bigint}, PRIMARY KEY (source, source_table))")
+        self.commit()
+
+    def key_text(self) -> str:
+        return "varchar(255)"
+
+    # ---- progress and schema memory (inside the batch transaction) -------------------
+    def read_progress(self, source: str) -> Progress | None:
+        cur = self.execute(f"SELECT last_sequence, last_position, batch_id, last_commit_ts, applied_at FROM "
+                           f"{self.qualified(PROGRESS_TABLE)} WHERE source = {self.param}", [source])
+        row = cur.fetchone()
+        self.commit()
+        if row is None:
+            return None
+        pos = orjson.loads(row[1]) if row[1] else {}
+        return Progress(source, int(row[0]), int(row[2]) if row[2] is not None else -1, pos, ms_from_ts(row[3]), row[4])
+
+    def write_progress(self, p: Progress) -> None:
+        t = self.qualified(PROGRESS_TABLE)
+        self.execute(f"DELETE FROM {t} WHERE source = {self.param}", [p.source])
+        self.execute(f"INSERT INTO {t} (source, last_sequence, last_position, batch_id, applied_at, last_commit_ts) "
+                     f"VALUES ({self.placeholders(6)})",
+                     [p.source, p.last_sequence, orjson.dumps(p.last_position).decode(), p.batch_id, utc_now(),
+                      ts_from_ms(p.last_commit_ts_ms)])
+
+    def load_schemas(self, source: str) -> dict[str, tuple[str, TableSchema]]:
+        cur = self.execute(f"SELECT source_table, target_table, schema_json FROM {self.qualified(SCHEMA_TABLE)} "
+                           f"WHERE source = {self.param}", [source])
+        rows = cur.fetchall()
+        self.commit()
+        return {r[0]: (r[1], TableSchema.from_json(orjson.loads(r[2]))) for r in rows}
+
+    def save_schema(self, source: str, source_table: str, target_table: str, schema: TableSchema, sequence: int) -> None:
+        t = self.qualified(SCHEMA_TABLE)
+        self.execute(f"DELETE FROM {t} WHERE source = {self.param} AND source_table = {self.param}", [source, source_table])
+        self.execute(f"INSERT INTO {t} (source, source_table, target_table, schema_json, sequence) VALUES "
+                     f"({self.placeholders(5)})",
+                     [source, source_table, target_table, orjson.dumps(schema.to_json()).decode(), sequence])
+
+    # ---- data (inside the batch transaction) -------------------------------------------
+    def delete_rows(self, table: str, key: Sequence[str], rows: list[Row]) -> None:
+        """Delete the rows whose primary key matches each row's key columns."""
+        where = " AND ".join(f"{self.quote(k)} = {self.param}" for k in key)
+        self.executemany(f"DELETE FROM {self.qualified(table)} WHERE {where}", [[r[k] for k in key] for r in rows])
+
+    @abc.abstractmethod
+    def upsert_rows(self, table: str, columns: Sequence[str], key: Sequence[str], rows: list[Row]) -> None:
+        """Insert each row, or replace the row with the same primary key."""
+
+    def insert_rows(self, table: str, columns: Sequence[str], rows: list[Row]) -> None:
+        cols = ", ".join(self.quote(c) for c in columns)
+        self.executemany(f"INSERT INTO {self.qualified(table)} ({cols}) VALUES ({self.placeholders(len(columns))})",
+                         [[r.get(c) for c in columns] for r in rows])
+
+    def delete_copies(self, table: str, columns: Sequence[str], rows: list[Row]) -> None:
+        """Keyless table: delete ONE matching row per entry of ``rows``."""
+        for r in rows:
+            self.execute(self.delete_one_sql(table, columns), [r.get(c) for c in columns])
+
+    def delete_one_sql(self, table: str, columns: Sequence[str]) -> str:
+        match = " AND ".join(f"{self.quote(c)} IS NOT DISTINCT FROM {self.param}" for c in columns)
+        return (f"DELETE FROM {self.qualified(table)} WHERE ctid = (SELECT ctid FROM {self.qualified(table)} "
+                f"WHERE {match} LIMIT 1)")
+
+    def truncate(self, table: str) -> None:
+        self.execute(f"DELETE FROM {self.qualified(table)}")
+
+    # ---- dead letters -----------------------------------------------------------------
+    def dead_letter(self, source: str, sequence: int | None, table: str | None, key: Any, value: Any, error: str) -> None:
+        name = self.config.dead_letter_table
+        assert name, "dead_letter() needs targets[].dead_letter_table"
+        if self.table_columns(name) is None:
+            self.execute(f"CREATE TABLE {self.qualified(name)} (source {self.key_text()}, sequence {self.bigint}, "
+                         f"source_table {self.key_text()}, record_key {self.text}, record_value {self.text}, "
+                         f"error {self.text}, at_time {self.timestamp})")
+        self.execute(f"INSERT INTO {self.qualified(name)} (source, sequence, source_table, record_key, record_value, "
+                     f"error, at_time) VALUES ({self.placeholders(7)})",
+                     [source, sequence, table, _json_text(key), _json_text(value), error, utc_now()])
+
+
+def _json_text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return orjson.dumps(value, default=str).decode()
+
+
+def rows_as_lists(rows: Iterable[Row], columns: Sequence[str]) -> list[list[Any]]:
+    return [[r.get(c) for c in columns] for r in rows]

@@ -1,0 +1,108 @@
+"""DuckDB target (embedded; the demo's default). Config: ``{name, kind: duckdb, path}``.
+
+Bulk path: the rows become an Arrow table registered as a view and merged
+with one ``INSERT ... ON CONFLICT DO UPDATE`` / ``DELETE ... USING``. The
+database file is opened by this process only (DuckDB allows one writer
+process); readers open it read-only between batches.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Sequence
+
+import duckdb
+import pyarrow as pa
+
+from cdc.config import TargetConfig
+from streaming.errors import TargetError
+from streaming.targets.base import Row, Target
+
+_stage_ids = itertools.count()
+
+
+class DuckDbTarget(Target):
+    dialect = "duckdb"
+    param = "?"
+    text = "varchar"
+
+    def __init__(self, config: TargetConfig) -> None:
+        super().__init__(config)
+        self.path = config.path or config.dsn or ":memory:"
+
+    def _connect(self) -> Any:
+        try:
+            con = duckdb.connect(self.path)
+        except duckdb.Error as exc:
+            raise TargetError(f"cannot open DuckDB target {self.name!r} at {self.path}: {exc}", target=self.name) from None
+        con.begin()
+        return con
+
+    def begin(self) -> None:
+        pass  # a transaction is always open: commit() and rollback() start the next one
+
+    def commit(self) -> None:
+        self.conn.commit()
+        self.conn.begin()
+
+    def rollback(self) -> None:
+        self.conn.rollback()
+        self.conn.begin()
+
+    def cursor(self) -> Any:
+        return self.conn  # a DuckDB connection is its own DB-API cursor; cursor() would open a new one
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        return self.conn.execute(sql, params) if params is not None else self.conn.execute(sql)
+
+    def table_columns(self, table: str) -> list[str] | None:
+        rows = self.conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = coalesce(?, current_schema()) "
+            "AND table_name = ? ORDER BY ordinal_position", [self.schema, table]).fetchall()
+        return [r[0] for r in rows] or None
+
+    def _register(self, columns: Sequence[str], rows: list[Row]) -> str:
+        name = f"_cdc_stage_{next(_stage_ids)}"
+        arrays = {c: pa.array([r.get(c) for r in rows]) for c in columns}
+        self.conn.register(name, pa.table(arrays))
+        return name
+
+    def delete_rows(self, table: str, key: Sequence[str], rows: list[Row]) -> None:
+        if not rows:
+            return
+        stage = self._register(key, rows)
+        try:
+            on = " AND ".join(f"t.{self.quote(k)} = s.{self.quote(k)}" for k in key)
+            self.conn.execute(f"DELETE FROM {self.qualified(table)} t USING {stage} s WHERE {on}")
+        finally:
+            self.conn.unregister(stage)
+
+    def upsert_rows(self, table: str, columns: Sequence[str], key: Sequence[str], rows: list[Row]) -> None:
+        if not rows:
+            return
+        stage = self._register(columns, rows)
+        try:
+            cols = ", ".join(self.quote(c) for c in columns)
+            conflict = ", ".join(self.quote(k) for k in key)
+            rest = [c for c in columns if c not in key]
+            action = ("DO UPDATE SET " + ", ".join(f"{self.quote(c)} = EXCLUDED.{self.quote(c)}" for c in rest)) \
+                if rest else "DO NOTHING"
+            self.conn.execute(f"INSERT INTO {self.qualified(table)} ({cols}) SELECT {cols} FROM {stage} "
+                              f"ON CONFLICT ({conflict}) {action}")
+        finally:
+            self.conn.unregister(stage)
+
+    def insert_rows(self, table: str, columns: Sequence[str], rows: list[Row]) -> None:
+        if not rows:
+            return
+        stage = self._register(columns, rows)
+        try:
+            cols = ", ".join(self.quote(c) for c in columns)
+            self.conn.execute(f"INSERT INTO {self.qualified(table)} ({cols}) SELECT {cols} FROM {stage}")
+        finally:
+            self.conn.unregister(stage)
+
+    def delete_one_sql(self, table: str, columns: Sequence[str]) -> str:
+        match = " AND ".join(f"{self.quote(c)} IS NOT DISTINCT FROM ?" for c in columns)
+        return (f"DELETE FROM {self.qualified(table)} WHERE rowid = (SELECT rowid FROM {self.qualified(table)} "
+                f"WHERE {match} LIMIT 1)")

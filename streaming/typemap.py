@@ -1,0 +1,125 @@
+"""Source column types (from SCHEMA records) -> target column types.
+
+Source types are the reader's lower-case type text (``int``, ``bigint
+unsigned``, ``varchar(20)``, ``decimal(10,2)``, ``datetime(6)``,
+``number(10,0)``, ``varchar2(40)``...). Each target dialect gets a type that
+holds every value of the source type (unsigned widened, DECIMAL exact), and
+a converter for values whose stream form (see cdc.events.Change) the target
+cannot take as is (base64 binary -> bytes, zoned 'Z' text for MySQL).
+Unknown types map to text, which holds the stream's JSON-ready value.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from typing import Any, Callable
+
+_PAREN = re.compile(r"^([a-z0-9_ ]+?)\s*(\(([^)]*)\))?\s*(unsigned)?\s*(zerofill)?$")
+
+Converter = Callable[[Any], Any]
+
+
+def parse_type(source_type: str) -> tuple[str, str | None, bool]:
+    """'decimal(10,2) unsigned' -> ('decimal', '10,2', True)."""
+    text = source_type.strip().lower()
+    m = _PAREN.match(text)
+    if not m:
+        return text, None, False
+    return m.group(1).strip(), m.group(3), bool(m.group(4))
+
+
+def _pg(base: str, args: str | None, unsigned: bool) -> str:
+    if base in ("tinyint", "smallint"):
+        if base == "tinyint" and args == "1":
+            return "smallint"
+        return "integer" if unsigned and base == "smallint" else "smallint"
+    if base in ("mediumint", "int", "integer"):
+        return "bigint" if unsigned else "integer"
+    if base == "bigint":
+        return "numeric(20,0)" if unsigned else "bigint"
+    if base in ("decimal", "numeric", "number"):
+        return f"numeric({args})" if args else "numeric"
+    if base in ("float", "real", "binary_float"):
+        return "real"
+    if base in ("double", "double precision", "binary_double"):
+        return "double precision"
+    if base in ("char", "varchar", "varchar2", "nvarchar2", "nchar", "character varying"):
+        return f"varchar({args})" if args and base != "char" else ("text" if not args else f"char({args})")
+    if base == "date":
+        return "date"
+    if base in ("datetime", "timestamp with local time zone"):
+        return f"timestamp({args})" if args else "timestamp"
+    if base.startswith("timestamp"):
+        return f"timestamptz({args})" if args and base == "timestamp" else "timestamptz"
+    if base == "time":
+        return f"time({args})" if args else "time"
+    if base in ("year",):
+        return "smallint"
+    if base in ("binary", "varbinary", "blob", "tinyblob", "mediumblob", "longblob", "raw", "bit"):
+        return "bytea"
+    if base in ("json",):
+        return "jsonb"
+    if base in ("bool", "boolean"):
+        return "boolean"
+    return "text"
+
+
+def _duckdb(base: str, args: str | None, unsigned: bool) -> str:
+    pg = re.sub(r"^(timestamptz|timestamp|time)\(\d+\)$", r"\1", _pg(base, args, unsigned))
+    if pg.startswith("numeric"):
+        return pg.replace("numeric", "decimal") if pg != "numeric" else "decimal(38,10)"
+    return {"bytea": "blob", "jsonb": "varchar", "text": "varchar", "double precision": "double"}.get(pg, pg)
+
+
+def _mysql(base: str, args: str | None, unsigned: bool) -> str:
+    full = base + (f"({args})" if args else "") + (" unsigned" if unsigned else "")
+    if base in ("varchar2", "nvarchar2"):
+        return f"varchar({args or 255})"
+    if base == "number":
+        return f"decimal({args})" if args else "decimal(38,10)"
+    if base == "clob":
+        return "longtext"
+    if base == "raw":
+        return f"varbinary({args or 2000})"
+    return full
+
+
+def _oracle(base: str, args: str | None, unsigned: bool) -> str:
+    pg = _pg(base, args, unsigned)
+    if pg.startswith("time") and not pg.startswith("timestamp"):
+        return "varchar2(20)"
+    if pg.startswith("numeric"):
+        return pg.replace("numeric", "number")
+    return {"smallint": "number(5)", "integer": "number(10)", "bigint": "number(19)", "real": "binary_float",
+            "double precision": "binary_double", "text": "clob", "bytea": "blob", "jsonb": "clob",
+            "boolean": "number(1)", "date": "date", "time": "varchar2(20)"}.get(
+        pg, re.sub(r"^timestamptz(\(\d+\))?$", r"timestamp\1 with time zone", pg.replace("varchar(", "varchar2(")))
+
+
+_DIALECTS = {"postgres": _pg, "duckdb": _duckdb, "mysql": _mysql, "oracle": _oracle}
+
+
+def target_type(source_type: str, dialect: str) -> str:
+    base, args, unsigned = parse_type(source_type)
+    return _DIALECTS[dialect](base, args, unsigned)
+
+
+def _b64(value: Any) -> Any:
+    return base64.b64decode(value) if isinstance(value, str) else value
+
+
+def _mysql_ts(value: Any) -> Any:
+    if isinstance(value, str) and "T" in value:
+        return value.rstrip("Z").replace("T", " ")
+    return value
+
+
+def converter(source_type: str, dialect: str) -> Converter | None:
+    """A function turning the stream value into what the target column takes, or None."""
+    tt = target_type(source_type, dialect).lower()
+    if tt in ("bytea", "blob") or "binary" in tt and dialect == "mysql" or tt.startswith("varbinary"):
+        return _b64
+    if dialect == "mysql" and (tt.startswith("datetime") or tt.startswith("timestamp")):
+        return _mysql_ts
+    return None

@@ -1,0 +1,106 @@
+"""The SQL spellings that differ between the targets views run on.
+
+Everything else in ``delta``/``build`` is plain SQL that PostgreSQL, DuckDB
+and MySQL/MariaDB read alike. Oracle is not supported for views (no server
+to test against here): ``dialect_for("oracle")`` raises ViewError.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from streaming.views.errors import ViewError
+
+_registered = itertools.count()
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    quote: str  # identifier quote character
+    param: str  # DB-API placeholder
+    text_type: str  # CAST(x AS <text_type>)
+    length_fn: str
+    temp: str  # CREATE <temp> TABLE
+    numeric_type: str  # type AVG divides in
+
+    def q(self, ident: str) -> str:
+        """Quote an identifier; ``schema.table`` is quoted part by part."""
+        return ".".join(f"{self.quote}{part}{self.quote}" for part in ident.split("."))
+
+    def null_safe_eq(self, a: str, b: str) -> str:
+        return f"{a} <=> {b}" if self.name == "mysql" else f"{a} IS NOT DISTINCT FROM {b}"
+
+    def key_expr(self, exprs: Sequence[str]) -> str:
+        """An md5 over the key values, unambiguous for NULLs and separators: the row
+        key of a view table, so matching view rows is a plain indexed equality."""
+        if not exprs:
+            return "md5('')"
+        parts = []
+        for e in exprs:
+            t = f"CAST({e} AS {self.text_type})"
+            parts.append(f"CASE WHEN {e} IS NULL THEN 'N' ELSE CONCAT('V', {self.length_fn}({t}), ':', {t}) END")
+        return f"md5(CONCAT({', '.join(parts)}))" if len(parts) > 1 else f"md5({parts[0]})"
+
+    def avg(self, total: str, count: str) -> str:
+        if self.name == "mysql":
+            return f"{total} / {count}"
+        return f"CAST({total} AS {self.numeric_type}) / {count}"
+
+    def create_temp(self, name: str, select: str) -> str:
+        return f"CREATE {self.temp} TABLE {self.q(name)} AS {select}"
+
+    def drop_temp(self, name: str) -> str:
+        kind = "TEMPORARY TABLE" if self.name == "mysql" else "TABLE"
+        return f"DROP {kind} IF EXISTS {self.q(name)}"
+
+    def load(self, cur: Any, table: str, cols: Sequence[str], rows: list[tuple]) -> None:
+        """Bulk-insert ``rows`` into ``table`` through the open cursor (same transaction)."""
+        if not rows:
+            return
+        collist = ", ".join(self.q(c) for c in cols)
+        if self.name == "postgres" and hasattr(cur, "copy"):
+            with cur.copy(f"COPY {self.q(table)} ({collist}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            return
+        if self.name == "duckdb" and hasattr(cur, "register"):
+            _duckdb_load(cur, self.q(table), cols, collist, rows)
+            return
+        marks = ", ".join([self.param] * len(cols))
+        cur.executemany(f"INSERT INTO {self.q(table)} ({collist}) VALUES ({marks})", rows)
+
+
+def _duckdb_load(cur: Any, table: str, cols: Sequence[str], collist: str, rows: list[tuple]) -> None:
+    import pyarrow as pa
+
+    columns = list(zip(*rows))
+    arrays = []
+    for values in columns:
+        try:
+            arrays.append(pa.array(values))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed types: let DuckDB cast text
+            arrays.append(pa.array([None if v is None else str(v) for v in values], pa.string()))
+    name = f"__cdc_views_load_{next(_registered)}"
+    cur.register(name, pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(cols))]))
+    try:
+        cur.execute(f"INSERT INTO {table} ({collist}) SELECT * FROM {name}")
+    finally:
+        cur.unregister(name)
+
+
+DIALECTS = {
+    "postgres": Dialect("postgres", '"', "%s", "TEXT", "char_length", "TEMP", "NUMERIC"),
+    "duckdb": Dialect("duckdb", '"', "?", "VARCHAR", "length", "TEMP", "DOUBLE"),
+    "mysql": Dialect("mysql", "`", "%s", "CHAR", "CHAR_LENGTH", "TEMPORARY", "DECIMAL(65,10)"),
+}
+
+
+def dialect_for(name: str, view: str | None = None) -> Dialect:
+    try:
+        return DIALECTS[name]
+    except KeyError:
+        raise ViewError(f"maintained views are not supported on a {name!r} target "
+                        f"(supported: {sorted(DIALECTS)})", view=view, dialect=name) from None

@@ -1,0 +1,114 @@
+"""The apply engine against an in-memory DuckDB target (embedded, no service)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc.config import ApplyConfig, TargetConfig
+from streaming.engine import ApplyEngine
+from streaming.errors import BadRecord, StreamCorrupt, UnsupportedDdl
+from streaming.mapping import TableMap
+from streaming.targets.duckdb import DuckDbTarget
+from tests.unit.streaming.streams import StreamBuilder
+
+COLS = [("id", "int"), ("name", "varchar(20)"), ("amount", "decimal(10,2)")]
+
+
+def _engine(dead_letter: str | None = None, **apply) -> ApplyEngine:
+    t = DuckDbTarget(TargetConfig(name="duck", kind="duckdb", path=":memory:", dead_letter_table=dead_letter))
+    return ApplyEngine("src", t, TableMap.from_config(ApplyConfig(source="src", target="duck", **apply))).start()
+
+
+def _rows(e: ApplyEngine, table: str) -> list[tuple]:
+    return e.target.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+
+
+def _base() -> StreamBuilder:
+    b = StreamBuilder()
+    b.schema("shop.orders", COLS, ["id"]).schema("shop.items", [("sku", "int"), ("qty", "int")], ["sku"])
+    return b
+
+
+def test_transactions_abort_and_net_effect_land_in_one_batch():
+    b = _base()
+    b.tx(("c", "shop.orders", None, {"id": 1, "name": "a", "amount": "1.50"}),
+         ("c", "shop.items", None, {"sku": 7, "qty": 1}))
+    b.tx(("c", "shop.orders", None, {"id": 2, "name": "b", "amount": "2.00"}), abort=True)
+    b.tx(("u", "shop.orders", {"id": 1, "name": "a", "amount": "1.50"}, {"id": 3, "name": "a", "amount": "1.50"}),
+         ("c", "shop.orders", None, {"id": 4, "name": "d", "amount": "4.00"}),
+         ("d", "shop.orders", {"id": 4, "name": "d", "amount": "4.00"}, None))
+    e = _engine()
+    res = e.apply_records(b.as_records(), batch_id=0)
+    assert res.transactions == 2 and res.aborted == 1
+    assert [tuple(map(str, r)) for r in _rows(e, "orders")] == [("3", "a", "1.50")]
+    assert _rows(e, "items") == [(7, 1)]
+    prog = e.target.read_progress("src")
+    assert prog.last_sequence == b.seq - 1 and prog.batch_id == 0
+
+
+def test_replayed_batch_is_skipped_and_restart_knows_schema():
+    b = _base().tx(("c", "shop.items", None, {"sku": 1, "qty": 1}))
+    e = _engine()
+    recs = b.as_records()
+    e.apply_records(recs, 0)
+    assert e.apply_records(recs, 0).skipped
+    # a fresh engine on the same target remembers tables (cdc_schema) and progress
+    e2 = ApplyEngine("src", e.target, e.table_map).start()
+    b2 = StreamBuilder(start_sequence=b.seq).tx(("u", "shop.items", {"sku": 1, "qty": 1}, {"sku": 1, "qty": 5}))
+    e2.apply_records(b2.as_records(len(recs)), 1)
+    assert _rows(e2, "items") == [(1, 5)]
+
+
+def test_add_column_followed_and_other_ddl_stops_after_committing_what_precedes():
+    b = _base().tx(("c", "shop.items", None, {"sku": 1, "qty": 1}))
+    b.schema("shop.items", [("sku", "int"), ("qty", "int"), ("note", "varchar(9)")], ["sku"], ddl="ALTER ... ADD note")
+    b.tx(("c", "shop.items", None, {"sku": 2, "qty": 2, "note": "x"}))
+    b.schema("shop.items", [("sku", "int"), ("note", "varchar(9)")], ["sku"], ddl="ALTER TABLE items DROP qty")
+    stop_seq = b.seq - 1
+    b.tx(("c", "shop.items", None, {"sku": 3, "note": "y"}))
+    e = _engine()
+    with pytest.raises(UnsupportedDdl) as info:
+        e.apply_records(b.as_records(), 0)
+    assert info.value.sequence == stop_seq and info.value.table == "shop.items"
+    assert _rows(e, "items") == [(1, 1, None), (2, 2, "x")]
+    assert e.target.read_progress("src").last_sequence == stop_seq - 1
+
+
+def test_bad_value_is_named_or_dead_lettered():
+    def stream():
+        return _base().tx(("c", "shop.items", None, {"sku": 1, "qty": 1})) \
+            .tx(("c", "shop.items", None, {"sku": 2, "qty": "not a number"}))
+    e = _engine()
+    with pytest.raises(BadRecord) as info:
+        e.apply_records(stream().as_records(), 0)
+    err = info.value
+    assert err.table == "shop.items" and err.key == {"sku": 2} and err.sequence is not None
+    assert "not a number" in str(err)
+    assert e.target.table_columns("items") is None  # nothing of the batch is visible, not even the CREATE
+    e = _engine(dead_letter="cdc_dead")
+    res = e.apply_records(stream().as_records(), 0)
+    assert res.dead_letters == 1 and _rows(e, "items") == [(1, 1)]
+    assert e.target.execute("SELECT source_table, sequence FROM cdc_dead").fetchall() == [("shop.items", err.sequence)]
+
+
+def test_undecodable_and_missing_key_and_unterminated():
+    e = _engine()
+    recs = _base().as_records()
+    recs[1].kind, recs[1].error, recs[1].sequence = "UNDECODABLE", "JSONDecodeError: junk", None
+    with pytest.raises(BadRecord, match="offset 1 does not decode"):
+        e.apply_records(recs, 0)
+    e = _engine()
+    with pytest.raises(BadRecord, match="lacks primary-key column 'sku'") as info:
+        e.apply_records(_base().tx(("c", "shop.items", None, {"qty": 1})).as_records(), 0)
+    assert info.value.sequence is not None
+    with pytest.raises(StreamCorrupt):
+        _engine().apply_records(_base().tx(("c", "shop.items", None, {"sku": 1, "qty": 1}), unterminated=True)
+                                .as_records(), 0)
+
+
+def test_mapping_rename_and_exclude():
+    e = _engine(tables=[{"source": "shop.orders", "target": "orders_copy"}, "shop.items"], exclude=["shop.items"])
+    b = _base().tx(("c", "shop.orders", None, {"id": 1, "name": "a", "amount": "1.00"}),
+                   ("c", "shop.items", None, {"sku": 1, "qty": 1}))
+    e.apply_records(b.as_records(), 0)
+    assert len(_rows(e, "orders_copy")) == 1 and e.target.table_columns("items") is None
