@@ -47,7 +47,7 @@ class _AdminMixin:
     def admin(self):
         from confluent_kafka.admin import AdminClient
 
-        return AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000})
+        return AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000, "log_level": 3})
 
     def create_topic(self, name: str, partitions: int = 1, timeout: float = 15) -> None:
         """Create ``name`` with ``partitions`` partitions; an existing topic is not an error."""
@@ -134,7 +134,8 @@ class Broker(_AdminMixin):
     def _metadata_ok(self) -> bool:
         from confluent_kafka.admin import AdminClient
 
-        AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(timeout=1)
+        # log_level 0: while tansu is still binding, librdkafka would print a "connection refused" per retry
+        AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0}).list_topics(timeout=1)
         return True
 
     def _exit_reason(self) -> str | None:
@@ -158,7 +159,7 @@ class ExternalBroker(_AdminMixin):
     def start(self, timeout: float = 30) -> "ExternalBroker":
         from confluent_kafka.admin import AdminClient
 
-        wait_until(lambda: AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(timeout=2) or True,
+        wait_until(lambda: AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0}).list_topics(timeout=2) or True,
                    timeout, f"external broker CDC_TEST_KAFKA={self.bootstrap}", interval=0.5)
         return self
 

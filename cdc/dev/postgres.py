@@ -35,6 +35,14 @@ def _pg_bin(name: str) -> str:
     return shutil.which(name) or name
 
 
+def _traversable(path: Path) -> bool:
+    """True when every existing ancestor of ``path`` (and path) lets others search it (o+x)."""
+    for p in [path, *path.parents]:
+        if p.exists() and not (p.stat().st_mode & 0o001):
+            return False
+    return True
+
+
 class PostgresError(RuntimeError):
     """The embedded PostgreSQL failed to initialise or start; the message holds its log tail."""
 
@@ -46,13 +54,14 @@ class Postgres:
 
     def __init__(self, base_dir: Path | None = None, port: int | None = None, os_user: str | None = None,
                  die_with_parent: bool = True) -> None:
-        self._own_dir = base_dir is None
+        self.os_user = os_user if os_user is not None else ("postgres" if os.geteuid() == 0 else None)
+        if base_dir is not None and self.os_user and not _traversable(Path(base_dir).resolve().parent):
+            base_dir = None  # e.g. under a 0700 directory: the postgres user could not reach it
         self.dir = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix="cdc-pg-"))
         self.datadir = self.dir / "data"
         self.log_path = self.dir / "postgres.log"
         self._auto_port = port is None
         self.port = port if port is not None else free_port()
-        self.os_user = os_user if os_user is not None else ("postgres" if os.geteuid() == 0 else None)
         self.die_with_parent = die_with_parent
         self.proc: subprocess.Popen | None = None
 
