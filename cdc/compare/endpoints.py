@@ -1,0 +1,139 @@
+"""Where a compared table lives: a database connection factory plus streaming reads.
+
+An Endpoint is built from the service config (a source or a target by
+name) or from a DSN:
+
+    mysql://user:password@host:port[/db]      MariaDB / MySQL (PyMySQL)
+    postgresql://user@host:port/db            PostgreSQL (psycopg 3); libpq
+                                               'host=... port=...' strings too
+    duckdb:///path/to/file.duckdb or a path   DuckDB
+
+Every connection is prepared for fingerprints: UTC session time zone (so
+MySQL TIMESTAMP and PostgreSQL timestamptz render as UTC instants) and
+ISO date style. ``stream(sql)`` reads through a server-side cursor in
+chunks of ``chunk`` rows, so a table of any size costs bounded memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+from urllib.parse import unquote, urlparse
+
+from cdc.compare.errors import CompareError
+
+
+@dataclass
+class Endpoint:
+    name: str
+    dialect: str  # mysql | postgres | duckdb | oracle
+    params: dict[str, Any]
+    default_schema: str | None = None
+
+    def connect(self):
+        """A new DB-API connection, prepared for fingerprints (see module docstring)."""
+        if self.dialect == "mysql":
+            import pymysql
+            conn = pymysql.connect(**self.params, autocommit=True, charset="utf8mb4")
+            with conn.cursor() as cur:
+                cur.execute("SET SESSION time_zone = '+00:00'")
+            return conn
+        if self.dialect == "postgres":
+            import psycopg
+            conn = psycopg.connect(self.params["dsn"], autocommit=True)
+            conn.execute("SET TIME ZONE 'UTC'")
+            conn.execute("SET DateStyle = 'ISO, YMD'")
+            return conn
+        if self.dialect == "duckdb":
+            import duckdb
+            conn = duckdb.connect(self.params["path"])
+            conn.execute("SET TimeZone = 'UTC'")
+            return conn
+        raise CompareError(f"endpoint {self.name}: dialect {self.dialect!r} cannot be connected here",
+                           endpoint=self.name)
+
+    def stream(self, conn, sql: str, params: tuple = (), chunk: int = 10_000) -> Iterator[tuple]:
+        """Rows of ``sql`` read with a server-side cursor, ``chunk`` rows per fetch."""
+        if self.dialect == "mysql":
+            import pymysql.cursors
+            cur = conn.cursor(pymysql.cursors.SSCursor)
+            try:
+                cur.execute(sql, params or None)
+                while rows := cur.fetchmany(chunk):
+                    yield from rows
+            finally:
+                cur.close()
+        elif self.dialect == "postgres":
+            with conn.transaction():  # named cursors live inside a transaction
+                with conn.cursor(name="cdc_compare", withhold=False) as cur:
+                    cur.itersize = chunk
+                    cur.execute(sql, params or None)
+                    while rows := cur.fetchmany(chunk):
+                        yield from rows
+        else:
+            cur = conn.cursor()
+            cur.execute(sql, params or None)
+            while rows := cur.fetchmany(chunk):
+                yield from rows
+
+    def query(self, conn, sql: str, params: tuple = ()) -> list[tuple]:
+        cur = conn.cursor()
+        try:
+            cur.execute(sql, params or None)
+            return [tuple(r) for r in cur.fetchall()]
+        finally:
+            cur.close()
+
+    @property
+    def placeholder(self) -> str:
+        return "?" if self.dialect == "duckdb" else "%s"
+
+
+def from_dsn(name: str, dsn: str) -> Endpoint:
+    """An Endpoint for a DSN (see module docstring). Raises CompareError if unknown."""
+    if dsn.startswith(("mysql://", "mariadb://")):
+        u = urlparse(dsn)
+        params = {"host": u.hostname or "127.0.0.1", "port": u.port or 3306, "user": unquote(u.username or "root"),
+                  "password": unquote(u.password or "")}
+        db = u.path.lstrip("/") or None
+        if db:
+            params["database"] = db
+        return Endpoint(name, "mysql", params, db)
+    if dsn.startswith(("postgresql://", "postgres://")) or "host=" in dsn:
+        schema = "public"
+        return Endpoint(name, "postgres", {"dsn": dsn}, schema)
+    if dsn.startswith("duckdb://"):
+        return Endpoint(name, "duckdb", {"path": dsn[len("duckdb://"):] or ":memory:"}, "main")
+    if dsn.endswith((".duckdb", ".db")) or dsn == ":memory:":
+        return Endpoint(name, "duckdb", {"path": dsn}, "main")
+    raise CompareError(f"endpoint {name}: cannot tell the database kind of DSN {dsn!r} "
+                       "(use mysql://, postgresql:// or duckdb:///path)", endpoint=name)
+
+
+def from_config(config, name: str) -> Endpoint:
+    """The Endpoint of the source or target called ``name`` in the service config."""
+    for src in config.sources:
+        if src.name == name:
+            if src.kind == "mysql":
+                host, _, port = src.hosts[0].rpartition(":")
+                return Endpoint(name, "mysql", {"host": host, "port": int(port), "user": src.user,
+                                                "password": src.password.get_secret_value(),
+                                                "connect_timeout": int(src.connect_timeout_s)})
+            if src.kind == "shadow":
+                return from_dsn(name, src.dsn)
+            raise CompareError(f"source {name}: compare against a {src.kind} source is not supported here "
+                               "(Oracle cannot run where this is built)", source=name)
+    for tgt in config.targets:
+        if tgt.name == name:
+            if tgt.kind == "duckdb":
+                return Endpoint(name, "duckdb", {"path": tgt.path or tgt.dsn}, tgt.schema_ or "main")
+            if tgt.kind == "postgres":
+                return Endpoint(name, "postgres", {"dsn": tgt.dsn}, tgt.schema_ or "public")
+            if tgt.kind == "mysql":
+                ep = from_dsn(name, tgt.dsn or "")
+                ep.default_schema = tgt.schema_ or ep.default_schema
+                return ep
+            raise CompareError(f"target {name}: compare with a {tgt.kind} target is not supported",
+                               target=name)
+    raise CompareError(f"no source or target named {name!r} in the config", name=name,
+                       known=[s.name for s in config.sources] + [t.name for t in config.targets])

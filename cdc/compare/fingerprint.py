@@ -1,0 +1,241 @@
+"""Row fingerprints computed INSIDE each database: one canonical text, one MD5.
+
+The same row must hash the same on MariaDB/MySQL, PostgreSQL, DuckDB and
+Oracle, so every column is first rendered to a canonical text:
+
+    int / bool     decimal digits ('1'/'0' for booleans)
+    decimal        the declared-scale text when both sides share the scale
+                   ('12.50'), else trailing zeros trimmed ('12.5', '3')
+    float          rounded to 6 decimal places, then trimmed (see limits)
+    string         the characters as stored: trailing spaces significant
+                   (CHAR(n) columns: each database strips the padding)
+    binary         lower-case hex
+    date           'YYYY-MM-DD'
+    datetime       'YYYY-MM-DD HH:MM:SS.ffffff' (wall clock, as stored)
+    timestamptz    the same text of the instant in UTC
+    time           'HH:MM:SS.ffffff'
+    other          the database's text cast (JSON: not normalised)
+
+and the row text is ``CONCAT_WS('|', flags, v1, ..., vn)``. NULL values are
+skipped by CONCAT_WS, so ``flags`` makes the text injective: for every
+column, in order, '1'/'0' for NULL/not NULL (only for columns nullable on
+either side: the compare plan makes both sides agree), and for every string
+or binary column its character length, joined by ','. Numbers, dates and hex never
+contain '|', and each string's length is known, so two rows give the same
+text only if all values are equal: NULL differs from '', 'a ' from 'a'.
+
+The fingerprint is ``md5(row text)`` as 32 lower-case hex characters. For
+the bucket pass (see cdc.compare.engine) the first 16 hex digits are read
+as a 64-bit integer and XOR-ed per bucket; callers compare those modulo
+2**64 because PostgreSQL yields them signed.
+
+Oracle (STANDARD_HASH(..., 'MD5')) is generated here but cannot run where
+this project is built and tested; treat it as untested.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Dialect = Literal["mysql", "postgres", "duckdb", "oracle"]
+Family = Literal["int", "bool", "decimal", "float", "string", "binary", "date", "datetime",
+                 "timestamptz", "time", "other"]
+
+SEP = "|"
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """A column as the catalog describes it. ``type`` is the database's own text."""
+
+    name: str
+    type: str
+    family: Family
+    scale: int | None = None  # decimal scale, fractional seconds digits
+    nullable: bool = True
+    charset: str | None = None  # MySQL character set of string columns
+
+
+def quote(dialect: Dialect, name: str) -> str:
+    if dialect == "mysql":
+        return "`" + name.replace("`", "``") + "`"
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _render(dialect: Dialect, col: ColumnInfo, trim_decimal: bool) -> str:
+    """SQL for the canonical text of one column (NULL stays NULL)."""
+    c = quote(dialect, col.name)
+    f = col.family
+    if dialect == "mysql":
+        if f in ("int", "bool"):
+            return f"CAST({c} AS CHAR)"
+        if f == "decimal":
+            if trim_decimal and (col.scale or 0) > 0:
+                return f"TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM CAST({c} AS CHAR)))"
+            return f"CAST({c} AS CHAR)"
+        if f == "float":
+            return f"TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM CAST(ROUND({c}, 6) AS DECIMAL(65,6))))"
+        if f == "string":
+            if col.charset and col.charset.lower() not in ("utf8mb4", "utf8", "utf8mb3"):
+                return f"CONVERT({c} USING utf8mb4)"
+            return c
+        if f == "binary":
+            return f"LOWER(HEX({c}))"
+        if f == "date":
+            return f"CAST({c} AS CHAR)"
+        if f in ("datetime", "timestamptz"):  # session time_zone is '+00:00' (see catalog.prepare)
+            if col.scale == 6:
+                return f"CAST({c} AS CHAR)"
+            return f"DATE_FORMAT({c}, '%Y-%m-%d %H:%i:%s.%f')"
+        if f == "time":
+            return f"TIME_FORMAT({c}, '%H:%i:%s.%f')"
+        return f"CAST({c} AS CHAR)"
+    if dialect == "postgres":
+        if f == "int":
+            return f"{c}::text"
+        if f == "bool":
+            return f"(CASE WHEN {c} THEN '1' ELSE '0' END)"
+        if f == "decimal":
+            return f"trim_scale({c})::text" if trim_decimal else f"{c}::text"
+        if f == "float":
+            return f"trim_scale(round({c}::numeric, 6))::text"
+        if f == "string":
+            return f"{c}::text"
+        if f == "binary":
+            return f"encode({c}, 'hex')"
+        if f == "date":
+            return f"to_char({c}, 'YYYY-MM-DD')"
+        if f == "datetime":
+            return f"to_char({c}, 'YYYY-MM-DD HH24:MI:SS.US')"
+        if f == "timestamptz":
+            return f"to_char({c} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"
+        if f == "time":
+            return f"to_char({c}, 'HH24:MI:SS.US')"
+        return f"{c}::text"
+    if dialect == "duckdb":
+        trim = "rtrim(rtrim(CAST({x} AS VARCHAR), '0'), '.')"
+        if f == "int":
+            return f"CAST({c} AS VARCHAR)"
+        if f == "bool":
+            return f"(CASE WHEN {c} THEN '1' ELSE '0' END)"
+        if f == "decimal":
+            if trim_decimal and (col.scale or 0) > 0:
+                return trim.format(x=c)
+            return f"CAST({c} AS VARCHAR)"
+        if f == "float":
+            return trim.format(x=f"CAST(round({c}, 6) AS DECIMAL(38,6))")
+        if f == "string":
+            return c
+        if f == "binary":
+            return f"lower(hex({c}))"
+        if f == "date":
+            return f"CAST({c} AS VARCHAR)"
+        if f == "datetime":
+            return f"strftime({c}, '%Y-%m-%d %H:%M:%S.%f')"
+        if f == "timestamptz":
+            return f"strftime(timezone('UTC', {c}), '%Y-%m-%d %H:%M:%S.%f')"
+        if f == "time":
+            return f"strftime(DATE '2000-01-01' + {c}, '%H:%M:%S.%f')"
+        return f"CAST({c} AS VARCHAR)"
+    if dialect == "oracle":  # untested: no Oracle server where we build
+        if f in ("int", "decimal", "float"):
+            return f"RTRIM(RTRIM(TO_CHAR({c}, 'TM9'), '0'), '.')" if f != "int" else f"TO_CHAR({c})"
+        if f == "string":
+            return c
+        if f == "binary":
+            return f"LOWER(RAWTOHEX({c}))"
+        if f == "date":  # Oracle DATE carries a time of day
+            return f"TO_CHAR({c}, 'YYYY-MM-DD HH24:MI:SS') || '.000000'"
+        if f == "datetime":
+            return f"TO_CHAR({c}, 'YYYY-MM-DD HH24:MI:SS.FF6')"
+        if f == "timestamptz":
+            return f"TO_CHAR(SYS_EXTRACT_UTC({c}), 'YYYY-MM-DD HH24:MI:SS.FF6')"
+        return f"TO_CHAR({c})"
+    raise ValueError(f"unknown dialect {dialect!r}")
+
+
+def _length(dialect: Dialect, col: ColumnInfo, rendered: str) -> str:
+    if dialect == "mysql":
+        return f"CHAR_LENGTH({rendered})"
+    if dialect == "oracle":
+        return f"NVL(LENGTH({rendered}), 0)"  # Oracle: '' is NULL, so the null flag already says it
+    return f"length({rendered})"
+
+
+def _null_flag(dialect: Dialect, col: ColumnInfo) -> str:
+    c = quote(dialect, col.name)
+    if dialect == "mysql":
+        return f"ISNULL({c})"
+    return f"(CASE WHEN {c} IS NULL THEN '1' ELSE '0' END)"
+
+
+def row_text_sql(dialect: Dialect, columns: list[ColumnInfo], trim_decimal: frozenset[str] = frozenset()) -> str:
+    """SQL for the canonical row text (see module docstring)."""
+    flags: list[str] = []
+    values: list[str] = []
+    for col in columns:
+        rendered = _render(dialect, col, col.name in trim_decimal)
+        if col.nullable:
+            flags.append(_null_flag(dialect, col))
+        if col.family in ("string", "binary"):
+            flags.append(_length(dialect, col, rendered))
+        values.append(rendered)
+    if not flags:
+        flags = ["''"]
+    if dialect == "oracle":
+        sep = " || ',' || "
+        flag_sql = sep.join(f"TO_CHAR({f})" for f in flags)
+        return f"{flag_sql} || '|' || " + " || '|' || ".join(values)
+    if dialect == "duckdb":
+        # concat_ws in DuckDB skips NULLs like MySQL; cast flags to text for it
+        flag_sql = "concat_ws(','" + "".join(f", CAST({f} AS VARCHAR)" for f in flags) + ")"
+        return f"concat_ws('{SEP}', {flag_sql}, " + ", ".join(values) + ")"
+    flag_sql = "concat_ws(','" + "".join(f", {f}" for f in flags) + ")"
+    if dialect == "postgres":
+        flag_sql = "concat_ws(','" + "".join(f", ({f})::text" for f in flags) + ")"
+    return f"concat_ws('{SEP}', {flag_sql}, " + ", ".join(values) + ")"
+
+
+def md5_sql(dialect: Dialect, columns: list[ColumnInfo], trim_decimal: frozenset[str] = frozenset()) -> str:
+    """SQL for the row fingerprint: 32 lower-case hex characters."""
+    text = row_text_sql(dialect, columns, trim_decimal)
+    if dialect == "mysql":
+        return f"MD5({text})"
+    if dialect == "oracle":
+        return f"LOWER(RAWTOHEX(STANDARD_HASH({text}, 'MD5')))"
+    return f"md5({text})"
+
+
+def hash64_sql(dialect: Dialect, md5: str) -> str:
+    """SQL turning an md5 hex expression into a 64-bit integer (its first 16 hex digits)."""
+    if dialect == "mysql":
+        return f"CAST(CONV(LEFT({md5}, 16), 16, 10) AS UNSIGNED)"
+    if dialect == "postgres":
+        return f"('x' || left({md5}, 16))::bit(64)::bigint"
+    if dialect == "duckdb":
+        return f"('0x' || left({md5}, 16))::UBIGINT"
+    return f"TO_NUMBER(SUBSTR({md5}, 1, 16), 'XXXXXXXXXXXXXXXX')"
+
+
+def bit_xor_sql(dialect: Dialect, expr: str) -> str:
+    if dialect == "mysql":
+        return f"BIT_XOR({expr})"
+    if dialect in ("postgres", "duckdb"):
+        return f"bit_xor({expr})"
+    raise NotImplementedError("bucket pass is not implemented for Oracle; the row pass is used")
+
+
+def python_row_text(values: list, columns: list[ColumnInfo]) -> str:
+    """The canonical text built in Python from already-canonical column texts.
+
+    Used by tests to state the encoding independently of any database:
+    ``values`` are the canonical texts (or None) in column order.
+    """
+    flags: list[str] = []
+    for col, v in zip(columns, values):
+        if col.nullable:
+            flags.append("1" if v is None else "0")
+        if col.family in ("string", "binary") and v is not None:
+            flags.append(str(len(v)))
+    return SEP.join([",".join(flags)] + [v for v in values if v is not None])
