@@ -170,3 +170,19 @@ def read_tail(bootstrap: str, topic: str, key_serde: Serde, value_serde: Serde, 
                          checkpoint=checkpoint, open_begin=open_begin)
     finally:
         consumer.close()
+
+
+def read_records(bootstrap: str, topic: str, key_serde: Serde, value_serde: Serde, *, start: int | None = None,
+                 deadline_s: float = 120.0) -> Iterator[tuple[int, Any, Any]]:
+    """Every record of partition 0 from ``start`` (default: the low watermark) to the true end,
+    decoded: ``(offset, key or None, value or None)``. For tools and tests."""
+    consumer = make_consumer(bootstrap)
+    try:
+        low, high = watermarks(consumer, topic)
+        for m in read_range(consumer, topic, low if start is None else start, None, reported_high=high,
+                            deadline_s=deadline_s):
+            k, v = m.key(), m.value()
+            yield (m.offset(), None if k is None else key_serde.decode(k),
+                   None if v is None else value_serde.decode(v))
+    finally:
+        consumer.close()

@@ -1,0 +1,188 @@
+"""The capture daemon: one worker thread per source (reader -> publisher).
+
+:func:`run_source` is the loop of one source; :class:`Daemon` runs several,
+serves /metrics /healthz /readyz, and turns signals and errors into an exit
+status:
+
+- 0: every source stopped at a transaction boundary (first SIGTERM/SIGINT,
+  or every scripted source ran out), all records acknowledged;
+- 1: a source did not reach a transaction boundary within
+  ``drain_timeout_s``; whatever it wrote is closed with ABORTED at the next
+  start, so nothing is lost or duplicated;
+- 2: a source failed (Terminal error, PublishError, ...): the message names
+  the source and the last acknowledged position. A supervisor restarts the
+  daemon; recovery from the stream tail makes that exactly-once.
+
+Transient errors inside readers (reconnects, failover) are the readers' to
+retry; they only reach the daemon once the reader gave up.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from cdc.publish.publisher import Publisher
+from cdc.runtime.health import HealthServer, source_readiness
+from cdc.runtime.logs import THREAD_PREFIX
+from cdc.runtime.metrics import SourceMetrics
+from cdc.source import Source
+from cdc.sources import SourceContext
+
+log = logging.getLogger(__name__)
+
+
+def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, metrics: SourceMetrics) -> None:
+    """Recover, start the reader at the stream's resume state, pump events until stopped.
+
+    When ``stop`` is set, the reader is asked to stop; its iterator ends at the
+    next transaction boundary (cdc.source contract), and everything written
+    is flushed (acknowledged) before this returns. Any error propagates after
+    the reader is closed; a PublishError means "restart and recover".
+    """
+    resume = publisher.recover()
+    source.start(resume)
+    stop_requested = False
+    try:
+        publish = publisher.publish
+        for event in source.events():
+            publish(event)
+            if stop.is_set() and not stop_requested:
+                source.request_stop()
+                stop_requested = True
+        if publisher.in_transaction:
+            log.warning("the reader ended inside a transaction; the next start closes it with ABORTED",
+                        extra={"source": publisher.source_name})
+        publisher.flush()
+    except BaseException as exc:
+        metrics.error(exc)
+        raise
+    finally:
+        try:
+            source.close()
+        finally:
+            publisher.close()
+
+
+@dataclass
+class SourceSpec:
+    """How to build one source: ``make(context) -> Source``; ``connector`` is ``mysql``/``oracle``/..."""
+
+    name: str
+    connector: str
+    make: Callable[[SourceContext], Source]
+    heartbeat_interval_s: float = 1.0
+    context_args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Worker:
+    spec: SourceSpec
+    metrics: SourceMetrics
+    publisher: Publisher | None = None
+    source: Source | None = None
+    thread: threading.Thread | None = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+class Daemon:
+    """Runs the given sources until they end, fail, or a signal asks to stop."""
+
+    def __init__(self, specs: list[SourceSpec], kafka: Any, registry: Any, *, metrics_host: str = "127.0.0.1",
+                 metrics_port: int | None = 0, drain_timeout_s: float = 30.0,
+                 producer_config: dict | None = None) -> None:
+        self.kafka, self.registry, self.drain_timeout_s = kafka, registry, drain_timeout_s
+        self.producer_config = producer_config
+        self.stop = threading.Event()
+        self.workers = [_Worker(s, SourceMetrics(s.name, registry)) for s in specs]
+        self.health = (HealthServer(registry, self.readiness, metrics_host, metrics_port)
+                       if metrics_port is not None else None)
+
+    def readiness(self) -> dict[str, str]:
+        reasons = {}
+        for w in self.workers:
+            if w.done or w.error is not None:
+                reasons[w.spec.name] = "stopped" if w.error is None else f"failed: {w.error}"
+                continue
+            why = source_readiness(w.metrics, w.spec.heartbeat_interval_s)
+            if why:
+                reasons[w.spec.name] = why
+        return reasons
+
+    def request_stop(self) -> None:
+        """First signal: every source stops at its next transaction boundary. Safe from a signal handler."""
+        self.stop.set()
+        for w in self.workers:
+            if w.source is not None:
+                try:
+                    w.source.request_stop()
+                except Exception:  # noqa: BLE001 - a stop request must reach the other sources
+                    log.exception("request_stop failed", extra={"source": w.spec.name})
+
+    def run(self) -> int:
+        if self.health is not None:
+            self.health.start()
+            log.info("health server on http://%s:%d (/metrics /healthz /readyz)", self.health.host, self.health.port)
+        try:
+            try:
+                for w in self.workers:
+                    self._start(w)
+            except BaseException:
+                self.request_stop()  # sources already running stop at a boundary
+                raise
+            return self._wait()
+        finally:
+            if self.health is not None:
+                self.health.stop()
+
+    def _start(self, w: _Worker) -> None:
+        spec = w.spec
+        w.publisher = Publisher(spec.name, spec.connector, self.kafka, w.metrics, producer_config=self.producer_config)
+        ctx = SourceContext(metrics=w.metrics, **spec.context_args)
+        if getattr(self.kafka, "dead_letter_topic", None):
+            ctx.dead_letter = w.publisher.dead_letter
+        w.source = spec.make(ctx)
+        w.thread = threading.Thread(target=self._work, args=(w,), name=THREAD_PREFIX + spec.name, daemon=True)
+        w.thread.start()
+
+    def _work(self, w: _Worker) -> None:
+        try:
+            run_source(w.source, w.publisher, self.stop, metrics=w.metrics)
+            log.info("source stopped at a transaction boundary, position %s", w.publisher.last_resume,
+                     extra={"source": w.spec.name, "position": w.publisher.last_resume})
+        except BaseException as exc:  # noqa: BLE001 - reported by _wait
+            w.error = exc
+            log.error("source failed at position %s: %s", w.publisher.last_resume, exc,
+                      extra={"source": w.spec.name, "position": w.publisher.last_resume},
+                      exc_info=not hasattr(exc, "fields"))
+            self.request_stop()
+        finally:
+            w.done = True
+
+    def _wait(self) -> int:
+        drain_deadline: float | None = None
+        while True:
+            alive = [w for w in self.workers if w.thread is not None and w.thread.is_alive()]
+            if not alive:
+                break
+            if self.stop.is_set() and drain_deadline is None:
+                drain_deadline = time.monotonic() + self.drain_timeout_s
+            if drain_deadline is not None and time.monotonic() > drain_deadline:
+                for w in alive:
+                    log.error("no transaction boundary within %.0fs; exiting without it (the next start "
+                              "closes the open transaction with ABORTED)", self.drain_timeout_s,
+                              extra={"source": w.spec.name, "position": w.publisher.last_resume})
+                return 1
+            alive[0].thread.join(0.2)
+        failed = [w for w in self.workers if w.error is not None]
+        if failed:
+            self.failure = "; ".join(f"source {w.spec.name} stopped at position {w.publisher.last_resume}: "
+                                     f"{type(w.error).__name__}: {w.error}" for w in failed)
+            return 2
+        return 0
+
+    failure: str | None = None

@@ -1,0 +1,88 @@
+"""The daemon's HTTP endpoints: ``/metrics``, ``/healthz``, ``/readyz``.
+
+A stdlib ``ThreadingHTTPServer`` in a daemon thread, bound to
+``metrics.host:metrics.port`` (port 0 picks a free port; see ``.port``).
+
+- ``/metrics``: Prometheus text exposition of the injected registry.
+- ``/healthz``: 200 ``ok`` while the process runs.
+- ``/readyz``: 200 when ``ready()`` returns no problems, else 503 with a
+  JSON body ``{"ready": false, "reasons": {source: reason}}``.
+  :func:`source_readiness` is the daemon's rule: the reader is connected
+  (``cdc_source_up`` = 1) and the broker acknowledged a heartbeat or a
+  transaction within ``READY_FACTOR`` x the source's heartbeat interval.
+"""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+import orjson
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from cdc.runtime.metrics import SourceMetrics
+
+READY_FACTOR = 5.0
+
+
+def source_readiness(metrics: SourceMetrics, heartbeat_interval_s: float) -> str | None:
+    """None when the source is ready, else why not."""
+    up = metrics.registry.get_sample_value("cdc_source_up", {"source": metrics.source})
+    if up != 1:
+        return "not connected to the source"
+    limit = READY_FACTOR * heartbeat_interval_s
+    idle = metrics.seconds_since_progress()
+    if idle > limit:
+        return f"no heartbeat or transaction acknowledged for {idle:.1f}s (limit {limit:.1f}s)"
+    return None
+
+
+class HealthServer:
+    def __init__(self, registry: CollectorRegistry, ready: Callable[[], dict[str, str]],
+                 host: str = "127.0.0.1", port: int = 0) -> None:
+        self.registry, self.ready = registry, ready
+        handler = _make_handler(self)
+        self._server = ThreadingHTTPServer((host, port), handler)
+        self._server.daemon_threads = True
+        self.host, self.port = self._server.server_address[0], self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, name="health-http", daemon=True)
+
+    def start(self) -> "HealthServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _make_handler(server: HealthServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                self._send(200, generate_latest(server.registry), CONTENT_TYPE_LATEST)
+            elif path == "/healthz":
+                self._send(200, b"ok\n", "text/plain")
+            elif path == "/readyz":
+                try:
+                    reasons = server.ready()
+                except Exception as exc:  # noqa: BLE001 - a probe must answer, not crash
+                    reasons = {"daemon": f"readiness check failed: {exc}"}
+                body = orjson.dumps({"ready": not reasons, "reasons": reasons})
+                self._send(503 if reasons else 200, body, "application/json")
+            else:
+                self._send(404, b"not found\n", "text/plain")
+
+        def _send(self, code: int, body: bytes, ctype: str) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, fmt: str, *args: object) -> None:  # scrapes are not log lines
+            return
+
+    return Handler

@@ -1,0 +1,74 @@
+"""Logging setup for the daemon: plain text or one JSON object per line.
+
+Records may carry ``source``, ``position`` and ``txid`` (pass them with
+``extra={...}``). A record logged from a source's worker thread (named
+``source:<name>``) gets ``source`` filled in automatically, so reader code
+need not repeat it.
+
+JSON lines look like::
+
+    {"ts": "2026-01-01T00:00:00.123Z", "level": "INFO", "logger": "cdc.publish.publisher",
+     "msg": "recovered ...", "source": "shop", "position": {...}, "txid": null}
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import IO, Any
+
+import orjson
+
+FIELDS = ("source", "position", "txid")
+THREAD_PREFIX = "source:"
+
+
+class _SourceFields(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "source", None) is None:
+            name = record.threadName or ""
+            record.source = name[len(THREAD_PREFIX):] if name.startswith(THREAD_PREFIX) else None
+        for f in FIELDS[1:]:
+            if not hasattr(record, f):
+                setattr(record, f, None)
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
+        doc: dict[str, Any] = {"ts": ts, "level": record.levelname, "logger": record.name,
+                               "msg": record.getMessage()}
+        for f in FIELDS:
+            doc[f] = getattr(record, f, None)
+        if record.exc_info:
+            doc["exc"] = self.formatException(record.exc_info)
+        return orjson.dumps(doc, default=str).decode()
+
+
+class TextFormatter(logging.Formatter):
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)-7s %(name)s%(where)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        parts = [str(record.source)] if getattr(record, "source", None) else []
+        if getattr(record, "txid", None):
+            parts.append(f"tx {record.txid}")
+        record.where = f" [{' '.join(parts)}]" if parts else ""
+        return super().format(record)
+
+
+def setup_logging(level: str = "INFO", json_lines: bool = False, stream: IO[str] | None = None) -> None:
+    """Configure the root logger once (replaces handlers a previous call installed)."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
+    handler.addFilter(_SourceFields())
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if getattr(h, "_cdc", False):
+            root.removeHandler(h)
+    handler._cdc = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)
+    logging.getLogger("kafka").setLevel(logging.WARNING)

@@ -1,0 +1,64 @@
+"""Reading a change stream back and checking the contract, as a consumer would."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdc.publish.tail import read_records
+from cdc.serde import get_serdes
+
+
+@dataclass
+class Stream:
+    transactions: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = field(default_factory=list)  # id, rows, END
+    aborted: list[str] = field(default_factory=list)
+    schemas: list[dict[str, Any]] = field(default_factory=list)
+    heartbeats: list[dict[str, Any]] = field(default_factory=list)
+    records: int = 0
+
+
+def read_stream(bootstrap: str, topic: str, encoding: str = "json") -> Stream:
+    """Decode the whole stream, asserting sequence order and marker structure."""
+    ks, vs = get_serdes(encoding)
+    out = Stream()
+    last_seq = 0
+    open_tx: tuple[str, list] | None = None
+    for offset, key, value in read_records(bootstrap, topic, ks, vs):
+        out.records += 1
+        seq = value["sequence"]
+        assert seq > last_seq, f"sequence not increasing at offset {offset}: {seq} after {last_seq}"
+        last_seq = seq
+        status = value.get("status")
+        if status is None:
+            assert open_tx is not None, f"data record outside a transaction at offset {offset}"
+            assert key["table"] == f"{value['source']['db']}.{value['source']['table']}"
+            assert value["transaction"]["id"] == open_tx[0]
+            open_tx[1].append(value)
+        elif status == "BEGIN":
+            assert open_tx is None, f"BEGIN inside {open_tx and open_tx[0]} at offset {offset}"
+            open_tx = (value["id"], [])
+        elif status == "END":
+            assert open_tx is not None and open_tx[0] == value["id"], f"END without BEGIN at offset {offset}"
+            assert value["event_count"] == len(open_tx[1])
+            per_table: dict[str, int] = {}
+            for r in open_tx[1]:
+                name = f"{r['source']['db']}.{r['source']['table']}"
+                per_table[name] = per_table.get(name, 0) + 1
+            assert {d["data_collection"]: d["event_count"] for d in value["data_collections"]} == per_table
+            out.transactions.append((value["id"], open_tx[1], value))
+            open_tx = None
+        elif status == "ABORTED":
+            assert open_tx is not None and open_tx[0] == value["id"], f"ABORTED without BEGIN at offset {offset}"
+            out.aborted.append(value["id"])
+            open_tx = None
+        elif status == "SCHEMA":
+            if value["resume"] is not None:
+                assert open_tx is None, f"checkpoint SCHEMA inside a transaction at offset {offset}"
+            out.schemas.append(value)
+        elif status == "HEARTBEAT":
+            assert open_tx is None
+            out.heartbeats.append(value)
+        else:
+            raise AssertionError(f"unknown status {status!r} at offset {offset}")
+    return out
