@@ -179,8 +179,11 @@ class SourceMetrics:
         self._m.buffered.labels(self.source).set(in_memory)
         self._m.spilled.labels(self.source).set(spilled)
 
-    def reconnect(self) -> None:
+    def reconnect(self, cause: BaseException | str | None = None) -> None:
+        """One reconnect attempt; ``cause`` (the error that broke the connection) also counts in errors_total."""
         self._m.reconnects.labels(self.source).inc()
+        if cause is not None:
+            self.error(cause)
 
     def failover(self) -> None:
         self._m.failovers.labels(self.source).inc()
