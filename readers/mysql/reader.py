@@ -158,7 +158,7 @@ class MySqlSource:
                                             host=self.host, state=str(self.state)) from exc
                 delay = min(self.config.reconnect_backoff_s * (2 ** attempt), 5.0)
                 attempt += 1
-                self.metrics.reconnect()
+                self.metrics.reconnect(exc)
                 log.warning("source %s: %s; reconnect %d/%d in %.1fs from %s", self.name, exc, attempt,
                             self.config.reconnect_attempts, delay, self.state)
                 if self._stop.wait(delay):
