@@ -1,19 +1,36 @@
 #!/usr/bin/env bash
 # Install the distribution packages the embedded services need, when missing.
 # Debian/Ubuntu (apt-get). Run as root (CI and the dev machines are root).
+#   mariadb-server   /usr/sbin/mariadbd + mariadb-install-db (cdc.dev.mariadb)
+#   postgresql       /usr/lib/postgresql/*/bin/{initdb,postgres} (cdc.dev.postgres)
+#   openjdk-17       java for Spark (pyspark)
+#   prometheus       prometheus + promtool (rules tests, deploy/)
+#   python3-venv     `python3 -m venv` for the project's .venv
+# Safe to re-run: does nothing when everything is present.
 set -euo pipefail
 need=()
-command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server mariadb-client)
+[ -x /usr/sbin/mariadbd ] || command -v mariadbd >/dev/null 2>&1 || need+=(mariadb-server mariadb-client)
 command -v mariadb-install-db >/dev/null 2>&1 || need+=(mariadb-server)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+getent passwd postgres >/dev/null 2>&1 || need+=(postgresql)
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 echo "installing system packages: ${need[*]}"
 if [ "$(id -u)" -ne 0 ]; then
   echo "error: need root to apt-get install ${need[*]}" >&2; exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+# The packages' own system services (port 3306/5432) are not used by us: our code starts
+# private servers on free ports. Keep the installs from starting them (no init in containers anyway).
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && own_policy=1
+fi
+trap 'if [ "$own_policy" = 1 ]; then rm -f "$policy"; fi' EXIT
 apt-get update -q
 apt-get install -y -q --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u)

@@ -44,6 +44,9 @@ def _up(args: argparse.Namespace) -> int:
     if state and _any_alive(state):
         print(f"services from {args.dir / STATE_FILE} are still running; `cdc dev down` first")
         return 1
+    if not args.detach:  # Ctrl-C / SIGTERM stop the services, even during startup
+        signal.signal(signal.SIGINT, _interrupt)
+        signal.signal(signal.SIGTERM, _interrupt)
     print(f"starting embedded services in {args.dir.resolve()}")
     stack = DevStack(args.dir, detached=args.detach, with_replica=not args.no_replica)
     stack.start()
@@ -67,6 +70,10 @@ def _up(args: argparse.Namespace) -> int:
     finally:
         stack.stop()
         (args.dir / STATE_FILE).unlink(missing_ok=True)
+
+
+def _interrupt(signum, frame):  # also when started in the background, where SIGINT is ignored
+    raise KeyboardInterrupt
 
 
 def _down(args: argparse.Namespace) -> int:
