@@ -1,4 +1,4 @@
-"""Configuration of an Oracle LogMiner source (expanded by the Oracle reader)."""
+"""Configuration of an Oracle LogMiner source (``kind: oracle``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 
 class OracleSourceConfig(BaseModel):
-    """``kind: oracle``."""
+    """``kind: oracle``.
+
+    ``dsn`` is the separate LogMiner instance co-located with the ADG standby
+    (``host:1521/LOGMNR``); ``standby_dsn`` the standby itself (dictionary
+    build, log lists). ``dsn: simulator`` or ``simulator:<workload options>``
+    (e.g. ``simulator:transactions=1000,lanes=8``) selects the built-in
+    LogMiner simulator for both.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -18,4 +25,21 @@ class OracleSourceConfig(BaseModel):
     standby_dsn: str | None = None
     user: str = ""
     password: SecretStr = SecretStr("")
-    tables: list[str] = Field(min_length=1)
+    tables: list[str] = Field(min_length=1, description="SCHEMA.TABLE to capture; SCHEMA.* for a whole schema")
+    dictionary: Literal["flat_file", "redo_log", "online_catalog"] = "flat_file"
+    dictionary_path: str = Field(default="/home/oracle/logmnr", description="directory (12c+: directory object) on the standby host")
+    dictionary_file: str = "dictionary.ora"
+    sessions: int = Field(default=2, ge=1, le=32, description="parallel LogMiner sessions")
+    scn_range_size: int = Field(default=20_000, gt=0, description="SCNs mined per session call")
+    scn_overlap: int = Field(default=0, ge=0, description="SCNs mined before each range and dropped (context for LogMiner)")
+    session_recycle_s: float = Field(default=600.0, gt=0, description="end and reopen a LogMiner session after this long (PGA)")
+    poll_interval_s: float = Field(default=0.5, gt=0)
+    heartbeat_interval_s: float = Field(default=5.0, gt=0)
+    fetch_size: int = Field(default=2000, gt=0)
+    staged_ranges: int = Field(default=4, ge=1, description="mined ranges held ahead of the dispatcher")
+    spill_threshold_rows: int = Field(default=10_000, gt=0)
+    spill_chunk_rows: int = Field(default=1_000, gt=0)
+    start_scn: int | None = Field(default=None, description="first SCN to mine when there is no stream yet")
+    unsupported: Literal["fail", "skip"] = "fail"
+    conversions: dict[str, Literal["text", "int", "decimal", "float", "date", "timestamp"]] = Field(
+        default_factory=dict, description="'SCHEMA.TABLE.COLUMN' (or '*.*.COLUMN') -> type; default: literal text")

@@ -1,0 +1,293 @@
+"""Transaction buffers with a spill policy: memory bounded however large a transaction is.
+
+``TransactionStore(directory, policy)`` hands out one ``TxBuffer`` per open
+transaction. A buffer keeps its items in memory until it holds more than
+``policy.threshold_rows``; from then on it goes to disk in chunk files of
+``policy.chunk_rows`` items (the seed paper: "switch file every 1,000
+records", so no single file grows without bound). Chunk files are written by
+the store's writer thread and read back by a reader thread per iteration,
+each behind a bounded queue (count AND bytes); an exception in either thread
+is handed to the caller on its next call, never swallowed.
+
+Items are opaque picklable objects with a ``key`` (Oracle: the ROW_ID) so
+that ``undo(key)`` can remove the latest earlier item with that key (a
+partial rollback) wherever that item is: in memory (removed at once) or on
+disk (resolved by a pre-pass over the chunks when the buffer is iterated).
+
+Files are removed on ``discard()`` (commit done or rollback); leftovers of
+an earlier process are removed when the store is created.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import shutil
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from cdc.errors import CdcError, Terminal
+
+
+class SpillError(CdcError, Terminal):
+    """A chunk file could not be written or read back: ``path``."""
+
+
+@dataclass(frozen=True)
+class SpillPolicy:
+    threshold_rows: int = 10_000   # a buffer above this many items spills
+    chunk_rows: int = 1_000        # items per chunk file
+    queue_chunks: int = 4          # writer/reader queue bound, in chunks ...
+    queue_bytes: int = 16 << 20    # ... and in bytes
+
+    def should_spill(self, rows: int) -> bool:  # Debezium SpillStrategy.shouldSpill, by size
+        return rows > self.threshold_rows
+
+
+_STOP = object()
+
+
+class _BoundedQueue:
+    """A FIFO bounded by item count and by bytes; put() blocks while either bound is reached."""
+
+    def __init__(self, max_items: int, max_bytes: int) -> None:
+        self._q: list[tuple[Any, int]] = []
+        self._bytes = 0
+        self._max_items, self._max_bytes = max_items, max_bytes
+        self._cv = threading.Condition()
+
+    def put(self, item: Any, nbytes: int) -> None:
+        with self._cv:
+            while self._q and (len(self._q) >= self._max_items or self._bytes + nbytes > self._max_bytes):
+                self._cv.wait()
+            self._q.append((item, nbytes))
+            self._bytes += nbytes
+            self._cv.notify_all()
+
+    def get(self) -> Any:
+        with self._cv:
+            while not self._q:
+                self._cv.wait()
+            item, nbytes = self._q.pop(0)
+            self._bytes -= nbytes
+            self._cv.notify_all()
+            return item
+
+
+class TransactionStore:
+    """All open transaction buffers of one reader, with the shared writer thread."""
+
+    def __init__(self, directory: str, policy: SpillPolicy | None = None,
+                 on_bytes: Callable[[int, int], None] | None = None) -> None:
+        self.directory = directory
+        self.policy = policy or SpillPolicy()
+        self._on_bytes = on_bytes
+        self.memory_bytes = 0
+        self.spilled_bytes = 0
+        self._lock = threading.Lock()
+        self._writes = _BoundedQueue(self.policy.queue_chunks, self.policy.queue_bytes)
+        self._writer: threading.Thread | None = None
+        self._writer_error: BaseException | None = None
+        self._seq = 0
+        if os.path.isdir(directory):  # leftovers of an earlier process: their transactions will be re-mined
+            shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory, exist_ok=True)
+
+    def open(self, txid: str) -> "TxBuffer":
+        with self._lock:
+            self._seq += 1
+            return TxBuffer(self, txid, self._seq)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writes.put(_STOP, 0)
+            self._writer.join(timeout=10)
+            self._writer = None
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    # -- internals -------------------------------------------------------------------------------------
+
+    def _account(self, memory: int = 0, spilled: int = 0) -> None:
+        with self._lock:
+            self.memory_bytes += memory
+            self.spilled_bytes += spilled
+        if self._on_bytes is not None:
+            self._on_bytes(self.memory_bytes, self.spilled_bytes)
+
+    def _submit(self, buf: "TxBuffer", path: str, chunk: list, nbytes: int) -> None:
+        self.check()
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._write_loop, name="spill-writer", daemon=True)
+            self._writer.start()
+        self._writes.put((buf, path, chunk, nbytes), nbytes)
+
+    def _write_loop(self) -> None:
+        while True:
+            job = self._writes.get()
+            if job is _STOP:
+                return
+            buf, path, chunk, nbytes = job
+            try:
+                if not buf.discarded:
+                    with open(path, "wb") as fh:
+                        pickle.dump(chunk, fh, protocol=5)
+                    self._account(memory=-nbytes, spilled=nbytes)
+                else:
+                    self._account(memory=-nbytes)
+            except BaseException as exc:  # handed to the producer on its next call
+                self._writer_error = SpillError(f"cannot write spill chunk {path}: {exc}", path=path)
+                self._account(memory=-nbytes)
+            finally:
+                buf._chunk_done()
+
+    def check(self) -> None:
+        if self._writer_error is not None:
+            raise self._writer_error
+
+
+class TxBuffer:
+    """The items of one open transaction, in append order. Single consumer thread."""
+
+    def __init__(self, store: TransactionStore, txid: str, seq: int) -> None:
+        self.store, self.txid = store, txid
+        self._prefix = os.path.join(store.directory, f"tx{seq:08d}")
+        self._mem: list[list] = []          # [index, key, item, nbytes]; item None = undone
+        self._mem_bytes = 0
+        self._unreported = 0                # bytes appended but not yet added to store.memory_bytes
+        self._count = 0                     # items appended (undone ones included)
+        self._chunks: list[tuple[str, int]] = []  # (path, bytes) in order
+        self._pending_undo: list[tuple[Any, int]] = []  # (key, items appended before the undo)
+        self._in_flight = 0
+        self._cv = threading.Condition()
+        self.spilled = False
+        self.discarded = False
+
+    def __len__(self) -> int:
+        return self._count
+
+    def append(self, item: Any, key: Any = None, nbytes: int = 200) -> None:
+        self._mem.append([self._count, key, item, nbytes])
+        self._count += 1
+        self._mem_bytes += nbytes
+        self._unreported += nbytes
+        if self._count % 256 == 0:
+            self.store._account(memory=self._unreported)
+            self._unreported = 0
+        policy = self.store.policy
+        if self.spilled:
+            if len(self._mem) >= policy.chunk_rows:
+                self._flush()
+        elif policy.should_spill(len(self._mem)):
+            self.spilled = True
+            while len(self._mem) >= policy.chunk_rows:
+                self._flush(policy.chunk_rows)
+
+    def undo(self, key: Any) -> None:
+        """Remove the latest earlier item with ``key`` (a ROLLBACK=1 row undoing it)."""
+        for entry in reversed(self._mem):
+            if entry[2] is not None and entry[1] == key:
+                entry[2] = None
+                return
+        self._pending_undo.append((key, self._count))
+
+    def _flush(self, n: int | None = None) -> None:
+        part = self._mem if n is None else self._mem[:n]
+        self._mem = [] if n is None else self._mem[n:]
+        chunk = [(e[0], e[1], e[2]) for e in part if e[2] is not None]
+        nbytes = sum(e[3] for e in part)
+        self._mem_bytes -= nbytes
+        self.store._account(memory=self._unreported)  # the chunk stays counted as memory until written
+        self._unreported = 0
+        path = f"{self._prefix}.{len(self._chunks):06d}.chunk"
+        self._chunks.append((path, nbytes))
+        with self._cv:
+            self._in_flight += 1
+        self.store._submit(self, path, chunk, nbytes)
+
+    def _chunk_done(self) -> None:
+        with self._cv:
+            self._in_flight -= 1
+            self._cv.notify_all()
+
+    def _wait_written(self) -> None:
+        with self._cv:
+            while self._in_flight:
+                self._cv.wait(timeout=1.0)
+        self.store.check()
+
+    def _read_chunk(self, path: str) -> list:
+        try:
+            with open(path, "rb") as fh:
+                return pickle.load(fh)
+        except (OSError, pickle.UnpicklingError, EOFError) as exc:
+            raise SpillError(f"cannot read spill chunk {path}: {exc}", path=path) from None
+
+    def _resolve_pending(self) -> set[int]:
+        """Pre-pass: the indices removed by undos whose target had already left memory."""
+        keys = {k for k, _ in self._pending_undo}
+        where: dict[Any, list[int]] = {k: [] for k in keys}
+        for path, _ in self._chunks:
+            for index, key, _item in self._read_chunk(path):
+                if key in where:
+                    where[key].append(index)
+        for e in self._mem:
+            if e[2] is not None and e[1] in where:
+                where[e[1]].append(e[0])
+        removed: set[int] = set()
+        for key, before in self._pending_undo:
+            cands = [i for i in where[key] if i < before and i not in removed]
+            if cands:
+                removed.add(max(cands))
+        return removed
+
+    def __iter__(self) -> Iterator[Any]:
+        """The surviving items in append order: chunk files first (read by a reader thread), then memory."""
+        removed: set[int] = set()
+        if self._chunks:
+            self._wait_written()
+            if self._pending_undo:
+                removed = self._resolve_pending()
+            policy = self.store.policy
+            q = _BoundedQueue(max(2, policy.queue_chunks), policy.queue_bytes)
+
+            def read_all() -> None:
+                try:
+                    for path, nbytes in self._chunks:
+                        q.put(self._read_chunk(path), nbytes)
+                    q.put(_STOP, 0)
+                except BaseException as exc:
+                    q.put(exc, 0)
+
+            reader = threading.Thread(target=read_all, name="spill-reader", daemon=True)
+            reader.start()
+            while True:
+                chunk = q.get()
+                if chunk is _STOP:
+                    break
+                if isinstance(chunk, BaseException):
+                    raise chunk
+                for index, _key, item in chunk:
+                    if index not in removed:
+                        yield item
+            reader.join()
+        elif self._pending_undo:
+            removed = self._resolve_pending()
+        for index, _key, item, _n in self._mem:
+            if item is not None and index not in removed:
+                yield item
+
+    def discard(self) -> None:
+        """Forget the transaction: memory released, chunk files removed (commit done or rollback)."""
+        if self._chunks:
+            self._wait_written()
+        self.discarded = True
+        for path, _ in self._chunks:
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+        spilled = sum(n for _, n in self._chunks)
+        self.store._account(memory=-(self._mem_bytes - self._unreported), spilled=-spilled)
+        self._chunks, self._mem, self._mem_bytes = [], [], 0

@@ -1,0 +1,224 @@
+"""The dispatcher: V$LOGMNR_CONTENTS rows in SCN order -> committed transactions in commit-SCN order.
+
+Every row is routed by XID to its transaction's buffer (cdc.spill: big
+transactions go to chunk files). Rows of one transaction are never parsed
+before its COMMIT, so rolled-back work costs no parsing.
+
+* START opens a transaction (so does its first DML row).
+* DML (1 INSERT, 2 DELETE, 3 UPDATE) of a captured table is buffered; ``CSF = 1``
+  rows are continuation pieces: joined with the following pieces of the same
+  XID before the statement is parsed.
+* ``ROLLBACK = 1`` rows (undo of a partial rollback) remove the latest earlier
+  row with the same ROW_ID from the buffer.
+* COMMIT (7) releases the transaction: Begin, Change*, Commit. Rows reach us
+  in SCN order merged across redo threads, so commits come out in commit-SCN
+  order. A transaction already published before the resume state is dropped.
+* ROLLBACK (36) discards the transaction. Rollback rows whose XID sequence is
+  ``ffffffff`` are matched by undo segment + slot.
+* DDL (5) becomes a SchemaChange; UNSUPPORTED (255) of a captured table stops
+  the reader (or is skipped, counted, when configured); MISSING_SCN (34) stops
+  it; other codes (internal, SELECT_FOR_UPDATE, LOB locators) are ignored.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any, Callable, Iterator
+
+from cdc.events import Begin, Change, Commit, Event, SchemaChange, TableId, TableSchema
+from cdc.spill import TransactionStore, TxBuffer
+from readers.oracle.errors import DictionaryMismatch, LogMinerError, RedoParseError, UnsupportedOperation
+from readers.oracle.parser import parse_redo
+from readers.oracle.position import ResumeState, Xid
+
+log = logging.getLogger(__name__)
+
+# row indices (session.CONTENTS_SQL)
+SCN, TS, THREAD, XID, USN, SLT, SQN, OP, OWNER, TABLE, ROW_ID, ROLLBACK, CSF, SQL, RS_ID, SSN, INFO, STATUS = range(18)
+_UTC = dt.timezone.utc
+
+
+def ts_ms(value: Any) -> int:
+    if isinstance(value, dt.datetime):
+        return int(value.replace(tzinfo=value.tzinfo or _UTC).timestamp() * 1000)
+    return 0
+
+
+class _Tx:
+    __slots__ = ("raw", "xid", "start_scn", "buf", "csf", "undo_slot")
+
+    def __init__(self, raw: str, start_scn: int, buf: TxBuffer) -> None:
+        self.raw, self.start_scn, self.buf = raw, start_scn, buf
+        self.xid = Xid.parse(raw)
+        self.undo_slot = self.xid.undo_slot
+        self.csf: list[str] | None = None
+
+
+class Dispatcher:
+    def __init__(self, store: TransactionStore, captured: Callable[[str, str], bool], *,
+                 resume: ResumeState | None, schema_of: Callable[[str, str], TableSchema | None],
+                 unsupported: str = "fail", convert: Callable[[Change], None] | None = None,
+                 on_counts: Callable[[dict, int], None] | None = None) -> None:
+        self.store, self.captured, self.resume = store, captured, resume
+        self.schema_of, self.unsupported, self.convert = schema_of, unsupported, convert
+        self.on_counts = on_counts
+        self.open: dict[str, _Tx] = {}
+        self.by_slot: dict[tuple[int, int], _Tx] = {}
+        self.commit_scn = resume.commit_scn if resume else 0
+        self.xids_at_commit: set[str] = set(resume.xids_at_commit_scn) if resume else set()
+        self.mined_through = (resume.low_watermark_scn - 1) if resume else 0
+        self.skipped_unsupported = 0
+        self._schemas: dict[tuple[str, str], TableSchema | None] = {}
+
+    # -- state -----------------------------------------------------------------------------------------
+
+    def state(self, at_scn: int | None = None) -> ResumeState:
+        """Resume state now: see readers.oracle.position for the guarantee."""
+        lw = min((tx.start_scn for tx in self.open.values()), default=None)
+        if lw is None:
+            lw = at_scn if at_scn is not None else self.mined_through + 1
+        return ResumeState(lw, self.commit_scn, frozenset(self.xids_at_commit))
+
+    def _tx(self, row: tuple) -> _Tx:
+        raw = row[XID]
+        tx = self.open.get(raw)
+        if tx is None:
+            if raw.endswith("FFFFFFFF"):
+                tx = self.by_slot.get((row[USN], row[SLT]))
+                if tx is not None:
+                    return tx
+            tx = _Tx(raw, row[SCN], self.store.open(raw))
+            self.open[raw] = tx
+            self.by_slot[tx.undo_slot] = tx
+        return tx
+
+    def _find(self, row: tuple) -> _Tx | None:
+        tx = self.open.get(row[XID])
+        if tx is None and row[XID].endswith("FFFFFFFF"):
+            tx = self.by_slot.get((row[USN], row[SLT]))
+        return tx
+
+    def _close(self, tx: _Tx) -> None:
+        self.open.pop(tx.raw, None)
+        if self.by_slot.get(tx.undo_slot) is tx:
+            del self.by_slot[tx.undo_slot]
+        tx.buf.discard()
+
+    # -- rows ------------------------------------------------------------------------------------------
+
+    def feed(self, rows: list[tuple]) -> Iterator[Event]:
+        """Route a batch of rows (SCN order); yields the events of transactions committed in it."""
+        captured = self.captured
+        for row in rows:
+            op = row[OP]
+            if op == 1 or op == 2 or op == 3:
+                owner = row[OWNER]
+                if owner == "UNKNOWN":
+                    raise DictionaryMismatch(
+                        f"LogMiner does not know object {row[TABLE]} at SCN {row[SCN]}: the dictionary is older than "
+                        "the table; rebuild it and restart from this SCN", scn=row[SCN], xid=str(Xid.parse(row[XID])),
+                        table=f"{owner}.{row[TABLE]}", text=(row[SQL] or "")[:500])
+                if not captured(owner, row[TABLE]):
+                    continue
+                tx = self._tx(row)
+                sql = row[SQL]
+                if row[CSF]:
+                    if tx.csf is None:
+                        tx.csf = [sql]
+                    else:
+                        tx.csf.append(sql)
+                    continue
+                if tx.csf is not None:
+                    tx.csf.append(sql)
+                    sql = "".join(tx.csf)
+                    tx.csf = None
+                if row[ROLLBACK]:
+                    tx.buf.undo(row[ROW_ID])
+                    continue
+                tx.buf.append((row[SCN], sql, owner, row[TABLE], row[RS_ID], row[SSN]), row[ROW_ID], len(sql) + 120)
+            elif op == 7:
+                tx = self.open.get(row[XID])
+                if tx is not None:
+                    yield from self._commit(tx, row)
+            elif op == 36:
+                tx = self._find(row)
+                if tx is not None:
+                    self._close(tx)
+            elif op == 6:
+                self._tx(row)
+            elif op == 5:
+                yield from self._ddl(row)
+            elif op == 255:
+                self._unsupported(row)
+            elif op == 34:
+                raise LogMinerError(f"LogMiner reported MISSING_SCN at SCN {row[SCN]}: redo is missing from the "
+                                    "added logs", scn=row[SCN], text=(row[SQL] or "")[:500])
+        if rows:
+            self.mined_through = rows[-1][SCN]
+
+    def _commit(self, tx: _Tx, row: tuple) -> Iterator[Event]:
+        scn = row[SCN]
+        xid = str(tx.xid)
+        self.open.pop(tx.raw, None)
+        if self.by_slot.get(tx.undo_slot) is tx:
+            del self.by_slot[tx.undo_slot]
+        try:
+            if len(tx.buf) == 0 or (self.resume is not None and self.resume.already_published(scn, xid)):
+                return
+            when = ts_ms(row[TS])
+            yield Begin(xid, when)
+            counts: dict[tuple[str, str], int] = {}
+            for item in tx.buf:
+                change = self._change(item, scn, xid)
+                key = (str(change.table), change.op)
+                counts[key] = counts.get(key, 0) + 1
+                yield change
+            if scn != self.commit_scn:
+                self.commit_scn, self.xids_at_commit = scn, set()
+            self.xids_at_commit.add(xid)
+            if self.on_counts is not None:
+                self.on_counts(counts, len(self.open))
+            state = self.state(at_scn=scn)
+            yield Commit(xid, when, state.to_json(), {"scn": scn, "commit_scn": scn, "txId": xid})
+        finally:
+            tx.buf.discard()
+
+    def _change(self, item: tuple, commit_scn: int, xid: str) -> Change:
+        scn, sql, owner, table, rs_id, ssn = item
+        try:
+            op, _schema, _table, before, after = parse_redo(sql)
+        except (RedoParseError, DictionaryMismatch) as exc:
+            raise type(exc)(f"{exc.message} (SCN {scn}, XID {xid}, table {owner}.{table})", scn=scn, xid=xid,
+                            table=f"{owner}.{table}", offset=exc.fields.get("offset"), text=sql[:500]) from None
+        key = (owner, table)
+        schema = self._schemas.get(key, False)
+        if schema is False:
+            schema = self._schemas[key] = self.schema_of(owner, table)
+        change = Change(TableId(owner, table), op, before, after,
+                        {"scn": scn, "commit_scn": commit_scn, "txId": xid, "rs_id": rs_id, "ssn": ssn}, schema)
+        if self.convert is not None:
+            self.convert(change)
+        return change
+
+    def _ddl(self, row: tuple) -> Iterator[Event]:
+        owner, table = row[OWNER], row[TABLE]
+        if owner and not self.captured(owner, table or ""):
+            return
+        self._schemas.pop((owner, table), None)  # re-read the definition after the change
+        tid = TableId(owner, table) if owner and table else None
+        yield SchemaChange(tid, row[SQL], self.schema_of(owner, table) if tid else None, ts_ms(row[TS]),
+                           self.state(at_scn=row[SCN]).to_json())
+
+    def _unsupported(self, row: tuple) -> None:
+        owner, table = row[OWNER], row[TABLE]
+        if not owner or not self.captured(owner, table or ""):
+            return
+        if self.unsupported == "skip":
+            self.skipped_unsupported += 1
+            log.warning("skipping UNSUPPORTED LogMiner row at SCN %s (XID %s, table %s.%s, info %s)",
+                        row[SCN], row[XID], owner, table, row[INFO])
+            return
+        raise UnsupportedOperation(
+            f"LogMiner cannot decode a change of {owner}.{table} at SCN {row[SCN]} (UNSUPPORTED: {row[INFO]})",
+            scn=row[SCN], xid=str(Xid.parse(row[XID])), table=f"{owner}.{table}", text=(row[SQL] or "")[:500])

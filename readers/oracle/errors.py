@@ -1,0 +1,49 @@
+"""Errors of the Oracle reader. Each names the SCN, XID, table and text involved."""
+
+from __future__ import annotations
+
+from cdc.errors import CdcError, DecodeError, SourceUnavailable, Terminal
+
+
+class OracleReaderError(CdcError):
+    """Root of the Oracle reader's own errors."""
+
+
+class PositionError(OracleReaderError, Terminal):
+    """A malformed SCN, XID or resume state."""
+
+
+class RedoParseError(DecodeError):
+    """A SQL_REDO statement could not be parsed.
+
+    Fields: ``scn``, ``xid``, ``table``, ``offset`` (character position of the
+    problem), ``text`` (the statement, truncated to 500 characters).
+    """
+
+
+class DictionaryMismatch(DecodeError):
+    """LogMiner wrote ``"UNKNOWN"."OBJ# n"``: the dictionary does not know the object.
+
+    The flat-file dictionary is older than the table (or the column set);
+    rebuild it (``DBMS_LOGMNR_D.BUILD``) and restart from the reported SCN.
+    """
+
+
+class UnsupportedOperation(DecodeError):
+    """LogMiner marked a row UNSUPPORTED (operation code 255) for a captured table."""
+
+
+class MissingLog(OracleReaderError, Terminal):
+    """No archived or standby redo log covers the SCN the reader must mine."""
+
+
+class RedoGap(OracleReaderError, Terminal):
+    """A redo thread's log sequence has a hole: ``thread``, ``missing_from``, ``missing_to``."""
+
+
+class SessionError(SourceUnavailable):
+    """A LogMiner session call failed in a way a new session may fix (ORA-03113 and friends)."""
+
+
+class LogMinerError(OracleReaderError, Terminal):
+    """A LogMiner call failed for a reason a retry cannot fix (ORA-01291, ORA-01292, ...)."""

@@ -1,0 +1,349 @@
+"""The SQL_REDO parser: one LogMiner DML statement -> op, table, before, after.
+
+A hand-written single-pass scanner. It never runs a regular expression per
+value: it walks the statement once, jumping with ``str.find`` (C speed) to
+the next quote, and only looks at the few characters between values.
+
+Shapes understood (as LogMiner writes them)::
+
+    insert into "S"."T"("A","B") values ('1',NULL);
+    update "S"."T" set "A" = '2', "B" = NULL where "A" = '1' and "B" IS NULL and ROWID = 'AAA..';
+    update "S"."T" a set a."A" = '2' where a."A" = '1';          (table alias, 12.2+)
+    update "S"."T" set "A" = '2';                                (no WHERE: no before image)
+    delete from "S"."T" where "A" = '1' and "B" = TO_DATE('..', '..');
+
+Values stay the literal text: quotes removed, doubled quotes undone,
+``NULL`` and ``Unsupported Type`` -> None, function forms (``TO_DATE(..)``,
+``TO_TIMESTAMP(..)``, ``TO_TIMESTAMP_TZ(..)``, ``HEXTORAW(..)``,
+``EMPTY_CLOB()``, ``TO_YMINTERVAL(..)``, ...) and interval literals kept
+whole, ``UNISTR('\\4F60')`` and ``||`` chains of literals decoded to text.
+``ROWID = '..'`` in a WHERE clause is the row address, not a column: skipped.
+
+For an UPDATE, ``after`` is the before image overlaid with the SET values
+(LogMiner logs only changed columns in SET and the supplemental-logged
+columns in WHERE). ``"UNKNOWN"."OBJ# n"`` raises DictionaryMismatch.
+Anything else malformed raises RedoParseError with the offset.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from readers.oracle.errors import DictionaryMismatch, RedoParseError
+
+Parsed = tuple[str, str, str, "dict[str, Any] | None", "dict[str, Any] | None"]
+
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$#")
+_BARE_END = frozenset(",); ")
+_INTERVAL_WORDS = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND", "TO"})
+
+
+class _Bad(Exception):
+    def __init__(self, why: str, pos: int) -> None:
+        self.why, self.pos = why, pos
+
+
+def parse_redo(sql: str) -> Parsed:
+    """Parse one SQL_REDO statement. Raises RedoParseError / DictionaryMismatch (without scn/xid:
+    the caller adds them)."""
+    try:
+        head = sql[:6].lower()
+        if head == "insert":
+            return _insert(sql)
+        if head == "update":
+            return _update(sql)
+        if head == "delete":
+            return _delete(sql)
+        raise _Bad("not an INSERT, UPDATE or DELETE", 0)
+    except _Bad as bad:
+        raise RedoParseError(f"cannot parse SQL_REDO at offset {bad.pos}: {bad.why}",
+                             offset=bad.pos, text=sql[:500]) from None
+    except IndexError:
+        raise RedoParseError("cannot parse SQL_REDO: statement ends early", offset=len(sql), text=sql[:500]) from None
+
+
+def _ident(s: str, p: int) -> tuple[str, int]:
+    """A quoted identifier at p (``"A""B"`` -> ``A"B``); returns (name, index after it)."""
+    if s[p] != '"':
+        raise _Bad('expected a quoted identifier', p)
+    q = s.find('"', p + 1)
+    if q < 0:
+        raise _Bad("unterminated identifier", p)
+    if s.startswith('"', q + 1):  # doubled quote inside the name: rare, slow path
+        parts = [s[p + 1:q]]
+        while s.startswith('"', q + 1):
+            r = s.find('"', q + 2)
+            if r < 0:
+                raise _Bad("unterminated identifier", p)
+            parts.append(s[q + 1:r])
+            q = r
+        return "".join(parts), q + 1
+    return s[p + 1:q], q + 1
+
+
+def _table(s: str, p: int) -> tuple[str, str, int]:
+    schema, p = _ident(s, p)
+    if s[p] != ".":
+        raise _Bad("expected schema.table", p)
+    table, p = _ident(s, p + 1)
+    if schema == "UNKNOWN" and table.startswith("OBJ# "):
+        raise DictionaryMismatch(
+            f"LogMiner does not know object {table[5:]} ({schema}.{table}): the dictionary is older than the "
+            "table; rebuild the dictionary and restart from this SCN", table=f"{schema}.{table}", text=s[:500])
+    return schema, table, p
+
+
+def _skip_alias(s: str, p: int, stop: str) -> int:
+    """After the table name: skip `` a`` (alias) if the next word is not ``stop``."""
+    if s.startswith(" ", p) and not s.startswith(stop, p):
+        q = s.find(" ", p + 1)
+        if q > 0 and s.startswith(stop, q):
+            return q
+    return p
+
+
+def _column(s: str, p: int) -> tuple[str, int]:
+    if s[p] != '"':  # alias-qualified: a."COL"
+        dot = s.find('."', p, p + 40)
+        if dot < 0:
+            raise _Bad("expected a column name", p)
+        p = dot + 1
+    return _ident(s, p)
+
+
+def _string(s: str, p: int) -> tuple[str, int]:
+    """A '...' literal at p; doubled quotes undone."""
+    q = s.find("'", p + 1)
+    if q < 0:
+        raise _Bad("unterminated string literal", p)
+    if not s.startswith("'", q + 1):
+        return s[p + 1:q], q + 1
+    parts = [s[p + 1:q]]
+    while s.startswith("'", q + 1):
+        r = s.find("'", q + 2)
+        if r < 0:
+            raise _Bad("unterminated string literal", p)
+        parts.append(s[q + 2:r])
+        q = r
+    return "'".join(parts), q + 1
+
+
+def _call_end(s: str, p: int) -> int:
+    """p is at '(' of a function call: index after the matching ')' (quotes respected)."""
+    q = p + 1  # fast path: NAME('..'[, '..']) -- the shapes LogMiner writes for dates and raw values
+    while s.startswith("'", q):
+        _, q = _string(s, q)
+        if s.startswith(")", q):
+            return q + 1
+        if s.startswith(", ", q):
+            q += 2
+        else:
+            break
+    if s.startswith(")", p + 1):
+        return p + 2
+    depth, n = 0, len(s)
+    while p < n:
+        c = s[p]
+        if c == "'":
+            _, p = _string(s, p)
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return p + 1
+        p += 1
+    raise _Bad("unterminated function call", p)
+
+
+def _unistr(body: str) -> str:
+    """Decode UNISTR text: ``\\XXXX`` code units (surrogate pairs joined), ``\\\\`` a backslash."""
+    if "\\" not in body:
+        return body
+    out: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        j = body.find("\\", i)
+        if j < 0:
+            out.append(body[i:])
+            break
+        out.append(body[i:j])
+        if body.startswith("\\", j + 1):
+            out.append("\\")
+            i = j + 2
+            continue
+        out.append(chr(int(body[j + 1:j + 5], 16)))
+        i = j + 5
+    return "".join(out).encode("utf-16", "surrogatepass").decode("utf-16")
+
+
+def _value(s: str, p: int) -> tuple[Any, int]:
+    """One value at p; returns (value, index after it)."""
+    c = s[p]
+    if c == "'":
+        v, e = _string(s, p)
+        if s.startswith(" || ", e):
+            return _concat(s, p, v, e)
+        return v, e
+    if c in _WORD or c == "-" or c == "+" or c == ".":
+        e = p + 1
+        n = len(s)
+        while e < n and s[e] in _WORD:
+            e += 1
+        word = s[p:e]
+        if e < n and s[e] == "(":
+            e = _call_end(s, e)
+            if word == "UNISTR":
+                v, _ = _string(s, p + 7)
+                v = _unistr(v)
+                return (_concat(s, p, v, e) if s.startswith(" || ", e) else (v, e))
+            if s.startswith(" || ", e):
+                return _concat(s, p, None, e)
+            return s[p:e], e
+        if word == "NULL":
+            return None, e
+        if word == "Unsupported" and s.startswith(" Type", e):
+            return None, e + 5
+        if word == "INTERVAL":
+            return _interval(s, p, e)
+        while e < n and s[e] not in _BARE_END:  # bare number such as 1.5E+10 or -3
+            e += 1
+        return word if e == p + len(word) else s[p:e], e
+    raise _Bad(f"unexpected character {c!r} where a value should start", p)
+
+
+def _concat(s: str, start: int, first: Any, e: int) -> tuple[Any, int]:
+    """``piece || piece ...``: decoded text when every piece is a literal or UNISTR, else kept whole."""
+    pieces = [first]
+    literal = s[start] == "'" or s.startswith("UNISTR(", start)
+    while s.startswith(" || ", e):
+        q = e + 4
+        literal = literal and (s[q] == "'" or s.startswith("UNISTR(", q))
+        v, e = _value(s, q)
+        pieces.append(v)
+    if not literal:
+        return s[start:e], e
+    return "".join(pieces), e
+
+
+def _interval(s: str, p: int, e: int) -> tuple[str, int]:
+    """``INTERVAL '1-2' YEAR(2) TO MONTH``: kept whole."""
+    if not s.startswith(" '", e):
+        raise _Bad("expected the INTERVAL literal's string", e)
+    _, e = _string(s, e + 1)
+    while s.startswith(" ", e):
+        q = e + 1
+        while q < len(s) and s[q] in _WORD:
+            q += 1
+        if s[e + 1:q] not in _INTERVAL_WORDS:
+            break
+        e = _call_end(s, q) if s.startswith("(", q) else q
+    return s[p:e], e
+
+
+def _insert(s: str) -> Parsed:
+    if not s.startswith("nsert into ", 1) and not s[7:12].lower() == "into ":
+        raise _Bad("expected 'insert into'", 0)
+    schema, table, p = _table(s, 12)
+    if s.startswith(" ", p):
+        p += 1
+    if s[p] != "(":
+        raise _Bad("expected '(' before the column list", p)
+    names: list[str] = []
+    p += 1
+    while True:
+        name, p = _ident(s, p)
+        names.append(name)
+        if s[p] == ",":
+            p += 1
+        elif s[p] == ")":
+            p += 1
+            break
+        else:
+            raise _Bad("expected ',' or ')' in the column list", p)
+    v = s.find("values (", p, p + 12)
+    if v < 0:
+        v = s.lower().find("values (", p, p + 12)
+        if v < 0:
+            raise _Bad("expected 'values ('", p)
+    p = v + 8
+    after: dict[str, Any] = {}
+    for i, name in enumerate(names):
+        if i:
+            if s[p] != ",":
+                raise _Bad(f"expected ',' after the value of column {names[i - 1]}", p)
+            p += 1
+            if s[p] == " ":
+                p += 1
+        after[name], p = _value(s, p)
+    if s[p] != ")":
+        raise _Bad("more values than columns or missing ')'", p)
+    return "c", schema, table, None, after
+
+
+def _update(s: str) -> Parsed:
+    schema, table, p = _table(s, 7)
+    p = _skip_alias(s, p, " set ")
+    if not s.startswith(" set ", p):
+        raise _Bad("expected ' set '", p)
+    p += 5
+    sets: dict[str, Any] = {}
+    while True:
+        name, p = _column(s, p)
+        if not s.startswith(" = ", p):
+            raise _Bad(f"expected ' = ' after column {name}", p)
+        sets[name], p = _value(s, p + 3)
+        if s.startswith(", ", p):
+            p += 2
+        elif s.startswith(",", p):
+            p += 1
+        else:
+            break
+    if s.startswith(" where ", p):
+        before = _where(s, p + 7)
+        after = dict(before)
+        after.update(sets)
+        return "u", schema, table, before, after
+    _end(s, p)
+    return "u", schema, table, None, sets
+
+
+def _delete(s: str) -> Parsed:
+    schema, table, p = _table(s, 12)
+    p = _skip_alias(s, p, " where ")
+    if s.startswith(" where ", p):
+        return "d", schema, table, _where(s, p + 7), None
+    _end(s, p)
+    return "d", schema, table, {}, None
+
+
+def _where(s: str, p: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    while True:
+        if s.startswith("ROWID = '", p):
+            _, p = _string(s, p + 8)
+        else:
+            if s.startswith("(", p):  # some versions parenthesise the WHERE clause
+                p += 1
+            name, p = _column(s, p)
+            if s.startswith(" = ", p):
+                out[name], p = _value(s, p + 3)
+            elif s.startswith(" IS NULL", p):
+                out[name] = None
+                p += 8
+            else:
+                raise _Bad(f"expected ' = ' or ' IS NULL' after column {name}", p)
+            if s.startswith(")", p):
+                p += 1
+        if s.startswith(" and ", p):
+            p += 5
+        else:
+            _end(s, p)
+            return out
+
+
+def _end(s: str, p: int) -> None:
+    rest = s[p:].strip()
+    if rest not in ("", ";"):
+        raise _Bad(f"unexpected text {rest[:40]!r}", p)

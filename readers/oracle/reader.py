@@ -1,0 +1,126 @@
+"""``OracleSource``: the Oracle LogMiner reader (cdc.source.Source).
+
+Pipeline: Standby (dictionary, logs, head SCN) -> ParallelMiner (N LogMiner
+sessions on consecutive SCN ranges, staged, consumed in order) ->
+Dispatcher (per-XID buffers with spill, commit-SCN order) -> events.
+
+Resume: ``start(resume)`` takes the ``resume`` dict of the last END /
+SCHEMA / HEARTBEAT record ({low_watermark_scn, commit_scn,
+xids_at_commit_scn}); mining restarts at ``low_watermark_scn`` and every
+transaction already published (commit SCN below ``commit_scn``, or equal
+with its XID in the set) is dropped, so the first transaction yielded is
+the first one not yet in the stream: exactly once across restarts.
+Without a resume state mining starts at ``start_scn`` (or the standby's
+current SCN; the simulator's first SCN).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Iterator
+
+from cdc.events import Commit, Event, Heartbeat, SchemaChange, TableSchema
+from cdc.sources import SourceContext
+from cdc.spill import SpillPolicy, TransactionStore
+from readers.oracle.config import OracleSourceConfig
+from readers.oracle.dispatcher import Dispatcher
+from readers.oracle.miner import ParallelMiner
+from readers.oracle.position import ResumeState
+from readers.oracle.session import LogMinerSession, Standby
+
+
+class OracleSource:
+    def __init__(self, config: OracleSourceConfig, context: SourceContext) -> None:
+        self.config, self.context = config, context
+        self.name = config.name
+        self.metrics = context.metrics
+        self._stop = threading.Event()
+        self._tables = {tuple(t.upper().split(".", 1)) for t in config.tables}
+        self._schemas = {s for s, t in self._tables if t == "*"}
+        self.standby: Standby | None = None
+        self.miner: ParallelMiner | None = None
+        self.store: TransactionStore | None = None
+        self.dispatcher: Dispatcher | None = None
+        self._dictfile: str | None = None
+
+    def captured(self, owner: str, table: str) -> bool:
+        return (owner, table) in self._tables or owner in self._schemas
+
+    def start(self, resume: dict[str, Any] | None) -> None:
+        c = self.config
+        state = ResumeState.from_json(resume) if resume else None
+        self.standby = Standby(c)
+        if c.dictionary == "flat_file":
+            self._dictfile = self.standby.build_dictionary()
+        if state is not None:
+            from_scn = state.low_watermark_scn
+        elif c.start_scn is not None:
+            from_scn = c.start_scn
+        elif c.dsn.startswith("simulator"):
+            from readers.oracle import simulator
+            from_scn = simulator.instance(c.dsn.partition(":")[2]).workload.base_scn
+        else:
+            from_scn = self.standby.head_scn()
+        spill_dir = f"{self.context.spill_dir.rstrip('/')}/{c.name}"
+        self.store = TransactionStore(spill_dir, SpillPolicy(c.spill_threshold_rows, c.spill_chunk_rows),
+                                      on_bytes=self.metrics.buffer_bytes)
+        self.dispatcher = Dispatcher(self.store, self.captured, resume=state, schema_of=self._schema,
+                                     unsupported=c.unsupported, convert=self._converter(), on_counts=self._counted)
+        self.dispatcher.mined_through = from_scn - 1
+        self.miner = ParallelMiner(self.standby, lambda: LogMinerSession(c, lambda: self._dictfile),
+                                   sessions=c.sessions, range_size=c.scn_range_size, overlap=c.scn_overlap,
+                                   staged=c.staged_ranges, poll_interval_s=c.poll_interval_s)
+        self.miner.start(from_scn)
+        self.metrics.connected(True)
+
+    def _schema(self, owner: str, table: str) -> TableSchema | None:
+        assert self.standby is not None
+        schema = self.standby.table_schema(owner, table)
+        return schema if schema.columns else None
+
+    def _counted(self, counts: dict, open_count: int) -> None:
+        for (table, op), n in counts.items():
+            self.metrics.event_read(table, op, n)
+        self.metrics.transaction_read()
+        self.metrics.open_transactions(open_count)
+
+    def _converter(self):
+        if not self.config.conversions:
+            return None
+        from readers.oracle.convert import Converter
+        return Converter(self.config.conversions)
+
+    def events(self) -> Iterator[Event]:
+        assert self.miner is not None and self.dispatcher is not None
+        d = self.dispatcher
+        interval = self.config.heartbeat_interval_s
+        last_beat = time.monotonic()
+        for rr in self.miner.results(idle_timeout_s=min(interval, 1.0)):
+            if rr is not None:
+                for rows in rr.batches():
+                    for event in d.feed(rows):
+                        yield event
+                        if type(event) is Commit or type(event) is SchemaChange:
+                            last_beat = time.monotonic()
+                            if self._stop.is_set():
+                                return
+                d.mined_through = max(d.mined_through, rr.hi)
+            if self._stop.is_set():
+                return
+            now = time.monotonic()
+            if now - last_beat >= interval:
+                last_beat = now
+                yield Heartbeat(int(time.time() * 1000), d.state().to_json())
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        if self.miner is not None:
+            self.miner.stop()
+        if self.store is not None:
+            self.store.close()
+        if self.standby is not None:
+            self.standby.close()
+        self.metrics.connected(False)

@@ -1,0 +1,235 @@
+"""LogMiner session management on the ADG side (the seed paper's loop).
+
+Two kinds of database session:
+
+* ``Standby`` -- the ADG standby (``standby_dsn``): builds the flat-file
+  dictionary (``DBMS_LOGMNR_D.BUILD ... STORE_IN_FLAT_FILE``), reports the
+  applied head SCN, lists the logs that hold an SCN range (archived logs from
+  ``V$ARCHIVED_LOG`` plus the current standby redo logs from
+  ``V$STANDBY_LOG``/``V$LOGFILE``), checks each redo thread's sequence for
+  holes, and answers table definitions (``ALL_TAB_COLUMNS``).
+* ``LogMinerSession`` -- one session on the separate mining instance
+  (``dsn``) co-located with the standby, so it can open the standby's files
+  without the standby's own locks (the paper's "enq: WL - contention"). For
+  each SCN range: if the log set changed (a log switch) it ends LogMiner and
+  adds the new logs, then ``START_LOGMNR`` with the range and the dictionary,
+  then reads ``V$LOGMNR_CONTENTS``. After ``session_recycle_s`` it closes
+  the connection and opens a new one (LogMiner's PGA only shrinks that way).
+
+The same code runs against ``oracledb`` and against the simulator (dsn
+``simulator[:options]``), which answers the same SQL.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import oracledb
+
+from cdc.events import Column, TableId, TableSchema
+from readers.oracle.config import OracleSourceConfig
+from readers.oracle.errors import LogMinerError, MissingLog, RedoGap, SessionError
+
+NLS = {
+    "NLS_DATE_FORMAT": "YYYY-MM-DD HH24:MI:SS",
+    "NLS_TIMESTAMP_FORMAT": "YYYY-MM-DD HH24:MI:SS.FF6",
+    "NLS_TIMESTAMP_TZ_FORMAT": "YYYY-MM-DD HH24:MI:SS.FF6 TZH:TZM",
+    "NLS_NUMERIC_CHARACTERS": ".,",
+}
+# V$LOGMNR_CONTENTS columns the reader reads, in this order (see dispatcher.py for the indices)
+CONTENTS_SQL = ("SELECT SCN, TIMESTAMP, THREAD#, RAWTOHEX(XID), XIDUSN, XIDSLT, XIDSQN, OPERATION_CODE, SEG_OWNER, "
+                "TABLE_NAME, ROW_ID, ROLLBACK, CSF, SQL_REDO, RS_ID, SSN, INFO, STATUS "
+                "FROM V$LOGMNR_CONTENTS WHERE SCN >= :1 AND SCN <= :2")
+STANDBY_LOGS_SQL = ("SELECT MIN(F.MEMBER) AS FILE_NAME, L.FIRST_CHANGE# AS FIRST_CHANGE, L.LAST_CHANGE# AS LAST_CHANGE, "
+                    "L.THREAD#, L.SEQUENCE#, L.STATUS FROM V$STANDBY_LOG L, V$LOGFILE F "
+                    "WHERE F.GROUP# = L.GROUP# AND (L.ARCHIVED = 'NO' OR L.STATUS = 'ACTIVE') "
+                    "GROUP BY F.GROUP#, L.FIRST_CHANGE#, L.LAST_CHANGE#, L.THREAD#, L.SEQUENCE#, L.STATUS ORDER BY 4, 5")
+ARCHIVED_LOGS_SQL = ("SELECT NAME, FIRST_CHANGE#, NEXT_CHANGE#, THREAD#, SEQUENCE#, DICTIONARY_BEGIN FROM V$ARCHIVED_LOG "
+                     "WHERE NEXT_CHANGE# > :lo AND FIRST_CHANGE# <= :hi AND STATUS = 'A' AND DELETED = 'NO' "
+                     "AND STANDBY_DEST = 'NO' ORDER BY THREAD#, SEQUENCE#")
+_TRANSIENT = ("ORA-03113", "ORA-03114", "ORA-03135", "ORA-12541", "DPY-1001", "DPY-4011", "DPY-6005")
+
+
+@dataclass(frozen=True, order=True)
+class LogFile:
+    thread: int
+    sequence: int
+    first_scn: int
+    next_scn: int
+    name: str
+
+
+def connect(dsn: str, config: OracleSourceConfig, role: str) -> Any:
+    """A DB-API connection: oracledb for a real DSN, the simulator for ``simulator[:options]``."""
+    if dsn.startswith("simulator"):
+        from readers.oracle import simulator
+        return simulator.instance(dsn.partition(":")[2]).connect(role)
+    try:
+        return oracledb.connect(user=config.user, password=config.password.get_secret_value(), dsn=dsn)
+    except oracledb.Error as exc:
+        raise SessionError(f"cannot connect to Oracle ({role}) at {dsn}: {exc}", dsn=dsn) from None
+
+
+def classify(exc: Exception, what: str, **fields: Any) -> Exception:
+    """Turn an oracledb error into the reader's error classes."""
+    text = str(exc)
+    if any(code in text for code in _TRANSIENT):
+        return SessionError(f"{what}: {text}", **fields)
+    if "ORA-01291" in text or "ORA-01284" in text or "ORA-00308" in text:
+        return MissingLog(f"{what}: a redo log is missing: {text}", **fields)
+    return LogMinerError(f"{what}: {text}", **fields)
+
+
+def _run(conn: Any, sql: str, binds: Any = None) -> list[tuple]:
+    cur = conn.cursor()
+    try:
+        cur.execute(sql, binds or {})
+        return cur.fetchall() if cur.description else []
+    finally:
+        cur.close()
+
+
+class Standby:
+    """Queries on the ADG standby instance. Thread-safe (one lock around the connection)."""
+
+    def __init__(self, config: OracleSourceConfig) -> None:
+        self.config = config
+        self.dsn = config.standby_dsn or config.dsn
+        self._lock = threading.Lock()
+        self.conn = connect(self.dsn, config, "standby")
+
+    def query(self, sql: str, binds: Any = None) -> list[tuple]:
+        with self._lock:
+            try:
+                return _run(self.conn, sql, binds)
+            except oracledb.Error as exc:
+                raise classify(exc, "standby query failed", sql=sql[:80]) from None
+
+    def head_scn(self) -> int:
+        return int(self.query("SELECT CURRENT_SCN FROM V$DATABASE")[0][0])
+
+    def build_dictionary(self) -> str:
+        """Flat-file dictionary on the standby host; returns its path (for DICTFILENAME)."""
+        c = self.config
+        self.query("BEGIN DBMS_LOGMNR_D.BUILD(DICTIONARY_LOCATION => :location, DICTIONARY_FILENAME => :filename, "
+                   "OPTIONS => DBMS_LOGMNR_D.STORE_IN_FLAT_FILE); END;",
+                   {"location": c.dictionary_path, "filename": c.dictionary_file})
+        return f"{c.dictionary_path.rstrip('/')}/{c.dictionary_file}"
+
+    def logs_for(self, lo: int, hi: int) -> list[LogFile]:
+        """Every log holding SCNs in [lo, hi], per thread contiguous; raises RedoGap / MissingLog."""
+        found: dict[tuple[int, int], LogFile] = {}
+        for name, first, nxt, thread, seq, _ in self.query(ARCHIVED_LOGS_SQL, {"lo": lo, "hi": hi}):
+            found[(int(thread), int(seq))] = LogFile(int(thread), int(seq), int(first), int(nxt), name)
+        for name, first, last, thread, seq, _ in self.query(STANDBY_LOGS_SQL):
+            key = (int(thread), int(seq))
+            if key not in found and int(first) <= hi:
+                found[key] = LogFile(int(thread), int(seq), int(first), int(last) + 1, name)
+        logs = sorted(found.values())
+        threads = sorted({log.thread for log in logs})
+        if not threads:
+            raise MissingLog(f"no archived or standby redo log holds SCN {lo}", scn=lo)
+        for thread in threads:
+            mine = [log for log in logs if log.thread == thread]
+            if mine[0].first_scn > lo:
+                raise MissingLog(f"redo thread {thread}: no log holds SCN {lo}; the oldest available is sequence "
+                                 f"{mine[0].sequence} from SCN {mine[0].first_scn} (sequences before it are missing)",
+                                 thread=thread, scn=lo, missing_to=mine[0].sequence - 1)
+            for a, b in zip(mine, mine[1:]):
+                if b.sequence != a.sequence + 1:
+                    raise RedoGap(f"redo thread {thread}: log sequences {a.sequence + 1}..{b.sequence - 1} are missing "
+                                  f"(SCN {a.next_scn}..{b.first_scn - 1})", thread=thread,
+                                  missing_from=a.sequence + 1, missing_to=b.sequence - 1, scn=a.next_scn)
+        return logs
+
+    def table_schema(self, owner: str, name: str) -> TableSchema:
+        cols = self.query("SELECT COLUMN_NAME, DATA_TYPE, NULLABLE FROM ALL_TAB_COLUMNS WHERE OWNER = :owner "
+                          "AND TABLE_NAME = :name ORDER BY COLUMN_ID", {"owner": owner, "name": name})
+        pk = self.query("SELECT C.COLUMN_NAME FROM ALL_CONSTRAINTS K, ALL_CONS_COLUMNS C WHERE K.OWNER = :owner "
+                        "AND K.TABLE_NAME = :name AND K.CONSTRAINT_TYPE = 'P' AND C.OWNER = K.OWNER "
+                        "AND C.CONSTRAINT_NAME = K.CONSTRAINT_NAME ORDER BY C.POSITION", {"owner": owner, "name": name})
+        return TableSchema(TableId(owner, name), tuple(Column(c, t.lower(), n == "Y") for c, t, n in cols),
+                           tuple(r[0] for r in pk))
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+
+class LogMinerSession:
+    """One LogMiner session on the mining instance; ``mine(lo, hi, logs)`` yields row batches."""
+
+    def __init__(self, config: OracleSourceConfig, dictfile: Callable[[], str | None],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.config, self._dictfile, self._clock = config, dictfile, clock
+        self.conn: Any = None
+        self.opened_at = 0.0
+        self.added: tuple[str, ...] = ()
+        self.recycles = 0
+        self.log_switches = 0
+
+    def _open(self) -> None:
+        self.conn = connect(self.config.dsn, self.config, "miner")
+        self.opened_at = self._clock()
+        self.added = ()
+        for key, value in NLS.items():
+            _run(self.conn, f"ALTER SESSION SET {key} = '{value}'")
+
+    def _ensure(self) -> None:
+        if self.conn is not None and self._clock() - self.opened_at >= self.config.session_recycle_s:
+            self.close()  # recycle: LogMiner's PGA is only given back when the session ends
+            self.recycles += 1
+        if self.conn is None:
+            self._open()
+
+    def mine(self, lo: int, hi: int, logs: list[LogFile]) -> Iterator[list[tuple]]:
+        """Rows with lo <= SCN <= hi, in SCN order, in batches of ``fetch_size``."""
+        try:
+            self._ensure()
+            names = tuple(log.name for log in logs)
+            if names != self.added:  # first use or a log switch: restart the cycle with the new log set
+                if self.added:
+                    self.log_switches += 1
+                    _run(self.conn, "BEGIN DBMS_LOGMNR.END_LOGMNR; END;")
+                for i, name in enumerate(names):
+                    opt = "DBMS_LOGMNR.NEW" if i == 0 else "DBMS_LOGMNR.ADDFILE"
+                    _run(self.conn, f"BEGIN DBMS_LOGMNR.ADD_LOGFILE(LOGFILENAME => :name, OPTIONS => {opt}); END;",
+                         {"name": name})
+                self.added = names
+            self._start(lo, hi)
+            cur = self.conn.cursor()
+            cur.arraysize = self.config.fetch_size
+            cur.execute(CONTENTS_SQL, [lo, hi])
+            while True:
+                rows = cur.fetchmany(self.config.fetch_size)
+                if not rows:
+                    break
+                yield rows
+            cur.close()
+        except oracledb.Error as exc:
+            self.close()
+            raise classify(exc, f"LogMiner session failed mining SCN {lo}..{hi}", scn=lo) from None
+
+    def _start(self, lo: int, hi: int) -> None:
+        strategy = self.config.dictionary
+        binds: dict[str, Any] = {"startscn": lo, "endscn": hi}
+        if strategy == "flat_file":
+            binds["dictfile"] = self._dictfile()
+            opts = "DICTFILENAME => :dictfile, OPTIONS => 0"
+        elif strategy == "redo_log":
+            opts = "OPTIONS => DBMS_LOGMNR.DICT_FROM_REDO_LOGS + DBMS_LOGMNR.DDL_DICT_TRACKING"
+        else:
+            opts = "OPTIONS => DBMS_LOGMNR.DICT_FROM_ONLINE_CATALOG"
+        _run(self.conn, f"BEGIN DBMS_LOGMNR.START_LOGMNR(STARTSCN => :startscn, ENDSCN => :endscn, {opts}); END;",
+             binds)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:  # the session is being thrown away either way
+                pass
+        self.conn, self.added = None, ()

@@ -1,0 +1,311 @@
+"""A LogMiner simulator with a DB-API connection: the reader's stand-in for Oracle.
+
+No Oracle server exists where this project is built and tested. The reader
+therefore talks to this module through the same calls it makes on an
+``oracledb`` connection (``cursor()``, ``execute(sql, binds)``,
+``fetchmany()``, ``close()``); the simulator answers the session's SQL from
+the workload model (readers/oracle/workload.py):
+
+* ``ALTER SESSION SET NLS_...``                      recorded
+* ``SELECT CURRENT_SCN FROM V$DATABASE``             the standby's applied head SCN
+* ``... FROM V$STANDBY_LOG L, V$LOGFILE F ...``      the current standby redo log per thread
+* ``... FROM V$ARCHIVED_LOG ...``                    archived logs overlapping ``:lo``..``:hi``
+* ``DBMS_LOGMNR_D.BUILD`` (flat file)                writes the dictionary file (read-only
+                                                     standby refuses STORE_IN_REDO_LOGS: ORA-16000)
+* ``DBMS_LOGMNR.ADD_LOGFILE`` / ``START_LOGMNR`` / ``END_LOGMNR``  session state; START checks the
+                                                     dictionary file (ORA-01284) and that the added logs
+                                                     cover the SCN range on every thread (ORA-01291)
+* ``SELECT <cols> FROM V$LOGMNR_CONTENTS WHERE SCN > :1 AND SCN <= :2``  rows, lazily, in SCN order
+* ``ALL_TAB_COLUMNS`` / ``ALL_CONS_COLUMNS``           table definitions for the change schema
+
+Errors are raised as ``oracledb.DatabaseError`` with the ORA- text Oracle uses.
+Other WHERE conditions in the contents query are ignored (the reader filters
+tables itself). Several connections share one ``Simulator`` (standby and
+mining instances, one per parallel LogMiner session).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import threading
+from typing import Any, Iterator
+
+import oracledb
+
+from readers.oracle.workload import COLUMNS, OPNAME, SCHEMA, Model, Workload, table_name
+
+CONTENT_COLUMNS = ("SCN", "TIMESTAMP", "THREAD#", "XID", "XIDUSN", "XIDSLT", "XIDSQN", "OPERATION_CODE",
+                   "OPERATION", "SEG_OWNER", "TABLE_NAME", "ROW_ID", "ROLLBACK", "CSF", "SQL_REDO", "RS_ID",
+                   "SSN", "INFO", "STATUS")
+_EPOCH = dt.datetime(2024, 1, 1)
+_LOCK = threading.Lock()
+_INSTANCES: dict[str, "Simulator"] = {}
+
+
+def instance(options: str) -> "Simulator":
+    """The shared simulator for a ``simulator[:options]`` DSN (one per distinct option string)."""
+    with _LOCK:
+        sim = _INSTANCES.get(options)
+        if sim is None:
+            sim = _INSTANCES[options] = Simulator(Workload.parse(options))
+        return sim
+
+
+class Simulator:
+    def __init__(self, workload: Workload) -> None:
+        self.workload = workload
+        self.model = Model(workload)
+        w = workload
+        self.head = self.model.end_scn if not w.head_step else min(self.model.end_scn, w.base_scn + w.head_step)
+        self.sessions_started = 0
+        self.dictionary_builds = 0
+        self._lock = threading.Lock()
+        drop = w.drop_log.split(":") if w.drop_log else None
+        self.dropped = (int(drop[0]), int(drop[1])) if drop else None
+
+    def connect(self, role: str = "miner") -> "SimConnection":
+        return SimConnection(self, role)
+
+    def poll_head(self) -> int:
+        with self._lock:
+            if self.workload.head_step:
+                self.head = min(self.model.end_scn, self.head + self.workload.head_step)
+            return self.head
+
+    # -- redo logs -------------------------------------------------------------------------------------
+
+    def log(self, thread: int, seq: int) -> tuple[str, int, int]:
+        w = self.workload
+        first = w.base_scn + (seq - 1) * w.log_scns
+        return f"/u01/oradata/STBY/arch/{thread}_{seq}.arc", first, first + w.log_scns
+
+    def seq_of(self, scn: int) -> int:
+        return (scn - self.workload.base_scn) // self.workload.log_scns + 1
+
+    def archived(self, lo: int, hi: int) -> list[tuple]:
+        """Archived logs (complete, below the current log) overlapping [lo, hi]."""
+        cur = self.seq_of(self.head)
+        rows = []
+        for thread in range(1, self.workload.threads + 1):
+            for seq in range(max(1, self.seq_of(lo)), min(cur - 1, self.seq_of(hi)) + 1):
+                if (thread, seq) == self.dropped:
+                    continue
+                name, first, nxt = self.log(thread, seq)
+                rows.append((name, first, nxt, thread, seq, "YES" if seq == 1 else "NO"))
+        return rows
+
+    def standby(self) -> list[tuple]:
+        """The current standby redo log of each thread (being written: LAST_CHANGE# = head)."""
+        seq = self.seq_of(self.head)
+        return [(self.log(t, seq)[0].replace("arch", "srl"), self.log(t, seq)[1], self.head, t, seq, "ACTIVE")
+                for t in range(1, self.workload.threads + 1)]
+
+    def log_by_name(self, name: str) -> tuple[int, int, int, int] | None:
+        base = os.path.basename(name).split(".")[0]
+        try:
+            thread, seq = (int(x) for x in base.split("_"))
+        except ValueError:
+            return None
+        if (thread, seq) == self.dropped and "/arch/" in name:
+            return None
+        _, first, nxt = self.log(thread, seq)
+        return thread, seq, first, (self.head + 1 if "/srl/" in name else nxt)
+
+    def dictionary(self) -> dict[str, Any]:
+        w = self.workload
+        tables = {f"{SCHEMA}.{table_name(n)}": list(COLUMNS) for n in range(w.tables) if n != w.unknown_table}
+        return {"simulator_dictionary": 1, "build_scn": self.head, "tables": tables}
+
+
+def _err(text: str) -> oracledb.DatabaseError:
+    return oracledb.DatabaseError(text)
+
+
+class SimConnection:
+    """One database session (standby or mining instance)."""
+
+    def __init__(self, sim: Simulator, role: str) -> None:
+        self.sim, self.role = sim, role
+        self.nls: dict[str, str] = {}
+        self.logs: dict[str, tuple[int, int, int, int]] = {}
+        self.mining: tuple[int, int, dict | None, str] | None = None  # (start, end, dictionary, options)
+        self.closed = False
+
+    def cursor(self) -> "SimCursor":
+        if self.closed:
+            raise _err("DPY-1001: not connected to database")
+        return SimCursor(self)
+
+    def close(self) -> None:
+        self.closed = True
+        self.mining = None
+
+    def commit(self) -> None:
+        pass
+
+
+class SimCursor:
+    arraysize = 1000
+
+    def __init__(self, conn: SimConnection) -> None:
+        self.conn = conn
+        self._rows: Iterator[tuple] = iter(())
+        self.description: list[tuple] | None = None
+
+    def __enter__(self) -> "SimCursor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._rows = iter(())
+
+    def fetchone(self) -> tuple | None:
+        return next(self._rows, None)
+
+    def fetchmany(self, size: int | None = None) -> list[tuple]:
+        n = size or self.arraysize
+        rows = self._rows
+        out = []
+        for row in rows:
+            out.append(row)
+            if len(out) >= n:
+                break
+        return out
+
+    def fetchall(self) -> list[tuple]:
+        return list(self._rows)
+
+    def __iter__(self) -> Iterator[tuple]:
+        return self._rows
+
+    def execute(self, sql: str, params: Any = None) -> "SimCursor":
+        conn, sim = self.conn, self.conn.sim
+        if conn.closed:
+            raise _err("DPY-1001: not connected to database")
+        up = " ".join(sql.upper().split())
+        binds = params if isinstance(params, dict) else {str(i + 1): v for i, v in enumerate(params or ())}
+        self._rows = iter(())
+        self.description = None
+        if up.startswith("ALTER SESSION SET "):
+            key, _, value = up[len("ALTER SESSION SET "):].partition("=")
+            conn.nls[key.strip()] = value.strip().strip("'")
+        elif "FROM V$DATABASE" in up:
+            self._set(["CURRENT_SCN"], [(sim.poll_head(),)])
+        elif "V$STANDBY_LOG" in up:
+            self._set(["FILE_NAME", "FIRST_CHANGE", "LAST_CHANGE", "THREAD#", "SEQUENCE#", "STATUS"], sim.standby())
+        elif "FROM V$ARCHIVED_LOG" in up:
+            self._set(["NAME", "FIRST_CHANGE#", "NEXT_CHANGE#", "THREAD#", "SEQUENCE#", "DICTIONARY_BEGIN"],
+                      sim.archived(int(binds["lo"]), int(binds["hi"])))
+        elif "DBMS_LOGMNR_D.BUILD" in up:
+            self._build(up, binds)
+        elif "DBMS_LOGMNR.ADD_LOGFILE" in up:
+            name = str(binds["name"])
+            log = sim.log_by_name(name)
+            if log is None:
+                raise _err(f"ORA-01284: file {name} cannot be opened\nORA-00308: cannot open archived log '{name}'")
+            if "DBMS_LOGMNR.NEW" in up:
+                conn.logs.clear()
+            conn.logs[name] = log
+        elif "DBMS_LOGMNR.START_LOGMNR" in up:
+            self._start(up, binds)
+        elif "DBMS_LOGMNR.END_LOGMNR" in up:
+            conn.mining, conn.logs = None, {}
+        elif "FROM V$LOGMNR_CONTENTS" in up:
+            self._contents(up, binds)
+        elif "FROM ALL_TAB_COLUMNS" in up:
+            known = sim.dictionary()["tables"].get(f"{binds['owner']}.{binds['name']}", [])
+            types = {"ID": "NUMBER", "AMOUNT": "NUMBER", "CREATED": "DATE", "NAME": "VARCHAR2", "NOTE": "VARCHAR2"}
+            self._set(["COLUMN_NAME", "DATA_TYPE", "NULLABLE"], [(c, types.get(c, "VARCHAR2"), "N" if c == "ID" else "Y")
+                                                                 for c in known])
+        elif "ALL_CONS_COLUMNS" in up:
+            known = f"{binds['owner']}.{binds['name']}" in sim.dictionary()["tables"]
+            self._set(["COLUMN_NAME"], [("ID",)] if known else [])
+        else:
+            raise _err(f"ORA-00900: invalid SQL statement (the simulator does not answer: {sql[:120]})")
+        return self
+
+    def _set(self, names: list[str], rows: list[tuple]) -> None:
+        self.description = [(n, None, None, None, None, None, None) for n in names]
+        self._rows = iter(rows)
+
+    def _build(self, up: str, binds: dict) -> None:
+        if "STORE_IN_REDO_LOGS" in up and self.conn.role == "standby":
+            raise _err("ORA-16000: database or pluggable database open for read-only access")
+        if "STORE_IN_FLAT_FILE" in up:
+            path = os.path.join(str(binds["location"]), str(binds["filename"]))
+            try:
+                with open(path, "w") as fh:
+                    json.dump(self.conn.sim.dictionary(), fh)
+            except OSError as exc:
+                raise _err(f"ORA-01308: initialization parameter utl_file_dir is not set ({exc})") from None
+        self.conn.sim.dictionary_builds += 1
+
+    def _start(self, up: str, binds: dict) -> None:
+        conn, sim = self.conn, self.conn.sim
+        start, end = int(binds["startscn"]), int(binds["endscn"])
+        dictionary = None
+        if "DICTFILENAME" in up:
+            path = str(binds["dictfile"])
+            try:
+                with open(path) as fh:
+                    dictionary = json.load(fh)
+                assert dictionary.get("simulator_dictionary") == 1
+            except (OSError, ValueError, AssertionError):
+                raise _err(f"ORA-01284: file {path} cannot be opened") from None
+        elif "DICT_FROM_ONLINE_CATALOG" in up:
+            # a separate mining instance's own catalog does not know the standby's tables
+            dictionary = sim.dictionary() if conn.role != "miner" else {"tables": {}}
+        else:
+            dictionary = sim.dictionary()  # DICT_FROM_REDO_LOGS: the build in the first archived log
+        for thread in range(1, sim.workload.threads + 1):
+            spans = sorted((first, nxt) for t, _, first, nxt in conn.logs.values() if t == thread)
+            covered = start
+            for first, nxt in spans:
+                if first <= covered < nxt:
+                    covered = nxt
+            if covered <= end:
+                raise _err(f"ORA-01291: missing logfile (thread {thread}, SCN {covered} not in the added logs)")
+        conn.mining = (start, end, dictionary, up)
+        sim.sessions_started += 1
+
+    def _contents(self, up: str, binds: dict) -> None:
+        if self.conn.mining is None:
+            raise _err("ORA-01306: dbms_logmnr.start_logmnr() must be invoked before selecting from v$logmnr_contents")
+        select = up[len("SELECT "):up.index(" FROM V$LOGMNR_CONTENTS")]
+        names = [c.strip().replace("RAWTOHEX(", "").replace(")", "") for c in select.split(",")]
+        idx = [CONTENT_COLUMNS.index(n) for n in names]
+        start, end, dictionary, _ = self.conn.mining
+        lo = max(start, int(binds["1"]) + (0 if "SCN >= :1" in up else 1))
+        hi = min(end, int(binds["2"]))
+        self.description = [(n, None, None, None, None, None, None) for n in names]
+        self._rows = self._generate(lo, hi, idx, set((dictionary or {}).get("tables", {})))
+
+    def _generate(self, lo: int, hi: int, idx: list[int], known: set[str]) -> Iterator[tuple]:
+        sim = self.conn.sim
+        model, w = sim.model, sim.workload
+        lanes, threads, base, share = w.lanes, w.threads, w.base_scn, w.scn_share
+        ops = OPNAME
+        for g in model.slots_for(lo, hi):
+            hit = model.record_at(g)
+            if hit is None:
+                continue
+            tx, (op, table, rid, rollback, csf, sql, raw) = hit
+            scn = base + g // share
+            lane = g % lanes
+            owner = tname = None
+            status, info = 0, None
+            if table >= 0:
+                owner, tname = SCHEMA, table_name(table)
+                if f"{owner}.{tname}" not in known:
+                    obj = f"OBJ# {74000 + table}"
+                    sql = sql.replace(f'"{owner}"."{tname}"', f'"UNKNOWN"."{obj}"')
+                    owner, tname, status, info = "UNKNOWN", obj, 2, "Dictionary Mismatch"
+            xid = tx.xid
+            sqn = 0xFFFFFFFF if raw.endswith("FFFFFFFF") else xid.sqn
+            row = (scn, _EPOCH + dt.timedelta(milliseconds=g), lane % threads + 1, raw, xid.usn, xid.slot, sqn,
+                   op, ops[op], owner, tname, rid, rollback, csf, sql, f" 0x{g:06x}.00000010.0010 ", g, info, status)
+            yield tuple([row[i] for i in idx])

@@ -1,0 +1,324 @@
+"""The simulator's workload model: which transactions the "primary" ran, as redo records.
+
+No Oracle server can run where this project is built, so the reader is tested
+against this model. It describes a workload the way LogMiner would show it in
+``V$LOGMNR_CONTENTS``:
+
+* ``lanes`` transactions are open at once; lane ``L`` runs its transactions
+  back to back, and the lanes' redo records interleave slot by slot
+  (global slot ``g`` belongs to lane ``g % lanes``);
+* slot ``g`` has SCN ``base_scn + g // scn_share`` (``scn_share`` > 1 gives
+  several commits at one SCN, as RAC threads do) and redo thread
+  ``lane % threads + 1``; each thread switches log every ``log_scns`` SCNs;
+* a transaction is START, its DML rows (a row whose SQL_REDO is longer than
+  4,000 characters is split over several rows, all but the last with
+  ``CSF = 1``), optionally a partial rollback (``ROLLBACK = 1`` undo rows in
+  reverse order, same ROW_ID), then COMMIT, or undo rows + ROLLBACK
+  (sometimes with XID sequence ``ffffffff``);
+* ``big_txn_rows`` > 0 makes transaction 0 one huge UPDATE (lane 0).
+
+Everything is a pure function of ``(seed, transaction number)``: records are
+produced lazily for any slot, never materialised for the whole workload; only
+the per-lane prefix sums of transaction lengths (one int per transaction) are
+kept. ``committed()`` yields the model's answer: every committed transaction,
+in commit order, with its surviving rows as the parser must decode them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import OrderedDict
+from dataclasses import dataclass, fields
+from typing import Any, Iterator
+
+from readers.oracle.position import Xid
+
+CSF_PIECE = 4000
+SCHEMA = "APP"
+COLUMNS = ("ID", "NAME", "AMOUNT", "CREATED", "NOTE")
+START, INSERT, DELETE, UPDATE, COMMIT, ROLLBACK = 6, 1, 2, 3, 7, 36
+OPNAME = {START: "START", INSERT: "INSERT", DELETE: "DELETE", UPDATE: "UPDATE", COMMIT: "COMMIT",
+          ROLLBACK: "ROLLBACK"}
+
+
+@dataclass(frozen=True)
+class Workload:
+    seed: int = 1
+    transactions: int = 50
+    lanes: int = 4
+    rows_min: int = 1
+    rows_max: int = 6
+    rollback_rate: float = 0.1
+    partial_rollback_rate: float = 0.15
+    csf_rate: float = 0.05
+    unknown_sqn_rate: float = 0.5
+    threads: int = 2
+    scn_share: int = 1
+    log_scns: int = 500
+    base_scn: int = 1_000_000
+    big_txn_rows: int = 0
+    tables: int = 3
+    head_step: int = 0        # 0: all redo is on the standby at once; else the head moves this many SCNs per poll
+    drop_log: str = ""        # "thread:sequence" of an archived log that is missing (gap test)
+    unknown_table: int = -1   # table number the dictionary does not know ("UNKNOWN"."OBJ# n")
+
+    @classmethod
+    def parse(cls, text: str) -> "Workload":
+        """``key=value,key=value`` (the part of ``dsn: simulator:...`` after the colon)."""
+        kinds = {f.name: f.type for f in fields(cls)}
+        args: dict[str, Any] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, _, value = part.partition("=")
+            if key not in kinds:
+                raise ValueError(f"unknown simulator option {key!r} (known: {', '.join(kinds)})")
+            kind = kinds[key]
+            args[key] = value if kind == "str" else float(value) if kind == "float" else int(value)
+        return cls(**args)
+
+
+def table_name(n: int) -> str:
+    return f"T{n}"
+
+
+def row_id(table: int, ident: int) -> str:
+    return f"AAAS{table:02d}AAEAA{ident:09X}"[:18]
+
+
+def _lit(v: str | None) -> str:
+    return "NULL" if v is None else "'" + v.replace("'", "''") + "'"
+
+
+def _date(n: int) -> str:
+    return f"TO_DATE('2024-{n % 12 + 1:02d}-{n % 28 + 1:02d} {n % 24:02d}:{n % 60:02d}:00', 'YYYY-MM-DD HH24:MI:SS')"
+
+
+def base_row(ident: int) -> dict[str, str | None]:
+    """The image of a row that existed before the workload started."""
+    return {"ID": str(ident), "NAME": f"name {ident}", "AMOUNT": str(ident % 1000), "CREATED": _date(ident),
+            "NOTE": None}
+
+
+def sql_insert(table: int, row: dict) -> str:
+    cols = ",".join(f'"{c}"' for c in row)
+    vals = ",".join(v if c == "CREATED" else _lit(v) for c, v in row.items())
+    return f'insert into "{SCHEMA}"."{table_name(table)}"({cols}) values ({vals});'
+
+
+def _where(row: dict, rid: str) -> str:
+    parts = []
+    for c, v in row.items():
+        if v is None:
+            parts.append(f'"{c}" IS NULL')
+        else:
+            parts.append(f'"{c}" = {v if c == "CREATED" else _lit(v)}')
+    return " and ".join(parts) + f" and ROWID = '{rid}'"
+
+
+def sql_update(table: int, changes: dict, before: dict, rid: str) -> str:
+    sets = ", ".join(f'"{c}" = {v if c == "CREATED" else _lit(v)}' for c, v in changes.items())
+    return f'update "{SCHEMA}"."{table_name(table)}" set {sets} where {_where(before, rid)};'
+
+
+def sql_delete(table: int, before: dict, rid: str) -> str:
+    return f'delete from "{SCHEMA}"."{table_name(table)}" where {_where(before, rid)};'
+
+
+class Txn:
+    """One transaction's records (templates without SCN) and its expected surviving rows."""
+
+    __slots__ = ("number", "xid", "records", "expected", "committed", "big")
+
+    def __init__(self, number: int, xid: Xid) -> None:
+        self.number, self.xid = number, xid
+        # record: (op_code, table or -1, row_id, rollback, csf, sql_redo, xid_raw)
+        self.records: list[tuple] = []
+        self.expected: list[tuple] = []
+        self.committed = True
+        self.big = 0
+
+
+class Model:
+    """Slot -> record, lazily, with per-lane prefix sums of transaction lengths."""
+
+    def __init__(self, w: Workload) -> None:
+        self.w = w
+        self._cache: OrderedDict[int, Txn] = OrderedDict()
+        self._lane_starts: list[list[int]] = [[0] for _ in range(w.lanes)]  # start position of each txn in the lane
+        self._lane_done = [False] * w.lanes
+        self.end_slot = max((self._lane_length(L) * w.lanes + L for L in range(w.lanes)), default=0)
+
+    # -- transactions ----------------------------------------------------------------------------------
+
+    def xid_of(self, t: int) -> Xid:
+        lane = t % self.w.lanes
+        return Xid(lane % 50 + 1, lane // 50 + 1, t // self.w.lanes + 1)
+
+    def txn(self, t: int) -> Txn:
+        tx = self._cache.get(t)
+        if tx is not None:
+            self._cache.move_to_end(t)
+            return tx
+        tx = self._build(t)
+        self._cache[t] = tx
+        if len(self._cache) > 4 * self.w.lanes + 16:
+            self._cache.popitem(last=False)
+        return tx
+
+    def length(self, t: int) -> int:
+        if t == 0 and self.w.big_txn_rows:
+            return self.w.big_txn_rows + 2
+        return len(self.txn(t).records)
+
+    def _build(self, t: int) -> Txn:
+        w = self.w
+        tx = Txn(t, self.xid_of(t))
+        raw = tx.xid.raw
+        if t == 0 and w.big_txn_rows:
+            tx.big = w.big_txn_rows
+            return tx
+        rng = random.Random(w.seed * 1_000_003 + t)
+        recs, exp = tx.records, tx.expected
+        recs.append((START, -1, None, 0, 0, "set transaction read write;", raw))
+        rows: list[tuple] = []  # (op, table, rid, sql, undo_sql, expected)
+        live: dict[tuple[int, int], dict] = {}
+        n = rng.randint(w.rows_min, w.rows_max)
+        for i in range(n):
+            table = rng.randrange(w.tables)
+            known = [k for k in live if k[0] == table]
+            kind = rng.random()
+            if kind < 0.4 or not known and kind < 0.6:
+                ident = 2 * (t * 1000 + i)
+                row = base_row(ident)
+                row["NAME"] = rng.choice([f"new {ident}", f"O'Brien {ident}", f"x''y {ident}"])
+                if rng.random() < w.csf_rate:
+                    row["NOTE"] = ("long note %d " % ident) * (CSF_PIECE // 12 + rng.randrange(400))
+                rid = row_id(table, ident)
+                rows.append((INSERT, table, rid, sql_insert(table, row), sql_delete(table, row, rid),
+                             ("c", table, None, dict(row))))
+                live[(table, ident)] = row
+                continue
+            if known and rng.random() < 0.7:
+                key = rng.choice(known)
+                before = live[key]
+            else:
+                key = (table, 2 * (t * 1000 + i) + 1)
+                before = base_row(key[1])
+            rid = row_id(table, key[1])
+            if kind < 0.85:
+                changes = {"AMOUNT": str(rng.randrange(10_000)), "NAME": f"upd {t}.{i}"}
+                after = {**before, **changes}
+                undo_changes = {c: before[c] for c in changes}
+                rows.append((UPDATE, table, rid, sql_update(table, changes, before, rid),
+                             sql_update(table, undo_changes, after, rid), ("u", table, dict(before), dict(after))))
+                live[key] = after
+            else:
+                rows.append((DELETE, table, rid, sql_delete(table, before, rid), sql_insert(table, before),
+                             ("d", table, dict(before), None)))
+                live.pop(key, None)
+        partial = None
+        if len(rows) >= 2 and rng.random() < w.partial_rollback_rate:
+            a = rng.randrange(1, len(rows))
+            partial = (a, rng.randrange(a, len(rows)) + 1)  # rows [a, b) are undone right after row b-1
+        committed = rng.random() >= w.rollback_rate
+        for i, (op, table, rid, sql, undo, e) in enumerate(rows):
+            self._emit(recs, op, table, rid, 0, sql, raw)
+            if partial and i == partial[1] - 1:
+                for j in range(partial[1] - 1, partial[0] - 1, -1):
+                    op2, table2, rid2, _, undo2, _ = rows[j]
+                    self._emit(recs, {INSERT: DELETE, DELETE: INSERT}.get(op2, UPDATE), table2, rid2, 1, undo2, raw)
+        kept = [r for k, r in enumerate(rows) if not partial or not partial[0] <= k < partial[1]]
+        if committed:
+            recs.append((COMMIT, -1, None, 0, 0, "commit;", raw))
+            exp.extend(r[5] for r in kept)
+        else:
+            tx.committed = False
+            odd = rng.random() < w.unknown_sqn_rate
+            rb_raw = Xid(tx.xid.usn, tx.xid.slot, Xid.UNKNOWN_SQN).raw if odd else raw
+            for op, table, rid, _, undo, _ in reversed(kept):
+                self._emit(recs, {INSERT: DELETE, DELETE: INSERT}.get(op, UPDATE), table, rid, 1, undo, rb_raw)
+            recs.append((ROLLBACK, -1, None, 0, 0, "rollback;", rb_raw))
+        return tx
+
+    @staticmethod
+    def _emit(recs: list, op: int, table: int, rid: str, rollback: int, sql: str, raw: str) -> None:
+        if len(sql) <= CSF_PIECE:
+            recs.append((op, table, rid, rollback, 0, sql, raw))
+            return
+        for k in range(0, len(sql), CSF_PIECE):
+            piece = sql[k:k + CSF_PIECE]
+            recs.append((op, table, rid, rollback, 1 if k + CSF_PIECE < len(sql) else 0, piece, raw))
+
+    def big_record(self, tx: Txn, pos: int) -> tuple:
+        raw = tx.xid.raw
+        if pos == 0:
+            return (START, -1, None, 0, 0, "set transaction read write;", raw)
+        if pos > tx.big:
+            return (COMMIT, -1, None, 0, 0, "commit;", raw)
+        i = pos - 1
+        rid = row_id(0, i)
+        sql = (f'update "{SCHEMA}"."T0" set "AMOUNT" = \'{i % 997}\', "NAME" = \'big {i}\' where "ID" = \'{i}\' '
+               f'and "NAME" = \'name {i}\' and "AMOUNT" = \'{i % 1000}\' and ROWID = \'{rid}\';')
+        return (UPDATE, 0, rid, 0, 0, sql, raw)
+
+    # -- slots -----------------------------------------------------------------------------------------
+
+    def _lane_length(self, lane: int) -> int:
+        total = 0
+        for t in range(lane, self.w.transactions, self.w.lanes):
+            total += self.length(t)
+            self._lane_starts[lane].append(total)
+        return total
+
+    def record_at(self, g: int) -> tuple[Txn, tuple] | None:
+        """The record at global slot g, or None when the lane is idle there."""
+        lanes = self.w.lanes
+        lane, pos = g % lanes, g // lanes
+        starts = self._lane_starts[lane]
+        if pos >= starts[-1]:
+            return None
+        k = _bisect(starts, pos)
+        tx = self.txn(lane + k * lanes)
+        off = pos - starts[k]
+        return tx, (self.big_record(tx, off) if tx.big else tx.records[off])
+
+    def scn_of(self, g: int) -> int:
+        return self.w.base_scn + g // self.w.scn_share
+
+    def slots_for(self, lo_scn: int, hi_scn: int) -> range:
+        """Slots whose SCN is in [lo_scn, hi_scn]."""
+        w = self.w
+        first = max(0, (lo_scn - w.base_scn) * w.scn_share)
+        last = min(self.end_slot, (hi_scn - w.base_scn + 1) * w.scn_share)
+        return range(first, max(first, last))
+
+    @property
+    def end_scn(self) -> int:
+        """One past the SCN of the last slot."""
+        return self.scn_of(max(0, self.end_slot - 1)) + 1
+
+    def committed(self) -> Iterator[tuple[int, str, list[tuple]]]:
+        """The model's answer: (commit_scn, xid, rows) of each committed transaction in commit order."""
+        w = self.w
+        out = []
+        for t in range(w.transactions):
+            lane, k = t % w.lanes, t // w.lanes
+            tx = self.txn(t)
+            if not tx.committed:
+                continue
+            g = (self._lane_starts[lane][k + 1] - 1) * w.lanes + lane
+            rows = [(op, SCHEMA, table_name(tb), b, a) for op, tb, b, a in tx.expected]
+            out.append((g, self.scn_of(g), str(tx.xid), rows))
+        out.sort()
+        for _, scn, xid, rows in out:
+            yield scn, xid, rows
+
+
+def _bisect(starts: list[int], pos: int) -> int:
+    lo, hi = 0, len(starts) - 1
+    while lo < hi:  # last k with starts[k] <= pos
+        mid = (lo + hi + 1) // 2
+        if starts[mid] <= pos:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
