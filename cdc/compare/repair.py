@@ -1,0 +1,123 @@
+"""`cdc compare --repair`: publish the changes that make the target equal its source.
+
+For one table's report: every missing or different key becomes an ``op: r``
+record carrying the source's current row; every extra key becomes an
+``op: d`` record carrying the target's row as ``before``. They go into the
+source's change stream as ONE transaction (BEGIN ... END) through the
+ordinary Publisher, so the apply job treats them like any other change and
+the target never sees half a repair. The END carries the resume state the
+stream's tail already had, so a daemon restarted afterwards resumes where it
+was: a repair never moves the checkpoint.
+
+Limits: run it while the daemon of that source is stopped (two writers to
+one stream would interleave sequences); tables without a primary key are
+refused (which copy of a duplicate row to delete is ambiguous).
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from datetime import date, datetime, time as dtime, timedelta, timezone
+from decimal import Decimal
+from typing import Any, Iterator
+
+from cdc.compare.endpoints import Endpoint
+from cdc.compare.engine import split_name
+from cdc.compare.catalog import TableShape, describe
+from cdc.compare.errors import CompareError
+from cdc.compare.fingerprint import quote
+from cdc.compare.merge import DIFFERENT, EXTRA, MISSING
+from cdc.compare.report import TableReport
+from cdc.events import Begin, Change, Column, Commit, TableId, TableSchema
+
+BATCH = 500
+
+
+def event_value(v: Any, family: str) -> Any:
+    """A database value as cdc.events.Change carries it (JSON-ready, see its docstring)."""
+    if v is None or isinstance(v, (int, float, str)) and not isinstance(v, bool):
+        return v
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, Decimal):
+        return format(v, "f")
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(v)).decode("ascii")
+    if isinstance(v, datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(timezone.utc).replace(tzinfo=None)
+            return v.isoformat() + "Z"
+        return v.isoformat() + ("Z" if family == "timestamptz" else "")
+    if isinstance(v, date):
+        return v.isoformat()
+    if isinstance(v, timedelta):  # MySQL TIME
+        total = v.total_seconds()
+        sign = "-" if total < 0 else ""
+        total = abs(total)
+        h, rem = divmod(int(total), 3600)
+        m, s = divmod(rem, 60)
+        us = v.microseconds if total == abs(v.total_seconds()) else 0
+        return f"{sign}{h:02d}:{m:02d}:{s:02d}" + (f".{us:06d}" if us else "")
+    if isinstance(v, dtime):
+        return v.isoformat()
+    return str(v)
+
+
+def fetch_rows(ep: Endpoint, conn, shape: TableShape, key_cols: list[str], keys: list[tuple]) -> Iterator[dict]:
+    """The rows of ``keys`` (JSON-ready values), in batches of BATCH keys."""
+    cols = ", ".join(quote(ep.dialect, c.name) for c in shape.columns)
+    table = f"{quote(ep.dialect, shape.schema)}.{quote(ep.dialect, shape.table)}"
+    ph = ep.placeholder
+    one = "(" + " AND ".join(f"{quote(ep.dialect, k)} = {ph}" for k in key_cols) + ")"
+    fams = [c.family for c in shape.columns]
+    for i in range(0, len(keys), BATCH):
+        batch = keys[i:i + BATCH]
+        sql = f"SELECT {cols} FROM {table} WHERE " + " OR ".join([one] * len(batch))
+        params = tuple(v for k in batch for v in k)
+        for row in ep.query(conn, sql, params):
+            yield {c.name: event_value(v, f) for c, v, f in zip(shape.columns, row, fams)}
+
+
+def repair(config, source_name: str, src_ep: Endpoint, tgt_ep: Endpoint, report: TableReport,
+           publisher=None) -> int:
+    """Publish one transaction that repairs ``report``'s table; return the number of changes."""
+    if report.mode == "full-row":
+        raise CompareError(f"cannot repair {report.source_table}: it has no primary key, so which copy of a row "
+                           "to delete or keep is ambiguous", table=report.source_table)
+    own = publisher is None
+    if own:
+        from cdc.publish.publisher import Publisher
+        from cdc.runtime.metrics import SourceMetrics
+
+        publisher = Publisher(source_name, "repair", config.kafka, SourceMetrics(source_name))
+    src_conn, tgt_conn = src_ep.connect(), tgt_ep.connect()
+    try:
+        resume = publisher.recover()
+        s_shape = describe(src_ep.dialect, src_conn, *split_name(report.source_table, src_ep.default_schema))
+        t_shape = describe(tgt_ep.dialect, tgt_conn, *split_name(report.target_table, tgt_ep.default_schema))
+        key = list(report.key_columns)
+        t_key = [next(c.name for c in t_shape.columns if c.name.lower() == k.lower()) for k in key]
+        table = TableId(s_shape.schema, s_shape.table)
+        schema = TableSchema(table, tuple(Column(c.name, c.type, c.nullable) for c in s_shape.columns), tuple(key))
+        now = int(time.time() * 1000)
+        txid = f"repair:{table}:{now}"
+        publisher.publish(Begin(txid, now))
+        n = 0
+        upserts = report.keys(MISSING) + report.keys(DIFFERENT)
+        for row in fetch_rows(src_ep, src_conn, s_shape, key, upserts):
+            publisher.publish(Change(table, "r", None, row, {"repair": True}, schema))
+            n += 1
+        by_lower = {c.name.lower(): c.name for c in s_shape.columns}
+        for row in fetch_rows(tgt_ep, tgt_conn, t_shape, t_key, report.keys(EXTRA)):
+            before = {by_lower.get(k.lower(), k): v for k, v in row.items()}
+            publisher.publish(Change(table, "d", before, None, {"repair": True}, schema))
+            n += 1
+        publisher.publish(Commit(txid, now, resume=resume, position={"repair": True}))
+        publisher.flush()
+        return n
+    finally:
+        src_conn.close()
+        tgt_conn.close()
+        if own:
+            publisher.close()

@@ -1,0 +1,51 @@
+"""The canonical row text: injective (NULL vs '', trailing spaces, shifted separators) and SQL per dialect."""
+
+from __future__ import annotations
+
+import hashlib
+
+import duckdb
+import pytest
+
+from cdc.compare.catalog import classify
+from cdc.compare.fingerprint import ColumnInfo, md5_sql, python_row_text
+
+COLS = [ColumnInfo("id", "int", "int", nullable=False), ColumnInfo("a", "varchar", "string"),
+        ColumnInfo("b", "varchar", "string")]
+
+
+def text(*values):
+    return python_row_text(list(values), COLS)
+
+
+def test_null_empty_and_trailing_spaces_are_distinct():
+    assert len({text("1", None, "x"), text("1", "", "x"), text("1", "x", None), text("1", "x", ""),
+                text("1", "x ", ""), text("1", "x", " ")}) == 6
+
+
+def test_separator_inside_values_cannot_forge_another_row():
+    assert text("1", "a|b", "c") != text("1", "a", "b|c")
+    assert text("1", "a,1", "c") != text("1", "a", ",1c")
+
+
+@pytest.mark.parametrize("type_text,dialect,family,scale", [
+    ("int(11)", "mysql", "int", None), ("bigint(20) unsigned", "mysql", "int", None),
+    ("tinyint(1)", "mysql", "int", None), ("boolean", "postgres", "bool", None),
+    ("decimal(10,2)", "mysql", "decimal", 2), ("numeric", "postgres", "decimal", None),
+    ("timestamp", "mysql", "timestamptz", 0), ("timestamp without time zone", "postgres", "datetime", 0),
+    ("timestamp with time zone", "postgres", "timestamptz", 0), ("datetime(6)", "mysql", "datetime", 6),
+    ("varbinary(10)", "mysql", "binary", None), ("character varying", "postgres", "string", None),
+    ("double precision", "postgres", "float", None), ("interval", "postgres", "other", None),
+])
+def test_classify(type_text, dialect, family, scale):
+    assert classify(type_text, None, dialect) == (family, scale)
+
+
+def test_duckdb_sql_matches_the_python_definition():
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (id INTEGER, a VARCHAR, b VARCHAR)")
+    rows = [(1, None, "x"), (1, "", "x"), (2, "a|b", "c"), (3, "é ", None)]
+    con.executemany("INSERT INTO t VALUES (?,?,?)", rows)
+    got = [r[0] for r in con.execute(f"SELECT {md5_sql('duckdb', COLS)} FROM t ORDER BY rowid").fetchall()]
+    want = [hashlib.md5(text(str(i), a, b).encode()).hexdigest() for i, a, b in rows]
+    assert got == want
