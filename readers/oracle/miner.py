@@ -73,14 +73,14 @@ class ParallelMiner:
         self._lock = threading.Lock()
         self._queue: collections.deque[RangeResult] = collections.deque()
         self._queued = threading.Condition(self._lock)
-        self._next_lo = 0
+        self._next_lo = self._first = 0
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.sessions: list[LogMinerSession] = []
 
     def start(self, from_scn: int) -> None:
         """Mine from ``from_scn`` (inclusive) onwards."""
-        self._next_lo = from_scn
+        self._next_lo = self._first = from_scn
         for i in range(self.n):
             session = self._open_session()
             self.sessions.append(session)
@@ -119,7 +119,7 @@ class ParallelMiner:
                 self._stop.wait(self.poll_interval_s)
                 continue
             try:
-                lo = max(0, rr.lo - self.overlap)
+                lo = max(self._first, rr.lo - self.overlap)  # never before the first SCN we were asked for
                 logs = self.standby.logs_for(lo, rr.hi)
                 for rows in session.mine(lo, rr.hi, logs):
                     if lo < rr.lo:
