@@ -121,3 +121,45 @@ def test_a_skipped_test_fails_the_run(tmp_path):
                           str(tmp_path / "test_skip.py")], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "skipped tests fail the run" in run.stdout and "no service" in run.stdout
+
+
+@pytest.mark.mysql
+def test_workload_commits_one_gtid_per_committed_transaction(mariadb_primary, mariadb_replica, tmp_mysql_db):
+    from cdc.dev.workload import TABLES, create_schema, run_workload, table_fingerprints
+
+    with mariadb_primary.connect() as conn:
+        create_schema(conn, tmp_mysql_db)
+    before = mariadb_primary.gtid_binlog_pos()
+    summary = run_workload(mariadb_primary.connect, tmp_mysql_db, transactions=300, seed=7, threads=3,
+                           create=False)
+    after = mariadb_primary.gtid_binlog_pos()
+    assert summary.committed + summary.rolled_back == 300 and summary.rolled_back > 0
+    assert int(after.rsplit("-", 1)[1]) - int(before.rsplit("-", 1)[1]) == summary.committed
+    ops = {op for (_, op) in summary.rows}
+    assert ops == {"insert", "update", "delete"}
+    mariadb_replica.wait_caught_up(mariadb_primary, timeout=30)
+    with mariadb_primary.connect() as p, mariadb_replica.connect() as r:
+        assert table_fingerprints(p, tmp_mysql_db) == table_fingerprints(r, tmp_mysql_db)
+        counts = table_fingerprints(p, tmp_mysql_db)
+    assert set(counts) == set(TABLES)
+    inserted = summary.rows["customers", "insert"]
+    assert counts["customers"][0] == inserted  # customers are never deleted, only re-keyed
+
+
+def test_dev_up_detach_status_down(tmp_path):
+    cdc = [sys.executable, "-m", "cdc.cli", "dev", "--dir", str(tmp_path / "dev")]
+    up = subprocess.run(cdc + ["up", "--detach", "--no-replica"], capture_output=True, text=True, timeout=120)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert (tmp_path / "dev" / "cdc.yaml").exists()
+        from cdc.config import load_config
+
+        cfg = load_config(tmp_path / "dev" / "cdc.yaml")
+        assert cfg.sources[0].hosts and cfg.kafka.bootstrap_servers.startswith("127.0.0.1:")
+        status = subprocess.run(cdc + ["status"], capture_output=True, text=True, timeout=30)
+        assert status.returncode == 0 and status.stdout.count(" up") == 3, status.stdout
+    finally:
+        down = subprocess.run(cdc + ["down"], capture_output=True, text=True, timeout=120)
+    assert down.returncode == 0 and down.stdout.count("stopped") == 3, down.stdout
+    status = subprocess.run(cdc + ["status"], capture_output=True, text=True, timeout=30)
+    assert status.returncode == 1
