@@ -68,12 +68,13 @@ def _render(dialect: Dialect, col: ColumnInfo, trim_decimal: bool) -> str:
     c = quote(dialect, col.name)
     f = col.family
     if dialect == "mysql":
+        # CONCAT_WS converts numbers and temporals to their text itself: no CAST (it costs per row)
         if f in ("int", "bool"):
-            return f"CAST({c} AS CHAR)"
+            return c
         if f == "decimal":
             if trim_decimal and (col.scale or 0) > 0:
                 return f"TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM CAST({c} AS CHAR)))"
-            return f"CAST({c} AS CHAR)"
+            return c
         if f == "float":
             return f"TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM CAST(ROUND({c}, 6) AS DECIMAL(65,6))))"
         if f == "string":
@@ -83,10 +84,10 @@ def _render(dialect: Dialect, col: ColumnInfo, trim_decimal: bool) -> str:
         if f == "binary":
             return f"LOWER(HEX({c}))"
         if f == "date":
-            return f"CAST({c} AS CHAR)"
-        if f in ("datetime", "timestamptz"):  # session time_zone is '+00:00' (see catalog.prepare)
+            return c
+        if f in ("datetime", "timestamptz"):  # session time_zone is '+00:00' (see endpoints)
             if col.scale == 6:
-                return f"CAST({c} AS CHAR)"
+                return c
             return f"DATE_FORMAT({c}, '%Y-%m-%d %H:%i:%s.%f')"
         if f == "time":
             return f"TIME_FORMAT({c}, '%H:%i:%s.%f')"

@@ -1,0 +1,137 @@
+"""`cdc bench compare --rows N`: MD5 merge compare vs the seed's NOT EXISTS anti-join.
+
+Same run, same MariaDB, same two tables per size (10k, 100k, ... up to N
+rows): a source table and a copy with ``--diff-fraction`` of its rows
+changed, deleted or added. Timed per size:
+
+- merge:     cdc.compare.engine.TableCompare (bucket pass + row pass of the
+             differing buckets; MD5 computed in the database);
+- anti_join: the traditional shadow-table SQL of seeds/000: ``NOT EXISTS``
+             in both directions plus a column-by-column join for changed rows.
+
+Both must find the same number of differences, else the bench fails.
+rows/s = source rows / seconds. Prints one JSON line (via cdc.bench.bench_cmd):
+``merge_rows_per_s``, ``anti_join_rows_per_s``, ``speedup`` (largest size),
+``sizes`` (per-size figures). Starts its own MariaDB (``--mysql host:port``
+to use another) and drops its tables afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from typing import Any
+
+COLUMNS = ("id BIGINT PRIMARY KEY, name VARCHAR(40) NOT NULL, qty INT NOT NULL, price DECIMAL(12,2), "
+           "ts DATETIME(6), note VARCHAR(100)")
+NON_KEY = ("name", "qty", "price", "ts", "note")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rows", type=int, default=1_000_000, help="largest size (sizes: 10k, 100k, ... up to it)")
+    parser.add_argument("--diff-fraction", type=float, default=0.0001,
+                        help="fraction of rows changed, deleted and added (each) in the copy")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per method and size (best is kept)")
+    parser.add_argument("--mysql", help="host:port of a MariaDB to use (root, no password); default: start one")
+
+
+def sizes_for(rows: int) -> list[int]:
+    sizes, n = [], 10_000
+    while n < rows:
+        sizes.append(n)
+        n *= 10
+    return sizes + [rows]
+
+
+def _load(cur, db: str, n: int, fraction: float) -> int:
+    """Create db.src (n rows) and db.tgt (a copy with differences); return the number of differences."""
+    cur.execute(f"DROP TABLE IF EXISTS {db}.src, {db}.tgt")
+    cur.execute(f"CREATE TABLE {db}.src ({COLUMNS}) DEFAULT CHARSET=utf8mb4")
+    cur.execute(f"CREATE TABLE {db}.tgt ({COLUMNS}) DEFAULT CHARSET=utf8mb4")
+    cur.execute(f"INSERT INTO {db}.src SELECT seq, CONCAT('name-', seq), seq % 1000, seq / 7, "
+                f"TIMESTAMP'2024-01-01 00:00:00' + INTERVAL seq SECOND, IF(seq % 10 = 0, NULL, REPEAT('x', seq % 50)) "
+                f"FROM seq_1_to_{n}")
+    cur.execute(f"INSERT INTO {db}.tgt SELECT * FROM {db}.src")
+    every = max(2, int(1 / fraction)) if fraction > 0 else n + 1
+    cur.execute(f"UPDATE {db}.tgt SET qty = qty + 1 WHERE id % {every} = 1")
+    changed = cur.rowcount
+    cur.execute(f"DELETE FROM {db}.tgt WHERE id % {every} = 2")
+    deleted = cur.rowcount
+    extra = max(1, n // every)
+    cur.execute(f"INSERT INTO {db}.tgt SELECT {n} + seq, 'added', 0, 0, NULL, NULL FROM seq_1_to_{extra}")
+    cur.execute(f"ANALYZE TABLE {db}.src, {db}.tgt")
+    cur.fetchall()
+    return changed + deleted + extra
+
+
+def _anti_join(cur, db: str) -> int:
+    """The seed's method: NOT EXISTS both ways + a column-by-column join (NULL-safe)."""
+    cur.execute(f"SELECT COUNT(*) FROM {db}.src s WHERE NOT EXISTS (SELECT 1 FROM {db}.tgt t WHERE t.id = s.id)")
+    missing = cur.fetchone()[0]
+    cur.execute(f"SELECT COUNT(*) FROM {db}.tgt t WHERE NOT EXISTS (SELECT 1 FROM {db}.src s WHERE s.id = t.id)")
+    extra = cur.fetchone()[0]
+    same = " AND ".join(f"s.{c} <=> t.{c}" for c in NON_KEY)
+    cur.execute(f"SELECT COUNT(*) FROM {db}.src s JOIN {db}.tgt t ON s.id = t.id WHERE NOT ({same})")
+    changed = cur.fetchone()[0]
+    return missing + extra + changed
+
+
+def _best(fn, repeat: int) -> tuple[float, Any]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, result
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import pymysql
+
+    from cdc.compare.endpoints import from_dsn
+    from cdc.compare.engine import TableCompare
+
+    server = None
+    if args.mysql:
+        host, _, port = args.mysql.rpartition(":")
+    else:
+        from cdc.dev.mariadb import MariaDB
+
+        server = MariaDB(tempfile.mkdtemp(prefix="cdc-bench-compare-"), server_id=1, name="bench",
+                         extra={"innodb_buffer_pool_size": "1G"})
+        server.start()
+        host, port = server.host, str(server.port)
+    db = "cdc_bench_compare"
+    conn = pymysql.connect(host=host, port=int(port), user="root", autocommit=True)
+    sizes: list[dict[str, Any]] = []
+    try:
+        cur = conn.cursor()
+        cur.execute("SET SESSION sql_log_bin = 0")
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS {db}")
+        cur.execute(f"USE {db}")
+        ep = from_dsn("bench", f"mysql://root@{host}:{port}/{db}")
+        for n in sizes_for(args.rows):
+            print(f"compare bench: loading {n} rows", file=sys.stderr, flush=True)
+            injected = _load(cur, db, n, args.diff_fraction)
+            t_merge, report = _best(lambda: TableCompare(ep, f"{db}.src", ep, f"{db}.tgt").run(), args.repeat)
+            found = len(report.diffs)
+            t_anti, anti_found = _best(lambda: _anti_join(cur, db), args.repeat)
+            if not (found == anti_found == injected):
+                raise RuntimeError(f"methods disagree at {n} rows: injected {injected}, merge found {found}, "
+                                   f"anti-join found {anti_found}")
+            row = {"rows": n, "differences": injected, "merge_s": round(t_merge, 3), "anti_join_s": round(t_anti, 3),
+                   "merge_rows_per_s": round(n / t_merge), "anti_join_rows_per_s": round(n / t_anti),
+                   "speedup": round(t_anti / t_merge, 2)}
+            print(f"compare bench: {row}", file=sys.stderr, flush=True)
+            sizes.append(row)
+        cur.execute(f"DROP DATABASE {db}")
+    finally:
+        conn.close()
+        if server is not None:
+            server.destroy()
+    last = sizes[-1]
+    return {"rows": last["rows"], "diff_fraction": args.diff_fraction, "database": "mariadb (same server, same tables)",
+            "merge_rows_per_s": last["merge_rows_per_s"], "anti_join_rows_per_s": last["anti_join_rows_per_s"],
+            "speedup": last["speedup"], "sizes": sizes}
