@@ -43,6 +43,8 @@ import orjson
 from cdc.errors import CdcError
 
 JSON_FIELDS = ("position", "resume", "schema")  # nested free-form JSON: text in Avro
+MAP_FIELDS = ("before", "after", "source")  # map<union{null, boolean, long, double, string}>
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 
 # Which keys a record of each kind has (decoding Avro drops the rest).
 _KIND_FIELDS = {
@@ -109,6 +111,12 @@ class AvroSerde(Serde):
         if self._is_value:
             value = {k: (orjson.dumps(v).decode() if k in JSON_FIELDS and v is not None else v)
                      for k, v in value.items()}
+            for field in MAP_FIELDS:
+                _check_longs(value.get(field), field, self.name)
+        elif self.name == "table_key":
+            _check_longs(value, "key", self.name)
+        else:
+            _check_longs(value.get("key"), "key", self.name)
         buf = io.BytesIO()
         buf.write(self._header)
         try:
@@ -131,6 +139,15 @@ class AvroSerde(Serde):
             return obj
         fields = _KIND_FIELDS.get(obj.get("status"), _KIND_FIELDS[None])
         return {k: (orjson.loads(obj[k]) if k in JSON_FIELDS and obj[k] is not None else obj[k]) for k in fields}
+
+
+def _check_longs(row: dict[str, Any] | None, field: str, schema: str) -> None:
+    """fastavro would silently write an int beyond 64 bits as a double: refuse instead."""
+    if row:
+        for column, v in row.items():
+            if type(v) is int and not _LONG_MIN <= v <= _LONG_MAX:
+                raise CdcError(f"value of {field}.{column} does not fit the Avro schema {schema} (long)",
+                               schema=schema, column=column, value=v)
 
 
 def _short(value: Any) -> str:

@@ -40,7 +40,7 @@ from typing import Any
 import orjson
 
 from cdc.config import KafkaConfig
-from cdc.envelope import (aborted_record, begin_record, changes_topic, data_record, end_record,
+from cdc.envelope import (aborted_record, begin_record, changes_topic, end_record,
                           heartbeat_record, schema_record, table_topic)
 from cdc.errors import CdcError, PublishError, StreamCorrupt
 from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange, TableId, TableSchema
@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 
 PROGRESS_EVERY = 10_000  # records between progress marks inside a long transaction
 ACK_CHECK_EVERY = 1_000  # records between looks at the acknowledged prefix
+ACK_CHECK_S = 0.05  # at most this often after markers (each look updates several metrics)
 
 
 class _Tx:
@@ -77,7 +78,8 @@ class Publisher:
         self._producer = OrderedProducer(kafka.bootstrap_servers, {**kafka.producer, **(producer_config or {})})
         self._seq: int | None = None  # next sequence; set by recover()
         self._tx: _Tx | None = None
-        self._names: dict[TableId, str] = {}
+        self._names: dict[int, tuple[TableId, str]] = {}  # id(TableId) -> (it, "db.table")
+        self._source_base: dict[str, dict[str, Any]] = {}
         self._schemas: dict[str, TableSchema] = {}
         self._table_topics: set[str] = set()
         self._hb_min = heartbeat_min_interval_s
@@ -88,6 +90,7 @@ class Publisher:
         self._reported = (0, 0)  # (records, bytes) already reported as acknowledged
         self._since_check = 0
         self._last_mark = 0
+        self._last_check = 0.0
         self.last_resume: dict[str, Any] | None = None  # resume of the last ACKNOWLEDGED checkpoint
 
     @property
@@ -160,9 +163,12 @@ class Publisher:
         tx = self._tx
         if tx is None:
             raise StreamCorrupt("row change outside a transaction", source=self.source_name, table=str(ch.table))
-        name = self._names.get(ch.table)
-        if name is None:
-            name = self._names[ch.table] = str(ch.table)
+        table = ch.table
+        entry = self._names.get(id(table))  # by identity: TableId's dataclass __hash__ is slow
+        if entry is not None and entry[0] is table:
+            name = entry[1]
+        else:
+            name = self._name_of(table)
         schema = ch.schema
         if schema is not None and self._schemas.get(name) is not schema:
             self._table_schema(name, schema)
@@ -173,13 +179,26 @@ class Publisher:
         tx.total += 1
         seq = self._seq
         self._seq = seq + 1
-        key, value = data_record(ch, sequence=seq, source_name=self.source_name, connector=self.connector,
-                                 txid=tx.txid, commit_ts_ms=tx.ts_ms, total_order=tx.total,
-                                 data_collection_order=n, now_ms=int(time.time() * 1000))
+        # Same dicts as cdc.envelope.data_record (a unit test holds them equal), built from
+        # per-table constants: this is the per-row hot path.
+        source = self._source_base.get(name)
+        if source is None:
+            source = self._source_base[name] = _source_base(ch.table, self.source_name, self.connector)
+        source = source.copy()
+        source["ts_ms"] = tx.ts_ms
+        if ch.op == "r":
+            source["snapshot"] = "true"
+        source.update(ch.source)
+        row = ch.after if ch.after is not None else ch.before
+        pk = schema.primary_key if schema is not None else ()
+        key_values = {c: row.get(c) for c in pk} if pk else dict(row)
+        value = {"sequence": seq, "before": ch.before, "after": ch.after, "op": ch.op,
+                 "ts_ms": int(time.time() * 1000), "source": source,
+                 "transaction": {"id": tx.txid, "total_order": tx.total, "data_collection_order": n}}
         vbytes = self._venc(value)
-        self._produce_bytes(self.topic, vbytes, self._kenc(key))
+        self._produce_bytes(self.topic, vbytes, self._kenc({"table": name, "key": key_values}))
         if self.kafka.per_table_topics:
-            self._to_table_topic(ch, key["key"], vbytes)
+            self._to_table_topic(ch, key_values, vbytes)
         self._since_check += 1
         if self._since_check >= ACK_CHECK_EVERY:
             self._since_check = 0
@@ -188,6 +207,13 @@ class Publisher:
                 self._last_mark = produced
                 self._pending.append((produced, "progress", None, time.monotonic(), self._bytes, seq))
             self._check_acks()
+
+    def _name_of(self, table: TableId) -> str:
+        if len(self._names) > 10_000:  # a reader that makes a new TableId per row
+            self._names.clear()
+        name = str(table)
+        self._names[id(table)] = (table, name)
+        return name
 
     def _table_schema(self, name: str, schema: TableSchema) -> None:
         if self._schemas.get(name) != schema:
@@ -215,7 +241,7 @@ class Publisher:
         self._produce(self.topic, end_record(seq, ev.txid, ev.ts_ms, tx.counts, ev.resume, ev.position), None)
         self._tx = None
         self._pending.append((self._producer.produced, "end", (ev, tx.ops), time.monotonic(), self._bytes, seq))
-        self._check_acks()
+        self._maybe_check_acks()
 
     def _heartbeat(self, ev: Heartbeat) -> None:
         if self._tx is not None:
@@ -227,7 +253,7 @@ class Publisher:
         seq = self._take_seq()
         self._produce(self.topic, heartbeat_record(seq, ev.ts_ms, ev.resume), None)
         self._pending.append((self._producer.produced, "heartbeat", ev, now, self._bytes, seq))
-        self._check_acks()
+        self._maybe_check_acks()
 
     def _schema_change(self, ev: SchemaChange) -> None:
         if self._tx is not None:
@@ -242,7 +268,7 @@ class Publisher:
         elif name is not None:
             self._schemas.pop(name, None)
         self._pending.append((self._producer.produced, "schema", ev, time.monotonic(), self._bytes, seq))
-        self._check_acks()
+        self._maybe_check_acks()
 
     # ---------------------------------------------------------------- dead letters
     def dead_letter(self, error: CdcError, raw: Any = None) -> None:
@@ -284,24 +310,32 @@ class Publisher:
             self._bytes += len(vbytes)
         self._producer.produce(topic, vbytes, kbytes)
 
-    def _check_acks(self) -> None:
+    def _maybe_check_acks(self) -> None:
+        """After a marker: look at acknowledgements at most every ACK_CHECK_S (metric updates cost)."""
+        now = time.monotonic()
+        if now - self._last_check >= ACK_CHECK_S:
+            self._check_acks(now)
+
+    def _check_acks(self, now: float | None = None) -> None:
         """Advance metrics over the acknowledged prefix; raise the first delivery failure."""
         producer = self._producer
         producer.check()
+        now = time.monotonic() if now is None else now
+        self._last_check = now
         pending = self._pending
-        if not pending:
+        if not pending or pending[0][0] > producer.acked():
             return
         acked = producer.acked()
         m = self.metrics
+        ops: dict[tuple[str, str], int] = {}
+        last = None
         while pending and pending[0][0] <= acked:
-            index, kind, payload, t0, nbytes, seq = pending.popleft()
-            m.records_published(index - self._reported[0], nbytes - self._reported[1], seq)
-            self._reported = (index, nbytes)
-            m.publish_latency(time.monotonic() - t0)
+            last = pending.popleft()
+            kind, payload = last[1], last[2]
             if kind == "end":
-                ev, ops = payload
-                for (table, op), n in ops.items():
-                    m.events_published(table, op, n)
+                ev, tx_ops = payload
+                for key, n in tx_ops.items():
+                    ops[key] = ops.get(key, 0) + n
                 m.transaction_published(ev.ts_ms, **_native(ev.position))
                 self.last_resume = ev.resume
             elif kind == "heartbeat":
@@ -312,6 +346,12 @@ class Publisher:
                 m.schema_change()
                 if payload.resume is not None:
                     self.last_resume = payload.resume
+        for (table, op), n in ops.items():
+            m.events_published(table, op, n)
+        index, _, _, t0, nbytes, seq = last
+        m.records_published(index - self._reported[0], nbytes - self._reported[1], seq)
+        m.publish_latency(now - t0)  # of the newest acknowledged mark: an upper bound of its latency
+        self._reported = (index, nbytes)
 
     def flush(self, timeout_s: float = 30) -> None:
         """Wait until the broker acknowledged every record; raise PublishError if any failed."""
@@ -337,6 +377,12 @@ def _native(position: dict[str, Any]) -> dict[str, Any]:
     elif isinstance(gtid, str) and gtid.rsplit("-", 1)[-1].isdigit():
         out["gtid_seq"] = int(gtid.rsplit("-", 1)[-1])
     return out
+
+
+def _source_base(table: TableId, source_name: str, connector: str) -> dict[str, Any]:
+    """The constant part of a data record's ``source`` block for ``table`` (see envelope.data_record)."""
+    return {"version": "cdc-1", "connector": connector, "name": source_name, "ts_ms": 0,
+            "db": table.db, "schema": table.db, "table": table.table, "snapshot": "false"}
 
 
 def _now_ms() -> int:

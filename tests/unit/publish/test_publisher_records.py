@@ -1,0 +1,137 @@
+"""What the publisher writes for a sequence of reader events (no broker: a recording producer)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc import envelope
+from cdc.errors import DecodeError, PublishError, StreamCorrupt
+from cdc.events import Begin, Change, Column, Commit, Heartbeat, SchemaChange, TableId, TableSchema
+from tests.unit.publish.fakes import decoded, publisher
+
+A, B = TableId("shop", "orders"), TableId("shop", "items")
+SA = TableSchema(A, (Column("id", "int", False), Column("v", "varchar(9)")), ("id",))
+SB = TableSchema(B, (Column("oid", "int", False), Column("n", "int", False), Column("q", "int")), ("oid", "n"))
+
+
+def tx(txid: str, rows: list[Change], resume: dict) -> list:
+    return [Begin(txid, 1000), *rows, Commit(txid, 1000, resume, {"gtid": txid})]
+
+
+def ins(table, schema, row) -> Change:
+    return Change(table, "c", None, row, {"row": 0}, schema)
+
+
+def test_sequence_strictly_increases_and_end_counts_per_table():
+    pub, fake, _ = publisher()
+    events = tx("u:1", [ins(A, SA, {"id": 1, "v": "a"}), ins(B, SB, {"oid": 1, "n": 1, "q": 2}),
+                        ins(B, SB, {"oid": 1, "n": 2, "q": 3})], {"gtid_set": "u:1"})
+    events += tx("u:2", [ins(A, SA, {"id": 2, "v": "b"})], {"gtid_set": "u:1-2"})
+    for ev in events:
+        pub.publish(ev)
+    out = decoded(fake)
+    assert [v["sequence"] for _, _, v in out] == list(range(1, len(out) + 1))
+    kinds = [v.get("status") or v["op"] for _, _, v in out]
+    assert kinds == ["BEGIN", "SCHEMA", "c", "SCHEMA", "c", "c", "END", "BEGIN", "c", "END"]
+    end1 = out[6][2]
+    assert end1["event_count"] == 3
+    assert end1["data_collections"] == [{"data_collection": "shop.orders", "event_count": 1},
+                                        {"data_collection": "shop.items", "event_count": 2}]
+    assert end1["resume"] == {"gtid_set": "u:1"} and end1["position"] == {"gtid": "u:1"}
+    # a table definition written inside a transaction is not a checkpoint
+    assert out[1][2]["resume"] is None and out[1][1] == {"table": "shop.orders"}
+    # per-table order inside the transaction
+    assert [v["transaction"] for _, _, v in out[4:6]] == [
+        {"id": "u:1", "total_order": 2, "data_collection_order": 1},
+        {"id": "u:1", "total_order": 3, "data_collection_order": 2}]
+    assert out[5][1] == {"table": "shop.items", "key": {"oid": 1, "n": 2}}
+    pub.flush()
+    assert pub.last_resume == {"gtid_set": "u:1-2"}
+
+
+def test_hot_path_builds_exactly_the_envelope_records():
+    pub, fake, _ = publisher()
+    ch = Change(A, "u", {"id": 5, "v": "x"}, {"id": 5, "v": "y"}, {"gtid": "u:9", "pos": 4}, SA)
+    for ev in tx("u:9", [ch], {"g": 1}):
+        pub.publish(ev)
+    _, key, value = decoded(fake)[2]
+    ekey, evalue = envelope.data_record(ch, sequence=value["sequence"], source_name="s", connector="mysql",
+                                        txid="u:9", commit_ts_ms=1000, total_order=1, data_collection_order=1,
+                                        now_ms=value["ts_ms"])
+    assert (key, value) == (ekey, evalue)
+    assert list(value) == list(evalue) and list(value["source"]) == list(evalue["source"])
+
+
+def test_schema_record_again_only_when_the_definition_changes():
+    pub, fake, _ = publisher()
+    SA2 = TableSchema(A, SA.columns + (Column("w", "int"),), ("id",))
+    for ev in (tx("t1", [ins(A, SA, {"id": 1, "v": "a"})], {"s": 1}) + tx("t2", [ins(A, SA, {"id": 2, "v": "a"})], {"s": 2})
+               + tx("t3", [ins(A, SA2, {"id": 3, "v": "a", "w": 1})], {"s": 3})):
+        pub.publish(ev)
+    schemas = [v for _, _, v in decoded(fake) if v.get("status") == "SCHEMA"]
+    assert [len(s["schema"]["columns"]) for s in schemas] == [2, 3]
+
+
+def test_ddl_is_a_checkpoint_and_heartbeats_carry_resume():
+    pub, fake, metrics = publisher()
+    pub.publish(SchemaChange(A, "ALTER TABLE orders ADD w INT", SA, 5, {"gtid_set": "u:1-3"}))
+    pub.publish(Heartbeat(6, {"gtid_set": "u:1-3"}))
+    pub.publish(Begin("u:4", 7))
+    pub.publish(Heartbeat(7, {"gtid_set": "u:1-3"}))  # inside a transaction: not written
+    out = decoded(fake)
+    assert [v["status"] for _, _, v in out] == ["SCHEMA", "HEARTBEAT", "BEGIN"]
+    assert out[0][1] == {"table": "shop.orders"} and out[0][2]["ddl"].startswith("ALTER")
+    pub.flush()
+    assert metrics.registry.get_sample_value("cdc_source_last_published_sequence", {"source": "s"}) == 3
+
+
+def test_metrics_move_only_after_acknowledgement():
+    pub, fake, metrics = publisher()
+    fake.acked_upto = 0
+    for ev in tx("u:1", [ins(A, SA, {"id": 1, "v": "a"})], {"g": 1}):
+        pub.publish(ev)
+    pub._check_acks()
+    get = metrics.registry.get_sample_value
+    assert get("cdc_source_transactions_published_total", {"source": "s"}) == 0
+    assert pub.last_resume is None
+    fake.acked_upto = None
+    pub._check_acks()
+    assert get("cdc_source_transactions_published_total", {"source": "s"}) == 1
+    assert get("cdc_source_events_published_total", {"source": "s", "table": "shop.orders", "op": "c"}) == 1
+    assert pub.last_resume == {"g": 1}
+
+
+def test_delivery_failure_surfaces_as_publish_error():
+    pub, fake, _ = publisher()
+    fake.failure = PublishError("broker did not acknowledge a record", topic="p.s.changes")
+    pub.publish(Begin("u:1", 1))
+    with pytest.raises(PublishError):
+        pub.flush()
+
+
+def test_contract_violations_are_loud():
+    pub, _, _ = publisher()
+    with pytest.raises(StreamCorrupt):
+        pub.publish(ins(A, SA, {"id": 1, "v": "a"}))
+    pub.publish(Begin("u:1", 1))
+    with pytest.raises(StreamCorrupt):
+        pub.publish(Begin("u:2", 1))
+    with pytest.raises(StreamCorrupt):
+        pub.publish(Commit("u:3", 1, {}, {}))
+
+
+def test_per_table_topics_key_by_primary_key_and_tombstone_deletes():
+    pub, fake, _ = publisher(per_table_topics=True)
+    pub._table_topics.add("p.s.shop.orders")  # created already: no admin call in a unit test
+    rows = [ins(A, SA, {"id": 1, "v": "a"}), Change(A, "d", {"id": 1, "v": "a"}, None, {}, SA)]
+    for ev in tx("u:1", rows, {"g": 1}):
+        pub.publish(ev)
+    table = [(k, v) for t, v, k in fake.records if t == "p.s.shop.orders"]
+    assert [(k, v is None) for k, v in table] == [(b'{"id":1}', False), (b'{"id":1}', False), (b'{"id":1}', True)]
+
+
+def test_dead_letter_without_a_topic_raises_the_error():
+    pub, _, _ = publisher()
+    err = DecodeError("cannot decode column", table="shop.orders", column="v", position="b.1:4", value="\\xff")
+    with pytest.raises(DecodeError):
+        pub.dead_letter(err, b"\xff")
