@@ -159,7 +159,7 @@ def test_second_signal_exits_at_once_and_restart_closes_the_cut(
     finally:
         second.stop()
     records = read_stream(broker.bootstrap, changes_topic(topic_prefix, SOURCE))
-    ended, rows, aborted = transactions(records)
+    ended, rows, _aborted = transactions(records)
     big = [tx for tx, tx_rows in rows.items() if tx_rows and tx_rows[0]["source"]["table"] == "big"]
     assert len(big) == 1, f"the big transaction ended {len(big)} times"
     assert sorted(r["after"]["id"] for r in rows[big[0]]) == list(range(n))
