@@ -27,6 +27,7 @@ in commit order, with its surviving rows as the parser must decode them.
 from __future__ import annotations
 
 import random
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, fields
 from typing import Any, Iterator
@@ -143,6 +144,7 @@ class Model:
     def __init__(self, w: Workload) -> None:
         self.w = w
         self._cache: OrderedDict[int, Txn] = OrderedDict()
+        self._lock = threading.Lock()
         self._lane_starts: list[list[int]] = [[0] for _ in range(w.lanes)]  # start position of each txn in the lane
         self._lane_done = [False] * w.lanes
         self.end_slot = max((self._lane_length(L) * w.lanes + L for L in range(w.lanes)), default=0)
@@ -154,14 +156,16 @@ class Model:
         return Xid(lane % 50 + 1, lane // 50 + 1, t // self.w.lanes + 1)
 
     def txn(self, t: int) -> Txn:
-        tx = self._cache.get(t)
-        if tx is not None:
-            self._cache.move_to_end(t)
-            return tx
+        with self._lock:  # parallel LogMiner sessions share the model
+            tx = self._cache.get(t)
+            if tx is not None:
+                self._cache.move_to_end(t)
+                return tx
         tx = self._build(t)
-        self._cache[t] = tx
-        if len(self._cache) > 4 * self.w.lanes + 16:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[t] = tx
+            while len(self._cache) > 8 * self.w.lanes + 16:
+                self._cache.popitem(last=False)
         return tx
 
     def length(self, t: int) -> int:
@@ -193,7 +197,7 @@ class Model:
                 if rng.random() < w.csf_rate:
                     row["NOTE"] = ("long note %d " % ident) * (CSF_PIECE // 12 + rng.randrange(400))
                 rid = row_id(table, ident)
-                rows.append((INSERT, table, rid, sql_insert(table, row), sql_delete(table, row, rid),
+                rows.append((INSERT, table, rid, sql_insert(table, row), (sql_delete, table, row, rid),
                              ("c", table, None, dict(row))))
                 live[(table, ident)] = row
                 continue
@@ -209,10 +213,10 @@ class Model:
                 after = {**before, **changes}
                 undo_changes = {c: before[c] for c in changes}
                 rows.append((UPDATE, table, rid, sql_update(table, changes, before, rid),
-                             sql_update(table, undo_changes, after, rid), ("u", table, dict(before), dict(after))))
+                             (sql_update, table, undo_changes, after, rid), ("u", table, dict(before), dict(after))))
                 live[key] = after
             else:
-                rows.append((DELETE, table, rid, sql_delete(table, before, rid), sql_insert(table, before),
+                rows.append((DELETE, table, rid, sql_delete(table, before, rid), (sql_insert, table, before),
                              ("d", table, dict(before), None)))
                 live.pop(key, None)
         partial = None
@@ -225,7 +229,8 @@ class Model:
             if partial and i == partial[1] - 1:
                 for j in range(partial[1] - 1, partial[0] - 1, -1):
                     op2, table2, rid2, _, undo2, _ = rows[j]
-                    self._emit(recs, {INSERT: DELETE, DELETE: INSERT}.get(op2, UPDATE), table2, rid2, 1, undo2, raw)
+                    self._emit(recs, {INSERT: DELETE, DELETE: INSERT}.get(op2, UPDATE), table2, rid2, 1, undo2[0](*undo2[1:]),
+                               raw)
         kept = [r for k, r in enumerate(rows) if not partial or not partial[0] <= k < partial[1]]
         if committed:
             recs.append((COMMIT, -1, None, 0, 0, "commit;", raw))
@@ -235,7 +240,7 @@ class Model:
             odd = rng.random() < w.unknown_sqn_rate
             rb_raw = Xid(tx.xid.usn, tx.xid.slot, Xid.UNKNOWN_SQN).raw if odd else raw
             for op, table, rid, _, undo, _ in reversed(kept):
-                self._emit(recs, {INSERT: DELETE, DELETE: INSERT}.get(op, UPDATE), table, rid, 1, undo, rb_raw)
+                self._emit(recs, {INSERT: DELETE, DELETE: INSERT}.get(op, UPDATE), table, rid, 1, undo[0](*undo[1:]), rb_raw)
             recs.append((ROLLBACK, -1, None, 0, 0, "rollback;", rb_raw))
         return tx
 
