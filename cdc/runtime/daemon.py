@@ -25,9 +25,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from cdc.errors import PublishError
 from cdc.publish.publisher import Publisher
 from cdc.runtime.health import HealthServer, source_readiness
-from cdc.runtime.logs import THREAD_PREFIX
+from cdc.runtime.logs import THREAD_PREFIX, bind_source_state
 from cdc.runtime.metrics import SourceMetrics
 from cdc.source import Source
 from cdc.sources import SourceContext
@@ -59,6 +60,11 @@ def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, m
         publisher.flush()
     except BaseException as exc:
         metrics.error(exc)
+        if not isinstance(exc, PublishError):  # a reader failure: learn what is acknowledged, for the report
+            try:
+                publisher.flush(10)
+            except Exception:  # noqa: BLE001 - the original error is the one to raise
+                pass
         raise
     finally:
         try:
@@ -146,6 +152,8 @@ class Daemon:
         if getattr(self.kafka, "dead_letter_topic", None):
             ctx.dead_letter = w.publisher.dead_letter
         w.source = spec.make(ctx)
+        pub = w.publisher  # log lines about this source carry its position and open transaction id
+        bind_source_state(spec.name, lambda: (pub.last_resume, getattr(pub._tx, "txid", None)))
         w.thread = threading.Thread(target=self._work, args=(w,), name=THREAD_PREFIX + spec.name, daemon=True)
         w.thread.start()
 

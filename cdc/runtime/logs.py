@@ -3,7 +3,11 @@
 Records may carry ``source``, ``position`` and ``txid`` (pass them with
 ``extra={...}``). A record logged from a source's worker thread (named
 ``source:<name>``) gets ``source`` filled in automatically, so reader code
-need not repeat it.
+need not repeat it. ``position`` and ``txid``, when not passed, come from the
+source's state provider (:func:`bind_source_state`: the daemon binds each
+source's publisher, giving the last acknowledged resume position and the
+transaction being published), so every line that concerns a source says
+where that source stands. The provider is asked only when a line is logged.
 
 JSON lines look like::
 
@@ -16,7 +20,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 import orjson
 
@@ -24,11 +28,34 @@ FIELDS = ("source", "position", "txid")
 THREAD_PREFIX = "source:"
 
 
+StateProvider = Callable[[], "tuple[Any, str | None]"]
+_providers: dict[str, StateProvider] = {}
+
+
+def bind_source_state(source: str, provider: StateProvider) -> None:
+    """``provider() -> (position, txid)`` fills those fields on lines about ``source`` that lack them."""
+    _providers[source] = provider
+
+
+def unbind_source_state(source: str) -> None:
+    _providers.pop(source, None)
+
+
 class _SourceFields(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "source", None) is None:
             name = record.threadName or ""
             record.source = name[len(THREAD_PREFIX):] if name.startswith(THREAD_PREFIX) else None
+        provider = _providers.get(record.source) if record.source is not None else None
+        if provider is not None and (getattr(record, "position", None) is None or not hasattr(record, "txid")):
+            try:
+                position, txid = provider()
+            except Exception:  # noqa: BLE001 - a log line must never fail for its context
+                position, txid = None, None
+            if getattr(record, "position", None) is None:
+                record.position = position
+            if not hasattr(record, "txid"):
+                record.txid = txid
         for f in FIELDS[1:]:
             if not hasattr(record, f):
                 setattr(record, f, None)
