@@ -144,6 +144,8 @@ def test_compose_has_the_services_and_valid_cdc_config():
         assert setting in cnf
     config = load_config(DEPLOY / "cdc.yaml", env={})
     assert config.metrics.host == "0.0.0.0"
+    grace = int(services["cdc-daemon"]["stop_grace_period"].rstrip("s"))
+    assert grace >= config.drain_timeout_s + 10
     prom_ports = {j["job_name"]: j["static_configs"][0]["targets"][0]
                   for j in yaml.safe_load((DEPLOY / "prometheus/prometheus.yml").read_text())["scrape_configs"]}
     assert prom_ports["cdc-daemon"].endswith(":" + services["cdc-daemon"]["environment"]["CDC_METRICS__PORT"])
@@ -173,9 +175,9 @@ def test_kubernetes_manifests():
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert pod["securityContext"]["runAsNonRoot"] is True
-    assert pod["terminationGracePeriodSeconds"] >= 30
-    assert docs["Service"]["spec"]["ports"][0]["port"] == container["ports"][0]["containerPort"]
     cfg = yaml.safe_load(docs["ConfigMap"]["data"]["cdc.yaml"])
+    assert pod["terminationGracePeriodSeconds"] >= Config.model_validate(cfg).drain_timeout_s + 10
+    assert docs["Service"]["spec"]["ports"][0]["port"] == container["ports"][0]["containerPort"]
     Config.model_validate(cfg)
     assert "CDC_SOURCES__0__PASSWORD" in {e["name"] for e in container["env"]}
     assert "password" not in docs["ConfigMap"]["data"]["cdc.yaml"]
