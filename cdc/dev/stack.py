@@ -94,7 +94,7 @@ class DevStack:
                 "pid": svc.proc.pid if svc.proc else None,
                 "address": getattr(svc, "bootstrap", None) or svc.address,
                 "argv0": svc.proc.args[0] if svc.proc else None,
-                "stop_signal": "SIGINT" if isinstance(svc, Postgres) else "SIGTERM",
+                "stop_signal": "SIGINT" if isinstance(svc, (Postgres, Broker)) else "SIGTERM",
             }
         state["services"]["postgres"]["dsn"] = self.postgres.dsn
         path = self.dir / STATE_FILE

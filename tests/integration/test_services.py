@@ -163,3 +163,37 @@ def test_dev_up_detach_status_down(tmp_path):
     assert down.returncode == 0 and down.stdout.count("stopped") == 3, down.stdout
     status = subprocess.run(cdc + ["status"], capture_output=True, text=True, timeout=30)
     assert status.returncode == 1
+
+
+@pytest.mark.kafka
+def test_persistent_broker_keeps_records_and_offsets_across_restart(persistent_broker):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    b = persistent_broker
+    b.create_topic("keep.changes")
+    producer = Producer({"bootstrap.servers": b.bootstrap})
+    for i in range(5):
+        producer.produce("keep.changes", value=f"before-{i}".encode())
+    assert producer.flush(10) == 0
+    consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "keep", "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition("keep.changes", 0, 3)], asynchronous=False)
+    consumer.close()
+
+    b.kill()  # a crash, not a clean stop
+    b.start()
+    assert "keep.changes" in b.topics()
+    producer.produce("keep.changes", value=b"after-0")
+    assert producer.flush(10) == 0
+    consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "keep", "enable.auto.commit": False})
+    try:
+        assert consumer.committed([TopicPartition("keep.changes", 0)], timeout=10)[0].offset == 3
+        consumer.assign([TopicPartition("keep.changes", 0, 0)])
+        got = []
+        deadline = time.monotonic() + 15
+        while len(got) < 6 and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                got.append(msg.value())
+    finally:
+        consumer.close()
+    assert got == [f"before-{i}".encode() for i in range(5)] + [b"after-0"]
