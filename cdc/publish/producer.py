@@ -111,9 +111,15 @@ class OrderedProducer:
                                    bootstrap=self.bootstrap, pending=left)
 
     def close(self, timeout_s: float = 5) -> None:
-        """Best-effort flush; never raises (use flush() when the outcome matters)."""
+        """Best-effort flush, then drop what is left and release the client; never raises
+        (use flush() when the outcome matters). Idempotent."""
+        p, self._p = self._p, None
+        if p is None:
+            return
         try:
-            self._p.flush(timeout_s)
+            p.flush(timeout_s)
+            p.purge()
+            p.close()
         except Exception:  # noqa: BLE001 - closing after a failure must not mask it
             pass
 
