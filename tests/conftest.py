@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 pytest_plugins = [
+    "tests.fixtures.spark",
     "tests.fixtures.prometheus",
     "tests.fixtures.services",
 ]

@@ -43,6 +43,8 @@ class DeltaPlan:
         self.view, self.d, self.prefix = view, d, prefix
         self.atoms = view.atoms
         self.atom_index = {c: i for i, c in enumerate(self.atoms)}
+        # a view of COUNT(*) alone has no atoms: derivations are netted under one constant
+        self.atom_sql = [col_sql(d, c) for c in self.atoms] or ["1"]
         self.minmax = [(i, o) for i, o in view.aggs if o.func in ("min", "max")]
 
     def name(self, what: str) -> str:
@@ -60,14 +62,14 @@ class DeltaPlan:
 
     def create_raw(self) -> str:
         frm, _ = from_where(self.view, self.d)
-        atoms = ", ".join(f"{col_sql(self.d, c)} AS a{i}" for i, c in enumerate(self.atoms))
+        atoms = ", ".join(f"{e} AS a{i}" for i, e in enumerate(self.atom_sql))
         return self.d.create_temp(self.name("raw"), f"SELECT {atoms}, 0 AS __w FROM {frm} WHERE 1=0")
 
     def terms(self, changed: list[str]) -> list[str]:
         """One INSERT per non-empty subset S of the changed aliases (see module doc)."""
         d, out = self.d, []
-        atoms = ", ".join(col_sql(d, c) for c in self.atoms)
-        cols = ", ".join([f"a{i}" for i in range(len(self.atoms))] + ["__w"])
+        atoms = ", ".join(self.atom_sql)
+        cols = ", ".join([f"a{i}" for i in range(len(self.atom_sql))] + ["__w"])
         for size in range(1, len(changed) + 1):
             for subset in combinations(changed, size):
                 sign = "1" if size % 2 else "-1"
@@ -80,7 +82,7 @@ class DeltaPlan:
     # -- 2. net per view tuple, fold per view row --------------------------
     def fold(self) -> str:
         d, v = self.d, self.view
-        a = [f"a{i}" for i in range(len(self.atoms))]
+        a = [f"a{i}" for i in range(len(self.atom_sql))]
         keys = [f"a{self.atom_index[c]}" for _, c in v.keys]
         sel = [f"{d.key_expr(keys)} AS __key"] + [f"{k} AS k{j}" for j, k in enumerate(keys)]
         sel.append("SUM(w) AS d_count")

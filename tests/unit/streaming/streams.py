@@ -82,3 +82,23 @@ class StreamBuilder:
             row = to_row(0, first_offset + i, k, v, j, j)
             out.append(StreamRecord(*row))
         return out
+
+
+def produce(bootstrap: str, topic: str, encoded: list[tuple[bytes | None, bytes]], timeout: float = 30) -> None:
+    """Write records to ``topic`` partition 0 in order, waiting for every acknowledgement."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": False, "acks": "all",
+                  "max.in.flight.requests.per.connection": 1, "linger.ms": 5, "log_level": 3})
+    errors: list = []
+    for k, v in encoded:
+        while True:
+            try:
+                p.produce(topic, value=v, key=k, partition=0,
+                          on_delivery=lambda err, msg: errors.append(err) if err else None)
+                break
+            except BufferError:
+                p.poll(0.1)
+        p.poll(0)
+    left = p.flush(timeout)
+    assert left == 0 and not errors, f"produce to {topic} failed: {errors[:3]} ({left} unacknowledged)"

@@ -1,0 +1,245 @@
+"""Cutting the change stream into micro-batches, and reading one input partition.
+
+Driver side (:class:`BoundaryScanner`): follows the topic from a start offset
+to its TRUE end (the broker's high watermark is not trusted: tansu reports the
+base offset of the last record batch; we read until nothing more arrives)
+and remembers every transaction boundary it passed. ``cut()`` picks the end
+of the next micro-batch: the last boundary within the record limit, or the
+first boundary when a single transaction is larger than the limit (a
+transaction is never split). Only record kinds are inspected: a data record
+is recognised by its key (``{"table", "key"}``) without decoding its value.
+
+Executor side (:func:`read_range`): reads [start, end) of one partition with
+a fresh consumer and yields Arrow record batches of streaming.records rows.
+It needs nothing but its :class:`RangePartition`. Offsets below the
+partition's low watermark (deleted by retention) raise OffsetsGone, never a
+silent skip.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from streaming.errors import ApplyError, OffsetsGone
+
+IDLE_POLL_S = 0.15  # no message for this long = we are at the end of the topic
+READ_STALL_S = 120.0  # an executor read that gets nothing for this long fails
+ARROW_ROWS = 8192
+
+
+def consumer_config(bootstrap: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    conf = {"bootstrap.servers": bootstrap, "group.id": f"cdc-apply-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False, "auto.offset.reset": "error", "log_level": 3,
+            "fetch.wait.max.ms": 50, "socket.timeout.ms": 10000}
+    conf.update(extra or {})
+    return conf
+
+
+def check_retention(consumer: Any, topic: str, partition: int, offset: int) -> None:
+    from confluent_kafka import TopicPartition
+
+    low, _high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+    if low > offset:
+        raise OffsetsGone(f"records {offset}..{low - 1} of {topic}[{partition}] are gone from Kafka (retention); "
+                          "the target cannot be brought forward without them: re-snapshot or restore them",
+                          topic=topic, partition=partition, offset=offset, low_watermark=low)
+
+
+@dataclass(slots=True)
+class _PartitionScan:
+    base: int  # the start offset the scan began at (a boundary)
+    scanned_to: int  # next offset to inspect
+    boundaries: list[int]  # offsets (next-to-read) just after each boundary record, ascending
+    open_tx: bool = False
+
+
+class BoundaryScanner:
+    def __init__(self, bootstrap: str, topic: str, encoding: str, consumer_extra: dict[str, Any] | None = None) -> None:
+        from cdc.serde import get_serdes
+
+        self.topic = topic
+        self.key_serde, self.value_serde = get_serdes(encoding)
+        self._conf = consumer_config(bootstrap, consumer_extra)
+        self._consumer: Any = None
+        self._scans: dict[int, _PartitionScan] = {}
+
+    def _client(self) -> Any:
+        if self._consumer is None:
+            from confluent_kafka import Consumer
+
+            self._consumer = Consumer(self._conf)
+        return self._consumer
+
+    def partitions(self) -> list[int]:
+        md = self._client().list_topics(self.topic, timeout=10)
+        t = md.topics.get(self.topic)
+        if t is None or t.error is not None or not t.partitions:
+            raise ApplyError(f"changes topic {self.topic!r} does not exist on the broker", topic=self.topic)
+        return sorted(t.partitions)
+
+    def earliest(self, partition: int) -> int:
+        from confluent_kafka import TopicPartition
+
+        low, _ = self._client().get_watermark_offsets(TopicPartition(self.topic, partition), timeout=10)
+        return low
+
+    def true_end(self, partition: int) -> int:
+        """Next offset after the last record that exists now (reads past the high watermark)."""
+        from confluent_kafka import TopicPartition
+
+        c = self._client()
+        low, high = c.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=10)
+        end = pos = max(low, high - 1)
+        c.assign([TopicPartition(self.topic, partition, pos)])
+        while msgs := c.consume(num_messages=5000, timeout=IDLE_POLL_S):
+            end = max([end] + [m.offset() + 1 for m in msgs if m.error() is None])
+        return end
+
+    def boundaries(self, partition: int, start: int) -> list[int]:
+        """Every boundary after ``start`` up to the current end of the partition."""
+        scan = self._scans.get(partition)
+        if scan is None or start < scan.base or (start > scan.base and start not in scan.boundaries
+                                                  and start != scan.scanned_to):
+            check_retention(self._client(), self.topic, partition, start)
+            scan = self._scans[partition] = _PartitionScan(start, start, [])
+        self._follow(partition, scan)
+        i = bisect.bisect_right(scan.boundaries, start)
+        del scan.boundaries[:max(0, i - 1)]  # forget boundaries before start, keep memory bounded
+        return [b for b in scan.boundaries if b > start]
+
+    def _follow(self, partition: int, scan: _PartitionScan) -> None:
+        from confluent_kafka import KafkaError, TopicPartition
+
+        c = self._client()
+        c.assign([TopicPartition(self.topic, partition, scan.scanned_to)])
+        while True:
+            msgs = c.consume(num_messages=5000, timeout=IDLE_POLL_S)
+            if not msgs:
+                return
+            for m in msgs:
+                if m.error() is not None:
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    if m.error().code() == KafkaError.OFFSET_OUT_OF_RANGE:
+                        check_retention(c, self.topic, partition, scan.scanned_to)
+                    raise ApplyError(f"reading {self.topic}[{partition}] failed: {m.error()}", topic=self.topic)
+                off = m.offset()
+                if off < scan.scanned_to:
+                    continue
+                if off > scan.scanned_to and scan.scanned_to == scan.base:
+                    check_retention(c, self.topic, partition, scan.scanned_to)
+                scan.scanned_to = off + 1
+                if self._is_boundary(scan, m.key(), m.value()):
+                    scan.boundaries.append(off + 1)
+
+    def _is_boundary(self, scan: _PartitionScan, key: bytes | None, value: bytes | None) -> bool:
+        try:
+            k = self.key_serde.decode(key) if key is not None else None
+            if isinstance(k, dict) and "key" in k:  # a data record: only its transaction state matters
+                return not scan.open_tx
+            status = self.value_serde.decode(value).get("status") if value is not None else None
+        except Exception:  # noqa: BLE001 - the engine reports undecodable records with their offset
+            return not scan.open_tx
+        if status == "BEGIN":
+            scan.open_tx = True
+            return False
+        if status in ("END", "ABORTED"):
+            scan.open_tx = False
+            return True
+        return not scan.open_tx
+
+    def cut(self, partition: int, start: int, max_records: int | None, not_after: int | None = None) -> int:
+        """The end offset of the next micro-batch of ``partition`` (== start: nothing whole to read)."""
+        bounds = [b for b in self.boundaries(partition, start) if not_after is None or b <= not_after]
+        if not bounds:
+            return start
+        if max_records is None:
+            return bounds[-1]
+        i = bisect.bisect_right(bounds, start + max_records)
+        return bounds[i - 1] if i > 0 else bounds[0]
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+
+@dataclass(frozen=True, slots=True)
+class RangePartition:
+    """One Spark input partition: records [start, end) of one topic partition."""
+
+    bootstrap: str
+    topic: str
+    partition: int
+    start: int
+    end: int
+    encoding: str = "json"
+
+
+def split_range(bootstrap: str, topic: str, partition: int, start: int, end: int, encoding: str,
+                per_split: int) -> list[RangePartition]:
+    return [RangePartition(bootstrap, topic, partition, s, min(end, s + per_split), encoding)
+            for s in range(start, end, max(1, per_split))]
+
+
+def read_range(p: RangePartition, consumer_extra: dict[str, Any] | None = None) -> Iterator[Any]:
+    """Yield pyarrow RecordBatches (streaming.records schema) of records [p.start, p.end)."""
+    import pyarrow as pa
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    from cdc.serde import get_serdes
+    from streaming.records import FIELDS, arrow_schema, to_row
+
+    if p.end <= p.start:
+        return
+    schema = arrow_schema()
+    key_serde, value_serde = get_serdes(p.encoding)
+    c = Consumer(consumer_config(p.bootstrap, consumer_extra))
+    try:
+        check_retention(c, p.topic, p.partition, p.start)
+        c.assign([TopicPartition(p.topic, p.partition, p.start)])
+        rows: list[tuple] = []
+        expected = p.start
+        last_progress = time.monotonic()
+        while expected < p.end:
+            msgs = c.consume(num_messages=min(5000, p.end - expected), timeout=1.0)
+            if not msgs:
+                if time.monotonic() - last_progress > READ_STALL_S:
+                    raise ApplyError(f"no records from {p.topic}[{p.partition}] at offset {expected} for "
+                                     f"{READ_STALL_S:.0f}s (range {p.start}..{p.end})", topic=p.topic, offset=expected)
+                continue
+            last_progress = time.monotonic()
+            for m in msgs:
+                if m.error() is not None:
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    if m.error().code() == KafkaError.OFFSET_OUT_OF_RANGE:
+                        check_retention(c, p.topic, p.partition, expected)
+                    raise ApplyError(f"reading {p.topic}[{p.partition}] failed: {m.error()}", topic=p.topic)
+                off = m.offset()
+                if off < expected:
+                    continue
+                if off >= p.end:
+                    expected = p.end
+                    break
+                if off > expected:
+                    check_retention(c, p.topic, p.partition, expected)
+                rows.append(to_row(p.partition, off, m.key(), m.value(), key_serde, value_serde))
+                expected = off + 1
+                if len(rows) >= ARROW_ROWS:
+                    yield _batch(pa, schema, FIELDS, rows)
+                    rows = []
+        if rows:
+            yield _batch(pa, schema, FIELDS, rows)
+    finally:
+        c.close()
+
+
+def _batch(pa: Any, schema: Any, fields: tuple[str, ...], rows: list[tuple]) -> Any:
+    cols = list(zip(*rows))
+    return pa.RecordBatch.from_arrays([pa.array(col, type=schema.field(f).type) for f, col in zip(fields, cols)],
+                                      schema=schema)

@@ -1,0 +1,161 @@
+"""Building and running the streaming queries of ``cdc apply``.
+
+One streaming query per ``apply:`` item (source -> target), each with its
+own checkpoint directory and its own ApplyEngine (target connection) on the
+driver. The query reads the source's changes topic through ``cdc-stream``
+and hands every micro-batch to the engine in ``foreachBatch``.
+
+Exactly-once: Spark may replay a batch after a crash (offsets logged, commit
+not yet logged); the engine skips what the progress row already covers.
+When the checkpoint is gone, the query starts from the Kafka offsets the
+progress row remembers (else from the earliest offset), and the sequence
+filter drops what was applied already.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from cdc.config import ApplyConfig, Config
+from cdc.envelope import changes_topic
+from cdc.errors import CdcError
+from cdc.runtime.metrics import ApplyMetrics
+from streaming.engine import ApplyEngine
+from streaming.mapping import TableMap
+from streaming.targets import make_target
+
+log = logging.getLogger(__name__)
+
+
+def build_session(master: str = "local[*]", app_name: str = "cdc-apply") -> Any:
+    from pyspark.sql import SparkSession
+
+    from streaming.source import register
+
+    # Python workers (executors, the streaming source runner) must use this interpreter (pyarrow, our code)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (SparkSession.builder.master(master).appName(app_name)
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "4")
+             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+             .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("WARN")
+    register(spark)
+    return spark
+
+
+def default_checkpoint(config: Config, apply: ApplyConfig) -> str:
+    base = os.environ.get("CDC_CHECKPOINT_ROOT", "/tmp/cdc-checkpoints")
+    return os.path.join(base, f"{config.kafka.topic_prefix}.{apply.source}.{apply.target}")
+
+
+@dataclass
+class ApplyStream:
+    """One running (source -> target) query and what the driver knows about it."""
+
+    apply: ApplyConfig
+    engine: ApplyEngine
+    query: Any = None
+    failure: BaseException | None = None
+    last_activity: float = field(default_factory=time.monotonic)
+    batches: int = 0
+    engine_topic: str = ""
+    started_at: float | None = None
+
+    def on_batch(self, df: Any, batch_id: int) -> None:
+        try:
+            table = df.toArrow()
+            end = None
+            if table.num_rows:
+                parts = table.column("part").to_pylist()
+                offs = table.column("offset").to_pylist()
+                nxt: dict[str, int] = {}
+                for p, o in zip(parts, offs):
+                    nxt[str(p)] = max(nxt.get(str(p), 0), o + 1)
+                end = {"next": dict(sorted(nxt.items())), "topic": self.engine_topic}
+            result = self.engine.apply_arrow(table, batch_id, end)
+            self.batches += 1
+            if result.transactions or result.rows:
+                self.last_activity = time.monotonic()
+            log.info("batch %s: %s records, %s transactions, rows %s%s", batch_id, table.num_rows,
+                     result.transactions, result.rows, " (skipped: replay)" if result.skipped else "")
+        except BaseException as exc:
+            self.failure = exc
+            raise
+
+
+def _idle(s: ApplyStream, until_idle_s: float) -> bool:
+    if s.started_at is None:  # idle counts from the query's first completed trigger (Spark start-up is slow)
+        if s.query.lastProgress is None:
+            return False
+        s.started_at = time.monotonic()
+        s.last_activity = max(s.last_activity, s.started_at)
+    if time.monotonic() - s.last_activity < until_idle_s:
+        return False
+    status = s.query.status
+    return not status.get("isTriggerActive") and not status.get("isDataAvailable")
+
+
+def start_stream(spark: Any, config: Config, apply: ApplyConfig, metrics_registry: Any = None) -> ApplyStream:
+    target_cfg = config.target(apply.target)
+    config.source(apply.source) if config.sources else None
+    target = make_target(target_cfg)
+    metrics = ApplyMetrics(apply.source, apply.target, metrics_registry)
+    engine = ApplyEngine(apply.source, target, TableMap.from_config(apply), metrics, apply.views).start()
+    topic = changes_topic(config.kafka.topic_prefix, apply.source)
+    stream = ApplyStream(apply, engine)
+    stream.engine_topic = topic
+    reader = (spark.readStream.format("cdc-stream")
+              .option("bootstrap_servers", config.kafka.bootstrap_servers)
+              .option("topic", topic)
+              .option("encoding", config.kafka.encoding)
+              .option("max_records_per_batch", str(apply.max_records_per_batch)))
+    progress = engine.progress
+    if progress is not None and progress.next_offsets and progress.next_offsets.get("topic") == topic:
+        reader = reader.option("startingOffsets", orjson.dumps(progress.next_offsets).decode())
+    writer = (reader.load().writeStream.foreachBatch(stream.on_batch)
+              .option("checkpointLocation", apply.checkpoint_dir or default_checkpoint(config, apply))
+              .queryName(f"cdc-apply-{apply.source}-{apply.target}"))
+    writer = writer.trigger(processingTime=f"{int(apply.trigger_interval_s * 1000)} milliseconds") \
+        if apply.trigger_interval_s > 0 else writer
+    stream.query = writer.start()
+    return stream
+
+
+def run(config: Config, master: str = "local[*]", until_idle_s: float | None = None,
+        stop_event: threading.Event | None = None, spark: Any = None, metrics_registry: Any = None) -> int:
+    """Run every apply stream of ``config``; return when stopped, idle or failed (raises the failure)."""
+    if not config.apply:
+        raise CdcError("nothing to apply: the config has no `apply:` items", key="apply")
+    spark = spark or build_session(master)
+    streams = [start_stream(spark, config, a, metrics_registry) for a in config.apply]
+    stop_event = stop_event or threading.Event()
+    try:
+        while not stop_event.is_set():
+            for s in streams:
+                if s.failure is not None:
+                    raise s.failure
+                if not s.query.isActive:
+                    exc = s.query.exception()
+                    raise CdcError(f"apply query {s.query.name} stopped: {exc}", source=s.apply.source)
+            if until_idle_s is not None and all(_idle(s, until_idle_s) for s in streams):
+                log.info("no new transaction for %.1fs: stopping", until_idle_s)
+                return 0
+            stop_event.wait(0.2)
+        return 0
+    finally:
+        for s in streams:
+            try:
+                s.query.stop()
+            except Exception:  # noqa: BLE001 - stopping a failed query may raise again
+                pass
+            s.engine.close()

@@ -1,0 +1,133 @@
+"""The Spark adapter: a pyspark.sql.datasource stream source named ``cdc-stream``.
+
+This is the only module that speaks Spark's camelCase API; the work is done
+by streaming.batches (cutting, reading) and streaming.offsets.
+
+Options (``spark.readStream.format("cdc-stream").option(...)``):
+
+    bootstrap_servers   broker address (required)
+    topic               the changes topic, ``<prefix>.<source>.changes`` (required)
+    encoding            json (default) | avro
+    max_records_per_batch   admission control: records per micro-batch (a
+                        transaction is never split, so one bigger than this
+                        makes a batch of its own); default 100000
+    records_per_partition   a batch range is split into input partitions of
+                        this many records (read in parallel); default 50000
+    startingOffsets     "earliest" (default) or an offset JSON (see offsets.py)
+
+Micro-batches end at transaction boundaries only. Trigger.AvailableNow is
+supported (the target is the last boundary seen when the query starts).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+import orjson
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+
+from cdc.errors import ConfigError
+from streaming.batches import BoundaryScanner, RangePartition, read_range, split_range
+from streaming.offsets import StreamOffset
+from streaming.records import SCHEMA_DDL
+
+NAME = "cdc-stream"
+
+
+class CdcStreamDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> str:
+        return SCHEMA_DDL
+
+    def streamReader(self, schema: Any) -> "CdcStreamReader":
+        return CdcStreamReader(dict(self.options))
+
+
+class _Partition(InputPartition):
+    def __init__(self, rng: RangePartition) -> None:
+        super().__init__(rng)
+        self.rng = rng
+
+
+class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: dict[str, str]) -> None:
+        for req in ("bootstrap_servers", "topic"):
+            if not options.get(req):
+                raise ConfigError(f"cdc-stream source needs option {req!r}", key=req)
+        self.bootstrap = options["bootstrap_servers"]
+        self.topic = options["topic"]
+        self.encoding = options.get("encoding", "json")
+        self.max_records = int(options.get("max_records_per_batch", 100_000))
+        self.per_split = int(options.get("records_per_partition", 50_000))
+        self.starting = options.get("startingOffsets", "earliest")
+        self._scanner: BoundaryScanner | None = None
+        self._until: StreamOffset | None = None
+
+    def __getstate__(self) -> dict[str, Any]:  # executors get the options, never a live consumer
+        state = dict(self.__dict__)
+        state["_scanner"] = None
+        return state
+
+    @property
+    def scanner(self) -> BoundaryScanner:
+        if self._scanner is None:
+            self._scanner = BoundaryScanner(self.bootstrap, self.topic, self.encoding)
+        return self._scanner
+
+    # ---- Spark API -------------------------------------------------------------------
+    def initialOffset(self) -> dict:
+        if self.starting not in ("", "earliest"):
+            return StreamOffset.from_json(orjson.loads(self.starting)).to_json()
+        s = self.scanner
+        return StreamOffset.of(self.topic, {p: s.earliest(p) for p in s.partitions()}).to_json()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(self.max_records)
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        begin = StreamOffset.from_json(start)
+        per_part = None
+        if isinstance(limit, ReadMaxRows):
+            per_part = limit.max_rows
+        elif not isinstance(limit, ReadAllAvailable):
+            per_part = self.max_records
+        end = {}
+        for p, o in begin.next:
+            not_after = self._until.get(p) if self._until is not None else None
+            end[p] = self.scanner.cut(p, o, per_part, not_after)
+        return StreamOffset.of(self.topic, end).to_json()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        s = self.scanner  # records that exist now; later ones wait for the next run
+        self._until = StreamOffset.of(self.topic, {p: s.true_end(p) for p in s.partitions()})
+
+    def reportLatestOffset(self) -> dict | None:
+        return None
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        a, b = StreamOffset.from_json(start), StreamOffset.from_json(end)
+        out: list[InputPartition] = []
+        for p, e in b.next:
+            s = a.get(p) or 0
+            out.extend(_Partition(r) for r in split_range(self.bootstrap, self.topic, p, s, e, self.encoding,
+                                                          self.per_split))
+        return out
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return read_range(partition.rng)
+
+    def commit(self, end: dict) -> None:
+        pass  # progress lives in the target (cdc_progress), written with the data
+
+    def stop(self) -> None:
+        if self._scanner is not None:
+            self._scanner.close()
+
+
+def register(spark: Any) -> None:
+    """Register the ``cdc-stream`` format with ``spark`` (idempotent)."""
+    spark.dataSource.register(CdcStreamDataSource)

@@ -1,0 +1,57 @@
+"""A minimal SQL target for views outside the apply job (``cdc views``, tests, bench).
+
+``DbTarget`` offers what the maintainer needs from the engine's target:
+``dialect`` and ``cursor()`` inside one open transaction, plus ``commit()``
+and ``close()``. ``open_target`` opens one from a ``TargetConfig``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from streaming.views.errors import ViewError
+
+
+class DbTarget:
+    def __init__(self, conn: Any, dialect: str, views: list[dict] | None = None) -> None:
+        self.conn, self.dialect, self.views = conn, dialect, views
+
+    def cursor(self) -> Any:
+        # a DuckDB "cursor" is a second connection with its own transaction: use the connection
+        return self.conn if self.dialect == "duckdb" else self.conn.cursor()
+
+    def begin(self) -> None:
+        if self.dialect == "duckdb":
+            self.conn.execute("BEGIN TRANSACTION")
+
+    def commit(self) -> None:
+        self.conn.commit()
+
+    def rollback(self) -> None:
+        self.conn.rollback()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def open_target(cfg: Any) -> DbTarget:
+    """Connect to a target from its config (kind postgres, duckdb or mysql)."""
+    if cfg.kind == "postgres":
+        import psycopg
+
+        return DbTarget(psycopg.connect(cfg.dsn), "postgres")
+    if cfg.kind == "duckdb":
+        import duckdb
+
+        return DbTarget(duckdb.connect(cfg.path or cfg.dsn or ":memory:"), "duckdb")
+    if cfg.kind == "mysql":
+        import pymysql
+
+        u = urlparse(cfg.dsn or "")
+        conn = pymysql.connect(host=u.hostname or "127.0.0.1", port=u.port or 3306, user=unquote(u.username or ""),
+                               password=unquote(u.password or ""), database=u.path.lstrip("/") or None,
+                               autocommit=False)
+        return DbTarget(conn, "mysql")
+    raise ViewError(f"maintained views are not supported on target {cfg.name!r} of kind {cfg.kind!r}",
+                    target=cfg.name, kind=cfg.kind)

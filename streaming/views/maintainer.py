@@ -1,0 +1,174 @@
+"""The hook the apply engine calls to maintain views, inside its target transaction.
+
+    maintain(target, deltas, batch_id, *, views=None, last_sequence=None)
+
+Called once per micro-batch AFTER the base tables were written and BEFORE
+the commit; ``deltas`` maps target table name -> ``TableDelta`` (net effect
+of the batch). ``target.cursor()`` is a DB-API cursor in the open
+transaction, ``target.dialect`` one of postgres/mysql/duckdb (oracle raises).
+``views`` is ``ApplyConfig.views`` (falls back to ``target.views``).
+
+Guarantee: when the transaction commits, every view equals its definition
+evaluated on the committed base tables, and ``cdc_views`` says which batch
+and sequence it reflects: base tables, views and freshness move together or
+not at all (seed 003). A view whose table is missing or whose definition
+changed is (re)built from the base tables instead (the initial build from
+the snapshot). MySQL/MariaDB commits implicitly on CREATE TABLE: call
+``prepare(target, views)`` once before the first batch there.
+
+Raises ViewDefinitionError for a bad definition, ViewError when a delta row
+lacks a column the view reads, ViewInconsistent when a count goes negative.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping
+
+from streaming.delta import TableDelta
+from streaming.views import build
+from streaming.views.definition import ViewDef, parse_views
+from streaming.views.delta import DeltaPlan
+from streaming.views.dialect import Dialect, dialect_for
+from streaming.views.errors import ViewError
+
+_parsed: dict[str, list[ViewDef]] = {}
+
+
+def view_defs(views: Iterable[dict[str, Any]] | None) -> list[ViewDef]:
+    """Parse (and cache) the view definitions of one apply job."""
+    specs = list(views or [])
+    key = json.dumps(specs, sort_keys=True, default=str)
+    if key not in _parsed:
+        _parsed[key] = parse_views(specs)
+    return _parsed[key]
+
+
+def _views_of(target: Any, views: Iterable[dict[str, Any]] | None) -> list[ViewDef]:
+    return view_defs(views if views is not None else getattr(target, "views", None))
+
+
+def maintain(target: Any, deltas: Mapping[str, TableDelta], batch_id: int, *,
+             views: Iterable[dict[str, Any]] | None = None, last_sequence: int | None = None) -> dict[str, str]:
+    """Maintain every view from one batch's deltas; returns {view: "build"|"incremental"}."""
+    defs = _views_of(target, views)
+    if not defs:
+        return {}
+    d = dialect_for(target.dialect)
+    cur = target.cursor()
+    build.ensure_registry(cur, d)
+    tables = _normalise(deltas)
+    done = {}
+    for view in defs:
+        if _outdated(cur, d, view):
+            build.create_view_table(cur, view, d)
+            done[view.name] = "build"
+        else:
+            _apply_delta(cur, d, view, tables)
+            done[view.name] = "incremental"
+        build.record(cur, d, view, batch_id, last_sequence, done[view.name])
+    return done
+
+
+def prepare(target: Any, views: Iterable[dict[str, Any]] | None = None) -> list[str]:
+    """Build missing or outdated view tables from the current base tables, before the
+    first batch (needed on MySQL, where CREATE TABLE ends the batch transaction)."""
+    defs = _views_of(target, views)
+    if not defs:
+        return []
+    d = dialect_for(target.dialect)
+    cur = target.cursor()
+    build.ensure_registry(cur, d)
+    built = []
+    for view in defs:
+        if _outdated(cur, d, view):
+            build.create_view_table(cur, view, d)
+            build.record(cur, d, view, None, None, "build")
+            built.append(view.name)
+    return built
+
+
+def _outdated(cur: Any, d: Dialect, view: ViewDef) -> bool:
+    return build.registered(cur, d, view.name) != view.fingerprint or not build.table_exists(cur, d, view.name)
+
+
+def rebuild(target: Any, views: Iterable[dict[str, Any]] | None = None, names: Iterable[str] | None = None,
+            batch_id: int | None = None, last_sequence: int | None = None) -> list[str]:
+    """Recompute views from their base tables and reset all counts; returns the names rebuilt."""
+    defs = _views_of(target, views)
+    wanted = set(names or [v.name for v in defs])
+    unknown = wanted - {v.name for v in defs}
+    if unknown:
+        raise ViewError(f"no view named {sorted(unknown)} (known: {[v.name for v in defs]})", view=sorted(unknown)[0])
+    d = dialect_for(target.dialect)
+    cur = target.cursor()
+    build.ensure_registry(cur, d)
+    out = []
+    for view in defs:
+        if view.name in wanted:
+            build.create_view_table(cur, view, d)
+            build.record(cur, d, view, batch_id, last_sequence, "rebuild")
+            out.append(view.name)
+    return out
+
+
+def _normalise(deltas: Mapping[str, TableDelta]) -> dict[str, TableDelta]:
+    """Index deltas by exact, lower-case and unqualified table name."""
+    out: dict[str, TableDelta] = {}
+    for name, delta in deltas.items():
+        for k in (name.split(".")[-1].lower(), name.lower(), name):
+            out[k] = delta
+    return out
+
+
+def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDelta]) -> None:
+    changed = {}
+    for alias, table in view.tables:
+        delta = tables.get(table) or tables.get(table.lower()) or tables.get(table.split(".")[-1].lower())
+        if delta:
+            changed[alias] = delta
+    if not changed:
+        return
+    plan = DeltaPlan(view, d, prefix=f"__cdcv_{view.fingerprint[:10]}")
+    scratch = plan.scratch(list(changed))
+    for name in scratch:
+        cur.execute(d.drop_temp(name))
+    try:
+        for alias, delta in changed.items():
+            table, ddl, cols = plan.create_delta(alias)
+            cur.execute(ddl)
+            d.load(cur, table, [*cols, "__w"], _rows(view, alias, cols, delta))
+        cur.execute(plan.create_raw())
+        for sql in plan.terms(list(changed)):
+            cur.execute(sql)
+        cur.execute(plan.fold())
+        rc = plan.recompute_set()
+        if rc:
+            cur.execute(rc)
+        cur.execute(plan.new_rows())
+        plan.merge(cur)
+        if rc:
+            plan.recompute_groups(cur)
+    finally:
+        for name in scratch:
+            try:
+                cur.execute(d.drop_temp(name))
+            except Exception:  # the transaction is failing anyway; the engine rolls it back
+                break
+
+
+def _rows(view: ViewDef, alias: str, cols: list[str], delta: TableDelta) -> list[tuple]:
+    out = []
+    for weight, images in ((-1, delta.deleted), (1, delta.inserted)):
+        for row in images:
+            try:
+                out.append((*(row[c] for c in cols), weight))
+            except KeyError:
+                lower = {k.lower(): v for k, v in row.items()}
+                missing = [c for c in cols if c not in row and c.lower() not in lower]
+                if missing:
+                    raise ViewError(f"view {view.name!r}: a change to table {view.table_of(alias)!r} lacks column "
+                                    f"{missing[0]!r} the view reads", view=view.name, table=view.table_of(alias),
+                                    column=missing[0], value=row) from None
+                out.append((*(row.get(c, lower.get(c.lower())) for c in cols), weight))
+    return out
