@@ -71,18 +71,23 @@ class Endpoint:
                     while rows := cur.fetchmany(chunk):
                         yield from rows
         else:
-            cur = conn.cursor()
+            cur = self.cursor(conn)
             cur.execute(sql, params or None)
             while rows := cur.fetchmany(chunk):
                 yield from rows
 
     def query(self, conn, sql: str, params: tuple = ()) -> list[tuple]:
-        cur = conn.cursor()
+        cur = self.cursor(conn)
         try:
             cur.execute(sql, params or None)
             return [tuple(r) for r in cur.fetchall()]
         finally:
-            cur.close()
+            if cur is not conn:
+                cur.close()
+
+    def cursor(self, conn):
+        """A cursor sharing ``conn``'s transaction (a DuckDB cursor() would be a new connection)."""
+        return conn if self.dialect == "duckdb" else conn.cursor()
 
     @property
     def placeholder(self) -> str:

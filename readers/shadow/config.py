@@ -8,7 +8,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class ShadowSourceConfig(BaseModel):
-    """``kind: shadow``: periodic MD5 merge of tables against a shadow copy."""
+    """``kind: shadow``: periodic MD5 merge of tables against a shadow copy.
+
+    ``dsn`` names the database (mysql://, postgresql://, duckdb:///path; see
+    cdc.compare.endpoints). The shadow copy (key, MD5, last row image) and
+    the undo/redo journal live in ``shadow_schema`` of the same database.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -16,4 +21,8 @@ class ShadowSourceConfig(BaseModel):
     kind: Literal["shadow"] = "shadow"
     dsn: str
     tables: list[str] = Field(min_length=1)
-    interval_s: float = Field(default=10.0, gt=0)
+    interval_s: float = Field(default=10.0, gt=0, description="seconds between two merges")
+    shadow_schema: str = Field(default="cdc_shadow", pattern=r"^[A-Za-z0-9_]+$")
+    heartbeat_interval_s: float = Field(default=1.0, gt=0)
+    chunk_rows: int = Field(default=10_000, gt=0, description="rows per server-side cursor fetch")
+    journal_cycles: int = Field(default=100, ge=1, description="merge cycles kept in the undo/redo journal")
