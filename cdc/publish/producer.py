@@ -37,8 +37,8 @@ DEFAULTS: dict[str, Any] = {
     "linger.ms": 10,
     "batch.size": 1_000_000,
     "compression.type": "lz4",
-    "queue.buffering.max.messages": 500_000,
-    "queue.buffering.max.kbytes": 512 * 1024,
+    "queue.buffering.max.messages": 200_000,
+    "queue.buffering.max.kbytes": 64 * 1024,  # bounds memory: a full queue blocks produce()
     "message.max.bytes": 8 * 1024 * 1024,
     "delivery.report.only.error": True,
 }

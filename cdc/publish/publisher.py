@@ -84,6 +84,7 @@ class Publisher:
         self._table_topics: set[str] = set()
         self._hb_min = heartbeat_min_interval_s
         self._last_hb = 0.0
+        self._last_hb_resume: Any = None
         self._bytes = 0  # value bytes produced so far
         # (produced index, kind, payload, produce time, cumulative bytes, sequence): metrics after ack
         self._pending: deque[tuple] = deque()
@@ -247,9 +248,9 @@ class Publisher:
         if self._tx is not None:
             return  # a reader's keep-alive inside a transaction: not a stream record
         now = time.monotonic()
-        if now - self._last_hb < self._hb_min and ev.resume == self.last_resume:
-            return
-        self._last_hb = now
+        if now - self._last_hb < self._hb_min and ev.resume == self._last_hb_resume:
+            return  # a reader that heartbeats very often: nothing new to say yet
+        self._last_hb, self._last_hb_resume = now, ev.resume
         seq = self._take_seq()
         self._produce(self.topic, heartbeat_record(seq, ev.ts_ms, ev.resume), None)
         self._pending.append((self._producer.produced, "heartbeat", ev, now, self._bytes, seq))
