@@ -117,6 +117,8 @@ def _mysql_ts(value: Any) -> Any:
 
 def converter(source_type: str, dialect: str) -> Converter | None:
     """A function turning the stream value into what the target column takes, or None."""
+    if dialect not in _DIALECTS:  # parquet keeps the stream values as they are
+        return None
     tt = target_type(source_type, dialect).lower()
     if tt in ("bytea", "blob") or "binary" in tt and dialect == "mysql" or tt.startswith("varbinary"):
         return _b64

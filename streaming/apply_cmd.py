@@ -1,0 +1,52 @@
+"""`cdc apply --config FILE [--master URL] [--until-idle SECONDS] [--metrics-port P]`.
+
+Runs every ``apply:`` item of the config as a Spark streaming query (default
+master ``local[*]``; use ``--master`` or spark-submit for a cluster) until
+stopped: the first SIGTERM/SIGINT stops the queries (a batch in flight is one
+target transaction: it commits whole or not at all), the second exits at
+once. ``--until-idle S`` exits 0 once no new transaction arrived for S
+seconds. Prometheus metrics are served on 127.0.0.1:``--metrics-port``
+(default ``metrics.port`` + 1, so the daemon and the apply job can share one
+config file; 0 turns it off). Exit status: 0 done, 2 a CdcError (the message
+names table, key, sequence and value for bad input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import threading
+
+from cdc.config import load_config
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, help="the service YAML file")
+    parser.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    parser.add_argument("--until-idle", type=float, default=None, metavar="SECONDS",
+                        help="exit once no new transaction arrived for this long")
+    parser.add_argument("--metrics-port", type=int, default=None, help="serve /metrics here (0: off)")
+
+
+def main(args: argparse.Namespace) -> int:
+    from cdc.runtime.logs import setup_logging
+    from cdc.runtime.metrics import process_registry
+    from cdc.runtime.signals import TwoStageSignals
+    from streaming import job
+
+    config = load_config(args.config)
+    setup_logging(config.logging.level, config.logging.json_)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    registry = process_registry()
+    port = args.metrics_port if args.metrics_port is not None else config.metrics.port + 1
+    if port:
+        from prometheus_client import start_http_server
+
+        start_http_server(port, addr=config.metrics.host, registry=registry)
+    stop = threading.Event()
+    signals = TwoStageSignals(stop.set).install()
+    try:
+        return job.run(config, master=args.master, until_idle_s=args.until_idle, stop_event=stop,
+                       metrics_registry=registry)
+    finally:
+        signals.restore()
