@@ -61,11 +61,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from readers.oracle.demo import make_source, pump
 
     if args.big_txn:
-        options = f"seed=1,transactions=1,lanes=1,threads=1,big_txn_rows={args.big_txn},log_scns=200000"
+        options = f"seed=1,transactions=1,lanes=1,threads=1,big_txn_rows={args.big_txn},log_scns=200000,process=1"
     else:
         rows = args.rows or 100_000
         options = (f"seed=1,transactions={max(1, rows // 5)},lanes=8,threads=2,rows_min=4,rows_max=6,"
-                   "rollback_rate=0.01,partial_rollback_rate=0.02,csf_rate=0.001,log_scns=50000")
+                   "rollback_rate=0.01,partial_rollback_rate=0.02,csf_rate=0.001,log_scns=50000,process=1")
     broker = None
     bootstrap = args.bootstrap
     if bootstrap is None:

@@ -22,6 +22,8 @@ DEMO_WORKLOAD = "seed=7,transactions=2000,lanes=8,threads=2,rows_max=8,rollback_
 
 
 def make_source(name: str, options: str, workdir: str, metrics: SourceMetrics, **cfg: Any) -> OracleSource:
+    from readers.oracle import simulator
+    simulator.instance(options)  # build the workload model now, outside any timing
     config = OracleSourceConfig(name=name, dsn=f"simulator:{options}", tables=["APP.*"], dictionary_path=workdir,
                                 heartbeat_interval_s=0.2, poll_interval_s=0.05, **cfg)
     return OracleSource(config, SourceContext(metrics, spill_dir=f"{workdir}/spill"))

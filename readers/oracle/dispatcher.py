@@ -69,7 +69,7 @@ class Dispatcher:
         self.xids_at_commit: set[str] = set(resume.xids_at_commit_scn) if resume else set()
         self.mined_through = (resume.low_watermark_scn - 1) if resume else 0
         self.skipped_unsupported = 0
-        self._schemas: dict[tuple[str, str], TableSchema | None] = {}
+        self._schemas: dict[tuple[str, str], tuple[TableId, TableSchema | None]] = {}
 
     # -- state -----------------------------------------------------------------------------------------
 
@@ -168,17 +168,18 @@ class Dispatcher:
                 return
             when = ts_ms(row[TS])
             yield Begin(xid, when)
-            counts: dict[tuple[str, str], int] = {}
+            counts: dict[tuple[TableId, str], int] = {}
+            change_of = self._change
             for item in tx.buf:
-                change = self._change(item, scn, xid)
-                key = (str(change.table), change.op)
+                change = change_of(item, scn, xid)
+                key = (change.table, change.op)
                 counts[key] = counts.get(key, 0) + 1
                 yield change
             if scn != self.commit_scn:
                 self.commit_scn, self.xids_at_commit = scn, set()
             self.xids_at_commit.add(xid)
             if self.on_counts is not None:
-                self.on_counts(counts, len(self.open))
+                self.on_counts({(str(t), op): n for (t, op), n in counts.items()}, len(self.open))
             state = self.state(at_scn=scn)
             yield Commit(xid, when, state.to_json(), {"scn": scn, "commit_scn": scn, "txId": xid})
         finally:
@@ -192,10 +193,11 @@ class Dispatcher:
             raise type(exc)(f"{exc.message} (SCN {scn}, XID {xid}, table {owner}.{table})", scn=scn, xid=xid,
                             table=f"{owner}.{table}", offset=exc.fields.get("offset"), text=sql[:500]) from None
         key = (owner, table)
-        schema = self._schemas.get(key, False)
-        if schema is False:
-            schema = self._schemas[key] = self.schema_of(owner, table)
-        change = Change(TableId(owner, table), op, before, after,
+        known = self._schemas.get(key)
+        if known is None:
+            known = self._schemas[key] = (TableId(owner, table), self.schema_of(owner, table))
+        tid, schema = known
+        change = Change(tid, op, before, after,
                         {"scn": scn, "commit_scn": commit_scn, "txId": xid, "rs_id": rs_id, "ssn": ssn}, schema)
         if self.convert is not None:
             self.convert(change)

@@ -246,12 +246,47 @@ def _insert(s: str) -> Parsed:
     if not s.startswith("nsert into ", 1) and not s[7:12].lower() == "into ":
         raise _Bad("expected 'insert into'", 0)
     schema, table, p = _table(s, 12)
-    if s.startswith(" ", p):
+    if s[p] == " ":
         p += 1
     if s[p] != "(":
         raise _Bad("expected '(' before the column list", p)
+    v = s.find('") values (', p)
+    if v > 0 and '""' not in s[p + 2:v]:  # fast path: no doubled quote in the names
+        names = s[p + 2:v].split('","')
+        p = v + 11
+    else:
+        names, p = _names(s, p + 1)
+    after: dict[str, Any] = {}
+    last = len(names) - 1
+    for i, name in enumerate(names):
+        c = s[p]
+        if c == "'":  # plain literal: the common case, inline
+            q = s.find("'", p + 1)
+            if q > 0 and (s[q + 1] == "," or s[q + 1] == ")"):
+                after[name] = s[p + 1:q]
+                p = q + 1
+            else:
+                after[name], p = _value(s, p)
+        elif c == "N" and s.startswith("NULL", p) and s[p + 4] in ",)":
+            after[name] = None
+            p += 4
+        else:
+            after[name], p = _value(s, p)
+        c = s[p]
+        if c == ",":
+            if i == last:
+                raise _Bad("more values than columns", p)
+            p += 2 if s[p + 1] == " " else 1
+        elif c == ")":
+            if i != last:
+                raise _Bad(f"fewer values than columns (no value for {names[i + 1]})", p)
+        else:
+            raise _Bad(f"expected ',' or ')' after the value of column {name}", p)
+    return "c", schema, table, None, after
+
+
+def _names(s: str, p: int) -> tuple[list[str], int]:
     names: list[str] = []
-    p += 1
     while True:
         name, p = _ident(s, p)
         names.append(name)
@@ -267,19 +302,7 @@ def _insert(s: str) -> Parsed:
         v = s.lower().find("values (", p, p + 12)
         if v < 0:
             raise _Bad("expected 'values ('", p)
-    p = v + 8
-    after: dict[str, Any] = {}
-    for i, name in enumerate(names):
-        if i:
-            if s[p] != ",":
-                raise _Bad(f"expected ',' after the value of column {names[i - 1]}", p)
-            p += 1
-            if s[p] == " ":
-                p += 1
-        after[name], p = _value(s, p)
-    if s[p] != ")":
-        raise _Bad("more values than columns or missing ')'", p)
-    return "c", schema, table, None, after
+    return names, v + 8
 
 
 def _update(s: str) -> Parsed:
@@ -290,10 +313,17 @@ def _update(s: str) -> Parsed:
     p += 5
     sets: dict[str, Any] = {}
     while True:
-        name, p = _column(s, p)
+        if s[p] == '"' and s[(q := s.find('"', p + 1)) + 1] == " ":  # plain column name, inline
+            name, p = s[p + 1:q], q + 1
+        else:
+            name, p = _column(s, p)
         if not s.startswith(" = ", p):
             raise _Bad(f"expected ' = ' after column {name}", p)
-        sets[name], p = _value(s, p + 3)
+        p += 3
+        if s[p] == "'" and (q := s.find("'", p + 1)) > 0 and s[q + 1] == ",":  # plain literal, inline
+            sets[name], p = s[p + 1:q], q + 1
+        else:
+            sets[name], p = _value(s, p)
         if s.startswith(", ", p):
             p += 2
         elif s.startswith(",", p):
@@ -320,21 +350,43 @@ def _delete(s: str) -> Parsed:
 
 def _where(s: str, p: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    n = len(s)
     while True:
-        if s.startswith("ROWID = '", p):
+        c = s[p]
+        if c == '"':  # plain column name, inline
+            q = s.find('"', p + 1)
+            if q < 0:
+                raise _Bad("unterminated identifier", p)
+            if s[q + 1] == '"':
+                name, p = _ident(s, p)
+            else:
+                name, p = s[p + 1:q], q + 1
+        elif c == "R" and s.startswith("ROWID = '", p):
             _, p = _string(s, p + 8)
+            name = None
         else:
-            if s.startswith("(", p):  # some versions parenthesise the WHERE clause
+            if c == "(":  # some versions parenthesise the WHERE clause
                 p += 1
             name, p = _column(s, p)
-            if s.startswith(" = ", p):
-                out[name], p = _value(s, p + 3)
+        if name is not None:
+            if s[p + 1] == "=" and s[p] == " ":
+                p += 3
+                if s[p] == "'":  # plain literal, inline
+                    q = s.find("'", p + 1)
+                    nc = s[q + 1] if 0 < q < n - 1 else ";"
+                    if q > 0 and nc != "'" and not (nc == " " and s[q + 2] == "|"):
+                        out[name] = s[p + 1:q]
+                        p = q + 1
+                    else:
+                        out[name], p = _value(s, p)
+                else:
+                    out[name], p = _value(s, p)
             elif s.startswith(" IS NULL", p):
                 out[name] = None
                 p += 8
             else:
                 raise _Bad(f"expected ' = ' or ' IS NULL' after column {name}", p)
-            if s.startswith(")", p):
+            if p < n and s[p] == ")":
                 p += 1
         if s.startswith(" and ", p):
             p += 5

@@ -43,6 +43,9 @@ class OracleSource:
         self.store: TransactionStore | None = None
         self.dispatcher: Dispatcher | None = None
         self._dictfile: str | None = None
+        self._pending_counts: dict[tuple[str, str], int] = {}
+        self._pending_tx = 0
+        self._last_report = 0.0
 
     def captured(self, owner: str, table: str) -> bool:
         return (owner, table) in self._tables or owner in self._schemas
@@ -80,10 +83,23 @@ class OracleSource:
         return schema if schema.columns else None
 
     def _counted(self, counts: dict, open_count: int) -> None:
-        for (table, op), n in counts.items():
+        """Per-commit counts, reported to the metrics at most every 0.5 s (label lookups are not free)."""
+        pending = self._pending_counts
+        for key, n in counts.items():
+            pending[key] = pending.get(key, 0) + n
+        self._pending_tx += 1
+        now = time.monotonic()
+        if now - self._last_report >= 0.5:
+            self._report(open_count)
+            self._last_report = now
+
+    def _report(self, open_count: int) -> None:
+        for (table, op), n in self._pending_counts.items():
             self.metrics.event_read(table, op, n)
-        self.metrics.transaction_read()
+        for _ in range(self._pending_tx):
+            self.metrics.transaction_read()
         self.metrics.open_transactions(open_count)
+        self._pending_counts, self._pending_tx = {}, 0
 
     def _converter(self):
         if not self.config.conversions:
@@ -117,6 +133,8 @@ class OracleSource:
         self._stop.set()
 
     def close(self) -> None:
+        if self._pending_tx:
+            self._report(len(self.dispatcher.open) if self.dispatcher else 0)
         if self.miner is not None:
             self.miner.stop()
         if self.store is not None:

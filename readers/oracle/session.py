@@ -204,7 +204,7 @@ class LogMinerSession:
             cur.arraysize = self.config.fetch_size
             cur.execute(CONTENTS_SQL, [lo, hi])
             while True:
-                rows = cur.fetchmany(self.config.fetch_size)
+                rows = cur.fetchmany(self.config.fetch_size)  # noqa: the cursor streams
                 if not rows:
                     break
                 yield rows

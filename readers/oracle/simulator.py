@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import multiprocessing
 import os
 import threading
 from typing import Any, Iterator
@@ -117,6 +118,24 @@ class Simulator:
         w = self.workload
         tables = {f"{SCHEMA}.{table_name(n)}": list(COLUMNS) for n in range(w.tables) if n != w.unknown_table}
         return {"simulator_dictionary": 1, "build_scn": self.head, "tables": tables}
+
+
+def _serve(cursor: "SimCursor", lo: int, hi: int, idx: list[int], known: set[str], send: Any, size: int) -> None:
+    cursor.conn.sim.model._lock = threading.Lock()  # a lock held by another thread at fork time stays held
+    try:
+        batch: list[tuple] = []
+        for row in cursor._generate(lo, hi, idx, known):
+            batch.append(row)
+            if len(batch) >= size:
+                send.send(batch)
+                batch = []
+        if batch:
+            send.send(batch)
+        send.send(None)
+    except BaseException as exc:  # reported to the reading side as a database error
+        send.send(f"ORA-00600: internal error in the simulator: {exc!r}")
+    finally:
+        send.close()
 
 
 def _err(text: str) -> oracledb.DatabaseError:
@@ -282,7 +301,33 @@ class SimCursor:
         lo = max(start, int(binds["1"]) + (0 if "SCN >= :1" in up else 1))
         hi = min(end, int(binds["2"]))
         self.description = [(n, None, None, None, None, None, None) for n in names]
-        self._rows = self._generate(lo, hi, idx, set((dictionary or {}).get("tables", {})))
+        known = set((dictionary or {}).get("tables", {}))
+        if self.conn.sim.workload.process:
+            self._rows = self._remote(lo, hi, idx, known)
+        else:
+            self._rows = self._generate(lo, hi, idx, known)
+
+    def _remote(self, lo: int, hi: int, idx: list[int], known: set[str]) -> Iterator[tuple]:
+        """The same rows, generated in a forked child and received in pickled batches over a pipe
+        (the way a client receives rows from a database server process)."""
+        ctx = multiprocessing.get_context("fork")
+        recv, send = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_serve, args=(self, lo, hi, idx, known, send, self.arraysize), daemon=True)
+        child.start()
+        send.close()
+        try:
+            while True:
+                batch = recv.recv()
+                if batch is None:
+                    break
+                if isinstance(batch, str):
+                    raise _err(batch)
+                yield from batch
+        finally:
+            recv.close()
+            child.join(timeout=5)
+            if child.is_alive():
+                child.kill()
 
     def _generate(self, lo: int, hi: int, idx: list[int], known: set[str]) -> Iterator[tuple]:
         sim = self.conn.sim

@@ -62,6 +62,7 @@ class Workload:
     head_step: int = 0        # 0: all redo is on the standby at once; else the head moves this many SCNs per poll
     drop_log: str = ""        # "thread:sequence" of an archived log that is missing (gap test)
     unknown_table: int = -1   # table number the dictionary does not know ("UNKNOWN"."OBJ# n")
+    process: int = 0          # 1: generate V$LOGMNR_CONTENTS rows in a child process, as a database server would
 
     @classmethod
     def parse(cls, text: str) -> "Workload":
