@@ -84,6 +84,7 @@ class Broker(_AdminMixin):
         self._auto_port = port is None
         self.port = port if port is not None else free_port()
         self.storage = storage
+        self._own_log_dir = log_dir is None  # a temp dir we made: removed again by stop()
         self.log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="cdc-broker-"))
         self.log_path = self.log_dir / "tansu.log"
         self.die_with_parent = die_with_parent
@@ -137,6 +138,10 @@ class Broker(_AdminMixin):
 
         procs.terminate(self.proc, timeout=timeout, sig=signal.SIGINT)
         procs.unregister(self)
+        if self._own_log_dir:
+            import shutil
+
+            shutil.rmtree(self.log_dir, ignore_errors=True)
 
     def kill(self) -> None:
         import signal

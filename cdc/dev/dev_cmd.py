@@ -14,7 +14,9 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -98,6 +100,9 @@ def _down(args: argparse.Namespace) -> int:
             print(f"  {name:16} killed (did not stop in 30s)")
         else:
             print(f"  {name:16} stopped")
+    pg_dir = state["services"].get("postgres", {}).get("dir", "")
+    if pg_dir.startswith(tempfile.gettempdir() + "/cdc-pg-"):  # postgres could not use the state dir
+        shutil.rmtree(pg_dir, ignore_errors=True)
     (args.dir / STATE_FILE).unlink(missing_ok=True)
     return 0
 

@@ -45,6 +45,7 @@ class ObjectStore:
     host = HOST
 
     def __init__(self, root: Path | None = None, port: int | None = None, bucket: str = "tansu") -> None:
+        self._own_root = root is None  # a temp dir we made: removed by stop()
         self.root = Path(root) if root else Path(tempfile.mkdtemp(prefix="cdc-objstore-"))
         self.port = port if port is not None else free_port()
         self.bucket = bucket
@@ -71,8 +72,13 @@ class ObjectStore:
         return self
 
     def stop(self, timeout: float = 10) -> None:
+        """Stop the server. Its files stay (a restart serves them again) unless we made the temp root."""
         procs.terminate(self.proc, timeout=timeout)
         procs.unregister(self)
+        if self._own_root:
+            import shutil
+
+            shutil.rmtree(self.root, ignore_errors=True)
 
     def storage_url(self) -> str:
         return f"s3://{self.bucket}/"

@@ -57,13 +57,25 @@ class Postgres:
         self.os_user = os_user if os_user is not None else ("postgres" if os.geteuid() == 0 else None)
         if base_dir is not None and self.os_user and not _traversable(Path(base_dir).resolve().parent):
             base_dir = None  # e.g. under a 0700 directory: the postgres user could not reach it
-        self.dir = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix="cdc-pg-"))
-        self.datadir = self.dir / "data"
-        self.log_path = self.dir / "postgres.log"
+        self._dir = Path(base_dir) if base_dir else None  # None: a fresh /tmp dir, made at start()
         self._auto_port = port is None
         self.port = port if port is not None else free_port()
         self.die_with_parent = die_with_parent
         self.proc: subprocess.Popen | None = None
+
+    @property
+    def dir(self) -> Path:
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix="cdc-pg-"))
+        return self._dir
+
+    @property
+    def datadir(self) -> Path:
+        return self.dir / "data"
+
+    @property
+    def log_path(self) -> Path:
+        return self.dir / "postgres.log"
 
     @property
     def dsn(self) -> str:
@@ -117,7 +129,8 @@ class Postgres:
 
     def destroy(self) -> None:
         self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
 
     def connect(self, **kw: Any):
         """A psycopg (3) connection as ``cdc`` to database ``cdc``; autocommit on unless overridden."""

@@ -79,6 +79,8 @@ class DevStack:
     def stop(self) -> None:
         for svc in reversed(list(self.services.values())):
             svc.stop()
+        if not str(self.postgres.dir).startswith(str(self.dir)):
+            self.postgres.destroy()  # it fell back to a /tmp dir (state dir not reachable by postgres)
 
     def detach(self) -> None:
         """Leave the servers running after we exit (`cdc dev up --detach`)."""
@@ -97,6 +99,7 @@ class DevStack:
                 "stop_signal": "SIGINT" if isinstance(svc, (Postgres, Broker)) else "SIGTERM",
             }
         state["services"]["postgres"]["dsn"] = self.postgres.dsn
+        state["services"]["postgres"]["dir"] = str(self.postgres.dir)
         path = self.dir / STATE_FILE
         path.write_text(json.dumps(state, indent=2) + "\n")
         return path
