@@ -8,7 +8,8 @@ cdc.envelope builds.
 
 JSON (default): orjson, compact, UTF-8. Nothing else to know.
 
-Avro: fastavro's schemaless encoding against the writer schemas shipped in
+Avro: schemaless Avro binary (written by cdc.avro.encoder, read by fastavro)
+against the writer schemas shipped in
 ``cdc/avro/`` (``change_key.avsc``, ``change_value.avsc``; per-table topics
 use ``table_key.avsc`` for keys and the same value schema), framed either
 Confluent-style (byte 0, 4-byte big-endian schema id, payload) or plain
@@ -21,7 +22,8 @@ id. How values are modelled in Avro (documented choice):
   ``map<union{null, boolean, long, double, string}>``: rows are
   heterogeneous, every value the event model allows fits (DECIMAL/NUMBER,
   dates and binary are strings there already). Integers beyond signed 64
-  bits do not fit and raise :class:`cdc.errors.CdcError`;
+  bits (BIGINT UNSIGNED above 2^63-1) do not fit and raise
+  :class:`cdc.errors.CdcError` naming the column: use JSON for such tables;
 - free-form nested JSON (``resume``, ``position``, ``schema``) is carried as
   a JSON text string (``*`` fields stay opaque to Avro consumers);
 - one value schema covers every record kind, with the fields a kind does
@@ -40,11 +42,10 @@ from typing import Any
 
 import orjson
 
+from cdc.avro.encoder import ENCODERS
 from cdc.errors import CdcError
 
 JSON_FIELDS = ("position", "resume", "schema")  # nested free-form JSON: text in Avro
-MAP_FIELDS = ("before", "after", "source")  # map<union{null, boolean, long, double, string}>
-_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 
 # Which keys a record of each kind has (decoding Avro drops the rest).
 _KIND_FIELDS = {
@@ -103,7 +104,7 @@ class AvroSerde(Serde):
         self.parsed = fastavro.parse_schema(json.loads(self.text))
         self.framing = framing
         self._header = b"\x00" + struct.pack(">I", self.schema_id) if framing == "confluent" else b""
-        self._write = fastavro.schemaless_writer
+        self._encode = ENCODERS[schema_name]  # hand-written: fastavro's union resolution is slow
         self._read = fastavro.schemaless_reader
         self._is_value = schema_name == "change_value"
 
@@ -111,20 +112,14 @@ class AvroSerde(Serde):
         if self._is_value:
             value = {k: (orjson.dumps(v).decode() if k in JSON_FIELDS and v is not None else v)
                      for k, v in value.items()}
-            for field in MAP_FIELDS:
-                _check_longs(value.get(field), field, self.name)
-        elif self.name == "table_key":
-            _check_longs(value, "key", self.name)
-        else:
-            _check_longs(value.get("key"), "key", self.name)
-        buf = io.BytesIO()
-        buf.write(self._header)
         try:
-            self._write(buf, self.parsed, value)
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise CdcError(f"record does not fit the Avro schema {self.name}: {exc}",
+            return self._header + self._encode(value)
+        except CdcError as exc:
+            exc.fields["schema"] = self.name
+            raise CdcError(f"{exc.message} {self.name}", **exc.fields) from None
+        except (ValueError, TypeError, OverflowError, KeyError) as exc:
+            raise CdcError(f"record does not fit the Avro schema {self.name}: {exc!r}",
                            schema=self.name, value=_short(value)) from None
-        return buf.getvalue()
 
     def decode(self, data: bytes) -> dict[str, Any]:
         buf = io.BytesIO(data)
@@ -139,15 +134,6 @@ class AvroSerde(Serde):
             return obj
         fields = _KIND_FIELDS.get(obj.get("status"), _KIND_FIELDS[None])
         return {k: (orjson.loads(obj[k]) if k in JSON_FIELDS and obj[k] is not None else obj[k]) for k in fields}
-
-
-def _check_longs(row: dict[str, Any] | None, field: str, schema: str) -> None:
-    """fastavro would silently write an int beyond 64 bits as a double: refuse instead."""
-    if row:
-        for column, v in row.items():
-            if type(v) is int and not _LONG_MIN <= v <= _LONG_MAX:
-                raise CdcError(f"value of {field}.{column} does not fit the Avro schema {schema} (long)",
-                               schema=schema, column=column, value=v)
 
 
 def _short(value: Any) -> str:
