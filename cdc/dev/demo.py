@@ -187,7 +187,8 @@ def run_apply_step(cfg: Path, stack: DevStack, report: DemoReport, timeout: floa
     except subprocess.TimeoutExpired:
         procs.terminate(proc, timeout=30)
     ok = proc.returncode in (0, -15) if flag is None else proc.returncode == 0
-    report.add("apply", "ok" if ok else "FAILED", f"exit status {proc.returncode}, log {log}")
+    why = "" if ok else next((ln for ln in reversed(procs.tail(log, 200).splitlines()) if "error" in ln.lower()), "")
+    report.add("apply", "ok" if ok else "FAILED", f"exit status {proc.returncode}, log {log}" + (f": {why}" if why else ""))
     return fingerprints_duckdb(Path(stack.dir / "target.duckdb"))
 
 
