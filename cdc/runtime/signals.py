@@ -6,7 +6,15 @@ with status 128 + signal number, without draining: whatever was written is
 either whole transactions or a cut-off one that the next start closes with
 an ABORTED marker, so even the hard exit loses nothing.
 
-Install from the main thread only (Python delivers signals there).
+Why a wakeup pipe and a watcher thread instead of acting in the Python
+handler: CPython runs Python-level handlers in the main thread only, and
+two signals that arrive before it gets there (a busy reader thread holding
+the GIL, a loaded machine) collapse into ONE handler call, so "second
+signal exits at once" would silently turn into "keep draining". The C-level
+handler writes one byte per delivered signal to the wakeup fd; the watcher
+counts bytes, so each delivery counts.
+
+Install from the main thread only (``signal.set_wakeup_fd`` requires it).
 """
 
 from __future__ import annotations
@@ -28,21 +36,55 @@ class TwoStageSignals:
         self._on_first = on_first
         self.received = threading.Event()
         self._previous: dict[int, object] = {}
+        self._previous_fd = -1
+        self._pipe: tuple[int, int] | None = None
+        self._count = 0
+        self._lock = threading.Lock()
 
     def install(self) -> "TwoStageSignals":
+        r, w = os.pipe()
+        os.set_blocking(w, False)
+        self._pipe = (r, w)
         for sig in SIGNALS:
-            self._previous[sig] = signal.signal(sig, self._handle)
+            self._previous[sig] = signal.signal(sig, self._python_handler)
+        self._previous_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        threading.Thread(target=self._watch, args=(r,), name="signals", daemon=True).start()
         return self
 
     def restore(self) -> None:
+        if self._pipe is None:
+            return
+        signal.set_wakeup_fd(self._previous_fd)
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)  # type: ignore[arg-type]
         self._previous.clear()
+        os.close(self._pipe[1])  # the watcher sees EOF and ends
+        self._pipe = None
 
-    def _handle(self, signum: int, frame: object) -> None:
+    def _python_handler(self, signum: int, frame: object) -> None:
+        """Required so the default action (terminate) does not run; the watcher does the work."""
+
+    def _watch(self, fd: int) -> None:
+        while True:
+            try:
+                data = os.read(fd, 64)
+            except OSError:
+                return
+            if not data:
+                os.close(fd)
+                return
+            for signum in data:
+                if signum in SIGNALS:
+                    self.deliver(signum)
+
+    def deliver(self, signum: int) -> None:
+        """Count one delivered signal: the first drains, the second exits at once."""
+        with self._lock:
+            self._count += 1
+            first = self._count == 1
         name = signal.Signals(signum).name
-        if self.received.is_set():
-            sys.stderr.write(f"cdc: second {name}: exiting immediately without draining\n")
+        if not first:
+            sys.stderr.write(f"cdc: second signal ({name}): exiting immediately without draining\n")
             sys.stderr.flush()
             os._exit(128 + signum)
         self.received.set()
