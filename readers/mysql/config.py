@@ -24,6 +24,8 @@ class MySqlSourceConfig(BaseModel):
     reconnect_attempts: int = Field(default=10, ge=0)
     reconnect_backoff_s: float = Field(default=0.5, gt=0)
     snapshot: Literal["never", "initial"] = "never"
+    snapshot_chunk_rows: int = Field(default=5_000, gt=0, description="rows per snapshot chunk (initial, incremental)")
+    signal_table: str | None = Field(default=None, description="db.table receiving `cdc snapshot` requests")
 
     @field_validator("hosts")
     @classmethod

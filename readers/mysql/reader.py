@@ -55,8 +55,10 @@ from readers.mysql.errors import (
     BinlogPurged, ConnectionLost, DecodeError, Divergence, SourceUnavailable, TransactionInterrupted,
 )
 from readers.mysql.failover import choose_primary, default_prober
+from readers.mysql.incremental import IncrementalSnapshots
 from readers.mysql.position import GtidSet
 from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
+from readers.mysql.snapshot import InitialSnapshot
 from readers.mysql.tables import TableFilter, ddl_table
 
 log = logging.getLogger(__name__)
@@ -108,7 +110,12 @@ class MySqlSource:
         self.name = config.name
         self.config = config
         self.metrics = context.metrics
-        self.filter = TableFilter(config.tables)
+        # -- snapshot hooks (readers/mysql/snapshot.py, incremental.py): initial + incremental snapshots --
+        signal = [config.signal_table] if config.signal_table else []
+        self.filter = TableFilter(config.tables + signal)
+        self._initial_snapshot: InitialSnapshot | None = None
+        self._incremental = (IncrementalSnapshots(self, config.signal_table, config.snapshot_chunk_rows)
+                             if config.signal_table else None)
         self.server_id = config.server_id or 1_000_000 + zlib.crc32(config.name.encode()) % 1_000_000_000
         self.state: GtidSet = GtidSet()
         self.host: str | None = None
@@ -126,6 +133,13 @@ class MySqlSource:
         info = self._choose(checkpoint)
         refuse_unsafe(info.address, self.config)
         self.state = checkpoint if checkpoint is not None else info.gtid_state
+        # -- snapshot hook: a new stream (or one cut off mid-snapshot) starts with the tables' rows --
+        if self.config.snapshot == "initial" and (resume is None or "snapshot" in resume):
+            self._initial_snapshot = InitialSnapshot(self, (resume or {}).get("snapshot"),
+                                                     self.config.snapshot_chunk_rows)
+            self.state = GtidSet.parse(self._initial_snapshot.gtid_set)
+        if self._incremental is not None:
+            self._incremental.restore(resume)
         log.info("source %s: streaming from %s (%s) after %s", self.name, info.address, info.flavor,
                  self.state or "<empty>")
 
@@ -134,16 +148,25 @@ class MySqlSource:
 
     def close(self) -> None:
         self._close_stream()
+        if self._incremental is not None:
+            self._incremental.close()
 
     def resume_state(self) -> dict[str, Any]:
-        return {"gtid_set": str(self.state)}
+        state: dict[str, Any] = {"gtid_set": str(self.state)}
+        if self._incremental is not None:  # snapshot hook: incremental snapshot progress
+            state.update(self._incremental.progress())
+        return state
 
     # -- streaming -----------------------------------------------------------
     def events(self) -> Iterator[Event]:
         attempt = 0
+        snapshot, self._initial_snapshot = self._initial_snapshot, None
+        if snapshot is not None:  # snapshot hook: op 'r' chunks before the first streamed transaction
+            yield from snapshot.events()
+        wrap = self._incremental.wrap if self._incremental is not None else (lambda evs: evs)
         while not self._stop.is_set():
             try:
-                for ev in self._stream_events():
+                for ev in wrap(self._stream_events()):
                     attempt = 0
                     yield ev
                 return

@@ -1,0 +1,80 @@
+"""`cdc snapshot --config FILE --source S --table db.t [--table ...]`: re-snapshot tables live.
+
+Asks the RUNNING daemon of source S for an incremental snapshot (watermark
+method, readers/mysql/incremental.py) by inserting one row into the
+source's signal table (``signal_table`` in the source config; created here
+if missing). The daemon captures that row from the binlog, so the request
+is ordered with the data and survives daemon restarts (it is in the stream
+position the daemon resumes from). Returns at once; the chunks appear in the
+change stream as ``op: r`` transactions while streaming continues.
+
+Refuses, naming the table, when it does not exist or has no primary key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import uuid
+
+from cdc.errors import ConfigError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, help="service config YAML")
+    parser.add_argument("--source", required=True, help="source name (a kind: mysql source)")
+    parser.add_argument("--table", action="append", required=True, metavar="DB.TABLE", help="table to re-snapshot")
+
+
+def main(args: argparse.Namespace) -> int:
+    from cdc.config import load_config
+    from cdc.compare.errors import CompareError
+    from readers.mysql.incremental import EXECUTE, SIGNAL_DDL
+    from readers.mysql.connection import open_connection
+    from readers.mysql.snapshot import q
+
+    config = load_config(args.config)
+    src = config.source(args.source)
+    if src.kind != "mysql":
+        raise ConfigError(f"source {src.name} is kind {src.kind}: incremental snapshots are for kind mysql",
+                          key="sources", file=args.config)
+    if not src.signal_table:
+        raise ConfigError(f"source {src.name} has no signal_table: add e.g. `signal_table: ops.cdc_signal` to it "
+                          "(and restart the daemon) to accept snapshot requests", key="signal_table", file=args.config)
+    conn = _primary(src, open_connection)
+    try:
+        with conn.cursor() as cur:
+            for table in args.table:
+                db, _, name = table.partition(".")
+                cur.execute("SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA=%s AND "
+                            "TABLE_NAME=%s AND CONSTRAINT_NAME='PRIMARY'", (db, name))
+                if not cur.fetchone()[0]:
+                    cur.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND "
+                                "TABLE_NAME=%s", (db, name))
+                    why = "has no primary key" if cur.fetchone()[0] else "does not exist"
+                    raise CompareError(f"cannot snapshot {table}: it {why}", table=table)
+            sdb, _, stable = src.signal_table.partition(".")
+            cur.execute(SIGNAL_DDL.format(table=f"{q(sdb)}.{q(stable)}"))
+            request = uuid.uuid4().hex
+            cur.execute(f"INSERT INTO {q(sdb)}.{q(stable)} (id, type, data) VALUES (%s, %s, %s)",
+                        (request, EXECUTE, ",".join(args.table)))
+    finally:
+        conn.close()
+    print(f"snapshot of {', '.join(args.table)} requested from source {src.name} (signal {request})")
+    return 0
+
+
+def _primary(src, open_connection):
+    """A connection to the first writable host of the source."""
+    last: Exception | None = None
+    for host in src.hosts:
+        try:
+            conn = open_connection(host, src.user, src.password.get_secret_value(), src.connect_timeout_s)
+        except Exception as exc:  # try the next host; the last error is reported
+            last = exc
+            continue
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@GLOBAL.read_only")
+            if not int(cur.fetchone()[0]):
+                return conn
+        conn.close()
+    raise ConfigError(f"source {src.name}: no writable host among {src.hosts} ({last})", key="hosts")
