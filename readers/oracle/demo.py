@@ -38,7 +38,9 @@ def pump(source: OracleSource, publisher: Any, resume: Any = None) -> dict[str, 
     try:
         for ev in source.events():
             if type(ev) is Heartbeat:
-                break
+                if source.caught_up():
+                    break
+                continue
             publish(ev)
             if type(ev) is Change:
                 rows += 1

@@ -129,6 +129,13 @@ class OracleSource:
                 last_beat = now
                 yield Heartbeat(int(time.time() * 1000), d.state().to_json())
 
+    def caught_up(self) -> bool:
+        """True when everything the standby holds has been mined and no transaction is open."""
+        d = self.dispatcher
+        if d is None or self.standby is None or d.open:
+            return False
+        return d.mined_through >= self.standby.head_scn() - 1
+
     def request_stop(self) -> None:
         self._stop.set()
 

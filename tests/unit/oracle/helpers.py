@@ -39,7 +39,8 @@ def run(src: OracleSource, resume=None, stop_after: int | None = None):
                     break
             elif isinstance(ev, Heartbeat):
                 last = ev.resume or last
-                break
+                if src.caught_up():
+                    break
     finally:
         src.close()
     return txs, last
