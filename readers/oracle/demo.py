@@ -18,7 +18,7 @@ from cdc.sources import SourceContext
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.reader import OracleSource
 
-DEMO_WORKLOAD = "seed=7,transactions=2000,lanes=8,threads=2,rows_max=8,rollback_rate=0.1,partial_rollback_rate=0.1,csf_rate=0.02,log_scns=2000"
+DEMO_WORKLOAD = "seed=7,transactions=2000,lanes=8,threads=2,rows_max=8,rollback_rate=0.1,partial_rollback_rate=0.1,csf_rate=0.02,log_scns=2000,head_step=1500"
 
 
 def make_source(name: str, options: str, workdir: str, metrics: SourceMetrics, **cfg: Any) -> OracleSource:
