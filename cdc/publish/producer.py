@@ -97,7 +97,13 @@ class OrderedProducer:
         self._p.poll(timeout)
 
     def acked(self) -> int:
-        """How many records (a prefix of produce order) the broker has acknowledged."""
+        """How many records (a prefix of produce order) the broker has acknowledged.
+
+        Polls first: librdkafka only drops acknowledged records from ``len()``
+        when delivery reports are served, so without it a trickle of records
+        (fewer than POLL_EVERY) would never look acknowledged until flush().
+        """
+        self._p.poll(0)
         return self.produced - len(self._p)
 
     def check(self) -> None:
