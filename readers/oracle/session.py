@@ -138,6 +138,11 @@ class Standby:
                 raise MissingLog(f"redo thread {thread}: no log holds SCN {lo}; the oldest available is sequence "
                                  f"{mine[0].sequence} from SCN {mine[0].first_scn} (sequences before it are missing)",
                                  thread=thread, scn=lo, missing_to=mine[0].sequence - 1)
+            if mine[-1].next_scn <= hi:
+                last = mine[-1]
+                raise RedoGap(f"redo thread {thread}: no log after sequence {last.sequence} holds SCN {last.next_scn}.."
+                              f"{hi} (sequence {last.sequence + 1} onwards is missing)", thread=thread,
+                              missing_from=last.sequence + 1, missing_to=None, scn=last.next_scn)
             for a, b in zip(mine, mine[1:]):
                 if b.sequence != a.sequence + 1:
                     raise RedoGap(f"redo thread {thread}: log sequences {a.sequence + 1}..{b.sequence - 1} are missing "
