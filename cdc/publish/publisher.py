@@ -324,9 +324,11 @@ class Publisher:
         now = time.monotonic() if now is None else now
         self._last_check = now
         pending = self._pending
-        if not pending or pending[0][0] > producer.acked():
+        if not pending:
             return
         acked = producer.acked()
+        if pending[0][0] > acked:
+            return
         m = self.metrics
         ops: dict[tuple[str, str], int] = {}
         last = None
