@@ -305,13 +305,60 @@ def _names(s: str, p: int) -> tuple[list[str], int]:
     return names, v + 8
 
 
+def _split_clause(clause: str, sep: str, out: dict[str, Any]) -> bool:
+    """Fast path for a SET or WHERE clause: split on ``sep`` (``', "'`` or ``' and "'``) with
+    C-speed str.split, then verify every piece.
+
+    Valid only without doubled quotes: then every quote delimits a literal, and a
+    separator inside a literal leaves a piece with an odd number of quotes, which
+    sends the whole clause back to the scanner. Returns False to fall back.
+    """
+    if "''" in clause or '""' in clause or clause[0] != '"':
+        return False
+    r = clause.rfind(" and ROWID = '")
+    if r > 0:
+        if clause[-1] != "'" or clause.count("'", r) != 2:
+            return False
+        clause = clause[:r]
+    for piece in clause[1:].split(sep):
+        q = piece.find('"')
+        if q < 0 or piece.count("'") & 1:
+            return False
+        name = piece[:q]
+        if piece.startswith(" = ", q + 1):
+            val = piece[q + 4:]
+            if val[0] == "'" and val[-1] == "'" and val.count("'") == 2:
+                out[name] = val[1:-1]
+            elif val == "NULL" or val == "Unsupported Type":
+                out[name] = None
+            else:
+                v, e = _value(val, 0)
+                if e != len(val):
+                    return False
+                out[name] = v
+        elif len(piece) == q + 9 and piece.endswith(" IS NULL"):
+            out[name] = None
+        else:
+            return False
+    return True
+
+
 def _update(s: str) -> Parsed:
     schema, table, p = _table(s, 7)
     p = _skip_alias(s, p, " set ")
     if not s.startswith(" set ", p):
         raise _Bad("expected ' set '", p)
     p += 5
-    sets: dict[str, Any] = {}
+    w = s.find(" where ", p)
+    end = len(s) - 1 if s.endswith(";") else len(s)
+    if w > 0 and s[p] == '"':
+        sets, before = {}, {}
+        if (_split_clause(s[p:w], ', "', sets) and _split_clause(s[w + 7:end], ' and "', before)
+                and len(sets) == s[p:w].count(', "') + 1):
+            after = dict(before)
+            after.update(sets)
+            return "u", schema, table, before, after
+    sets = {}
     while True:
         if s[p] == '"' and s[(q := s.find('"', p + 1)) + 1] == " ":  # plain column name, inline
             name, p = s[p + 1:q], q + 1
@@ -350,6 +397,10 @@ def _delete(s: str) -> Parsed:
 
 def _where(s: str, p: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    end = len(s) - 1 if s.endswith(";") else len(s)
+    if s[p] == '"' and _split_clause(s[p:end], ' and "', out):
+        return out
+    out = {}
     n = len(s)
     while True:
         c = s[p]

@@ -111,3 +111,18 @@ def test_round_trip_generated_statements(row):
     upd = sql_update(1, {cols[0].replace('"', '""'): "new"}, q, "AAAR3sAAEAAAACXAAA")
     assert parse_redo(upd)[3] == before and parse_redo(upd)[4] == {**before, cols[0]: "new"}
     assert parse_redo(sql_delete(1, q, "AAAR3sAAEAAAACXAAA"))[3] == before
+
+
+tricky = st.lists(st.sampled_from(["x", " and ", '"', "'", ", ", ' and "B" = ', "ROWID = '", "NULL", " IS NULL",
+                                   " || ", "(", ")", "é", ","]), max_size=8).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=st.one_of(st.none(), tricky), b=st.one_of(st.none(), tricky), c=tricky)
+def test_fast_paths_agree_with_the_scanner_on_tricky_literals(a, b, c):
+    """Literals holding the separators the fast paths split on still parse to what was written."""
+    before = {"A": a, "B": b, "C": "1"}
+    sql = sql_update(2, {"C": c, "A": b}, before, "AAAR3sAAEAAAACXAAA")
+    assert parse_redo(sql) == ("u", "APP", "T2", before, {"A": b, "B": b, "C": c})
+    assert parse_redo(sql_delete(2, before, "AAAR3sAAEAAAACXAAA"))[3] == before
+    assert parse_redo(sql_insert(2, before))[4] == before
