@@ -37,6 +37,7 @@ class Endpoint:
             conn = pymysql.connect(**self.params, autocommit=True, charset="utf8mb4")
             with conn.cursor() as cur:
                 cur.execute("SET SESSION time_zone = '+00:00'")
+                cur.execute("SET SESSION group_concat_max_len = 4294967295")  # bucket digests: never truncate
             return conn
         if self.dialect == "postgres":
             import psycopg

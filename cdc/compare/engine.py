@@ -10,12 +10,13 @@ one prefetch thread per side, and cdc.compare.merge walks them once.
 
 Bucket pass (single integer key, MySQL/PostgreSQL/DuckDB): each database
 first folds its rows into buckets of ``(key - lo) / width`` holding
-``count`` and the XOR of 64 bits of every row's MD5; only buckets whose
-(count, xor) differ get a row pass over their key range. Equal buckets
-cost no network beyond one row per bucket, which is what makes compare of
-mostly-equal tables cheap. Rows hashed are the same MD5s as in the row
-pass, so a difference can hide only behind an MD5 collision or two changes
-whose 64-bit XORs cancel exactly within one bucket.
+``count`` and the MD5 of the bucket's canonical row texts joined in key
+order (cdc.compare.fingerprint.bucket_digest_sql); only buckets whose
+(count, digest) differ get a row pass over their key range. Equal buckets
+cost one row per bucket on the network, and the database runs MD5 once per
+bucket instead of once per row, which is what makes compare of
+mostly-equal tables cheap. A difference can hide only behind an MD5
+collision.
 """
 
 from __future__ import annotations
@@ -30,11 +31,10 @@ from typing import Any, Callable, Iterable, Iterator
 from cdc.compare.catalog import TableShape, describe
 from cdc.compare.endpoints import Endpoint
 from cdc.compare.errors import CompareError
-from cdc.compare.fingerprint import ColumnInfo, bit_xor_sql, hash64_sql, md5_sql, quote
+from cdc.compare.fingerprint import ColumnInfo, bucket_digest_sql, md5_sql, quote, row_text_sql
 from cdc.compare.merge import merge, merge_multiset
 from cdc.compare.report import TableReport
 
-MASK64 = (1 << 64) - 1
 RANGES_PER_QUERY = 200
 COMPATIBLE = {frozenset({"int", "bool"}), frozenset({"datetime", "timestamptz"}), frozenset({"int", "decimal"})}
 
@@ -57,6 +57,9 @@ class Side:
 
     def md5(self) -> str:
         return md5_sql(self.dialect, self.columns, self.trim)
+
+    def text(self) -> str:
+        return row_text_sql(self.dialect, self.columns, self.trim)
 
     def order_by(self) -> str:
         parts = []
@@ -270,8 +273,8 @@ class TableCompare:
     def _bucket_sql(self, side: Side, lo: int, width: int) -> str:
         k = quote(side.dialect, side.key[0])
         div = {"mysql": "DIV", "postgres": "/", "duckdb": "//"}[side.dialect]
-        h = hash64_sql(side.dialect, side.md5())
-        return (f"SELECT ({k} - {lo}) {div} {width} AS b, COUNT(*), {bit_xor_sql(side.dialect, h)} "
+        digest = bucket_digest_sql(side.dialect, side.text(), k)
+        return (f"SELECT ({k} - {lo}) {div} {width} AS b, COUNT(*), {digest} "
                 f"FROM {side.table_sql()} GROUP BY ({k} - {lo}) {div} {width} ORDER BY 1")
 
     def _buckets(self, report: TableReport) -> None:
@@ -284,8 +287,8 @@ class TableCompare:
             fs = [pool.submit(side.endpoint.query, conn, self._bucket_sql(side, lo, width))
                   for side, conn in ((self.s, self.conns[0]), (self.t, self.conns[2]))]
             s_b, t_b = (f.result() for f in fs)
-        s_rows = [(int(b), (int(c), int(x) & MASK64)) for b, c, x in s_b]
-        t_rows = [(int(b), (int(c), int(x) & MASK64)) for b, c, x in t_b]
+        s_rows = [(int(b), (int(c), x)) for b, c, x in s_b]
+        t_rows = [(int(b), (int(c), x)) for b, c, x in t_b]
         counts = [0, 0, 0]
         differing = [d.key[0] for d in merge(s_rows, t_rows, self.src_name + " (buckets)", counts)]
         equal_rows = 0

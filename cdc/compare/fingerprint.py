@@ -25,9 +25,8 @@ contain '|', and each string's length is known, so two rows give the same
 text only if all values are equal: NULL differs from '', 'a ' from 'a'.
 
 The fingerprint is ``md5(row text)`` as 32 lower-case hex characters. For
-the bucket pass (see cdc.compare.engine) the first 16 hex digits are read
-as a 64-bit integer and XOR-ed per bucket; callers compare those modulo
-2**64 because PostgreSQL yields them signed.
+the bucket pass (see cdc.compare.engine) the row texts of a bucket are
+joined in key order and hashed once by :func:`bucket_digest_sql`.
 
 Oracle (STANDARD_HASH(..., 'MD5')) is generated here but cannot run where
 this project is built and tested; treat it as untested.
@@ -208,23 +207,19 @@ def md5_sql(dialect: Dialect, columns: list[ColumnInfo], trim_decimal: frozenset
     return f"md5({text})"
 
 
-def hash64_sql(dialect: Dialect, md5: str) -> str:
-    """SQL turning an md5 hex expression into a 64-bit integer (its first 16 hex digits)."""
-    if dialect == "mysql":
-        return f"CAST(CONV(LEFT({md5}, 16), 16, 10) AS UNSIGNED)"
-    if dialect == "postgres":
-        return f"('x' || left({md5}, 16))::bit(64)::bigint"
-    if dialect == "duckdb":
-        return f"('0x' || left({md5}, 16))::UBIGINT"
-    return f"TO_NUMBER(SUBSTR({md5}, 1, 16), 'XXXXXXXXXXXXXXXX')"
+def bucket_digest_sql(dialect: Dialect, text: str, order_by: str) -> str:
+    """SQL aggregate: md5 of the bucket's row texts in key order, joined by a newline.
 
-
-def bit_xor_sql(dialect: Dialect, expr: str) -> str:
+    A row text is self-delimiting when read from its start (flags give every
+    string's length; numbers, dates and hex hold no newline), so the joined
+    text is injective too: equal digests mean equal rows, barring an MD5
+    collision. MySQL needs ``group_concat_max_len`` raised (cdc.compare.endpoints).
+    """
     if dialect == "mysql":
-        return f"BIT_XOR({expr})"
+        return f"MD5(GROUP_CONCAT({text} ORDER BY {order_by} SEPARATOR '\\n'))"
     if dialect in ("postgres", "duckdb"):
-        return f"bit_xor({expr})"
-    raise NotImplementedError("bucket pass is not implemented for Oracle; the row pass is used")
+        return f"md5(string_agg({text}, chr(10) ORDER BY {order_by}))"
+    raise NotImplementedError("bucket pass is not implemented for Oracle (LISTAGG is limited); the row pass is used")
 
 
 def python_row_text(values: list, columns: list[ColumnInfo]) -> str:
