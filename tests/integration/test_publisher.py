@@ -193,3 +193,31 @@ def test_cdc_tail_prints_decoded_records(broker, topic_prefix, tmp_path):
     assert out.returncode == 0, out.stderr
     lines = [orjson.loads(line) for line in out.stdout.splitlines()]
     assert [ln["value"].get("status") or ln["value"]["op"] for ln in lines] == ["BEGIN", "SCHEMA", "c", "END"]
+
+
+class _DeadLetteringSource(ScriptedSource):
+    """Step 2's second row is 'undecodable': handed to the context's dead_letter, then skipped."""
+
+    def __init__(self, ctx, steps: int) -> None:
+        super().__init__(steps, metrics=ctx.metrics)
+        self.ctx = ctx
+
+    def changes_of(self, k):
+        for j, ch in enumerate(super().changes_of(k)):
+            if k == 2 and j == 1:
+                self.ctx.dead_letter(DecodeError("bad row", table="d.t2", position={"step": 2, "row": 1}),
+                                     {"row": repr(ch.after)})
+                continue
+            yield ch
+
+
+def test_daemon_wires_the_dead_letter_topic_into_the_reader_context(broker, topic_prefix):
+    dlq = f"{topic_prefix}.dlq"
+    kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=topic_prefix, dead_letter_topic=dlq)
+    spec = SourceSpec("scripted", "scripted", lambda ctx: _DeadLetteringSource(ctx, 3))
+    daemon = Daemon([spec], kafka, process_registry(), metrics_port=None)
+    assert daemon.run() == 0
+    [(_, key, value)] = list(read_records(broker.bootstrap, dlq, *get_serdes("json")))
+    assert key == {"source": "scripted", "table": "d.t2"} and value["fields"]["position"] == {"step": 2, "row": 1}
+    stream = read_stream(broker.bootstrap, changes_topic(topic_prefix, "scripted"))
+    assert [(t, len(r)) for t, r, _ in stream.transactions] == [("tx-1", 5), ("tx-2", 3), ("tx-3", 3)]
