@@ -56,12 +56,15 @@ def watermarks(consumer: Consumer, topic: str, timeout_s: float = 10) -> tuple[i
 
 
 def read_range(consumer: Consumer, topic: str, start: int, stop: int | None, *, reported_high: int,
-               idle_s: float = 0.75, deadline_s: float = 120.0, batch: int = 5000) -> Iterator[Any]:
+               idle_s: float = 0.75, stall_s: float = 10.0, deadline_s: float = 120.0,
+               batch: int = 5000) -> Iterator[Any]:
     """Yield messages of partition 0 from offset ``start`` up to ``stop`` (exclusive) or the true end.
 
     Ends when ``stop`` is reached, or when no message arrived for ``idle_s``
-    and the position is at or past ``reported_high``. Raises PublishError
-    when ``deadline_s`` passes first.
+    and the position is at or past ``reported_high``, or for ``stall_s``
+    whatever the position (records below the watermark that never arrive,
+    e.g. removed by retention). Raises PublishError when ``deadline_s``
+    passes first (a broker that keeps sending but never ends).
     """
     if stop is not None and stop <= start:
         return
@@ -85,6 +88,8 @@ def read_range(consumer: Consumer, topic: str, start: int, stop: int | None, *, 
             if msgs:
                 last_seen = now
             elif now - last_seen >= idle_s and position >= reported_high:
+                return
+            elif now - last_seen >= stall_s:  # the watermark promised records that never came
                 return
             if now > deadline:
                 raise PublishError(f"reading {topic} from offset {start} did not reach the end within {deadline_s}s",
