@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from cdc.errors import PublishError
+from cdc.errors import ConfigError, PublishError
 from cdc.publish.publisher import Publisher
 from cdc.runtime.health import HealthServer, source_readiness
 from cdc.runtime.logs import THREAD_PREFIX, bind_source_state
@@ -105,8 +105,12 @@ class Daemon:
         self.producer_config = producer_config
         self.stop = threading.Event()
         self.workers = [_Worker(s, SourceMetrics(s.name, registry)) for s in specs]
-        self.health = (HealthServer(registry, self.readiness, metrics_host, metrics_port)
-                       if metrics_port is not None else None)
+        try:
+            self.health = (HealthServer(registry, self.readiness, metrics_host, metrics_port)
+                           if metrics_port is not None else None)
+        except OSError as exc:
+            raise ConfigError(f"cannot serve /metrics on {metrics_host}:{metrics_port}: {exc.strerror}",
+                              key="metrics.port") from None
 
     def readiness(self) -> dict[str, str]:
         reasons = {}
@@ -188,9 +192,15 @@ class Daemon:
             alive[0].thread.join(0.2)
         failed = [w for w in self.workers if w.error is not None]
         if failed:
-            self.failure = "; ".join(f"source {w.spec.name} stopped at position {w.publisher.last_resume}: "
+            self.failure = "; ".join(f"source {w.spec.name} stopped at position {_where(w.publisher)}: "
                                      f"{type(w.error).__name__}: {w.error}" for w in failed)
             return 2
         return 0
 
     failure: str | None = None
+
+
+def _where(publisher: Publisher | None) -> str:
+    resume = None if publisher is None else publisher.last_resume
+    return "(none published yet: the next start begins at the source's current position)" if resume is None \
+        else str(resume)
