@@ -1,0 +1,55 @@
+"""How the tail scan reads markers: the last checkpoint and whether a transaction is left open."""
+
+from __future__ import annotations
+
+from cdc import envelope as e
+from cdc.publish.tail import _summarise
+from cdc.serde import get_serdes
+
+KS, VS = get_serdes("json")
+
+
+class Msg:
+    def __init__(self, offset: int, key: dict | None, value: dict) -> None:
+        self._o, self._k, self._v = offset, None if key is None else KS.encode(key), VS.encode(value)
+
+    def offset(self):
+        return self._o
+
+    def key(self):
+        return self._k
+
+    def value(self):
+        return self._v
+
+
+def _data(seq: int, txid: str) -> tuple[dict, dict]:
+    return {"table": "d.t", "key": {"id": seq}}, {"sequence": seq, "op": "c", "transaction": {"id": txid}}
+
+
+def window(records: list[tuple[dict | None, dict]]):
+    return _summarise(iter(Msg(i, k, v) for i, (k, v) in enumerate(records)), KS, VS)
+
+
+def test_open_transaction_after_the_last_end():
+    w = window([(None, e.begin_record(1, "a", 0)), _data(2, "a"),
+                (None, e.end_record(3, "a", 0, {"d.t": 1}, {"r": 3}, {})),
+                (None, e.begin_record(4, "b", 0)),
+                ({"table": "d.t"}, e.schema_record(5, "d.t", None, None, 0, None)),  # in-tx: not a checkpoint
+                _data(6, "b")])
+    assert w.checkpoint["resume"] == {"r": 3}
+    assert w.trail["status"] == "BEGIN" and w.trail["id"] == "b"
+    assert VS.decode(w.last_value)["sequence"] == 6
+
+
+def test_aborted_closes_and_a_heartbeat_is_a_checkpoint():
+    w = window([(None, e.begin_record(1, "a", 0)), _data(2, "a"), (None, e.aborted_record(3, "a", 0))])
+    assert w.checkpoint is None and w.trail["status"] == "ABORTED"
+    w = window([(None, e.aborted_record(3, "a", 0)), (None, e.heartbeat_record(4, 0, {"r": 4}))])
+    assert w.checkpoint["resume"] == {"r": 4} and w.trail is None
+
+
+def test_a_ddl_is_a_checkpoint_and_a_heartbeat_without_resume_is_not():
+    w = window([({"table": "d.t"}, e.schema_record(1, "d.t", "ALTER TABLE t ADD c INT", None, 0, {"r": 1})),
+                (None, e.heartbeat_record(2, 0, None))])
+    assert w.checkpoint["sequence"] == 1
