@@ -5,6 +5,8 @@ rollbacks, partial rollbacks and CSF rows); reports ``reader_rows_per_s``
 (first row read to the last record acknowledged), ``raw_produce_rows_per_s``
 (the same number of pre-serialized records of the same average size produced
 with confluent-kafka and flushed), ``ratio`` and ``peak_rss_mb``.
+``reader_rows_per_cpu_s`` divides by the CPU time of the reading thread alone
+and ``load_avg_1m`` shows how busy the shared machine was during the run.
 ``--big-txn N``: one N-row UPDATE transaction (spills to disk); reports rows/s
 and the peak RSS of the process (target < 300 MB for 1,000,000 rows).
 """
@@ -12,6 +14,7 @@ and the peak RSS of the process (target < 300 MB for 1,000,000 rows).
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import tempfile
@@ -86,7 +89,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             publisher.close()
         rows_s = stats["rows"] / stats["seconds"]
         result: dict[str, Any] = {"rows": stats["rows"], "transactions": stats["transactions"],
-                                  "reader_rows_per_s": round(rows_s), "seconds": round(stats["seconds"], 2)}
+                                  "reader_rows_per_s": round(rows_s), "seconds": round(stats["seconds"], 2),
+                                  # CPU of the reading+publishing thread alone: what one free core would give
+                                  "reader_rows_per_cpu_s": round(stats["rows"] / max(stats["cpu_seconds"], 1e-9)),
+                                  "load_avg_1m": round(os.getloadavg()[0], 1)}
         if args.big_txn:
             result["peak_rss_mb"] = _rss_mb()
             return result

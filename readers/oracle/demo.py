@@ -33,7 +33,7 @@ def pump(source: OracleSource, publisher: Any, resume: Any = None) -> dict[str, 
     """Start the source, publish until it is idle (first heartbeat after all redo), flush; returns counts."""
     source.start(resume)
     rows = txs = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     publish = publisher.publish
     try:
         for ev in source.events():
@@ -49,7 +49,8 @@ def pump(source: OracleSource, publisher: Any, resume: Any = None) -> dict[str, 
         publisher.flush(timeout_s=120)
     finally:
         source.close()
-    return {"rows": rows, "transactions": txs, "seconds": time.perf_counter() - t0}
+    return {"rows": rows, "transactions": txs, "seconds": time.perf_counter() - t0,
+            "cpu_seconds": time.thread_time() - c0}
 
 
 def run_demo(bootstrap: str, *, topic_prefix: str | None = None, workload: str = DEMO_WORKLOAD,
