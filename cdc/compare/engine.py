@@ -24,7 +24,6 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Iterator
 
@@ -32,10 +31,11 @@ from cdc.compare.catalog import TableShape, describe
 from cdc.compare.endpoints import Endpoint
 from cdc.compare.errors import CompareError
 from cdc.compare.fingerprint import ColumnInfo, bucket_digest_sql, md5_sql, quote, row_text_sql
-from cdc.compare.merge import merge, merge_multiset
+from cdc.compare.merge import merge, merge_multiset, walk
 from cdc.compare.report import TableReport
 
 RANGES_PER_QUERY = 200
+SLAB_BUCKETS = 128  # buckets per bucket-pass query
 COMPATIBLE = {frozenset({"int", "bool"}), frozenset({"datetime", "timestamptz"}), frozenset({"int", "decimal"})}
 
 
@@ -270,12 +270,23 @@ class TableCompare:
             n = max(n, int(cnt))
         return (lo or 0), (hi if hi is not None else 0), n
 
-    def _bucket_sql(self, side: Side, lo: int, width: int) -> str:
+    def _bucket_sql(self, side: Side, lo: int, width: int, slab: tuple[int, int]) -> str:
         k = quote(side.dialect, side.key[0])
         div = {"mysql": "DIV", "postgres": "/", "duckdb": "//"}[side.dialect]
         digest = bucket_digest_sql(side.dialect, side.text(), k)
-        return (f"SELECT ({k} - {lo}) {div} {width} AS b, COUNT(*), {digest} "
-                f"FROM {side.table_sql()} GROUP BY ({k} - {lo}) {div} {width} ORDER BY 1")
+        return (f"SELECT ({k} - {lo}) {div} {width} AS b, COUNT(*), {digest} FROM {side.table_sql()} "
+                f"WHERE {k} >= {slab[0]} AND {k} < {slab[1]} GROUP BY ({k} - {lo}) {div} {width} ORDER BY 1")
+
+    def _bucket_stream(self, side: Side, conn, lo: int, hi: int, width: int) -> Iterator[tuple]:
+        """(bucket, (count, digest)) in bucket order, one query per slab of SLAB_BUCKETS buckets.
+
+        Slabs keep each GROUP BY small (MariaDB spills a big one to disk) and
+        let the prefetch thread hand buckets to the merge while the next slab runs.
+        """
+        step = width * SLAB_BUCKETS
+        for start in range(lo, hi + 1, step):
+            for b, c, digest in side.endpoint.query(conn, self._bucket_sql(side, lo, width, (start, start + step))):
+                yield int(b), (int(c), digest)
 
     def _buckets(self, report: TableReport) -> None:
         lo, hi, n = self._bounds()
@@ -283,23 +294,19 @@ class TableCompare:
             return
         buckets = max(1, -(-n // self.bucket_rows))
         width = max(1, -(-(hi - lo + 1) // buckets))
-        with ThreadPoolExecutor(2) as pool:  # both databases fold their rows at the same time
-            fs = [pool.submit(side.endpoint.query, conn, self._bucket_sql(side, lo, width))
-                  for side, conn in ((self.s, self.conns[0]), (self.t, self.conns[2]))]
-            s_b, t_b = (f.result() for f in fs)
-        s_rows = [(int(b), (int(c), x)) for b, c, x in s_b]
-        t_rows = [(int(b), (int(c), x)) for b, c, x in t_b]
-        counts = [0, 0, 0]
-        differing = [d.key[0] for d in merge(s_rows, t_rows, self.src_name + " (buckets)", counts)]
-        equal_rows = 0
-        bad = set(differing)
-        for b, (c, _) in s_rows:
-            if b not in bad:
-                equal_rows += c
+        # both databases fold their rows at the same time, each in its own prefetch thread
+        s_rows = prefetch(self._bucket_stream(self.s, self.conns[0], lo, hi, width), 64)
+        t_rows = prefetch(self._bucket_stream(self.t, self.conns[2], lo, hi, width), 64)
+        counts, equal_rows, differing = [0, 0, 0], 0, []
+        for key, s, t in walk(s_rows, t_rows, self.src_name + " (buckets)"):
+            if s is not None and s == t:
+                equal_rows += s[0]
+                self.advance(s[0])
+            else:
+                differing.append(key[0])
         report.source_rows += equal_rows
         report.target_rows += equal_rows
         report.same += equal_rows
-        self.advance(equal_rows)
         if len(differing) * width > max(n // 2, 10 * width):  # mostly different: one pass is cheaper
             report.source_rows = report.target_rows = report.same = 0
             self._rows(report, None)

@@ -71,7 +71,7 @@ def _checked(rows: Iterable[tuple], side: str, table: str) -> Iterator[tuple[tup
         yield key, row[-1]
 
 
-def _walk(source: Iterable[tuple], target: Iterable[tuple], table: str) -> Iterator[tuple[tuple, Any, Any]]:
+def walk(source: Iterable[tuple], target: Iterable[tuple], table: str) -> Iterator[tuple[tuple, Any, Any]]:
     """Two pointers over both streams: yield (key, source value|None, target value|None)."""
     s_it = _checked(source, "source", table)
     t_it = _checked(target, "target", table)
@@ -104,7 +104,7 @@ def merge(source: Iterable[tuple], target: Iterable[tuple], table: str = "?",
     so callers can report totals and advance a progress bar without a second pass.
     """
     counts = counter if counter is not None else [0, 0, 0]
-    for key, s, t in _walk(source, target, table):
+    for key, s, t in walk(source, target, table):
         if s is None:
             counts[1] += 1
             yield Diff(EXTRA, key, None, t)
@@ -129,7 +129,7 @@ def merge_multiset(source: Iterable[tuple], target: Iterable[tuple], table: str 
     'different': without a key a changed row is one missing plus one extra.
     """
     counts = counter if counter is not None else [0, 0, 0]
-    for key, s, t in _walk(source, target, table):
+    for key, s, t in walk(source, target, table):
         s_n, t_n = int(s or 0), int(t or 0)
         counts[0] += s_n
         counts[1] += t_n
