@@ -53,8 +53,38 @@ def pump(source: OracleSource, publisher: Any, resume: Any = None) -> dict[str, 
             "cpu_seconds": time.thread_time() - c0}
 
 
-def run_demo(bootstrap: str, *, topic_prefix: str | None = None, workload: str = DEMO_WORKLOAD,
-             out: Callable[[str], None] = print) -> dict[str, Any]:
+def run_demo(where: Any = None, *, workload: str = DEMO_WORKLOAD, out: Callable[[str], None] = print) -> int:
+    """``cdc dev demo --oracle``: ``where`` is a broker address (host:port) or the dev-stack directory
+    (its cdc.yaml names the broker when `cdc dev up` runs); without a reachable broker the demo starts
+    its own tansu broker and stops it afterwards. Returns the exit status."""
+    from pathlib import Path
+
+    from cdc.dev.broker import Broker
+
+    bootstrap = where if isinstance(where, str) and ":" in where else None
+    if bootstrap is None and where is not None and (Path(where) / "cdc.yaml").exists():
+        try:
+            from cdc.config import load_config
+            bootstrap = load_config(Path(where) / "cdc.yaml").kafka.bootstrap_servers
+            from confluent_kafka.admin import AdminClient
+            AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=3)
+        except Exception:  # dev stack not up: use our own broker
+            bootstrap = None
+    broker = None
+    if bootstrap is None:
+        broker = Broker().start()
+        bootstrap = broker.bootstrap
+        out(f"  started a tansu broker on {bootstrap} for the demo")
+    try:
+        stream_demo(bootstrap, workload=workload, out=out)
+        return 0
+    finally:
+        if broker is not None:
+            broker.stop()
+
+
+def stream_demo(bootstrap: str, *, topic_prefix: str | None = None, workload: str = DEMO_WORKLOAD,
+                out: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the simulator source through the publisher into the broker at ``bootstrap``; print a summary."""
     from cdc.config import KafkaConfig
     from cdc.publish.publisher import Publisher

@@ -15,7 +15,7 @@ from cdc.config import KafkaConfig
 from cdc.events import Begin, Change, Commit, Heartbeat
 from cdc.publish.publisher import Publisher
 from cdc.runtime.metrics import SourceMetrics
-from readers.oracle.demo import make_source, pump, run_demo
+from readers.oracle.demo import make_source, pump, run_demo, stream_demo
 from tests.integration.stream_check import read_stream
 from tests.unit.oracle.helpers import expected
 
@@ -71,7 +71,13 @@ def test_stream_equals_model_across_a_crash(broker, topic_prefix, tmp_path):
 
 def test_demo_runs_through_the_broker(broker, topic_prefix):
     lines: list[str] = []
-    summary = run_demo(broker.bootstrap, topic_prefix=topic_prefix,
+    summary = stream_demo(broker.bootstrap, topic_prefix=topic_prefix,
                        workload="seed=3,transactions=100,lanes=4,threads=2,log_scns=60,head_step=50", out=lines.append)
     assert summary["rows"] > 0 and summary["log_switches"] > 0
     assert "NO live Oracle" in lines[0]
+
+
+def test_run_demo_entry_point_for_cdc_dev_demo(broker):
+    lines: list[str] = []
+    assert run_demo(broker.bootstrap, workload="seed=4,transactions=20,lanes=2", out=lines.append) == 0
+    assert any("published" in line for line in lines)
