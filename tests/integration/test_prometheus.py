@@ -1,4 +1,4 @@
-"""A real Prometheus scrapes the real daemon and the apply side; every PromQL
+"""A real Prometheus scrapes the real daemon and the real Spark apply job; every PromQL
 expression of every dashboard panel and alert rule is evaluated through
 /api/v1/query and must return data without error; promtool accepts the
 config and the rules.
@@ -11,15 +11,16 @@ becomes 30s. A quiet alert (``x > 60`` while all is well) returns nothing, so
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
 
 import pytest
+import yaml
 
-from cdc.dev.ports import HOST, free_port
+from cdc.dev.ports import HOST, free_port, wait_until
 from cdc.dev.procs import spawn, terminate
-from cdc.envelope import changes_topic
 from tests.fixtures.ops import DaemonProcess, total, wait_for
 from tests.fixtures.prometheus import (
     ALERTS_YML,
@@ -33,9 +34,9 @@ from tests.fixtures.prometheus import (
     substitute,
 )
 
-pytestmark = [pytest.mark.prometheus, pytest.mark.mysql, pytest.mark.kafka]
+pytestmark = [pytest.mark.prometheus, pytest.mark.mysql, pytest.mark.kafka, pytest.mark.spark]
 
-SOURCE, TARGET = "shop", "pg"
+SOURCE, TARGET = "shop", "duck"
 
 
 def promtool(*args: str) -> None:
@@ -58,18 +59,24 @@ def has_data(prom: PrometheusServer, expr: str) -> bool:
 def test_every_dashboard_and_alert_query_returns_data(mariadb_primary, broker, topic_prefix, tmp_mysql_db,
                                                       tmp_path, prometheus_server):
     db = tmp_mysql_db
-    mariadb_primary.query(f"CREATE TABLE {db}.orders (id INT PRIMARY KEY, amount INT)")
     (tmp_path / "daemon").mkdir()
     daemon = DaemonProcess(tmp_path / "daemon", source=SOURCE, mariadb_hosts=[mariadb_primary.address],
                            tables=[f"{db}.*"], bootstrap=broker.bootstrap, topic_prefix=topic_prefix)
     apply_port = free_port()
-    exporter = None
+    apply_job = None
     try:
         daemon.start()
-        # the apply side: follows the real stream and reports through ApplyMetrics
-        exporter = spawn([sys.executable, "-m", "tests.fixtures.apply_exporter", "--bootstrap", broker.bootstrap,
-                          "--topic", changes_topic(topic_prefix, SOURCE), "--source", SOURCE, "--target", TARGET,
-                          "--port", str(apply_port)], tmp_path / "apply.log")
+        # created while the daemon runs: its SCHEMA record comes from the DDL, outside any transaction
+        mariadb_primary.query(f"CREATE TABLE {db}.orders (id INT PRIMARY KEY, amount INT)")
+        # the apply side: the real Spark job (local[2]) into DuckDB, serving /metrics
+        apply_cfg = tmp_path / "apply.yaml"
+        apply_cfg.write_text(yaml.safe_dump({
+            "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": topic_prefix},
+            "targets": [{"name": TARGET, "kind": "duckdb", "path": str(tmp_path / "target.duckdb")}],
+            "apply": [{"source": SOURCE, "target": TARGET, "checkpoint_dir": str(tmp_path / "checkpoint"),
+                       "trigger_interval_s": 0.5}]}))
+        apply_job = spawn([sys.executable, "-m", "tests.fixtures.apply_job", "--config", str(apply_cfg),
+                           "--port", str(apply_port)], tmp_path / "apply.log", env=dict(os.environ, CDC_PROGRESS="off"))
         prom = prometheus_server({"cdc-daemon": daemon.address, "cdc-apply": f"{HOST}:{apply_port}"})
         promtool("check", "config", str(prom.config_path))
 
@@ -85,15 +92,15 @@ def test_every_dashboard_and_alert_query_returns_data(mariadb_primary, broker, t
             conn.close()
 
         workload(0, 30)
-        wait_for(lambda: total(daemon.scrape(), "cdc_source_transactions_published_total") >= 30, 30,
+        wait_for(lambda: total(daemon.scrape(), "cdc_source_transactions_published_total") >= 30, 90,
                  "workload published", daemon)
         wait_for(lambda: all(prom.targets_up().get(j) for j in ("cdc-daemon", "cdc-apply")), 30,
                  f"prometheus scraping both targets ({prom.log})")
         time.sleep(2)
         workload(30, 30)  # changes inside the rate windows
-        wait_for(lambda: has_data(prom, 'cdc_apply_rows_total{op="d"}') and
-                 has_data(prom, 'count_over_time(cdc_apply_batches_total[1m]) >= 4'), 30,
-                 "apply metrics scraped")
+        wait_until(lambda: has_data(prom, "cdc_apply_rows_total") and
+                 has_data(prom, "count_over_time(cdc_apply_target_freshness_seconds[1m]) >= 4"), 120,
+                 "apply job applied the workload", interval=0.5, alive=lambda: _exited(apply_job, tmp_path / "apply.log"))
 
         problems: list[str] = []
         checked = 0
@@ -117,8 +124,15 @@ def test_every_dashboard_and_alert_query_returns_data(mariadb_primary, broker, t
         bad = {name: err for name, (health, err) in _rules_health(prom).items() if health != "ok"}
         assert not bad, f"rules with evaluation errors: {bad}"
     finally:
-        terminate(exporter, timeout=10)
+        terminate(apply_job, timeout=30)
         daemon.stop()
+
+
+def _exited(proc, log) -> str | None:
+    if proc.poll() is None:
+        return None
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if "Error" in ln or "error" in ln]
+    return f"apply job exited with {proc.returncode}: " + "\n".join(lines[-15:])
 
 
 def _check(prom: PrometheusServer, where: str, expr: str) -> list[str]:
