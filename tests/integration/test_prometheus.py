@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 
 import pytest
@@ -21,7 +20,7 @@ import yaml
 
 from cdc.dev.ports import HOST, free_port, wait_until
 from cdc.dev.procs import spawn, terminate
-from tests.fixtures.ops import DaemonProcess, total, wait_for
+from tests.fixtures.ops import CDC, DaemonProcess, total, wait_for
 from tests.fixtures.prometheus import (
     ALERTS_YML,
     DASHBOARDS,
@@ -68,15 +67,17 @@ def test_every_dashboard_and_alert_query_returns_data(mariadb_primary, broker, t
         daemon.start()
         # created while the daemon runs: its SCHEMA record comes from the DDL, outside any transaction
         mariadb_primary.query(f"CREATE TABLE {db}.orders (id INT PRIMARY KEY, amount INT)")
-        # the apply side: the real Spark job (local[2]) into DuckDB, serving /metrics
+        # the apply side: the real Spark job (`cdc apply`, local[2]) into DuckDB, serving /metrics
         apply_cfg = tmp_path / "apply.yaml"
         apply_cfg.write_text(yaml.safe_dump({
             "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": topic_prefix},
+            "logging": {"json": True},
             "targets": [{"name": TARGET, "kind": "duckdb", "path": str(tmp_path / "target.duckdb")}],
             "apply": [{"source": SOURCE, "target": TARGET, "checkpoint_dir": str(tmp_path / "checkpoint"),
                        "trigger_interval_s": 0.5}]}))
-        apply_job = spawn([sys.executable, "-m", "tests.fixtures.apply_job", "--config", str(apply_cfg),
-                           "--port", str(apply_port)], tmp_path / "apply.log", env=dict(os.environ, CDC_PROGRESS="off"))
+        apply_job = spawn([CDC, "apply", "--config", str(apply_cfg), "--master", "local[2]",
+                           "--metrics-port", str(apply_port)], tmp_path / "apply.log",
+                          env=dict(os.environ, CDC_PROGRESS="off"))
         prom = prometheus_server({"cdc-daemon": daemon.address, "cdc-apply": f"{HOST}:{apply_port}"})
         promtool("check", "config", str(prom.config_path))
 

@@ -149,7 +149,8 @@ def test_compose_has_the_services_and_valid_cdc_config():
     prom_ports = {j["job_name"]: j["static_configs"][0]["targets"][0]
                   for j in yaml.safe_load((DEPLOY / "prometheus/prometheus.yml").read_text())["scrape_configs"]}
     assert prom_ports["cdc-daemon"].endswith(":" + services["cdc-daemon"]["environment"]["CDC_METRICS__PORT"])
-    assert prom_ports["cdc-apply"].endswith(":" + services["cdc-apply"]["environment"]["CDC_METRICS__PORT"])
+    apply_cmd = services["cdc-apply"]["command"]
+    assert prom_ports["cdc-apply"].endswith(":" + apply_cmd[apply_cmd.index("--metrics-port") + 1])
 
 
 def test_dockerfile_is_multistage_nonroot_with_java_and_cdc_entrypoint():
