@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import IO, Any, Callable
+from collections.abc import Callable
+from typing import IO, Any
 
 import orjson
 
