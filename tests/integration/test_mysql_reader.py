@@ -1,0 +1,97 @@
+"""MySqlSource against a real MariaDB: transactions, types, DDL, rollback, resume, bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc.events import Commit, SchemaChange
+from readers.mysql.errors import AuthenticationFailed, SettingsRefused, SourceUnavailable
+from readers.mysql.position import GtidSet
+from tests.integration.mysql_helpers import collect, make_source, marks, transactions
+
+pytestmark = pytest.mark.mysql
+
+
+def test_stream_types_ddl_rollback_and_resume(mariadb_primary, tmp_mysql_db):
+    db = tmp_mysql_db
+    src = make_source([mariadb_primary.address], [f"{db}.*"])
+    src.start(None)
+    start_state = src.state
+    q = mariadb_primary.query
+    q(f"CREATE TABLE `{db}`.log (id INT PRIMARY KEY, d DECIMAL(10,2), ts TIMESTAMP(3) NULL, dt DATETIME,"
+      f" tm TIME(2), bl VARBINARY(8), e ENUM('x','y'), s SET('p','q'), bt BIT(5), n VARCHAR(5) NOT NULL)")
+    q(f"CREATE TABLE test.not_captured_{db[-6:]} (id INT PRIMARY KEY)")
+    q(f"INSERT INTO test.not_captured_{db[-6:]} VALUES (1)")
+    conn = mariadb_primary.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("BEGIN")
+            cur.execute(f"INSERT INTO `{db}`.log VALUES (1, 3.14, '2024-01-02 03:04:05.123', '2024-01-02 03:04:05',"
+                        " '-838:00:00', x'00ff', 'y', 'q,p', b'10101', 'héé')")
+            cur.execute(f"INSERT INTO `{db}`.log (id, n) VALUES (2, 'a')")
+            cur.execute("COMMIT")
+            cur.execute("BEGIN")
+            cur.execute(f"INSERT INTO `{db}`.log (id, n) VALUES (666, 'rb')")
+            cur.execute("ROLLBACK")
+            cur.execute(f"UPDATE `{db}`.log SET n='b' WHERE id=2")
+            cur.execute(f"DELETE FROM `{db}`.log WHERE id=1")
+            cur.execute("COMMIT")
+    finally:
+        conn.close()
+    end = GtidSet.parse(mariadb_primary.gtid_binlog_pos())
+    try:
+        events = collect(src, lambda evs: src.state.issuperset(end), timeout=20)
+    finally:
+        src.close()
+
+    ddl = [e for e in events if isinstance(e, SchemaChange)]
+    assert ddl[0].table.table == "log" and ddl[0].schema.primary_key == ("id",)
+    txs = transactions(events)
+    assert [len(rows) for _, rows in txs] == [2, 1, 1]
+    first = txs[0][1][0]
+    assert first.after == {"id": 1, "d": "3.14", "ts": "2024-01-02T03:04:05.123000Z", "dt": "2024-01-02T03:04:05",
+                           "tm": "-838:00:00", "bl": "AP8=", "e": "y", "s": "p,q", "bt": 21, "n": "héé"}
+    assert first.source["gtid"] == txs[0][0] and first.source["file"] and first.source["pos"] > 0
+    assert [c.name for c in first.schema.columns][:2] == ["id", "d"]
+    assert first.schema.columns[1].type == "decimal(10,2)" and not first.schema.columns[-1].nullable
+    assert txs[1][1][0].before["n"] == "a" and txs[1][1][0].after["n"] == "b"
+    assert 666 not in marks(events), "a rolled-back transaction appeared"
+    commits = [e for e in events if isinstance(e, Commit)]
+    assert all(GtidSet.parse(c.resume["gtid_set"]).issuperset(start_state) for c in commits)
+    assert GtidSet.parse(events[-1].resume["gtid_set"]) == end == src.state
+
+    # resume after the first transaction: the next event is the second one, nothing twice
+    again = make_source([mariadb_primary.address], [f"{db}.*"])
+    again.start(commits[0].resume)
+    try:
+        evs2 = collect(again, lambda evs: again.state.issuperset(end), timeout=20)
+    finally:
+        again.close()
+    assert [g for g, _ in transactions(evs2)] == [g for g, _ in txs[1:]]
+
+
+def test_wrong_password_is_terminal(mariadb_primary):
+    src = make_source([mariadb_primary.address], ["test.*"], password="nope")
+    with pytest.raises(AuthenticationFailed):
+        src.start(None)
+
+
+def test_unreachable_host_is_a_clear_transient_error():
+    src = make_source(["127.0.0.1:1"], ["test.*"], connect_timeout_s=1)
+    with pytest.raises(SourceUnavailable) as info:
+        src.start(None)
+    assert "127.0.0.1:1" in str(info.value)
+
+
+def test_statement_format_is_refused_by_check_and_start(mariadb_pair):
+    primary, _ = mariadb_pair
+    from readers.mysql.check import check_host
+
+    primary.query("SET GLOBAL binlog_format='STATEMENT'")
+    primary.query("SET GLOBAL binlog_row_metadata='MINIMAL'")
+    problems = check_host(primary.address, "cdc", "cdc", candidate=True)
+    named = {p.setting for p in problems}
+    assert {"binlog_format", "binlog_row_metadata"} <= named
+    assert any("SET GLOBAL binlog_format=ROW" in p.fix for p in problems)
+    with pytest.raises(SettingsRefused):
+        make_source([primary.address], ["test.*"]).start(None)
