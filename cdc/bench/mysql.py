@@ -1,0 +1,129 @@
+"""`cdc bench mysql --rows N`: binlog -> Kafka vs the raw python-mysql-replication decode loop.
+
+Starts its own MariaDB and tansu broker (cdc.dev), writes N realistic rows
+(several column types) in transactions of ``--batch`` rows with INSERT ...
+SELECT from the sequence engine, then measures on that same binlog:
+
+* raw: BinLogStreamReader from the start GTID state, iterating every
+  WriteRowsEvent and touching every value of every row (the floor any
+  Python reader built on the library pays);
+* pipeline: MySqlSource -> Publisher -> broker, timed until the broker
+  acknowledged the END of the last transaction.
+
+Prints raw_rows_per_s, pipeline_rows_per_s, ratio, rows, seconds, peak_rss_mb.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rows", type=int, default=500_000)
+    parser.add_argument("--batch", type=int, default=100_000, help="rows per source transaction")
+
+
+def _say(msg: str) -> None:
+    print(f"[bench mysql] {msg}", file=sys.stderr, flush=True)
+
+
+def _load(db, rows: int, batch: int) -> tuple[str, str]:
+    db.query("CREATE DATABASE IF NOT EXISTS bench")
+    db.query("CREATE TABLE bench.orders (id BIGINT PRIMARY KEY, customer VARCHAR(64) NOT NULL, "
+             "amount DECIMAL(12,2), qty INT, created DATETIME(6), status ENUM('new','paid','shipped'), "
+             "note VARCHAR(255))")
+    start = db.gtid_binlog_pos()
+    done = 0
+    while done < rows:
+        n = min(batch, rows - done)
+        db.query(f"INSERT INTO bench.orders SELECT seq, CONCAT('customer-', seq % 9973), (seq % 100000) / 100, "
+                 f"seq % 17, TIMESTAMP('2024-01-01') + INTERVAL seq SECOND, 1 + seq % 3, "
+                 f"REPEAT('x', 20 + seq % 40) FROM bench.seq_{done + 1}_to_{done + n}")
+        done += n
+    return start, db.gtid_binlog_pos()
+
+
+def _raw(db, start: str, rows: int) -> float:
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.row_event import WriteRowsEvent
+
+    stream = BinLogStreamReader(
+        connection_settings={"host": db.host, "port": db.port, "user": "cdc", "passwd": "cdc"},
+        server_id=990001, blocking=False, auto_position=start, is_mariadb=True, only_events=[WriteRowsEvent],
+        only_schemas=["bench"], enable_logging=False)
+    seen = 0
+    t0 = time.perf_counter()
+    for ev in stream:
+        for r in ev.rows:
+            for _v in r["values"].values():
+                pass
+            seen += 1
+        if seen >= rows:
+            break
+    elapsed = time.perf_counter() - t0
+    stream.close()
+    if seen < rows:
+        raise RuntimeError(f"raw loop saw {seen} of {rows} rows")
+    return elapsed
+
+
+def _pipeline(db, broker, start: str, end: str, rows: int) -> float:
+    from cdc.config import KafkaConfig
+    from cdc.events import Commit
+    from cdc.publish.publisher import Publisher
+    from cdc.runtime.metrics import SourceMetrics
+    from cdc.sources import SourceContext
+    from readers.mysql.config import MySqlSourceConfig
+    from readers.mysql.position import GtidSet
+    from readers.mysql.reader import MySqlSource
+
+    metrics = SourceMetrics("bench")
+    cfg = MySqlSourceConfig(name="bench", hosts=[db.address], user="cdc", password="cdc", tables=["bench.*"],
+                            server_id=990002)
+    kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=f"bench{int(time.time())}")
+    pub = Publisher("bench", "mysql", kafka, metrics)
+    pub.recover()
+    src = MySqlSource(cfg, SourceContext(metrics=metrics))
+    src.start({"gtid_set": start})
+    target = GtidSet.parse(end)
+    t0 = time.perf_counter()
+    for ev in src.events():
+        pub.publish(ev)
+        if type(ev) is Commit and src.state.issuperset(target):
+            break
+    pub.flush()
+    elapsed = time.perf_counter() - t0
+    src.close()
+    pub.close()
+    return elapsed
+
+
+def run(args: argparse.Namespace) -> dict:
+    from cdc.dev.broker import Broker
+    from cdc.dev.mariadb import MariaDB
+
+    with tempfile.TemporaryDirectory(prefix="cdc-bench-mysql-") as tmp:
+        db = MariaDB(Path(tmp), server_id=77, name="bench")
+        broker = Broker(log_dir=Path(tmp) / "broker")
+        try:
+            db.start()
+            broker.start()
+            _say(f"loading {args.rows} rows")
+            start, end = _load(db, args.rows, args.batch)
+            _say("raw decode loop")
+            raw_s = _raw(db, start, args.rows)
+            _say("pipeline (reader -> publisher -> broker ack)")
+            pipe_s = _pipeline(db, broker, start, end, args.rows)
+        finally:
+            broker.stop()
+            db.stop()
+    raw_rate, pipe_rate = args.rows / raw_s, args.rows / pipe_s
+    return {"rows": args.rows, "raw_rows_per_s": round(raw_rate), "pipeline_rows_per_s": round(pipe_rate),
+            "ratio": round(pipe_rate / raw_rate, 3), "raw_seconds": round(raw_s, 2),
+            "pipeline_seconds": round(pipe_s, 2),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
