@@ -128,7 +128,7 @@ def test_second_signal_exits_at_once_and_restart_closes_the_cut(
     db = tmp_mysql_db
     mariadb_primary.query(f"CREATE TABLE {db}.big (id INT PRIMARY KEY, pad VARCHAR(100))")
     first = make_daemon(tmp_path, "first", mariadb_primary, broker, topic_prefix, db).start()
-    n = 40_000
+    n = 20_000
     try:
         conn = mariadb_primary.connect(db, autocommit=False)
         with conn.cursor() as cur:  # one big transaction: the drain must wait for its END
@@ -146,7 +146,7 @@ def test_second_signal_exits_at_once_and_restart_closes_the_cut(
     finally:
         first.stop()
     if rc == 0:
-        pytest.fail("the daemon finished draining a 40k-row transaction within 50 ms; make the test "
+        pytest.fail("the daemon finished draining a 20k-row transaction within 50 ms; make the test "
                     "transaction bigger so the second signal lands during the drain")
     assert rc == 128 + signal.SIGTERM, f"exit status {rc}; log:\n{first.log_tail()}"
 
