@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import os
 import pickle
-import queue
 import shutil
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from cdc.errors import CdcError, Terminal
 
@@ -95,7 +95,7 @@ class TransactionStore:
             shutil.rmtree(directory, ignore_errors=True)
         os.makedirs(directory, exist_ok=True)
 
-    def open(self, txid: str) -> "TxBuffer":
+    def open(self, txid: str) -> TxBuffer:
         with self._lock:
             self._seq += 1
             return TxBuffer(self, txid, self._seq)
@@ -116,7 +116,7 @@ class TransactionStore:
         if self._on_bytes is not None:
             self._on_bytes(self.memory_bytes, self.spilled_bytes)
 
-    def _submit(self, buf: "TxBuffer", path: str, chunk: list, nbytes: int) -> None:
+    def _submit(self, buf: TxBuffer, path: str, chunk: list, nbytes: int) -> None:
         self.check()
         if self._writer is None:
             self._writer = threading.Thread(target=self._write_loop, name="spill-writer", daemon=True)
@@ -136,7 +136,7 @@ class TransactionStore:
                     self._account(memory=-nbytes, spilled=nbytes)
                 else:
                     self._account(memory=-nbytes)
-            except BaseException as exc:  # handed to the producer on its next call
+            except BaseException as exc:  # noqa: BLE001 -- handed to the producer on its next call
                 self._writer_error = SpillError(f"cannot write spill chunk {path}: {exc}", path=path)
                 self._account(memory=-nbytes)
             finally:
@@ -257,7 +257,7 @@ class TxBuffer:
                     for path, nbytes in self._chunks:
                         q.put(self._read_chunk(path), nbytes)
                     q.put(_STOP, 0)
-                except BaseException as exc:
+                except BaseException as exc:  # noqa: BLE001 -- handed to the consumer
                     q.put(exc, 0)
 
             reader = threading.Thread(target=read_all, name="spill-reader", daemon=True)

@@ -7,8 +7,9 @@ convert raises DecodeError naming table, column and value.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable
+from typing import Any
 
 from cdc.errors import DecodeError
 from cdc.events import Change

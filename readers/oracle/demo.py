@@ -10,7 +10,8 @@ from __future__ import annotations
 import tempfile
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from cdc.events import Change, Commit, Heartbeat
 from cdc.runtime.metrics import SourceMetrics
@@ -68,7 +69,7 @@ def run_demo(where: Any = None, *, workload: str = DEMO_WORKLOAD, out: Callable[
             bootstrap = load_config(Path(where) / "cdc.yaml").kafka.bootstrap_servers
             from confluent_kafka.admin import AdminClient
             AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=3)
-        except Exception:  # dev stack not up: use our own broker
+        except Exception:  # dev stack not up: use our own broker  # noqa: BLE001 -- any failure: use our own broker
             bootstrap = None
     broker = None
     if bootstrap is None:

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from cdc.events import Begin, Change, Commit, Event, SchemaChange, TableId, TableSchema
 from cdc.spill import TransactionStore, TxBuffer
@@ -46,7 +47,7 @@ def ts_ms(value: Any) -> int:
 
 
 class _Tx:
-    __slots__ = ("raw", "xid", "start_scn", "buf", "csf", "undo_slot")
+    __slots__ = ("buf", "csf", "raw", "start_scn", "undo_slot", "xid")
 
     def __init__(self, raw: str, start_scn: int, buf: TxBuffer) -> None:
         self.raw, self.start_scn, self.buf = raw, start_scn, buf
@@ -59,10 +60,11 @@ class Dispatcher:
     def __init__(self, store: TransactionStore, captured: Callable[[str, str], bool], *,
                  resume: ResumeState | None, schema_of: Callable[[str, str], TableSchema | None],
                  unsupported: str = "fail", convert: Callable[[Change], None] | None = None,
-                 on_counts: Callable[[dict, int], None] | None = None) -> None:
+                 on_counts: Callable[[dict, int], None] | None = None,
+                 on_ddl: Callable[[int], None] | None = None) -> None:
         self.store, self.captured, self.resume = store, captured, resume
         self.schema_of, self.unsupported, self.convert = schema_of, unsupported, convert
-        self.on_counts = on_counts
+        self.on_counts, self.on_ddl = on_counts, on_ddl
         self.open: dict[str, _Tx] = {}
         self.by_slot: dict[tuple[int, int], _Tx] = {}
         self.commit_scn = resume.commit_scn if resume else 0
@@ -117,7 +119,8 @@ class Dispatcher:
                 if owner == "UNKNOWN":
                     raise DictionaryMismatch(
                         f"LogMiner does not know object {row[TABLE]} at SCN {row[SCN]}: the dictionary is older than "
-                        "the table; rebuild it and restart from this SCN", scn=row[SCN], xid=str(Xid.parse(row[XID])),
+                        "the table; restarting the source rebuilds the flat-file dictionary and resumes before "
+                        "this SCN", scn=row[SCN], xid=str(Xid.parse(row[XID])),
                         table=f"{owner}.{row[TABLE]}", text=(row[SQL] or "")[:500])
                 if not captured(owner, row[TABLE]):
                     continue
@@ -208,6 +211,8 @@ class Dispatcher:
         if owner and not self.captured(owner, table or ""):
             return
         self._schemas.pop((owner, table), None)  # re-read the definition after the change
+        if self.on_ddl is not None:
+            self.on_ddl(row[SCN])
         tid = TableId(owner, table) if owner and table else None
         yield SchemaChange(tid, row[SQL], self.schema_of(owner, table) if tid else None, ts_ms(row[TS]),
                            self.state(at_scn=row[SCN]).to_json())

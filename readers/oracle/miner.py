@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import collections
 import threading
-import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from readers.oracle.session import LogMinerSession, Standby
 
@@ -107,7 +106,7 @@ class ParallelMiner:
                 continue
             try:
                 rr = self._claim()
-            except BaseException as exc:  # the standby failed: surface it in order through a range
+            except BaseException as exc:  # the standby failed: surface it in order through a range  # noqa: BLE001 -- surfaced in order
                 rr = RangeResult(self._next_lo, self._next_lo)
                 with self._lock:
                     self._queue.append(rr)
@@ -129,7 +128,7 @@ class ParallelMiner:
                     if self._stop.is_set():
                         break
                 rr.finish()
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 -- surfaced in order
                 rr.finish(exc)
                 return
 

@@ -35,7 +35,7 @@ class Scn:
             raise PositionError(f"SCN must not be negative: {self.value}", scn=self.value)
 
     @classmethod
-    def parse(cls, text: str | int) -> "Scn":
+    def parse(cls, text: str | int) -> Scn:
         try:
             return cls(int(text))
         except (TypeError, ValueError):
@@ -65,7 +65,7 @@ class Xid:
     UNKNOWN_SQN = 0xFFFFFFFF
 
     @classmethod
-    def parse(cls, text: str) -> "Xid":
+    def parse(cls, text: str) -> Xid:
         """Accept the RAW hex form (16 digits) or ``usn.slot.sqn`` (decimal)."""
         try:
             if "." in text:
@@ -113,7 +113,7 @@ class ResumeState:
                 "xids_at_commit_scn": sorted(self.xids_at_commit_scn)}
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "ResumeState":
+    def from_json(cls, obj: dict[str, Any]) -> ResumeState:
         try:
             return cls(int(obj["low_watermark_scn"]), int(obj["commit_scn"]),
                        frozenset(str(x) for x in obj.get("xids_at_commit_scn") or ()))

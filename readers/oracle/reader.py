@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from cdc.events import Commit, Event, Heartbeat, SchemaChange, TableSchema
 from cdc.sources import SourceContext
@@ -69,13 +70,24 @@ class OracleSource:
         self.store = TransactionStore(spill_dir, SpillPolicy(c.spill_threshold_rows, c.spill_chunk_rows),
                                       on_bytes=self.metrics.buffer_bytes)
         self.dispatcher = Dispatcher(self.store, self.captured, resume=state, schema_of=self._schema,
-                                     unsupported=c.unsupported, convert=self._converter(), on_counts=self._counted)
+                                     unsupported=c.unsupported, convert=self._converter(), on_counts=self._counted,
+                                     on_ddl=self._after_ddl)
         self.dispatcher.mined_through = from_scn - 1
         self.miner = ParallelMiner(self.standby, lambda: LogMinerSession(c, lambda: self._dictfile),
                                    sessions=c.sessions, range_size=c.scn_range_size, overlap=c.scn_overlap,
                                    staged=c.staged_ranges, poll_interval_s=c.poll_interval_s)
         self.miner.start(from_scn)
         self.metrics.connected(True)
+
+    def _after_ddl(self, scn: int) -> None:
+        """A captured table changed shape: rebuild the flat-file dictionary for the next LogMiner starts.
+
+        Ranges already mined with the old dictionary may hold rows LogMiner could
+        not name ("UNKNOWN"."OBJ# n"); those stop the reader with DictionaryMismatch
+        and a restart resumes before them with the new dictionary.
+        """
+        if self.config.dictionary == "flat_file" and self.standby is not None:
+            self._dictfile = self.standby.build_dictionary()
 
     def _schema(self, owner: str, table: str) -> TableSchema | None:
         assert self.standby is not None

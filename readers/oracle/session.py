@@ -22,10 +22,12 @@ The same code runs against ``oracledb`` and against the simulator (dsn
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import oracledb
 
@@ -143,7 +145,7 @@ class Standby:
                 raise RedoGap(f"redo thread {thread}: no log after sequence {last.sequence} holds SCN {last.next_scn}.."
                               f"{hi} (sequence {last.sequence + 1} onwards is missing)", thread=thread,
                               missing_from=last.sequence + 1, missing_to=None, scn=last.next_scn)
-            for a, b in zip(mine, mine[1:]):
+            for a, b in itertools.pairwise(mine):
                 if b.sequence != a.sequence + 1:
                     raise RedoGap(f"redo thread {thread}: log sequences {a.sequence + 1}..{b.sequence - 1} are missing "
                                   f"(SCN {a.next_scn}..{b.first_scn - 1})", thread=thread,
@@ -235,6 +237,6 @@ class LogMinerSession:
         if self.conn is not None:
             try:
                 self.conn.close()
-            except Exception:  # the session is being thrown away either way
+            except Exception:  # the session is being thrown away either way  # noqa: BLE001,S110 -- thrown away either way
                 pass
         self.conn, self.added = None, ()

@@ -31,7 +31,8 @@ import json
 import multiprocessing
 import os
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import oracledb
 
@@ -42,10 +43,10 @@ CONTENT_COLUMNS = ("SCN", "TIMESTAMP", "THREAD#", "XID", "XIDUSN", "XIDSLT", "XI
                    "SSN", "INFO", "STATUS")
 _EPOCH = dt.datetime(2024, 1, 1)
 _LOCK = threading.Lock()
-_INSTANCES: dict[str, "Simulator"] = {}
+_INSTANCES: dict[str, Simulator] = {}
 
 
-def instance(options: str) -> "Simulator":
+def instance(options: str) -> Simulator:
     """The shared simulator for a ``simulator[:options]`` DSN (one per distinct option string)."""
     with _LOCK:
         sim = _INSTANCES.get(options)
@@ -66,7 +67,7 @@ class Simulator:
         drop = w.drop_log.split(":") if w.drop_log else None
         self.dropped = (int(drop[0]), int(drop[1])) if drop else None
 
-    def connect(self, role: str = "miner") -> "SimConnection":
+    def connect(self, role: str = "miner") -> SimConnection:
         return SimConnection(self, role)
 
     def poll_head(self) -> int:
@@ -120,7 +121,7 @@ class Simulator:
         return {"simulator_dictionary": 1, "build_scn": self.head, "tables": tables}
 
 
-def _serve(cursor: "SimCursor", lo: int, hi: int, idx: list[int], known: set[str], send: Any, size: int) -> None:
+def _serve(cursor: SimCursor, lo: int, hi: int, idx: list[int], known: set[str], send: Any, size: int) -> None:
     cursor.conn.sim.model._lock = threading.Lock()  # a lock held by another thread at fork time stays held
     try:
         batch: list[tuple] = []
@@ -132,7 +133,7 @@ def _serve(cursor: "SimCursor", lo: int, hi: int, idx: list[int], known: set[str
         if batch:
             send.send(batch)
         send.send(None)
-    except BaseException as exc:  # reported to the reading side as a database error
+    except BaseException as exc:  # reported to the reading side as a database error  # noqa: BLE001 -- reported as a database error
         send.send(f"ORA-00600: internal error in the simulator: {exc!r}")
     finally:
         send.close()
@@ -152,7 +153,7 @@ class SimConnection:
         self.mining: tuple[int, int, dict | None, str] | None = None  # (start, end, dictionary, options)
         self.closed = False
 
-    def cursor(self) -> "SimCursor":
+    def cursor(self) -> SimCursor:
         if self.closed:
             raise _err("DPY-1001: not connected to database")
         return SimCursor(self)
@@ -173,10 +174,10 @@ class SimCursor:
         self._rows: Iterator[tuple] = iter(())
         self.description: list[tuple] | None = None
 
-    def __enter__(self) -> "SimCursor":
+    def __enter__(self) -> SimCursor:  # noqa: PYI034
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -201,7 +202,7 @@ class SimCursor:
     def __iter__(self) -> Iterator[tuple]:
         return self._rows
 
-    def execute(self, sql: str, params: Any = None) -> "SimCursor":
+    def execute(self, sql: str, params: Any = None) -> SimCursor:
         conn, sim = self.conn, self.conn.sim
         if conn.closed:
             raise _err("DPY-1001: not connected to database")

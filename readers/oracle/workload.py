@@ -29,8 +29,9 @@ from __future__ import annotations
 import random
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
-from typing import Any, Iterator
+from typing import Any
 
 from readers.oracle.position import Xid
 
@@ -65,7 +66,7 @@ class Workload:
     process: int = 0          # 1: generate V$LOGMNR_CONTENTS rows in a child process, as a database server would
 
     @classmethod
-    def parse(cls, text: str) -> "Workload":
+    def parse(cls, text: str) -> Workload:
         """``key=value,key=value`` (the part of ``dsn: simulator:...`` after the colon)."""
         kinds = {f.name: f.type for f in fields(cls)}
         args: dict[str, Any] = {}
@@ -128,7 +129,7 @@ def sql_delete(table: int, before: dict, rid: str) -> str:
 class Txn:
     """One transaction's records (templates without SCN) and its expected surviving rows."""
 
-    __slots__ = ("number", "xid", "records", "expected", "committed", "big")
+    __slots__ = ("big", "committed", "expected", "number", "records", "xid")
 
     def __init__(self, number: int, xid: Xid) -> None:
         self.number, self.xid = number, xid
@@ -196,7 +197,7 @@ class Model:
                 row = base_row(ident)
                 row["NAME"] = rng.choice([f"new {ident}", f"O'Brien {ident}", f"x''y {ident}"])
                 if rng.random() < w.csf_rate:
-                    row["NOTE"] = ("long note %d " % ident) * (CSF_PIECE // 12 + rng.randrange(400))
+                    row["NOTE"] = (f"long note {ident} ") * (CSF_PIECE // 12 + rng.randrange(400))
                 rid = row_id(table, ident)
                 rows.append((INSERT, table, rid, sql_insert(table, row), (sql_delete, table, row, rid),
                              ("c", table, None, dict(row))))

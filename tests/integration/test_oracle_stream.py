@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from cdc.config import KafkaConfig
-from cdc.events import Begin, Change, Commit, Heartbeat
+from cdc.events import Change, Commit, Heartbeat
 from cdc.publish.publisher import Publisher
 from cdc.runtime.metrics import SourceMetrics
 from readers.oracle.demo import make_source, pump, run_demo, stream_demo

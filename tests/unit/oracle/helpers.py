@@ -15,8 +15,8 @@ _n = itertools.count()
 
 
 def source(options: str, tmp, **cfg) -> OracleSource:
-    base = dict(name="ora", dsn="simulator:" + options, tables=["APP.*"], dictionary_path=str(tmp),
-                heartbeat_interval_s=0.05, poll_interval_s=0.01)
+    base = {"name": "ora", "dsn": "simulator:" + options, "tables": ["APP.*"], "dictionary_path": str(tmp),
+            "heartbeat_interval_s": 0.05, "poll_interval_s": 0.01}
     base.update(cfg)
     return OracleSource(OracleSourceConfig(**base),
                         SourceContext(SourceMetrics("ora"), spill_dir=str(tmp / f"spill{next(_n)}")))

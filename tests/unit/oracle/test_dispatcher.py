@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from cdc.events import Begin, Change, Commit, SchemaChange
+from cdc.events import Begin, Change, SchemaChange
 from cdc.spill import TransactionStore
 from readers.oracle.dispatcher import Dispatcher
 from readers.oracle.errors import LogMinerError, RedoParseError, UnsupportedOperation
@@ -58,7 +58,7 @@ def test_csf_pieces_are_joined_before_parsing(tmp_path):
     pieces = [sql[:4000], sql[4000:]]
     evs = events(dispatcher(tmp_path), [row(1, X1, 1, pieces[0], csf=1, rid="R1"), ins(2, X2, 9),
                                         row(3, X1, 1, pieces[1], rid="R1"), row(4, X1, 7)])
-    change = [e for e in evs if isinstance(e, Change)][0]
+    change = next(e for e in evs if isinstance(e, Change))
     assert change.after == {"ID": "1", "NOTE": "n" * 5000}
 
 
@@ -77,8 +77,10 @@ def test_parse_error_names_scn_xid_table_and_text(tmp_path):
 
 
 def test_ddl_unsupported_and_missing_scn(tmp_path):
-    d = dispatcher(tmp_path)
+    ddls: list[int] = []
+    d = dispatcher(tmp_path, on_ddl=ddls.append)
     [ddl] = events(d, [row(3, X1, 5, 'alter table "APP"."T" add ("X" number);')])
+    assert ddls == [3]  # the reader rebuilds the flat-file dictionary
     assert isinstance(ddl, SchemaChange) and ddl.ddl.startswith("alter table") and ddl.resume["low_watermark_scn"] == 3
     with pytest.raises(UnsupportedOperation) as err:
         events(d, [row(4, X1, 255, "Unsupported", info="Unsupported (column type)")])

@@ -6,7 +6,8 @@ import io
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from readers.oracle.errors import DictionaryMismatch, RedoParseError
 from readers.oracle.parser import parse_redo

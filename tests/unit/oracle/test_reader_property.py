@@ -4,7 +4,8 @@ restarts at random points."""
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.unit.oracle.helpers import expected, run, source
 
