@@ -72,6 +72,7 @@ class Dispatcher:
         self.mined_through = (resume.low_watermark_scn - 1) if resume else 0
         self.skipped_unsupported = 0
         self._schemas: dict[tuple[str, str], tuple[TableId, TableSchema | None]] = {}
+        self._captured: dict[tuple[str, str], bool] = {}
 
     # -- state -----------------------------------------------------------------------------------------
 
@@ -111,7 +112,7 @@ class Dispatcher:
 
     def feed(self, rows: list[tuple]) -> Iterator[Event]:
         """Route a batch of rows (SCN order); yields the events of transactions committed in it."""
-        captured = self.captured
+        captured, seen = self.captured, self._captured
         for row in rows:
             op = row[OP]
             if op == 1 or op == 2 or op == 3:
@@ -122,7 +123,11 @@ class Dispatcher:
                         "the table; restarting the source rebuilds the flat-file dictionary and resumes before "
                         "this SCN", scn=row[SCN], xid=str(Xid.parse(row[XID])),
                         table=f"{owner}.{row[TABLE]}", text=(row[SQL] or "")[:500])
-                if not captured(owner, row[TABLE]):
+                tkey = (owner, row[TABLE])
+                ok = seen.get(tkey)
+                if ok is None:
+                    ok = seen[tkey] = captured(owner, row[TABLE])
+                if not ok:
                     continue
                 tx = self._tx(row)
                 sql = row[SQL]

@@ -187,10 +187,12 @@ def _value(s: str, p: int) -> tuple[Any, int]:
             return _concat(s, p, v, e)
         return v, e
     if c in _WORD or c == "-" or c == "+" or c == ".":
-        e = p + 1
         n = len(s)
-        while e < n and s[e] in _WORD:
-            e += 1
+        e = s.find("('", p, p + 20)  # fast path: a function call such as TO_DATE('..
+        if e < 0 or not s[p:e].isidentifier():
+            e = p + 1
+            while e < n and s[e] in _WORD:
+                e += 1
         word = s[p:e]
         if e < n and s[e] == "(":
             e = _call_end(s, e)
