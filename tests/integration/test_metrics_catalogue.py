@@ -160,10 +160,7 @@ def test_failover_moves_failovers_and_reconnects(mariadb_pair, broker, topic_pre
     primary.query("CREATE TABLE test.acct (id INT PRIMARY KEY, bal INT)")
     daemon = DaemonProcess(tmp_path, source=SOURCE, mariadb_hosts=[primary.address, replica.address],
                            tables=["test.*"], bootstrap=broker.bootstrap, topic_prefix=topic_prefix,
-                           extra={"sources": [{"name": SOURCE, "kind": "mysql", "user": "cdc", "password": "cdc",
-                                               "hosts": [primary.address, replica.address], "tables": ["test.*"],
-                                               "heartbeat_interval_s": 0.5, "connect_timeout_s": 2,
-                                               "reconnect_backoff_s": 0.2, "reconnect_attempts": 20}]})
+                           source_options={"connect_timeout_s": 2, "reconnect_attempts": 20})
     try:
         daemon.start()
         for i in range(5):
