@@ -65,22 +65,32 @@ class DeltaPlan:
         atoms = ", ".join(f"{e} AS a{i}" for i, e in enumerate(self.atom_sql))
         return self.d.create_temp(self.name("raw"), f"SELECT {atoms}, 0 AS __w FROM {frm} WHERE 1=0")
 
-    def terms(self, changed: list[str]) -> list[str]:
-        """One INSERT per non-empty subset S of the changed aliases (see module doc)."""
+    def term_selects(self, changed: list[str]) -> list[str]:
+        """One SELECT per non-empty subset S of the changed aliases (see module doc)."""
         d, out = self.d, []
-        atoms = ", ".join(self.atom_sql)
-        cols = ", ".join([f"a{i}" for i in range(len(self.atom_sql))] + ["__w"])
+        atoms = ", ".join(f"{e} AS a{i}" for i, e in enumerate(self.atom_sql))
         for size in range(1, len(changed) + 1):
             for subset in combinations(changed, size):
                 sign = "1" if size % 2 else "-1"
                 weight = " * ".join([sign] + [f"{d.q(a)}.__w" for a in subset])
                 frm, where = from_where(self.view, d, {a: self.name(f"d_{a}") for a in subset})
-                sql = f"INSERT INTO {d.q(self.name('raw'))} ({cols}) SELECT {atoms}, {weight} FROM {frm}"
+                sql = f"SELECT {atoms}, {weight} AS __w FROM {frm}"
                 out.append(sql + (" WHERE " + " AND ".join(where) if where else ""))
         return out
 
+    def derive(self, changed: list[str]) -> list[str]:
+        """Statements that leave the folded delta in ``dv``. PostgreSQL and DuckDB do it in
+        one statement; MySQL cannot read a temporary table twice in one statement, so
+        each term is its own INSERT into a ``raw`` table there."""
+        selects = self.term_selects(changed)
+        if self.d.name != "mysql":
+            return [self.fold(f"({' UNION ALL '.join(selects)})")]
+        cols = ", ".join([f"a{i}" for i in range(len(self.atom_sql))] + ["__w"])
+        raw = self.d.q(self.name("raw"))
+        return [self.create_raw(), *(f"INSERT INTO {raw} ({cols}) {sql}" for sql in selects), self.fold(raw)]
+
     # -- 2. net per view tuple, fold per view row --------------------------
-    def fold(self) -> str:
+    def fold(self, raw: str) -> str:
         d, v = self.d, self.view
         a = [f"a{i}" for i in range(len(self.atom_sql))]
         keys = [f"a{self.atom_index[c]}" for _, c in v.keys]
@@ -96,9 +106,12 @@ class DeltaPlan:
             elif o.func in ("min", "max"):
                 sel.append(f"{o.func.upper()}(CASE WHEN w > 0 THEN {x} END) AS d_ins_{i}")
                 sel.append(f"{o.func.upper()}(CASE WHEN w < 0 THEN {x} END) AS d_del_{i}")
-        net = (f"SELECT {', '.join(a)}, SUM(__w) AS w FROM {d.q(self.name('raw'))} "
-               f"GROUP BY {', '.join(a)} HAVING SUM(__w) <> 0")
-        sql = f"SELECT {', '.join(sel)} FROM ({net}) n"
+        if self.minmax:  # MIN/MAX must see only tuples that really came or went
+            net = (f"(SELECT {', '.join(a)}, SUM(__w) AS w FROM {raw} r__ "
+                   f"GROUP BY {', '.join(a)} HAVING SUM(__w) <> 0)")
+        else:  # COUNT/SUM are linear: cancelling derivations add up to zero without netting
+            net = f"(SELECT {', '.join(a)}, __w AS w FROM {raw} r__)"
+        sql = f"SELECT {', '.join(sel)} FROM {net} n"
         if keys:
             sql += " GROUP BY " + ", ".join(keys)
         return d.create_temp(self.name("dv"), sql + " HAVING COUNT(*) > 0")
@@ -147,19 +160,30 @@ class DeltaPlan:
                                  f"WHEN {ins} IS NULL OR {old} {better} {ins} THEN {old} ELSE {ins} END")
         cols = layout(v)
         sel = ", ".join(f"{exprs[c]} AS {q(c)}" for c in cols)
-        return d.create_temp(self.name("nw"), f"SELECT {sel} FROM {q(self.name('dv'))} d "
-                             f"LEFT JOIN {q(v.name)} v ON v.__key = d.__key")
+        return f"SELECT {sel} FROM {q(self.name('dv'))} d LEFT JOIN {q(v.name)} v ON v.__key = d.__key"
 
     def merge(self, cur: Any) -> None:
+        """Rewrite every touched view row as old + delta; rows reaching count 0 go."""
         d, v = self.d, self.view
         q, cols = d.q, ", ".join(d.q(c) for c in layout(v))
-        cur.execute(f"SELECT COUNT(*) FROM {q(self.name('nw'))} WHERE __count < 0")
+        dv = q(self.name("dv"))
+        cur.execute(f"SELECT COUNT(*) FROM {dv} d LEFT JOIN {q(v.name)} v ON v.__key = d.__key "
+                    "WHERE COALESCE(v.__count, 0) + d.d_count < 0")
         bad = cur.fetchone()[0]
         if bad:
             raise ViewInconsistent(f"view {v.name!r}: {bad} rows would get a negative derivation count; the view "
                                    "is out of sync with its base tables (run `cdc views rebuild`)", view=v.name)
-        cur.execute(f"DELETE FROM {q(v.name)} WHERE __key IN (SELECT __key FROM {q(self.name('dv'))})")
-        cur.execute(f"INSERT INTO {q(v.name)} ({cols}) SELECT {cols} FROM {q(self.name('nw'))} WHERE __count > 0")
+        if d.name == "postgres":  # in place: fewer dead tuples and statements than delete + insert
+            cur.execute(f"DELETE FROM {q(v.name)} v USING {dv} d WHERE v.__key = d.__key "
+                        "AND v.__count + d.d_count = 0")
+            sets = ", ".join(f"{q(c)} = EXCLUDED.{q(c)}" for c in layout(v) if c != "__key")
+            cur.execute(f"INSERT INTO {q(v.name)} ({cols}) SELECT * FROM ({self.new_rows()}) n__ "
+                        f"WHERE __count > 0 ON CONFLICT (__key) DO UPDATE SET {sets}")
+            return
+        nw = q(self.name("nw"))
+        cur.execute(d.create_temp(self.name("nw"), self.new_rows()))
+        cur.execute(f"DELETE FROM {q(v.name)} WHERE __key IN (SELECT __key FROM {dv})")
+        cur.execute(f"INSERT INTO {q(v.name)} ({cols}) SELECT {cols} FROM {nw} WHERE __count > 0")
 
     def recompute_groups(self, cur: Any) -> int:
         """Replace the groups in the recompute set by their from-scratch rows."""

@@ -50,6 +50,9 @@ class Dialect:
         return f"CAST({total} AS {self.numeric_type}) / {count}"
 
     def create_temp(self, name: str, select: str) -> str:
+        """Scratch table for this transaction (PostgreSQL drops it at commit/rollback)."""
+        if self.name == "postgres":
+            return f"CREATE TEMP TABLE {self.q(name)} ON COMMIT DROP AS {select}"
         return f"CREATE {self.temp} TABLE {self.q(name)} AS {select}"
 
     def drop_temp(self, name: str) -> str:

@@ -23,6 +23,7 @@ lacks a column the view reads, ViewInconsistent when a count goes negative.
 from __future__ import annotations
 
 import json
+from operator import itemgetter
 from typing import Any, Iterable, Mapping
 
 from streaming.delta import TableDelta
@@ -56,18 +57,18 @@ def maintain(target: Any, deltas: Mapping[str, TableDelta], batch_id: int, *,
         return {}
     d = dialect_for(target.dialect)
     cur = target.cursor()
-    build.ensure_registry(cur, d)
+    prints = build.fingerprints(cur, d, defs)
     tables = _normalise(deltas)
-    done = {}
+    done = []
     for view in defs:
-        if _outdated(cur, d, view):
+        if prints[view.name] != view.fingerprint:
             build.create_view_table(cur, view, d)
-            done[view.name] = "build"
+            done.append((view, "build"))
         else:
             _apply_delta(cur, d, view, tables)
-            done[view.name] = "incremental"
-        build.record(cur, d, view, batch_id, last_sequence, done[view.name])
-    return done
+            done.append((view, "incremental"))
+    build.record(cur, d, done, batch_id, last_sequence)
+    return {v.name: mode for v, mode in done}
 
 
 def prepare(target: Any, views: Iterable[dict[str, Any]] | None = None) -> list[str]:
@@ -78,18 +79,12 @@ def prepare(target: Any, views: Iterable[dict[str, Any]] | None = None) -> list[
         return []
     d = dialect_for(target.dialect)
     cur = target.cursor()
-    build.ensure_registry(cur, d)
-    built = []
-    for view in defs:
-        if _outdated(cur, d, view):
-            build.create_view_table(cur, view, d)
-            build.record(cur, d, view, None, None, "build")
-            built.append(view.name)
-    return built
-
-
-def _outdated(cur: Any, d: Dialect, view: ViewDef) -> bool:
-    return build.registered(cur, d, view.name) != view.fingerprint or not build.table_exists(cur, d, view.name)
+    prints = build.fingerprints(cur, d, defs)
+    built = [v for v in defs if prints[v.name] != v.fingerprint]
+    for view in built:
+        build.create_view_table(cur, view, d)
+    build.record(cur, d, [(v, "build") for v in built], None, None)
+    return [v.name for v in built]
 
 
 def rebuild(target: Any, views: Iterable[dict[str, Any]] | None = None, names: Iterable[str] | None = None,
@@ -102,14 +97,12 @@ def rebuild(target: Any, views: Iterable[dict[str, Any]] | None = None, names: I
         raise ViewError(f"no view named {sorted(unknown)} (known: {[v.name for v in defs]})", view=sorted(unknown)[0])
     d = dialect_for(target.dialect)
     cur = target.cursor()
-    build.ensure_registry(cur, d)
-    out = []
-    for view in defs:
-        if view.name in wanted:
-            build.create_view_table(cur, view, d)
-            build.record(cur, d, view, batch_id, last_sequence, "rebuild")
-            out.append(view.name)
-    return out
+    build.fingerprints(cur, d, defs)  # creates the registry when missing
+    done = [(v, "rebuild") for v in defs if v.name in wanted]
+    for view, _ in done:
+        build.create_view_table(cur, view, d)
+    build.record(cur, d, done, batch_id, last_sequence)
+    return [v.name for v, _ in done]
 
 
 def _normalise(deltas: Mapping[str, TableDelta]) -> dict[str, TableDelta]:
@@ -122,30 +115,30 @@ def _normalise(deltas: Mapping[str, TableDelta]) -> dict[str, TableDelta]:
 
 
 def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDelta]) -> None:
-    changed = {}
+    changed, rows = {}, {}
     for alias, table in view.tables:
         delta = tables.get(table) or tables.get(table.lower()) or tables.get(table.split(".")[-1].lower())
         if delta:
-            changed[alias] = delta
+            # only the columns the view reads, netted: an update of other columns costs nothing
+            net = _net_rows(view, alias, view.columns_of(alias), delta)
+            if net:
+                changed[alias], rows[alias] = delta, net
     if not changed:
         return
     plan = DeltaPlan(view, d, prefix=f"__cdcv_{view.fingerprint[:10]}")
-    scratch = plan.scratch(list(changed))
+    scratch = [] if d.name == "postgres" else plan.scratch(list(changed))  # postgres: ON COMMIT DROP
     for name in scratch:
         cur.execute(d.drop_temp(name))
     try:
         for alias, delta in changed.items():
             table, ddl, cols = plan.create_delta(alias)
             cur.execute(ddl)
-            d.load(cur, table, [*cols, "__w"], _rows(view, alias, cols, delta))
-        cur.execute(plan.create_raw())
-        for sql in plan.terms(list(changed)):
+            d.load(cur, table, [*cols, "__w"], rows[alias])
+        for sql in plan.derive(list(changed)):
             cur.execute(sql)
-        cur.execute(plan.fold())
         rc = plan.recompute_set()
         if rc:
             cur.execute(rc)
-        cur.execute(plan.new_rows())
         plan.merge(cur)
         if rc:
             plan.recompute_groups(cur)
@@ -157,18 +150,29 @@ def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDel
                 break
 
 
-def _rows(view: ViewDef, alias: str, cols: list[str], delta: TableDelta) -> list[tuple]:
-    out = []
+def _net_rows(view: ViewDef, alias: str, cols: list[str], delta: TableDelta) -> list[tuple]:
+    """Signed rows (projected values..., weight) of one table's delta, netted per tuple."""
+    counts: dict[tuple, int] = {}
+    get = itemgetter(*cols)
+    single = len(cols) == 1
     for weight, images in ((-1, delta.deleted), (1, delta.inserted)):
         for row in images:
             try:
-                out.append((*(row[c] for c in cols), weight))
+                values = (get(row),) if single else get(row)
             except KeyError:
-                lower = {k.lower(): v for k, v in row.items()}
-                missing = [c for c in cols if c not in row and c.lower() not in lower]
-                if missing:
-                    raise ViewError(f"view {view.name!r}: a change to table {view.table_of(alias)!r} lacks column "
-                                    f"{missing[0]!r} the view reads", view=view.name, table=view.table_of(alias),
-                                    column=missing[0], value=row) from None
-                out.append((*(row.get(c, lower.get(c.lower())) for c in cols), weight))
+                values = _lenient(view, alias, cols, row)
+            counts[values] = counts.get(values, 0) + weight
+    out = []
+    for values, n in counts.items():
+        out.extend([(*values, 1 if n > 0 else -1)] * abs(n))
     return out
+
+
+def _lenient(view: ViewDef, alias: str, cols: list[str], row: dict) -> tuple:
+    lower = {k.lower(): v for k, v in row.items()}
+    missing = [c for c in cols if c not in row and c.lower() not in lower]
+    if missing:
+        raise ViewError(f"view {view.name!r}: a change to table {view.table_of(alias)!r} lacks column "
+                        f"{missing[0]!r} the view reads", view=view.name, table=view.table_of(alias),
+                        column=missing[0], value=row)
+    return tuple(row[c] if c in row else lower[c.lower()] for c in cols)
