@@ -25,7 +25,7 @@ def _check(h: Harness) -> None:
         assert h.recomputed_rows(view) == expected, f"recomputed {view.name} differs from the Python oracle"
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(init=initial, runs=batches)
 def test_maintained_views_equal_recomputation(init, runs):
     h = Harness(DbTarget(duckdb.connect(), "duckdb"))
