@@ -43,9 +43,10 @@ def promtool(*args: str) -> None:
     assert proc.returncode == 0, f"promtool {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
 
 
-def test_promtool_accepts_config_and_rules():
+def test_promtool_accepts_config_and_rules_and_the_alerts_fire_as_tested():
     promtool("check", "config", str(PROMETHEUS_YML))
     promtool("check", "rules", str(ALERTS_YML))
+    promtool("test", "rules", str(ALERTS_YML.with_name("alerts_test.yml")))
 
 
 def has_data(prom: PrometheusServer, expr: str) -> bool:

@@ -110,6 +110,13 @@ def test_alerts_cover_the_required_conditions():
             assert rule["annotations"]["summary"]
 
 
+def test_every_alert_has_a_promtool_unit_test():
+    tests = yaml.safe_load((DEPLOY / "prometheus/alerts_test.yml").read_text())
+    tested = {case["alertname"] for t in tests["tests"] for case in t["alert_rule_test"] if case["exp_alerts"]}
+    names = {q.where.split(": ")[1] for q in alert_queries()}
+    assert names - tested == set(), f"alerts never shown firing in alerts_test.yml: {names - tested}"
+
+
 def test_missing_data_follows_promql_precedence():
     fed = {"a", "c", "vector(0)"}.__contains__
     assert missing_data("a > 60", fed) == []
