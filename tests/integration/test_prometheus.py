@@ -104,6 +104,17 @@ def test_every_dashboard_and_alert_query_returns_data(mariadb_primary, broker, t
                  has_data(prom, "count_over_time(cdc_apply_target_freshness_seconds[1m]) >= 4"), 120,
                  "apply job applied the workload", interval=0.5, alive=lambda: _exited(apply_job, tmp_path / "apply.log"))
 
+        # the apply side's figures are sane: fresh, behind or level with the stream, all transactions
+        def scalar(expr: str) -> float:
+            result = prom.query(expr)["data"]["result"]
+            assert len(result) == 1, f"{expr}: {result}"
+            return float(result[0]["value"][1])
+
+        assert 0 <= scalar("max(cdc_apply_target_freshness_seconds)") < 300
+        assert scalar("max(cdc_apply_last_sequence)") <= scalar("max(cdc_source_last_published_sequence)")
+        assert scalar("sum(cdc_apply_transactions_total)") >= 30
+        assert 0 <= scalar("max(cdc_source_lag_seconds)") < 60
+
         problems: list[str] = []
         checked = 0
         for dashboard in DASHBOARDS:
