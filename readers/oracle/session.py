@@ -122,11 +122,23 @@ class Standby:
         return f"{c.dictionary_path.rstrip('/')}/{c.dictionary_file}"
 
     def logs_for(self, lo: int, hi: int) -> list[LogFile]:
-        """Every log holding SCNs in [lo, hi], per thread contiguous; raises RedoGap / MissingLog."""
+        """Every log holding SCNs in [lo, hi], per thread contiguous; raises RedoGap / MissingLog.
+
+        Standby logs are listed BEFORE archived logs: a log switch between the two
+        queries then shows the switched log in both lists (the archived copy wins),
+        never in neither. A hole is re-checked once before it is reported.
+        """
+        try:
+            return self._logs_for(lo, hi)
+        except (RedoGap, MissingLog):
+            return self._logs_for(lo, hi)
+
+    def _logs_for(self, lo: int, hi: int) -> list[LogFile]:
         found: dict[tuple[int, int], LogFile] = {}
+        standby = self.query(STANDBY_LOGS_SQL)
         for name, first, nxt, thread, seq, _ in self.query(ARCHIVED_LOGS_SQL, {"lo": lo, "hi": hi}):
             found[(int(thread), int(seq))] = LogFile(int(thread), int(seq), int(first), int(nxt), name)
-        for name, first, last, thread, seq, _ in self.query(STANDBY_LOGS_SQL):
+        for name, first, last, thread, seq, _ in standby:
             key = (int(thread), int(seq))
             if key not in found and int(first) <= hi:
                 found[key] = LogFile(int(thread), int(seq), int(first), int(last) + 1, name)

@@ -282,7 +282,9 @@ class SimCursor:
         else:
             dictionary = sim.dictionary()  # DICT_FROM_REDO_LOGS: the build in the first archived log
         for thread in range(1, sim.workload.threads + 1):
-            spans = sorted((first, nxt) for t, _, first, nxt in conn.logs.values() if t == thread)
+            # a standby redo log is read as it is at START time (it keeps growing until the switch)
+            current = {name: sim.log_by_name(name) or log for name, log in conn.logs.items()}
+            spans = sorted((first, nxt) for t, _, first, nxt in current.values() if t == thread)
             covered = start
             for first, nxt in spans:
                 if first <= covered < nxt:

@@ -22,10 +22,10 @@ def source(options: str, tmp, **cfg) -> OracleSource:
                         SourceContext(SourceMetrics("ora"), spill_dir=str(tmp / f"spill{next(_n)}")))
 
 
-def run(src: OracleSource, resume=None, stop_after: int | None = None):
-    """Start, read until the first idle heartbeat (or ``stop_after`` commits); returns (txs, last resume)."""
+def run(src: OracleSource, resume=None, stop_after: int | None = None, stop_after_heartbeats: int | None = None):
+    """Start, read until caught up (or ``stop_after`` commits / heartbeats); returns (txs, last resume)."""
     src.start(resume)
-    txs, cur, last = [], None, resume
+    txs, cur, last, beats = [], None, resume, 0
     try:
         for ev in src.events():
             if isinstance(ev, Begin):
@@ -39,7 +39,8 @@ def run(src: OracleSource, resume=None, stop_after: int | None = None):
                     break
             elif isinstance(ev, Heartbeat):
                 last = ev.resume or last
-                if src.caught_up():
+                beats += 1
+                if src.caught_up() or (stop_after_heartbeats is not None and beats >= stop_after_heartbeats):
                     break
     finally:
         src.close()

@@ -31,7 +31,7 @@ def test_stream_equals_model(tmp_path_factory, opts, sessions, size, spill, over
     assert got == expected(opts)
 
 
-@SETTINGS
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(opts=workloads, sessions=st.integers(1, 3), size=st.integers(1, 40),
        cuts=st.lists(st.integers(1, 6), min_size=1, max_size=4))
 def test_restarts_are_exactly_once(tmp_path_factory, opts, sessions, size, cuts):
@@ -49,3 +49,20 @@ def test_restarts_are_exactly_once(tmp_path_factory, opts, sessions, size, cuts)
         part, _ = run(source(opts, tmp, sessions=sessions, scn_range_size=size), resume)
         got += part
     assert got == want
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(opts=workloads, step=st.integers(3, 40), beats=st.lists(st.integers(1, 15), min_size=1, max_size=3))
+def test_restarts_from_heartbeats_with_open_transactions(tmp_path_factory, opts, step, beats):
+    """The standby receives redo a little at a time; restart from heartbeat states taken while
+    transactions are still open (low watermark below the last commit)."""
+    opts = f"{opts},head_step={step}"
+    tmp = tmp_path_factory.mktemp("ora")
+    want = expected(opts)
+    got, resume = [], None
+    for k in beats:
+        part, resume = run(source(opts, tmp, sessions=2, scn_range_size=step, heartbeat_interval_s=1e-6), resume,
+                           stop_after_heartbeats=k)  # a heartbeat after every range
+        got += part
+    part, _ = run(source(opts, tmp, sessions=2, scn_range_size=step), resume)
+    assert got + part == want
