@@ -30,8 +30,7 @@ them, converted like the MySQL snapshot (cdc.compare.repair.event_value).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from typing import Any
+from typing import Any, Iterator
 
 from cdc.compare.repair import event_value
 from cdc.errors import CdcError, Terminal
@@ -133,7 +132,7 @@ class OracleSnapshot:
                            tuple(r[0] for r in pk))
 
     def _chunk(self, table: TableId, schema: TableSchema, after: list | None) -> list[dict[str, Any]]:
-        q = lambda n: '"' + n.replace('"', '""') + '"'
+        q = lambda n: '"' + n.replace('"', '""') + '"'  # noqa: E731
         cols = ", ".join(q(c.name) for c in schema.columns)
         keys = schema.primary_key
         sql = f"SELECT {cols} FROM {q(table.db)}.{q(table.table)} AS OF SCN :scn"
