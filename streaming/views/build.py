@@ -102,8 +102,13 @@ def refill(cur: Any, view: ViewDef, d: Dialect) -> None:
 
 def existing_tables(cur: Any, d: Dialect, names: Sequence[str]) -> set[str]:
     """Which of ``names`` exist as tables in the current schema (one catalog query)."""
-    schema = "DATABASE()" if d.name == "mysql" else "current_schema()"
     marks = ", ".join([d.param] * len(names))
+    if d.name == "postgres":  # the catalog directly: information_schema costs ms per call
+        cur.execute("SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON "
+                    f"n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') "
+                    f"AND c.relname IN ({marks})", tuple(names))
+        return {r[0] for r in cur.fetchall()}
+    schema = "DATABASE()" if d.name == "mysql" else "current_schema()"
     cur.execute(f"SELECT table_name FROM information_schema.tables WHERE table_schema = {schema} "
                 f"AND table_name IN ({marks})", tuple(names))
     return {r[0] for r in cur.fetchall()}
