@@ -7,7 +7,8 @@ job knows its tables without re-reading the stream.
 
 DDL rule (DDL is a batch barrier; the engine applies what came before it
 first): a schema that only adds columns is followed (ALTER TABLE ADD
-COLUMN); a first sight of a table creates the target table when missing;
+COLUMN), and so is a wider string column (a narrower one keeps the target
+column as wide as it was); a first sight of a table creates the target table when missing;
 any other change (dropped, renamed or retyped column, new primary key, DDL
 without a table definition such as DROP TABLE) raises UnsupportedDdl naming
 the table, the sequence and the statement.
@@ -81,6 +82,17 @@ class Catalog:
             for col in schema.columns:
                 if col.name not in existing:
                     self.target.add_column(dst, col.name, col.type)
+            if old is not None:  # a string column that got wider is widened; narrower keeps the target wide
+                kept = {c.name: c.type for c in old.schema.columns}
+                cols = []
+                for col in schema.columns:
+                    width = _string_width(kept[col.name], col.type) if col.name in kept else None
+                    if width is not None and width[1] > width[0]:
+                        self.target.widen_column(dst, col.name, col.type)
+                    elif width is not None and width[1] < width[0]:
+                        col = type(col)(col.name, kept[col.name], col.nullable)
+                    cols.append(col)
+                schema = type(schema)(schema.table, tuple(cols), schema.primary_key)
         self.tables[table] = TableInfo.build(table, dst, schema, self.target.dialect)
         self.target.save_schema(self.source, table, dst, schema, sequence)
         return dst
@@ -90,10 +102,29 @@ class Catalog:
         old_cols = {c.name: c.type for c in old.columns}
         new_cols = {c.name: c.type for c in new.columns}
         dropped = sorted(set(old_cols) - set(new_cols))
-        retyped = sorted(n for n in old_cols if n in new_cols and old_cols[n] != new_cols[n])
+        retyped = sorted(f"{n}: {old_cols[n]} -> {new_cols[n]}" for n in old_cols
+                         if n in new_cols and _norm_type(old_cols[n]) != _norm_type(new_cols[n])
+                         and _string_width(old_cols[n], new_cols[n]) is None)
         if dropped or retyped or tuple(old.primary_key) != tuple(new.primary_key):
             what = (f"dropped/renamed columns {dropped}" if dropped else
                     f"changed column types {retyped}" if retyped else
                     f"primary key {list(old.primary_key)} -> {list(new.primary_key)}")
             raise UnsupportedDdl(f"schema change on {old.table} is not followed ({what}; only ADD COLUMN is); "
                                  "the job stops before it", table=str(old.table), sequence=sequence, ddl=ddl)
+
+
+_STRINGS = ("char", "varchar", "varchar2", "nvarchar2", "nchar", "varbinary", "binary")
+
+
+def _string_width(old: str, new: str) -> tuple[int, int] | None:
+    """(old width, new width) when both are the same string type with a length, else None."""
+    (b1, a1, _), (b2, a2, _) = typemap.parse_type(old), typemap.parse_type(new)
+    if b1 == b2 and b1 in _STRINGS and a1 and a2 and a1.isdigit() and a2.isdigit():
+        return int(a1), int(a2)
+    return None
+
+
+def _norm_type(source_type: str) -> tuple:
+    """Type identity for DDL checks: spelling differences (case, spaces, charset notes) do not count."""
+    base, args, unsigned = typemap.parse_type(source_type.split(" character set")[0].split(" collate")[0])
+    return base, (args or "").replace(" ", ""), unsigned

@@ -13,7 +13,8 @@ streaming.records). Guarantees, per batch:
   upserts/inserts, in one transaction with the progress row and the schema
   memory; maintained views (if configured) are updated in the same one;
 - barriers: a SCHEMA record (DDL: ADD COLUMN followed, other DDL commits what
-  precedes it and raises UnsupportedDdl at its sequence) and a TRUNCATE;
+  precedes it and raises UnsupportedDdl at its sequence; a first-sight SCHEMA
+  may sit inside the transaction that first touches the table) and a TRUNCATE;
 - bad input (undecodable record, missing key, a value the target refuses)
   raises BadRecord naming table, key, sequence, offset and value, after a
   row-by-row pass found the culprit; with ``dead_letter_table`` configured the
@@ -142,6 +143,7 @@ class ApplyEngine:
         commit_ts = prev.last_commit_ts_ms if prev else None
         segment: list[DataChange | StreamRecord] = []
         pending: list[DataChange | StreamRecord] | None = None
+        begin_seq = last_seq
         deltas: dict[str, TableDelta] = {}
         self.target.begin()
         for bad in excluded.values():
@@ -170,6 +172,7 @@ class ApplyEngine:
                 if pending is not None:
                     raise StreamCorrupt("BEGIN inside an open transaction", sequence=rec.sequence, txid=rec.txid)
                 pending = []
+                begin_seq = rec.sequence
             elif rec.kind == END:
                 segment.extend(pending or [])
                 pending = None
@@ -181,14 +184,16 @@ class ApplyEngine:
                 pending = None
                 result.aborted += 1
             elif rec.kind == SCHEMA:
-                if pending is not None:
-                    raise StreamCorrupt("SCHEMA record inside an open transaction", sequence=rec.sequence)
+                # A barrier. The publisher also emits a table's first-sight SCHEMA inside the transaction
+                # that first touches it: committed work before it is applied first, the open
+                # transaction's rows (all after it) stay pending.
                 self._flush(segment, deltas, result, careful)
                 segment = []
                 try:
                     self.catalog.on_schema(rec.meta_dict(), rec.sequence)
                 except UnsupportedDdl as err:
-                    self._finish(batch_id, rec.sequence - 1, position, commit_ts, end_offsets=None, deltas=deltas)
+                    stop_at = rec.sequence - 1 if pending is None else begin_seq - 1
+                    self._finish(batch_id, stop_at, position, commit_ts, end_offsets=None, deltas=deltas)
                     raise _Stop(err) from None
             elif rec.kind == HEARTBEAT:
                 pass

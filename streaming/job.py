@@ -47,6 +47,8 @@ def build_session(master: str = "local[*]", app_name: str = "cdc-apply") -> Any:
              .config("spark.sql.shuffle.partitions", "4")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true")
              .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
+             # Python workers start slowly on a loaded machine: give them time to connect back
+             .config("spark.python.authenticate.socketTimeout", "180s")
              .getOrCreate())
     spark.sparkContext.setLogLevel("WARN")
     register(spark)
@@ -70,6 +72,7 @@ class ApplyStream:
     batches: int = 0
     engine_topic: str = ""
     started_at: float | None = None
+    restarts: int = 0
 
     def on_batch(self, df: Any, batch_id: int) -> None:
         try:
@@ -106,20 +109,23 @@ def _idle(s: ApplyStream, until_idle_s: float) -> bool:
 
 
 def start_stream(spark: Any, config: Config, apply: ApplyConfig, metrics_registry: Any = None) -> ApplyStream:
-    target_cfg = config.target(apply.target)
-    config.source(apply.source) if config.sources else None
-    target = make_target(target_cfg)
+    target = make_target(config.target(apply.target))
     metrics = ApplyMetrics(apply.source, apply.target, metrics_registry)
     engine = ApplyEngine(apply.source, target, TableMap.from_config(apply), metrics, apply.views).start()
-    topic = changes_topic(config.kafka.topic_prefix, apply.source)
     stream = ApplyStream(apply, engine)
-    stream.engine_topic = topic
+    stream.engine_topic = changes_topic(config.kafka.topic_prefix, apply.source)
+    _start_query(spark, config, stream)
+    return stream
+
+
+def _start_query(spark: Any, config: Config, stream: ApplyStream) -> None:
+    apply, topic = stream.apply, stream.engine_topic
     reader = (spark.readStream.format("cdc-stream")
               .option("bootstrap_servers", config.kafka.bootstrap_servers)
               .option("topic", topic)
               .option("encoding", config.kafka.encoding)
               .option("max_records_per_batch", str(apply.max_records_per_batch)))
-    progress = engine.progress
+    progress = stream.engine.progress
     if progress is not None and progress.next_offsets and progress.next_offsets.get("topic") == topic:
         reader = reader.option("startingOffsets", orjson.dumps(progress.next_offsets).decode())
     writer = (reader.load().writeStream.foreachBatch(stream.on_batch)
@@ -127,8 +133,31 @@ def start_stream(spark: Any, config: Config, apply: ApplyConfig, metrics_registr
               .queryName(f"cdc-apply-{apply.source}-{apply.target}"))
     writer = writer.trigger(processingTime=f"{int(apply.trigger_interval_s * 1000)} milliseconds") \
         if apply.trigger_interval_s > 0 else writer
+    stream.failure, stream.started_at = None, None
     stream.query = writer.start()
-    return stream
+
+
+# Spark-side failures that a restart of the query (from its checkpoint; the progress row keeps it exactly
+# once) cures: a Python worker that started too slowly on a loaded machine, a lost local socket.
+TRANSIENT_SPARK = ("failed to connect back", "Connection reset", "SocketTimeoutException", "Broken pipe")
+MAX_RESTARTS = 5
+
+
+def _restart_or_raise(spark: Any, config: Config, s: ApplyStream) -> None:
+    exc = s.query.exception()
+    text = str(exc)
+    if s.failure is None and any(t in text for t in TRANSIENT_SPARK) and s.restarts < MAX_RESTARTS:
+        s.restarts += 1
+        log.warning("apply query %s failed (%s); restart %d of %d", s.query.name, text.splitlines()[0],
+                    s.restarts, MAX_RESTARTS)
+        time.sleep(min(10.0, 1.0 * 2 ** s.restarts))
+        s.engine.progress = s.engine.target.read_progress(s.apply.source)
+        s.engine.catalog.load()
+        _start_query(spark, config, s)
+        return
+    if s.failure is not None:
+        raise s.failure
+    raise CdcError(f"apply query {s.query.name} stopped: {text}", source=s.apply.source)
 
 
 def run(config: Config, master: str = "local[*]", until_idle_s: float | None = None,
@@ -142,11 +171,10 @@ def run(config: Config, master: str = "local[*]", until_idle_s: float | None = N
     try:
         while not stop_event.is_set():
             for s in streams:
-                if s.failure is not None:
+                if s.failure is not None and isinstance(s.failure, CdcError):
                     raise s.failure
                 if not s.query.isActive:
-                    exc = s.query.exception()
-                    raise CdcError(f"apply query {s.query.name} stopped: {exc}", source=s.apply.source)
+                    _restart_or_raise(spark, config, s)
             if until_idle_s is not None and all(_idle(s, until_idle_s) for s in streams):
                 log.info("no new transaction for %.1fs: stopping", until_idle_s)
                 return 0

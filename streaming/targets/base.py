@@ -112,6 +112,10 @@ class Target(abc.ABC):
     def add_column(self, table: str, name: str, source_type: str) -> None:
         self.execute(f"ALTER TABLE {self.qualified(table)} ADD COLUMN {self.quote(name)} {self.column_type(source_type)}")
 
+    def widen_column(self, table: str, name: str, source_type: str) -> None:
+        self.execute(f"ALTER TABLE {self.qualified(table)} ALTER COLUMN {self.quote(name)} TYPE "
+                     f"{self.column_type(source_type)}")
+
     def ensure_meta(self) -> None:
         """Create cdc_progress and cdc_schema when missing (committed at once)."""
         if self.table_columns(PROGRESS_TABLE) is None:

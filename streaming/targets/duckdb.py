@@ -61,6 +61,9 @@ class DuckDbTarget(Target):
             "AND table_name = ? ORDER BY ordinal_position", [self.schema, table]).fetchall()
         return [r[0] for r in rows] or None
 
+    def widen_column(self, table: str, name: str, source_type: str) -> None:
+        pass  # DuckDB VARCHAR has no length
+
     def _register(self, columns: Sequence[str], rows: list[Row]) -> str:
         name = f"_cdc_stage_{next(_stage_ids)}"
         arrays = {c: pa.array([r.get(c) for r in rows]) for c in columns}

@@ -60,8 +60,9 @@ class MySqlTarget(Target):
                            "coalesce(%s, DATABASE()) AND table_name = %s ORDER BY ordinal_position", [self.schema, table])
         return [r[0] for r in cur.fetchall()] or None
 
-    def create_table(self, table: str, schema: Any) -> None:
-        super().create_table(table, schema)
+    def widen_column(self, table: str, name: str, source_type: str) -> None:
+        self.execute(f"ALTER TABLE {self.qualified(table)} MODIFY COLUMN {self.quote(name)} "
+                     f"{self.column_type(source_type)}")
 
     def delete_rows(self, table: str, key: Sequence[str], rows: list[Row]) -> None:
         keys = ", ".join(self.quote(k) for k in key)

@@ -70,6 +70,9 @@ class OracleTarget(Target):
     def add_column(self, table: str, name: str, source_type: str) -> None:
         self.execute(f"ALTER TABLE {self.qualified(table)} ADD ({self.quote(name)} {self.column_type(source_type)})")
 
+    def widen_column(self, table: str, name: str, source_type: str) -> None:
+        self.execute(f"ALTER TABLE {self.qualified(table)} MODIFY ({self.quote(name)} {self.column_type(source_type)})")
+
     def upsert_rows(self, table: str, columns: Sequence[str], key: Sequence[str], rows: list[Row]) -> None:
         src = ", ".join(f"%s AS {self.quote(c)}" for c in columns)
         on = " AND ".join(f"t.{self.quote(k)} = s.{self.quote(k)}" for k in key)

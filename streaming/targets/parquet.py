@@ -112,6 +112,9 @@ class ParquetTarget(Target):
     def add_column(self, table: str, name: str, source_type: str) -> None:
         pass
 
+    def widen_column(self, table: str, name: str, source_type: str) -> None:
+        pass
+
     def read_progress(self, source: str) -> Progress | None:
         d = self._read_json(self._meta_path("progress", source))
         return None if d is None else Progress(source, d["last_sequence"], d["batch_id"], d.get("last_position") or {},

@@ -132,3 +132,27 @@ def test_parquet_changelog_sink_is_replay_safe(tmp_path):
     assert [(r["_op"], r["sku"]) for r in data] == [("u", 2)]
     e2 = ApplyEngine("src", ParquetTarget(t.config), e.table_map).start()
     assert e2.progress.last_sequence == b.seq - 1 and "shop.items" in e2.catalog.tables
+
+
+def test_first_sight_schema_inside_a_transaction():
+    b = StreamBuilder()
+    b.tx()  # opens tx; emulate the publisher: BEGIN, SCHEMA, data, END
+    b.items.clear()
+    from cdc import envelope
+    b.items.append((None, envelope.begin_record(b._next(), "0-1-9", b.ts)))
+    b.schema("shop.items", [("sku", "int"), ("qty", "int")], ["sku"])
+    b.tx(("c", "shop.items", None, {"sku": 1, "qty": 1}))
+    b.items = [it for i, it in enumerate(b.items) if not (i == 2 and it[1].get("status") == "BEGIN")]
+    e = _engine()
+    e.apply_records(b.as_records(), 0)
+    assert _rows(e, "items") == [(1, 1)]
+
+
+def test_string_width_changes_are_followed():
+    b = StreamBuilder().schema("shop.s", [("id", "int"), ("v", "varchar(13)")], ["id"])
+    b.schema("shop.s", [("id", "int"), ("v", "varchar(10)")], ["id"], ddl="ALTER ... ADD w")
+    b.schema("shop.s", [("id", "int"), ("v", "varchar(30)")], ["id"], ddl="ALTER ... MODIFY v varchar(30)")
+    b.tx(("c", "shop.s", None, {"id": 1, "v": "x" * 30}))
+    e = _engine()
+    e.apply_records(b.as_records(), 0)
+    assert _rows(e, "s") == [(1, "x" * 30)]

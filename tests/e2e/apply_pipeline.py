@@ -1,0 +1,152 @@
+"""The whole pipeline for the apply e2e tests: MariaDB -> `cdc run` -> broker -> Spark apply -> targets.
+
+``Pipeline`` prepares one source database, fresh target schemas (PostgreSQL
+schema, MariaDB database, DuckDB file), writes the cdc.yaml, starts the real
+daemon, and offers: run the apply job in-process (shared SparkSession) or as
+a `cdc apply` child process, wait for a sentinel row to reach a target
+(everything committed before it is then applied: commit order), and compare
+source and target row for row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from cdc.config import load_config
+from cdc.envelope import changes_topic
+from streaming import job
+from tests.fixtures.ops import DaemonProcess
+
+
+def norm(v: Any) -> Any:
+    if isinstance(v, decimal.Decimal):
+        return format(v.normalize(), "f") if v == v.to_integral() else format(v, "f")
+    if isinstance(v, (dt.datetime, dt.date, dt.time)):
+        return v.isoformat()
+    if isinstance(v, memoryview):
+        return bytes(v)
+    if isinstance(v, bool):
+        return int(v)
+    return v
+
+
+class Pipeline:
+    def __init__(self, tmp: Path, mariadb, broker, postgres, prefix: str, db: str, targets=("pg", "my", "duck")):
+        self.tmp, self.mariadb, self.postgres, self.broker, self.db = tmp, mariadb, postgres, broker, db
+        self.tag = "t" + uuid.uuid4().hex[:10]
+        tcfg = []
+        if "pg" in targets:
+            with postgres.connect() as c:
+                c.execute(f"CREATE SCHEMA {self.tag}")
+                c.commit()
+            tcfg.append({"name": "pg", "kind": "postgres", "dsn": postgres.dsn, "schema": self.tag})
+        if "my" in targets:
+            mariadb.query(f"CREATE DATABASE {self.tag}")
+            tcfg.append({"name": "my", "kind": "mysql", "dsn": f"mysql://cdc:cdc@{mariadb.host}:{mariadb.port}/{self.tag}"})
+        if "duck" in targets:
+            tcfg.append({"name": "duck", "kind": "duckdb", "path": str(tmp / "target.duckdb")})
+        self.targets = [t["name"] for t in tcfg]
+        broker.create_topic(changes_topic(prefix, "src"))
+        self.daemon = DaemonProcess(
+            tmp, source="src", mariadb_hosts=[mariadb.address], tables=[f"{db}.*"], bootstrap=broker.bootstrap,
+            topic_prefix=prefix, extra={
+                "targets": tcfg,
+                "apply": [{"source": "src", "target": t["name"], "checkpoint_dir": str(tmp / f"ck-{t['name']}"),
+                           "trigger_interval_s": 0.2} for t in tcfg]})
+        self.config_path = self.daemon.config_path
+        self.config = load_config(self.config_path)
+
+    def start(self) -> "Pipeline":
+        self.daemon.start()
+        return self
+
+    def stop(self) -> None:
+        self.daemon.stop()
+
+    # ---- the apply job -----------------------------------------------------------------
+    def apply_in_thread(self, spark) -> tuple[threading.Thread, threading.Event, list]:
+        stop, errors = threading.Event(), []
+
+        def body():
+            try:
+                job.run(self.config, spark=spark, stop_event=stop)
+            except BaseException as exc:  # noqa: BLE001 - reported by the test
+                errors.append(exc)
+        t = threading.Thread(target=body, daemon=True, name="apply")
+        t.start()
+        return t, stop, errors
+
+    def apply_until(self, spark, sid: int, rounds: int = 4, idle_s: float = 4.0) -> None:
+        """Run the apply job to idleness until the sentinel is in every target (bounded rounds)."""
+        for _ in range(rounds):
+            job.run(self.config, spark=spark, until_idle_s=idle_s)
+            if all(self.has_sentinel(t, sid) for t in self.targets):
+                return
+        raise AssertionError(f"sentinel {sid} not in every target after {rounds} runs\n{self.daemon.log_tail(2000)}")
+
+    # ---- sentinel and comparison --------------------------------------------------------
+    def sentinel(self) -> int:
+        """Commit a row to the source's sentinel table; it lands after everything before it."""
+        self.mariadb.query(f"CREATE TABLE IF NOT EXISTS `{self.db}`.sentinel (id INT PRIMARY KEY, at DATETIME(6))")
+        sid = int(time.time() * 1000) % 2_000_000_000
+        self.mariadb.query(f"INSERT INTO `{self.db}`.sentinel VALUES ({sid}, NOW(6))")
+        return sid
+
+    def target_query(self, target: str, sql_tmpl: str) -> list[tuple]:
+        if target == "pg":
+            with self.postgres.connect() as c:
+                return c.execute(sql_tmpl.format(t=f"{self.tag}.")).fetchall()
+        if target == "my":
+            return self.mariadb.query(sql_tmpl.format(t=f"`{self.tag}`."))
+        con = duckdb.connect(str(self.tmp / "target.duckdb"), read_only=True)
+        try:
+            return con.execute(sql_tmpl.format(t="")).fetchall()
+        finally:
+            con.close()
+
+    def has_sentinel(self, target: str, sid: int) -> bool:
+        try:
+            return bool(self.target_query(target, "SELECT 1 FROM {t}sentinel WHERE id = %d" % sid))
+        except Exception:  # noqa: BLE001 - table not there yet
+            return False
+
+    def wait_sentinel(self, sid: int, targets: list[str], timeout: float, errors: list | None = None) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if errors:
+                raise errors[0]
+            if all(self.has_sentinel(t, sid) for t in targets):
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"sentinel {sid} did not reach {targets} within {timeout}s\n{self.daemon.log_tail(2000)}")
+
+    def source_rows(self, table: str) -> tuple[list[str], list[tuple]]:
+        cols = [r[0] for r in self.mariadb.query(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s "
+            "ORDER BY ordinal_position", (self.db, table))]
+        rows = self.mariadb.query(f"SELECT * FROM `{self.db}`.`{table}`")
+        return cols, sorted(tuple(norm(v) for v in r) for r in rows)
+
+    def assert_equal(self, tables: list[str], targets: list[str] | None = None) -> dict[str, int]:
+        counts = {}
+        for table in tables:
+            cols, want = self.source_rows(table)
+            for target in targets or self.targets:
+                q = {"pg": '"{c}"', "my": "`{c}`", "duck": '"{c}"'}[target]
+                sel = ", ".join(q.format(c=c) for c in cols)
+                got = sorted(tuple(norm(v) for v in r) for r in self.target_query(target, f"SELECT {sel} FROM {{t}}{table}"))
+                assert got == want, f"{target}.{table}: {len(got)} rows vs source {len(want)}; first diff " \
+                    f"{next(((a, b) for a, b in zip(got, want) if a != b), None)}"
+            counts[table] = len(want)
+        return counts
+
+    def progress(self, target: str) -> tuple[int, int]:
+        return self.target_query(target, "SELECT last_sequence, batch_id FROM {t}cdc_progress WHERE source = 'src'")[0]
