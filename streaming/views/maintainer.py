@@ -63,6 +63,9 @@ def maintain(target: Any, deltas: Mapping[str, TableDelta], batch_id: int, *,
     done = []
     for view in defs:
         if prints[view.name] != view.fingerprint:
+            if d.name == "mysql":  # CREATE TABLE would commit half a batch
+                raise ViewError(f"view {view.name!r} is missing or its definition changed: on MySQL/MariaDB build "
+                                "it before the batch (maintainer.prepare, or `cdc views rebuild`)", view=view.name)
             build.create_view_table(cur, view, d)
             done.append((view, "build"))
         else:

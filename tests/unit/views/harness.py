@@ -118,7 +118,9 @@ class Harness:
                 cur.execute(f"DELETE FROM {t} WHERE id = {self.param}", [row["id"]])
             for row in delta.inserted:
                 self._insert(cur, t, row)
-        maintainer.maintain(self.target, deltas, self.batch_id, views=self.views, last_sequence=self.batch_id * 10)
+        modes = maintainer.maintain(self.target, deltas, self.batch_id, views=self.views,
+                                    last_sequence=self.batch_id * 10)
+        assert set(modes.values()) == {"incremental"}, modes  # maintained, not rebuilt
         self.target.commit()
         return deltas
 
