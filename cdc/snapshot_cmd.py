@@ -26,10 +26,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config import load_config
     from cdc.compare.errors import CompareError
-    from readers.mysql.incremental import EXECUTE, SIGNAL_DDL
+    from cdc.config import load_config
     from readers.mysql.connection import open_connection
+    from readers.mysql.incremental import EXECUTE, SIGNAL_DDL
     from readers.mysql.snapshot import q
 
     config = load_config(args.config)
@@ -69,7 +69,7 @@ def _primary(src, open_connection):
     for host in src.hosts:
         try:
             conn = open_connection(host, src.user, src.password.get_secret_value(), src.connect_timeout_s)
-        except Exception as exc:  # try the next host; the last error is reported
+        except Exception as exc:  # noqa: BLE001 - try the next host; the last error is reported
             last = exc
             continue
         with conn.cursor() as cur:

@@ -16,8 +16,9 @@ chunks of ``chunk`` rows, so a table of any size costs bounded memory.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from cdc.compare.errors import CompareError

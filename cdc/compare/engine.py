@@ -24,8 +24,9 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from cdc.compare.catalog import TableShape, describe
 from cdc.compare.endpoints import Endpoint
@@ -52,7 +53,7 @@ class Side:
         return self.endpoint.dialect
 
     def table_sql(self) -> str:
-        q = lambda n: quote(self.dialect, n)  # noqa: E731
+        q = lambda n: quote(self.dialect, n)
         return f"{q(self.shape.schema)}.{q(self.shape.table)}"
 
     def md5(self) -> str:
@@ -155,7 +156,7 @@ def prefetch(rows: Iterable[tuple], chunk: int = 10_000, depth: int = 4) -> Iter
                         return
             q.put(buf)
             q.put(None)
-        except BaseException as exc:  # hand the producer's error to the consumer
+        except BaseException as exc:  # noqa: BLE001 - hand the producer's error to the consumer
             q.put(exc)
 
     t = threading.Thread(target=pump, daemon=True, name="compare-prefetch")
@@ -297,7 +298,7 @@ class TableCompare:
         # both databases fold their rows at the same time, each in its own prefetch thread
         s_rows = prefetch(self._bucket_stream(self.s, self.conns[0], lo, hi, width), 64)
         t_rows = prefetch(self._bucket_stream(self.t, self.conns[2], lo, hi, width), 64)
-        counts, equal_rows, differing = [0, 0, 0], 0, []
+        equal_rows, differing = 0, []
         for key, s, t in walk(s_rows, t_rows, self.src_name + " (buckets)"):
             if s is not None and s == t:
                 equal_rows += s[0]

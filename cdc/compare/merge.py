@@ -17,10 +17,11 @@ a silent disagreement in collation would report false differences.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from cdc.compare.errors import OrderError
 

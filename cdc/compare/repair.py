@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import base64
 import time
-from datetime import date, datetime, time as dtime, timedelta, timezone
+from collections.abc import Iterator
+from datetime import date, datetime, timedelta, timezone
+from datetime import time as dtime
 from decimal import Decimal
-from typing import Any, Iterator
+from typing import Any
 
+from cdc.compare.catalog import TableShape, describe
 from cdc.compare.endpoints import Endpoint
 from cdc.compare.engine import split_name
-from cdc.compare.catalog import TableShape, describe
 from cdc.compare.errors import CompareError
 from cdc.compare.fingerprint import quote
 from cdc.compare.merge import DIFFERENT, EXTRA, MISSING

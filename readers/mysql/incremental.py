@@ -32,7 +32,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from cdc.events import Begin, Change, Commit, Event, TableId
 from readers.mysql.connection import open_connection
@@ -171,6 +172,6 @@ class IncrementalSnapshots:
         if self._conn is not None:
             try:
                 self._conn.close()
-            except Exception:  # closing a dead connection: nothing to do
+            except Exception:  # noqa: BLE001, S110 - closing a dead connection: nothing to do
                 pass
             self._conn = None

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from cdc.compare.catalog import classify
 from cdc.compare.repair import event_value

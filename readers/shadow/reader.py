@@ -28,7 +28,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from cdc.compare.catalog import TableShape, describe
 from cdc.compare.endpoints import from_dsn
@@ -88,7 +89,7 @@ class ShadowSource:
             if c is not None:
                 try:
                     c.close()
-                except Exception:  # closing a broken connection: nothing left to do
+                except Exception:  # noqa: BLE001, S110 - closing a broken connection: nothing left to do
                     pass
 
     # ---------------------------------------------------------------- events
@@ -153,7 +154,7 @@ class ShadowSource:
         if not diffs:
             return
         fams = {c.name: c.family for c in shape.columns}
-        as_key = lambda k: {c: event_value(v, fams[c]) for c, v in zip(key, k)}  # noqa: E731
+        as_key = lambda k: {c: event_value(v, fams[c]) for c, v in zip(key, k)}
         upserts = [dd.key for dd in diffs if dd.kind in (MISSING, DIFFERENT)]
         after = self._fetch(shape, src, upserts)
         old = [as_key(dd.key) for dd in diffs if dd.kind in (EXTRA, DIFFERENT)]

@@ -26,8 +26,9 @@ behind than that also raises ShadowStateError.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from cdc.compare.catalog import TableShape, describe
 from cdc.compare.endpoints import Endpoint
@@ -42,7 +43,7 @@ class ShadowStateError(CdcError, Terminal):
 class ShadowStore:
     def __init__(self, ep: Endpoint, conn, schema: str, source: str, keep_cycles: int = 100) -> None:
         self.ep, self.conn, self.schema, self.source, self.keep = ep, conn, schema, source, keep_cycles
-        self.q = lambda n: quote(ep.dialect, n)  # noqa: E731
+        self.q = lambda n: quote(ep.dialect, n)
         self.ph = ep.placeholder
         self.shapes: dict[str, TableShape] = {}  # source table -> shadow table shape
 

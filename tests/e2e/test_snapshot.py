@@ -38,10 +38,10 @@ def make_source(primary, tables, **kw) -> MySqlSource:
 class Writer(threading.Thread):
     """Random inserts/updates/deletes (or only ``v = v + 1`` updates) until stopped."""
 
-    def __init__(self, primary, db, updates_only=False):
+    def __init__(self, primary, db, updates_only=False, pause=0.0):
         super().__init__(daemon=True)
         self.conn = primary.connect(db)
-        self.updates_only, self.stop, self.count = updates_only, threading.Event(), 0
+        self.updates_only, self.pause, self.stop, self.count = updates_only, pause, threading.Event(), 0
         self.rng = random.Random(7)
 
     def run(self):
@@ -56,6 +56,8 @@ class Writer(threading.Thread):
                 else:
                     cur.execute("DELETE FROM t WHERE id = %s", (k,))
                 self.count += 1
+                if self.pause:
+                    self.stop.wait(self.pause)
         self.conn.close()
 
 
@@ -105,7 +107,7 @@ def test_initial_snapshot_then_streaming_under_concurrent_writes(mariadb_primary
     assert pub.recover() is None
     try:
         src.start(None)
-        events = pump(src, lambda evs: any(isinstance(e, Heartbeat) and "snapshot" not in (e.resume or {})
+        pump(src, lambda evs: any(isinstance(e, Heartbeat) and "snapshot" not in (e.resume or {})
                                            and e.resume.get("gtid_set") is not None for e in evs), pub)
         time.sleep(1.0)  # streaming while writes continue
         writer.stop.set()

@@ -40,7 +40,7 @@ def setup(mariadb_primary, tmp_mysql_db, broker, topic_prefix, tmp_path):
 
 
 def test_compare_reports_and_exits_non_zero(setup, capsys):
-    cfg, db, _ = setup
+    cfg, _, _ = setup
     assert cdc_main(["compare", "--config", cfg, "--source", "src", "--target", "duck", "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     (table,) = report["tables"]
@@ -51,12 +51,12 @@ def test_compare_reports_and_exits_non_zero(setup, capsys):
 
 
 def test_repair_publishes_one_corrective_transaction(setup, broker, topic_prefix, capsys):
-    cfg, db, _ = setup
+    cfg, _, _ = setup
     assert cdc_main(["compare", "--config", cfg, "--source", "src", "--target", "duck", "--repair"]) == 1
     out = capsys.readouterr().out
     assert "1 missing, 1 extra, 1 different" in out
     stream = read_stream(broker.bootstrap, f"{topic_prefix}.src.changes")
-    (txid, rows, end), = stream.transactions
+    (_, rows, end), = stream.transactions
     got = sorted((r["op"], (r["after"] or r["before"])["id"]) for r in rows)
     assert got == [("d", 99), ("r", 3), ("r", 4)]
     assert next(r for r in rows if r["op"] == "r" and r["after"]["id"] == 4)["after"]["name"] == "n4"
