@@ -1,0 +1,87 @@
+"""Run `cdc run` as a real subprocess (so kill -9 is real) against a MariaDB source."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+CDC = str(Path(sys.executable).with_name("cdc"))
+
+
+def write_config(path: Path, *, hosts: list[str], tables: list[str], bootstrap: str, prefix: str,
+                 name: str = "s1", server_id: int = 0) -> Path:
+    cfg = {
+        "sources": [{"name": name, "kind": "mysql", "hosts": hosts, "user": "cdc", "password": "cdc",
+                     "tables": tables, "heartbeat_interval_s": 1.0, "reconnect_backoff_s": 0.2,
+                     "server_id": server_id or 500_000 + os.getpid() % 100_000}],
+        "kafka": {"bootstrap_servers": bootstrap, "topic_prefix": prefix},
+        "metrics": {"port": 0},
+        "drain_timeout_s": 20,
+    }
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+class Daemon:
+    """One `cdc run --config` process; stderr goes to ``log``."""
+
+    def __init__(self, config: Path, log: Path) -> None:
+        self.config, self.log = config, log
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "Daemon":
+        out = open(self.log, "ab")
+        self.proc = subprocess.Popen([CDC, "run", "--config", str(self.config)], stdout=out, stderr=out)
+        out.close()
+        return self
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self, timeout: float = 30) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+                return -9
+        return self.proc.returncode
+
+    def peak_rss_mb(self) -> float:
+        """VmHWM of the running process (peak resident set), in MB."""
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def tail(self, n: int = 30) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+        except FileNotFoundError:
+            return ""
+
+
+def wait_for(cond, timeout: float, what: str, interval: float = 0.5, daemon: "Daemon | None" = None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(interval)
+    detail = f"\n--- daemon log tail ---\n{daemon.tail()}" if daemon is not None else ""
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}{detail}")
