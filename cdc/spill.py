@@ -160,7 +160,7 @@ class TxBuffer:
         self._chunks: list[tuple[str, int]] = []  # (path, bytes) in order
         self._pending_undo: list[tuple[Any, int]] = []  # (key, items appended before the undo)
         self._in_flight = 0
-        self._cv = threading.Condition()
+        self._cv: threading.Condition | None = None  # created on the first spill: most buffers never spill
         self.spilled = False
         self.discarded = False
 
@@ -202,6 +202,8 @@ class TxBuffer:
         self._unreported = 0
         path = f"{self._prefix}.{len(self._chunks):06d}.chunk"
         self._chunks.append((path, nbytes))
+        if self._cv is None:
+            self._cv = threading.Condition()
         with self._cv:
             self._in_flight += 1
         self.store._submit(self, path, chunk, nbytes)

@@ -176,18 +176,18 @@ class Dispatcher:
                 return
             when = ts_ms(row[TS])
             yield Begin(xid, when)
-            counts: dict[tuple[TableId, str], int] = {}
+            counts: dict[tuple[str, str, str], int] = {}
             change_of = self._change
             for item in tx.buf:
                 change = change_of(item, scn, xid)
-                key = (change.table, change.op)
+                key = (item[2], item[3], change.op)  # plain strings: a TableId hashes in Python
                 counts[key] = counts.get(key, 0) + 1
                 yield change
             if scn != self.commit_scn:
                 self.commit_scn, self.xids_at_commit = scn, set()
             self.xids_at_commit.add(xid)
             if self.on_counts is not None:
-                self.on_counts({(str(t), op): n for (t, op), n in counts.items()}, len(self.open))
+                self.on_counts({(f"{o}.{t}", op): n for (o, t, op), n in counts.items()}, len(self.open))
             state = self.state(at_scn=scn)
             yield Commit(xid, when, state.to_json(), {"scn": scn, "commit_scn": scn, "txId": xid})
         finally:
