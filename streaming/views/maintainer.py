@@ -23,7 +23,6 @@ lacks a column the view reads, ViewInconsistent when a count goes negative.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from operator import itemgetter
 from typing import Any, Iterable, Mapping
 
@@ -123,10 +122,7 @@ def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDel
     for alias, table in view.tables:
         delta = tables.get(table) or tables.get(table.lower()) or tables.get(table.split(".")[-1].lower())
         if delta:
-            # only the columns the view reads, netted: an update of other columns costs nothing
-            net = _net_rows(view, alias, view.columns_of(alias), delta)
-            if net:
-                changed[alias], rows[alias] = delta, net
+            changed[alias], rows[alias] = delta, _signed_rows(view, alias, view.columns_of(alias), delta)
     if not changed:
         return
     plan = DeltaPlan(view, d, prefix=f"__cdcv_{view.fingerprint[:10]}")
@@ -156,23 +152,17 @@ def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDel
                 break
 
 
-def _net_rows(view: ViewDef, alias: str, cols: list[str], delta: TableDelta) -> list[tuple]:
-    """Signed rows (projected values..., weight) of one table's delta, netted per tuple."""
+def _signed_rows(view: ViewDef, alias: str, cols: list[str], delta: TableDelta) -> list[tuple]:
+    """(values of the columns the view reads..., weight): -1 per before-image, +1 per after-image.
+    Pairs that cancel (an update of columns the view does not read) are left to the SQL fold,
+    where they add up to nothing: cheaper than netting them here."""
     get = itemgetter(*cols)
     key = (lambda row: (get(row),)) if len(cols) == 1 else get
     try:
-        counts = Counter(map(key, delta.inserted))
-        counts.subtract(Counter(map(key, delta.deleted)))
+        return [(*v, -1) for v in map(key, delta.deleted)] + [(*v, 1) for v in map(key, delta.inserted)]
     except KeyError:
-        counts = Counter()
-        for weight, images in ((-1, delta.deleted), (1, delta.inserted)):
-            for row in images:
-                counts[_lenient(view, alias, cols, row)] += weight
-    out = []
-    for values, n in counts.items():
-        if n:
-            out.extend([(*values, 1 if n > 0 else -1)] * abs(n))
-    return out
+        return ([(*_lenient(view, alias, cols, r), -1) for r in delta.deleted]
+                + [(*_lenient(view, alias, cols, r), 1) for r in delta.inserted])
 
 
 def _lenient(view: ViewDef, alias: str, cols: list[str], row: dict) -> tuple:
