@@ -102,10 +102,8 @@ def _idle(s: ApplyStream, until_idle_s: float) -> bool:
             return False
         s.started_at = time.monotonic()
         s.last_activity = max(s.last_activity, s.started_at)
-    if time.monotonic() - s.last_activity < until_idle_s:
-        return False
-    status = s.query.status
-    return not status.get("isTriggerActive") and not status.get("isDataAvailable")
+    # heartbeats keep Spark busy forever: idleness is "no source transaction applied", not "no data"
+    return time.monotonic() - s.last_activity >= until_idle_s
 
 
 def start_stream(spark: Any, config: Config, apply: ApplyConfig, metrics_registry: Any = None) -> ApplyStream:

@@ -1,4 +1,4 @@
-"""Builders of realistic change streams for tests: the records the daemon writes.
+"""Builders of realistic change streams (tests and `cdc bench apply`): the records the daemon writes.
 
 ``StreamBuilder`` keeps the sequence and offsets, and yields (key, value)
 dict pairs exactly as cdc.envelope builds them, including ABORTED and SCHEMA

@@ -1,0 +1,292 @@
+"""`cdc bench apply --rows N`: the Spark apply into PostgreSQL vs a naive upsert and raw COPY.
+
+Same run, same rows, same PostgreSQL (started here unless ``--postgres DSN``):
+
+- apply:  the change stream of N row changes (transactions of ``--tx-rows``
+          rows: inserts, and every tenth row updated again later) is written
+          to the broker first; then the apply job (Spark local[2], the real
+          `cdc-stream` source and engine) runs until the progress row holds
+          the last sequence. rows/s = N / (first batch start .. last commit);
+          Spark session start-up is excluded, planning and reading are not.
+- naive:  row-by-row ``INSERT ... ON CONFLICT DO UPDATE`` with one commit
+          per source transaction, over the first ``--naive-rows`` rows.
+- copy:   ``COPY ... FROM STDIN`` of the same N rows into an unindexed table
+          (the target's bulk-load limit).
+- latency: a steady ``--tps`` single-row transactions per second for
+          ``--latency-s`` seconds, produced with their commit time; a poller
+          reads ``cdc_progress`` every 20 ms; latency = visible - commit.
+          (This measures broker -> Spark -> target; the capture side has
+          its own bench, `cdc bench mysql`.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rows", type=int, default=500_000)
+    parser.add_argument("--tx-rows", type=int, default=100, help="rows per source transaction")
+    parser.add_argument("--naive-rows", type=int, default=20_000, help="rows for the naive baseline")
+    parser.add_argument("--tps", type=int, default=1000, help="transactions/s for the latency run")
+    parser.add_argument("--latency-s", type=float, default=20.0)
+    parser.add_argument("--postgres", help="DSN of a PostgreSQL to use; default: start one")
+    parser.add_argument("--kafka", help="bootstrap of a broker to use; default: start tansu")
+
+
+def _say(msg: str) -> None:
+    print(f"[bench apply] {msg}", file=sys.stderr, flush=True)
+
+
+COLS = [("id", "bigint"), ("name", "varchar(40)"), ("amount", "decimal(12,2)"), ("at", "datetime(6)")]
+
+
+def _row(i: int, v: int = 0) -> dict[str, Any]:
+    return {"id": i, "name": f"name {i} v{v}", "amount": f"{i % 100000}.{v % 100:02d}",
+            "at": f"2024-05-06T07:08:{i % 60:02d}.{i % 1000000:06d}"}
+
+
+def _stream(n: int, tx_rows: int):
+    from streaming.streamgen import StreamBuilder
+
+    b = StreamBuilder(source="bench")
+    b.schema("bench.t", COLS, ["id"])
+    i = 0
+    while i < n:
+        ops = []
+        for j in range(i, min(n, i + tx_rows)):
+            if j % 10 == 9 and j >= 50:  # every tenth change updates an earlier row
+                k = j - 50
+                ops.append(("u", "bench.t", _row(k), _row(k, 1)))
+            else:
+                ops.append(("c", "bench.t", None, _row(j)))
+        b.tx(*ops)
+        i += tx_rows
+    return b
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import psycopg
+
+    from cdc.config import parse_config
+    from cdc.dev.broker import Broker
+    from cdc.dev.postgres import Postgres
+    from streaming import job
+    from streaming.streamgen import StreamBuilder, produce
+
+    work = Path(tempfile.mkdtemp(prefix="cdc-bench-apply-"))
+    pg = broker = None
+    try:
+        if args.postgres:
+            dsn = args.postgres
+        else:
+            pg = Postgres(work / "pg").start()
+            dsn = pg.dsn
+        if args.kafka:
+            bootstrap = args.kafka
+        else:
+            broker = Broker(log_dir=work).start()
+            bootstrap = broker.bootstrap
+        admin = broker or _External(bootstrap)
+        _say(f"building a stream of {args.rows} row changes")
+        b = _stream(args.rows, args.tx_rows)
+        topic = "bench.bench.changes"
+        admin.create_topic(topic)
+        produce(bootstrap, topic, b.encoded(), timeout=300)
+        last_seq = b.seq - 1
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("DROP SCHEMA IF EXISTS bench_apply CASCADE")
+            c.execute("CREATE SCHEMA bench_apply")
+        cfg = parse_config({
+            "kafka": {"bootstrap_servers": bootstrap, "topic_prefix": "bench"},
+            "targets": [{"name": "pg", "kind": "postgres", "dsn": dsn, "schema": "bench_apply"}],
+            "apply": [{"source": "bench", "target": "pg", "checkpoint_dir": str(work / "ck"),
+                       "max_records_per_batch": 200_000, "trigger_interval_s": 0.1}]})
+        spark = job.build_session("local[2]", "cdc-bench-apply")
+        _say("apply: running the Spark job")
+        t0 = time.monotonic()
+        stop = threading.Event()
+        th = threading.Thread(target=job.run, args=(cfg,), kwargs={"spark": spark, "stop_event": stop}, daemon=True)
+        th.start()
+        with psycopg.connect(dsn, autocommit=True) as c:
+            first = None
+            while True:
+                try:
+                    row = c.execute("SELECT last_sequence FROM bench_apply.cdc_progress").fetchone()
+                except psycopg.errors.UndefinedTable:
+                    row = None
+                if row and first is None:
+                    first = time.monotonic()
+                if row and row[0] >= last_seq:
+                    break
+                if not th.is_alive() or time.monotonic() - t0 > 1800:
+                    raise RuntimeError("the apply job stopped or took over 30 minutes")
+                time.sleep(0.05)
+        applied_s = time.monotonic() - t0
+        apply_rate = args.rows / applied_s
+        _say(f"apply: {args.rows} rows in {applied_s:.1f}s (incl. query start) -> {apply_rate:,.0f} rows/s")
+
+        latency = _latency(args, bootstrap, admin, dsn, spark, work, b.schemas)
+        stop.set()
+        th.join(60)
+
+        naive_rate = _naive(dsn, b, args.naive_rows)
+        copy_rate = _copy(dsn, args.rows)
+        spark.stop()
+        return {"rows": args.rows, "apply_rows_per_s": round(apply_rate), "naive_rows_per_s": round(naive_rate),
+                "copy_rows_per_s": round(copy_rate), "ratio_to_copy": round(apply_rate / copy_rate, 3),
+                "speedup_vs_naive": round(apply_rate / naive_rate, 1), **latency}
+    finally:
+        if broker is not None:
+            broker.stop()
+        if pg is not None:
+            pg.destroy()
+
+
+class _External:
+    def __init__(self, bootstrap: str) -> None:
+        from cdc.dev.broker import ExternalBroker
+        self._b = ExternalBroker(bootstrap).start()
+
+    def create_topic(self, name: str) -> None:
+        self._b.create_topic(name)
+
+
+def _naive(dsn: str, b, n: int) -> float:
+    import orjson
+    import psycopg
+
+    with psycopg.connect(dsn) as c:
+        c.execute("DROP TABLE IF EXISTS bench_apply.naive")
+        c.execute("CREATE TABLE bench_apply.naive (id bigint PRIMARY KEY, name varchar(40), amount numeric(12,2), "
+                  "at timestamp(6))")
+        c.commit()
+        done, t0 = 0, time.monotonic()
+        for k, v in b.items:
+            if done >= n:
+                break
+            if v.get("status") == "END":
+                c.commit()
+            if "op" not in v:
+                continue
+            r = v["after"]
+            c.execute("INSERT INTO bench_apply.naive VALUES (%s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET "
+                      "name = EXCLUDED.name, amount = EXCLUDED.amount, at = EXCLUDED.at",
+                      (r["id"], r["name"], r["amount"], r["at"]))
+            done += 1
+        c.commit()
+        rate = done / (time.monotonic() - t0)
+    _say(f"naive: {done} rows -> {rate:,.0f} rows/s")
+    return rate
+
+
+def _copy(dsn: str, n: int) -> float:
+    import psycopg
+
+    with psycopg.connect(dsn) as c:
+        c.execute("DROP TABLE IF EXISTS bench_apply.copy_limit")
+        c.execute("CREATE UNLOGGED TABLE bench_apply.copy_limit (id bigint, name varchar(40), amount numeric(12,2), "
+                  "at timestamp(6))")
+        c.commit()
+        t0 = time.monotonic()
+        with c.cursor().copy("COPY bench_apply.copy_limit FROM STDIN") as cp:
+            for i in range(n):
+                r = _row(i)
+                cp.write_row((r["id"], r["name"], r["amount"], r["at"]))
+        c.commit()
+        rate = n / (time.monotonic() - t0)
+    _say(f"copy: {n} rows -> {rate:,.0f} rows/s")
+    return rate
+
+
+def _latency(args, bootstrap: str, admin, dsn: str, spark, work: Path, schemas) -> dict[str, Any]:
+    import psycopg
+
+    from cdc.config import parse_config
+    from streaming import job
+    from streaming.streamgen import StreamBuilder
+
+    from confluent_kafka import Producer
+
+    topic = "lat.bench.changes"
+    admin.create_topic(topic)
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("DROP SCHEMA IF EXISTS bench_lat CASCADE")
+        c.execute("CREATE SCHEMA bench_lat")
+    cfg = parse_config({
+        "kafka": {"bootstrap_servers": bootstrap, "topic_prefix": "lat"},
+        "targets": [{"name": "pg", "kind": "postgres", "dsn": dsn, "schema": "bench_lat"}],
+        "apply": [{"source": "bench", "target": "pg", "checkpoint_dir": str(work / "ck-lat"),
+                   "trigger_interval_s": 0.1}]})
+    stop = threading.Event()
+    th = threading.Thread(target=job.run, args=(cfg,), kwargs={"spark": spark, "stop_event": stop}, daemon=True)
+    th.start()
+    import orjson
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "log_level": 3})
+    b = StreamBuilder(source="bench")
+    b.schemas = dict(schemas)
+    b.schema("bench.t", COLS, ["id"])
+    commits: list[tuple[int, float]] = []  # (END sequence, commit wall time)
+    polls: list[tuple[float, int]] = []
+    done = threading.Event()
+
+    def poller():
+        with psycopg.connect(dsn, autocommit=True) as c:
+            while not done.is_set():
+                try:
+                    row = c.execute("SELECT last_sequence FROM bench_lat.cdc_progress").fetchone()
+                except psycopg.errors.UndefinedTable:
+                    row = None
+                if row:
+                    polls.append((time.time(), row[0]))
+                time.sleep(0.02)
+
+    pt = threading.Thread(target=poller, daemon=True)
+    pt.start()
+    for k, v in b.encoded():
+        p.produce(topic, key=k, value=v, partition=0)
+    b.items.clear()
+    _say(f"latency: {args.tps} tx/s for {args.latency_s:.0f}s (after a 10 s warm-up)")
+    start = time.time()
+    n = 0
+    warm = 10.0
+    while time.time() - start < warm + args.latency_s:
+        due = start + n / args.tps
+        now = time.time()
+        if due > now:
+            time.sleep(due - now)
+        b.ts = int(time.time() * 1000) - 10
+        b.tx(("c", "bench.t", None, _row(10_000_000 + n)))
+        for k, v in b.encoded():
+            p.produce(topic, key=k, value=v, partition=0)
+        if time.time() - start >= warm:
+            commits.append((b.seq - 1, time.time()))
+        b.items.clear()
+        p.poll(0)
+        n += 1
+    p.flush(60)
+    deadline = time.time() + 120
+    while time.time() < deadline and (not polls or polls[-1][1] < commits[-1][0]):
+        time.sleep(0.1)
+    done.set()
+    pt.join(5)
+    stop.set()
+    th.join(60)
+    lat = []
+    j = 0
+    for seq, t in commits:
+        while j < len(polls) and polls[j][1] < seq:
+            j += 1
+        if j < len(polls):
+            lat.append(polls[j][0] - t)
+    lat.sort()
+    if not lat:
+        return {"latency_p50_s": None, "latency_p99_s": None}
+    return {"latency_p50_s": round(lat[len(lat) // 2], 3), "latency_p99_s": round(lat[int(len(lat) * 0.99) - 1], 3),
+            "latency_tx": len(lat)}
