@@ -8,13 +8,17 @@ bit before it until the consumer is idle for ``idle_s`` AND its position is
 at or past the watermark. Every read is bounded by ``deadline_s``.
 
 :func:`read_tail` returns what the publisher needs to restart (see
-:class:`TailState`). It decodes only the records that matter: markers (null
-key) and SCHEMA records (key without ``key``), plus the very last record for
-its sequence. A checkpoint is an END, SCHEMA or HEARTBEAT record whose
-``resume`` is not null (a table-definition SCHEMA record written inside a
-transaction has none). A transaction cut off by a crash may leave a million data
-records after its BEGIN; the backward search walks windows of doubling size,
-holding nothing but the summary of each window.
+:class:`TailState`). The tail window (from ~2,000 records before the
+watermark to the end) is decoded whole: it gives the max sequence, skips
+duplicate runs (the producer may append a retried batch twice: see
+cdc.publish.producer) and refuses a gap in sequences (StreamCorrupt:
+records the broker acknowledged and then lost). A checkpoint is an END,
+SCHEMA or HEARTBEAT record whose ``resume`` is not null (a table-definition
+SCHEMA record written inside a transaction has none). A transaction cut off
+by a crash may leave a million data records after its BEGIN; the backward
+search walks windows of doubling size, decoding only markers (null key) and
+SCHEMA records (key without ``key``), holding nothing but the summary of
+each window.
 """
 
 from __future__ import annotations
@@ -106,7 +110,8 @@ class _Window:
     last: int | None = None
     checkpoint: dict[str, Any] | None = None
     trail: dict[str, Any] | None = None  # last BEGIN or ABORTED after the checkpoint
-    last_value: bytes | None = None
+    max_sequence: int | None = None  # full windows only
+    gap: tuple[int, int, int] | None = None  # (first missing, last missing, offset after): full windows only
 
 
 @dataclass(frozen=True)
@@ -123,17 +128,32 @@ class TailState:
         return None if self.checkpoint is None else self.checkpoint.get("resume")
 
 
-def _summarise(messages: Iterator[Any], key_serde: Serde, value_serde: Serde) -> _Window:
+def _summarise(messages: Iterator[Any], key_serde: Serde, value_serde: Serde, *, full: bool = False) -> _Window:
+    """One pass over a window. ``full`` (the tail window): decode every record, keep the max
+    sequence, skip duplicate runs (a retried batch appended again) and note the first gap."""
     w = _Window()
     for m in messages:
         if w.first is None:
             w.first = m.offset()
         w.last = m.offset()
-        w.last_value = m.value()
         key = m.key()
-        if key is not None and "key" in key_serde.decode(key):
-            continue  # a data record: nothing to learn here
-        value = value_serde.decode(m.value())
+        if full:
+            value = value_serde.decode(m.value())
+            seq = value.get("sequence")
+            if not isinstance(seq, int):
+                raise StreamCorrupt("a record of the change stream has no integer sequence", offset=m.offset())
+            if w.max_sequence is not None:
+                if seq <= w.max_sequence:
+                    continue  # duplicate of a record already seen: a consumer drops it too
+                if seq != w.max_sequence + 1 and w.gap is None:
+                    w.gap = (w.max_sequence + 1, seq - 1, m.offset())
+            w.max_sequence = seq
+            if key is not None and "key" in key_serde.decode(key):
+                continue
+        else:
+            if key is not None and "key" in key_serde.decode(key):
+                continue  # a data record: nothing to learn here
+            value = value_serde.decode(m.value())
         status = value.get("status")
         if status in CHECKPOINT_STATUSES and value.get("resume") is not None:
             w.checkpoint, w.trail = value, None
@@ -150,14 +170,20 @@ def read_tail(bootstrap: str, topic: str, key_serde: Serde, value_serde: Serde, 
         low, high = watermarks(consumer, topic)
         start = max(low, high - TAIL_WINDOW)
         tail = _summarise(read_range(consumer, topic, start, None, reported_high=high, deadline_s=deadline_s),
-                          key_serde, value_serde)
+                          key_serde, value_serde, full=True)
         while tail.last is None and start > low:  # the watermark overstated the end: look earlier
             start = max(low, start - TAIL_WINDOW * 8)
             tail = _summarise(read_range(consumer, topic, start, None, reported_high=start,
-                                         deadline_s=deadline_s), key_serde, value_serde)
+                                         deadline_s=deadline_s), key_serde, value_serde, full=True)
         if tail.last is None:
             return TailState(end_offset=low, last_sequence=None, checkpoint=None, open_begin=None)
-        last_sequence = value_serde.decode(tail.last_value)["sequence"]
+        if tail.gap is not None:
+            first, last, offset = tail.gap
+            raise StreamCorrupt(f"{topic} lost records: sequences {first}..{last} are missing before offset "
+                                f"{offset} (the broker acknowledged records it no longer has); resuming would "
+                                f"skip them silently, so the source stays stopped until an operator decides",
+                                topic=topic, missing_from=first, missing_to=last, offset=offset)
+        last_sequence = tail.max_sequence
         checkpoint, trail = tail.checkpoint, tail.trail
         stop, size = start, TAIL_WINDOW
         while checkpoint is None and stop > low:  # walk back to the checkpoint before an open transaction
@@ -169,8 +195,6 @@ def read_tail(bootstrap: str, topic: str, key_serde: Serde, value_serde: Serde, 
             trail = trail if trail is not None else w.trail
             stop = lo
         open_begin = trail if trail is not None and trail.get("status") == BEGIN else None
-        if not isinstance(last_sequence, int):
-            raise StreamCorrupt(f"last record of {topic} has no integer sequence", topic=topic, offset=tail.last)
         return TailState(end_offset=tail.last + 1, last_sequence=last_sequence,
                          checkpoint=checkpoint, open_begin=open_begin)
     finally:

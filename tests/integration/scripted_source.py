@@ -18,6 +18,7 @@ the first rows of it, and exits with the daemon's status.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import threading
@@ -124,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stall-step", type=int, default=None)
     p.add_argument("--stall-s", type=float, default=0)
     p.add_argument("--drain-timeout-s", type=float, default=30)
+    p.add_argument("--producer", default="{}", help="extra librdkafka settings as JSON")
     a = p.parse_args(argv)
     setup_logging("INFO")
     kafka = KafkaConfig(bootstrap_servers=a.bootstrap, topic_prefix=a.prefix)
@@ -133,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                               big_rows=a.big_rows, stall_step=a.stall_step, stall_s=a.stall_s)
 
     daemon = Daemon([SourceSpec(a.source, "scripted", make)], kafka, process_registry(), metrics_port=None,
-                    drain_timeout_s=a.drain_timeout_s)
+                    drain_timeout_s=a.drain_timeout_s, producer_config=json.loads(a.producer))
     signals = TwoStageSignals(daemon.request_stop).install()
     status = daemon.run()
     signals.restore()

@@ -16,18 +16,23 @@ class Stream:
     schemas: list[dict[str, Any]] = field(default_factory=list)
     heartbeats: list[dict[str, Any]] = field(default_factory=list)
     records: int = 0
+    duplicates: int = 0
 
 
 def read_stream(bootstrap: str, topic: str, encoding: str = "json") -> Stream:
-    """Decode the whole stream, asserting sequence order and marker structure."""
+    """Decode the whole stream as a consumer does (records at or below the last sequence are
+    dropped as duplicates), asserting gapless sequences and marker structure."""
     ks, vs = get_serdes(encoding)
     out = Stream()
     last_seq = 0
     open_tx: tuple[str, list] | None = None
     for offset, key, value in read_records(bootstrap, topic, ks, vs):
-        out.records += 1
         seq = value["sequence"]
-        assert seq > last_seq, f"sequence not increasing at offset {offset}: {seq} after {last_seq}"
+        if seq <= last_seq:
+            out.duplicates += 1  # a retried batch appended again: a consumer drops it
+            continue
+        out.records += 1
+        assert seq == last_seq + 1, f"sequence gap at offset {offset}: {seq} after {last_seq} (lost records)"
         last_seq = seq
         status = value.get("status")
         if status is None:

@@ -27,8 +27,8 @@ def _data(seq: int, txid: str) -> tuple[dict, dict]:
     return {"table": "d.t", "key": {"id": seq}}, {"sequence": seq, "op": "c", "transaction": {"id": txid}}
 
 
-def window(records: list[tuple[dict | None, dict]]):
-    return _summarise(iter(Msg(i, k, v) for i, (k, v) in enumerate(records)), KS, VS)
+def window(records: list[tuple[dict | None, dict]], full: bool = False):
+    return _summarise(iter(Msg(i, k, v) for i, (k, v) in enumerate(records)), KS, VS, full=full)
 
 
 def test_open_transaction_after_the_last_end():
@@ -39,7 +39,6 @@ def test_open_transaction_after_the_last_end():
                 _data(6, "b")])
     assert w.checkpoint["resume"] == {"r": 3}
     assert w.trail["status"] == "BEGIN" and w.trail["id"] == "b"
-    assert VS.decode(w.last_value)["sequence"] == 6
 
 
 def test_aborted_closes_and_a_heartbeat_is_a_checkpoint():
@@ -53,3 +52,16 @@ def test_a_ddl_is_a_checkpoint_and_a_heartbeat_without_resume_is_not():
     w = window([({"table": "d.t"}, e.schema_record(1, "d.t", "ALTER TABLE t ADD c INT", None, 0, {"r": 1})),
                 (None, e.heartbeat_record(2, 0, None))])
     assert w.checkpoint["sequence"] == 1
+
+
+def test_full_window_takes_the_max_sequence_and_skips_a_duplicate_run():
+    recs = [(None, e.begin_record(1, "a", 0)), _data(2, "a"), (None, e.end_record(3, "a", 0, {"d.t": 1}, {"r": 3}, {})),
+            (None, e.begin_record(4, "b", 0)), _data(5, "b")]
+    w = window(recs + recs[3:], full=True)  # the last batch appended twice (a retried produce)
+    assert w.max_sequence == 5 and w.gap is None
+    assert w.checkpoint["resume"] == {"r": 3} and w.trail["id"] == "b"
+
+
+def test_full_window_notes_a_gap_in_sequences():
+    w = window([(None, e.begin_record(1, "a", 0)), _data(2, "a"), _data(5, "a")], full=True)
+    assert w.gap == (3, 4, 2)
