@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cdc.events import Commit, SchemaChange
-from readers.mysql.errors import AuthenticationFailed, SettingsRefused, SourceUnavailable
+from readers.mysql.errors import AuthenticationFailed, BinlogPurged, SettingsRefused, SourceUnavailable
 from readers.mysql.position import GtidSet
 from tests.integration.mysql_helpers import collect, make_source, marks, transactions
 
@@ -83,15 +83,55 @@ def test_unreachable_host_is_a_clear_transient_error():
     assert "127.0.0.1:1" in str(info.value)
 
 
-def test_statement_format_is_refused_by_check_and_start(mariadb_pair):
+def test_reconnect_after_restart_then_purged_and_unsafe_settings_are_refused(mariadb_pair, tmp_path):
+    """One fresh server, three startup/recovery rules (sharing it keeps the suite fast)."""
     primary, _ = mariadb_pair
-    from readers.mysql.check import check_host
+    primary.query("CREATE TABLE test.log (id INT PRIMARY KEY)")
+    src = make_source([primary.address], ["test.*"], reconnect_attempts=30)
+    src.start(None)
+    events: list = []
+    restarted = False
+    try:
+        primary.query("INSERT INTO test.log VALUES (1)")
+        for ev in src.events():
+            events.append(ev)
+            if marks(events) == [1] and not restarted:
+                restarted = True
+                primary.restart()  # our connection drops; the reader reconnects from its own state
+                primary.query("INSERT INTO test.log VALUES (2)")
+            if len(marks(events)) >= 2:
+                break
+    finally:
+        src.close()
+    assert marks(events) == [1, 2]
+    assert src.metrics._m.reconnects.labels("src")._value.get() >= 1
+    checkpoint = {"gtid_set": str(src.state)}
+
+    # (2) binlog purged past a checkpoint: clear Terminal error at start
+    old = {"gtid_set": "0-%d-1" % primary.server_id}
+    primary.query("INSERT INTO test.log VALUES (3)")
+    primary.query("FLUSH BINARY LOGS")
+    last = primary.query("SHOW BINARY LOGS")[-1][0]
+    primary.query(f"PURGE BINARY LOGS TO '{last}'")
+    with pytest.raises(BinlogPurged) as info:
+        make_source([primary.address], ["test.*"]).start(old)
+    assert "purged" in str(info.value)
+    make_source([primary.address], ["test.*"]).start({"gtid_set": str(GtidSet.parse(primary.gtid_binlog_pos()))})
+    del checkpoint
+
+    # (3) unsafe settings: `cdc check` names each one with its fix and exits non-zero; start refuses
+    from readers.mysql import check
 
     primary.query("SET GLOBAL binlog_format='STATEMENT'")
     primary.query("SET GLOBAL binlog_row_metadata='MINIMAL'")
-    problems = check_host(primary.address, "cdc", "cdc", candidate=True)
-    named = {p.setting for p in problems}
-    assert {"binlog_format", "binlog_row_metadata"} <= named
+    problems = check.check_host(primary.address, "cdc", "cdc", candidate=True)
+    assert {"binlog_format", "binlog_row_metadata"} <= {p.setting for p in problems}
     assert any("SET GLOBAL binlog_format=ROW" in p.fix for p in problems)
     with pytest.raises(SettingsRefused):
         make_source([primary.address], ["test.*"]).start(None)
+    cfg = tmp_path / "cdc.yaml"
+    cfg.write_text(f"sources: [{{name: s, kind: mysql, hosts: ['{primary.address}'], user: cdc, password: cdc,"
+                   f" tables: [test.*]}}]\nkafka: {{bootstrap_servers: '127.0.0.1:1'}}\n")
+    import argparse
+
+    assert check.main(argparse.Namespace(config=str(cfg), source=None)) == 1
