@@ -32,9 +32,9 @@ def connection_settings(address: str, user: str, password: str, timeout_s: float
                         read_timeout_s: float | None = None) -> dict[str, Any]:
     host, port = split_host(address)
     settings: dict[str, Any] = {"host": host, "port": port, "user": user, "passwd": password,
-                                "connect_timeout": max(1, int(round(timeout_s)))}
+                                "connect_timeout": max(1, round(timeout_s))}
     if read_timeout_s is not None:
-        settings["read_timeout"] = max(1, int(round(read_timeout_s)))
+        settings["read_timeout"] = max(1, round(read_timeout_s))
     return settings
 
 

@@ -19,7 +19,8 @@ import base64
 import datetime as dt
 import decimal
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 

@@ -17,7 +17,7 @@ Rules (DESIGN.md "Sources", seed 002: resume on the new primary by GTID):
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from readers.mysql.connection import HostInfo, probe
 from readers.mysql.errors import AuthenticationFailed, BinlogPurged, CdcError, Divergence, NoPrimaryFound, Terminal

@@ -19,7 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from readers.mysql.connection import open_connection
 from readers.mysql.errors import CdcError, Divergence

@@ -24,8 +24,9 @@ raises :class:`GtidParseError`; mixing flavours raises
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Literal
+from typing import Literal
 
 from readers.mysql.errors import GtidFlavorMismatch, GtidParseError
 
@@ -81,11 +82,11 @@ class GtidSet:
 
     # construction --------------------------------------------------------
     @classmethod
-    def empty(cls) -> "GtidSet":
+    def empty(cls) -> GtidSet:
         return cls()
 
     @classmethod
-    def parse(cls, text: str | None) -> "GtidSet":
+    def parse(cls, text: str | None) -> GtidSet:
         """Parse either flavour; '' / None is the empty set. Whitespace and newlines are ignored."""
         if text is None:
             return cls()
@@ -102,7 +103,7 @@ class GtidSet:
         return cls._parse_mysql(parts, text)
 
     @classmethod
-    def _parse_mariadb(cls, parts: list[str], text: str) -> "GtidSet":
+    def _parse_mariadb(cls, parts: list[str], text: str) -> GtidSet:
         by_domain: dict[int, tuple[int, int]] = {}
         for p in parts:
             d, s, n = (int(x) for x in _MARIA.match(p).groups())  # type: ignore[union-attr]
@@ -112,7 +113,7 @@ class GtidSet:
         return cls(mariadb=tuple((d, s, n) for d, (s, n) in sorted(by_domain.items())))
 
     @classmethod
-    def _parse_mysql(cls, parts: list[str], text: str) -> "GtidSet":
+    def _parse_mysql(cls, parts: list[str], text: str) -> GtidSet:
         by_uuid: dict[str, list[Interval]] = {}
         for p in parts:
             uuid, *ranges = p.split(":")
@@ -131,7 +132,7 @@ class GtidSet:
         return cls(mysql=tuple((u, _merge(iv)) for u, iv in sorted(by_uuid.items())))
 
     @classmethod
-    def of(cls, gtid: str) -> "GtidSet":
+    def of(cls, gtid: str) -> GtidSet:
         """A set holding one GTID (``uuid:N`` or ``d-s-n``)."""
         s = cls.parse(gtid)
         if len(s.mariadb) + sum(len(iv) for _, iv in s.mysql) != 1:
@@ -161,12 +162,12 @@ class GtidSet:
         return {d: (s, n) for d, s, n in self.mariadb}
 
     # algebra -------------------------------------------------------------
-    def _check(self, other: "GtidSet") -> None:
+    def _check(self, other: GtidSet) -> None:
         if self.flavor and other.flavor and self.flavor != other.flavor:
             raise GtidFlavorMismatch("cannot combine a MySQL and a MariaDB GTID set",
                                      left=str(self), right=str(other))
 
-    def union(self, other: "GtidSet") -> "GtidSet":
+    def union(self, other: GtidSet) -> GtidSet:
         self._check(other)
         if self.mariadb or other.mariadb:
             merged = self.domains()
@@ -181,11 +182,11 @@ class GtidSet:
 
     __or__ = union
 
-    def add(self, gtid: str) -> "GtidSet":
+    def add(self, gtid: str) -> GtidSet:
         """This set plus one GTID text (``uuid:N`` / ``d-s-n``)."""
         return self.union(GtidSet.of(gtid))
 
-    def subtract(self, other: "GtidSet") -> "GtidSet":
+    def subtract(self, other: GtidSet) -> GtidSet:
         """Transactions of self that other lacks.
 
         MariaDB: the domains where self is ahead of other (or on another
@@ -207,11 +208,11 @@ class GtidSet:
 
     __sub__ = subtract
 
-    def issuperset(self, other: "GtidSet") -> bool:
+    def issuperset(self, other: GtidSet) -> bool:
         """True when self has seen every transaction of other."""
         return not other.subtract(self)
 
-    def issubset(self, other: "GtidSet") -> bool:
+    def issubset(self, other: GtidSet) -> bool:
         return other.issuperset(self)
 
     def contains_gtid(self, gtid: str) -> bool:
@@ -240,7 +241,7 @@ class BinlogPosition:
     pos: int
 
     @classmethod
-    def parse(cls, text: str) -> "BinlogPosition":
+    def parse(cls, text: str) -> BinlogPosition:
         file, sep, pos = text.rpartition(":")
         if not sep or not file or not pos.isdigit():
             raise GtidParseError("binlog position is not of the form FILE:POS", text=text)

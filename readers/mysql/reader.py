@@ -35,12 +35,19 @@ import logging
 import threading
 import time
 import zlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
-    GtidEvent, HeartbeatLogEvent, MariadbGtidEvent, QueryEvent, RotateEvent, XAPrepareEvent, XidEvent,
+    GtidEvent,
+    HeartbeatLogEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RotateEvent,
+    XAPrepareEvent,
+    XidEvent,
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
@@ -52,7 +59,12 @@ from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
 from readers.mysql.decode import RowConverter
 from readers.mysql.errors import (
-    BinlogPurged, ConnectionLost, DecodeError, Divergence, SourceUnavailable, TransactionInterrupted,
+    BinlogPurged,
+    ConnectionLost,
+    DecodeError,
+    Divergence,
+    SourceUnavailable,
+    TransactionInterrupted,
 )
 from readers.mysql.failover import choose_primary, default_prober
 from readers.mysql.incremental import IncrementalSnapshots
@@ -82,7 +94,7 @@ def _guarded_connect(**settings: Any) -> pymysql.connections.Connection:
 
 
 class _Guarded(pymysql.connections.Connection):
-    def _read_packet(self, packet_type=pymysql.connections.MysqlPacket):  # noqa: ANN001
+    def _read_packet(self, packet_type=pymysql.connections.MysqlPacket):
         try:
             return super()._read_packet(packet_type)
         except pymysql.err.OperationalError as exc:
@@ -229,8 +241,8 @@ class MySqlSource:
             try:
                 if closer is not None:
                     closer.close()
-            except Exception:  # noqa: BLE001 - closing a dead socket may fail; nothing to do
-                pass
+            except Exception as exc:  # noqa: BLE001 - closing a dead socket may fail; nothing to do
+                log.debug("source %s: close failed: %s", self.name, exc)
         self._stream = self._ctl = None
 
     def _stream_events(self) -> Iterator[Event]:

@@ -35,8 +35,8 @@ class Daemon:
         self.config, self.log = config, log
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "Daemon":
-        out = open(self.log, "ab")
+    def start(self) -> Daemon:
+        out = open(self.log, "ab")  # noqa: SIM115 - handed to the child, closed here after spawn
         self.proc = subprocess.Popen([CDC, "run", "--config", str(self.config)], stdout=out, stderr=out)
         out.close()
         return self
@@ -76,7 +76,7 @@ class Daemon:
             return ""
 
 
-def wait_for(cond, timeout: float, what: str, interval: float = 0.5, daemon: "Daemon | None" = None):
+def wait_for(cond, timeout: float, what: str, interval: float = 0.5, daemon: Daemon | None = None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         v = cond()

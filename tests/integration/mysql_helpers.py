@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange
 from cdc.runtime.metrics import SourceMetrics

@@ -105,10 +105,9 @@ def test_reconnect_after_restart_then_purged_and_unsafe_settings_are_refused(mar
         src.close()
     assert marks(events) == [1, 2]
     assert src.metrics._m.reconnects.labels("src")._value.get() >= 1
-    checkpoint = {"gtid_set": str(src.state)}
 
     # (2) binlog purged past a checkpoint: clear Terminal error at start
-    old = {"gtid_set": "0-%d-1" % primary.server_id}
+    old = {"gtid_set": f"0-{primary.server_id}-1"}
     primary.query("INSERT INTO test.log VALUES (3)")
     primary.query("FLUSH BINARY LOGS")
     last = primary.query("SHOW BINARY LOGS")[-1][0]
@@ -117,7 +116,6 @@ def test_reconnect_after_restart_then_purged_and_unsafe_settings_are_refused(mar
         make_source([primary.address], ["test.*"]).start(old)
     assert "purged" in str(info.value)
     make_source([primary.address], ["test.*"]).start({"gtid_set": str(GtidSet.parse(primary.gtid_binlog_pos()))})
-    del checkpoint
 
     # (3) unsafe settings: `cdc check` names each one with its fix and exits non-zero; start refuses
     from readers.mysql import check

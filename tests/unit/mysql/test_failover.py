@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from cdc.events import TableId
 from readers.mysql.connection import HostInfo
 from readers.mysql.errors import AuthenticationFailed, BinlogPurged, ConnectionLost, Divergence, NoPrimaryFound
 from readers.mysql.failover import choose_primary
 from readers.mysql.position import GtidSet
 from readers.mysql.tables import TableFilter, ddl_table
-from cdc.events import TableId
 
 
 def host(address, state, *, read_only=False, replica=False, oldest=""):

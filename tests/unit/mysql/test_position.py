@@ -5,7 +5,8 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from readers.mysql.errors import GtidFlavorMismatch, GtidParseError
 from readers.mysql.position import BinlogPosition, GtidSet
