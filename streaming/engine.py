@@ -81,6 +81,12 @@ class ApplyEngine:
         self.target.open()
         self.catalog.load()
         self.progress = self.target.read_progress(self.source)
+        if self.views and self.catalog.tables:
+            # build missing view tables before the first batch (MySQL DDL would commit mid-batch); on a
+            # first start the base tables do not exist yet and the views are built in the first batch
+            from streaming.views.maintainer import prepare
+            prepare(self.target, self.views)
+            self.target.commit()
         return self
 
     def close(self) -> None:
@@ -212,7 +218,7 @@ class ApplyEngine:
                 end_offsets: dict[str, Any] | None, deltas: dict[str, TableDelta]) -> None:
         if self.views and deltas:
             from streaming.views.maintainer import maintain  # H7's module, imported only when views exist
-            maintain(self.target, deltas, batch_id)
+            maintain(self.target, deltas, batch_id, views=self.views, last_sequence=last_seq)
         if end_offsets is not None:
             position = {**position, "kafka": end_offsets}
         progress = Progress(self.source, last_seq, batch_id, position, commit_ts)

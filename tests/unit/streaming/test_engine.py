@@ -16,7 +16,8 @@ COLS = [("id", "int"), ("name", "varchar(20)"), ("amount", "decimal(10,2)")]
 
 def _engine(dead_letter: str | None = None, **apply) -> ApplyEngine:
     t = DuckDbTarget(TargetConfig(name="duck", kind="duckdb", path=":memory:", dead_letter_table=dead_letter))
-    return ApplyEngine("src", t, TableMap.from_config(ApplyConfig(source="src", target="duck", **apply))).start()
+    cfg = ApplyConfig(source="src", target="duck", **apply)
+    return ApplyEngine("src", t, TableMap.from_config(cfg), views=cfg.views).start()
 
 
 def _rows(e: ApplyEngine, table: str) -> list[tuple]:
@@ -156,3 +157,15 @@ def test_string_width_changes_are_followed():
     e = _engine()
     e.apply_records(b.as_records(), 0)
     assert _rows(e, "s") == [(1, "x" * 30)]
+
+
+def test_views_hook_maintains_a_view_in_the_batch_transaction():
+    views = [{"name": "qty_total", "sql": "SELECT SUM(i.qty) AS total FROM items i"}]
+    e = _engine(views=views)
+    b = _base().tx(("c", "shop.items", None, {"sku": 1, "qty": 2}), ("c", "shop.items", None, {"sku": 2, "qty": 3}))
+    e.apply_records(b.as_records(), 0)
+    b2 = StreamBuilder(start_sequence=b.seq)
+    b2.schemas = b.schemas
+    b2.tx(("u", "shop.items", {"sku": 1, "qty": 2}, {"sku": 1, "qty": 10}))
+    e.apply_records(b2.as_records(100), 1)
+    assert [int(v) for v in e.target.execute("SELECT total FROM qty_total").fetchone()] == [13]
