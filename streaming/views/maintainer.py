@@ -50,8 +50,12 @@ def _views_of(target: Any, views: Iterable[dict[str, Any]] | None) -> list[ViewD
 
 
 def maintain(target: Any, deltas: Mapping[str, TableDelta], batch_id: int, *,
-             views: Iterable[dict[str, Any]] | None = None, last_sequence: int | None = None) -> dict[str, str]:
-    """Maintain every view from one batch's deltas; returns {view: "build"|"incremental"}."""
+             views: Iterable[dict[str, Any]] | None = None, last_sequence: int | None = None,
+             truncated: Iterable[str] = ()) -> dict[str, str]:
+    """Maintain every view from one batch's deltas; returns {view: "build"|"incremental"|"recompute"}.
+
+    ``truncated``: tables the batch truncated (their rows are not in ``deltas``); views reading
+    them are recomputed from the base tables (DML only, so also safe on MySQL)."""
     defs = _views_of(target, views)
     if not defs:
         return {}
@@ -59,8 +63,13 @@ def maintain(target: Any, deltas: Mapping[str, TableDelta], batch_id: int, *,
     cur = target.cursor()
     prints = build.fingerprints(cur, d, defs)
     tables = _normalise(deltas)
+    wiped = {t.split(".")[-1].lower() for t in truncated}
     done = []
     for view in defs:
+        if prints[view.name] == view.fingerprint and any(t.split(".")[-1].lower() in wiped for _, t in view.tables):
+            build.refill(cur, view, d)
+            done.append((view, "recompute"))
+            continue
         if prints[view.name] != view.fingerprint:
             if d.name == "mysql":  # CREATE TABLE would commit half a batch
                 raise ViewError(f"view {view.name!r} is missing or its definition changed: on MySQL/MariaDB build "
@@ -76,14 +85,18 @@ def maintain(target: Any, deltas: Mapping[str, TableDelta], batch_id: int, *,
 
 def prepare(target: Any, views: Iterable[dict[str, Any]] | None = None) -> list[str]:
     """Build missing or outdated view tables from the current base tables, before the
-    first batch (needed on MySQL, where CREATE TABLE ends the batch transaction)."""
+    first batch (needed on MySQL, where CREATE TABLE ends the batch transaction). Views
+    whose base tables do not exist yet are left for the first batch (not on MySQL:
+    call prepare again once they exist). Returns the names built."""
     defs = _views_of(target, views)
     if not defs:
         return []
     d = dialect_for(target.dialect)
     cur = target.cursor()
     prints = build.fingerprints(cur, d, defs)
-    built = [v for v in defs if prints[v.name] != v.fingerprint]
+    base = build.existing_tables(cur, d, sorted({t for v in defs for _, t in v.tables}))
+    # a view whose base tables do not exist yet is built by the first batch that creates them
+    built = [v for v in defs if prints[v.name] != v.fingerprint and all(t in base for _, t in v.tables)]
     for view in built:
         build.create_view_table(cur, view, d)
     build.record(cur, d, [(v, "build") for v in built], None, None)

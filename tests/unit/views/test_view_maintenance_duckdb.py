@@ -68,3 +68,18 @@ def test_negative_count_is_reported_not_applied():
     with pytest.raises(ViewInconsistent, match="v_global"):
         maintainer.maintain(h.target, {"r": ghost}, 1, views=VIEWS[4:5])
     h.target.rollback()
+
+
+def test_truncated_table_recomputes_the_views_reading_it():
+    h = Harness(DbTarget(duckdb.connect(), "duckdb"), views=VIEWS[4:])
+    h.setup({"r": {1: {"k": 1, "g": 1, "v": 1}, 2: {"k": 1, "g": 2, "v": 3}}})
+    h.target.begin()
+    h.target.conn.execute("DELETE FROM r")  # what a TRUNCATE does; its rows are not in any delta
+    h.target.conn.execute("INSERT INTO r VALUES (9, 0, 0, 7)")
+    modes = maintainer.maintain(h.target, {"r": TableDelta(inserted=[{"id": 9, "k": 0, "g": 0, "v": 7}])}, 3,
+                                views=VIEWS[4:], truncated=["r"])
+    h.target.commit()
+    assert set(modes.values()) == {"recompute"}
+    h.state["r"] = {9: {"id": 9, "k": 0, "g": 0, "v": 7}}
+    for view in parse_views(VIEWS[4:]):
+        assert h.view_rows(view) == oracle(view, h.state)
