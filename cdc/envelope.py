@@ -5,7 +5,10 @@ Spark apply job, Debezium-minded Kafka consumers). Values are plain dicts;
 cdc.serde turns them into bytes (JSON or Avro).
 
 Every value has a top-level ``sequence`` that strictly increases along the
-stream of one source. Kinds of record, told apart by ``status`` (markers)
+stream of one source, without gaps. One exception, by design: when the
+broker loses an acknowledgement, the producer's retry may append a run of
+records AGAIN (same sequences, same content); consumers drop any record
+whose sequence is at or below the last one they took, which removes it. Kinds of record, told apart by ``status`` (markers)
 or by ``op`` (data):
 
 data     key {"table": "db.t", "key": {pk...}}
