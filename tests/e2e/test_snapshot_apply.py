@@ -1,6 +1,6 @@
 """Initial snapshot + streaming under concurrent writes, through the whole pipeline:
-MariaDB -> `cdc run` (snapshot: initial) -> broker -> Spark apply -> PostgreSQL and DuckDB,
-then `cdc compare` proves every target equals the source."""
+MariaDB -> `cdc run` (snapshot: initial) -> broker -> Spark apply -> PostgreSQL,
+then `cdc compare` proves the target equals the source."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka, pytest.mar
 def test_snapshot_then_streaming_lands_equal_in_targets(tmp_path, mariadb_primary, broker, postgres, topic_prefix,
                                                          tmp_mysql_db, spark):
     load(mariadb_primary, tmp_mysql_db)
-    p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db, targets=("pg", "duck"))
+    p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db, targets=("pg",))
     cfg = yaml.safe_load(p.config_path.read_text())
     cfg["sources"][0].update(snapshot="initial", snapshot_chunk_rows=500)
     p.config_path.write_text(yaml.safe_dump(cfg))
@@ -48,7 +48,4 @@ def test_snapshot_then_streaming_lands_equal_in_targets(tmp_path, mariadb_primar
     src = from_dsn("src", f"mysql://root@127.0.0.1:{mariadb_primary.port}/{tmp_mysql_db}")
     pg = Endpoint("pg", "postgres", {"dsn": postgres.dsn}, p.tag)
     report = TableCompare(src, f"{tmp_mysql_db}.t", pg, f"{p.tag}.t").run()
-    assert report.equal, report.render()
-    duck = from_dsn("duck", str(tmp_path / "target.duckdb"))
-    report = TableCompare(src, f"{tmp_mysql_db}.t", duck, "main.t").run()
     assert report.equal, report.render()

@@ -49,3 +49,15 @@ def test_duckdb_sql_matches_the_python_definition():
     got = [r[0] for r in con.execute(f"SELECT {md5_sql('duckdb', COLS)} FROM t ORDER BY rowid").fetchall()]
     want = [hashlib.md5(text(str(i), a, b).encode()).hexdigest() for i, a, b in rows]
     assert got == want
+
+
+def test_duckdb_bucket_digest_is_md5_of_row_texts_in_key_order():
+    from cdc.compare.fingerprint import bucket_digest_sql, row_text_sql
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (id INTEGER, a VARCHAR, b VARCHAR)")
+    rows = [(2, "x", None), (1, None, "y\nz"), (3, "", "")]
+    con.executemany("INSERT INTO t VALUES (?,?,?)", rows)
+    got = con.execute(f"SELECT {bucket_digest_sql('duckdb', row_text_sql('duckdb', COLS), 'id')} FROM t").fetchone()[0]
+    want = "\n".join(text(str(i), a, b) for i, a, b in sorted(rows))
+    assert got == hashlib.md5(want.encode()).hexdigest()
