@@ -14,7 +14,8 @@ view's freshness, written in the same transaction as the view.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from streaming.views.definition import ViewDef
 from streaming.views.dialect import Dialect

@@ -126,7 +126,7 @@ def parse_view(entry: dict[str, Any], position: int = 0) -> ViewDef:
     unknown = set(entry) - _YAML_KEYS
     if unknown:
         raise ViewDefinitionError(f"view {name!r}: unknown keys {sorted(unknown)} (known: {sorted(_YAML_KEYS)})",
-                                  view=name, construct=sorted(unknown)[0])
+                                  view=name, construct=min(unknown))
     if "sql" in entry:
         if set(entry) - {"name", "sql"}:
             raise ViewDefinitionError(f"view {name!r}: give either sql or select/from/..., not both", view=name)
@@ -242,4 +242,4 @@ def _check_connected(aliases: list[str], joins: list[tuple[Col, Col]], fail) -> 
              "supported)", construct="cross join")
 
 
-__all__ = ["ViewDef", "Output", "Col", "Cond", "Lit", "parse_view", "parse_views"]
+__all__ = ["Col", "Cond", "Lit", "Output", "ViewDef", "parse_view", "parse_views"]

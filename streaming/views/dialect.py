@@ -8,8 +8,9 @@ to test against here): ``dialect_for("oracle")`` raises ViewError.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from streaming.views.errors import ViewError
 

@@ -23,8 +23,9 @@ lacks a column the view reads, ViewInconsistent when a count goes negative.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from operator import itemgetter
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from streaming.delta import TableDelta
 from streaming.views import build
@@ -110,7 +111,7 @@ def rebuild(target: Any, views: Iterable[dict[str, Any]] | None = None, names: I
     wanted = set(names or [v.name for v in defs])
     unknown = wanted - {v.name for v in defs}
     if unknown:
-        raise ViewError(f"no view named {sorted(unknown)} (known: {[v.name for v in defs]})", view=sorted(unknown)[0])
+        raise ViewError(f"no view named {sorted(unknown)} (known: {[v.name for v in defs]})", view=min(unknown))
     d = dialect_for(target.dialect)
     cur = target.cursor()
     build.fingerprints(cur, d, defs)  # creates the registry when missing
@@ -161,7 +162,7 @@ def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDel
         for name in scratch:
             try:
                 cur.execute(d.drop_temp(name))
-            except Exception:  # the transaction is failing anyway; the engine rolls it back
+            except Exception:  # noqa: BLE001 - the transaction is failing anyway; the engine rolls it back
                 break
 
 

@@ -66,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
             target.close()
     missing = wanted - found
     if missing:
-        raise ViewError(f"no view named {sorted(missing)} in {args.config}", view=sorted(missing)[0])
+        raise ViewError(f"no view named {sorted(missing)} in {args.config}", view=min(missing))
     return 0
 
 

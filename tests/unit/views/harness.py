@@ -164,7 +164,10 @@ def oracle(view: ViewDef, state: dict[str, dict[int, dict]]) -> Counter:
     groups: dict[tuple, list[dict]] = {}
     for combo in product(*(list(state[t].values()) for _, t in view.tables)):
         env = dict(zip(aliases, combo))
-        val = lambda c: env[c.alias][c.name]  # noqa: E731
+
+        def val(c: Col, env: dict = env) -> Any:
+            return env[c.alias][c.name]
+
         if not all(_cmp(val(a), "=", val(b)) for a, b in view.joins):
             continue
         ok = True
@@ -179,13 +182,19 @@ def oracle(view: ViewDef, state: dict[str, dict[int, dict]]) -> Counter:
     out: Counter = Counter()
     for key, envs in groups.items():
         keyed = dict(zip([c for _, c in view.keys], key))
-        row = []
-        for o in view.outputs:
-            xs = None if o.arg is None else [e[o.arg.alias][o.arg.name] for e in envs]
-            nn = [x for x in xs if x is not None] if xs is not None else None
-            row.append({None: lambda: keyed[o.arg], "count": lambda: len(envs) if nn is None else len(nn),
-                        "sum": lambda: sum(nn) if nn else None, "min": lambda: min(nn) if nn else None,
-                        "max": lambda: max(nn) if nn else None,
-                        "avg": lambda: sum(nn) / len(nn) if nn else None}[o.func]())
+        row = [_aggregate(o, envs, keyed) for o in view.outputs]
         out[tuple(norm(v) for v in row) + (len(envs),)] += 1
     return out
+
+
+def _aggregate(o, envs: list[dict], keyed: dict) -> Any:
+    if o.func is None:
+        return keyed[o.arg]
+    if o.arg is None:
+        return len(envs)
+    nn = [x for x in (e[o.arg.alias][o.arg.name] for e in envs) if x is not None]
+    if o.func == "count":
+        return len(nn)
+    if not nn:
+        return None
+    return {"sum": sum(nn), "min": min(nn), "max": max(nn), "avg": sum(nn) / len(nn)}[o.func]
