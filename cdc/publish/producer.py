@@ -139,7 +139,8 @@ class OrderedProducer:
         if p is None:
             return
         try:
-            p.flush(timeout_s)
+            if self.failure is None:  # after a failure, sending what follows would leave a gap: drop it
+                p.flush(timeout_s)
             p.purge()
             p.close()
         except Exception:  # noqa: BLE001 - closing after a failure must not mask it
