@@ -78,8 +78,8 @@ class Publisher:
         self._producer = OrderedProducer(kafka.bootstrap_servers, {**kafka.producer, **(producer_config or {})})
         self._seq: int | None = None  # next sequence; set by recover()
         self._tx: _Tx | None = None
-        self._names: dict[int, tuple[TableId, str]] = {}  # id(TableId) -> (it, "db.table")
-        self._source_base: dict[str, dict[str, Any]] = {}
+        self._names: dict[int, tuple[TableId, str, dict[str, Any]]] = {}  # id(TableId) -> _table_entry()
+        self._per_table = kafka.per_table_topics
         self._schemas: dict[str, TableSchema] = {}
         self._table_topics: set[str] = set()
         self._hb_min = heartbeat_min_interval_s
@@ -166,10 +166,9 @@ class Publisher:
             raise StreamCorrupt("row change outside a transaction", source=self.source_name, table=str(ch.table))
         table = ch.table
         entry = self._names.get(id(table))  # by identity: TableId's dataclass __hash__ is slow
-        if entry is not None and entry[0] is table:
-            name = entry[1]
-        else:
-            name = self._name_of(table)
+        if entry is None or entry[0] is not table:
+            entry = self._table_entry(table)
+        name = entry[1]
         schema = ch.schema
         if schema is not None and self._schemas.get(name) is not schema:
             self._table_schema(name, schema)
@@ -182,10 +181,7 @@ class Publisher:
         self._seq = seq + 1
         # Same dicts as cdc.envelope.data_record (a unit test holds them equal), built from
         # per-table constants: this is the per-row hot path.
-        source = self._source_base.get(name)
-        if source is None:
-            source = self._source_base[name] = _source_base(ch.table, self.source_name, self.connector)
-        source = source.copy()
+        source = entry[2].copy()
         source["ts_ms"] = tx.ts_ms
         if ch.op == "r":
             source["snapshot"] = "true"
@@ -197,8 +193,9 @@ class Publisher:
                  "ts_ms": int(time.time() * 1000), "source": source,
                  "transaction": {"id": tx.txid, "total_order": tx.total, "data_collection_order": n}}
         vbytes = self._venc(value)
-        self._produce_bytes(self.topic, vbytes, self._kenc({"table": name, "key": key_values}))
-        if self.kafka.per_table_topics:
+        self._bytes += len(vbytes)
+        self._producer.produce(self.topic, vbytes, self._kenc({"table": name, "key": key_values}))
+        if self._per_table:
             self._to_table_topic(ch, key_values, vbytes)
         self._since_check += 1
         if self._since_check >= ACK_CHECK_EVERY:
@@ -209,12 +206,14 @@ class Publisher:
                 self._pending.append((produced, "progress", None, time.monotonic(), self._bytes, seq))
             self._check_acks()
 
-    def _name_of(self, table: TableId) -> str:
+    def _table_entry(self, table: TableId) -> tuple[TableId, str, dict[str, Any]]:
+        """(table, "db.table", constant part of its source block), cached by identity."""
         if len(self._names) > 10_000:  # a reader that makes a new TableId per row
             self._names.clear()
         name = str(table)
-        self._names[id(table)] = (table, name)
-        return name
+        entry = (table, name, _source_base(table, self.source_name, self.connector))
+        self._names[id(table)] = entry
+        return entry
 
     def _table_schema(self, name: str, schema: TableSchema) -> None:
         if self._schemas.get(name) != schema:
