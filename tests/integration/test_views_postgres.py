@@ -21,6 +21,9 @@ DEFS = parse_views(VIEWS)
 def pg_target(postgres):
     target = DbTarget(postgres.connect(autocommit=False), "postgres")
     yield target
+    target.rollback()
+    target.cursor().execute("DROP SCHEMA IF EXISTS views_prop CASCADE")
+    target.commit()
     target.close()
 
 
