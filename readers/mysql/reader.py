@@ -172,13 +172,13 @@ class MySqlSource:
     # -- streaming -----------------------------------------------------------
     def events(self) -> Iterator[Event]:
         attempt = 0
-        snapshot, self._initial_snapshot = self._initial_snapshot, None
-        if snapshot is not None:  # snapshot hook: op 'r' chunks before the first streamed transaction
-            yield from snapshot.events()
-        wrap = self._incremental.wrap if self._incremental is not None else (lambda evs: evs)
+        rechoose = False
         while not self._stop.is_set():
             try:
-                for ev in wrap(self._stream_events()):
+                if rechoose:  # the host may have changed: probe all, validate our state there
+                    self._choose(self.state)
+                    rechoose = False
+                for ev in self._stream_events():
                     attempt = 0
                     yield ev
                 return
@@ -193,13 +193,13 @@ class MySqlSource:
                                             host=self.host, state=str(self.state)) from exc
                 delay = min(self.config.reconnect_backoff_s * (2 ** attempt), 5.0)
                 attempt += 1
-                self.metrics.reconnect(exc)
+                rechoose = True
+                self.metrics.reconnect()
                 log.warning("source %s: %s; reconnect %d/%d in %.1fs from %s", self.name, exc, attempt,
                             self.config.reconnect_attempts, delay, self.state)
                 if self._stop.wait(delay):
                     return
                 yield Heartbeat(int(time.time() * 1000), self.resume_state())
-                self._choose(self.state)
             except CdcError as exc:
                 self.metrics.error(exc)
                 self._close_stream()

@@ -26,8 +26,8 @@ class Workload:
     """Two writers; each transaction inserts a unique id into ``log`` and touches ``acct``.
     Every 5th transaction is rolled back (ids < 0)."""
 
-    def __init__(self, server, db: str) -> None:
-        self.server, self.db = server, db
+    def __init__(self, server, db: str, base: int = 0) -> None:
+        self.server, self.db, self.base = server, db, base
         self.committed: set[int] = set()
         self.stop = threading.Event()
         self.errors: list[BaseException] = []
@@ -40,7 +40,7 @@ class Workload:
             with conn.cursor() as cur:
                 while not self.stop.is_set():
                     n += 1
-                    i = writer * 1_000_000 + n
+                    i = self.base + writer * 100_000 + n
                     rollback = n % 5 == 0
                     cur.execute("BEGIN")
                     cur.execute(f"INSERT INTO `{self.db}`.log VALUES (%s, %s)", (-i if rollback else i, writer))
@@ -80,6 +80,11 @@ def _started(bootstrap: str, topic: str) -> bool:
     return bool(s and s.heartbeats)
 
 
+def _has_all(bootstrap: str, topic: str, expected: set[int]) -> bool:
+    s = _stream(bootstrap, topic)
+    return s is not None and set(_log_ids(s)) >= expected
+
+
 def _log_ids(stream) -> list[int]:
     return [r["after"]["id"] for _, rows, _ in stream.transactions for r in rows
             if r["source"]["table"] == "log" and r["op"] == "c"]
@@ -105,7 +110,7 @@ def test_exactly_once_in_commit_order_across_kill9_restarts(mariadb_primary, tmp
             time.sleep(1)
         assert not work.errors, work.errors
         expected = work.committed
-        wait_for(lambda: set(_log_ids(read_stream(broker.bootstrap, topic))) >= expected, 90,
+        wait_for(lambda: _has_all(broker.bootstrap, topic, expected), 90,
                  f"all {len(expected)} transactions in the stream", daemon=daemon)
         assert daemon.stop() == 0, daemon.tail()
     finally:
@@ -153,3 +158,68 @@ def test_million_row_transaction_in_bounded_memory(mariadb_primary, tmp_mysql_db
     assert peak < 400, f"daemon peak RSS {peak:.0f} MB"
     ends = [v for _, _, v in read_records(broker.bootstrap, topic, ks, vs) if v.get("status") == "END"]
     assert [e["event_count"] for e in ends] == [1_000_000]
+
+
+def _tables(server, db):
+    server.query(f"CREATE DATABASE IF NOT EXISTS `{db}`")
+    server.query(f"CREATE TABLE `{db}`.log (id INT PRIMARY KEY, writer INT)")
+    server.query(f"CREATE TABLE `{db}`.acct (id INT PRIMARY KEY, bal INT)")
+
+
+def test_clean_failover_under_workload_exactly_once(mariadb_pair, broker, topic_prefix, tmp_path):
+    primary, replica = mariadb_pair
+    _tables(primary, "app")
+    replica.wait_caught_up(primary)
+    cfg = write_config(tmp_path / "cdc.yaml", hosts=[primary.address, replica.address], tables=["app.*"],
+                       bootstrap=broker.bootstrap, prefix=topic_prefix)
+    topic = changes_topic(topic_prefix, "s1")
+    daemon = Daemon(cfg, tmp_path / "daemon.log").start()
+    try:
+        wait_for(lambda: _started(broker.bootstrap, topic), 90, "the first heartbeat", daemon=daemon)
+        with Workload(primary, "app") as before:
+            time.sleep(2)
+        replica.wait_caught_up(primary)
+        primary.stop()  # clean failover: the replica has everything, then becomes the primary
+        replica.promote()
+        with Workload(replica, "app", base=500_000) as after:
+            time.sleep(2)
+        assert not before.errors and not after.errors, (before.errors, after.errors)
+        expected = before.committed | after.committed
+        wait_for(lambda: _has_all(broker.bootstrap, topic, expected), 120,
+                 f"all {len(expected)} transactions after failover", daemon=daemon)
+        assert daemon.stop() == 0, daemon.tail()
+    finally:
+        if daemon.alive():
+            daemon.stop()
+    ids = _log_ids(read_stream(broker.bootstrap, topic))
+    assert Counter(ids) == Counter(expected), "lost or duplicated across failover"
+    assert "failover" in daemon.tail(200)
+
+
+def test_unclean_failover_missing_published_transactions_stops_with_divergence(mariadb_pair, broker, topic_prefix,
+                                                                                tmp_path):
+    primary, replica = mariadb_pair
+    _tables(primary, "app")
+    replica.wait_caught_up(primary)
+    cfg = write_config(tmp_path / "cdc.yaml", hosts=[primary.address, replica.address], tables=["app.*"],
+                       bootstrap=broker.bootstrap, prefix=topic_prefix)
+    topic = changes_topic(topic_prefix, "s1")
+    daemon = Daemon(cfg, tmp_path / "daemon.log").start()
+    try:
+        wait_for(lambda: _started(broker.bootstrap, topic), 90, "the first heartbeat", daemon=daemon)
+        replica.query("STOP SLAVE")  # the replica misses everything from here on
+        with Workload(primary, "app") as work:
+            time.sleep(1.5)
+        wait_for(lambda: _has_all(broker.bootstrap, topic, work.committed), 60, "the published transactions",
+                 daemon=daemon)
+        primary.kill()
+        replica.promote()
+        status = daemon.proc.wait(90)
+    finally:
+        if daemon.alive():
+            daemon.stop()
+    assert status != 0
+    tail = daemon.tail(40).lower()
+    assert "divergence" in tail and replica.address in tail, tail
+    ids = _log_ids(read_stream(broker.bootstrap, topic))
+    assert sorted(ids) == sorted(work.committed), "the stream must hold exactly what was published, nothing else"
