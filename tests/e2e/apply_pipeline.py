@@ -118,6 +118,13 @@ class Pipeline:
         except Exception:  # noqa: BLE001 - table not there yet
             return False
 
+    def has_table(self, target: str, table: str) -> bool:
+        try:
+            self.target_query(target, "SELECT 1 FROM {t}%s WHERE 1 = 0" % table)
+            return True
+        except Exception:  # noqa: BLE001
+            return False
+
     def wait_sentinel(self, sid: int, targets: list[str], timeout: float, errors: list | None = None) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -68,20 +68,28 @@ def test_bank_transfers_never_show_a_wrong_total(tmp_path, mariadb_primary, brok
         def transfers(seed):
             rng, c = random.Random(seed), mariadb_primary.connect(db)
             try:
-                for _ in range(60):
+                for _ in range(100):
                     a, b = rng.sample(range(n), 2)
                     amt = Decimal(rng.randint(1, 5000)) / 100
                     with c.cursor() as cur:
-                        cur.execute("UPDATE accounts SET balance = balance - %s WHERE id = %s", (amt, a))
-                        if rng.random() < 0.3:  # move the account to a new key mid-transaction, then back
+                        # lock both rows first, in key order: a concurrent key move must not make an
+                        # UPDATE match nothing (that would break the invariant at the source itself)
+                        cur.execute("SELECT id FROM accounts WHERE id IN (%s, %s) ORDER BY id FOR UPDATE", (a, b))
+                        ok = cur.rowcount == 2
+                        ok = ok and cur.execute("UPDATE accounts SET balance = balance - %s WHERE id = %s", (amt, a)) == 1
+                        if ok and rng.random() < 0.3:  # move the account to a new key mid-transaction, then back
                             cur.execute("UPDATE accounts SET id = id + 1000 WHERE id = %s", (b,))
                             cur.execute("UPDATE accounts SET id = id - 1000 WHERE id = %s", (b + 1000,))
-                        cur.execute("UPDATE accounts SET balance = balance + %s WHERE id = %s", (amt, b))
-                    c.commit()
-                    time.sleep(rng.random() * 0.02)
+                        ok = ok and cur.execute("UPDATE accounts SET balance = balance + %s WHERE id = %s", (amt, b)) == 1
+                    c.commit() if ok else c.rollback()
+                    time.sleep(rng.random() * 0.05)
             finally:
                 c.close()
 
+        deadline = time.monotonic() + 180  # transfers start once the target holds the accounts
+        while not all(p.has_table(t, "accounts") for t in ("pg", "my")):
+            assert time.monotonic() < deadline and not errors, errors or "accounts never reached the targets"
+            time.sleep(0.5)
         r = threading.Thread(target=reader, daemon=True)
         r.start()
         writers = [threading.Thread(target=transfers, args=(s,)) for s in range(4)]
@@ -100,6 +108,7 @@ def test_bank_transfers_never_show_a_wrong_total(tmp_path, mariadb_primary, brok
         assert not errors, errors
         assert not bad, f"a reader saw a wrong total: {bad[:5]}"
         assert len(seen) > 20
+        assert mariadb_primary.query(f"SELECT sum(balance) FROM `{db}`.accounts")[0][0] == total
         p.assert_equal(["accounts"])
     finally:
         p.stop()
