@@ -31,7 +31,7 @@ from typing import Any, Iterator
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from cdc.envelope import ABORTED, BEGIN, CHECKPOINT_STATUSES
-from cdc.errors import PublishError, StreamCorrupt
+from cdc.errors import CdcError, PublishError, StreamCorrupt
 from cdc.serde import Serde
 
 TAIL_WINDOW = 2000
@@ -99,7 +99,10 @@ def read_range(consumer: Consumer, topic: str, start: int, stop: int | None, *, 
                 raise PublishError(f"reading {topic} from offset {start} did not reach the end within {deadline_s}s",
                                    topic=topic, offset=position)
     finally:
-        consumer.unassign()
+        try:
+            consumer.unassign()
+        except RuntimeError:  # the consumer was closed before this generator was collected
+            pass
 
 
 @dataclass
@@ -129,6 +132,18 @@ class TailState:
 
 
 def _summarise(messages: Iterator[Any], key_serde: Serde, value_serde: Serde, *, full: bool = False) -> _Window:
+    try:
+        return _summarise_unchecked(messages, key_serde, value_serde, full=full)
+    except (CdcError, KeyError, TypeError, ValueError) as exc:  # orjson/fastavro errors are ValueErrors
+        if isinstance(exc, StreamCorrupt):
+            raise
+        raise StreamCorrupt(f"cannot read the change stream with encoding {value_serde.encoding!r} "
+                            f"(was it written with another kafka.encoding?): {exc}",
+                            encoding=value_serde.encoding) from None
+
+
+def _summarise_unchecked(messages: Iterator[Any], key_serde: Serde, value_serde: Serde, *,
+                         full: bool = False) -> _Window:
     """One pass over a window. ``full`` (the tail window): decode every record, keep the max
     sequence, skip duplicate runs (a retried batch appended again) and note the first gap."""
     w = _Window()

@@ -26,11 +26,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     import orjson
-    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
     from cdc.config import load_config
     from cdc.envelope import changes_topic, table_topic
-    from cdc.publish.tail import make_consumer
+    from cdc.publish.tail import make_consumer, read_range, watermarks
     from cdc.serde import get_serdes, get_table_key_serde
 
     config = load_config(args.config)
@@ -44,7 +44,13 @@ def main(args: argparse.Namespace) -> int:
     else:
         topic = changes_topic(kafka.topic_prefix, args.source)
     consumer = make_consumer(kafka.bootstrap_servers, {"fetch.wait.max.ms": 200})
-    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING if args.from_beginning else OFFSET_END)])
+    start = OFFSET_BEGINNING
+    if not args.from_beginning:  # the TRUE end: some brokers report the last batch's base offset as the end
+        _, high = watermarks(consumer, topic)
+        start = high
+        for m in read_range(consumer, topic, high, None, reported_high=high, idle_s=0.5):
+            start = m.offset() + 1
+    consumer.assign([TopicPartition(topic, 0, start)])
     out = sys.stdout.buffer
     count, last = 0, time.monotonic()
     try:
