@@ -25,12 +25,12 @@ class ConnectionLost(SourceUnavailable):
 
 
 class TransactionInterrupted(SourceUnavailable):
-    """The connection dropped between Begin and Commit.
+    """The connection dropped between Begin and Commit and the transaction could not be continued.
 
-    The caller (daemon) has already received Begin and some Changes, so the
-    reader cannot simply continue: it raises this, the daemon restarts the
-    source from the stream tail, the publisher writes ABORTED for the open
-    transaction, and the whole transaction is read again from its GTID.
+    The reader first reconnects and skips the changes it already yielded;
+    when the binlog then continues with another GTID it raises this: the
+    daemon restarts the source from the stream tail, the publisher writes
+    ABORTED for the open transaction, and the whole transaction is read again.
     """
 
 

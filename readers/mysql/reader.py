@@ -19,11 +19,16 @@ reconnect, its issue #367):
   with exponential backoff, each counted (metrics.reconnect()); each attempt
   re-runs primary selection and checkpoint validation (failover.py), and a
   change of host counts metrics.failover();
-* inside a transaction whose Begin was already yielded: raise
-  TransactionInterrupted (Transient). The daemon restarts the source from the
-  stream tail; the publisher closes the open transaction with ABORTED and the
-  whole transaction is read again. Nothing is yielded twice within one
-  iterator and no partial transaction is ever completed with rows of another.
+* inside a transaction whose Begin and N changes were already yielded:
+  reconnect the same way (the state excludes the open transaction, so the
+  server sends it again from its GTID event) and skip its first N changes:
+  a transaction's row events are in the same order on every server that
+  logged it. No Heartbeat and no stop happen in between. If the first GTID
+  after reconnecting is another one, or the attempts run out, raise
+  TransactionInterrupted / SourceUnavailable: the daemon restarts the source
+  from the stream tail, the publisher closes the open transaction with
+  ABORTED, and the whole transaction is read again. Nothing is yielded
+  twice and no partial transaction is ever completed with rows of another.
 
 Divergence, purged binlogs, a wrong password, undecodable values and XA
 transactions on captured tables are Terminal errors.
@@ -133,6 +138,7 @@ class MySqlSource:
         self.host: str | None = None
         self.flavor = "mariadb"
         self._stop = threading.Event()
+        self._partial: tuple[str, int] | None = None  # (gtid, changes yielded) of a cut transaction
         self._dead_letter = getattr(context, "dead_letter", None)  # callable(error, raw) or None
         self._stream: BinLogStreamReader | None = None
         self._ctl: pymysql.connections.Connection | None = None
@@ -184,6 +190,7 @@ class MySqlSource:
                 return
             except TransactionInterrupted:
                 self._close_stream()
+                self.metrics.error("TransactionInterrupted")
                 raise
             except SourceUnavailable as exc:
                 self._close_stream()
@@ -197,9 +204,12 @@ class MySqlSource:
                 self.metrics.reconnect()
                 log.warning("source %s: %s; reconnect %d/%d in %.1fs from %s", self.name, exc, attempt,
                             self.config.reconnect_attempts, delay, self.state)
-                if self._stop.wait(delay):
-                    return
-                yield Heartbeat(int(time.time() * 1000), self.resume_state())
+                if self._partial is None:  # never stop or heartbeat between Begin and Commit
+                    if self._stop.wait(delay):
+                        return
+                    yield Heartbeat(int(time.time() * 1000), self.resume_state())
+                else:
+                    time.sleep(delay)
             except CdcError as exc:
                 self.metrics.error(exc)
                 self._close_stream()
@@ -251,7 +261,7 @@ class MySqlSource:
         last_yield = time.monotonic()
         gtid: str | None = None  # GTID of the open transaction
         began = False
-        row_no = 0
+        row_no = skip = 0
         thread: int | None = None
         converters: dict[int, tuple[Any, RowConverter, Any]] = {}
         null_masks: dict[int, bytes] = {}
@@ -271,6 +281,8 @@ class MySqlSource:
                 if isinstance(ev, (MariadbGtidEvent, GtidEvent)):
                     gtid, began, row_no, thread = ev.gtid, False, 0, None
                     ts_ms = ev.timestamp * 1000
+                    if self._partial is not None:  # re-reading a transaction cut by a lost connection
+                        began, skip = self._resume_partial(gtid)
                 elif isinstance(ev, (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)):
                     table = TableId(ev.schema, ev.table)
                     if gtid is None or not self.filter.matches(table):
@@ -280,6 +292,9 @@ class MySqlSource:
                         began = True
                     for change in self._changes(ev, table, gtid, row_no, converters, thread):
                         row_no += 1
+                        if skip:  # already yielded before the connection dropped
+                            skip -= 1
+                            continue
                         yield change
                     last_yield = time.monotonic()
                 elif isinstance(ev, XidEvent):
@@ -304,7 +319,7 @@ class MySqlSource:
                             gtid = None
                     elif word in ("ROLLBACK", "SAVEPOINT"):
                         pass
-                    elif gtid is not None:
+                    elif gtid is not None and not began:
                         change = self._schema_change(ev, q, gtid)
                         gtid, began = None, False
                         if change is not None:
@@ -325,12 +340,27 @@ class MySqlSource:
                         return
                 if gtid is None and self._stop.is_set():
                     return
-        except ConnectionLost as exc:
-            if began:
-                raise TransactionInterrupted(
-                    f"connection lost inside transaction {gtid}; restart from the stream tail", gtid=gtid,
-                    host=self.host) from exc
+        except ConnectionLost:
+            if began:  # Begin and `row_no` changes are out: the next stream skips them (see events())
+                self._partial = (gtid, row_no - skip)
             raise
+
+    def _resume_partial(self, gtid: str) -> tuple[bool, int]:
+        """At the first GTID after a reconnect inside a transaction: (began, rows to skip).
+
+        The binlog holds the transaction's rows in the same order on every
+        server that logged it (ROW events, log_slave_updates), so skipping
+        the rows already yielded continues it exactly. Any other first GTID
+        means the history changed under us: the daemon must ABORT it.
+        """
+        want, done = self._partial  # type: ignore[misc]
+        self._partial = None
+        if gtid != want:
+            raise TransactionInterrupted(
+                f"connection lost inside transaction {want}; after reconnecting the binlog continues with {gtid}",
+                gtid=want, found=gtid, host=self.host)
+        log.warning("source %s: continuing transaction %s after its first %d changes", self.name, want, done)
+        return True, done
 
     def _changes(self, ev: Any, table: TableId, gtid: str, row_no: int,
                  converters: dict[int, tuple[Any, RowConverter, Any]], thread: int | None) -> Iterator[Change]:

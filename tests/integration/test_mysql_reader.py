@@ -133,3 +133,29 @@ def test_reconnect_after_restart_then_purged_and_unsafe_settings_are_refused(mar
     import argparse
 
     assert check.main(argparse.Namespace(config=str(cfg), source=None)) == 1
+
+
+def test_connection_killed_inside_a_transaction_continues_without_duplicates(mariadb_primary, tmp_mysql_db):
+    db = tmp_mysql_db
+    mariadb_primary.query(f"CREATE TABLE `{db}`.big (id INT PRIMARY KEY, v INT)")
+    src = make_source([mariadb_primary.address], [f"{db}.*"], reconnect_attempts=20)
+    src.start(None)
+    mariadb_primary.query(f"INSERT INTO `{db}`.big SELECT seq, seq FROM `{db}`.seq_1_to_20000")
+    events: list = []
+    killed = False
+    try:
+        for ev in src.events():
+            events.append(ev)
+            if not killed and len(events) > 2000:
+                killed = True
+                for row in mariadb_primary.query("SHOW PROCESSLIST"):
+                    if row[4] == "Binlog Dump":  # our binlog connection, cut mid-transaction
+                        mariadb_primary.query(f"KILL {row[0]}")
+            if isinstance(ev, Commit):
+                break
+    finally:
+        src.close()
+    assert killed and src.metrics._m.reconnects.labels("src")._value.get() >= 1
+    txs = transactions(events)
+    assert len(txs) == 1
+    assert [c.after["id"] for c in txs[0][1]] == list(range(1, 20001))
