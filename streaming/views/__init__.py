@@ -6,5 +6,6 @@
 - ``delta``: delta rules as SQL (counting model, delta-join expansion, merge).
 - ``build``: full build / rebuild from the base tables, the ``cdc_views`` table.
 - ``maintainer``: the hook the apply engine calls inside its transaction.
-- ``views_cmd``: ``cdc views rebuild``.
+- ``connect``: a minimal SQL target (CLI fallback, tests, bench).
+- ``views_cmd``: ``cdc views check|rebuild|status``.
 """
