@@ -37,6 +37,7 @@ from cdc.compare.report import TableReport
 
 RANGES_PER_QUERY = 200
 SLAB_BUCKETS = 128  # buckets per bucket-pass query
+EXACT_BELOW = 100_000  # row estimates under this are replaced by COUNT(*)
 COMPATIBLE = {frozenset({"int", "bool"}), frozenset({"datetime", "timestamptz"}), frozenset({"int", "decimal"})}
 
 
@@ -261,15 +262,37 @@ class TableCompare:
         report.source_rows, report.target_rows, report.same = counts
 
     def _bounds(self) -> tuple[int, int, int]:
+        """(lowest key, highest key, estimated rows) over both sides: index ends plus catalog estimates.
+
+        The row count only sizes the buckets, so the catalog's estimate is enough and
+        costs nothing, where COUNT(*) would scan both tables once more.
+        """
         lo, hi, n = None, None, 0
         for side, conn in ((self.s, self.conns[0]), (self.t, self.conns[2])):
             k = quote(side.dialect, side.key[0])
-            mn, mx, cnt = side.endpoint.query(conn, f"SELECT MIN({k}), MAX({k}), COUNT(*) FROM {side.table_sql()}")[0]
+            mn, mx = side.endpoint.query(conn, f"SELECT MIN({k}), MAX({k}) FROM {side.table_sql()}")[0]
             if mn is not None:
                 lo = int(mn) if lo is None else min(lo, int(mn))
                 hi = int(mx) if hi is None else max(hi, int(mx))
-            n = max(n, int(cnt))
-        return (lo or 0), (hi if hi is not None else 0), n
+            n = max(n, self._estimate(side, conn))
+        if lo is not None and n < EXACT_BELOW:  # small or never analysed: count (cheap when truly small)
+            n = max(int(side.endpoint.query(conn, f"SELECT COUNT(*) FROM {side.table_sql()}")[0][0])
+                    for side, conn in ((self.s, self.conns[0]), (self.t, self.conns[2])))
+        return (lo or 0), (hi if hi is not None else 0), n if lo is not None else 0
+
+    @staticmethod
+    def _estimate(side: Side, conn) -> int:
+        schema, table = side.shape.schema, side.shape.table
+        ph = side.endpoint.placeholder
+        if side.dialect == "mysql":
+            sql = f"SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = {ph} AND TABLE_NAME = {ph}"
+        elif side.dialect == "postgres":
+            sql = ("SELECT c.reltuples::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                   f"WHERE n.nspname = {ph} AND c.relname = {ph}")
+        else:
+            sql = f"SELECT estimated_size FROM duckdb_tables() WHERE schema_name = {ph} AND table_name = {ph}"
+        rows = side.endpoint.query(conn, sql, (schema, table))
+        return max(0, int(rows[0][0] or 0)) if rows else 0
 
     def _bucket_sql(self, side: Side, lo: int, width: int, slab: tuple[int, int]) -> str:
         k = quote(side.dialect, side.key[0])
