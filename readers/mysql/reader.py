@@ -179,12 +179,16 @@ class MySqlSource:
     def events(self) -> Iterator[Event]:
         attempt = 0
         rechoose = False
+        snapshot, self._initial_snapshot = self._initial_snapshot, None
+        if snapshot is not None:  # snapshot hook: op 'r' chunks before the first streamed transaction
+            yield from snapshot.events()
+        wrap = self._incremental.wrap if self._incremental is not None else (lambda evs: evs)
         while not self._stop.is_set():
             try:
                 if rechoose:  # the host may have changed: probe all, validate our state there
                     self._choose(self.state)
                     rechoose = False
-                for ev in self._stream_events():
+                for ev in wrap(self._stream_events()):
                     attempt = 0
                     yield ev
                 return
@@ -201,7 +205,7 @@ class MySqlSource:
                 delay = min(self.config.reconnect_backoff_s * (2 ** attempt), 5.0)
                 attempt += 1
                 rechoose = True
-                self.metrics.reconnect()
+                self.metrics.reconnect(exc)
                 log.warning("source %s: %s; reconnect %d/%d in %.1fs from %s", self.name, exc, attempt,
                             self.config.reconnect_attempts, delay, self.state)
                 if self._partial is None:  # never stop or heartbeat between Begin and Commit
