@@ -36,7 +36,7 @@ import io
 import json
 import struct
 import zlib
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -141,7 +141,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 300 else text[:300] + "..."
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_serdes(encoding: str, framing: str = "confluent") -> tuple[Serde, Serde]:
     """(key serde, value serde) for ``encoding`` (``json`` or ``avro``)."""
     if encoding == "json":

@@ -143,7 +143,7 @@ class OrderedProducer:
                 p.flush(timeout_s)
             p.purge()
             p.close()
-        except Exception:  # noqa: BLE001 - closing after a failure must not mask it
+        except Exception:  # noqa: BLE001, S110 - closing after a failure must not mask it
             pass
 
 

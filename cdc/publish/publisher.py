@@ -34,16 +34,23 @@ from __future__ import annotations
 import base64
 import logging
 import time
-from collections import deque
 from typing import Any
 
 import orjson
 
 from cdc.config import KafkaConfig
-from cdc.envelope import (aborted_record, begin_record, changes_topic, end_record,
-                          heartbeat_record, schema_record, table_topic)
-from cdc.errors import CdcError, PublishError, StreamCorrupt
+from cdc.envelope import (
+    aborted_record,
+    begin_record,
+    changes_topic,
+    end_record,
+    heartbeat_record,
+    schema_record,
+    table_topic,
+)
+from cdc.errors import CdcError, StreamCorrupt
 from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange, TableId, TableSchema
+from cdc.publish.acks import END, HEARTBEAT, PROGRESS, SCHEMA, AckTracker
 from cdc.publish.producer import OrderedProducer, ensure_topic
 from cdc.publish.tail import read_tail
 from cdc.runtime.metrics import SourceMetrics
@@ -52,12 +59,11 @@ from cdc.serde import get_serdes, get_table_key_serde
 log = logging.getLogger(__name__)
 
 PROGRESS_EVERY = 10_000  # records between progress marks inside a long transaction
-ACK_CHECK_EVERY = 1_000  # records between looks at the acknowledged prefix
-ACK_CHECK_S = 0.05  # at most this often after markers (each look updates several metrics)
+ACK_CHECK_EVERY = 1_000  # records between looks at the acknowledged prefix inside a transaction
 
 
 class _Tx:
-    __slots__ = ("txid", "ts_ms", "counts", "ops", "total")
+    __slots__ = ("counts", "ops", "total", "ts_ms", "txid")
 
     def __init__(self, txid: str, ts_ms: int) -> None:
         self.txid, self.ts_ms = txid, ts_ms
@@ -87,12 +93,14 @@ class Publisher:
         self._last_hb_resume: Any = None
         self._bytes = 0  # value bytes produced so far
         # (produced index, kind, payload, produce time, cumulative bytes, sequence): metrics after ack
-        self._pending: deque[tuple] = deque()
-        self._reported = (0, 0)  # (records, bytes) already reported as acknowledged
         self._since_check = 0
         self._last_mark = 0
-        self._last_check = 0.0
-        self.last_resume: dict[str, Any] | None = None  # resume of the last ACKNOWLEDGED checkpoint
+        self._acks = AckTracker(self._producer, metrics)
+
+    @property
+    def last_resume(self) -> dict[str, Any] | None:
+        """Resume state of the last ACKNOWLEDGED checkpoint (the source's reportable position)."""
+        return self._acks.last_resume
 
     @property
     def in_transaction(self) -> bool:
@@ -124,7 +132,7 @@ class Publisher:
                         extra={"source": self.source_name, "txid": txid})
             self._produce(self.topic, aborted_record(self._take_seq(), txid, _now_ms()), None)
             self.flush()
-        self.last_resume = tail.resume
+        self._acks.last_resume = tail.resume
         log.info("recovered %s: next sequence %d, resume %s", self.topic, self._seq, tail.resume,
                  extra={"source": self.source_name, "position": tail.resume})
         return tail.resume
@@ -203,8 +211,8 @@ class Publisher:
             produced = self._producer.produced
             if produced - self._last_mark >= PROGRESS_EVERY:  # long transaction: show progress before END
                 self._last_mark = produced
-                self._pending.append((produced, "progress", None, time.monotonic(), self._bytes, seq))
-            self._check_acks()
+                self._acks.mark(PROGRESS, None, self._bytes, seq)
+            self._acks.check()
 
     def _table_entry(self, table: TableId) -> tuple[TableId, str, dict[str, Any]]:
         """(table, "db.table", constant part of its source block), cached by identity."""
@@ -240,8 +248,8 @@ class Publisher:
         seq = self._take_seq()
         self._produce(self.topic, end_record(seq, ev.txid, ev.ts_ms, tx.counts, ev.resume, ev.position), None)
         self._tx = None
-        self._pending.append((self._producer.produced, "end", (ev, tx.ops), time.monotonic(), self._bytes, seq))
-        self._maybe_check_acks()
+        self._acks.mark(END, (ev, tx.ops), self._bytes, seq)
+        self._acks.maybe_check()
 
     def _heartbeat(self, ev: Heartbeat) -> None:
         if self._tx is not None:
@@ -252,8 +260,8 @@ class Publisher:
         self._last_hb, self._last_hb_resume = now, ev.resume
         seq = self._take_seq()
         self._produce(self.topic, heartbeat_record(seq, ev.ts_ms, ev.resume), None)
-        self._pending.append((self._producer.produced, "heartbeat", ev, now, self._bytes, seq))
-        self._maybe_check_acks()
+        self._acks.mark(HEARTBEAT, ev, self._bytes, seq)
+        self._acks.maybe_check()
 
     def _schema_change(self, ev: SchemaChange) -> None:
         if self._tx is not None:
@@ -267,8 +275,8 @@ class Publisher:
             self._schemas[name] = ev.schema
         elif name is not None:
             self._schemas.pop(name, None)
-        self._pending.append((self._producer.produced, "schema", ev, time.monotonic(), self._bytes, seq))
-        self._maybe_check_acks()
+        self._acks.mark(SCHEMA, ev, self._bytes, seq)
+        self._acks.maybe_check()
 
     # ---------------------------------------------------------------- dead letters
     def dead_letter(self, error: CdcError, raw: Any = None) -> None:
@@ -310,75 +318,15 @@ class Publisher:
             self._bytes += len(vbytes)
         self._producer.produce(topic, vbytes, kbytes)
 
-    def _maybe_check_acks(self) -> None:
-        """After a marker: look at acknowledgements at most every ACK_CHECK_S (metric updates cost)."""
-        now = time.monotonic()
-        if now - self._last_check >= ACK_CHECK_S:
-            self._check_acks(now)
-
-    def _check_acks(self, now: float | None = None) -> None:
-        """Advance metrics over the acknowledged prefix; raise the first delivery failure."""
-        producer = self._producer
-        producer.check()
-        now = time.monotonic() if now is None else now
-        self._last_check = now
-        pending = self._pending
-        if not pending:
-            return
-        acked = producer.acked()
-        if pending[0][0] > acked:
-            return
-        m = self.metrics
-        ops: dict[tuple[str, str], int] = {}
-        last = None
-        while pending and pending[0][0] <= acked:
-            last = pending.popleft()
-            kind, payload = last[1], last[2]
-            if kind == "end":
-                ev, tx_ops = payload
-                for key, n in tx_ops.items():
-                    ops[key] = ops.get(key, 0) + n
-                m.transaction_published(ev.ts_ms, **_native(ev.position))
-                self.last_resume = ev.resume
-            elif kind == "heartbeat":
-                m.idle(payload.ts_ms)
-                if payload.resume is not None:
-                    self.last_resume = payload.resume
-            elif kind == "schema":
-                m.schema_change()
-                if payload.resume is not None:
-                    self.last_resume = payload.resume
-        for (table, op), n in ops.items():
-            m.events_published(table, op, n)
-        index, _, _, t0, nbytes, seq = last
-        m.records_published(index - self._reported[0], nbytes - self._reported[1], seq)
-        m.publish_latency(now - t0)  # of the newest acknowledged mark: an upper bound of its latency
-        self._reported = (index, nbytes)
-
     def flush(self, timeout_s: float = 30) -> None:
         """Wait until the broker acknowledged every record; raise PublishError if any failed."""
-        producer = self._producer
-        if self._seq is not None and producer.produced > self._reported[0]:
-            self._pending.append((producer.produced, "progress", None, time.monotonic(), self._bytes, self._seq - 1))
-        producer.flush(timeout_s)
-        self._check_acks()
+        if self._seq is not None and self._producer.produced > self._acks.reported[0]:
+            self._acks.mark(PROGRESS, None, self._bytes, self._seq - 1)
+        self._producer.flush(timeout_s)
+        self._acks.check()
 
     def close(self) -> None:
         self._producer.close()
-
-
-def _native(position: dict[str, Any]) -> dict[str, Any]:
-    """Metric extras from a commit position: Oracle ``commit_scn``, MySQL GTID sequence number."""
-    out: dict[str, Any] = {}
-    scn = position.get("commit_scn", position.get("scn"))
-    if isinstance(scn, int):
-        out["scn"] = scn
-    gtid = position.get("gtid")
-    if isinstance(gtid, str) and gtid.rsplit(":", 1)[-1].isdigit():
-        out["gtid_seq"] = int(gtid.rsplit(":", 1)[-1])
-    elif isinstance(gtid, str) and gtid.rsplit("-", 1)[-1].isdigit():
-        out["gtid_seq"] = int(gtid.rsplit("-", 1)[-1])
-    return out
 
 
 def _source_base(table: TableId, source_name: str, connector: str) -> dict[str, Any]:

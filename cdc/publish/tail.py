@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
@@ -91,10 +92,8 @@ def read_range(consumer: Consumer, topic: str, start: int, stop: int | None, *, 
                 return
             if msgs:
                 last_seen = now
-            elif now - last_seen >= idle_s and position >= reported_high:
-                return
-            elif now - last_seen >= stall_s:  # the watermark promised records that never came
-                return
+            elif (now - last_seen >= idle_s and position >= reported_high) or now - last_seen >= stall_s:
+                return  # quiet at/after the watermark; or quiet for long (promised records never came)
             if now > deadline:
                 raise PublishError(f"reading {topic} from offset {start} did not reach the end within {deadline_s}s",
                                    topic=topic, offset=position)

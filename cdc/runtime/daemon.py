@@ -22,8 +22,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from cdc.errors import ConfigError, PublishError
 from cdc.publish.publisher import Publisher
@@ -63,7 +64,7 @@ def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, m
         if not isinstance(exc, PublishError):  # a reader failure: learn what is acknowledged, for the report
             try:
                 publisher.flush(10)
-            except Exception:  # noqa: BLE001 - the original error is the one to raise
+            except Exception:  # noqa: BLE001, S110 - the original error is the one to raise
                 pass
         raise
     finally:
@@ -130,7 +131,7 @@ class Daemon:
             if w.source is not None:
                 try:
                     w.source.request_stop()
-                except Exception:  # noqa: BLE001 - a stop request must reach the other sources
+                except Exception:
                     log.exception("request_stop failed", extra={"source": w.spec.name})
 
     def run(self) -> int:
@@ -166,7 +167,7 @@ class Daemon:
             run_source(w.source, w.publisher, self.stop, metrics=w.metrics)
             log.info("source stopped at a transaction boundary, position %s", w.publisher.last_resume,
                      extra={"source": w.spec.name, "position": w.publisher.last_resume})
-        except BaseException as exc:  # noqa: BLE001 - reported by _wait
+        except BaseException as exc:
             w.error = exc
             log.error("source failed at position %s: %s", w.publisher.last_resume, exc,
                       extra={"source": w.spec.name, "position": w.publisher.last_resume},

@@ -15,8 +15,8 @@ A stdlib ``ThreadingHTTPServer`` in a daemon thread, bound to
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -48,7 +48,7 @@ class HealthServer:
         self.host, self.port = self._server.server_address[0], self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="health-http", daemon=True)
 
-    def start(self) -> "HealthServer":
+    def start(self) -> HealthServer:
         self._thread.start()
         return self
 
@@ -59,7 +59,7 @@ class HealthServer:
 
 def _make_handler(server: HealthServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
                 self._send(200, generate_latest(server.registry), CONTENT_TYPE_LATEST)

@@ -24,7 +24,7 @@ import os
 import signal
 import sys
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class TwoStageSignals:
         self._count = 0
         self._lock = threading.Lock()
 
-    def install(self) -> "TwoStageSignals":
+    def install(self) -> TwoStageSignals:
         r, w = os.pipe()
         os.set_blocking(w, False)
         self._pipe = (r, w)

@@ -23,13 +23,14 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 if __name__ == "__main__":  # run as a script from anywhere
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cdc.events import Begin, Change, Column, Commit, Heartbeat, SchemaChange, TableId, TableSchema  # noqa: E402
+from cdc.events import Begin, Change, Column, Commit, Heartbeat, SchemaChange, TableId, TableSchema
 
 T1, T2 = TableId("d", "t1"), TableId("d", "t2")
 SCHEMAS = {t: TableSchema(t, (Column("id", "bigint", False), Column("v", "varchar(20)"), Column("n", "int")), ("id",))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import time
 
 import pytest
@@ -20,13 +19,13 @@ def test_broker_restart_mid_stream(persistent_broker, topic_prefix):
     _wait_for_line(proc, "", stream="stderr", contains="recovered")
     time.sleep(0.5)
     broker.restart()
-    out, err = proc.communicate(timeout=180)
+    _out, err = proc.communicate(timeout=180)
     # Either the producer rides out the outage (0), or it reports the failure and stops (2): a
     # supervisor restarts it and recovery from the stream tail keeps it exactly-once.
     assert proc.returncode in (0, 2), err[-3000:]
     if proc.returncode == 2:
         proc = _spawn(broker, topic_prefix)
-        out, err = proc.communicate(timeout=180)
+        _out, err = proc.communicate(timeout=180)
         assert proc.returncode == 0, err[-3000:]
     stream = read_stream(broker.bootstrap, changes_topic(topic_prefix, "scripted"))
     _check_exactly_once(stream)

@@ -84,7 +84,7 @@ def test_kill_9_at_random_moments_then_restart(broker, topic_prefix):
         kills += 1
     # Last run: to completion.
     proc = _spawn(broker, topic_prefix)
-    out, err = proc.communicate(timeout=120)
+    _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err[-3000:]
 
     stream = read_stream(broker.bootstrap, changes_topic(topic_prefix, "scripted"))
@@ -98,7 +98,7 @@ def test_sigterm_drains_to_a_transaction_boundary(broker, topic_prefix):
     proc = _spawn(broker, topic_prefix, "--stall-step", "5", "--stall-s", "1.5")
     _wait_for_line(proc, "STALL")
     proc.send_signal(signal.SIGTERM)  # arrives inside tx-5: it must be finished, then stop
-    out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err[-3000:]
     stream = read_stream(broker.bootstrap, changes_topic(topic_prefix, "scripted"))
     assert stream.aborted == []
@@ -118,7 +118,7 @@ def test_second_signal_exits_at_once(broker, topic_prefix):
     assert time.monotonic() - t0 < 5
     # The next start closes the cut-off transaction and carries on exactly once.
     proc = _spawn(broker, topic_prefix)
-    out, err = proc.communicate(timeout=120)
+    _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err[-3000:]
     stream = read_stream(broker.bootstrap, changes_topic(topic_prefix, "scripted"))
     assert stream.aborted == ["tx-3"]

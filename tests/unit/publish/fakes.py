@@ -41,7 +41,7 @@ def publisher(encoding: str = "json", **kafka) -> tuple[Publisher, RecordingProd
     cfg = KafkaConfig(bootstrap_servers="127.0.0.1:9", topic_prefix="p", encoding=encoding, **kafka)
     metrics = SourceMetrics("s")
     pub = Publisher("s", "mysql", cfg, metrics, producer_config={"log_level": 0}, heartbeat_min_interval_s=0)
-    pub._producer = fake = RecordingProducer()
+    pub._producer = pub._acks.producer = fake = RecordingProducer()
     pub._seq = 1  # what recover() sets on an empty stream
     return pub, fake, metrics
 

@@ -90,12 +90,12 @@ def test_metrics_move_only_after_acknowledgement():
     fake.acked_upto = 0
     for ev in tx("u:1", [ins(A, SA, {"id": 1, "v": "a"})], {"g": 1}):
         pub.publish(ev)
-    pub._check_acks()
+    pub._acks.check()
     get = metrics.registry.get_sample_value
     assert get("cdc_source_transactions_published_total", {"source": "s"}) == 0
     assert pub.last_resume is None
     fake.acked_upto = None
-    pub._check_acks()
+    pub._acks.check()
     assert get("cdc_source_transactions_published_total", {"source": "s"}) == 1
     assert get("cdc_source_events_published_total", {"source": "s", "table": "shop.orders", "op": "c"}) == 1
     assert pub.last_resume == {"g": 1}
