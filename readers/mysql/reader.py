@@ -72,6 +72,7 @@ from readers.mysql.errors import (
     TransactionInterrupted,
 )
 from readers.mysql.failover import choose_primary, default_prober
+from readers.mysql.fastrows import install as _install_fast_rows
 from readers.mysql.incremental import IncrementalSnapshots
 from readers.mysql.position import GtidSet
 from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
@@ -79,6 +80,7 @@ from readers.mysql.snapshot import InitialSnapshot
 from readers.mysql.tables import TableFilter, ddl_table
 
 log = logging.getLogger(__name__)
+_install_fast_rows()  # same values as the library's row decoder, fewer steps (see fastrows.py)
 
 _EVENTS = [GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent, XAPrepareEvent, TableMapEvent,
            WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent, RotateEvent]
