@@ -76,7 +76,9 @@ class ApplyStream:
 
     def on_batch(self, df: Any, batch_id: int) -> None:
         try:
+            t0 = time.monotonic()
             table = df.toArrow()
+            t1 = time.monotonic()
             end = None
             if table.num_rows:
                 parts = table.column("part").to_pylist()
@@ -89,8 +91,9 @@ class ApplyStream:
             self.batches += 1
             if result.transactions or result.rows:
                 self.last_activity = time.monotonic()
-            log.info("batch %s: %s records, %s transactions, rows %s%s", batch_id, table.num_rows,
-                     result.transactions, result.rows, " (skipped: replay)" if result.skipped else "")
+            log.info("batch %s: %s records, %s transactions, rows %s%s (read %.2fs, apply %.2fs)", batch_id,
+                     table.num_rows, result.transactions, result.rows, " (skipped: replay)" if result.skipped else "",
+                     t1 - t0, time.monotonic() - t1)
         except BaseException as exc:
             self.failure = exc
             raise
@@ -128,7 +131,7 @@ def _start_query(spark: Any, config: Config, stream: ApplyStream) -> None:
         reader = reader.option("startingOffsets", orjson.dumps(progress.next_offsets).decode())
     writer = (reader.load().writeStream.foreachBatch(stream.on_batch)
               .option("checkpointLocation", apply.checkpoint_dir or default_checkpoint(config, apply))
-              .queryName(f"cdc-apply-{apply.source}-{apply.target}"))
+              .queryName(f"cdc-apply-{config.kafka.topic_prefix}-{apply.source}-{apply.target}"))
     writer = writer.trigger(processingTime=f"{int(apply.trigger_interval_s * 1000)} milliseconds") \
         if apply.trigger_interval_s > 0 else writer
     stream.failure, stream.started_at = None, None

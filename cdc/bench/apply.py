@@ -132,9 +132,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         apply_rate = args.rows / applied_s
         _say(f"apply: {args.rows} rows in {applied_s:.1f}s (incl. query start) -> {apply_rate:,.0f} rows/s")
 
-        latency = _latency(args, bootstrap, admin, dsn, spark, work, b.schemas)
         stop.set()
         th.join(60)
+        latency = _latency(args, bootstrap, admin, dsn, spark, work, b.schemas)
 
         naive_rate = _naive(dsn, b, args.naive_rows)
         copy_rate = _copy(dsn, args.rows)
