@@ -21,8 +21,9 @@ from __future__ import annotations
 import bisect
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from streaming.errors import ApplyError, OffsetsGone
 
@@ -206,7 +207,8 @@ def read_range(p: RangePartition, consumer_extra: dict[str, Any] | None = None) 
         expected = p.start
         last_progress = time.monotonic()
         while expected < p.end:
-            msgs = c.consume(num_messages=min(5000, p.end - expected), timeout=1.0)
+            # consume() waits until it has num_messages OR the timeout passed: keep the timeout short
+            msgs = c.consume(num_messages=min(5000, p.end - expected), timeout=0.1)
             if not msgs:
                 if time.monotonic() - last_progress > READ_STALL_S:
                     raise ApplyError(f"no records from {p.topic}[{p.partition}] at offset {expected} for "

@@ -16,8 +16,9 @@ the table, the sequence and the statement.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from cdc.events import TableSchema
 from streaming import typemap
@@ -36,7 +37,7 @@ class TableInfo:
     converters: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, source_table: str, target_table: str, schema: TableSchema, dialect: str) -> "TableInfo":
+    def build(cls, source_table: str, target_table: str, schema: TableSchema, dialect: str) -> TableInfo:
         conv = {c.name: f for c in schema.columns if (f := typemap.converter(c.type, dialect)) is not None}
         return cls(source_table, target_table, schema, [c.name for c in schema.columns], schema.primary_key, conv)
 

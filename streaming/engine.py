@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
@@ -77,7 +78,7 @@ class ApplyEngine:
         self.progress: Progress | None = None
         self.dead_letter_enabled = bool(target.config.dead_letter_table)
 
-    def start(self) -> "ApplyEngine":
+    def start(self) -> ApplyEngine:
         self.target.open()
         self.catalog.load()
         self.progress = self.target.read_progress(self.source)

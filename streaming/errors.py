@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cdc.errors import CdcError, StreamCorrupt, Terminal, Transient
 
-__all__ = ["ApplyError", "BadRecord", "OffsetsGone", "UnsupportedDdl", "TargetError", "StreamCorrupt"]
+__all__ = ["ApplyError", "BadRecord", "OffsetsGone", "StreamCorrupt", "TargetError", "UnsupportedDdl"]
 
 
 class ApplyError(CdcError, Terminal):

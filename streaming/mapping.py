@@ -28,7 +28,7 @@ class TableMap:
     exclude: tuple[str, ...]
 
     @classmethod
-    def from_config(cls, apply: ApplyConfig) -> "TableMap":
+    def from_config(cls, apply: ApplyConfig) -> TableMap:
         include: list[str] | None = None
         renames: list[tuple[str, str]] = []
         if apply.tables is not None:

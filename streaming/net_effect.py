@@ -19,8 +19,9 @@ engine can apply deletes before inserts across tables.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 

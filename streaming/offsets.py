@@ -25,11 +25,11 @@ class StreamOffset:
     next: tuple[tuple[int, int], ...]  # (partition, next offset to read), sorted by partition
 
     @classmethod
-    def of(cls, topic: str, next_by_partition: dict[int, int]) -> "StreamOffset":
+    def of(cls, topic: str, next_by_partition: dict[int, int]) -> StreamOffset:
         return cls(topic, tuple(sorted((int(p), int(o)) for p, o in next_by_partition.items())))
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "StreamOffset":
+    def from_json(cls, obj: dict[str, Any]) -> StreamOffset:
         try:
             return cls.of(obj["topic"], {int(p): int(o) for p, o in obj["next"].items()})
         except (KeyError, TypeError, ValueError, AttributeError):
@@ -42,11 +42,11 @@ class StreamOffset:
     def get(self, partition: int) -> int | None:
         return dict(self.next).get(partition)
 
-    def with_partition(self, partition: int, offset: int) -> "StreamOffset":
+    def with_partition(self, partition: int, offset: int) -> StreamOffset:
         d = dict(self.next)
         d[partition] = offset
         return StreamOffset.of(self.topic, d)
 
-    def records_since(self, start: "StreamOffset") -> int:
+    def records_since(self, start: StreamOffset) -> int:
         s = dict(start.next)
         return sum(o - s.get(p, o) for p, o in self.next)

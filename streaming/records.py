@@ -30,7 +30,7 @@ RAW_CAP = 4096
 
 def arrow_schema() -> Any:
     import pyarrow as pa
-    s, i, l = pa.string(), pa.int32(), pa.int64()  # noqa: E741
+    s, i, l = pa.string(), pa.int32(), pa.int64()
     return pa.schema([("part", i), ("offset", l), ("sequence", l), ("kind", s), ("txid", s), ("tbl", s),
                       ("op", s), ("key", s), ("before", s), ("after", s), ("ts_ms", l), ("meta", s), ("error", s)])
 
@@ -87,7 +87,7 @@ class StreamRecord:
     error: str | None
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "StreamRecord":
+    def from_dict(cls, d: dict[str, Any]) -> StreamRecord:
         return cls(**{f: d.get(f) for f in FIELDS})
 
     def meta_dict(self) -> dict[str, Any]:

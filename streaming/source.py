@@ -21,7 +21,8 @@ supported (the target is the last boundary seen when the query starts).
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import orjson
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -43,7 +44,7 @@ class CdcStreamDataSource(DataSource):
     def schema(self) -> str:
         return SCHEMA_DDL
 
-    def streamReader(self, schema: Any) -> "CdcStreamReader":
+    def streamReader(self, schema: Any) -> CdcStreamReader:
         return CdcStreamReader(dict(self.options))
 
 

@@ -36,22 +36,22 @@ class StreamBuilder:
         self.seq += 1
         return s
 
-    def schema(self, table: str, columns: list[tuple[str, str]], pk: list[str], ddl: str | None = None) -> "StreamBuilder":
+    def schema(self, table: str, columns: list[tuple[str, str]], pk: list[str], ddl: str | None = None) -> StreamBuilder:
         ts = TableSchema(TableId.parse(table), tuple(Column(n, t) for n, t in columns), tuple(pk))
         self.schemas[table] = ts
         self.items.append(({"table": table}, envelope.schema_record(self._next(), table, ddl, ts, self.ts, {"r": 1})))
         return self
 
-    def ddl(self, table: str | None, ddl: str) -> "StreamBuilder":
+    def ddl(self, table: str | None, ddl: str) -> StreamBuilder:
         self.items.append(({"table": table} if table else None,
                            envelope.schema_record(self._next(), table, ddl, None, self.ts, {"r": 1})))
         return self
 
-    def heartbeat(self) -> "StreamBuilder":
+    def heartbeat(self) -> StreamBuilder:
         self.items.append((None, envelope.heartbeat_record(self._next(), self.ts, {"r": 1})))
         return self
 
-    def tx(self, *changes: tuple, abort: bool = False, unterminated: bool = False) -> "StreamBuilder":
+    def tx(self, *changes: tuple, abort: bool = False, unterminated: bool = False) -> StreamBuilder:
         """changes: (op, table, before, after) tuples; one source transaction."""
         self._tx += 1
         self.ts += 10

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _PAREN = re.compile(r"^([a-z0-9_ ]+?)\s*(\(([^)]*)\))?\s*(unsigned)?\s*(zerofill)?$")
 

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdc.dev.broker import Broker
     from cdc.dev.postgres import Postgres
     from streaming import job
-    from streaming.streamgen import StreamBuilder, produce
+    from streaming.streamgen import produce
 
     work = Path(tempfile.mkdtemp(prefix="cdc-bench-apply-"))
     pg = broker = None
@@ -159,7 +159,6 @@ class _External:
 
 
 def _naive(dsn: str, b, n: int) -> float:
-    import orjson
     import psycopg
 
     with psycopg.connect(dsn) as c:
@@ -207,12 +206,11 @@ def _copy(dsn: str, n: int) -> float:
 
 def _latency(args, bootstrap: str, admin, dsn: str, spark, work: Path, schemas) -> dict[str, Any]:
     import psycopg
+    from confluent_kafka import Producer
 
     from cdc.config import parse_config
     from streaming import job
     from streaming.streamgen import StreamBuilder
-
-    from confluent_kafka import Producer
 
     topic = "lat.bench.changes"
     admin.create_topic(topic)
@@ -227,7 +225,6 @@ def _latency(args, bootstrap: str, admin, dsn: str, spark, work: Path, schemas) 
     stop = threading.Event()
     th = threading.Thread(target=job.run, args=(cfg,), kwargs={"spark": spark, "stop_event": stop}, daemon=True)
     th.start()
-    import orjson
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "log_level": 3})
     b = StreamBuilder(source="bench")
     b.schemas = dict(schemas)

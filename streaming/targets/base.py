@@ -21,7 +21,8 @@ target column name, already converted for the target (see typemap).
 from __future__ import annotations
 
 import abc
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import orjson
 
@@ -50,7 +51,7 @@ class Target(abc.ABC):
     @abc.abstractmethod
     def _connect(self) -> Any: ...
 
-    def open(self) -> "Target":
+    def open(self) -> Target:
         if self.conn is None:
             self.conn = self._connect()
             self.ensure_meta()

@@ -9,7 +9,8 @@ process); readers open it read-only between batches.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import duckdb
 import pyarrow as pa

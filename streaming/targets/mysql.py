@@ -10,7 +10,8 @@ MySQL: the engine applies it at a batch barrier and it is idempotent
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pymysql

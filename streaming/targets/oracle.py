@@ -10,7 +10,8 @@ ROWID; one transaction per batch (Oracle DDL commits implicitly, as in MySQL).
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from cdc.config import TargetConfig
 from streaming.errors import TargetError

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import orjson
 import pyarrow as pa

@@ -9,7 +9,8 @@ executemany. Config: ``{name, kind: postgres, dsn, schema (optional)}``.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import psycopg
 

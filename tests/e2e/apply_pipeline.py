@@ -64,7 +64,7 @@ class Pipeline:
         self.config_path = self.daemon.config_path
         self.config = load_config(self.config_path)
 
-    def start(self) -> "Pipeline":
+    def start(self) -> Pipeline:
         self.daemon.start()
         return self
 
