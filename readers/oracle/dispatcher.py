@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from cdc.events import Begin, Change, Commit, Event, SchemaChange, TableId, TableSchema
 from cdc.spill import TransactionStore, TxBuffer
 from readers.oracle.errors import DictionaryMismatch, LogMinerError, RedoParseError, UnsupportedOperation
+from readers.oracle.parse_pool import ERROR, ParsePool, parse_error
 from readers.oracle.parser import parse_redo
 from readers.oracle.position import ResumeState, Xid
 
@@ -61,7 +63,8 @@ class Dispatcher:
                  resume: ResumeState | None, schema_of: Callable[[str, str], TableSchema | None],
                  unsupported: str = "fail", convert: Callable[[Change], None] | None = None,
                  on_counts: Callable[[dict, int], None] | None = None,
-                 on_ddl: Callable[[int], None] | None = None) -> None:
+                 on_ddl: Callable[[int], None] | None = None, pool: ParsePool | None = None,
+                 job_rows: int = 1000, max_jobs: int = 4) -> None:
         self.store, self.captured, self.resume = store, captured, resume
         self.schema_of, self.unsupported, self.convert = schema_of, unsupported, convert
         self.on_counts, self.on_ddl = on_counts, on_ddl
@@ -73,6 +76,17 @@ class Dispatcher:
         self.skipped_unsupported = 0
         self._schemas: dict[tuple[str, str], tuple[TableId, TableSchema | None]] = {}
         self._captured: dict[tuple[str, str], bool] = {}
+        # pool mode (see _release): released work waiting to be parsed / emitted, in order
+        self.pool, self.job_rows, self.max_jobs = pool, job_rows, max_jobs
+        self._job: list[tuple] = []        # (0, item, commit_scn, xid) | (1, event) | (2, Commit, open count)
+        self._job_sqls: list[str] = []
+        self._jobs: deque[tuple[list[tuple], bool]] = deque()  # submitted: (entries, sent to the pool)
+        self._counts: dict[tuple[str, str, str], int] = {}
+
+    @property
+    def pending(self) -> bool:
+        """True while released transactions wait in the parse pipeline (pool mode)."""
+        return bool(self._jobs or self._job)
 
     # -- state -----------------------------------------------------------------------------------------
 
@@ -148,7 +162,10 @@ class Dispatcher:
             elif op == 7:
                 tx = self.open.get(row[XID])
                 if tx is not None:
-                    yield from self._commit(tx, row)
+                    if self.pool is None:
+                        yield from self._commit(tx, row)
+                    else:
+                        yield from self._release(tx, row)
             elif op == 36:
                 tx = self._find(row)
                 if tx is not None:
@@ -156,7 +173,11 @@ class Dispatcher:
             elif op == 6:
                 self._tx(row)
             elif op == 5:
-                yield from self._ddl(row)
+                for event in self._ddl(row):
+                    if self.pool is None:
+                        yield event
+                    else:
+                        self._job.append((1, event))
             elif op == 255:
                 self._unsupported(row)
             elif op == 34:
@@ -164,6 +185,10 @@ class Dispatcher:
                                     "added logs", scn=row[SCN], text=(row[SQL] or "")[:500])
         if rows:
             self.mined_through = rows[-1][SCN]
+        if self.pool is not None:
+            if self._job:
+                yield from self._submit()
+            yield from self.ready()
 
     def _commit(self, tx: _Tx, row: tuple) -> Iterator[Event]:
         scn = row[SCN]
@@ -194,12 +219,22 @@ class Dispatcher:
             tx.buf.discard()
 
     def _change(self, item: tuple, commit_scn: int, xid: str) -> Change:
-        scn, sql, owner, table, rs_id, ssn = item
         try:
-            op, _schema, _table, before, after = parse_redo(sql)
+            op, _schema, _table, before, after = parse_redo(item[1])
         except (RedoParseError, DictionaryMismatch) as exc:
-            raise type(exc)(f"{exc.message} (SCN {scn}, XID {xid}, table {owner}.{table})", scn=scn, xid=xid,
-                            table=f"{owner}.{table}", offset=exc.fields.get("offset"), text=sql[:500]) from None
+            error = (ERROR, type(exc).__name__, exc.message, exc.fields.get("offset"))
+            raise self._parse_failed(item, xid, error) from None
+        return self._make_change(item, op, before, after, commit_scn, xid)
+
+    @staticmethod
+    def _parse_failed(item: tuple, xid: str, error: tuple) -> RedoParseError | DictionaryMismatch:
+        """The error for an unparseable row, naming SCN, XID, table, offset and the text."""
+        scn, sql, owner, table = item[0], item[1], item[2], item[3]
+        return parse_error((*error[:2], f"{error[2]} (SCN {scn}, XID {xid}, table {owner}.{table})", error[3]),
+                           scn=scn, xid=xid, table=f"{owner}.{table}", text=sql[:500])
+
+    def _make_change(self, item: tuple, op: str, before: Any, after: Any, commit_scn: int, xid: str) -> Change:
+        scn, _sql, owner, table, rs_id, ssn = item
         key = (owner, table)
         known = self._schemas.get(key)
         if known is None:
@@ -210,6 +245,87 @@ class Dispatcher:
         if self.convert is not None:
             self.convert(change)
         return change
+
+    # -- pool mode: parse in worker processes while the next rows are dispatched ----------------------
+
+    def _release(self, tx: _Tx, row: tuple) -> Iterator[Event]:
+        """COMMIT in pool mode: the transaction's entries join the job being built (same checks,
+        same resume state as _commit, taken now); full jobs go to the pool."""
+        scn = row[SCN]
+        xid = str(tx.xid)
+        self.open.pop(tx.raw, None)
+        if self.by_slot.get(tx.undo_slot) is tx:
+            del self.by_slot[tx.undo_slot]
+        try:
+            if len(tx.buf) == 0 or (self.resume is not None and self.resume.already_published(scn, xid)):
+                return
+            when = ts_ms(row[TS])
+            self._job.append((1, Begin(xid, when)))
+            job_rows = self.job_rows
+            for item in tx.buf:
+                self._job.append((0, item, scn, xid))
+                self._job_sqls.append(item[1])
+                if len(self._job_sqls) >= job_rows:
+                    yield from self._submit()
+            if scn != self.commit_scn:
+                self.commit_scn, self.xids_at_commit = scn, set()
+            self.xids_at_commit.add(xid)
+            state = self.state(at_scn=scn)
+            self._job.append((2, Commit(xid, when, state.to_json(), {"scn": scn, "commit_scn": scn, "txId": xid}),
+                              len(self.open)))
+        finally:
+            tx.buf.discard()
+
+    def _submit(self) -> Iterator[Event]:
+        entries, sqls = self._job, self._job_sqls
+        self._job, self._job_sqls = [], []
+        assert self.pool is not None
+        if sqls:
+            self.pool.submit(sqls)
+        self._jobs.append((entries, bool(sqls)))
+        while len(self._jobs) > self.max_jobs:  # bounds memory (a huge transaction streams through)
+            yield from self._emit_oldest()
+
+    def _emit_oldest(self) -> Iterator[Event]:
+        entries, parsed = self._jobs.popleft()
+        results = self.pool.result() if parsed else ()
+        i = 0
+        counts = self._counts
+        make = self._make_change
+        for e in entries:
+            tag = e[0]
+            if tag == 0:
+                r = results[i]
+                i += 1
+                item = e[1]
+                if r[0] == ERROR:
+                    raise self._parse_failed(item, e[3], r)
+                change = make(item, r[0], r[1], r[2], e[2], e[3])
+                key = (item[2], item[3], change.op)
+                counts[key] = counts.get(key, 0) + 1
+                yield change
+            elif tag == 1:
+                yield e[1]
+            else:
+                if self.on_counts is not None:
+                    self.on_counts({(f"{o}.{t}", op): n for (o, t, op), n in counts.items()}, e[2])
+                counts.clear()
+                yield e[1]
+
+    def ready(self) -> Iterator[Event]:
+        """Pool mode: the events of submitted jobs whose results have arrived (never waits)."""
+        jobs, pool = self._jobs, self.pool
+        while jobs and (not jobs[0][1] or pool.ready()):
+            yield from self._emit_oldest()
+
+    def drain(self) -> Iterator[Event]:
+        """Pool mode: every released event, waiting for the parse results."""
+        if self.pool is None:
+            return
+        if self._job:
+            yield from self._submit()
+        while self._jobs:
+            yield from self._emit_oldest()
 
     def _ddl(self, row: tuple) -> Iterator[Event]:
         owner, table = row[OWNER], row[TABLE]

@@ -48,6 +48,10 @@ class RangeResult:
             self._done, self._error = True, error
             self._cv.notify()
 
+    def ready(self) -> bool:
+        """True when batches() would not wait: rows staged, or the range finished."""
+        return bool(self._batches) or self._done
+
     def batches(self) -> Iterator[list[tuple]]:
         while True:
             with self._cv:
@@ -131,6 +135,11 @@ class ParallelMiner:
             except BaseException as exc:  # noqa: BLE001 -- surfaced in order
                 rr.finish(exc)
                 return
+
+    def has_ready(self) -> bool:
+        """True when the next range in order has rows staged (or is finished): reading it will not wait."""
+        with self._lock:
+            return bool(self._queue) and self._queue[0].ready()
 
     def results(self, idle_timeout_s: float) -> Iterator[RangeResult | None]:
         """Ranges in SCN order; None after ``idle_timeout_s`` without a new range (caller heartbeats)."""

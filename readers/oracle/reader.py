@@ -27,6 +27,7 @@ from cdc.spill import SpillPolicy, TransactionStore
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.dispatcher import Dispatcher
 from readers.oracle.miner import ParallelMiner
+from readers.oracle.parse_pool import ParsePool
 from readers.oracle.position import ResumeState
 from readers.oracle.session import LogMinerSession, Standby
 
@@ -43,6 +44,7 @@ class OracleSource:
         self.miner: ParallelMiner | None = None
         self.store: TransactionStore | None = None
         self.dispatcher: Dispatcher | None = None
+        self.pool: ParsePool | None = None
         self._dictfile: str | None = None
         self._pending_counts: dict[tuple[str, str], int] = {}
         self._pending_tx = 0
@@ -69,9 +71,10 @@ class OracleSource:
         spill_dir = f"{self.context.spill_dir.rstrip('/')}/{c.name}"
         self.store = TransactionStore(spill_dir, SpillPolicy(c.spill_threshold_rows, c.spill_chunk_rows),
                                       on_bytes=self.metrics.buffer_bytes)
+        self.pool = ParsePool(c.parse_workers) if c.parse_workers else None
         self.dispatcher = Dispatcher(self.store, self.captured, resume=state, schema_of=self._schema,
                                      unsupported=c.unsupported, convert=self._converter(), on_counts=self._counted,
-                                     on_ddl=self._after_ddl)
+                                     on_ddl=self._after_ddl, pool=self.pool)
         self.dispatcher.mined_through = from_scn - 1
         self.miner = ParallelMiner(self.standby, lambda: LogMinerSession(c, lambda: self._dictfile),
                                    sessions=c.sessions, range_size=c.scn_range_size, overlap=c.scn_overlap,
@@ -120,31 +123,46 @@ class OracleSource:
         return Converter(self.config.conversions)
 
     def events(self) -> Iterator[Event]:
+        """Committed transactions in commit-SCN order; a Heartbeat when idle for heartbeat_interval_s.
+
+        With parse workers, released transactions wait in the dispatcher's parse
+        pipeline; it is drained whenever the next mined rows are not there yet,
+        and always before a Heartbeat (whose resume state covers them).
+        """
         assert self.miner is not None and self.dispatcher is not None
-        d = self.dispatcher
+        d, miner, stop = self.dispatcher, self.miner, self._stop
         interval = self.config.heartbeat_interval_s
         last_beat = time.monotonic()
-        for rr in self.miner.results(idle_timeout_s=min(interval, 1.0)):
+        for rr in miner.results(idle_timeout_s=min(interval, 1.0)):
             if rr is not None:
                 for rows in rr.batches():
                     for event in d.feed(rows):
                         yield event
                         if type(event) is Commit or type(event) is SchemaChange:
                             last_beat = time.monotonic()
-                            if self._stop.is_set():
+                            if stop.is_set():
                                 return
                 d.mined_through = max(d.mined_through, rr.hi)
-            if self._stop.is_set():
+            if d.pending and (rr is None or not miner.has_ready()):
+                for event in d.drain():
+                    yield event
+                    if type(event) is Commit or type(event) is SchemaChange:
+                        last_beat = time.monotonic()
+                        if stop.is_set():
+                            return
+            if stop.is_set():
                 return
             now = time.monotonic()
             if now - last_beat >= interval:
+                for event in d.drain():  # normally empty here: the resume state below covers them
+                    yield event
                 last_beat = now
                 yield Heartbeat(int(time.time() * 1000), d.state().to_json())
 
     def caught_up(self) -> bool:
         """True when everything the standby holds has been mined and no transaction is open."""
         d = self.dispatcher
-        if d is None or self.standby is None or d.open:
+        if d is None or self.standby is None or d.open or d.pending:
             return False
         return d.mined_through >= self.standby.head_scn() - 1
 
@@ -156,6 +174,9 @@ class OracleSource:
             self._report(len(self.dispatcher.open) if self.dispatcher else 0)
         if self.miner is not None:
             self.miner.stop()
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
         if self.store is not None:
             self.store.close()
         if self.standby is not None:
