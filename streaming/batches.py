@@ -28,7 +28,8 @@ from typing import Any
 from streaming.errors import ApplyError, OffsetsGone
 
 IDLE_POLL_S = 0.15  # no message for this long = we are at the end of the topic
-READ_STALL_S = 120.0  # an executor read that gets nothing for this long fails
+READ_STALL_S = 120.0
+SCAN_BUDGET_S = 3.0  # planner time per trigger for finding boundaries when the source outruns the scan  # an executor read that gets nothing for this long fails
 ARROW_ROWS = 8192
 
 
@@ -100,24 +101,33 @@ class BoundaryScanner:
             end = max([end] + [m.offset() + 1 for m in msgs if m.error() is None])
         return end
 
-    def boundaries(self, partition: int, start: int) -> list[int]:
-        """Every boundary after ``start`` up to the current end of the partition."""
+    def boundaries(self, partition: int, start: int, enough_at: int | None = None) -> list[int]:
+        """Boundaries after ``start``, scanning toward the end of the partition.
+
+        The scan stops at the end, or once it passed ``enough_at`` with a boundary beyond
+        ``start``, or after SCAN_BUDGET_S with one: a source that writes faster than we scan
+        must not keep the planner here forever."""
         scan = self._scans.get(partition)
         if scan is None or start < scan.base or (start > scan.base and start not in scan.boundaries
                                                   and start != scan.scanned_to):
             check_retention(self._client(), self.topic, partition, start)
             scan = self._scans[partition] = _PartitionScan(start, start, [])
-        self._follow(partition, scan)
+        self._follow(partition, scan, start, enough_at)
         i = bisect.bisect_right(scan.boundaries, start)
         del scan.boundaries[:max(0, i - 1)]  # forget boundaries before start, keep memory bounded
         return [b for b in scan.boundaries if b > start]
 
-    def _follow(self, partition: int, scan: _PartitionScan) -> None:
+    def _follow(self, partition: int, scan: _PartitionScan, start: int, enough_at: int | None) -> None:
         from confluent_kafka import KafkaError, TopicPartition
 
         c = self._client()
         c.assign([TopicPartition(self.topic, partition, scan.scanned_to)])
+        began = time.monotonic()
         while True:
+            have_one = bool(scan.boundaries) and scan.boundaries[-1] > start
+            if have_one and ((enough_at is not None and scan.scanned_to > enough_at)
+                             or time.monotonic() - began > SCAN_BUDGET_S):
+                return
             msgs = c.consume(num_messages=5000, timeout=IDLE_POLL_S)
             if not msgs:
                 return
@@ -155,7 +165,8 @@ class BoundaryScanner:
 
     def cut(self, partition: int, start: int, max_records: int | None, not_after: int | None = None) -> int:
         """The end offset of the next micro-batch of ``partition`` (== start: nothing whole to read)."""
-        bounds = [b for b in self.boundaries(partition, start) if not_after is None or b <= not_after]
+        enough = start + max_records if max_records is not None else None
+        bounds = [b for b in self.boundaries(partition, start, enough) if not_after is None or b <= not_after]
         if not bounds:
             return start
         if max_records is None:

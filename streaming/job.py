@@ -91,7 +91,7 @@ class ApplyStream:
             self.batches += 1
             if result.transactions or result.rows:
                 self.last_activity = time.monotonic()
-            log.info("batch %s: %s records, %s transactions, rows %s%s (read %.2fs, apply %.2fs)", batch_id,
+            log.info("%s batch %s: %s records, %s transactions, rows %s%s (read %.2fs, apply %.2fs)", self.apply.target, batch_id,
                      table.num_rows, result.transactions, result.rows, " (skipped: replay)" if result.skipped else "",
                      t1 - t0, time.monotonic() - t1)
         except BaseException as exc:
