@@ -56,6 +56,7 @@ class AckTracker:
         m = self.metrics
         ops: dict[tuple[str, str], int] = {}
         last = None
+        ends, last_end = 0, None  # ENDs are reported once per look (Prometheus labels() calls are not free)
         while pending and pending[0][0] <= acked:
             last = pending.popleft()
             kind, payload = last[1], last[2]
@@ -63,9 +64,12 @@ class AckTracker:
                 ev, tx_ops = payload
                 for key, n in tx_ops.items():
                     ops[key] = ops.get(key, 0) + n
-                m.transaction_published(ev.ts_ms, **native_position(ev.position))
+                ends, last_end = ends + 1, ev
                 self.last_resume = ev.resume
             elif kind == HEARTBEAT:
+                if ends:
+                    m.transaction_published(last_end.ts_ms, count=ends, **native_position(last_end.position))
+                    ends = 0
                 m.idle(payload.ts_ms)
                 if payload.resume is not None:
                     self.last_resume = payload.resume
@@ -73,6 +77,8 @@ class AckTracker:
                 m.schema_change()
                 if payload.resume is not None:
                     self.last_resume = payload.resume
+        if ends:
+            m.transaction_published(last_end.ts_ms, count=ends, **native_position(last_end.position))
         for (table, op), n in ops.items():
             m.events_published(table, op, n)
         index, _, _, t0, nbytes, seq = last

@@ -180,26 +180,31 @@ class Publisher:
         schema = ch.schema
         if schema is not None and self._schemas.get(name) is not schema:
             self._table_schema(name, schema)
-        n = tx.counts.get(name, 0) + 1
-        tx.counts[name] = n
-        ops, opkey = tx.ops, (name, ch.op)
+        counts = tx.counts
+        n = counts.get(name, 0) + 1
+        counts[name] = n
+        op = ch.op
+        ops, opkey = tx.ops, (name, op)
         ops[opkey] = ops.get(opkey, 0) + 1
-        tx.total += 1
+        total = tx.total = tx.total + 1
         seq = self._seq
         self._seq = seq + 1
         # Same dicts as cdc.envelope.data_record (a unit test holds them equal), built from
-        # per-table constants: this is the per-row hot path.
-        source = entry[2].copy()
-        source["ts_ms"] = tx.ts_ms
-        if ch.op == "r":
-            source["snapshot"] = "true"
-        source.update(ch.source)
-        row = ch.after if ch.after is not None else ch.before
+        # per-table constants: this is the per-row hot path. (Keys keep the base's order.)
+        if op == "r":
+            source = {**entry[2], "ts_ms": tx.ts_ms, "snapshot": "true", **ch.source}
+        else:
+            source = {**entry[2], "ts_ms": tx.ts_ms, **ch.source}
+        before, after = ch.before, ch.after
+        row = after if after is not None else before
         pk = schema.primary_key if schema is not None else ()
-        key_values = {c: row.get(c) for c in pk} if pk else dict(row)
-        value = {"sequence": seq, "before": ch.before, "after": ch.after, "op": ch.op,
+        if len(pk) == 1:
+            key_values = {pk[0]: row.get(pk[0])}
+        else:
+            key_values = {c: row.get(c) for c in pk} if pk else dict(row)
+        value = {"sequence": seq, "before": before, "after": after, "op": op,
                  "ts_ms": int(time.time() * 1000), "source": source,
-                 "transaction": {"id": tx.txid, "total_order": tx.total, "data_collection_order": n}}
+                 "transaction": {"id": tx.txid, "total_order": total, "data_collection_order": n}}
         vbytes = self._venc(value)
         self._bytes += len(vbytes)
         self._producer.produce(self.topic, vbytes, self._kenc({"table": name, "key": key_values}))

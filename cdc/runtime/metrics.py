@@ -168,8 +168,8 @@ class SourceMetrics:
     def event_read(self, table: str, op: str, n: int = 1) -> None:
         self._m.events_read.labels(self.source, table, op).inc(n)
 
-    def transaction_read(self) -> None:
-        self._m.tx_read.labels(self.source).inc()
+    def transaction_read(self, count: int = 1) -> None:
+        self._m.tx_read.labels(self.source).inc(count)
 
     def open_transactions(self, count: int, oldest_age_s: float = 0.0) -> None:
         self._m.open_tx.labels(self.source).set(count)
@@ -216,9 +216,11 @@ class SourceMetrics:
         self._m.last_sequence.labels(self.source).set(last_sequence)
         self._progressed()
 
-    def transaction_published(self, commit_ts_ms: int, *, scn: int | None = None, gtid_seq: int | None = None) -> None:
+    def transaction_published(self, commit_ts_ms: int, *, scn: int | None = None, gtid_seq: int | None = None,
+                              count: int = 1) -> None:
+        """``count`` transactions acknowledged, the last of them committed at ``commit_ts_ms`` (at ``scn``)."""
         m, s = self._m, self.source
-        m.tx_published.labels(s).inc()
+        m.tx_published.labels(s).inc(count)
         m.last_commit.labels(s).set(commit_ts_ms / 1000.0)
         self._caught_up_to(commit_ts_ms / 1000.0)
         if scn is not None:

@@ -58,6 +58,16 @@ class _Tx:
         self.csf: list[str] | None = None
 
 
+class _Mark:
+    """A pipeline entry that is not a row: an event to emit (None: only the context) and the
+    commit SCN and XID of the items that follow it."""
+
+    __slots__ = ("event", "open_count", "scn", "xid")
+
+    def __init__(self, event: Event | None, scn: int | None, xid: str | None, open_count: int = 0) -> None:
+        self.event, self.scn, self.xid, self.open_count = event, scn, xid, open_count
+
+
 class Dispatcher:
     def __init__(self, store: TransactionStore, captured: Callable[[str, str], bool], *,
                  resume: ResumeState | None, schema_of: Callable[[str, str], TableSchema | None],
@@ -78,7 +88,7 @@ class Dispatcher:
         self._captured: dict[tuple[str, str], bool] = {}
         # pool mode (see _release): released work waiting to be parsed / emitted, in order
         self.pool, self.job_rows, self.max_jobs = pool, job_rows, max_jobs
-        self._job: list[tuple] = []        # (0, item, commit_scn, xid) | (1, event) | (2, Commit, open count)
+        self._job: list[Any] = []          # item tuples and _Marks (see _release)
         self._job_sqls: list[str] = []
         self._jobs: deque[tuple[list[tuple], bool]] = deque()  # submitted: (entries, sent to the pool)
         self._counts: dict[tuple[str, str, str], int] = {}
@@ -126,7 +136,7 @@ class Dispatcher:
 
     def feed(self, rows: list[tuple]) -> Iterator[Event]:
         """Route a batch of rows (SCN order); yields the events of transactions committed in it."""
-        captured, seen = self.captured, self._captured
+        captured, seen, open_txs = self.captured, self._captured, self.open
         for row in rows:
             op = row[OP]
             if op == 1 or op == 2 or op == 3:
@@ -143,7 +153,9 @@ class Dispatcher:
                     ok = seen[tkey] = captured(owner, row[TABLE])
                 if not ok:
                     continue
-                tx = self._tx(row)
+                tx = open_txs.get(row[XID])
+                if tx is None:
+                    tx = self._tx(row)
                 sql = row[SQL]
                 if row[CSF]:
                     if tx.csf is None:
@@ -177,7 +189,7 @@ class Dispatcher:
                     if self.pool is None:
                         yield event
                     else:
-                        self._job.append((1, event))
+                        self._job.append(_Mark(event, None, None))
             elif op == 255:
                 self._unsupported(row)
             elif op == 34:
@@ -250,7 +262,9 @@ class Dispatcher:
 
     def _release(self, tx: _Tx, row: tuple) -> Iterator[Event]:
         """COMMIT in pool mode: the transaction's entries join the job being built (same checks,
-        same resume state as _commit, taken now); full jobs go to the pool."""
+        same resume state as _commit, taken now); full jobs go to the pool. Entries: a _Mark
+        (Begin: sets the commit SCN and XID of the items after it; Commit; a DDL's event) or an
+        item tuple (a row to parse)."""
         scn = row[SCN]
         xid = str(tx.xid)
         self.open.pop(tx.raw, None)
@@ -260,19 +274,21 @@ class Dispatcher:
             if len(tx.buf) == 0 or (self.resume is not None and self.resume.already_published(scn, xid)):
                 return
             when = ts_ms(row[TS])
-            self._job.append((1, Begin(xid, when)))
-            job_rows = self.job_rows
+            job, sqls, job_rows = self._job, self._job_sqls, self.job_rows
+            job.append(_Mark(Begin(xid, when), scn, xid))
             for item in tx.buf:
-                self._job.append((0, item, scn, xid))
-                self._job_sqls.append(item[1])
-                if len(self._job_sqls) >= job_rows:
+                job.append(item)
+                sqls.append(item[1])
+                if len(sqls) >= job_rows:
                     yield from self._submit()
+                    job, sqls = self._job, self._job_sqls
+                    job.append(_Mark(None, scn, xid))  # the items that follow belong to this transaction
             if scn != self.commit_scn:
                 self.commit_scn, self.xids_at_commit = scn, set()
             self.xids_at_commit.add(xid)
             state = self.state(at_scn=scn)
-            self._job.append((2, Commit(xid, when, state.to_json(), {"scn": scn, "commit_scn": scn, "txId": xid}),
-                              len(self.open)))
+            job.append(_Mark(Commit(xid, when, state.to_json(), {"scn": scn, "commit_scn": scn, "txId": xid}),
+                             scn, xid, len(self.open)))
         finally:
             tx.buf.discard()
 
@@ -291,26 +307,41 @@ class Dispatcher:
         results = self.pool.result() if parsed else ()
         i = 0
         counts = self._counts
-        make = self._make_change
+        schemas, convert = self._schemas, self.convert
+        scn = xid = None
+        last_key = known = None
         for e in entries:
-            tag = e[0]
-            if tag == 0:
+            if type(e) is not _Mark:
                 r = results[i]
                 i += 1
-                item = e[1]
-                if r[0] == ERROR:
-                    raise self._parse_failed(item, e[3], r)
-                change = make(item, r[0], r[1], r[2], e[2], e[3])
-                key = (item[2], item[3], change.op)
-                counts[key] = counts.get(key, 0) + 1
+                op = r[0]
+                if op == ERROR:
+                    raise self._parse_failed(e, xid, r)
+                row_scn, _sql, owner, table, rs_id, ssn = e
+                key = (owner, table)
+                if key != last_key:
+                    known = schemas.get(key)
+                    if known is None:
+                        known = schemas[key] = (TableId(owner, table), self.schema_of(owner, table))
+                    last_key = key
+                change = Change(known[0], op, r[1], r[2],
+                                {"scn": row_scn, "commit_scn": scn, "txId": xid, "rs_id": rs_id, "ssn": ssn},
+                                known[1])
+                if convert is not None:
+                    convert(change)
+                ckey = (owner, table, change.op)
+                counts[ckey] = counts.get(ckey, 0) + 1
                 yield change
-            elif tag == 1:
-                yield e[1]
-            else:
+                continue
+            scn, xid = e.scn, e.xid
+            event = e.event
+            if event is None:
+                continue
+            if type(event) is Commit:
                 if self.on_counts is not None:
-                    self.on_counts({(f"{o}.{t}", op): n for (o, t, op), n in counts.items()}, e[2])
+                    self.on_counts({(f"{o}.{t}", op): n for (o, t, op), n in counts.items()}, e.open_count)
                 counts.clear()
-                yield e[1]
+            yield event
 
     def ready(self) -> Iterator[Event]:
         """Pool mode: the events of submitted jobs whose results have arrived (never waits)."""

@@ -49,6 +49,8 @@ class OracleSource:
         self._pending_counts: dict[tuple[str, str], int] = {}
         self._pending_tx = 0
         self._last_report = 0.0
+        self._bytes_seen: tuple[int, int] | None = None  # buffer bytes not yet reported
+        self._bytes_reported = 0.0
 
     def captured(self, owner: str, table: str) -> bool:
         return (owner, table) in self._tables or owner in self._schemas
@@ -70,7 +72,7 @@ class OracleSource:
             from_scn = self.standby.head_scn()
         spill_dir = f"{self.context.spill_dir.rstrip('/')}/{c.name}"
         self.store = TransactionStore(spill_dir, SpillPolicy(c.spill_threshold_rows, c.spill_chunk_rows),
-                                      on_bytes=self.metrics.buffer_bytes)
+                                      on_bytes=self._buffer_bytes)
         self.pool = ParsePool(c.parse_workers) if c.parse_workers else None
         self.dispatcher = Dispatcher(self.store, self.captured, resume=state, schema_of=self._schema,
                                      unsupported=c.unsupported, convert=self._converter(), on_counts=self._counted,
@@ -108,11 +110,23 @@ class OracleSource:
             self._report(open_count)
             self._last_report = now
 
+    def _buffer_bytes(self, in_memory: int, spilled: int) -> None:
+        """Buffer gauges, at most every 0.25 s (the store reports at every commit); the rest on idle/close."""
+        self._bytes_seen = (in_memory, spilled)
+        now = time.monotonic()
+        if now - self._bytes_reported >= 0.25:
+            self._flush_bytes(now)
+
+    def _flush_bytes(self, now: float = 0.0) -> None:
+        if self._bytes_seen is not None:
+            self.metrics.buffer_bytes(*self._bytes_seen)
+            self._bytes_seen, self._bytes_reported = None, now or time.monotonic()
+
     def _report(self, open_count: int) -> None:
         for (table, op), n in self._pending_counts.items():
             self.metrics.event_read(table, op, n)
-        for _ in range(self._pending_tx):
-            self.metrics.transaction_read()
+        if self._pending_tx:
+            self.metrics.transaction_read(self._pending_tx)
         self.metrics.open_transactions(open_count)
         self._pending_counts, self._pending_tx = {}, 0
 
@@ -152,6 +166,10 @@ class OracleSource:
                             return
             if stop.is_set():
                 return
+            if rr is None:  # idle: report what the throttles held back
+                self._flush_bytes()
+                if self._pending_tx:
+                    self._report(len(d.open))
             now = time.monotonic()
             if now - last_beat >= interval:
                 for event in d.drain():  # normally empty here: the resume state below covers them
@@ -170,6 +188,7 @@ class OracleSource:
         self._stop.set()
 
     def close(self) -> None:
+        self._flush_bytes()
         if self._pending_tx:
             self._report(len(self.dispatcher.open) if self.dispatcher else 0)
         if self.miner is not None:
