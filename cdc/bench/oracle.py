@@ -114,6 +114,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                   "load_avg_1m": round(os.getloadavg()[0], 1),
                                   "simulator": "live" if args.live_sim else "prerendered", "prerender_s": prerender_s,
                                   "parse_workers": args.parse_workers}
+        # the parse workers (and live simulator processes) have ended by now: their peak, separately
+        result["children_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
         if args.big_txn:
             result["peak_rss_mb"] = _rss_mb()
             return result

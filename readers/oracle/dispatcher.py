@@ -92,6 +92,7 @@ class Dispatcher:
         self._job_sqls: list[str] = []
         self._jobs: deque[tuple[list[tuple], bool]] = deque()  # submitted: (entries, sent to the pool)
         self._counts: dict[tuple[str, str, str], int] = {}
+        self.failed = False
 
     @property
     def pending(self) -> bool:
@@ -303,7 +304,13 @@ class Dispatcher:
             yield from self._emit_oldest()
 
     def _emit_oldest(self) -> Iterator[Event]:
-        entries, parsed = self._jobs.popleft()
+        try:
+            yield from self._emit_job(*self._jobs.popleft())
+        except BaseException:
+            self.failed = True  # a job stopped half-way: nothing after it may be emitted
+            raise
+
+    def _emit_job(self, entries: list, parsed: bool) -> Iterator[Event]:
         results = self.pool.result() if parsed else ()
         i = 0
         counts = self._counts
@@ -351,7 +358,7 @@ class Dispatcher:
 
     def drain(self) -> Iterator[Event]:
         """Pool mode: every released event, waiting for the parse results."""
-        if self.pool is None:
+        if self.pool is None or self.failed:
             return
         if self._job:
             yield from self._submit()

@@ -147,35 +147,40 @@ class OracleSource:
         d, miner, stop = self.dispatcher, self.miner, self._stop
         interval = self.config.heartbeat_interval_s
         last_beat = time.monotonic()
-        for rr in miner.results(idle_timeout_s=min(interval, 1.0)):
-            if rr is not None:
-                for rows in rr.batches():
-                    for event in d.feed(rows):
+        try:
+            for rr in miner.results(idle_timeout_s=min(interval, 1.0)):
+                if rr is not None:
+                    for rows in rr.batches():
+                        for event in d.feed(rows):
+                            yield event
+                            if type(event) is Commit or type(event) is SchemaChange:
+                                last_beat = time.monotonic()
+                                if stop.is_set():
+                                    return
+                    d.mined_through = max(d.mined_through, rr.hi)
+                if d.pending and (rr is None or not miner.has_ready()):
+                    for event in d.drain():
                         yield event
                         if type(event) is Commit or type(event) is SchemaChange:
                             last_beat = time.monotonic()
                             if stop.is_set():
                                 return
-                d.mined_through = max(d.mined_through, rr.hi)
-            if d.pending and (rr is None or not miner.has_ready()):
-                for event in d.drain():
-                    yield event
-                    if type(event) is Commit or type(event) is SchemaChange:
-                        last_beat = time.monotonic()
-                        if stop.is_set():
-                            return
-            if stop.is_set():
-                return
-            if rr is None:  # idle: report what the throttles held back
-                self._flush_bytes()
-                if self._pending_tx:
-                    self._report(len(d.open))
-            now = time.monotonic()
-            if now - last_beat >= interval:
-                for event in d.drain():  # normally empty here: the resume state below covers them
-                    yield event
-                last_beat = now
-                yield Heartbeat(int(time.time() * 1000), d.state().to_json())
+                if stop.is_set():
+                    return
+                if rr is None:  # idle: report what the throttles held back
+                    self._flush_bytes()
+                    if self._pending_tx:
+                        self._report(len(d.open))
+                now = time.monotonic()
+                if now - last_beat >= interval:
+                    for event in d.drain():  # normally empty here: the resume state below covers them
+                        yield event
+                    last_beat = now
+                    yield Heartbeat(int(time.time() * 1000), d.state().to_json())
+        except Exception:
+            if d.pending and not d.failed:  # transactions committed before the failing row go out first
+                yield from d.drain()
+            raise
 
     def caught_up(self) -> bool:
         """True when everything the standby holds has been mined and no transaction is open."""
