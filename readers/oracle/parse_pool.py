@@ -33,8 +33,11 @@ _EOF = object()
 
 def _serve() -> None:
     """The worker: jobs (pickled lists of SQL_REDO) on stdin -> result lists on stdout."""
+    import signal
+
     from readers.oracle.parser import parse_redo
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the reader's to handle; it ends us via stdin
     src, dst = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing else may write to the result stream
     while True:

@@ -56,9 +56,9 @@ def test_pool_mode_parse_error_after_the_earlier_transactions(tmp_path, pool):
     got = []
     with pytest.raises(RedoParseError) as err:
         for ev in d.feed(rows):
-            got.append(ev)
+            got.append(ev)  # noqa: PERF402 -- keeps what came before the error
         for ev in d.drain():
-            got.append(ev)
+            got.append(ev)  # noqa: PERF402
     e = err.value
     assert (e.scn, e.xid, e.table) == (4, "5.7.100", "APP.T") and "oops" in e.text and e.offset is not None
     assert [type(x).__name__ for x in got] == ["Begin", "Change", "Commit", "Begin", "Change"]
