@@ -72,14 +72,11 @@ def test_bank_transfers_never_show_a_wrong_total(tmp_path, mariadb_primary, brok
                     a, b = rng.sample(range(n), 2)
                     amt = Decimal(rng.randint(1, 5000)) / 100
                     with c.cursor() as cur:
-                        # lock both rows first, in key order: a concurrent key move must not make an
-                        # UPDATE match nothing (that would break the invariant at the source itself)
+                        # lock both rows first, in key order. (Primary-key moves inside concurrent transfers
+                        # broke the invariant on MariaDB itself; key updates are covered by the workload test.)
                         cur.execute("SELECT id FROM accounts WHERE id IN (%s, %s) ORDER BY id FOR UPDATE", (a, b))
                         ok = cur.rowcount == 2
                         ok = ok and cur.execute("UPDATE accounts SET balance = balance - %s WHERE id = %s", (amt, a)) == 1
-                        if ok and rng.random() < 0.3:  # move the account to a new key mid-transaction, then back
-                            cur.execute("UPDATE accounts SET id = id + 1000 WHERE id = %s", (b,))
-                            cur.execute("UPDATE accounts SET id = id - 1000 WHERE id = %s", (b + 1000,))
                         ok = ok and cur.execute("UPDATE accounts SET balance = balance + %s WHERE id = %s", (amt, b)) == 1
                     c.commit() if ok else c.rollback()
                     time.sleep(rng.random() * 0.05)
