@@ -133,6 +133,7 @@ class MySqlSource:
         signal = [config.signal_table] if config.signal_table else []
         self.filter = TableFilter(config.tables + signal)
         self._initial_snapshot: InitialSnapshot | None = None
+        self._snapshot_running: InitialSnapshot | None = None
         self._incremental = (IncrementalSnapshots(self, config.signal_table, config.snapshot_chunk_rows)
                              if config.signal_table else None)
         self.server_id = config.server_id or 1_000_000 + zlib.crc32(config.name.encode()) % 1_000_000_000
@@ -168,8 +169,9 @@ class MySqlSource:
 
     def close(self) -> None:
         self._close_stream()
-        if self._incremental is not None:
-            self._incremental.close()
+        for hook in (self._snapshot_running, self._incremental):  # snapshot hooks
+            if hook is not None:
+                hook.close()
 
     def resume_state(self) -> dict[str, Any]:
         state: dict[str, Any] = {"gtid_set": str(self.state)}
@@ -183,7 +185,9 @@ class MySqlSource:
         rechoose = False
         snapshot, self._initial_snapshot = self._initial_snapshot, None
         if snapshot is not None:  # snapshot hook: op 'r' chunks before the first streamed transaction
+            self._snapshot_running = snapshot  # close() ends its consistent read if we stop mid-snapshot
             yield from snapshot.events()
+            self._snapshot_running = None
         wrap = self._incremental.wrap if self._incremental is not None else (lambda evs: evs)
         while not self._stop.is_set():
             try:

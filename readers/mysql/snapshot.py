@@ -158,7 +158,15 @@ class InitialSnapshot:
             ts = int(time.time() * 1000)
             yield Heartbeat(ts, {"gtid_set": self.gtid_set})
         finally:
-            self.conn.close()
+            self.close()
+
+    def close(self) -> None:
+        """End the consistent read (idempotent): an open snapshot holds metadata locks."""
+        if self.conn.open:
+            try:
+                self.conn.close()
+            except Exception:  # noqa: BLE001, S110 - the connection is already broken: nothing to end
+                pass
 
     def _chunk(self, table: TableId, schema: TableSchema, rows: list[dict], n: int) -> Iterator[Event]:
         ts = int(time.time() * 1000)
