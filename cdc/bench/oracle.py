@@ -38,7 +38,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting tansu")
     parser.add_argument("--live-sim", action="store_true",
                         help="generate the simulator's rows during the timed run (default: rendered before it)")
-    parser.add_argument("--parse-workers", type=int, default=1, help="SQL_REDO parse processes (0: in the reader)")
+    parser.add_argument("--parse-workers", type=int, default=None,
+                        help="SQL_REDO parse processes (0: in the reader; default: the source's default)")
 
 
 def _rss_mb() -> float:
@@ -73,6 +74,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdc.publish.publisher import Publisher
     from cdc.runtime.metrics import SourceMetrics
     from readers.oracle.demo import make_source, pump
+    from readers.oracle.reader import default_parse_workers
 
     if args.big_txn:
         options = f"seed=1,transactions=1,lanes=1,threads=1,big_txn_rows={args.big_txn},log_scns=200000,process=1"
@@ -80,6 +82,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         rows = args.rows or 100_000
         options = (f"seed=1,transactions={max(1, rows // 5)},lanes=8,threads=2,rows_min=4,rows_max=6,"
                    "rollback_rate=0.01,partial_rollback_rate=0.02,csf_rate=0.001,log_scns=50000,process=1")
+    workers = args.parse_workers if args.parse_workers is not None else default_parse_workers()
     broker = None
     bootstrap = args.bootstrap
     if bootstrap is None:
@@ -93,7 +96,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="cdc-bench-oracle-") as work:
             resume = publisher.recover()
             src = make_source("oracle_bench", options, work, metrics, sessions=args.sessions,
-                              scn_range_size=20_000, fetch_size=5000, parse_workers=args.parse_workers)
+                              scn_range_size=20_000, fetch_size=5000, parse_workers=workers)
             print(f"bench oracle: simulator workload {options}", file=sys.stderr)
             prerender_s = None
             if not args.live_sim:
@@ -113,7 +116,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                   "reader_rows_per_cpu_s": round(stats["rows"] / max(stats["cpu_seconds"], 1e-9)),
                                   "load_avg_1m": round(os.getloadavg()[0], 1),
                                   "simulator": "live" if args.live_sim else "prerendered", "prerender_s": prerender_s,
-                                  "parse_workers": args.parse_workers}
+                                  "parse_workers": workers}
         # the parse workers (and live simulator processes) have ended by now: their peak, separately
         result["children_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
         if args.big_txn:

@@ -36,7 +36,9 @@ class OracleSourceConfig(BaseModel):
     poll_interval_s: float = Field(default=0.5, gt=0)
     heartbeat_interval_s: float = Field(default=5.0, gt=0)
     fetch_size: int = Field(default=2000, gt=0)
-    parse_workers: int = Field(default=1, ge=0, le=8, description="processes parsing SQL_REDO (0: parse in the reader)")
+    parse_workers: int | None = Field(
+        default=None, ge=0, le=8,
+        description="processes parsing SQL_REDO (0: in the reader thread; default: 1 with 4+ CPUs, else 0)")
     staged_ranges: int = Field(default=4, ge=1, description="mined ranges held ahead of the dispatcher")
     spill_threshold_rows: int = Field(default=10_000, gt=0)
     spill_chunk_rows: int = Field(default=1_000, gt=0)

@@ -22,26 +22,26 @@ SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(H
 
 @SETTINGS
 @given(opts=workloads, sessions=st.integers(1, 4), size=st.integers(1, 60), spill=st.integers(1, 8),
-       overlap=st.integers(0, 5))
-def test_stream_equals_model(tmp_path_factory, opts, sessions, size, spill, overlap):
+       overlap=st.integers(0, 5), workers=st.sampled_from([0, 1]))
+def test_stream_equals_model(tmp_path_factory, opts, sessions, size, spill, overlap, workers):
     tmp = tmp_path_factory.mktemp("ora")
     src = source(opts, tmp, sessions=sessions, scn_range_size=size, spill_threshold_rows=spill,
-                 spill_chunk_rows=max(1, spill // 2), scn_overlap=overlap)
+                 spill_chunk_rows=max(1, spill // 2), scn_overlap=overlap, parse_workers=workers)
     got, _ = run(src)
     assert got == expected(opts)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(opts=workloads, sessions=st.integers(1, 3), size=st.integers(1, 40),
-       cuts=st.lists(st.integers(1, 6), min_size=1, max_size=4))
-def test_restarts_are_exactly_once(tmp_path_factory, opts, sessions, size, cuts):
+       cuts=st.lists(st.integers(1, 6), min_size=1, max_size=4), workers=st.sampled_from([0, 1]))
+def test_restarts_are_exactly_once(tmp_path_factory, opts, sessions, size, cuts, workers):
     """Stop after a random number of commits, restart from the last resume state, repeat."""
     tmp = tmp_path_factory.mktemp("ora")
     want = expected(opts)
     got, resume = [], None
     for cut in cuts + [None]:
         part, resume = run(source(opts, tmp, sessions=sessions, scn_range_size=size, spill_threshold_rows=3,
-                                  spill_chunk_rows=2), resume, stop_after=cut)
+                                  spill_chunk_rows=2, parse_workers=workers), resume, stop_after=cut)
         got += part
         if cut is None or len(got) >= len(want):
             break
