@@ -32,7 +32,10 @@ def _is_binary(col: Any) -> bool:
 
 
 def _chars(col: Any) -> int:
-    cs = (getattr(col, "character_set_name", None) or "utf8mb4").lower()
+    # The library names the charset of a utf8mb4 collation "utf8" (and latin1 "cp1252"),
+    # so the collation's prefix is the reliable charset name: utf8mb4_general_ci -> utf8mb4.
+    collation = (getattr(col, "collation_name", None) or "").lower()
+    cs = collation.split("_", 1)[0] if collation else (getattr(col, "character_set_name", None) or "utf8mb4").lower()
     return col.max_length // _MB_MAXLEN.get(cs, 1)
 
 
