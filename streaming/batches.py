@@ -65,6 +65,9 @@ class BoundaryScanner:
 
         self.topic = topic
         self.key_serde, self.value_serde = get_serdes(encoding)
+        # JSON keys are compact orjson: a data record's key is {"table":..,"key":{..}} and no control record's
+        # key has a "key" member, so the bytes tell a data record without decoding anything
+        self._json_keys = encoding == "json"
         self._conf = consumer_config(bootstrap, consumer_extra)
         self._consumer: Any = None
         self._scans: dict[int, _PartitionScan] = {}
@@ -148,6 +151,8 @@ class BoundaryScanner:
                     scan.boundaries.append(off + 1)
 
     def _is_boundary(self, scan: _PartitionScan, key: bytes | None, value: bytes | None) -> bool:
+        if self._json_keys and key is not None and b'"key":' in key:
+            return not scan.open_tx
         try:
             k = self.key_serde.decode(key) if key is not None else None
             if isinstance(k, dict) and "key" in k:  # a data record: only its transaction state matters

@@ -73,6 +73,7 @@ class ApplyStream:
     engine_topic: str = ""
     started_at: float | None = None
     restarts: int = 0
+    timings: list[tuple[float, float, int]] = field(default_factory=list)  # (start, end, records) per batch
 
     def on_batch(self, df: Any, batch_id: int) -> None:
         try:
@@ -89,6 +90,8 @@ class ApplyStream:
                 end = {"next": dict(sorted(nxt.items())), "topic": self.engine_topic}
             result = self.engine.apply_arrow(table, batch_id, end)
             self.batches += 1
+            if len(self.timings) < 10_000:
+                self.timings.append((t0, time.monotonic(), table.num_rows))
             if result.transactions or result.rows:
                 self.last_activity = time.monotonic()
             log.info("%s batch %s: %s records, %s transactions, rows %s%s (read %.2fs, apply %.2fs)", self.apply.target, batch_id,
@@ -162,12 +165,17 @@ def _restart_or_raise(spark: Any, config: Config, s: ApplyStream) -> None:
 
 
 def run(config: Config, master: str = "local[*]", until_idle_s: float | None = None,
-        stop_event: threading.Event | None = None, spark: Any = None, metrics_registry: Any = None) -> int:
-    """Run every apply stream of ``config``; return when stopped, idle or failed (raises the failure)."""
+        stop_event: threading.Event | None = None, spark: Any = None, metrics_registry: Any = None,
+        streams_out: list[ApplyStream] | None = None) -> int:
+    """Run every apply stream of ``config``; return when stopped, idle or failed (raises the failure).
+
+    ``streams_out`` (optional) receives the ApplyStream objects (benches read their per-batch timings)."""
     if not config.apply:
         raise CdcError("nothing to apply: the config has no `apply:` items", key="apply")
     spark = spark or build_session(master)
     streams = [start_stream(spark, config, a, metrics_registry) for a in config.apply]
+    if streams_out is not None:
+        streams_out.extend(streams)
     stop_event = stop_event or threading.Event()
     try:
         while not stop_event.is_set():

@@ -116,11 +116,11 @@ def net_effect(changes: Iterable[DataChange], keys: dict[str, tuple[str, ...]]) 
 
 def _key_of(row: Row, pk: tuple[str, ...], ch: DataChange) -> tuple:
     try:
-        key = tuple(row[c] for c in pk)
+        key = (row[pk[0]],) if len(pk) == 1 else tuple([row[c] for c in pk])
     except KeyError as exc:
         raise BadRecord(f"change to {ch.table} lacks primary-key column {exc.args[0]!r}", table=ch.table,
                         key=None, sequence=ch.sequence, column=exc.args[0], value=row) from None
-    if any(v is None for v in key):
+    if None in key:
         raise BadRecord(f"change to {ch.table} has a NULL primary-key value", table=ch.table,
                         key=dict(zip(pk, key)), sequence=ch.sequence, value=row)
     return key
