@@ -161,9 +161,7 @@ class Broker(_AdminMixin):
         return True
 
     def _exit_reason(self) -> str | None:
-        if self.proc is not None and self.proc.poll() is not None:
-            return f"tansu exited with code {self.proc.returncode}"
-        return None
+        return procs.exit_reason(self.proc, "tansu")
 
     def __repr__(self) -> str:
         return f"Broker({self.bootstrap}, {self.storage}, {'running' if self.running else 'stopped'})"

@@ -334,17 +334,10 @@ class MariaDB:
         return True
 
     def _exit_reason(self) -> str | None:
-        if self.proc is not None and self.proc.poll() is not None:
-            return f"mariadbd exited with code {self.proc.returncode}"
-        return None
+        return procs.exit_reason(self.proc, "mariadbd")
 
     def _log_since(self, offset: int) -> str:
-        try:
-            with open(self.error_log, "rb") as f:
-                f.seek(offset)
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
+        return procs.read_from(self.error_log, offset)
 
     def _bootstrap(self) -> None:
         """Users and the ``test`` database, outside the binlog (see module docstring). Idempotent."""

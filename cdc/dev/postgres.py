@@ -176,17 +176,10 @@ class Postgres:
                 c.execute("CREATE DATABASE cdc OWNER cdc")
 
     def _exit_reason(self) -> str | None:
-        if self.proc is not None and self.proc.poll() is not None:
-            return f"postgres exited with code {self.proc.returncode}"
-        return None
+        return procs.exit_reason(self.proc, "postgres")
 
     def _log_since(self, offset: int) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(offset)
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
+        return procs.read_from(self.log_path, offset)
 
     def __repr__(self) -> str:
         return f"Postgres({self.address}, {'running' if self.running else 'stopped'})"

@@ -87,6 +87,23 @@ def unregister(service: object) -> None:
     _live.discard(service)
 
 
+def exit_reason(proc: subprocess.Popen | None, name: str) -> str | None:
+    """Why a server process is gone ("NAME exited with code N"), or None while it runs."""
+    if proc is not None and proc.poll() is not None:
+        return f"{name} exited with code {proc.returncode}"
+    return None
+
+
+def read_from(path: Path, offset: int) -> str:
+    """A log file's text from byte ``offset`` on ("" if it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def tail(path: Path, lines: int = 30) -> str:
     """Last ``lines`` lines of a log file, or a note that there is none."""
     try:
