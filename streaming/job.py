@@ -73,7 +73,7 @@ class ApplyStream:
     engine_topic: str = ""
     started_at: float | None = None
     restarts: int = 0
-    timings: list[tuple[float, float, int]] = field(default_factory=list)  # (start, end, records) per batch
+    timings: list[tuple[float, float, float, int]] = field(default_factory=list)  # (start, read, end, records)
 
     def on_batch(self, df: Any, batch_id: int) -> None:
         try:
@@ -91,7 +91,7 @@ class ApplyStream:
             result = self.engine.apply_arrow(table, batch_id, end)
             self.batches += 1
             if len(self.timings) < 10_000:
-                self.timings.append((t0, time.monotonic(), table.num_rows))
+                self.timings.append((t0, t1, time.monotonic(), table.num_rows))
             if result.transactions or result.rows:
                 self.last_activity = time.monotonic()
             log.info("%s batch %s: %s records, %s transactions, rows %s%s (read %.2fs, apply %.2fs)", self.apply.target, batch_id,
