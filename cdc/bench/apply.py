@@ -140,6 +140,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 time.sleep(0.05)
         t_end = time.monotonic()
         applied_s = t_end - t0
+        wait_until = time.monotonic() + 30  # the last batch's timing is noted just after its commit
+        while streams and sum(t[3] for t in streams[0].timings) < len(b.items) and time.monotonic() < wait_until:
+            time.sleep(0.05)
         total_rate = args.rows / applied_s
         timings = list(streams[0].timings) if streams else []
         steady_from = timings[0][0] if timings else t0
