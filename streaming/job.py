@@ -103,6 +103,8 @@ class ApplyStream:
 
 
 def _idle(s: ApplyStream, until_idle_s: float) -> bool:
+    if s.query.status.get("isTriggerActive"):
+        return False  # a micro-batch is being read or applied (a big first batch can take longer than the idle time)
     if s.started_at is None:  # idle counts from the query's first completed trigger (Spark start-up is slow)
         if s.query.lastProgress is None:
             return False
