@@ -74,8 +74,10 @@ class ApplyStream:
     started_at: float | None = None
     restarts: int = 0
     timings: list[tuple[float, float, float, int]] = field(default_factory=list)  # (start, read, end, records)
+    in_batch: bool = False  # True while on_batch runs (read + apply of one micro-batch)
 
     def on_batch(self, df: Any, batch_id: int) -> None:
+        self.in_batch = True
         try:
             t0 = time.monotonic()
             table = df.toArrow()
@@ -100,10 +102,12 @@ class ApplyStream:
         except BaseException as exc:
             self.failure = exc
             raise
+        finally:
+            self.in_batch = False
 
 
 def _idle(s: ApplyStream, until_idle_s: float) -> bool:
-    if s.query.status.get("isTriggerActive"):
+    if s.in_batch:
         return False  # a micro-batch is being read or applied (a big first batch can take longer than the idle time)
     if s.started_at is None:  # idle counts from the query's first completed trigger (Spark start-up is slow)
         if s.query.lastProgress is None:
