@@ -18,6 +18,7 @@ something that ran failed.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import importlib.util
 import subprocess
 import sys
@@ -80,6 +81,8 @@ def available(module: str) -> bool:
 def run_demo(state_dir: Path, seconds: float = 8.0, wait_s: float = 90.0) -> int:
     """The demo flow; returns the process exit status. Services live under ``state_dir/demo``."""
     report = DemoReport()
+    # every demo starts fresh servers, so an earlier run's target, checkpoints and logs are stale
+    shutil.rmtree(Path(state_dir) / "demo", ignore_errors=True)
     stack = DevStack(Path(state_dir) / "demo", source_db=DB)
     daemon: subprocess.Popen | None = None
     watcher: StreamWatcher | None = None
