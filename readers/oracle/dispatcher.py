@@ -128,9 +128,7 @@ class Dispatcher:
         return tx
 
     def _close(self, tx: _Tx) -> None:
-        self.open.pop(tx.raw, None)
-        if self.by_slot.get(tx.undo_slot) is tx:
-            del self.by_slot[tx.undo_slot]
+        self._forget(tx)
         tx.buf.discard()
 
     # -- rows ------------------------------------------------------------------------------------------
@@ -203,14 +201,21 @@ class Dispatcher:
                 yield from self._submit()
             yield from self.ready()
 
-    def _commit(self, tx: _Tx, row: tuple) -> Iterator[Event]:
-        scn = row[SCN]
-        xid = str(tx.xid)
+    def _forget(self, tx: _Tx) -> None:
+        """The transaction ended (COMMIT or ROLLBACK seen): no later row may find it by XID or undo slot."""
         self.open.pop(tx.raw, None)
         if self.by_slot.get(tx.undo_slot) is tx:
             del self.by_slot[tx.undo_slot]
+
+    def _skip(self, tx: _Tx, scn: int, xid: str) -> bool:
+        """Nothing to publish: an empty transaction, or one a restart already published."""
+        return len(tx.buf) == 0 or (self.resume is not None and self.resume.already_published(scn, xid))
+
+    def _commit(self, tx: _Tx, row: tuple) -> Iterator[Event]:
+        scn, xid = row[SCN], str(tx.xid)
+        self._forget(tx)
         try:
-            if len(tx.buf) == 0 or (self.resume is not None and self.resume.already_published(scn, xid)):
+            if self._skip(tx, scn, xid):
                 return
             when = ts_ms(row[TS])
             yield Begin(xid, when)
@@ -266,13 +271,10 @@ class Dispatcher:
         same resume state as _commit, taken now); full jobs go to the pool. Entries: a _Mark
         (Begin: sets the commit SCN and XID of the items after it; Commit; a DDL's event) or an
         item tuple (a row to parse)."""
-        scn = row[SCN]
-        xid = str(tx.xid)
-        self.open.pop(tx.raw, None)
-        if self.by_slot.get(tx.undo_slot) is tx:
-            del self.by_slot[tx.undo_slot]
+        scn, xid = row[SCN], str(tx.xid)
+        self._forget(tx)
         try:
-            if len(tx.buf) == 0 or (self.resume is not None and self.resume.already_published(scn, xid)):
+            if self._skip(tx, scn, xid):
                 return
             when = ts_ms(row[TS])
             job, sqls, job_rows = self._job, self._job_sqls, self.job_rows
