@@ -7,6 +7,10 @@ base rows produce this view row), and per aggregate ``i`` the state the
 counting model needs: ``__nn_<i>`` (non-NULL argument count) and, for AVG,
 ``__sum_<i>``.
 
+Building a view also indexes the base-table columns maintenance looks rows up
+by (the join keys) where no index leads with them yet: a batch touching a few rows of one table then probes the
+others through an index instead of scanning them (PostgreSQL, MySQL/MariaDB).
+
 ``cdc_views`` records per view: the definition fingerprint, the last batch
 id and source sequence it reflects, and when it was last maintained: the
 view's freshness, written in the same transaction as the view.
@@ -14,6 +18,7 @@ view's freshness, written in the same transaction as the view.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -86,12 +91,67 @@ def build_select(view: ViewDef, d: Dialect, extra_from: Sequence[str] = (), extr
 
 
 def create_view_table(cur: Any, view: ViewDef, d: Dialect) -> None:
-    """(Re)create the view table and fill it from the base tables' current state."""
+    """(Re)create the view table and fill it from the base tables' current state; make sure
+    the base tables have the indexes maintenance probes (``support_indexes``)."""
+    support_indexes(cur, view, d)
     cur.execute(f"DROP TABLE IF EXISTS {d.q(view.name)}")
-    # PostgreSQL: leave room in each page so maintenance updates stay HOT (no index churn)
-    options = " WITH (fillfactor = 80)" if d.name == "postgres" else ""
+    # PostgreSQL: leave room in each page so maintenance updates stay HOT (no index churn). A batch
+    # may touch every group of an aggregate view: below half full, a page takes a new version of
+    # each of its rows.
+    options = f" WITH (fillfactor = {45 if view.aggregate else 80})" if d.name == "postgres" else ""
     cur.execute(f"CREATE TABLE {d.q(view.name)}{options} AS {build_select(view, d)}")
     cur.execute(f"CREATE UNIQUE INDEX {d.q(view.name + '__key')} ON {d.q(view.name)} ({d.q('__key')})")
+
+
+def support_columns(view: ViewDef) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(table, column, other columns the view reads from that table) for both sides of
+    every join: a delta of one table probes the others by the join key."""
+    out: dict[tuple[str, str], tuple[str, ...]] = {}
+    for pair in view.joins:
+        for c in pair:
+            out.setdefault((view.table_of(c.alias), c.name),
+                           tuple(x for x in view.columns_of(c.alias) if x != c.name))
+    return [(t, c, rest) for (t, c), rest in out.items()]
+
+
+def support_indexes(cur: Any, view: ViewDef, d: Dialect) -> list[str]:
+    """Create an index on each ``support_columns`` column that is not already the leading
+    column of an index (a primary key counts); returns the names created. On PostgreSQL
+    the index also carries (INCLUDE) the other columns the view reads, so the probes and
+    the MIN/MAX group recomputes read the index alone instead of one heap page per row.
+    PostgreSQL and MySQL/MariaDB only: DuckDB joins by hashing and does not use such indexes."""
+    if d.name not in ("postgres", "mysql"):
+        return []
+    made = []
+    for table, column, rest in support_columns(view):
+        if column.lower() in _leading_index_columns(cur, d, table):
+            continue
+        name = _index_name(table, column)
+        include = f" INCLUDE ({', '.join(d.q(c) for c in rest)})" if rest and d.name == "postgres" else ""
+        cur.execute(f"CREATE INDEX {d.q(name)} ON {d.q(table)} ({d.q(column)}){include}")
+        made.append(name)
+    return made
+
+
+def _leading_index_columns(cur: Any, d: Dialect, table: str) -> set[str]:
+    schema, _, name = table.rpartition(".")
+    if d.name == "postgres":
+        cur.execute("SELECT a.attname FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a "
+                    "ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] WHERE i.indrelid = to_regclass(%s)",
+                    (d.q(table),))
+    else:
+        cur.execute("SELECT column_name FROM information_schema.statistics WHERE table_schema = "
+                    f"{'%s' if schema else 'DATABASE()'} AND table_name = %s AND seq_in_index = 1",
+                    (schema, name) if schema else (name,))
+    return {r[0].lower() for r in cur.fetchall()}
+
+
+def _index_name(table: str, column: str) -> str:
+    """``<table>__cdcv_<column>``, shortened with a hash to fit PostgreSQL's 63 and MySQL's 64 characters."""
+    name = f"{table.split('.')[-1]}__cdcv_{column}"
+    if len(name) <= 60:
+        return name
+    return f"{name[:47]}_{hashlib.sha256(name.encode()).hexdigest()[:12]}"
 
 
 def refill(cur: Any, view: ViewDef, d: Dialect) -> None:

@@ -78,19 +78,27 @@ class DeltaPlan:
                 out.append(sql + (" WHERE " + " AND ".join(where) if where else ""))
         return out
 
+    def union(self, changed: list[str]) -> str:
+        """All signed derivations as one derived table (not on MySQL, see ``derive``)."""
+        return f"({' UNION ALL '.join(self.term_selects(changed))})"
+
     def derive(self, changed: list[str]) -> list[str]:
         """Statements that leave the folded delta in ``dv``. PostgreSQL and DuckDB do it in
         one statement; MySQL cannot read a temporary table twice in one statement, so
         each term is its own INSERT into a ``raw`` table there."""
         selects = self.term_selects(changed)
         if self.d.name != "mysql":
-            return [self.fold(f"({' UNION ALL '.join(selects)})")]
+            return [self.fold(self.union(changed))]
         cols = ", ".join([f"a{i}" for i in range(len(self.atom_sql))] + ["__w"])
         raw = self.d.q(self.name("raw"))
         return [self.create_raw(), *(f"INSERT INTO {raw} ({cols}) {sql}" for sql in selects), self.fold(raw)]
 
     # -- 2. net per view tuple, fold per view row --------------------------
     def fold(self, raw: str) -> str:
+        return self.d.create_temp(self.name("dv"), self.fold_select(raw))
+
+    def fold_select(self, raw: str) -> str:
+        """The folded delta: one row per touched view row key (``__key``, ``k<j>``, ``d_*``)."""
         d, v = self.d, self.view
         a = [f"a{i}" for i in range(len(self.atom_sql))]
         keys = [f"a{self.atom_index[c]}" for _, c in v.keys]
@@ -114,7 +122,7 @@ class DeltaPlan:
         sql = f"SELECT {', '.join(sel)} FROM {net} n"
         if keys:
             sql += " GROUP BY " + ", ".join(keys)
-        return d.create_temp(self.name("dv"), sql + " HAVING COUNT(*) > 0")
+        return sql + " HAVING COUNT(*) > 0"
 
     # -- 3. merge into the view table ---------------------------------------
     def recompute_set(self) -> str | None:
@@ -131,7 +139,9 @@ class DeltaPlan:
         return d.create_temp(self.name("rc"), f"SELECT {sel} FROM {d.q(self.name('dv'))} d JOIN "
                              f"{d.q(self.view.name)} v ON v.__key = d.__key WHERE {' OR '.join(conds)}")
 
-    def new_rows(self) -> str:
+    def new_rows(self, dv: str | None = None) -> str:
+        """Old + delta for every touched view row key, in ``layout`` order, then ``__old``
+        (the row exists). ``dv``: the folded delta's table or CTE name."""
         d, v = self.d, self.view
         q = d.q
         exprs: dict[str, str] = {}
@@ -160,30 +170,55 @@ class DeltaPlan:
                                  f"WHEN {ins} IS NULL OR {old} {better} {ins} THEN {old} ELSE {ins} END")
         cols = layout(v)
         sel = ", ".join(f"{exprs[c]} AS {q(c)}" for c in cols)
-        return f"SELECT {sel} FROM {q(self.name('dv'))} d LEFT JOIN {q(v.name)} v ON v.__key = d.__key"
+        dv = dv or q(self.name("dv"))
+        return f"SELECT {sel}, v.__key IS NOT NULL AS __old FROM {dv} d LEFT JOIN {q(v.name)} v ON v.__key = d.__key"
 
-    def merge(self, cur: Any) -> None:
-        """Rewrite every touched view row as old + delta; rows reaching count 0 go."""
+    def merge_statement(self, dv: str) -> str:
+        """PostgreSQL: the whole merge in one statement (data-modifying CTEs on one snapshot):
+        rows reaching count 0 go, the other touched rows are updated in place, new keys are
+        inserted. ``dv``: the folded delta's table, or ``(SELECT ...)`` to fold inside the
+        statement. Returns one row: how many view rows would get a negative count (the
+        caller raises; its transaction is rolled back, so nothing of it is applied)."""
+        q, v = self.d.q, self.view
+        cols = layout(v)
+        keys = {name for name, _ in v.keys}
+        sets = ", ".join(f"{q(c)} = n.{q(c)}" for c in cols if c != "__key" and c not in keys)
+        with_dv = f"dv AS MATERIALIZED {dv}, " if dv.startswith("(") else ""
+        source = "dv" if with_dv else dv
+        collist = ", ".join(q(c) for c in cols)
+        return (f"WITH {with_dv}n AS MATERIALIZED ({self.new_rows(source)}), "
+                f"del AS (DELETE FROM {q(v.name)} v USING n WHERE v.__key = n.__key AND n.__old AND n.__count = 0), "
+                f"upd AS (UPDATE {q(v.name)} v SET {sets} FROM n WHERE v.__key = n.__key AND n.__old "
+                "AND n.__count > 0), "
+                f"ins AS (INSERT INTO {q(v.name)} ({collist}) SELECT {collist} FROM n "
+                "WHERE NOT n.__old AND n.__count > 0) "
+                "SELECT COUNT(*) FROM n WHERE n.__count < 0")
+
+    def merge(self, cur: Any, dv: str | None = None) -> None:
+        """Rewrite every touched view row as old + delta; rows reaching count 0 go.
+        ``dv``: PostgreSQL only, ``(SELECT ...)`` of the folded delta when it has no table.
+        Raises ViewInconsistent when a count would go negative (on PostgreSQL after the
+        statement: the caller's transaction is rolled back, so nothing of it is applied)."""
         d, v = self.d, self.view
         q, cols = d.q, ", ".join(d.q(c) for c in layout(v))
+        if d.name == "postgres":  # one statement, rows updated in place (fewer dead tuples than delete + insert)
+            cur.execute(self.merge_statement(dv or q(self.name("dv"))))
+            self._check(cur.fetchone()[0])
+            return
         dv = q(self.name("dv"))
         cur.execute(f"SELECT COUNT(*) FROM {dv} d LEFT JOIN {q(v.name)} v ON v.__key = d.__key "
                     "WHERE COALESCE(v.__count, 0) + d.d_count < 0")
-        bad = cur.fetchone()[0]
-        if bad:
-            raise ViewInconsistent(f"view {v.name!r}: {bad} rows would get a negative derivation count; the view "
-                                   "is out of sync with its base tables (run `cdc views rebuild`)", view=v.name)
-        if d.name == "postgres":  # in place: fewer dead tuples and statements than delete + insert
-            cur.execute(f"DELETE FROM {q(v.name)} v USING {dv} d WHERE v.__key = d.__key "
-                        "AND v.__count + d.d_count = 0")
-            sets = ", ".join(f"{q(c)} = EXCLUDED.{q(c)}" for c in layout(v) if c != "__key")
-            cur.execute(f"INSERT INTO {q(v.name)} ({cols}) SELECT * FROM ({self.new_rows()}) n__ "
-                        f"WHERE __count > 0 ON CONFLICT (__key) DO UPDATE SET {sets}")
-            return
+        self._check(cur.fetchone()[0])
         nw = q(self.name("nw"))
         cur.execute(d.create_temp(self.name("nw"), self.new_rows()))
         cur.execute(f"DELETE FROM {q(v.name)} WHERE __key IN (SELECT __key FROM {dv})")
         cur.execute(f"INSERT INTO {q(v.name)} ({cols}) SELECT {cols} FROM {nw} WHERE __count > 0")
+
+    def _check(self, negative: int) -> None:
+        if negative:
+            raise ViewInconsistent(f"view {self.view.name!r}: {negative} rows would get a negative derivation count; "
+                                   "the view is out of sync with its base tables (run `cdc views rebuild`)",
+                                   view=self.view.name)
 
     def recompute_groups(self, cur: Any) -> int:
         """Replace the groups in the recompute set by their from-scratch rows."""

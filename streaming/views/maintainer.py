@@ -150,6 +150,9 @@ def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDel
             d.load(cur, table, [*cols, "__w"], rows[alias])
             if d.name == "postgres" and len(rows[alias]) <= 5000:  # stats: memoized index probes
                 cur.execute(f"ANALYZE {d.q(table)}")
+        if d.name == "postgres" and not plan.minmax:  # derive, fold and merge in one statement
+            plan.merge(cur, dv=f"({plan.fold_select(plan.union(list(changed)))})")
+            return
         for sql in plan.derive(list(changed)):
             cur.execute(sql)
         rc = plan.recompute_set()
