@@ -5,7 +5,9 @@ transactions go to chunk files). Rows of one transaction are never parsed
 before its COMMIT, so rolled-back work costs no parsing.
 
 * START opens a transaction (so does its first DML row).
-* DML (1 INSERT, 2 DELETE, 3 UPDATE) of a captured table is buffered; ``CSF = 1``
+* DML (1 INSERT, 2 DELETE, 3 UPDATE) of a captured table is buffered (the first
+  ``INLINE_ROWS`` rows of a transaction in a plain list, the rest in a spillable
+  cdc.spill buffer; the store's own memory accounting starts at that size too); ``CSF = 1``
   rows are continuation pieces: joined with the following pieces of the same
   XID before the statement is parsed.
 * ``ROLLBACK = 1`` rows (undo of a partial rollback) remove the latest earlier
@@ -48,14 +50,50 @@ def ts_ms(value: Any) -> int:
     return 0
 
 
-class _Tx:
-    __slots__ = ("buf", "csf", "raw", "start_scn", "undo_slot", "xid")
+INLINE_ROWS = 256  # a transaction's rows kept in a list before it gets a TxBuffer (most never do)
 
-    def __init__(self, raw: str, start_scn: int, buf: TxBuffer) -> None:
-        self.raw, self.start_scn, self.buf = raw, start_scn, buf
+
+class _Tx:
+    """One open transaction. ``items``/``keys``: its first rows and their ROW_IDs; from the row after
+    ``inline`` on they all live in ``buf`` (cdc.spill), which may spill them to disk."""
+
+    __slots__ = ("buf", "csf", "items", "keys", "raw", "start_scn", "undo_slot", "xid")
+
+    def __init__(self, raw: str, start_scn: int) -> None:
+        self.raw, self.start_scn = raw, start_scn
         self.xid = Xid.parse(raw)
         self.undo_slot = self.xid.undo_slot
         self.csf: list[str] | None = None
+        self.items: list[tuple] = []
+        self.keys: list[Any] = []
+        self.buf: TxBuffer | None = None
+
+    def to_store(self, store: TransactionStore) -> None:
+        """Move the rows into a spillable buffer: every later row goes there too."""
+        buf = self.buf = store.open(self.raw)
+        for item, key in zip(self.items, self.keys):
+            buf.append(item, key, len(item[1]) + 120)
+        self.items, self.keys = [], []
+
+    def undo(self, key: Any) -> None:
+        """A ROLLBACK=1 row: remove the latest earlier row with this ROW_ID."""
+        if self.buf is not None:
+            self.buf.undo(key)
+            return
+        keys = self.keys
+        for i in range(len(keys) - 1, -1, -1):
+            if keys[i] == key:
+                del keys[i], self.items[i]
+                return
+
+    def rows(self) -> Any:
+        """The surviving rows in order (an iterable: a spilled buffer reads its chunk files back)."""
+        return self.items if self.buf is None else self.buf
+
+    def discard(self) -> None:
+        if self.buf is not None:
+            self.buf.discard()
+        self.items, self.keys = [], []
 
 
 class _Mark:
@@ -72,12 +110,13 @@ class Dispatcher:
     def __init__(self, store: TransactionStore, captured: Callable[[str, str], bool], *,
                  resume: ResumeState | None, schema_of: Callable[[str, str], TableSchema | None],
                  unsupported: str = "fail", convert: Callable[[Change], None] | None = None,
-                 on_counts: Callable[[dict, int], None] | None = None,
+                 on_commit: Callable[[int], None] | None = None,
                  on_ddl: Callable[[int], None] | None = None, pool: ParsePool | None = None,
                  job_rows: int = 1000, max_jobs: int = 4) -> None:
         self.store, self.captured, self.resume = store, captured, resume
         self.schema_of, self.unsupported, self.convert = schema_of, unsupported, convert
-        self.on_counts, self.on_ddl = on_counts, on_ddl
+        self.on_commit, self.on_ddl = on_commit, on_ddl
+        self.inline_rows = min(INLINE_ROWS, store.policy.threshold_rows)
         self.open: dict[str, _Tx] = {}
         self.by_slot: dict[tuple[int, int], _Tx] = {}
         self.commit_scn = resume.commit_scn if resume else 0
@@ -91,7 +130,7 @@ class Dispatcher:
         self._job: list[Any] = []          # item tuples and _Marks (see _release)
         self._job_sqls: list[str] = []
         self._jobs: deque[tuple[list[tuple], bool]] = deque()  # submitted: (entries, sent to the pool)
-        self._counts: dict[tuple[str, str, str], int] = {}
+        self._counts: dict[tuple[str, str, str], int] = {}  # (owner, table, op) -> changes, see take_counts
         self.failed = False
 
     @property
@@ -108,6 +147,17 @@ class Dispatcher:
             lw = at_scn if at_scn is not None else self.mined_through + 1
         return ResumeState(lw, self.commit_scn, frozenset(self.xids_at_commit))
 
+    def _resume_at(self, scn: int) -> dict[str, Any]:
+        """``state(at_scn=scn).to_json()`` without the intermediate object (once per commit)."""
+        lw = min((tx.start_scn for tx in self.open.values()), default=scn)
+        return {"low_watermark_scn": lw, "commit_scn": self.commit_scn,
+                "xids_at_commit_scn": sorted(self.xids_at_commit)}
+
+    def take_counts(self) -> dict[tuple[str, str, str], int]:
+        """Changes emitted per (owner, table, op) since the last call (for the metrics)."""
+        counts, self._counts = self._counts, {}
+        return counts
+
     def _tx(self, row: tuple) -> _Tx:
         raw = row[XID]
         tx = self.open.get(raw)
@@ -116,7 +166,7 @@ class Dispatcher:
                 tx = self.by_slot.get((row[USN], row[SLT]))
                 if tx is not None:
                     return tx
-            tx = _Tx(raw, row[SCN], self.store.open(raw))
+            tx = _Tx(raw, row[SCN])
             self.open[raw] = tx
             self.by_slot[tx.undo_slot] = tx
         return tx
@@ -129,13 +179,13 @@ class Dispatcher:
 
     def _close(self, tx: _Tx) -> None:
         self._forget(tx)
-        tx.buf.discard()
+        tx.discard()
 
     # -- rows ------------------------------------------------------------------------------------------
 
     def feed(self, rows: list[tuple]) -> Iterator[Event]:
         """Route a batch of rows (SCN order); yields the events of transactions committed in it."""
-        captured, seen, open_txs = self.captured, self._captured, self.open
+        captured, seen, open_txs, inline = self.captured, self._captured, self.open, self.inline_rows
         for row in rows:
             op = row[OP]
             if op == 1 or op == 2 or op == 3:
@@ -167,9 +217,16 @@ class Dispatcher:
                     sql = "".join(tx.csf)
                     tx.csf = None
                 if row[ROLLBACK]:
-                    tx.buf.undo(row[ROW_ID])
+                    tx.undo(row[ROW_ID])
                     continue
-                tx.buf.append((row[SCN], sql, owner, row[TABLE], row[RS_ID], row[SSN]), row[ROW_ID], len(sql) + 120)
+                item = (row[SCN], sql, owner, row[TABLE], row[RS_ID], row[SSN])
+                if tx.buf is None:
+                    tx.items.append(item)
+                    tx.keys.append(row[ROW_ID])
+                    if len(tx.keys) > inline:
+                        tx.to_store(self.store)
+                else:
+                    tx.buf.append(item, row[ROW_ID], len(sql) + 120)
             elif op == 7:
                 tx = self.open.get(row[XID])
                 if tx is not None:
@@ -209,9 +266,15 @@ class Dispatcher:
 
     def _skip(self, tx: _Tx, scn: int, xid: str) -> bool:
         """Nothing to publish: an empty transaction, or one a restart already published."""
-        return len(tx.buf) == 0 or (self.resume is not None and self.resume.already_published(scn, xid))
+        if tx.buf is None and not tx.items:
+            return True
+        return self.resume is not None and self.resume.already_published(scn, xid)
 
     def _commit(self, tx: _Tx, row: tuple) -> Iterator[Event]:
+        """COMMIT: Begin, one Change per surviving row (parsed now), Commit with the resume state.
+
+        The per-row part is the reader's hot loop: kept flat (no call per row
+        but the parser's and the Change's)."""
         scn, xid = row[SCN], str(tx.xid)
         self._forget(tx)
         try:
@@ -219,30 +282,37 @@ class Dispatcher:
                 return
             when = ts_ms(row[TS])
             yield Begin(xid, when)
-            counts: dict[tuple[str, str, str], int] = {}
-            change_of = self._change
-            for item in tx.buf:
-                change = change_of(item, scn, xid)
-                key = (item[2], item[3], change.op)  # plain strings: a TableId hashes in Python
+            counts, schemas, convert = self._counts, self._schemas, self.convert
+            last_owner = last_table = tid = schema = None
+            for item in tx.rows():
+                row_scn, sql, owner, table, rs_id, ssn = item
+                try:
+                    op, _schema, _table, before, after = parse_redo(sql)
+                except (RedoParseError, DictionaryMismatch) as exc:
+                    error = (ERROR, type(exc).__name__, exc.message, exc.fields.get("offset"))
+                    raise self._parse_failed(item, xid, error) from None
+                if table != last_table or owner != last_owner:
+                    tid, schema = schemas.get((owner, table)) or self._table(owner, table)
+                    last_owner, last_table = owner, table
+                change = Change(tid, op, before, after,
+                                {"scn": row_scn, "commit_scn": scn, "txId": xid, "rs_id": rs_id, "ssn": ssn}, schema)
+                if convert is not None:
+                    convert(change)
+                key = (owner, table, op)
                 counts[key] = counts.get(key, 0) + 1
                 yield change
             if scn != self.commit_scn:
                 self.commit_scn, self.xids_at_commit = scn, set()
             self.xids_at_commit.add(xid)
-            if self.on_counts is not None:
-                self.on_counts({(f"{o}.{t}", op): n for (o, t, op), n in counts.items()}, len(self.open))
-            state = self.state(at_scn=scn)
-            yield Commit(xid, when, state.to_json(), {"scn": scn, "commit_scn": scn, "txId": xid})
+            if self.on_commit is not None:
+                self.on_commit(len(self.open))
+            yield Commit(xid, when, self._resume_at(scn), {"scn": scn, "commit_scn": scn, "txId": xid})
         finally:
-            tx.buf.discard()
+            tx.discard()
 
-    def _change(self, item: tuple, commit_scn: int, xid: str) -> Change:
-        try:
-            op, _schema, _table, before, after = parse_redo(item[1])
-        except (RedoParseError, DictionaryMismatch) as exc:
-            error = (ERROR, type(exc).__name__, exc.message, exc.fields.get("offset"))
-            raise self._parse_failed(item, xid, error) from None
-        return self._make_change(item, op, before, after, commit_scn, xid)
+    def _table(self, owner: str, table: str) -> tuple[TableId, TableSchema | None]:
+        known = self._schemas[(owner, table)] = (TableId(owner, table), self.schema_of(owner, table))
+        return known
 
     @staticmethod
     def _parse_failed(item: tuple, xid: str, error: tuple) -> RedoParseError | DictionaryMismatch:
@@ -250,19 +320,6 @@ class Dispatcher:
         scn, sql, owner, table = item[0], item[1], item[2], item[3]
         return parse_error((*error[:2], f"{error[2]} (SCN {scn}, XID {xid}, table {owner}.{table})", error[3]),
                            scn=scn, xid=xid, table=f"{owner}.{table}", text=sql[:500])
-
-    def _make_change(self, item: tuple, op: str, before: Any, after: Any, commit_scn: int, xid: str) -> Change:
-        scn, _sql, owner, table, rs_id, ssn = item
-        key = (owner, table)
-        known = self._schemas.get(key)
-        if known is None:
-            known = self._schemas[key] = (TableId(owner, table), self.schema_of(owner, table))
-        tid, schema = known
-        change = Change(tid, op, before, after,
-                        {"scn": scn, "commit_scn": commit_scn, "txId": xid, "rs_id": rs_id, "ssn": ssn}, schema)
-        if self.convert is not None:
-            self.convert(change)
-        return change
 
     # -- pool mode: parse in worker processes while the next rows are dispatched ----------------------
 
@@ -279,7 +336,7 @@ class Dispatcher:
             when = ts_ms(row[TS])
             job, sqls, job_rows = self._job, self._job_sqls, self.job_rows
             job.append(_Mark(Begin(xid, when), scn, xid))
-            for item in tx.buf:
+            for item in tx.rows():
                 job.append(item)
                 sqls.append(item[1])
                 if len(sqls) >= job_rows:
@@ -289,11 +346,10 @@ class Dispatcher:
             if scn != self.commit_scn:
                 self.commit_scn, self.xids_at_commit = scn, set()
             self.xids_at_commit.add(xid)
-            state = self.state(at_scn=scn)
-            job.append(_Mark(Commit(xid, when, state.to_json(), {"scn": scn, "commit_scn": scn, "txId": xid}),
+            job.append(_Mark(Commit(xid, when, self._resume_at(scn), {"scn": scn, "commit_scn": scn, "txId": xid}),
                              scn, xid, len(self.open)))
         finally:
-            tx.buf.discard()
+            tx.discard()
 
     def _submit(self) -> Iterator[Event]:
         entries, sqls = self._job, self._job_sqls
@@ -315,7 +371,6 @@ class Dispatcher:
     def _emit_job(self, entries: list, parsed: bool) -> Iterator[Event]:
         results = self.pool.result() if parsed else ()
         i = 0
-        counts = self._counts
         schemas, convert = self._schemas, self.convert
         scn = xid = None
         last_key = known = None
@@ -329,16 +384,15 @@ class Dispatcher:
                 row_scn, _sql, owner, table, rs_id, ssn = e
                 key = (owner, table)
                 if key != last_key:
-                    known = schemas.get(key)
-                    if known is None:
-                        known = schemas[key] = (TableId(owner, table), self.schema_of(owner, table))
+                    known = schemas.get(key) or self._table(owner, table)
                     last_key = key
                 change = Change(known[0], op, r[1], r[2],
                                 {"scn": row_scn, "commit_scn": scn, "txId": xid, "rs_id": rs_id, "ssn": ssn},
                                 known[1])
                 if convert is not None:
                     convert(change)
-                ckey = (owner, table, change.op)
+                ckey = (owner, table, op)
+                counts = self._counts
                 counts[ckey] = counts.get(ckey, 0) + 1
                 yield change
                 continue
@@ -346,10 +400,8 @@ class Dispatcher:
             event = e.event
             if event is None:
                 continue
-            if type(event) is Commit:
-                if self.on_counts is not None:
-                    self.on_counts({(f"{o}.{t}", op): n for (o, t, op), n in counts.items()}, e.open_count)
-                counts.clear()
+            if type(event) is Commit and self.on_commit is not None:
+                self.on_commit(e.open_count)
             yield event
 
     def ready(self) -> Iterator[Event]:

@@ -1,8 +1,17 @@
 """The SQL_REDO parser: one LogMiner DML statement -> op, table, before, after.
 
-A hand-written single-pass scanner. It never runs a regular expression per
-value: it walks the statement once, jumping with ``str.find`` (C speed) to
-the next quote, and only looks at the few characters between values.
+Two paths. The fast path covers the shapes LogMiner writes for ordinary
+values (quoted literals, ``NULL``, ``IS NULL``, one-level function forms
+such as ``TO_DATE('..', '..')``): one regular expression per clause, run
+with ``re.split`` so a whole SET / WHERE / VALUES list is tokenised in C;
+the text between matches must be empty, which proves the tokens cover the
+clause (possessive quantifiers: a doubled quote never ends a literal, so
+the tokenisation is the only one). Table names and INSERT column lists are
+cached per statement head. Anything else (``UNISTR``, ``||``, intervals,
+bare numbers, aliases, doubled quotes in names, malformed text) goes to the
+scanner: hand-written, single pass, jumping with ``str.find`` to the next
+quote. Both give the same result (property tests hold them equal); errors
+always come from the scanner, with the offset.
 
 Shapes understood (as LogMiner writes them)::
 
@@ -27,6 +36,8 @@ Anything else malformed raises RedoParseError with the offset.
 
 from __future__ import annotations
 
+import re
+from operator import itemgetter
 from typing import Any
 
 from readers.oracle.errors import DictionaryMismatch, RedoParseError
@@ -37,9 +48,136 @@ from readers.oracle.redo_values import value as _value
 
 Parsed = tuple[str, str, str, "dict[str, Any] | None", "dict[str, Any] | None"]
 
+# Fast path. Per value two groups: the literal's text (quotes doubled) or the function form; both
+# None for NULL / IS NULL. UNISTR is decoded by the scanner, so it is not a plain function form here.
+_LITERAL = r"'([^']*+(?:''[^']*+)*+)'"
+_FUNCTION = r"((?!UNISTR\()[A-Z][A-Z0-9_]*+\((?:[^()']++|'[^']*+(?:''[^']*+)*+')*+\))"
+_VALUE = rf"(?:{_LITERAL}|NULL|{_FUNCTION})"
+_SET = re.compile(rf'"([^"]++)" = {_VALUE}(?:, |\Z)').split
+_WHERE = re.compile(rf'"([^"]++)" (?:= {_VALUE}|IS NULL)(?: and |\Z)').split
+_VALUES = re.compile(rf"{_VALUE}(?:, ?|\)\Z)").split
+_ROWID = " and ROWID = '"
+_second = itemgetter(1)
+_CACHE_MAX = 4096
+_heads: dict[str, tuple[str, str] | None] = {}  # '"S"."T"' (as written) -> (schema, table); None: not plain
+_columns: dict[str, tuple[str, str, list[str]] | None] = {}  # INSERT text before '") values (' -> table, names
+
+
+def _image(names: list[str], literals: list[str | None], functions: list[str | None], text: str) -> dict[str, Any]:
+    if "''" in text:
+        literals = [v.replace("''", "'") if v else v for v in literals]
+    out = dict(zip(names, literals))
+    if any(functions):
+        out.update(filter(_second, zip(names, functions)))
+    return out
+
+
+def _clause(split: Any, text: str) -> dict[str, Any] | None:
+    """A SET or WHERE clause (``_SET`` / ``_WHERE``) as {column: value}; None if not the plain shape."""
+    parts = split(text)
+    if any(parts[::4]):  # text the pattern did not cover
+        return None
+    return _image(parts[1::4], parts[2::4], parts[3::4], text)
+
+
+def _where_text(s: str, p: int) -> str:
+    """The WHERE clause from p, without the statement's ';' and a trailing ``and ROWID = '..'``."""
+    end = len(s) - 1 if s[-1] == ";" else len(s)
+    r = s.rfind(_ROWID, p)
+    if r > 0 and s.find("'", r + 14) == end - 1:
+        end = r
+    return s[p:end]
+
+
+def _head(s: str, start: int, stop: str) -> tuple[str, str, int] | None:
+    """(schema, table, index of ``stop``) for a statement whose table name runs from ``start`` to
+    ``stop``; None for other shapes (an alias, no ``stop``): the scanner's job."""
+    end = s.find(stop, start)
+    if end < 0:
+        return None
+    key = s[start:end]
+    hit = _heads.get(key, False)
+    if hit is False:
+        schema, table, p = _table(s, start)
+        if len(_heads) >= _CACHE_MAX:
+            _heads.clear()
+        hit = _heads[key] = (schema, table) if p == end else None
+    return None if hit is None else (hit[0], hit[1], end)
+
+
+def _fast_insert(s: str) -> Parsed | None:
+    v = s.find('") values (')
+    if v < 0:
+        return None
+    key = s[:v]
+    hit = _columns.get(key, False)
+    if hit is False:
+        schema, table, p = _table(s, 12)
+        if s[p] == " ":
+            p += 1
+        names = s[p + 2:v].split('","') if s[p] == "(" and '""' not in s[p + 2:v] else None
+        if len(_columns) >= _CACHE_MAX:
+            _columns.clear()
+        hit = _columns[key] = (schema, table, names) if names else None
+    if hit is None:
+        return None
+    text = s[v + 11:-1] if s[-1] == ";" else s[v + 11:]
+    parts = _VALUES(text)
+    if len(parts) != 3 * len(hit[2]) + 1 or any(parts[::3]):
+        return None
+    return "c", hit[0], hit[1], None, _image(hit[2], parts[1::3], parts[2::3], text)
+
+
+def _fast_update(s: str) -> Parsed | None:
+    hit = _head(s, 7, " set ")
+    if hit is None:
+        return None
+    schema, table, p = hit
+    w = s.find(" where ", p + 5)
+    if w < 0:
+        return None
+    sets = _clause(_SET, s[p + 5:w])
+    if sets is None:
+        return None
+    before = _clause(_WHERE, _where_text(s, w + 7))
+    if before is None:
+        return None
+    after = before.copy()
+    after.update(sets)
+    return "u", schema, table, before, after
+
+
+def _fast_delete(s: str) -> Parsed | None:
+    hit = _head(s, 12, " where ")
+    if hit is None:
+        return None
+    schema, table, p = hit
+    before = _clause(_WHERE, _where_text(s, p + 7))
+    return None if before is None else ("d", schema, table, before, None)
+
+
 def parse_redo(sql: str) -> Parsed:
     """Parse one SQL_REDO statement. Raises RedoParseError / DictionaryMismatch (without scn/xid:
     the caller adds them)."""
+    try:
+        head = sql[:7]
+        if head == "insert ":
+            parsed = sql.startswith("into ", 7) and _fast_insert(sql)
+        elif head == "update ":
+            parsed = _fast_update(sql)
+        elif head == "delete ":
+            parsed = sql.startswith("from ", 7) and _fast_delete(sql)
+        else:
+            parsed = None
+        if parsed:
+            return parsed
+    except (_Bad, IndexError):
+        pass  # the scanner says what is wrong
+    return scan_redo(sql)
+
+
+def scan_redo(sql: str) -> Parsed:
+    """``parse_redo`` by the scanner alone (every shape; the errors with their offsets)."""
     try:
         head = sql[:6].lower()
         if head == "insert":
@@ -149,59 +287,12 @@ def _names(s: str, p: int) -> tuple[list[str], int]:
     return names, v + 8
 
 
-def _split_clause(clause: str, sep: str, out: dict[str, Any]) -> bool:
-    """Fast path for a SET or WHERE clause: split on ``sep`` (``', "'`` or ``' and "'``) with
-    C-speed str.split, then verify every piece.
-
-    Valid only without doubled quotes: then every quote delimits a literal, and a
-    separator inside a literal leaves a piece with an odd number of quotes, which
-    sends the whole clause back to the scanner. Returns False to fall back.
-    """
-    if "''" in clause or '""' in clause or clause[0] != '"':
-        return False
-    r = clause.rfind(" and ROWID = '")
-    if r > 0:
-        if clause[-1] != "'" or clause.count("'", r) != 2:
-            return False
-        clause = clause[:r]
-    for piece in clause[1:].split(sep):
-        q = piece.find('"')
-        if q < 0 or piece.count("'") & 1:
-            return False
-        name = piece[:q]
-        if piece.startswith(" = ", q + 1):
-            val = piece[q + 4:]
-            if val[0] == "'" and val[-1] == "'" and val.count("'") == 2:
-                out[name] = val[1:-1]
-            elif val == "NULL" or val == "Unsupported Type":
-                out[name] = None
-            else:
-                v, e = _value(val, 0)
-                if e != len(val):
-                    return False
-                out[name] = v
-        elif len(piece) == q + 9 and piece.endswith(" IS NULL"):
-            out[name] = None
-        else:
-            return False
-    return True
-
-
 def _update(s: str) -> Parsed:
     schema, table, p = _table(s, 7)
     p = _skip_alias(s, p, " set ")
     if not s.startswith(" set ", p):
         raise _Bad("expected ' set '", p)
     p += 5
-    w = s.find(" where ", p)
-    end = len(s) - 1 if s.endswith(";") else len(s)
-    if w > 0 and s[p] == '"':
-        sets, before = {}, {}
-        if (_split_clause(s[p:w], ', "', sets) and _split_clause(s[w + 7:end], ' and "', before)
-                and len(sets) == s[p:w].count(', "') + 1):
-            after = dict(before)
-            after.update(sets)
-            return "u", schema, table, before, after
     sets = {}
     while True:
         if s[p] == '"' and s[(q := s.find('"', p + 1)) + 1] == " ":  # plain column name, inline
@@ -241,10 +332,6 @@ def _delete(s: str) -> Parsed:
 
 def _where(s: str, p: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    end = len(s) - 1 if s.endswith(";") else len(s)
-    if s[p] == '"' and _split_clause(s[p:end], ' and "', out):
-        return out
-    out = {}
     n = len(s)
     while True:
         c = s[p]

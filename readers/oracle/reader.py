@@ -54,7 +54,6 @@ class OracleSource:
         self.dispatcher: Dispatcher | None = None
         self.pool: ParsePool | None = None
         self._dictfile: str | None = None
-        self._pending_counts: dict[tuple[str, str], int] = {}
         self._pending_tx = 0
         self._last_report = 0.0
         self._bytes_seen: tuple[int, int] | None = None  # buffer bytes not yet reported
@@ -84,7 +83,7 @@ class OracleSource:
         workers = c.parse_workers if c.parse_workers is not None else default_parse_workers()
         self.pool = ParsePool(workers) if workers else None
         self.dispatcher = Dispatcher(self.store, self.captured, resume=state, schema_of=self._schema,
-                                     unsupported=c.unsupported, convert=self._converter(), on_counts=self._counted,
+                                     unsupported=c.unsupported, convert=self._converter(), on_commit=self._committed,
                                      on_ddl=self._after_ddl, pool=self.pool)
         self.dispatcher.mined_through = from_scn - 1
         self.miner = ParallelMiner(self.standby, lambda: LogMinerSession(c, lambda: self._dictfile),
@@ -108,11 +107,8 @@ class OracleSource:
         schema = self.standby.table_schema(owner, table)
         return schema if schema.columns else None
 
-    def _counted(self, counts: dict, open_count: int) -> None:
-        """Per-commit counts, reported to the metrics at most every 0.5 s (label lookups are not free)."""
-        pending = self._pending_counts
-        for key, n in counts.items():
-            pending[key] = pending.get(key, 0) + n
+    def _committed(self, open_count: int) -> None:
+        """After each transaction: the metrics move at most every 0.5 s (label lookups are not free)."""
         self._pending_tx += 1
         now = time.monotonic()
         if now - self._last_report >= 0.5:
@@ -132,12 +128,13 @@ class OracleSource:
             self._bytes_seen, self._bytes_reported = None, now or time.monotonic()
 
     def _report(self, open_count: int) -> None:
-        for (table, op), n in self._pending_counts.items():
-            self.metrics.event_read(table, op, n)
+        if self.dispatcher is not None:
+            for (owner, table, op), n in self.dispatcher.take_counts().items():
+                self.metrics.event_read(f"{owner}.{table}", op, n)
         if self._pending_tx:
             self.metrics.transaction_read(self._pending_tx)
         self.metrics.open_transactions(open_count)
-        self._pending_counts, self._pending_tx = {}, 0
+        self._pending_tx = 0
 
     def _converter(self):
         if not self.config.conversions:

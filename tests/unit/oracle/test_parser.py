@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from readers.oracle import parser
 from readers.oracle.errors import DictionaryMismatch, RedoParseError
-from readers.oracle.parser import parse_redo
+from readers.oracle.parser import parse_redo, scan_redo
 from readers.oracle.tools import parse_lines
 from readers.oracle.workload import sql_delete, sql_insert, sql_update
 
@@ -127,3 +128,55 @@ def test_fast_paths_agree_with_the_scanner_on_tricky_literals(a, b, c):
     assert parse_redo(sql) == ("u", "APP", "T2", before, {"A": b, "B": b, "C": c})
     assert parse_redo(sql_delete(2, before, "AAAR3sAAEAAAACXAAA"))[3] == before
     assert parse_redo(sql_insert(2, before))[4] == before
+
+
+# (value as LogMiner writes it, True if the fast path takes it; the scanner takes the others)
+plain_values = st.one_of(st.just("NULL"),
+                         st.text(max_size=12).map(lambda t: "'" + t.replace("'", "''") + "'"),
+                         st.sampled_from([DATE, "HEXTORAW('0a1B')", "EMPTY_CLOB()", "TO_DATE('it''s', 'x')",
+                                          "TO_TIMESTAMP('2020-01-01 00:00:00.')"])).map(lambda v: (v, True))
+other_values = st.sampled_from(["UNISTR('\\00E9')", "'a' || 'b'", "1.5E+10", "-3", "Unsupported Type",
+                                "INTERVAL '1-2' YEAR(2) TO MONTH", "NULLIF('a', 'b')"]).map(lambda v: (v, False))
+names = st.from_regex(r'[A-Z][A-Z0-9_ #"]{0,6}', fullmatch=True).map(lambda c: c.replace('"', '""'))
+
+
+def _statements(cols: list[str], vals: list[str]) -> list[str]:
+    where = " and ".join(f'"{c}" IS NULL' if v == "NULL" else f'"{c}" = {v}' for c, v in zip(cols, vals))
+    sets = ", ".join(f'"{c}" = {v}' for c, v in zip(cols, vals))
+    names = ",".join(f'"{c}"' for c in cols)
+    return [f'insert into "S"."T"({names}) values ({",".join(vals)});',
+            f"update \"S\".\"T\" set {sets} where {where} and ROWID = 'AAAR3sAAEAAAACXAAA';",
+            f'update "S"."T" set {sets} where {where};', f'delete from "S"."T" where {where};']
+
+
+@settings(max_examples=300, deadline=None)
+@given(cols=st.lists(names, min_size=1, max_size=5, unique=True),
+       vals=st.lists(st.one_of(plain_values, other_values), min_size=5, max_size=5))
+def test_fast_path_equals_the_scanner(cols, vals):
+    """The regex fast path gives what the scanner gives, and takes every plain statement."""
+    vals = vals[:len(cols)]
+    plain = all(ok for _, ok in vals) and not any('""' in c for c in cols)
+    for sql in _statements(cols, [v for v, _ in vals]):
+        assert parse_redo(sql) == scan_redo(sql)
+        fast = {"i": parser._fast_insert, "u": parser._fast_update, "d": parser._fast_delete}[sql[0]]
+        if plain:
+            assert fast(sql) is not None, sql
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=st.data(), vals=st.lists(plain_values.map(lambda v: v[0]), min_size=3, max_size=3))
+def test_fast_path_never_accepts_what_the_scanner_rejects(data, vals):
+    """A damaged statement (a character dropped, doubled or changed) parses the same both ways, or fails
+    both ways with the scanner's error."""
+    sql = data.draw(st.sampled_from(_statements(["A", "B", "C"], vals)))
+    i = data.draw(st.integers(0, len(sql) - 1))
+    edit = data.draw(st.sampled_from(["drop", "double", "'", '"', ",", " ", ")", "(", ";"]))
+    bad = sql[:i] + ("" if edit == "drop" else sql[i] if edit == "double" else edit) + sql[i + 1:]
+    try:
+        want = scan_redo(bad)
+    except (RedoParseError, DictionaryMismatch) as exc:
+        with pytest.raises(type(exc)) as got:
+            parse_redo(bad)
+        assert str(got.value) == str(exc)
+    else:
+        assert parse_redo(bad) == want

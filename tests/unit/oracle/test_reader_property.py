@@ -66,3 +66,28 @@ def test_restarts_from_heartbeats_with_open_transactions(tmp_path_factory, opts,
         got += part
     part, _ = run(source(opts, tmp, sessions=2, scn_range_size=step), resume)
     assert got + part == want
+
+
+def test_read_metrics_count_every_change_once(tmp_path):
+    """events_read per (table, op) and transactions_read equal the model's, inline and with a parse worker."""
+    from collections import Counter
+
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    opts = "seed=3,transactions=60,lanes=4,threads=2,rows_max=6,rollback_rate=0.2,partial_rollback_rate=0.3,csf_rate=0.1"
+    want = Counter()
+    for _scn, _xid, rows in expected(opts):
+        for op, schema, table, _before, _after in rows:
+            want[(f"{schema}.{table}", op)] += 1
+    for workers in (0, 1):
+        (tmp_path / str(workers)).mkdir()
+        src = source(opts, tmp_path / str(workers), parse_workers=workers)
+        got_txs, _ = run(src)
+        text = generate_latest(src.metrics.registry).decode()
+        samples = [s for fam in text_string_to_metric_families(text) for s in fam.samples]
+        got = {(s.labels["table"], s.labels["op"]): s.value for s in samples
+               if s.name == "cdc_source_events_read_total" and s.value}
+        assert got == want
+        [tx_read] = [s.value for s in samples if s.name == "cdc_source_transactions_read_total"]
+        assert tx_read == len(got_txs) == len(expected(opts))
