@@ -169,8 +169,11 @@ def existing_tables(cur: Any, d: Dialect, names: Sequence[str]) -> set[str]:
                     f"n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') "
                     f"AND c.relname IN ({marks})", tuple(names))
         return {r[0] for r in cur.fetchall()}
-    schema = "DATABASE()" if d.name == "mysql" else "current_schema()"
-    cur.execute(f"SELECT table_name FROM information_schema.tables WHERE table_schema = {schema} "
+    if d.name == "duckdb":  # its information_schema costs milliseconds too
+        cur.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND "
+                    f"schema_name = current_schema() AND NOT temporary AND table_name IN ({marks})", tuple(names))
+        return {r[0] for r in cur.fetchall()}
+    cur.execute(f"SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() "
                 f"AND table_name IN ({marks})", tuple(names))
     return {r[0] for r in cur.fetchall()}
 

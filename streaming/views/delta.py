@@ -51,7 +51,11 @@ class DeltaPlan:
         return f"{self.prefix}_{what}"
 
     def scratch(self, changed: list[str]) -> list[str]:
-        return [self.name(f"d_{a}") for a in changed] + [self.name(w) for w in ("raw", "dv", "rc", "nw")]
+        """The scratch tables maintaining this view creates (not on PostgreSQL, where
+        they are dropped at commit and the merge needs no ``nw``)."""
+        made = [f"d_{a}" for a in changed] + (["raw"] if self.d.name == "mysql" else [])
+        made += ["dv", "rc", "nw"] if self.minmax else ["nw"]
+        return [self.name(w) for w in made]
 
     # -- 1. deltas and the signed derivations ------------------------------
     def create_delta(self, alias: str) -> tuple[str, str, list[str]]:
@@ -82,19 +86,20 @@ class DeltaPlan:
         """All signed derivations as one derived table (not on MySQL, see ``derive``)."""
         return f"({' UNION ALL '.join(self.term_selects(changed))})"
 
-    def derive(self, changed: list[str]) -> list[str]:
-        """Statements that leave the folded delta in ``dv``. PostgreSQL and DuckDB do it in
-        one statement; MySQL cannot read a temporary table twice in one statement, so
-        each term is its own INSERT into a ``raw`` table there."""
-        selects = self.term_selects(changed)
+    def derive(self, changed: list[str]) -> tuple[list[str], str]:
+        """(statements to run first, the signed derivations to fold). PostgreSQL and DuckDB
+        read them in the statement that folds them; MySQL cannot read a temporary table
+        twice in one statement, so there each term is its own INSERT into a ``raw`` table."""
         if self.d.name != "mysql":
-            return [self.fold(self.union(changed))]
+            return [], self.union(changed)
         cols = ", ".join([f"a{i}" for i in range(len(self.atom_sql))] + ["__w"])
         raw = self.d.q(self.name("raw"))
-        return [self.create_raw(), *(f"INSERT INTO {raw} ({cols}) {sql}" for sql in selects), self.fold(raw)]
+        inserts = [f"INSERT INTO {raw} ({cols}) {sql}" for sql in self.term_selects(changed)]
+        return [self.create_raw(), *inserts], raw
 
     # -- 2. net per view tuple, fold per view row --------------------------
     def fold(self, raw: str) -> str:
+        """Materialise the folded delta as ``dv`` (needed by the MIN/MAX recompute set)."""
         return self.d.create_temp(self.name("dv"), self.fold_select(raw))
 
     def fold_select(self, raw: str) -> str:
@@ -141,7 +146,7 @@ class DeltaPlan:
 
     def new_rows(self, dv: str | None = None) -> str:
         """Old + delta for every touched view row key, in ``layout`` order, then ``__old``
-        (the row exists). ``dv``: the folded delta's table or CTE name."""
+        (the row exists). ``dv``: the folded delta's table, CTE or ``(SELECT ...)``."""
         d, v = self.d, self.view
         q = d.q
         exprs: dict[str, str] = {}
@@ -196,22 +201,29 @@ class DeltaPlan:
 
     def merge(self, cur: Any, dv: str | None = None) -> None:
         """Rewrite every touched view row as old + delta; rows reaching count 0 go.
-        ``dv``: PostgreSQL only, ``(SELECT ...)`` of the folded delta when it has no table.
-        Raises ViewInconsistent when a count would go negative (on PostgreSQL after the
-        statement: the caller's transaction is rolled back, so nothing of it is applied)."""
+        ``dv``: the folded delta as ``(SELECT ...)``, or None for the ``dv`` table.
+        Raises ViewInconsistent when a count would go negative: before any change, except
+        on PostgreSQL (after its one statement; the caller's transaction is rolled back)."""
         d, v = self.d, self.view
         q, cols = d.q, ", ".join(d.q(c) for c in layout(v))
+        source = dv or q(self.name("dv"))
         if d.name == "postgres":  # one statement, rows updated in place (fewer dead tuples than delete + insert)
-            cur.execute(self.merge_statement(dv or q(self.name("dv"))))
+            cur.execute(self.merge_statement(source))
             self._check(cur.fetchone()[0])
             return
-        dv = q(self.name("dv"))
-        cur.execute(f"SELECT COUNT(*) FROM {dv} d LEFT JOIN {q(v.name)} v ON v.__key = d.__key "
-                    "WHERE COALESCE(v.__count, 0) + d.d_count < 0")
-        self._check(cur.fetchone()[0])
         nw = q(self.name("nw"))
-        cur.execute(d.create_temp(self.name("nw"), self.new_rows()))
-        cur.execute(f"DELETE FROM {q(v.name)} WHERE __key IN (SELECT __key FROM {dv})")
+        cur.execute(d.create_temp(self.name("nw"), self.new_rows(source)))
+        cur.execute(f"SELECT COUNT(*) FROM {nw} WHERE __count < 0")
+        self._check(cur.fetchone()[0])
+        if d.name == "duckdb":  # in place: an update leaves the __key index alone
+            keys = {name for name, _ in v.keys}
+            sets = ", ".join(f"{q(c)} = n.{q(c)}" for c in layout(v) if c != "__key" and c not in keys)
+            cur.execute(f"UPDATE {q(v.name)} SET {sets} FROM {nw} n WHERE {q(v.name)}.__key = n.__key "
+                        "AND n.__old AND n.__count > 0")
+            cur.execute(f"DELETE FROM {q(v.name)} WHERE __key IN (SELECT __key FROM {nw} WHERE __old AND __count = 0)")
+            cur.execute(f"INSERT INTO {q(v.name)} ({cols}) SELECT {cols} FROM {nw} WHERE NOT __old AND __count > 0")
+            return
+        cur.execute(f"DELETE FROM {q(v.name)} WHERE __key IN (SELECT __key FROM {nw} WHERE __old)")
         cur.execute(f"INSERT INTO {q(v.name)} ({cols}) SELECT {cols} FROM {nw} WHERE __count > 0")
 
     def _check(self, negative: int) -> None:

@@ -54,6 +54,8 @@ class Dialect:
         """Scratch table for this transaction (PostgreSQL drops it at commit/rollback)."""
         if self.name == "postgres":
             return f"CREATE TEMP TABLE {self.q(name)} ON COMMIT DROP AS {select}"
+        if self.name == "duckdb":  # a leftover of an earlier batch is replaced
+            return f"CREATE OR REPLACE TEMP TABLE {self.q(name)} AS {select}"
         return f"CREATE {self.temp} TABLE {self.q(name)} AS {select}"
 
     def drop_temp(self, name: str) -> str:
@@ -69,10 +71,19 @@ class Dialect:
             _postgres_load(cur, self.q(table), collist, rows)
             return
         if self.name == "duckdb" and hasattr(cur, "register"):
-            _duckdb_load(cur, self.q(table), cols, collist, rows)
+            _duckdb_load(cur, self.q(table), collist, [list(c) for c in zip(*rows)])
             return
         marks = ", ".join([self.param] * len(cols))
         cur.executemany(f"INSERT INTO {self.q(table)} ({collist}) VALUES ({marks})", rows)
+
+    def load_columns(self, cur: Any, table: str, cols: Sequence[str], columns: list[list]) -> None:
+        """``load`` from one list of values per column (DuckDB takes them as Arrow arrays)."""
+        if not columns or not columns[0]:
+            return
+        if self.name == "duckdb" and hasattr(cur, "register"):
+            _duckdb_load(cur, self.q(table), ", ".join(self.q(c) for c in cols), columns)
+            return
+        self.load(cur, table, cols, list(zip(*columns)))
 
 
 # PostgreSQL types whose binary COPY form psycopg writes straight from the delta's JSON-ready
@@ -103,10 +114,9 @@ def _postgres_load(cur: Any, table: str, collist: str, rows: list[tuple]) -> Non
             copy.write_row(row)
 
 
-def _duckdb_load(cur: Any, table: str, cols: Sequence[str], collist: str, rows: list[tuple]) -> None:
+def _duckdb_load(cur: Any, table: str, collist: str, columns: list[list]) -> None:
     import pyarrow as pa
 
-    columns = list(zip(*rows))
     arrays = []
     for values in columns:
         try:
@@ -114,7 +124,7 @@ def _duckdb_load(cur: Any, table: str, cols: Sequence[str], collist: str, rows: 
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed types: let DuckDB cast text
             arrays.append(pa.array([None if v is None else str(v) for v in values], pa.string()))
     name = f"__cdc_views_load_{next(_registered)}"
-    cur.register(name, pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(cols))]))
+    cur.register(name, pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(arrays))]))
     try:
         cur.execute(f"INSERT INTO {table} ({collist}) SELECT * FROM {name}")
     finally:

@@ -132,37 +132,41 @@ def _normalise(deltas: Mapping[str, TableDelta]) -> dict[str, TableDelta]:
 
 
 def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDelta]) -> None:
-    changed, rows = {}, {}
+    changed = {}
     for alias, table in view.tables:
         delta = tables.get(table) or tables.get(table.lower()) or tables.get(table.split(".")[-1].lower())
         if delta:
-            changed[alias], rows[alias] = delta, _signed_rows(view, alias, view.columns_of(alias), delta)
+            changed[alias] = delta
     if not changed:
         return
     plan = DeltaPlan(view, d, prefix=f"__cdcv_{view.fingerprint[:10]}")
-    scratch = [] if d.name == "postgres" else plan.scratch(list(changed))  # postgres: ON COMMIT DROP
+    # MySQL's temporary tables outlive a rolled-back batch; PostgreSQL drops them at commit or
+    # rollback (ON COMMIT DROP), DuckDB replaces them (CREATE OR REPLACE)
+    scratch = plan.scratch(list(changed)) if d.name == "mysql" else []
     for name in scratch:
         cur.execute(d.drop_temp(name))
     try:
         for alias, delta in changed.items():
             table, ddl, cols = plan.create_delta(alias)
             cur.execute(ddl)
-            d.load(cur, table, [*cols, "__w"], rows[alias])
-            if d.name == "postgres" and len(rows[alias]) <= 5000:  # stats: memoized index probes
+            if d.name == "duckdb":  # column-wise into Arrow: no row tuples
+                d.load_columns(cur, table, [*cols, "__w"], _signed_columns(view, alias, cols, delta))
+            else:
+                d.load(cur, table, [*cols, "__w"], _signed_rows(view, alias, cols, delta))
+            if d.name == "postgres" and len(delta) <= 5000:  # stats: memoized index probes
                 cur.execute(f"ANALYZE {d.q(table)}")
-        if d.name == "postgres" and not plan.minmax:  # derive, fold and merge in one statement
-            plan.merge(cur, dv=f"({plan.fold_select(plan.union(list(changed)))})")
-            return
-        for sql in plan.derive(list(changed)):
+        first, raw = plan.derive(list(changed))
+        for sql in first:
             cur.execute(sql)
-        rc = plan.recompute_set()
-        if rc:
-            cur.execute(rc)
+        if not plan.minmax:  # fold and merge in one go (PostgreSQL: one statement)
+            plan.merge(cur, f"({plan.fold_select(raw)})")
+            return
+        cur.execute(plan.fold(raw))
+        cur.execute(plan.recompute_set())
         plan.merge(cur)
-        if rc:
-            plan.recompute_groups(cur)
+        plan.recompute_groups(cur)
     finally:
-        for name in scratch:
+        for name in scratch or (plan.scratch(list(changed)) if d.name == "duckdb" else []):
             try:
                 cur.execute(d.drop_temp(name))
             except Exception:  # noqa: BLE001 - the transaction is failing anyway; the engine rolls it back
@@ -180,6 +184,15 @@ def _signed_rows(view: ViewDef, alias: str, cols: list[str], delta: TableDelta) 
     except KeyError:
         return ([(*_lenient(view, alias, cols, r), -1) for r in delta.deleted]
                 + [(*_lenient(view, alias, cols, r), 1) for r in delta.inserted])
+
+
+def _signed_columns(view: ViewDef, alias: str, cols: list[str], delta: TableDelta) -> list[list]:
+    """``_signed_rows`` transposed: one list per column, the weights last."""
+    try:
+        out = [[*map(get, delta.deleted), *map(get, delta.inserted)] for get in map(itemgetter, cols)]
+    except KeyError:
+        return [list(c) for c in zip(*_signed_rows(view, alias, cols, delta))]
+    return [*out, [-1] * len(delta.deleted) + [1] * len(delta.inserted)]
 
 
 def _lenient(view: ViewDef, alias: str, cols: list[str], row: dict) -> tuple:
