@@ -57,3 +57,15 @@ def test_unbuilt_view_is_refused_inside_a_batch(my_target):
         maintainer.maintain(my_target, {"r": TableDelta(inserted=[{"id": 2, "k": 1, "g": 1, "v": 2}])}, 1,
                             views=changed)
     my_target.rollback()
+
+
+def test_building_a_view_indexes_the_join_keys_it_probes(my_target):
+    _fresh_db(my_target)
+    h = Harness(my_target, views=VIEWS[2:3], param="%s")  # r.k = s.k, s.m = t.m
+    h.setup({})
+    cur = my_target.cursor()
+    cur.execute("SELECT table_name, index_name, column_name FROM information_schema.statistics "
+                "WHERE table_schema = 'views_prop' AND index_name LIKE '%%cdcv%%' ORDER BY 1, 2")
+    assert [tuple(r) for r in cur.fetchall()] == [("r", "r__cdcv_k", "k"), ("s", "s__cdcv_k", "k"),
+                                                  ("s", "s__cdcv_m", "m"), ("t", "t__cdcv_m", "m")]
+    my_target.commit()
