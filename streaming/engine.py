@@ -20,6 +20,18 @@ streaming.records). Guarantees, per batch:
   row-by-row pass found the culprit; with ``dead_letter_table`` configured the
   record goes there instead (same transaction) and the batch is retried
   without it.
+
+Two ways to run a batch, same outcome. The walk over markers, replays,
+barriers and aborted transactions is shared: only markers and TRUNCATEs are
+turned into Python objects; which data records count is worked out on whole
+columns. Each run of data between barriers is then reduced either
+(columnar, targets with ``columnar = True``) on the columns themselves
+(net_effect_columns: keys compared as JSON text, only the surviving row
+images decoded, PostgreSQL decodes and COPYs them in bulk), or (record by
+record) through DataChange objects and net_effect. Anything unexpected on
+the columnar way (a missing key, an extra column, a row the target refuses)
+rolls the batch back and runs it again record by record, which applies it
+or names the culprit.
 """
 
 from __future__ import annotations
@@ -35,13 +47,14 @@ import orjson
 from cdc.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
 from cdc.errors import CdcError
 from cdc.runtime.metrics import ApplyMetrics
+from streaming import typemap
 from streaming.catalog import Catalog, TableInfo
 from streaming.delta import TableDelta
 from streaming.errors import BadRecord, StreamCorrupt, UnsupportedDdl
 from streaming.mapping import TableMap
-from streaming.net_effect import DataChange, TableNet, net_effect
+from streaming.net_effect import DataChange, TableNet, net_effect, net_effect_columns
 from streaming.progress import Progress
-from streaming.records import DATA, FIELDS, UNDECODABLE, StreamRecord
+from streaming.records import DATA, UNDECODABLE, Batch, StreamRecord
 from streaming.targets.base import Target
 
 log = logging.getLogger(__name__)
@@ -64,6 +77,21 @@ class _Stop(Exception):
 
     def __init__(self, error: UnsupportedDdl) -> None:
         self.error = error
+
+
+class _Fallback(Exception):
+    """Internal: the columnar way met something it does not handle; run the batch record by record."""
+
+
+@dataclass(slots=True)
+class _Src:
+    """Where a net row came from (names the record in errors): its last change."""
+
+    sequence: int
+    offset: int | None
+
+
+_IMAGE_COLUMNS = ("tbl", "op", "key", "bkey", "before", "after", "sequence", "offset")
 
 
 class ApplyEngine:
@@ -96,22 +124,18 @@ class ApplyEngine:
 
     # ---- entry points ------------------------------------------------------------------
     def apply_arrow(self, table: Any, batch_id: int, end_offsets: dict[str, Any] | None = None) -> BatchResult:
-        # column-wise: one to_pylist per column is far cheaper than a dict per row
-        names = set(table.column_names)
-        cols = [table.column(f).to_pylist() if f in names else [None] * table.num_rows for f in FIELDS]
-        records = [StreamRecord(*vals) for vals in zip(*cols)]
-        return self.apply_records(records, batch_id, end_offsets)
+        return self._apply_batch(Batch(table), batch_id, end_offsets)
 
     def apply_records(self, records: Iterable[StreamRecord], batch_id: int,
                       end_offsets: dict[str, Any] | None = None) -> BatchResult:
+        return self._apply_batch(Batch.from_records(list(records)), batch_id, end_offsets)
+
+    def _apply_batch(self, batch: Batch, batch_id: int, end_offsets: dict[str, Any] | None) -> BatchResult:
         started = time.monotonic()
-        records = list(records)
-        if any(a.part != b.part or a.offset > b.offset for a, b in zip(records, records[1:])):
-            records.sort(key=lambda r: (r.part, r.offset))
         excluded: dict[int, BadRecord] = {}
         while True:
             try:
-                result = self._attempt(records, batch_id, end_offsets, excluded)
+                result = self._attempt(batch, batch_id, end_offsets, excluded)
                 break
             except BadRecord as bad:
                 self.target.rollback()
@@ -134,84 +158,129 @@ class ApplyEngine:
             self.metrics.batch_skipped()
         return result
 
-    # ---- one attempt: bulk first, then a row-by-row pass to name a culprit ---------------
-    def _attempt(self, records: list[StreamRecord], batch_id: int, end_offsets: dict[str, Any] | None,
+    # ---- one attempt: columnar, else bulk record by record, then a row-by-row pass to name a culprit --
+    def _attempt(self, batch: Batch, batch_id: int, end_offsets: dict[str, Any] | None,
                  excluded: dict[int, BadRecord]) -> BatchResult:
+        if self.target.columnar and not excluded:
+            try:
+                return self._apply(batch, batch_id, end_offsets, excluded, careful=False, columnar=True)
+            except _Fallback as fb:
+                log.warning("columnar apply of batch %s stopped (%s); applying it record by record", batch_id,
+                            fb.__cause__ or fb)
+                self.target.rollback()
+                self.catalog.tables.clear()
+                self.catalog.load()
         try:
-            return self._apply(records, batch_id, end_offsets, excluded, careful=False)
+            return self._apply(batch, batch_id, end_offsets, excluded, careful=False)
         except (CdcError, _Stop):
             raise
         except Exception as exc:  # the target refused something: find which row, name it
             log.warning("bulk apply of batch %s failed (%s); retrying row by row to find the record", batch_id, exc)
             self.target.rollback()
             self.catalog.load()
-            return self._apply(records, batch_id, end_offsets, excluded, careful=True)
+            return self._apply(batch, batch_id, end_offsets, excluded, careful=True)
 
-    def _apply(self, records: list[StreamRecord], batch_id: int, end_offsets: dict[str, Any] | None,
-               excluded: dict[int, BadRecord], careful: bool) -> BatchResult:
+    def _apply(self, batch: Batch, batch_id: int, end_offsets: dict[str, Any] | None,
+               excluded: dict[int, BadRecord], careful: bool, columnar: bool = False) -> BatchResult:
+        import numpy as np
+
         prev = self.progress
-        last_seq = prev.last_sequence if prev else -1
         result = BatchResult(batch_id)
         position = dict(prev.last_position) if prev else {}
         commit_ts = prev.last_commit_ts_ms if prev else None
-        segment: list[DataChange | StreamRecord] = []
-        pending: list[DataChange | StreamRecord] | None = None
-        begin_seq = last_seq
         deltas: dict[str, TableDelta] = {}
+        truncated: list[str] = []
+        # which records are new: above the progress row and above every earlier record of the batch
+        floor = np.maximum.accumulate(np.r_[prev.last_sequence if prev else -1, batch.seq])[:-1]
+        fresh = batch.seq > floor
+        if fresh.any():
+            result.last_sequence = int(batch.seq[fresh].max())
+        keep = batch.is_data & fresh & self._wanted_mask(batch)
+        if excluded:
+            keep &= ~np.isin(batch.offset, np.fromiter(excluded, dtype=np.int64))
+        ops = batch.table.column("op") if batch.n else None
+        truncates = np.flatnonzero(keep & _equals(ops, "t", batch.n))
+        keep[truncates] = False
+        live = np.ones(batch.n, dtype=bool)  # False inside aborted transactions
+        walk = np.union1d(np.flatnonzero(~batch.is_data), truncates)
+        seg = 0  # the current segment starts here: data in [seg, cut) is applied at the next barrier
+        pending: list[int] | None = None  # TRUNCATE positions of the open transaction
+        begin_pos, begin_seq = 0, -1
+
+        def run(lo: int, hi: int) -> None:
+            idx = np.flatnonzero(keep[lo:hi] & live[lo:hi]) + lo
+            if len(idx) == 0:
+                return
+            if columnar:
+                try:
+                    self._apply_columns(batch, idx, deltas, result)
+                except _Stop:
+                    raise
+                except Exception as exc:
+                    raise _Fallback(str(exc)) from exc
+            else:
+                records = batch.records()
+                self._apply_run([self._change(records[i]) for i in idx], deltas, result, careful)
+
+        def truncate(rec: StreamRecord) -> None:
+            info = self._info(rec.tbl, rec.sequence, rec.offset)
+            self.target.truncate(info.target_table)
+            result.rows[info.target_table] = result.rows.get(info.target_table, 0)
+            truncated.append(info.target_table)
+
         self.target.begin()
         for bad in excluded.values():
             self.target.dead_letter(self.source, bad.fields.get("sequence"), bad.fields.get("table"),
                                     bad.fields.get("key"), bad.fields.get("value"), str(bad))
             self.metrics.dead_letter(bad.fields.get("table") or "?")
             result.dead_letters += 1
-        for rec in records:
+        for pos, rec in zip(walk.tolist(), batch.records_at(walk)):
             if rec.kind == UNDECODABLE:
                 if rec.offset in excluded:
                     continue
                 raise BadRecord(f"stream record at offset {rec.offset} does not decode: {rec.error}", table=None,
                                 key=None, sequence=None, offset=rec.offset, partition=rec.part, value=rec.meta)
-            if rec.sequence <= last_seq:
+            if not fresh[pos] or rec.offset in excluded:
                 continue  # replay (or a duplicate the producer retried)
-            last_seq = rec.sequence
-            result.last_sequence = rec.sequence
-            if rec.offset in excluded:
-                continue
-            if rec.kind == DATA:
-                if rec.tbl is None:
-                    continue
-                wanted = self._wanted.get(rec.tbl)
-                if wanted is None:
-                    wanted = self._wanted[rec.tbl] = self.table_map.wanted(rec.tbl)
-                if not wanted:
-                    continue
-                item = rec if rec.op == "t" else self._change(rec)
-                (pending if pending is not None else segment).append(item)
+            if rec.kind == DATA:  # a TRUNCATE of a wanted table: a barrier inside the segment
+                if pending is not None:
+                    pending.append(pos)
+                else:
+                    run(seg, pos)
+                    truncate(rec)
+                    seg = pos + 1
             elif rec.kind == BEGIN:
                 if pending is not None:
                     raise StreamCorrupt("BEGIN inside an open transaction", sequence=rec.sequence, txid=rec.txid)
                 pending = []
-                begin_seq = rec.sequence
+                begin_pos, begin_seq = pos, rec.sequence
             elif rec.kind == END:
-                segment.extend(pending or [])
+                for t_pos, t_rec in zip(pending or [], batch.records_at(pending or [])):
+                    run(seg, t_pos)
+                    truncate(t_rec)
+                    seg = t_pos + 1
                 pending = None
                 result.transactions += 1
                 meta = rec.meta_dict()
                 position = {"txid": rec.txid, "position": meta.get("position")}
                 commit_ts = rec.ts_ms
             elif rec.kind == ABORTED:
+                if pending is not None:
+                    live[begin_pos:pos] = False
                 pending = None
                 result.aborted += 1
             elif rec.kind == SCHEMA:
                 # A barrier. The publisher also emits a table's first-sight SCHEMA inside the transaction
                 # that first touches it: committed work before it is applied first, the open
                 # transaction's rows (all after it) stay pending.
-                self._flush(segment, deltas, result, careful)
-                segment = []
+                cut = begin_pos if pending is not None else pos
+                run(seg, cut)
+                seg = cut
                 try:
                     self.catalog.on_schema(rec.meta_dict(), rec.sequence)
                 except UnsupportedDdl as err:
                     stop_at = rec.sequence - 1 if pending is None else begin_seq - 1
-                    self._finish(batch_id, stop_at, position, commit_ts, end_offsets=None, deltas=deltas)
+                    self._finish(batch_id, stop_at, position, commit_ts, None, deltas, truncated)
                     raise _Stop(err) from None
             elif rec.kind == HEARTBEAT:
                 pass
@@ -222,15 +291,33 @@ class ApplyEngine:
             self.target.rollback()
             result.skipped = True
             return result
-        self._flush(segment, deltas, result, careful)
-        self._finish(batch_id, result.last_sequence, position, commit_ts, end_offsets, deltas)
+        run(seg, batch.n)
+        self._finish(batch_id, result.last_sequence, position, commit_ts, end_offsets, deltas, truncated)
         return result
 
+    def _wanted_mask(self, batch: Batch) -> Any:
+        """Per record: a data record of a table this job applies (table_map.wanted, cached per table)."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        if not batch.n:
+            return np.zeros(0, dtype=bool)
+        enc = pc.dictionary_encode(batch.table.column("tbl")).combine_chunks()
+        names = enc.dictionary.to_pylist()
+        for t in names:
+            if t not in self._wanted:
+                self._wanted[t] = self.table_map.wanted(t)
+        lookup = np.array([self._wanted[t] for t in names] + [False], dtype=bool)
+        codes = enc.indices.fill_null(len(names)).to_numpy(zero_copy_only=False) if enc.indices.null_count \
+            else enc.indices.to_numpy(zero_copy_only=False)
+        batch.tables, batch.table_codes = names, codes  # the columnar way groups runs by table with them
+        return lookup[codes]
+
     def _finish(self, batch_id: int, last_seq: int, position: dict[str, Any], commit_ts: int | None,
-                end_offsets: dict[str, Any] | None, deltas: dict[str, TableDelta]) -> None:
-        if self.views and deltas:
+                end_offsets: dict[str, Any] | None, deltas: dict[str, TableDelta], truncated: list[str]) -> None:
+        if self.views and (deltas or truncated):
             from streaming.views.maintainer import maintain  # H7's module, imported only when views exist
-            maintain(self.target, deltas, batch_id, views=self.views, last_sequence=last_seq)
+            maintain(self.target, deltas, batch_id, views=self.views, last_sequence=last_seq, truncated=truncated)
         if end_offsets is not None:
             position = {**position, "kafka": end_offsets}
         progress = Progress(self.source, last_seq, batch_id, position, commit_ts)
@@ -248,18 +335,92 @@ class ApplyEngine:
                             sequence=rec.sequence, offset=rec.offset, value=rec.after or rec.before) from None
         return DataChange(rec.sequence, rec.tbl, rec.op, before, after, rec.ts_ms, rec.offset)
 
-    def _flush(self, segment: list, deltas: dict[str, TableDelta], result: BatchResult, careful: bool) -> None:
-        run: list[DataChange] = []
-        for item in segment:
-            if isinstance(item, StreamRecord):  # TRUNCATE: a barrier inside the segment
-                self._apply_run(run, deltas, result, careful)
-                run = []
-                info = self._info(item.tbl, item.sequence, item.offset)
-                self.target.truncate(info.target_table)
-                result.rows[info.target_table] = result.rows.get(info.target_table, 0)
+    def _apply_columns(self, batch: Batch, idx: Any, deltas: dict[str, TableDelta], result: BatchResult) -> None:
+        """The columnar twin of _apply_run: the records at ``idx`` (one run, stream order) -> target."""
+        import numpy as np
+        import pyarrow as pa
+
+        whole = batch.columns(_IMAGE_COLUMNS)
+        if len(idx) == batch.n:
+            sub = whole
+        else:
+            mask = np.zeros(batch.n, dtype=bool)
+            mask[idx] = True
+            sub = whole.filter(pa.array(mask))
+        cols = {c: sub.column(c).combine_chunks() for c in _IMAGE_COLUMNS}
+        codes = batch.table_codes[idx]
+        seqs, offs = cols["sequence"].to_numpy(), cols["offset"].to_numpy()
+        nets: list[tuple[TableInfo, Any, Any]] = []  # (info, ColumnNet or TableNet, row positions)
+        _, first = np.unique(codes, return_index=True)
+        for code in codes[np.sort(first)]:  # tables in the order the run first touches them
+            table = batch.tables[code]
+            at = np.flatnonzero(codes == code)
+            info = self._info(table, int(seqs[at[0]]), int(offs[at[0]]))
+            if not info.key:  # keyless: count copies record by record
+                recs = self._records_of(sub, at)
+                nets.append((info, net_effect([self._change(r) for r in recs], {table: ()})[table], at))
+                continue
+            first_key = orjson.loads(cols["key"][int(at[0])].as_py())
+            if list(first_key) != list(info.key):
+                raise ValueError(f"record keys of {table} name {list(first_key)}, its primary key is {list(info.key)}")
+            every = len(at) == len(codes)
+            t = {c: cols[c] if every else cols[c].take(at) for c in ("op", "key", "bkey", "before", "after")}
+            net = net_effect_columns(t["op"].to_numpy(zero_copy_only=False), t["key"], t["bkey"], t["before"],
+                                     t["after"])
+            nets.append((info, net, (at, t, seqs, offs)))
+        for info, net, where in reversed(nets):  # deletes first (children were touched after parents)
+            self._write_columns(info, net, where, deletes=True)
+        for info, net, where in nets:
+            self._write_columns(info, net, where, deletes=False)
+        for info, net, where in nets:
+            n_del, n_up = len(net.deletes), len(net.upserts)
+            result.rows[info.target_table] = result.rows.get(info.target_table, 0) + n_del + n_up
+            self.metrics.rows_applied(info.target_table, "delete", n_del)
+            self.metrics.rows_applied(info.target_table, "upsert", n_up)
+            if self.views:
+                d = deltas.setdefault(info.target_table, TableDelta())
+                if isinstance(net, TableNet):
+                    d.deleted.extend(net.deletes)
+                    d.deleted.extend(net.replaced)
+                    d.inserted.extend(net.upserts)
+                else:
+                    _, t, _, _ = where
+                    d.deleted.extend(_loads(t["before"], net.deletes))
+                    d.deleted.extend(_loads(t["before"], net.replaced))
+                    d.inserted.extend(_loads(t["after"], net.upserts))
+
+    @staticmethod
+    def _records_of(sub: Any, at: Any) -> list[StreamRecord]:
+        part = sub.take(at)
+        names = part.schema.names
+        rows = zip(*(part.column(c).to_pylist() for c in names))
+        return [StreamRecord(None, d.get("offset"), d.get("sequence"), DATA, None, d.get("tbl"), d.get("op"),
+                             d.get("key"), d.get("before"), d.get("after"), None, None, None, d.get("bkey"))
+                for d in (dict(zip(names, r)) for r in rows)]
+
+    def _write_columns(self, info: TableInfo, net: Any, where: Any, deletes: bool) -> None:
+        if isinstance(net, TableNet):  # keyless table: the record path's writer
+            self._write(info, net, deletes=deletes, careful=False)
+            return
+        at, t, seqs, offs = where
+        rows = net.deletes if deletes else net.upserts
+        if not len(rows):
+            return
+        texts = (t["before"] if deletes else t["after"]).take(rows)
+        bulk = getattr(self.target, "delete_json" if deletes else "upsert_json", None)
+        if bulk is not None and len(rows) >= self.target.bulk_min_rows \
+                and all(fn is typemap.b64_bytes for fn in info.converters.values()):
+            binary = set(info.converters)
+            if deletes:
+                bulk(info.target_table, info.key, texts, binary)
             else:
-                run.append(item)
-        self._apply_run(run, deltas, result, careful)
+                bulk(info.target_table, info.columns, info.key, texts, net.inserts, binary)
+            return
+        last = at[net.delete_last if deletes else net.upsert_last]
+        srcs = [_Src(int(seqs[i]), int(offs[i])) for i in last]
+        images = _loads(texts, range(len(texts)))
+        conv = [self._convert(info, r, s) for r, s in zip(images, srcs)]
+        self._op(info.target_table, info.columns, info.key, conv, deletes, info.key)
 
     def _info(self, table: str, sequence: int, offset: int | None) -> TableInfo:
         info = self.catalog.get(table)
@@ -346,3 +507,19 @@ class ApplyEngine:
                                     table=info.source_table, key=None, column=col, sequence=src.sequence,
                                     offset=src.offset, value=v) from None
         return out
+
+
+def _equals(column: Any, value: str, n: int) -> Any:
+    """numpy mask: ``column`` (pyarrow, may hold nulls) equals ``value``."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if column is None or not n:
+        return np.zeros(n, dtype=bool)
+    return pc.fill_null(pc.equal(column, value), False).to_numpy(zero_copy_only=False)
+
+
+def _loads(texts: Any, at: Any) -> list[dict[str, Any]]:
+    """Decode the JSON row images ``texts[at]``."""
+    picked = texts.take(at) if not isinstance(at, range) else texts
+    return [orjson.loads(v) for v in picked.to_pylist()]

@@ -6,6 +6,11 @@
 heterogeneous; Spark columns are not). A message that does not decode is
 NOT dropped: it becomes a row of kind ``UNDECODABLE`` with the error and
 the raw bytes (base64, capped), and the engine stops there (or dead-letters).
+
+``key`` is the record key's primary-key values as JSON text (the after-image's
+key; the before-image's for a delete). An update that changes the primary key
+also carries ``bkey``, the before-image's key in the same column order, so the
+driver can reduce a batch to its net effect per key without decoding images.
 """
 
 from __future__ import annotations
@@ -22,9 +27,9 @@ DATA, UNDECODABLE = "data", "UNDECODABLE"
 KINDS = (DATA, BEGIN, END, ABORTED, SCHEMA, HEARTBEAT, UNDECODABLE)
 
 SCHEMA_DDL = ("part int, offset long, sequence long, kind string, txid string, tbl string, op string, "
-              "key string, before string, after string, ts_ms long, meta string, error string")
+              "key string, before string, after string, ts_ms long, meta string, error string, bkey string")
 FIELDS = ("part", "offset", "sequence", "kind", "txid", "tbl", "op", "key", "before", "after", "ts_ms",
-          "meta", "error")
+          "meta", "error", "bkey")
 RAW_CAP = 4096
 
 
@@ -32,7 +37,8 @@ def arrow_schema() -> Any:
     import pyarrow as pa
     s, i, l = pa.string(), pa.int32(), pa.int64()
     return pa.schema([("part", i), ("offset", l), ("sequence", l), ("kind", s), ("txid", s), ("tbl", s),
-                      ("op", s), ("key", s), ("before", s), ("after", s), ("ts_ms", l), ("meta", s), ("error", s)])
+                      ("op", s), ("key", s), ("before", s), ("after", s), ("ts_ms", l), ("meta", s), ("error", s),
+                      ("bkey", s)])
 
 
 def _dumps(v: Any) -> str | None:
@@ -57,17 +63,23 @@ def to_row(part: int, offset: int, key_bytes: bytes | None, value_bytes: bytes |
             op = value.get("op")
             if op not in ("c", "u", "d", "r", "t"):
                 raise ValueError(f"data record with unknown op {op!r}")
+            pk = (key or {}).get("key")
+            before = value.get("before")
+            bkey = None
+            if op == "u" and isinstance(pk, dict) and isinstance(before, dict):
+                old = {c: before.get(c) for c in pk}
+                if old != pk:
+                    bkey = _dumps(old)
             return (part, offset, seq, DATA, (value.get("transaction") or {}).get("id"), table, op,
-                    _dumps((key or {}).get("key")), _dumps(value.get("before")), _dumps(value.get("after")),
-                    src.get("ts_ms"), None, None)
+                    _dumps(pk), _dumps(before), _dumps(value.get("after")), src.get("ts_ms"), None, None, bkey)
         if status not in KINDS:
             raise ValueError(f"unknown record status {status!r}")
         return (part, offset, seq, status, value.get("id"), value.get("table"), None, None, None, None,
-                value.get("ts_ms"), _dumps(value), None)
+                value.get("ts_ms"), _dumps(value), None, None)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a visible row
         raw = base64.b64encode((value_bytes or b"")[:RAW_CAP]).decode()
         return (part, offset, None, UNDECODABLE, None, None, None, None, None, None, None, raw,
-                f"{type(exc).__name__}: {exc}")
+                f"{type(exc).__name__}: {exc}", None)
 
 
 @dataclass(slots=True)
@@ -85,6 +97,7 @@ class StreamRecord:
     ts_ms: int | None
     meta: str | None
     error: str | None
+    bkey: str | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StreamRecord:
@@ -92,3 +105,72 @@ class StreamRecord:
 
     def meta_dict(self) -> dict[str, Any]:
         return orjson.loads(self.meta) if self.meta else {}
+
+
+class Batch:
+    """One micro-batch as columns (a pyarrow Table of :data:`FIELDS`), in stream order.
+
+    Built from ``df.toArrow()`` (or from StreamRecords in tests). The engine
+    reads whole columns (sequences, kinds, tables) as numpy arrays and turns
+    only the records it walks (markers, TRUNCATEs) into StreamRecords; the
+    record-by-record path asks for :meth:`records`."""
+
+    NO_SEQUENCE = -(2 ** 62)  # stands for the missing sequence of an UNDECODABLE record
+
+    def __init__(self, table: Any) -> None:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        schema = arrow_schema()
+        if table.num_rows and table.schema.names != list(FIELDS):
+            table = pa.table({f: table.column(f) if f in table.schema.names else pa.nulls(table.num_rows,
+                              schema.field(f).type) for f in FIELDS})
+        if table.num_rows > 1:
+            part = table.column("part").to_numpy()
+            off = table.column("offset").to_numpy()
+            if (part[1:] != part[:-1]).any() or (off[1:] < off[:-1]).any():
+                table = table.sort_by([("part", "ascending"), ("offset", "ascending")])
+        self.table = table
+        self.n = table.num_rows
+        seq = table.column("sequence") if self.n else pa.array([], pa.int64())
+        self.seq = np.asarray(pc.fill_null(seq, self.NO_SEQUENCE).to_numpy(), dtype=np.int64) \
+            if self.n else np.empty(0, np.int64)
+        self.offset = table.column("offset").to_numpy() if self.n else np.empty(0, np.int64)
+        self.is_data = pc.fill_null(pc.equal(table.column("kind"), DATA), False).to_numpy(zero_copy_only=False) \
+            if self.n else np.empty(0, bool)
+        self._records: list[StreamRecord] | None = None
+        self._columns: Any = None
+        self.tables: list[str] = []  # distinct ``tbl`` values, and each record's index into them (engine)
+        self.table_codes: Any = None
+
+    @classmethod
+    def from_records(cls, records: list[StreamRecord]) -> Batch:
+        import pyarrow as pa
+
+        schema = arrow_schema()
+        return cls(pa.table({f: pa.array([getattr(r, f) for r in records], schema.field(f).type) for f in FIELDS},
+                            schema=schema))
+
+    def columns(self, names: tuple[str, ...]) -> Any:
+        """The table with only ``names``, each column in one piece (cheap to filter and take)."""
+        if self._columns is None or self._columns.schema.names != list(names):
+            self._columns = self.table.select(list(names)).combine_chunks()
+        return self._columns
+
+    def records(self) -> list[StreamRecord]:
+        if self._records is None:
+            cols = [self.table.column(f).to_pylist() for f in FIELDS]
+            self._records = [StreamRecord(*vals) for vals in zip(*cols)]
+        return self._records
+
+    def records_at(self, positions: Any) -> list[StreamRecord]:
+        import numpy as np
+
+        if self._records is not None:
+            return [self._records[int(i)] for i in positions]
+        if not len(positions):
+            return []
+        part = self.table.take(np.asarray(positions, dtype=np.int64))
+        cols = [part.column(f).to_pylist() for f in FIELDS]
+        return [StreamRecord(*vals) for vals in zip(*cols)]

@@ -106,7 +106,8 @@ def target_type(source_type: str, dialect: str) -> str:
     return _DIALECTS[dialect](base, args, unsigned)
 
 
-def _b64(value: Any) -> Any:
+def b64_bytes(value: Any) -> Any:
+    """Binary columns travel as base64 text in the stream."""
     return base64.b64decode(value) if isinstance(value, str) else value
 
 
@@ -122,7 +123,7 @@ def converter(source_type: str, dialect: str) -> Converter | None:
         return None
     tt = target_type(source_type, dialect).lower()
     if tt in ("bytea", "blob") or "binary" in tt and dialect == "mysql" or tt.startswith("varbinary"):
-        return _b64
+        return b64_bytes
     if dialect == "mysql" and (tt.startswith("datetime") or tt.startswith("timestamp")):
         return _mysql_ts
     return None

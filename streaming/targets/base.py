@@ -40,6 +40,10 @@ class Target(abc.ABC):
     bigint: str = "bigint"
     text: str = "text"
     timestamp: str = "timestamp"
+    # the engine may reduce batches on columns (net_effect_columns) and hand this target the surviving
+    # rows only; targets that also define delete_json/upsert_json take them as JSON text in bulk
+    columnar: bool = False
+    bulk_min_rows: int = 200
 
     def __init__(self, config: TargetConfig) -> None:
         self.config = config

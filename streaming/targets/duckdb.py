@@ -24,6 +24,7 @@ _stage_ids = itertools.count()
 
 class DuckDbTarget(Target):
     dialect = "duckdb"
+    columnar = True
     param = "?"
     text = "varchar"
 

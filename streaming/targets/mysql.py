@@ -25,6 +25,7 @@ CHUNK = 1000
 
 class MySqlTarget(Target):
     dialect = "mysql"
+    columnar = True
     param = "%s"
     timestamp = "datetime(6)"
     text = "longtext"

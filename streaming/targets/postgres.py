@@ -4,6 +4,16 @@ Bulk path: rows are COPYed into a temporary staging table (``LIKE`` the
 target, dropped at commit) and merged with one ``INSERT ... ON CONFLICT DO
 UPDATE`` or ``DELETE ... USING`` statement; small sets go through
 executemany. Config: ``{name, kind: postgres, dsn, schema (optional)}``.
+
+Columnar path (``delete_json``/``upsert_json``, used by the engine for a
+batch's net rows): the row images arrive as JSON text; an in-process DuckDB
+turns them into one text column per target column (base64 binary into
+bytea hex), pyarrow writes them as CSV and one ``COPY ... (FORMAT csv)``
+sends them. Rows whose key did not exist before the batch (the net effect
+says so) are COPYed straight into the table; the rest go through the
+staging table and ``ON CONFLICT``. A row that does conflict anyway (the
+target was changed behind our back) fails the COPY; the engine then applies
+the batch again record by record.
 """
 
 from __future__ import annotations
@@ -12,6 +22,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 import psycopg
 
 from cdc.config import TargetConfig
@@ -84,3 +95,73 @@ class PostgresTarget(Target):
         with self.cursor().copy(f"COPY {self.qualified(table)} ({cols}) FROM STDIN") as copy:
             for r in rows:
                 copy.write_row([r.get(c) for c in columns])
+
+    # ---- columnar path: JSON row images in bulk --------------------------------------------
+    columnar = True
+
+    def delete_json(self, table: str, key: Sequence[str], images: Any, binary: set[str]) -> None:
+        """Delete the rows whose key the before-images ``images`` (pyarrow strings) hold."""
+        stage = self._stage_csv(table, key, self._csv(images, key, binary, check=False))
+        on = " AND ".join(f"t.{self.quote(k)} = s.{self.quote(k)}" for k in key)
+        self.execute(f"DELETE FROM {self.qualified(table)} t USING {stage} s WHERE {on}")
+
+    def upsert_json(self, table: str, columns: Sequence[str], key: Sequence[str], images: Any, new: Any,
+                    binary: set[str]) -> None:
+        """Insert or replace the after-images ``images``; ``new[i]``: key i cannot exist yet (plain COPY).
+
+        Raises ValueError when an image has a column outside ``columns``."""
+        import numpy as np
+
+        cols = ", ".join(self.quote(c) for c in columns)
+        fresh = np.flatnonzero(new)
+        if len(fresh):
+            data = self._csv(images.take(fresh) if len(fresh) < len(images) else images, columns, binary)
+            with self.cursor().copy(f"COPY {self.qualified(table)} ({cols}) FROM STDIN (FORMAT csv)") as copy:
+                copy.write(data)
+        rest = np.flatnonzero(~np.asarray(new, dtype=bool))
+        if not len(rest):
+            return
+        stage = self._stage_csv(table, columns, self._csv(images.take(rest), columns, binary))
+        conflict = ", ".join(self.quote(k) for k in key)
+        others = [c for c in columns if c not in key]
+        action = ("DO UPDATE SET " + ", ".join(f"{self.quote(c)} = EXCLUDED.{self.quote(c)}" for c in others)) \
+            if others else "DO NOTHING"
+        self.execute(f"INSERT INTO {self.qualified(table)} ({cols}) SELECT {cols} FROM {stage} "
+                     f"ON CONFLICT ({conflict}) {action}")
+
+    def _stage_csv(self, table: str, columns: Sequence[str], data: Any) -> str:
+        stage = f"_cdc_stage_{next(_stage_ids)}"
+        cols = ", ".join(self.quote(c) for c in columns)
+        cur = self.cursor()
+        cur.execute(f"CREATE TEMP TABLE {stage} ON COMMIT DROP AS SELECT {cols} FROM {self.qualified(table)} WITH NO DATA")
+        with cur.copy(f"COPY {stage} ({cols}) FROM STDIN (FORMAT csv)") as copy:
+            copy.write(data)
+        return stage
+
+    def _csv(self, images: Any, columns: Sequence[str], binary: set[str], check: bool = True) -> Any:
+        """JSON row images -> CSV (one text field per column, NULL as an unquoted empty field)."""
+        import duckdb
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pacsv
+
+        if getattr(self, "_duck", None) is None:
+            self._duck = duckdb.connect()
+        spec = orjson.dumps({c: "VARCHAR" for c in columns}).decode().replace("'", "''")
+
+        def q(c: str) -> str:
+            return '"' + c.replace('"', '""') + '"'
+
+        fields = [f"'\\x' || hex(from_base64(s.{q(c)}))" if c in binary else f"s.{q(c)}" for c in columns]
+        names = ", ".join("'" + c.replace("'", "''") + "'" for c in columns)
+        extra = f", NOT list_has_all([{names}]::VARCHAR[], json_keys(j)) AS _extra" if check else ""
+        src = pa.table({"j": images})  # noqa: F841 - DuckDB reads it by name
+        out = self._duck.sql(f"SELECT {', '.join(fields)}{extra} FROM "
+                             f"(SELECT j, json_transform(j, '{spec}') AS s FROM src)").to_arrow_table()
+        if check:
+            if pc.any(out.column("_extra")).as_py():
+                raise ValueError(f"a row image has columns outside {list(columns)}")
+            out = out.drop_columns(["_extra"])
+        sink = pa.BufferOutputStream()
+        pacsv.write_csv(out, sink, pacsv.WriteOptions(include_header=False, quoting_style="needed"))
+        return memoryview(sink.getvalue())
