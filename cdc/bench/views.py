@@ -60,7 +60,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", choices=["postgres", "duckdb"], default="postgres")
     parser.add_argument("--dsn", help="PostgreSQL DSN to use instead of starting one (tables are dropped)")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--repeat", type=int, default=3,
+    parser.add_argument("--repeat", type=int, default=5,
                         help="timed tries per batch and method, best kept (PostgreSQL; rolled back to a savepoint)")
 
 

@@ -18,6 +18,13 @@ the snapshot). MySQL/MariaDB commits implicitly on CREATE TABLE: call
 
 Raises ViewDefinitionError for a bad definition, ViewError when a delta row
 lacks a column the view reads, ViewInconsistent when a count goes negative.
+After a raise the caller must roll the transaction back (the engine does): on
+PostgreSQL the negative count is found by the statement that merged the view.
+
+Per view and batch on PostgreSQL: the changed tables' delta rows go into
+scratch tables by binary COPY (text COPY for types binary cannot take from
+JSON-ready values), then one statement derives, folds and merges them; a view
+with MIN/MAX folds into a table first, to find the groups to recompute.
 """
 
 from __future__ import annotations
