@@ -10,6 +10,13 @@ changed, deleted or added. Timed per size:
              in both directions plus a column-by-column join for changed rows.
 
 Both must find the same number of differences, else the bench fails.
+The merge's bucket pass runs ``--parallel`` connections per side (default
+2); the anti-join is the seed's three queries, one after the other, each a
+single-threaded MariaDB query. Because wall-clock ratios on a shared host
+move with the load, each size also reports the database server's own CPU
+seconds per method (``merge_db_cpu_s``, ``anti_join_db_cpu_s``,
+``db_cpu_ratio``: the work each method costs, whatever the parallelism)
+and the 1-minute load average.
 rows/s = source rows / seconds. Prints one JSON line (via cdc.bench.bench_cmd):
 ``merge_rows_per_s``, ``anti_join_rows_per_s``, ``speedup`` (largest size),
 ``sizes`` (per-size figures). Starts its own MariaDB (``--mysql host:port``
@@ -19,6 +26,7 @@ to use another) and drops its tables afterwards.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -34,6 +42,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--diff-fraction", type=float, default=0.0001,
                         help="fraction of rows changed, deleted and added (each) in the copy")
     parser.add_argument("--repeat", type=int, default=1, help="runs per method and size (best is kept)")
+    parser.add_argument("--parallel", type=int, default=2, help="connections per side for the merge's bucket pass")
+    parser.add_argument("--mysql-pid", type=int, help="with --mysql: the server's process id, to report its CPU time")
     parser.add_argument("--mysql", help="host:port of a MariaDB to use (root, no password); default: start one")
 
 
@@ -78,13 +88,29 @@ def _anti_join(cur, db: str) -> int:
     return missing + extra + changed
 
 
-def _best(fn, repeat: int) -> tuple[float, Any]:
-    best, result = float("inf"), None
+def _cpu_seconds(pid: int | None) -> float:
+    """CPU time (user + system) the process ``pid`` has used so far; 0.0 when unknown."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _best(fn, repeat: int, pid: int | None = None) -> tuple[float, Any, float]:
+    """(best wall seconds, result, database CPU seconds of that best run)."""
+    best, result, cpu = float("inf"), None, 0.0
     for _ in range(repeat):
+        c0 = _cpu_seconds(pid)
         t0 = time.perf_counter()
         result = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
+        took = time.perf_counter() - t0
+        if took < best:
+            best, cpu = took, _cpu_seconds(pid) - c0
+    return best, result, cpu
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -93,9 +119,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdc.compare.endpoints import from_dsn
     from cdc.compare.engine import TableCompare
 
-    server = None
+    server, pid = None, None
     if args.mysql:
         host, _, port = args.mysql.rpartition(":")
+        pid = args.mysql_pid
     else:
         from cdc.dev.mariadb import MariaDB
 
@@ -103,6 +130,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                          extra={"innodb_buffer_pool_size": "1G"})
         server.start()
         host, port = server.host, str(server.port)
+        pid = server.proc.pid if server.proc is not None else None
     db = "cdc_bench_compare"
     conn = pymysql.connect(host=host, port=int(port), user="root", autocommit=True)
     sizes: list[dict[str, Any]] = []
@@ -115,15 +143,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for n in sizes_for(args.rows):
             print(f"compare bench: loading {n} rows", file=sys.stderr, flush=True)
             injected = _load(cur, db, n, args.diff_fraction)
-            t_merge, report = _best(lambda: TableCompare(ep, f"{db}.src", ep, f"{db}.tgt").run(), args.repeat)
+            t_merge, report, cpu_merge = _best(
+                lambda: TableCompare(ep, f"{db}.src", ep, f"{db}.tgt", parallel=args.parallel).run(), args.repeat, pid)
             found = len(report.diffs)
-            t_anti, anti_found = _best(lambda: _anti_join(cur, db), args.repeat)
+            t_anti, anti_found, cpu_anti = _best(lambda: _anti_join(cur, db), args.repeat, pid)
             if not (found == anti_found == injected):
                 raise RuntimeError(f"methods disagree at {n} rows: injected {injected}, merge found {found}, "
                                    f"anti-join found {anti_found}")
             row = {"rows": n, "differences": injected, "merge_s": round(t_merge, 3), "anti_join_s": round(t_anti, 3),
                    "merge_rows_per_s": round(n / t_merge), "anti_join_rows_per_s": round(n / t_anti),
-                   "speedup": round(t_anti / t_merge, 2)}
+                   "speedup": round(t_anti / t_merge, 2), "load_avg_1m": round(os.getloadavg()[0], 2)}
+            if pid is not None:  # the database's own CPU time: the work each method costs, whatever the load
+                row.update(merge_db_cpu_s=round(cpu_merge, 2), anti_join_db_cpu_s=round(cpu_anti, 2),
+                           db_cpu_ratio=round(cpu_anti / cpu_merge, 2) if cpu_merge else None)
             print(f"compare bench: {row}", file=sys.stderr, flush=True)
             sizes.append(row)
         cur.execute(f"DROP DATABASE {db}")
@@ -134,4 +166,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     last = sizes[-1]
     return {"rows": last["rows"], "diff_fraction": args.diff_fraction, "database": "mariadb (same server, same tables)",
             "merge_rows_per_s": last["merge_rows_per_s"], "anti_join_rows_per_s": last["anti_join_rows_per_s"],
-            "speedup": last["speedup"], "sizes": sizes}
+            "speedup": last["speedup"], "parallel": args.parallel,
+            **{k: last[k] for k in ("merge_db_cpu_s", "anti_join_db_cpu_s", "db_cpu_ratio", "load_avg_1m") if k in last},
+            "sizes": sizes}

@@ -10,9 +10,12 @@ one prefetch thread per side, and cdc.compare.merge walks them once.
 
 Bucket pass (single integer key, MySQL/PostgreSQL/DuckDB): each database
 first folds its rows into buckets of ``(key - lo) / width`` holding
-``count`` and the MD5 of the bucket's canonical row texts joined in key
-order (cdc.compare.fingerprint.bucket_digest_sql); only buckets whose
-(count, digest) differ get a row pass over their key range. Equal buckets
+``count`` and the MD5 of the bucket's canonical row texts joined
+(cdc.compare.fingerprint.bucket_digest_sql); only buckets whose
+(count, digest) differ get a row pass over their key range. Each side
+runs its slabs of buckets over ``parallel`` connections at once (the
+databases fold rows on several cores), handed to the merge in key order.
+Equal buckets
 cost one row per bucket on the network, and the database runs MD5 once per
 bucket instead of once per row, which is what makes compare of
 mostly-equal tables cheap. A difference can hide only behind an MD5
@@ -24,7 +27,9 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -61,7 +66,8 @@ class Side:
         return md5_sql(self.dialect, self.columns, self.trim)
 
     def text(self) -> str:
-        return row_text_sql(self.dialect, self.columns, self.trim)
+        """The row text the bucket digests join (string lengths in bytes: see row_text_sql)."""
+        return row_text_sql(self.dialect, self.columns, self.trim, lengths="bytes")
 
     def order_by(self) -> str:
         parts = []
@@ -183,17 +189,25 @@ class TableCompare:
     """Compare one source table with one target table; ``run()`` returns the report."""
 
     def __init__(self, src_ep: Endpoint, src_name: str, tgt_ep: Endpoint, tgt_name: str, *,
-                 bucket_rows: int = 64, chunk: int = 10_000, use_buckets: bool = True,
+                 bucket_rows: int = 64, chunk: int = 10_000, use_buckets: bool = True, parallel: int = 2,
                  advance: Callable[[int], None] | None = None) -> None:
         self.src_ep, self.tgt_ep = src_ep, tgt_ep
         self.src_name, self.tgt_name = src_name, tgt_name
         self.bucket_rows, self.chunk, self.use_buckets = bucket_rows, chunk, use_buckets
+        self.parallel = max(1, parallel)  # connections per side for the bucket pass
         self.advance = advance or (lambda n: None)
 
     def run(self) -> TableReport:
         t0 = time.perf_counter()
         report = TableReport(self.src_name, self.tgt_name, ())
-        conns = [self.src_ep.connect(), self.src_ep.connect(), self.tgt_ep.connect(), self.tgt_ep.connect()]
+        # one connection per side: the bucket pass has read all its results before the row pass starts
+        src_conn = self.src_ep.connect()
+        try:
+            tgt_conn = self.tgt_ep.connect()
+        except BaseException:
+            src_conn.close()
+            raise
+        conns = [src_conn, src_conn, tgt_conn, tgt_conn]
         try:
             self.s, self.t = plan(self.src_ep, conns[0], self.src_name, self.tgt_ep, conns[2], self.tgt_name,
                                   report)
@@ -209,8 +223,8 @@ class TableCompare:
                 report.mode = "row"
                 self._rows(report, None)
         finally:
-            for c in conns:
-                c.close()
+            src_conn.close()
+            tgt_conn.close()
         report.seconds = time.perf_counter() - t0
         return report
 
@@ -297,20 +311,44 @@ class TableCompare:
     def _bucket_sql(self, side: Side, lo: int, width: int, slab: tuple[int, int]) -> str:
         k = quote(side.dialect, side.key[0])
         div = {"mysql": "DIV", "postgres": "/", "duckdb": "//"}[side.dialect]
-        digest = bucket_digest_sql(side.dialect, side.text(), k)
+        digest = bucket_digest_sql(side.dialect, side.text(), k,
+                                   ordered=not (self.s.dialect == self.t.dialect == "mysql"))
         return (f"SELECT ({k} - {lo}) {div} {width} AS b, COUNT(*), {digest} FROM {side.table_sql()} "
                 f"WHERE {k} >= {slab[0]} AND {k} < {slab[1]} GROUP BY ({k} - {lo}) {div} {width} ORDER BY 1")
 
-    def _bucket_stream(self, side: Side, conn, lo: int, hi: int, width: int) -> Iterator[tuple]:
+    def _bucket_stream(self, side: Side, conns: list, lo: int, hi: int, width: int) -> Iterator[tuple]:
         """(bucket, (count, digest)) in bucket order, one query per slab of SLAB_BUCKETS buckets.
 
-        Slabs keep each GROUP BY small (MariaDB spills a big one to disk) and
-        let the prefetch thread hand buckets to the merge while the next slab runs.
+        Slabs keep each GROUP BY small (MariaDB spills a big one to disk); the
+        connections in ``conns`` run consecutive slabs at the same time (the
+        database folds rows on as many cores), and the slabs are handed over in
+        key order, at most two per connection ahead of the merge.
         """
         step = width * SLAB_BUCKETS
-        for start in range(lo, hi + 1, step):
-            for b, c, digest in side.endpoint.query(conn, self._bucket_sql(side, lo, width, (start, start + step))):
+        idle: queue.Queue = queue.Queue()
+        for c in conns:
+            idle.put(c)
+
+        def slab(start: int) -> list[tuple]:
+            conn = idle.get()
+            try:
+                return side.endpoint.query(conn, self._bucket_sql(side, lo, width, (start, start + step)))
+            finally:
+                idle.put(conn)
+
+        for rows in ordered_map(slab, range(lo, hi + 1, step), len(conns), ahead=2 * len(conns)):
+            for b, c, digest in rows:
                 yield int(b), (int(c), digest)
+
+    def _extra_connections(self, lo: int, hi: int, width: int) -> tuple[list, list]:
+        """Connections for the parallel bucket pass, beyond the one each side has (closed by the caller)."""
+        slabs = -(-(hi - lo + 1) // (width * SLAB_BUCKETS))
+        extra = min(self.parallel, max(1, slabs // 4)) - 1  # a connection costs ~30 ms: not for small tables
+        s_more, t_more = [], []
+        for _ in range(max(0, extra)):
+            s_more.append(self.src_ep.connect())
+            t_more.append(self.tgt_ep.connect())
+        return s_more, t_more
 
     def _buckets(self, report: TableReport) -> None:
         lo, hi, n = self._bounds()
@@ -318,24 +356,58 @@ class TableCompare:
             return
         buckets = max(1, -(-n // self.bucket_rows))
         width = max(1, -(-(hi - lo + 1) // buckets))
-        # both databases fold their rows at the same time, each in its own prefetch thread
-        s_rows = prefetch(self._bucket_stream(self.s, self.conns[0], lo, hi, width), 64)
-        t_rows = prefetch(self._bucket_stream(self.t, self.conns[2], lo, hi, width), 64)
-        equal_rows, differing = 0, []
-        for key, s, t in walk(s_rows, t_rows, self.src_name + " (buckets)"):
-            if s is not None and s == t:
-                equal_rows += s[0]
-                self.advance(s[0])
-            else:
-                differing.append(key[0])
+        # both databases fold their rows at the same time, each over ``parallel`` connections
+        s_more, t_more = self._extra_connections(lo, hi, width)
+        try:
+            s_rows = self._bucket_stream(self.s, [self.conns[0], *s_more], lo, hi, width)
+            t_rows = self._bucket_stream(self.t, [self.conns[2], *t_more], lo, hi, width)
+            equal_rows, differing = 0, []
+            for key, s, t in walk(s_rows, t_rows, self.src_name + " (buckets)"):
+                if s is not None and s == t:
+                    equal_rows += s[0]
+                    self.advance(s[0])
+                else:
+                    differing.append(key[0])
+            s_rows.close()
+            t_rows.close()
+        finally:
+            for c in s_more + t_more:
+                c.close()
         report.source_rows += equal_rows
         report.target_rows += equal_rows
         report.same += equal_rows
         if len(differing) * width > max(n // 2, 10 * width):  # mostly different: one pass is cheaper
             report.source_rows = report.target_rows = report.same = 0
+            report.rechecked_rows = hi - lo + 1
             self._rows(report, None)
             return
-        self._rows(report, [(lo + a * width, lo + (b + 1) * width) for a, b in _ranges(sorted(differing))])
+        ranges = [(lo + a * width, lo + (b + 1) * width) for a, b in _ranges(sorted(differing))]
+        report.rechecked_rows = sum(b - a for a, b in ranges)
+        self._rows(report, ranges)
+
+
+def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], workers: int, ahead: int) -> Iterator[Any]:
+    """``fn(item)`` for every item on ``workers`` threads, yielded in item order.
+
+    At most ``ahead`` calls run or wait ahead of the consumer, so memory is
+    bounded however long ``items`` is. An exception in ``fn`` is raised here, at
+    its item's turn. Closing the generator cancels the calls not yet started
+    and waits for the running ones (they may hold a connection).
+    """
+    pending: deque[Future] = deque()
+    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="compare-slab")
+    try:
+        it = iter(items)
+        for item in it:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= ahead:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for f in pending:
+            f.cancel()
+        pool.shutdown(wait=True)
 
 
 def _ranges(ids: list[int]) -> Iterator[tuple[int, int]]:

@@ -23,6 +23,7 @@ class TableReport:
     source_rows: int = 0
     target_rows: int = 0
     same: int = 0
+    rechecked_rows: int = 0  # bucket+row: key-range width sent to the row pass (differing buckets)
     diffs: list[Diff] = field(default_factory=list)
     type_mismatches: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -59,7 +60,7 @@ class TableReport:
             "missing": self.count(MISSING), "extra": self.count(EXTRA), "different": self.count(DIFFERENT),
             "missing_keys": keys(MISSING), "extra_keys": keys(EXTRA), "different_keys": keys(DIFFERENT),
             "type_mismatches": self.type_mismatches, "warnings": self.warnings,
-            "seconds": round(self.seconds, 3),
+            "rechecked_rows": self.rechecked_rows, "seconds": round(self.seconds, 3),
         }
 
     def render(self, sample: int = 10) -> str:
