@@ -43,6 +43,9 @@ class OracleSourceConfig(BaseModel):
     spill_threshold_rows: int = Field(default=10_000, gt=0)
     spill_chunk_rows: int = Field(default=1_000, gt=0)
     start_scn: int | None = Field(default=None, description="first SCN to mine when there is no stream yet")
+    snapshot: Literal["never", "initial"] = Field(
+        default="never", description="initial: a new stream starts with the tables' rows AS OF one SCN (op 'r')")
+    snapshot_chunk_rows: int = Field(default=5_000, gt=0, description="rows per initial-snapshot chunk")
     unsupported: Literal["fail", "skip"] = "fail"
     conversions: dict[str, Literal["text", "int", "decimal", "float", "date", "timestamp"]] = Field(
         default_factory=dict, description="'SCHEMA.TABLE.COLUMN' (or '*.*.COLUMN') -> type; default: literal text")

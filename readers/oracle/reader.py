@@ -31,6 +31,7 @@ from readers.oracle.miner import ParallelMiner
 from readers.oracle.parse_pool import ParsePool
 from readers.oracle.position import ResumeState
 from readers.oracle.session import LogMinerSession, Standby
+from readers.oracle.snapshot import OracleSnapshot
 
 
 def default_parse_workers() -> int:
@@ -58,6 +59,7 @@ class OracleSource:
         self._last_report = 0.0
         self._bytes_seen: tuple[int, int] | None = None  # buffer bytes not yet reported
         self._bytes_reported = 0.0
+        self._snapshot: OracleSnapshot | None = None  # snapshot hook: the initial snapshot, until read
 
     def captured(self, owner: str, table: str) -> bool:
         return (owner, table) in self._tables or owner in self._schemas
@@ -65,6 +67,11 @@ class OracleSource:
     def start(self, resume: dict[str, Any] | None) -> None:
         c = self.config
         state = ResumeState.from_json(resume) if resume else None
+        # -- snapshot hook (readers/oracle/snapshot.py): a new stream, or one cut off mid-snapshot, starts
+        #    with the tables' rows AS OF one SCN; mining then starts at the snapshot's streaming resume state
+        if c.snapshot == "initial" and (resume is None or "snapshot" in resume):
+            self._snapshot = OracleSnapshot.open(c, (resume or {}).get("snapshot"))
+            state = ResumeState.from_json(self._snapshot.streaming_resume())
         self.standby = Standby(c)
         if c.dictionary == "flat_file":
             self._dictfile = self.standby.build_dictionary()
@@ -151,6 +158,10 @@ class OracleSource:
         """
         assert self.miner is not None and self.dispatcher is not None
         d, miner, stop = self.dispatcher, self.miner, self._stop
+        if self._snapshot is not None:  # snapshot hook: op 'r' chunks before the first streamed transaction
+            yield from self._snapshot.events()
+            self._snapshot.close()
+            self._snapshot = None
         interval = self.config.heartbeat_interval_s
         last_beat = time.monotonic()
         try:
@@ -199,6 +210,8 @@ class OracleSource:
         self._stop.set()
 
     def close(self) -> None:
+        if self._snapshot is not None:  # snapshot hook: stopped mid-snapshot
+            self._snapshot.close()
         self._flush_bytes()
         if self._pending_tx:
             self._report(len(self.dispatcher.open) if self.dispatcher else 0)

@@ -17,6 +17,13 @@ the workload model (readers/oracle/workload.py):
                                                      cover the SCN range on every thread (ORA-01291)
 * ``SELECT <cols> FROM V$LOGMNR_CONTENTS WHERE SCN > :1 AND SCN <= :2``  rows, lazily, in SCN order
 * ``ALL_TAB_COLUMNS`` / ``ALL_CONS_COLUMNS``           table definitions for the change schema
+* ``... FROM ALL_TABLES WHERE OWNER = :owner``       the dictionary's tables of that schema
+* ``SELECT MIN(START_SCN) FROM V$TRANSACTION``       start SCN of the oldest transaction open at the head
+* ``SELECT <cols> FROM "S"."T" AS OF SCN :scn [WHERE <keyset>] ORDER BY <key> FETCH FIRST n ROWS ONLY``
+                                                     a flashback read: the table as the model has it at
+                                                     that SCN (see :meth:`Simulator.table_at`), columns
+                                                     typed as oracledb returns them (NUMBER as int,
+                                                     ``TO_CHAR(col)`` as its text, DATE as datetime)
 
 Errors are raised as ``oracledb.DatabaseError`` with the ORA- text Oracle uses.
 Other WHERE conditions in the contents query are ignored (the reader filters
@@ -32,13 +39,15 @@ import json
 import multiprocessing
 import os
 import pickle
+import re
 import threading
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import oracledb
 
-from readers.oracle.workload import COLUMNS, OPNAME, SCHEMA, Model, Workload, table_name
+from readers.oracle.workload import COLUMNS, OPNAME, SCHEMA, Model, Workload, base_row, table_name
 
 CONTENT_COLUMNS = ("SCN", "TIMESTAMP", "THREAD#", "XID", "XIDUSN", "XIDSLT", "XIDSQN", "OPERATION_CODE",
                    "OPERATION", "SEG_OWNER", "TABLE_NAME", "ROW_ID", "ROLLBACK", "CSF", "SQL_REDO", "RS_ID",
@@ -69,6 +78,7 @@ class Simulator:
         drop = w.drop_log.split(":") if w.drop_log else None
         self.dropped = (int(drop[0]), int(drop[1])) if drop else None
         self._rendered: dict[tuple, str] = {}  # (lo, hi, column indices, known tables) -> batch file
+        self._states: dict[int, dict[str, list[dict]]] = {}  # scn -> table -> rows (flashback reads)
 
     def prerender(self, directory: str, select: str, first_scn: int, range_size: int, batch: int = 5000) -> int:
         """Render the V$LOGMNR_CONTENTS rows of the ranges ``[first_scn + k * range_size, ...]`` (up to the
@@ -147,6 +157,63 @@ class Simulator:
         _, first, nxt = self.log(thread, seq)
         return thread, seq, first, (self.head + 1 if "/srl/" in name else nxt)
 
+    # -- flashback (AS OF SCN) -----------------------------------------------------------------------
+
+    def table_at(self, scn: int, table: str) -> list[dict[str, str | None]]:
+        """Rows of ``table`` (e.g. ``T1``) at ``scn``, ordered by ID: every pre-existing row a transaction
+        of the workload touches (base_row), plus the effects of every transaction committed at or below
+        ``scn``, in commit order. Values are the model's SQL_REDO texts (a DATE as ``TO_DATE(...)``)."""
+        with self._lock:
+            states = self._states.get(scn)
+        if states is None:
+            states = self._state_at(scn)
+            with self._lock:
+                self._states[scn] = states
+                while len(self._states) > 16:
+                    self._states.pop(next(iter(self._states)))
+        return states.get(table, [])
+
+    def _state_at(self, scn: int) -> dict[str, list[dict]]:
+        w, model = self.workload, self.model
+        if w.big_txn_rows:
+            raise _err("ORA-00600: internal error (the simulator does not model AS OF with big_txn_rows)")
+        rows: dict[tuple[str, int], dict] = {}
+        commits = []
+        for t in range(w.transactions):
+            tx = model.txn(t)
+            for table, ident in tx.base_keys:
+                rows[(table_name(table), ident)] = base_row(ident)
+            end = self.tx_slots(t)[1]
+            if tx.committed and model.scn_of(end) <= scn:
+                commits.append((end, t))
+        for _, t in sorted(commits):
+            for op, table, before, after in model.txn(t).expected:
+                key = (table_name(table), int((after or before)["ID"]))
+                if op == "d":
+                    rows.pop(key, None)
+                else:
+                    rows[key] = dict(after)
+        out: dict[str, list[dict]] = {}
+        for (table, ident), row in sorted(rows.items()):
+            out.setdefault(table, []).append(row)
+        return out
+
+    def tx_slots(self, t: int) -> tuple[int, int]:
+        """Global slots of transaction ``t``'s first record (START) and last (COMMIT / ROLLBACK)."""
+        lanes = self.workload.lanes
+        lane, k = t % lanes, t // lanes
+        starts = self.model._lane_starts[lane]
+        return starts[k] * lanes + lane, (starts[k + 1] - 1) * lanes + lane
+
+    def oldest_open(self, scn: int) -> int | None:
+        """Start SCN of the oldest transaction open at ``scn`` (started at or below, ended above), if any."""
+        model, oldest = self.model, None
+        for t in range(self.workload.transactions):
+            first, last = (model.scn_of(g) for g in self.tx_slots(t))
+            if first <= scn < last and (oldest is None or first < oldest):
+                oldest = first
+        return oldest
+
     def dictionary(self) -> dict[str, Any]:
         w = self.workload
         tables = {f"{SCHEMA}.{table_name(n)}": list(COLUMNS) for n in range(w.tables) if n != w.unknown_table}
@@ -186,6 +253,25 @@ def _replay(path: str) -> Iterator[tuple]:
             except EOFError:
                 return
             yield from rows
+
+
+_AS_OF = re.compile(r'SELECT (.+?) FROM "([^"]+)"\."([^"]+)" AS OF SCN :(\w+)(?: WHERE (.+?))? ORDER BY (.+?)'
+                    r'(?: FETCH FIRST (\d+) ROWS ONLY)?')
+_TYPES = {"ID": "NUMBER", "AMOUNT": "NUMBER", "CREATED": "DATE", "NAME": "VARCHAR2", "NOTE": "VARCHAR2"}
+
+
+def _typed(column: str, value: str | None, as_text: bool) -> Any:
+    """A model value (SQL_REDO text) as oracledb returns it: NUMBER -> int (or its text under TO_CHAR),
+    DATE -> datetime, VARCHAR2 -> str."""
+    if value is None:
+        return None
+    kind = _TYPES.get(column, "VARCHAR2")
+    if kind == "NUMBER":
+        return value if as_text else int(value)
+    if kind == "DATE":
+        text = value[value.index("('") + 2:value.index("',")]
+        return dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
+    return value
 
 
 def _err(text: str) -> oracledb.DatabaseError:
@@ -280,15 +366,58 @@ class SimCursor:
             self._contents(up, binds)
         elif "FROM ALL_TAB_COLUMNS" in up:
             known = sim.dictionary()["tables"].get(f"{binds['owner']}.{binds['name']}", [])
-            types = {"ID": "NUMBER", "AMOUNT": "NUMBER", "CREATED": "DATE", "NAME": "VARCHAR2", "NOTE": "VARCHAR2"}
-            self._set(["COLUMN_NAME", "DATA_TYPE", "NULLABLE"], [(c, types.get(c, "VARCHAR2"), "N" if c == "ID" else "Y")
+            self._set(["COLUMN_NAME", "DATA_TYPE", "NULLABLE"], [(c, _TYPES.get(c, "VARCHAR2"), "N" if c == "ID" else "Y")
                                                                  for c in known])
+        elif " AS OF SCN " in up:
+            self._as_of(up, {k.upper(): v for k, v in binds.items()})
+        elif "FROM V$TRANSACTION" in up:
+            self._set(["MIN(START_SCN)"], [(sim.oldest_open(sim.head),)])
+        elif "FROM ALL_TABLES" in up:
+            owner = str(binds["owner"])
+            self._set(["OWNER", "TABLE_NAME"], [tuple(name.split(".", 1)) for name in sorted(sim.dictionary()["tables"])
+                                                if name.split(".", 1)[0] == owner])
         elif "ALL_CONS_COLUMNS" in up:
             known = f"{binds['owner']}.{binds['name']}" in sim.dictionary()["tables"]
             self._set(["COLUMN_NAME"], [("ID",)] if known else [])
         else:
             raise _err(f"ORA-00900: invalid SQL statement (the simulator does not answer: {sql[:120]})")
         return self
+
+    def _as_of(self, up: str, binds: dict) -> None:
+        """A flashback read (module docstring): select list, keyset WHERE, ORDER BY the key, FETCH FIRST."""
+        m = _AS_OF.fullmatch(up)
+        if m is None:
+            raise _err(f"ORA-00900: invalid SQL statement (the simulator's AS OF reads take one table, a keyset "
+                       f"WHERE and ORDER BY its key: {up[:160]})")
+        sim = self.conn.sim
+        items, owner, table, scn_bind, where, order, limit = m.groups()
+        scn = int(binds[scn_bind])
+        if f"{owner}.{table}" not in sim.dictionary()["tables"]:
+            raise _err("ORA-00942: table or view does not exist")
+        if scn > sim.head:
+            raise _err(f"ORA-08181: specified number is not a valid system change number ({scn})")
+        if scn < sim.workload.base_scn:
+            raise _err("ORA-01555: snapshot too old: rollback segment number  with name \"\" too small")
+        cols = []
+        for item in items.split(", "):
+            im = re.fullmatch(r'(TO_CHAR\()?"([^"]+)"\)?', item)
+            if im is None or im.group(2) not in COLUMNS:
+                raise _err(f"ORA-00904: {item}: invalid identifier")
+            cols.append((im.group(2), bool(im.group(1))))
+        order_cols = re.findall(r'"([^"]+)"', order)
+        if order_cols != ["ID"]:
+            raise _err(f"ORA-00900: the simulator orders AS OF reads by the key \"ID\" only, not {order}")
+        rows = sim.table_at(scn, table)
+        if where:  # keyset condition on the key: ("ID" > :A0)
+            cm = re.fullmatch(r'\("ID" > :(\w+)\)', where)
+            if cm is None:
+                raise _err(f"ORA-00900: the simulator's AS OF reads take a keyset WHERE on \"ID\", not {where}")
+            after = int(Decimal(str(binds[cm.group(1)])))
+            rows = [r for r in rows if int(r["ID"]) > after]
+        if limit:
+            rows = rows[:int(limit)]
+        self._set([f"TO_CHAR({c})" if text else c for c, text in cols],
+                  [tuple(_typed(c, r.get(c), text) for c, text in cols) for r in rows])
 
     def _set(self, names: list[str], rows: list[tuple]) -> None:
         self.description = [(n, None, None, None, None, None, None) for n in names]

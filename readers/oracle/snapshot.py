@@ -21,16 +21,28 @@ Resume: each chunk's END carries the streaming resume state above plus
 the remaining chunks AS OF the same S (flashback needs the undo to still
 cover S: ORA-01555 otherwise, reported with the table and SCN).
 
+Wiring: with ``snapshot: initial`` and no stream yet (or a stream cut off
+mid-snapshot), OracleSource.start() opens :meth:`OracleSnapshot.open` and
+starts mining at its streaming resume state; OracleSource.events() yields the
+snapshot's chunks first (the hooks are marked in readers/oracle/reader.py).
+
+Values are rendered as SQL_REDO shows them (:func:`redo_text`), so a row
+reads the same whether it came from the snapshot or from LogMiner, and
+``conversions`` treat both alike.
+
 No Oracle server runs where this project is built: the SQL here is what
-Oracle accepts, exercised against a flashback stand-in in the tests, never
-against a real database. Values are passed through as the driver returns
-them, converted like the MySQL snapshot (cdc.compare.repair.event_value).
+Oracle accepts, exercised against the LogMiner simulator's flashback reads
+(readers/oracle/simulator.py) and a stand-in in the tests, never against a
+real database.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
 
 from cdc.compare.repair import event_value
 from cdc.errors import CdcError, Terminal
@@ -41,13 +53,47 @@ class FlashbackError(CdcError, Terminal):
     """The flashback read failed (typically ORA-01555: undo no longer covers the SCN)."""
 
 
-def _family(data_type: str) -> str:
+def redo_text(value: Any, data_type: str) -> Any:
+    """A value read by the flashback query, as LogMiner's SQL_REDO shows it (so snapshot rows and
+    streamed rows look alike, and ``conversions`` apply to both the same way).
+
+    NUMBER is selected as ``TO_CHAR(col)`` (Oracle's own text of the number, as in SQL_REDO); DATE and
+    TIMESTAMP become ``TO_DATE('..', 'YYYY-MM-DD HH24:MI:SS')`` / ``TO_TIMESTAMP('..')`` in the
+    reader's session formats (readers/oracle/session.py NLS); text stays text; anything else goes
+    through cdc.compare.repair.event_value.
+    """
+    if value is None or isinstance(value, str):
+        return value
     t = data_type.upper()
-    if t.startswith("TIMESTAMP") and "TIME ZONE" in t:
-        return "timestamptz"
-    if t.startswith(("TIMESTAMP", "DATE")):
-        return "datetime"
-    return "other"
+    if isinstance(value, dt.datetime):
+        if t == "DATE":
+            return f"TO_DATE('{value:%Y-%m-%d %H:%M:%S}', 'YYYY-MM-DD HH24:MI:SS')"
+        if "TIME ZONE" in t and value.tzinfo is not None:
+            off = value.strftime("%z")
+            return f"TO_TIMESTAMP_TZ('{value:%Y-%m-%d %H:%M:%S.%f} {off[:3]}:{off[3:]}')"
+        return f"TO_TIMESTAMP('{value:%Y-%m-%d %H:%M:%S.%f}')"
+    if isinstance(value, (int, Decimal)):
+        return str(value)
+    return event_value(value, "other")
+
+
+def expand_tables(conn: Any, patterns: list[str]) -> list[TableId]:
+    """Configured ``SCHEMA.TABLE`` / ``SCHEMA.*`` -> the tables (``ALL_TABLES``), sorted."""
+    out: set[TableId] = set()
+    for p in patterns:
+        owner, _, table = p.upper().partition(".")
+        if table != "*":
+            out.add(TableId(owner, table))
+            continue
+        cur = conn.cursor()
+        try:
+            cur.execute("SELECT OWNER, TABLE_NAME FROM ALL_TABLES WHERE OWNER = :owner", {"owner": owner})
+            out.update(TableId(o, t) for o, t in cur.fetchall())
+        except Exception as exc:  # oracledb.DatabaseError
+            raise FlashbackError(f"cannot list the tables of schema {owner}: {exc}", schema=owner) from exc
+        finally:
+            cur.close()
+    return sorted(out)
 
 
 class OracleSnapshot:
@@ -60,7 +106,36 @@ class OracleSnapshot:
         if "scn" not in self.progress:
             self.progress.update(scn=scn if scn is not None else self._current_scn(), table=None, after=None)
         self.scn = int(self.progress["scn"])
-        self.low_watermark = self._oldest_open(self.scn)
+        if "low_watermark_scn" not in self.progress:  # a resumed snapshot keeps the one of its first start
+            self.progress["low_watermark_scn"] = self._oldest_open(self.scn)
+        self.low_watermark = int(self.progress["low_watermark_scn"])
+
+    @classmethod
+    def open(cls, config: Any, progress: dict[str, Any] | None) -> OracleSnapshot:
+        """The initial snapshot of an Oracle source (OracleSourceConfig) on its own standby connection.
+
+        ``progress`` is the ``snapshot`` entry of the stream's last resume state when a
+        snapshot was cut off (same SCN, next chunk), else None (a new SCN: the head).
+        """
+        from readers.oracle.session import connect
+
+        conn = connect(config.standby_dsn or config.dsn, config, "standby")
+        try:
+            snap = cls(conn, expand_tables(conn, config.tables), progress, chunk_rows=config.snapshot_chunk_rows,
+                       scn=config.start_scn if progress is None else None)
+        except BaseException:
+            conn.close()
+            raise
+        snap.owns_connection = True
+        return snap
+
+    owns_connection = False
+
+    def close(self) -> None:
+        """Close the connection if :meth:`open` made it (idempotent)."""
+        if self.owns_connection:
+            self.owns_connection = False
+            self.conn.close()
 
     def streaming_resume(self) -> dict[str, Any]:
         """Where LogMiner streaming starts once the snapshot is complete."""
@@ -132,8 +207,9 @@ class OracleSnapshot:
                            tuple(r[0] for r in pk))
 
     def _chunk(self, table: TableId, schema: TableSchema, after: list | None) -> list[dict[str, Any]]:
-        q = lambda n: '"' + n.replace('"', '""') + '"'  # noqa: E731
-        cols = ", ".join(q(c.name) for c in schema.columns)
+        q = lambda n: '"' + n.replace('"', '""') + '"'
+        cols = ", ".join(f"TO_CHAR({q(c.name)})" if c.type.split("(")[0] in ("number", "float") else q(c.name)
+                         for c in schema.columns)
         keys = schema.primary_key
         sql = f"SELECT {cols} FROM {q(table.db)}.{q(table.table)} AS OF SCN :scn"
         binds: dict[str, Any] = {"scn": self.scn}
@@ -145,6 +221,6 @@ class OracleSnapshot:
             sql += " WHERE " + " OR ".join(ors)
             binds.update({f"a{i}": v for i, v in enumerate(after)})
         sql += " ORDER BY " + ", ".join(q(k) for k in keys) + f" FETCH FIRST {int(self.chunk_rows)} ROWS ONLY"
-        fams = [_family(c.type) for c in schema.columns]
-        return [{c.name: event_value(v, f) for c, v, f in zip(schema.columns, r, fams)}
+        types = [c.type for c in schema.columns]
+        return [{c.name: redo_text(v, t) for c, v, t in zip(schema.columns, r, types)}
                 for r in self._query(sql, binds)]

@@ -129,13 +129,14 @@ def sql_delete(table: int, before: dict, rid: str) -> str:
 class Txn:
     """One transaction's records (templates without SCN) and its expected surviving rows."""
 
-    __slots__ = ("big", "committed", "expected", "number", "records", "xid")
+    __slots__ = ("base_keys", "big", "committed", "expected", "number", "records", "xid")
 
     def __init__(self, number: int, xid: Xid) -> None:
         self.number, self.xid = number, xid
         # record: (op_code, table or -1, row_id, rollback, csf, sql_redo, xid_raw)
         self.records: list[tuple] = []
         self.expected: list[tuple] = []
+        self.base_keys: list[tuple[int, int]] = []  # (table, id) of pre-existing rows it touches (snapshots)
         self.committed = True
         self.big = 0
 
@@ -209,6 +210,7 @@ class Model:
             else:
                 key = (table, 2 * (t * 1000 + i) + 1)
                 before = base_row(key[1])
+                tx.base_keys.append(key)
             rid = row_id(table, key[1])
             if kind < 0.85:
                 changes = {"AMOUNT": str(rng.randrange(10_000)), "NAME": f"upd {t}.{i}"}
