@@ -1,11 +1,10 @@
 """`cdc bench views`: incremental view maintenance vs full recomputation, same run.
 
 Base tables: ``customers`` (rows/100) and ``orders`` (the rest; together
-``--rows`` base rows), primary keys only: the other indexes are the ones
-building the views creates (``orders.customer_id`` for the join;
-``orders.product_id``, ``customers.region`` for the MIN/MAX view). The view
-is a join + aggregate with 1,000 groups (20 regions x 50 product
-categories)::
+``--rows`` base rows), primary keys only: the other index is the one
+building the views creates (on the join key ``orders.customer_id``,
+PostgreSQL: carrying the other columns the views read). The view is a join
++ aggregate with 1,000 groups (20 regions x 50 product categories)::
 
     SELECT c.region, o.product_id, COUNT(*) AS orders, SUM(o.amount) AS total, AVG(o.qty) AS avg_qty
     FROM orders o JOIN customers c ON o.customer_id = c.id GROUP BY c.region, o.product_id
@@ -15,20 +14,25 @@ table (orders: 40% updates, a fifth of them moving product, 30% deletes,
 30% inserts): the headline figures. ``mixed_*``: the same, but 1% of the
 changed rows are customers moving region, each moving all its ~100 orders
 between groups (so ~2% of the view's derivations move), the expensive case
-of the delta join. Per batch, in one
-transaction: apply the base changes (not timed), time ``maintain`` (load
-deltas, delta rules, merge, freshness row) = ``incremental_s``, commit. Then
-on the same state, time the full recomputation of the same view table
-(DELETE + INSERT ... SELECT in one transaction: what ``maintain`` does for
-a truncated base table; like maintenance it keeps readers on the old rows
-until commit) = ``recompute_s``, and check both give the same table.
-``rebuild_s``: ``cdc views rebuild`` once on the final state (DROP + CREATE
-TABLE AS, which PostgreSQL may run with parallel workers, but which locks
-readers out of the view until commit), with ``rebuild_speedup`` against it. Figures are medians
-over ``--batches`` of the best of ``--repeat`` tries per batch (each try but the
-last rolled back to a savepoint: the machine is shared and the minimum is the
-least disturbed figure; both methods are measured the same way). A second view with MAX (extremes deleted force group
-recomputes) is reported as ``minmax_*``.
+of the delta join. Per batch, in one transaction: apply the base changes (not
+timed), then on that same state time, taking turns:
+
+- ``incremental_s``: ``maintain`` (load the deltas, delta rules, merge,
+  freshness row);
+- ``recompute_s``: the full recomputation of the same view table in the same
+  database (DELETE + INSERT ... SELECT: what ``maintain`` does for a truncated
+  base table; like maintenance it keeps readers on the old rows until commit);
+- ``rebuild_s`` (headline view only): ``cdc views rebuild`` (DROP + CREATE
+  TABLE AS, which PostgreSQL may run with parallel workers, but which locks
+  readers out of the view until commit), ``rebuild_speedup`` against it.
+
+PostgreSQL: best of ``--repeat`` tries per method, each rolled back to a
+savepoint (the machine is shared: the minimum is the least disturbed figure,
+and taking turns lets both methods meet the same load); DuckDB: one try. Then
+the batch is maintained for real and committed, and every recomputation of
+that state must give the same table. Figures are medians over ``--batches``.
+A second view with MAX (extremes deleted force group recomputes) is reported
+as ``minmax_*``.
 
 Target: PostgreSQL started from cdc.dev.postgres (``--dsn`` to use another),
 or ``--db duckdb`` (in-process).
@@ -102,15 +106,16 @@ def _bench(target, args) -> dict[str, Any]:
     rng = random.Random(args.seed)
     state = {"ids": list(range(1, orders + 1)), "next_id": orders + 1, "customers": customers}
     for key, view, moves in (("", VIEW, False), ("mixed_", VIEW, True), ("minmax_", MINMAX_VIEW, False)):
-        inc, rec, touched = _measure(target, view, state, rng, args, moves)
-        out[f"{key}incremental_s"] = round(statistics.median(inc), 4)
-        out[f"{key}recompute_s"] = round(statistics.median(rec), 4)
-        out[f"{key}speedup"] = round(statistics.median(rec) / statistics.median(inc), 1)
+        m = _measure(target, view, state, rng, args, moves, rebuild=not key)
+        inc, rec = statistics.median(m["incremental"]), statistics.median(m["recompute"])
+        out[f"{key}incremental_s"] = round(inc, 4)
+        out[f"{key}recompute_s"] = round(rec, 4)
+        out[f"{key}speedup"] = round(rec / inc, 1)
         if not key:
             out["recompute_select_s"] = round(_time_select(target, view), 4)
-            out["rebuild_s"] = round(_time_rebuild(target, view, args.repeat), 4)
-            out["rebuild_speedup"] = round(out["rebuild_s"] / out["incremental_s"], 1)
-            out["changed_rows_per_batch"] = touched
+            out["rebuild_s"] = round(statistics.median(m["rebuild"]), 4)
+            out["rebuild_speedup"] = round(out["rebuild_s"] / inc, 1)
+            out["changed_rows_per_batch"] = m["touched"]
     out["consistent"] = True  # _measure raises if a maintained view differs from its recomputation
     return out
 
@@ -137,7 +142,8 @@ def _load(target, orders: int, customers: int, seed: int) -> None:
         target.conn.autocommit = False
 
 
-def _measure(target, view, state, rng, args, moves: bool) -> tuple[list[float], list[float], int]:
+def _measure(target, view, state, rng, args, moves: bool, rebuild: bool = False) -> dict[str, Any]:
+    """Per batch: {"incremental": [...], "recompute": [...], ("rebuild": [...]), "touched": n}."""
     from streaming.views import build, maintainer
     from streaming.views.definition import parse_view
     from streaming.views.dialect import dialect_for
@@ -148,39 +154,55 @@ def _measure(target, view, state, rng, args, moves: bool) -> tuple[list[float], 
     maintainer.prepare(target, [view])
     target.commit()
     _log(f"{view['name']}: initial build {time.perf_counter() - t0:.2f}s")
-    inc, rec, touched = [], [], 0
+    out: dict[str, Any] = {"incremental": [], "recompute": [], "rebuild": [], "touched": 0}
     for batch in range(1, args.batches + 1):
         target.begin()
-        deltas, touched = _apply_changes(target, state, rng, args, moves)
-        inc.append(_best(target, args.repeat, lambda deltas=deltas, batch=batch: maintainer.maintain(
-            target, deltas, batch, views=[view], last_sequence=batch)))
-        target.commit()
-        snapshot = _snapshot(target, vdef)
-        target.begin()
-        rec.append(_best(target, args.repeat, lambda: build.refill(target.cursor(), vdef, d)))
-        target.commit()
-        if _snapshot(target, vdef) != snapshot:
-            raise RuntimeError(f"maintained view {vdef.name} differs from its recomputation after batch {batch}")
-        _log(f"{view['name']}{' (region moves)' if moves else ''} batch {batch}: {touched} changed rows, incremental {inc[-1]:.3f}s, "
-             f"recompute {rec[-1]:.3f}s")
-    return inc, rec, touched
+        deltas, out["touched"] = _apply_changes(target, state, rng, args, moves)
+        works = {"incremental": lambda deltas=deltas, batch=batch: maintainer.maintain(
+                     target, deltas, batch, views=[view], last_sequence=batch),
+                 "recompute": lambda: build.refill(target.cursor(), vdef, d)}
+        if rebuild:
+            works["rebuild"] = lambda: maintainer.rebuild(target, [view])
+        best = _best(target, args.repeat, works, vdef)
+        for name, took in best.items():
+            out[name].append(took)
+        _log(f"{view['name']}{' (region moves)' if moves else ''} batch {batch}: {out['touched']} changed rows, "
+             + ", ".join(f"{name} {took:.3f}s" for name, took in best.items()))
+    return out
 
 
-def _best(target, repeat: int, work) -> float:
-    """Best of ``repeat`` timings of ``work`` (the machine is shared: the minimum is the
-    figure least disturbed by other load). All but the last try are rolled back to a
-    savepoint, so the work is done exactly once in the end. DuckDB: one try."""
-    tries = repeat if target.dialect == "postgres" else 1
-    best = float("inf")
-    for i in range(tries):
-        last = i == tries - 1
-        if not last:
-            target.cursor().execute("SAVEPOINT bench_try")
+def _best(target, repeat: int, works: dict[str, Any], vdef) -> dict[str, float]:
+    """Best of ``repeat`` timings of each of ``works`` on the same state (the open transaction
+    after the batch's base changes), the methods taking turns so that they meet the same load
+    on this shared machine; the minimum is the least disturbed figure. PostgreSQL: every try
+    is rolled back to a savepoint. Then the first work (maintenance) is done for real and
+    committed, and each other one, run on that state, must give the same view table.
+    DuckDB (no savepoints): those last runs are the timed ones (one try each)."""
+    names, timed = list(works), target.dialect == "postgres"
+    best = dict.fromkeys(names, float("inf"))
+    cur = target.cursor()
+    for _ in range(repeat if timed else 0):
+        for name in names:
+            cur.execute("SAVEPOINT bench_try")
+            t0 = time.perf_counter()
+            works[name]()
+            best[name] = min(best[name], time.perf_counter() - t0)
+            cur.execute("ROLLBACK TO SAVEPOINT bench_try")
+    maintained = None
+    for name in names:
+        if maintained is not None:
+            target.begin()
         t0 = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - t0)
-        if not last:
-            target.cursor().execute("ROLLBACK TO SAVEPOINT bench_try")
+        works[name]()
+        took = time.perf_counter() - t0
+        target.commit()
+        if not timed:
+            best[name] = took
+        snapshot = _snapshot(target, vdef)
+        if maintained is None:
+            maintained = snapshot
+        elif snapshot != maintained:
+            raise RuntimeError(f"maintained view {vdef.name} differs from its {name}")
     return best
 
 
@@ -239,22 +261,6 @@ def _snapshot(target, vdef) -> list[tuple]:
             for r in cur.fetchall()]
     target.commit()
     return rows
-
-
-def _time_rebuild(target, view, repeat: int) -> float:
-    """``cdc views rebuild`` on the final state: DROP + CREATE TABLE AS (PostgreSQL may run
-    it with parallel workers) + unique index; checked against the maintained table."""
-    from streaming.views import maintainer
-    from streaming.views.definition import parse_view
-
-    vdef = parse_view(view)
-    snapshot = _snapshot(target, vdef)
-    target.begin()
-    took = _best(target, repeat, lambda: maintainer.rebuild(target, [view]))
-    target.commit()
-    if _snapshot(target, vdef) != snapshot:
-        raise RuntimeError(f"maintained view {vdef.name} differs from its rebuild")
-    return took
 
 
 def _time_select(target, view) -> float:
