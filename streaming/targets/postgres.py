@@ -19,7 +19,7 @@ the batch again record by record.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -30,6 +30,7 @@ from streaming.errors import TargetError
 from streaming.targets.base import Row, Target
 
 BULK_MIN_ROWS = 200
+CSV_CHUNK_ROWS = 32_768  # rows decoded per COPY chunk
 _stage_ids = itertools.count()
 
 
@@ -117,7 +118,8 @@ class PostgresTarget(Target):
         if len(fresh):
             data = self._csv(images.take(fresh) if len(fresh) < len(images) else images, columns, binary)
             with self.cursor().copy(f"COPY {self.qualified(table)} ({cols}) FROM STDIN (FORMAT csv)") as copy:
-                copy.write(data)
+                for chunk in data:
+                    copy.write(chunk)
         rest = np.flatnonzero(~np.asarray(new, dtype=bool))
         if not len(rest):
             return
@@ -135,11 +137,15 @@ class PostgresTarget(Target):
         cur = self.cursor()
         cur.execute(f"CREATE TEMP TABLE {stage} ON COMMIT DROP AS SELECT {cols} FROM {self.qualified(table)} WITH NO DATA")
         with cur.copy(f"COPY {stage} ({cols}) FROM STDIN (FORMAT csv)") as copy:
-            copy.write(data)
+            for chunk in data:
+                copy.write(chunk)
         return stage
 
-    def _csv(self, images: Any, columns: Sequence[str], binary: set[str], check: bool = True) -> Any:
-        """JSON row images -> CSV (one text field per column, NULL as an unquoted empty field)."""
+    def _csv(self, images: Any, columns: Sequence[str], binary: set[str], check: bool = True) -> Iterator[Any]:
+        """JSON row images -> CSV chunks (one text field per column, NULL as an unquoted empty field).
+
+        Chunked so that PostgreSQL ingests one chunk while the next is decoded. Raises ValueError
+        (``check``) when an image has a column outside ``columns``."""
         import duckdb
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -155,13 +161,15 @@ class PostgresTarget(Target):
         fields = [f"'\\x' || hex(from_base64(s.{q(c)}))" if c in binary else f"s.{q(c)}" for c in columns]
         names = ", ".join("'" + c.replace("'", "''") + "'" for c in columns)
         extra = f", NOT list_has_all([{names}]::VARCHAR[], json_keys(j)) AS _extra" if check else ""
-        src = pa.table({"j": images})  # noqa: F841 - DuckDB reads it by name
-        out = self._duck.sql(f"SELECT {', '.join(fields)}{extra} FROM "
-                             f"(SELECT j, json_transform(j, '{spec}') AS s FROM src)").to_arrow_table()
-        if check:
-            if pc.any(out.column("_extra")).as_py():
-                raise ValueError(f"a row image has columns outside {list(columns)}")
-            out = out.drop_columns(["_extra"])
-        sink = pa.BufferOutputStream()
-        pacsv.write_csv(out, sink, pacsv.WriteOptions(include_header=False, quoting_style="needed"))
-        return memoryview(sink.getvalue())
+        options = pacsv.WriteOptions(include_header=False, quoting_style="needed")
+        for start in range(0, len(images), CSV_CHUNK_ROWS):
+            src = pa.table({"j": images.slice(start, CSV_CHUNK_ROWS)})  # noqa: F841 - DuckDB reads it by name
+            out = self._duck.sql(f"SELECT {', '.join(fields)}{extra} FROM "
+                                 f"(SELECT j, json_transform(j, '{spec}') AS s FROM src)").to_arrow_table()
+            if check:
+                if pc.any(out.column("_extra")).as_py():
+                    raise ValueError(f"a row image has columns outside {list(columns)}")
+                out = out.drop_columns(["_extra"])
+            sink = pa.BufferOutputStream()
+            pacsv.write_csv(out, sink, options)
+            yield memoryview(sink.getvalue())
