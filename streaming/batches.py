@@ -215,7 +215,9 @@ def read_range(p: RangePartition, consumer_extra: dict[str, Any] | None = None) 
         return
     schema = arrow_schema()
     key_serde, value_serde = get_serdes(p.encoding)
-    c = Consumer(consumer_config(p.bootstrap, consumer_extra))
+    # the range is read whole: fetch big (measured on tansu: half the wall time of the defaults for 200k records)
+    fetch = {"fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760, **(consumer_extra or {})}
+    c = Consumer(consumer_config(p.bootstrap, fetch))
     try:
         check_retention(c, p.topic, p.partition, p.start)
         c.assign([TopicPartition(p.topic, p.partition, p.start)])
