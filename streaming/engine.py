@@ -174,7 +174,7 @@ class ApplyEngine:
             return self._apply(batch, batch_id, end_offsets, excluded, careful=False)
         except (CdcError, _Stop):
             raise
-        except Exception as exc:  # the target refused something: find which row, name it
+        except Exception as exc:  # noqa: BLE001 - the target refused something: find which row, name it
             log.warning("bulk apply of batch %s failed (%s); retrying row by row to find the record", batch_id, exc)
             self.target.rollback()
             self.catalog.load()
@@ -216,7 +216,7 @@ class ApplyEngine:
                     self._apply_columns(batch, idx, deltas, result)
                 except _Stop:
                     raise
-                except Exception as exc:
+                except Exception as exc:  # anything unexpected: the record path decides
                     raise _Fallback(str(exc)) from exc
             else:
                 records = batch.records()

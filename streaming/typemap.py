@@ -124,6 +124,6 @@ def converter(source_type: str, dialect: str) -> Converter | None:
     tt = target_type(source_type, dialect).lower()
     if tt in ("bytea", "blob") or "binary" in tt and dialect == "mysql" or tt.startswith("varbinary"):
         return b64_bytes
-    if dialect == "mysql" and (tt.startswith("datetime") or tt.startswith("timestamp")):
+    if dialect == "mysql" and tt.startswith(("datetime", "timestamp")):
         return _mysql_ts
     return None
