@@ -28,8 +28,8 @@ from typing import Any
 from streaming.errors import ApplyError, OffsetsGone
 
 IDLE_POLL_S = 0.15  # no message for this long = we are at the end of the topic
-READ_STALL_S = 120.0
-SCAN_BUDGET_S = 3.0  # planner time per trigger for finding boundaries when the source outruns the scan  # an executor read that gets nothing for this long fails
+READ_STALL_S = 120.0  # an executor read that gets nothing for this long fails
+SCAN_BUDGET_S = 3.0  # planner time per trigger for finding boundaries when the source outruns the scan
 ARROW_ROWS = 8192
 
 
@@ -134,6 +134,7 @@ class BoundaryScanner:
             msgs = c.consume(num_messages=5000, timeout=IDLE_POLL_S)
             if not msgs:
                 return
+            caught_up = len(msgs) < 5000  # the broker had no more than this: we are at (or near) the end
             for m in msgs:
                 if m.error() is not None:
                     if m.error().code() == KafkaError._PARTITION_EOF:
@@ -149,6 +150,8 @@ class BoundaryScanner:
                 scan.scanned_to = off + 1
                 if self._is_boundary(scan, m.key(), m.value()):
                     scan.boundaries.append(off + 1)
+            if caught_up and scan.boundaries and scan.boundaries[-1] > start:
+                return  # a live topic never ends: cut at what we have rather than chase it
 
     def _is_boundary(self, scan: _PartitionScan, key: bytes | None, value: bytes | None) -> bool:
         if self._json_keys and key is not None and b'"key":' in key:

@@ -39,7 +39,7 @@ def test_kill_the_driver_five_times(tmp_path, mariadb_primary, broker, postgres,
         stop = threading.Event()
 
         def ledger():
-            c, i = mariadb_primary.connect(db), 0
+            c, i = mariadb_primary.connect(db, autocommit=False), 0
             try:
                 while not stop.is_set():
                     with c.cursor() as cur:
