@@ -7,9 +7,10 @@ base rows produce this view row), and per aggregate ``i`` the state the
 counting model needs: ``__nn_<i>`` (non-NULL argument count) and, for AVG,
 ``__sum_<i>``.
 
-Building a view also indexes the base-table columns maintenance looks rows up
-by (the join keys) where no index leads with them yet: a batch touching a few rows of one table then probes the
-others through an index instead of scanning them (PostgreSQL, MySQL/MariaDB).
+Building a view also indexes the base-table columns maintenance looks rows
+up by (the join keys) where no index leads with them yet: a batch touching a
+few rows of one table then probes the others through an index instead of
+scanning them (PostgreSQL, MySQL/MariaDB).
 
 ``cdc_views`` records per view: the definition fingerprint, the last batch
 id and source sequence it reflects, and when it was last maintained: the
