@@ -33,6 +33,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sample", type=int, default=10, help="keys shown per kind of difference")
     parser.add_argument("--bucket-rows", type=int, default=64, help="rows per bucket of the bucket pass")
     parser.add_argument("--no-buckets", action="store_true", help="row pass only (no bucket pre-pass)")
+    parser.add_argument("--parallel", type=int, default=2,
+                        help="connections per side for the bucket pass (consecutive key ranges at once)")
 
 
 def table_pairs(config, source: str, target: str, tables: list[str] | None, src_ep) -> list[tuple[str, str]]:
@@ -85,7 +87,7 @@ def main(args: argparse.Namespace) -> int:
     for src, tgt in pairs:
         with progress(None, f"compare {src}") as bar:
             cmp = TableCompare(src_ep, src, tgt_ep, tgt, bucket_rows=args.bucket_rows,
-                               use_buckets=not args.no_buckets, advance=bar.advance)
+                               use_buckets=not args.no_buckets, parallel=args.parallel, advance=bar.advance)
             report = cmp.run()
         reports.append(report)
         if not args.json:

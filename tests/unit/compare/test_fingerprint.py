@@ -61,3 +61,17 @@ def test_duckdb_bucket_digest_is_md5_of_row_texts_in_key_order():
     got = con.execute(f"SELECT {bucket_digest_sql('duckdb', row_text_sql('duckdb', COLS), 'id')} FROM t").fetchone()[0]
     want = "\n".join(text(str(i), a, b) for i, a, b in sorted(rows))
     assert got == hashlib.md5(want.encode()).hexdigest()
+
+
+def test_bucket_text_counts_string_lengths_in_utf8_bytes():
+    from cdc.compare.fingerprint import bucket_digest_sql, row_text_sql
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (id INTEGER, a VARCHAR, b VARCHAR)")
+    rows = [(1, "é日", "x"), (2, None, ""), (3, "a|b", "ü ")]
+    con.executemany("INSERT INTO t VALUES (?,?,?)", rows)
+    sql = bucket_digest_sql("duckdb", row_text_sql("duckdb", COLS, lengths="bytes"), "id")
+    got = con.execute(f"SELECT {sql} FROM t").fetchone()[0]
+    want = "\n".join(python_row_text([str(i), a, b], COLS, lengths="bytes") for i, a, b in rows)
+    assert want.startswith("0,5,0,1|1|")  # 'é日' is 2 characters, 5 bytes
+    assert got == hashlib.md5(want.encode()).hexdigest()
