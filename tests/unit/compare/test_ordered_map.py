@@ -47,6 +47,5 @@ def test_an_error_is_raised_at_its_items_turn_and_later_items_are_cancelled():
 
     got = []
     with pytest.raises(ValueError, match="slab 3"):
-        for r in ordered_map(fn, range(1000), workers=2, ahead=4):
-            got.append(r)
+        got.extend(ordered_map(fn, range(1000), workers=2, ahead=4))
     assert got == [0, 1, 2] and max(seen) < 10
