@@ -15,6 +15,10 @@ streaming.records). Guarantees, per batch:
 - barriers: a SCHEMA record (DDL: ADD COLUMN followed, other DDL commits what
   precedes it and raises UnsupportedDdl at its sequence; a first-sight SCHEMA
   may sit inside the transaction that first touches the table) and a TRUNCATE;
+  on targets whose DDL commits implicitly (MySQL/MariaDB, Oracle:
+  ``ddl_commits``) what precedes a SCHEMA record is committed with its own
+  progress row first, so the batch is then two (or more) transactions, each
+  with its progress row;
 - bad input (undecodable record, missing key, a value the target refuses)
   raises BadRecord naming table, key, sequence, offset and value, after a
   row-by-row pass found the culprit; with ``dead_letter_table`` configured the
@@ -276,10 +280,17 @@ class ApplyEngine:
                 cut = begin_pos if pending is not None else pos
                 run(seg, cut)
                 seg = cut
+                stop_at = rec.sequence - 1 if pending is None else begin_seq - 1
+                if self.target.ddl_commits and stop_at > (self.progress.last_sequence if self.progress else -1):
+                    # the DDL would commit what precedes without a progress row (a replay after a crash
+                    # would then insert keyless rows twice): commit it with its progress row first
+                    self._finish(batch_id, stop_at, position, commit_ts, None, deltas, truncated)
+                    deltas.clear()
+                    truncated.clear()
+                    self.target.begin()
                 try:
                     self.catalog.on_schema(rec.meta_dict(), rec.sequence)
                 except UnsupportedDdl as err:
-                    stop_at = rec.sequence - 1 if pending is None else begin_seq - 1
                     self._finish(batch_id, stop_at, position, commit_ts, None, deltas, truncated)
                     raise _Stop(err) from None
             elif rec.kind == HEARTBEAT:

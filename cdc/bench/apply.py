@@ -8,7 +8,8 @@ Same run, same rows, same PostgreSQL (started here unless ``--postgres DSN``):
           `cdc-stream` source and engine) runs until the progress row holds
           the last sequence. ``apply_rows_per_s`` is the steady state:
           N / (first micro-batch start .. last batch commit), which includes
-          reading, planning between batches and the target transactions;
+          reading, planning between batches and the target transactions
+          (``read_s``/``engine_s``/``plan_s`` split it);
           query start-up (first plan, Python workers, the first boundary
           scan) is reported on its own as ``startup_s``, and
           ``apply_total_rows_per_s`` is N / (query start .. last commit).
@@ -160,8 +161,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         naive_rate = _naive(dsn, b, args.naive_rows)
         copy_rate = _copy(dsn, args.rows)
         spark.stop()
+        read_s = sum(r - a for a, r, _e, _n in timings)
+        engine_s = sum(e - r for _a, r, e, _n in timings)
         return {"rows": args.rows, "apply_rows_per_s": round(apply_rate), "startup_s": round(steady_from - t0, 1),
                 "apply_total_rows_per_s": round(total_rate), "batches": len(timings),
+                # where the steady-state time went: Spark reading the batches (executors + transfer to the
+                # driver), the engine (net effect + target transaction), planning between batches
+                "read_s": round(read_s, 1), "engine_s": round(engine_s, 1),
+                "plan_s": round(max(0.0, steady_s - read_s - engine_s), 1),
                 "naive_rows_per_s": round(naive_rate),
                 "copy_rows_per_s": round(copy_rate), "ratio_to_copy": round(apply_rate / copy_rate, 3),
                 "speedup_vs_naive": round(apply_rate / naive_rate, 1), **latency}

@@ -44,6 +44,7 @@ class Target(abc.ABC):
     # rows only; targets that also define delete_json/upsert_json take them as JSON text in bulk
     columnar: bool = False
     bulk_min_rows: int = 200
+    ddl_commits: bool = False  # CREATE/ALTER TABLE commits the open transaction (MySQL, Oracle)
 
     def __init__(self, config: TargetConfig) -> None:
         self.config = config

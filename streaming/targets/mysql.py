@@ -26,6 +26,7 @@ CHUNK = 1000
 class MySqlTarget(Target):
     dialect = "mysql"
     columnar = True
+    ddl_commits = True
     param = "%s"
     timestamp = "datetime(6)"
     text = "longtext"

@@ -22,6 +22,7 @@ _PARAM = re.compile(r"%s")
 
 class OracleTarget(Target):
     dialect = "oracle"
+    ddl_commits = True
     param = "%s"  # rewritten to :1, :2, ... in execute()
     bigint = "number(19)"
     text = "clob"

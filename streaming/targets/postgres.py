@@ -42,12 +42,21 @@ class PostgresTarget(Target):
         super().__init__(config)
         if not config.dsn:
             raise TargetError(f"target {config.name!r} (postgres) needs a dsn", target=config.name)
+        self._duck: Any = None  # in-process DuckDB that decodes JSON row images (columnar path)
 
     def _connect(self) -> Any:
         try:
             return psycopg.connect(self.config.dsn, autocommit=False)
         except psycopg.OperationalError as exc:
             raise TargetError(f"cannot connect to target {self.name!r}: {exc}", target=self.name) from None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self._duck is not None:
+                self._duck.close()
+                self._duck = None
 
     def table_columns(self, table: str) -> list[str] | None:
         cur = self.execute(
@@ -151,7 +160,7 @@ class PostgresTarget(Target):
         import pyarrow.compute as pc
         import pyarrow.csv as pacsv
 
-        if getattr(self, "_duck", None) is None:
+        if self._duck is None:
             self._duck = duckdb.connect()
         spec = orjson.dumps({c: "VARCHAR" for c in columns}).decode().replace("'", "''")
 

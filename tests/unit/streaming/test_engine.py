@@ -169,3 +169,27 @@ def test_views_hook_maintains_a_view_in_the_batch_transaction():
     b2.tx(("u", "shop.items", {"sku": 1, "qty": 2}, {"sku": 1, "qty": 10}))
     e.apply_records(b2.as_records(100), 1)
     assert [int(v) for v in e.target.execute("SELECT total FROM qty_total").fetchone()] == [13]
+
+
+def test_ddl_that_commits_implicitly_commits_what_precedes_with_its_progress_row():
+    """MySQL/Oracle DDL commits the open transaction: what precedes the SCHEMA record goes with a progress
+    row, so a replay after a crash does not insert keyless rows twice."""
+    def stream():
+        b = StreamBuilder().schema("shop.log", [("v", "int")], [])
+        b.tx(("c", "shop.log", None, {"v": 1}))
+        barrier = b.seq
+        b.schema("shop.items", [("sku", "int"), ("qty", "int")], ["sku"])
+        b.tx(("c", "shop.items", None, {"sku": 1, "qty": "not a number"}))
+        return b, barrier
+
+    for commits in (False, True):
+        e = _engine()
+        e.target.ddl_commits = commits
+        b, barrier = stream()
+        with pytest.raises(BadRecord):
+            e.apply_records(b.as_records(), 0)
+        prog = e.target.read_progress("src")
+        if commits:
+            assert prog.last_sequence == barrier - 1 and _rows(e, "log") == [(1,)]
+        else:
+            assert prog is None and e.target.table_columns("log") is None
