@@ -42,7 +42,11 @@ def build_session(master: str = "local[*]", app_name: str = "cdc-apply") -> Any:
 
     # Python workers (executors, the streaming source runner) must use this interpreter (pyarrow, our code)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master(master).appName(app_name)
+    builder = SparkSession.builder.master(master).appName(app_name)
+    if master.startswith("local"):  # a local job listens on loopback only (not on whatever the hostname resolves to)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    spark = (builder
              .config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "4")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true")
