@@ -38,7 +38,7 @@ class OracleSourceConfig(BaseModel):
     fetch_size: int = Field(default=2000, gt=0)
     parse_workers: int | None = Field(
         default=None, ge=0, le=8,
-        description="processes parsing SQL_REDO (0: in the reader thread; default: 1 with 4+ CPUs, else 0)")
+        description="processes parsing SQL_REDO (0: in the reader thread; default: 1 with 2+ CPUs, else 0)")
     staged_ranges: int = Field(default=4, ge=1, description="mined ranges held ahead of the dispatcher")
     spill_threshold_rows: int = Field(default=10_000, gt=0)
     spill_chunk_rows: int = Field(default=1_000, gt=0)

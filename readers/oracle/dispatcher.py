@@ -28,6 +28,7 @@ import datetime as dt
 import logging
 from collections import deque
 from collections.abc import Callable, Iterator
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from cdc.events import Begin, Change, Commit, Event, SchemaChange, TableId, TableSchema
@@ -41,12 +42,17 @@ log = logging.getLogger(__name__)
 
 # row indices (session.CONTENTS_SQL)
 SCN, TS, THREAD, XID, USN, SLT, SQN, OP, OWNER, TABLE, ROW_ID, ROLLBACK, CSF, SQL, RS_ID, SSN, INFO, STATUS = range(18)
-_UTC = dt.timezone.utc
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_UTC = _EPOCH.replace(tzinfo=dt.timezone.utc)
+_MS = dt.timedelta(milliseconds=1)
+_START_SCN = attrgetter("start_scn")
+_SQL_OF = itemgetter(1)  # an item's SQL_REDO
 
 
 def ts_ms(value: Any) -> int:
+    """Epoch milliseconds of a LogMiner TIMESTAMP (naive: UTC); 0 when there is none."""
     if isinstance(value, dt.datetime):
-        return int(value.replace(tzinfo=value.tzinfo or _UTC).timestamp() * 1000)
+        return (value - (_EPOCH if value.tzinfo is None else _EPOCH_UTC)) // _MS
     return 0
 
 
@@ -59,10 +65,10 @@ class _Tx:
 
     __slots__ = ("buf", "csf", "items", "keys", "raw", "start_scn", "undo_slot", "xid")
 
-    def __init__(self, raw: str, start_scn: int) -> None:
+    def __init__(self, raw: str, start_scn: int, usn: int, slot: int, sqn: int) -> None:
         self.raw, self.start_scn = raw, start_scn
-        self.xid = Xid.parse(raw)
-        self.undo_slot = self.xid.undo_slot
+        self.xid = f"{usn}.{slot}.{sqn}"  # str(Xid): the row's XIDUSN, XIDSLT, XIDSQN are the XID's parts
+        self.undo_slot = (usn, slot)
         self.csf: list[str] | None = None
         self.items: list[tuple] = []
         self.keys: list[Any] = []
@@ -149,13 +155,14 @@ class Dispatcher:
 
     def _resume_at(self, scn: int) -> dict[str, Any]:
         """``state(at_scn=scn).to_json()`` without the intermediate object (once per commit)."""
-        lw = min((tx.start_scn for tx in self.open.values()), default=scn)
+        lw = min(map(_START_SCN, self.open.values()), default=scn)
         return {"low_watermark_scn": lw, "commit_scn": self.commit_scn,
                 "xids_at_commit_scn": sorted(self.xids_at_commit)}
 
     def take_counts(self) -> dict[tuple[str, str, str], int]:
         """Changes emitted per (owner, table, op) since the last call (for the metrics)."""
-        counts, self._counts = self._counts, {}
+        counts = self._counts.copy()
+        self._counts.clear()  # in place: the emitting loops hold a reference to it
         return counts
 
     def _tx(self, row: tuple) -> _Tx:
@@ -166,7 +173,7 @@ class Dispatcher:
                 tx = self.by_slot.get((row[USN], row[SLT]))
                 if tx is not None:
                     return tx
-            tx = _Tx(raw, row[SCN])
+            tx = _Tx(raw, row[SCN], row[USN], row[SLT], row[SQN])
             self.open[raw] = tx
             self.by_slot[tx.undo_slot] = tx
         return tx
@@ -275,7 +282,7 @@ class Dispatcher:
 
         The per-row part is the reader's hot loop: kept flat (no call per row
         but the parser's and the Change's)."""
-        scn, xid = row[SCN], str(tx.xid)
+        scn, xid = row[SCN], tx.xid
         self._forget(tx)
         try:
             if self._skip(tx, scn, xid):
@@ -326,9 +333,9 @@ class Dispatcher:
     def _release(self, tx: _Tx, row: tuple) -> Iterator[Event]:
         """COMMIT in pool mode: the transaction's entries join the job being built (same checks,
         same resume state as _commit, taken now); full jobs go to the pool. Entries: a _Mark
-        (Begin: sets the commit SCN and XID of the items after it; Commit; a DDL's event) or an
-        item tuple (a row to parse)."""
-        scn, xid = row[SCN], str(tx.xid)
+        (Begin: sets the commit SCN and XID of the rows after it; Commit; a DDL's event) or a
+        list of item tuples (rows to parse, in order)."""
+        scn, xid = row[SCN], tx.xid
         self._forget(tx)
         try:
             if self._skip(tx, scn, xid):
@@ -336,18 +343,27 @@ class Dispatcher:
             when = ts_ms(row[TS])
             job, sqls, job_rows = self._job, self._job_sqls, self.job_rows
             job.append(_Mark(Begin(xid, when), scn, xid))
-            for item in tx.rows():
-                job.append(item)
-                sqls.append(item[1])
-                if len(sqls) >= job_rows:
-                    yield from self._submit()
-                    job, sqls = self._job, self._job_sqls
-                    job.append(_Mark(None, scn, xid))  # the items that follow belong to this transaction
+            if tx.buf is None:  # a small transaction: its list as it is
+                job.append(tx.items)
+                sqls.extend(map(_SQL_OF, tx.items))
+            else:  # a big one streams through in jobs of job_rows
+                part: list[tuple] = []
+                job.append(part)
+                for item in tx.buf:
+                    part.append(item)
+                    sqls.append(item[1])
+                    if len(sqls) >= job_rows:
+                        yield from self._submit()
+                        job, sqls, part = self._job, self._job_sqls, []
+                        job.append(_Mark(None, scn, xid))  # the rows that follow belong to this transaction
+                        job.append(part)
             if scn != self.commit_scn:
                 self.commit_scn, self.xids_at_commit = scn, set()
             self.xids_at_commit.add(xid)
             job.append(_Mark(Commit(xid, when, self._resume_at(scn), {"scn": scn, "commit_scn": scn, "txId": xid}),
                              scn, xid, len(self.open)))
+            if len(sqls) >= job_rows:
+                yield from self._submit()
         finally:
             tx.discard()
 
@@ -369,32 +385,29 @@ class Dispatcher:
             raise
 
     def _emit_job(self, entries: list, parsed: bool) -> Iterator[Event]:
-        results = self.pool.result() if parsed else ()
-        i = 0
-        schemas, convert = self._schemas, self.convert
+        results = iter(self.pool.result() if parsed else ())
+        schemas, convert, counts = self._schemas, self.convert, self._counts
         scn = xid = None
-        last_key = known = None
         for e in entries:
-            if type(e) is not _Mark:
-                r = results[i]
-                i += 1
-                op = r[0]
-                if op == ERROR:
-                    raise self._parse_failed(e, xid, r)
-                row_scn, _sql, owner, table, rs_id, ssn = e
-                key = (owner, table)
-                if key != last_key:
-                    known = schemas.get(key) or self._table(owner, table)
-                    last_key = key
-                change = Change(known[0], op, r[1], r[2],
-                                {"scn": row_scn, "commit_scn": scn, "txId": xid, "rs_id": rs_id, "ssn": ssn},
-                                known[1])
-                if convert is not None:
-                    convert(change)
-                ckey = (owner, table, op)
-                counts = self._counts
-                counts[ckey] = counts.get(ckey, 0) + 1
-                yield change
+            if type(e) is list:  # rows of the transaction the last _Mark named, with their results in order
+                last_owner = last_table = tid = schema = None
+                for item, r in zip(e, results):  # zip takes e's item first: no result is skipped
+                    op = r[0]
+                    if op == ERROR:
+                        raise self._parse_failed(item, xid, r)
+                    before, after = r[1], r[2]
+                    row_scn, _sql, owner, table, rs_id, ssn = item
+                    if table != last_table or owner != last_owner:
+                        tid, schema = schemas.get((owner, table)) or self._table(owner, table)
+                        last_owner, last_table = owner, table
+                    change = Change(tid, op, before, after,
+                                    {"scn": row_scn, "commit_scn": scn, "txId": xid, "rs_id": rs_id, "ssn": ssn},
+                                    schema)
+                    if convert is not None:
+                        convert(change)
+                    key = (owner, table, op)
+                    counts[key] = counts.get(key, 0) + 1
+                    yield change
                 continue
             scn, xid = e.scn, e.xid
             event = e.event

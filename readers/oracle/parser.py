@@ -37,7 +37,6 @@ Anything else malformed raises RedoParseError with the offset.
 from __future__ import annotations
 
 import re
-from operator import itemgetter
 from typing import Any
 
 from readers.oracle.errors import DictionaryMismatch, RedoParseError
@@ -48,36 +47,60 @@ from readers.oracle.redo_values import value as _value
 
 Parsed = tuple[str, str, str, "dict[str, Any] | None", "dict[str, Any] | None"]
 
-# Fast path. Per value two groups: the literal's text (quotes doubled) or the function form; both
-# None for NULL / IS NULL. UNISTR is decoded by the scanner, so it is not a plain function form here.
-_LITERAL = r"'([^']*+(?:''[^']*+)*+)'"
-_FUNCTION = r"((?!UNISTR\()[A-Z][A-Z0-9_]*+\((?:[^()']++|'[^']*+(?:''[^']*+)*+')*+\))"
-_VALUE = rf"(?:{_LITERAL}|NULL|{_FUNCTION})"
-_SET = re.compile(rf'"([^"]++)" = {_VALUE}(?:, |\Z)').split
-_WHERE = re.compile(rf'"([^"]++)" (?:= {_VALUE}|IS NULL)(?: and |\Z)').split
-_VALUES = re.compile(rf"{_VALUE}(?:, ?|\)\Z)").split
+# Fast path (see the module docstring). Two flavours of each clause pattern:
+# * ONE group per value (the literal's text, the function form, or None for NULL / IS NULL), for
+#   text without a doubled quote (the common case): the lookarounds make both quotes of a literal
+#   required and forbid quotes around a function form;
+# * TWO groups per value (literal apart from function form), when the text holds a doubled quote:
+#   it is undone in literals only. Possessive quantifiers: a doubled quote never ends a literal.
+_FUNCTION = r"(?!UNISTR\()[A-Z][A-Z0-9_]*+\((?:[^()']++|'[^']*+(?:''[^']*+)*+')*+\)"
+_ONE = rf"(?:NULL|'?((?<=')[^']*+(?=')|(?<!'){_FUNCTION}(?!'))'?)"
+_TWO = rf"(?:'([^']*+(?:''[^']*+)*+)'|NULL|({_FUNCTION}))"
+
+
+def _splitters(template: str) -> tuple[Any, Any]:
+    return re.compile(template.format(_ONE)).split, re.compile(template.format(_TWO)).split
+
+
+# (a separator never ends the text: "'1', " is not a whole clause)
+_SET = _splitters(r'"([^"]++)" = {}(?:, (?!\Z)|\Z)')
+_WHERE = _splitters(r'"([^"]++)" (?:IS NULL|= {})(?: and (?!\Z)|\Z)')
+_VALUES = _splitters(r"{}(?:, ?(?!\Z)|\)\Z)")
 _ROWID = " and ROWID = '"
-_second = itemgetter(1)
 _CACHE_MAX = 4096
 _heads: dict[str, tuple[str, str] | None] = {}  # '"S"."T"' (as written) -> (schema, table); None: not plain
 _columns: dict[str, tuple[str, str, list[str]] | None] = {}  # INSERT text before '") values (' -> table, names
 
 
-def _image(names: list[str], literals: list[str | None], functions: list[str | None], text: str) -> dict[str, Any]:
-    if "''" in text:
-        literals = [v.replace("''", "'") if v else v for v in literals]
-    out = dict(zip(names, literals))
-    if any(functions):
-        out.update(filter(_second, zip(names, functions)))
-    return out
+def _merge(literals: list[str | None], functions: list[str | None]) -> list[str | None]:
+    """TWO-group values: literals with doubled quotes undone, function forms, None for NULL."""
+    return [f if v is None else v.replace("''", "'") for v, f in zip(literals, functions)]
 
 
-def _clause(split: Any, text: str) -> dict[str, Any] | None:
+def _clause(splitters: tuple[Any, Any], text: str) -> dict[str, Any] | None:
     """A SET or WHERE clause (``_SET`` / ``_WHERE``) as {column: value}; None if not the plain shape."""
-    parts = split(text)
-    if any(parts[::4]):  # text the pattern did not cover
+    if "''" not in text:
+        parts = splitters[0](text)
+        if any(parts[::3]):  # text the pattern did not cover
+            return None
+        return dict(zip(parts[1::3], parts[2::3]))
+    parts = splitters[1](text)
+    if any(parts[::4]):
         return None
-    return _image(parts[1::4], parts[2::4], parts[3::4], text)
+    return dict(zip(parts[1::4], _merge(parts[2::4], parts[3::4])))
+
+
+def _values(text: str, n: int) -> list[str | None] | None:
+    """The n values of an INSERT's VALUES list (``text`` after '(' up to and with ')'); None if not plain."""
+    if "''" not in text:
+        parts = _VALUES[0](text)
+        if len(parts) != 2 * n + 1 or any(parts[::2]):
+            return None
+        return parts[1::2]
+    parts = _VALUES[1](text)
+    if len(parts) != 3 * n + 1 or any(parts[::3]):
+        return None
+    return _merge(parts[1::3], parts[2::3])
 
 
 def _where_text(s: str, p: int) -> str:
@@ -121,11 +144,8 @@ def _fast_insert(s: str) -> Parsed | None:
         hit = _columns[key] = (schema, table, names) if names else None
     if hit is None:
         return None
-    text = s[v + 11:-1] if s[-1] == ";" else s[v + 11:]
-    parts = _VALUES(text)
-    if len(parts) != 3 * len(hit[2]) + 1 or any(parts[::3]):
-        return None
-    return "c", hit[0], hit[1], None, _image(hit[2], parts[1::3], parts[2::3], text)
+    values = _values(s[v + 11:-1] if s[-1] == ";" else s[v + 11:], len(hit[2]))
+    return None if values is None else ("c", hit[0], hit[1], None, dict(zip(hit[2], values)))
 
 
 def _fast_update(s: str) -> Parsed | None:
