@@ -36,9 +36,10 @@ from readers.oracle.snapshot import OracleSnapshot
 
 def default_parse_workers() -> int:
     """One parse process when the host has a second core. Measured on the shared 2-core host
-    (``cdc bench oracle --rows 1000000``, load average 3.5-4.6): 33.9k rows/s with the worker,
-    25.4k without; the reader thread's CPU per row drops from ~31 us to ~17 us (parsing is the
-    biggest per-row cost; the worker's pickling both ways costs less than it saves)."""
+    (``cdc bench oracle --rows 1000000``): 34.7-35.2k rows/s with the worker against 29.2k without
+    (load average 1.0-1.3), 30-39k against 25.4k under load 2-4. The reader thread's CPU per row
+    drops from ~31 us to ~17-20 us: parsing is the largest per-row cost, the pickling both ways
+    costs less than it saves."""
     return 1 if (os.cpu_count() or 1) >= 2 else 0
 
 
