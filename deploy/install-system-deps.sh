@@ -17,7 +17,8 @@ command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
-python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+py=python3; [ -x /usr/bin/python3 ] && py=/usr/bin/python3  # the Makefile builds .venv on this one
+"$py" -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 echo "installing system packages: ${need[*]}"
 if [ "$(id -u)" -ne 0 ]; then
