@@ -65,11 +65,16 @@ class PostgresTarget(Target):
         cols = [r[0] for r in cur.fetchall()]
         return cols or None
 
-    def _stage(self, table: str, columns: Sequence[str], rows: list[Row]) -> str:
+    def _new_stage(self, table: str, columns: Sequence[str]) -> tuple[str, str, Any]:
+        """A temporary table shaped like ``columns`` of ``table``, dropped at commit: (name, column list, cursor)."""
         stage = f"_cdc_stage_{next(_stage_ids)}"
         cols = ", ".join(self.quote(c) for c in columns)
         cur = self.cursor()
         cur.execute(f"CREATE TEMP TABLE {stage} ON COMMIT DROP AS SELECT {cols} FROM {self.qualified(table)} WITH NO DATA")
+        return stage, cols, cur
+
+    def _stage(self, table: str, columns: Sequence[str], rows: list[Row]) -> str:
+        stage, cols, cur = self._new_stage(table, columns)
         with cur.copy(f"COPY {stage} ({cols}) FROM STDIN") as copy:
             for r in rows:
                 copy.write_row([r.get(c) for c in columns])
@@ -141,10 +146,7 @@ class PostgresTarget(Target):
                      f"ON CONFLICT ({conflict}) {action}")
 
     def _stage_csv(self, table: str, columns: Sequence[str], data: Any) -> str:
-        stage = f"_cdc_stage_{next(_stage_ids)}"
-        cols = ", ".join(self.quote(c) for c in columns)
-        cur = self.cursor()
-        cur.execute(f"CREATE TEMP TABLE {stage} ON COMMIT DROP AS SELECT {cols} FROM {self.qualified(table)} WITH NO DATA")
+        stage, cols, cur = self._new_stage(table, columns)
         with cur.copy(f"COPY {stage} ({cols}) FROM STDIN (FORMAT csv)") as copy:
             for chunk in data:
                 copy.write(chunk)
