@@ -46,46 +46,6 @@ def test_keyless_table_counts_copies():
     assert net.upserts == [{"a": 1}, {"a": 3}] and net.deletes == [{"a": 2}]
 
 
-@st.composite
-def histories(draw):
-    state = {k: {"id": k, "v": 0} for k in range(draw(st.integers(0, 4)))}
-    initial = dict(state)
-    changes = []
-    for seq in range(draw(st.integers(0, 30))):
-        op = draw(st.sampled_from(["c", "u", "d", "k"]))
-        free = [k for k in range(8) if k not in state]
-        if op == "c" and free:
-            k = draw(st.sampled_from(free))
-            state[k] = {"id": k, "v": seq}
-            changes.append(DataChange(seq, T, "c", None, state[k]))
-        elif op in ("u", "d", "k") and state:
-            k = draw(st.sampled_from(sorted(state)))
-            before = state[k]
-            if op == "d":
-                del state[k]
-                changes.append(DataChange(seq, T, "d", before, None))
-            elif op == "u":
-                state[k] = {"id": k, "v": seq}
-                changes.append(DataChange(seq, T, "u", before, state[k]))
-            elif free:
-                nk = draw(st.sampled_from(free))
-                del state[k]
-                state[nk] = {"id": nk, "v": before["v"]}
-                changes.append(DataChange(seq, T, "u", before, state[nk]))
-    return initial, changes, state
-
-
-@settings(max_examples=300, deadline=None)
-@given(histories())
-def test_net_effect_equals_sequential_apply(h):
-    initial, changes, final = h
-    nets = net_effect(changes, {T: ("id",)})
-    result = _apply_net(initial, nets[T]) if T in nets else initial
-    assert result == final
-    if T in nets:  # deletes and upserts never touch the same key
-        assert not {r["id"] for r in nets[T].deletes} & {r["id"] for r in nets[T].upserts}
-
-
 # ---- the columnar reduction equals the record-by-record one ------------------------------------
 def _columns(changes: list[DataChange]):
     import numpy as np
@@ -107,9 +67,11 @@ def _columns(changes: list[DataChange]):
 
 
 @st.composite
-def runs(draw):
-    """A run of changes on one table, from a start state that may include rows snapshot-read ('r')."""
+def histories(draw):
+    """(start state, a run of changes on one table, end state): inserts, snapshot reads ('r'), updates that
+    may return to an earlier image or change nothing, deletes and key moves."""
     state = {k: {"id": k, "v": 0} for k in range(draw(st.integers(0, 4)))}
+    initial = dict(state)
     changes = []
     for seq in range(draw(st.integers(0, 40))):
         op = draw(st.sampled_from(["c", "r", "u", "d", "k", "same"]))
@@ -134,12 +96,24 @@ def runs(draw):
                 del state[k]
                 state[nk] = {"id": nk, "v": before["v"]}
                 changes.append(DataChange(seq, T, "u", before, state[nk]))
-    return changes
+    return initial, changes, state
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories())
+def test_net_effect_equals_sequential_apply(h):
+    initial, changes, final = h
+    nets = net_effect(changes, {T: ("id",)})
+    result = _apply_net(initial, nets[T]) if T in nets else initial
+    assert result == final
+    if T in nets:  # deletes and upserts never touch the same key
+        assert not {r["id"] for r in nets[T].deletes} & {r["id"] for r in nets[T].upserts}
 
 
 @settings(max_examples=400, deadline=None)
-@given(runs())
-def test_columnar_net_effect_equals_record_net_effect(changes):
+@given(histories())
+def test_columnar_net_effect_equals_record_net_effect(h):
+    _initial, changes, _final = h
     import orjson
 
     from streaming.net_effect import net_effect_columns
