@@ -99,10 +99,14 @@ def _anti_join(cur, db: str) -> int:
     missing = cur.fetchone()[0]
     cur.execute(f"SELECT COUNT(*) FROM {db}.tgt t WHERE NOT EXISTS (SELECT 1 FROM {db}.src s WHERE s.id = t.id)")
     extra = cur.fetchone()[0]
+    return missing + extra + _changed(cur, db)
+
+
+def _changed(cur, db: str) -> int:
+    """Rows present on both sides with a different value in some column (NULL-safe, column by column)."""
     same = " AND ".join(f"s.{c} <=> t.{c}" for c in NON_KEY)
     cur.execute(f"SELECT COUNT(*) FROM {db}.src s JOIN {db}.tgt t ON s.id = t.id WHERE NOT ({same})")
-    changed = cur.fetchone()[0]
-    return missing + extra + changed
+    return cur.fetchone()[0]
 
 
 def _left_join(cur, db: str) -> int:
@@ -112,9 +116,7 @@ def _left_join(cur, db: str) -> int:
     missing = cur.fetchone()[0]
     cur.execute(f"SELECT COUNT(*) FROM {db}.tgt t LEFT JOIN {db}.src s ON s.id = t.id WHERE s.id IS NULL")
     extra = cur.fetchone()[0]
-    same = " AND ".join(f"s.{c} <=> t.{c}" for c in NON_KEY)
-    cur.execute(f"SELECT COUNT(*) FROM {db}.src s JOIN {db}.tgt t ON s.id = t.id WHERE NOT ({same})")
-    return missing + extra + cur.fetchone()[0]
+    return missing + extra + _changed(cur, db)
 
 
 def _cpu_seconds(pid: int | None) -> float:
