@@ -67,3 +67,34 @@ def read_stream(bootstrap: str, topic: str, encoding: str = "json") -> Stream:
         else:
             raise AssertionError(f"unknown status {status!r} at offset {offset}")
     return out
+
+
+def oracle_publisher(broker: Any, prefix: str) -> Any:
+    """The publisher of the Oracle source ``ora`` used by the Oracle stream tests."""
+    from cdc.config import KafkaConfig
+    from cdc.publish.publisher import Publisher
+    from cdc.runtime.metrics import SourceMetrics
+
+    return Publisher("ora", "oracle", KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=prefix),
+                     SourceMetrics("ora"))
+
+
+def publish_then_crash(src: Any, pub: Any, after_commits: int) -> None:
+    """Publish ``src``'s events until the first row change after ``after_commits`` commits, then stop as a
+    crash would: the open transaction has its BEGIN and some rows in the stream but no END."""
+    from cdc.events import Change, Commit, Heartbeat
+
+    src.start(None)
+    commits = 0
+    try:
+        for ev in src.events():
+            if isinstance(ev, Heartbeat):
+                continue
+            pub.publish(ev)
+            commits += isinstance(ev, Commit)
+            if commits >= after_commits and isinstance(ev, Change):
+                break
+    finally:
+        src.close()
+    pub.flush()
+    pub.close()

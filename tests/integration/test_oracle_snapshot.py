@@ -12,24 +12,16 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.config import KafkaConfig
-from cdc.events import Change, Commit, Heartbeat
-from cdc.publish.publisher import Publisher
 from cdc.runtime.metrics import SourceMetrics
 from readers.oracle import simulator
 from readers.oracle.demo import make_source, pump
 from readers.oracle.workload import table_name
-from tests.integration.stream_check import read_stream
+from tests.integration.stream_check import oracle_publisher, publish_then_crash, read_stream
 
 pytestmark = [pytest.mark.oracle, pytest.mark.kafka]
 
 OPTS = ("seed=23,transactions=150,lanes=5,threads=2,scn_share=2,log_scns=40,rows_max=6,rollback_rate=0.2,"
         "partial_rollback_rate=0.3,csf_rate=0.1,head_step=90")
-
-
-def _publisher(broker, prefix):
-    return Publisher("ora", "oracle", KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=prefix),
-                     SourceMetrics("ora"))
 
 
 def _source(tmp_path):
@@ -39,25 +31,12 @@ def _source(tmp_path):
 
 def test_snapshot_then_stream_replays_to_the_model_state_across_a_crash(broker, topic_prefix, tmp_path):
     sim = simulator.instance(OPTS)
-    pub = _publisher(broker, topic_prefix)
+    pub = oracle_publisher(broker, topic_prefix)
     assert pub.recover() is None
     src = _source(tmp_path)
-    src.start(None)
-    commits = 0
-    try:
-        for ev in src.events():
-            if isinstance(ev, Heartbeat):
-                continue
-            pub.publish(ev)
-            commits += isinstance(ev, Commit)
-            if commits >= 3 and isinstance(ev, Change):
-                break  # "crash" inside the 4th snapshot chunk
-    finally:
-        src.close()
-    pub.flush()
-    pub.close()
+    publish_then_crash(src, pub, after_commits=3)  # "crash" inside the 4th snapshot chunk
 
-    pub = _publisher(broker, topic_prefix)
+    pub = oracle_publisher(broker, topic_prefix)
     resume = pub.recover()
     assert resume is not None and "snapshot" in resume  # cut off mid-snapshot: the snapshot goes on
     scn = resume["snapshot"]["scn"]

@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.config import KafkaConfig
-from cdc.events import Change, Commit, Heartbeat
-from cdc.publish.publisher import Publisher
 from cdc.runtime.metrics import SourceMetrics
 from readers.oracle.demo import make_source, pump, run_demo, stream_demo
-from tests.integration.stream_check import read_stream
+from tests.integration.stream_check import oracle_publisher, publish_then_crash, read_stream
 from tests.unit.oracle.helpers import expected
 
 pytestmark = [pytest.mark.oracle, pytest.mark.kafka]
@@ -25,32 +22,14 @@ OPTS = ("seed=11,transactions=80,lanes=5,threads=2,scn_share=2,log_scns=40,rows_
         "partial_rollback_rate=0.3,csf_rate=0.1")
 
 
-def _publisher(broker, prefix):
-    return Publisher("ora", "oracle", KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=prefix),
-                     SourceMetrics("ora"))
-
-
 def test_stream_equals_model_across_a_crash(broker, topic_prefix, tmp_path):
-    pub = _publisher(broker, topic_prefix)
+    pub = oracle_publisher(broker, topic_prefix)
     assert pub.recover() is None
     src = make_source("ora", OPTS, str(tmp_path), SourceMetrics("ora"), sessions=3, scn_range_size=25,
                       spill_threshold_rows=3, spill_chunk_rows=2)
-    src.start(None)
-    commits = 0
-    try:
-        for ev in src.events():
-            if isinstance(ev, Heartbeat):
-                continue
-            pub.publish(ev)
-            commits += isinstance(ev, Commit)
-            if commits >= 12 and isinstance(ev, Change):
-                break  # "crash" inside the 13th transaction
-    finally:
-        src.close()
-    pub.flush()
-    pub.close()
+    publish_then_crash(src, pub, after_commits=12)  # "crash" inside the 13th transaction
 
-    pub = _publisher(broker, topic_prefix)
+    pub = oracle_publisher(broker, topic_prefix)
     resume = pub.recover()
     assert resume is not None and {"low_watermark_scn", "commit_scn", "xids_at_commit_scn"} <= set(resume)
     stats = pump(make_source("ora", OPTS, str(tmp_path), SourceMetrics("ora"), sessions=2, scn_range_size=40),
