@@ -309,19 +309,12 @@ class ApplyEngine:
     def _wanted_mask(self, batch: Batch) -> Any:
         """Per record: a data record of a table this job applies (table_map.wanted, cached per table)."""
         import numpy as np
-        import pyarrow.compute as pc
 
-        if not batch.n:
-            return np.zeros(0, dtype=bool)
-        enc = pc.dictionary_encode(batch.table.column("tbl")).combine_chunks()
-        names = enc.dictionary.to_pylist()
+        names, codes = batch.table_index()
         for t in names:
             if t not in self._wanted:
                 self._wanted[t] = self.table_map.wanted(t)
         lookup = np.array([self._wanted[t] for t in names] + [False], dtype=bool)
-        codes = enc.indices.fill_null(len(names)).to_numpy(zero_copy_only=False) if enc.indices.null_count \
-            else enc.indices.to_numpy(zero_copy_only=False)
-        batch.tables, batch.table_codes = names, codes  # the columnar way groups runs by table with them
         return lookup[codes]
 
     def _finish(self, batch_id: int, last_seq: int, position: dict[str, Any], commit_ts: int | None,
@@ -359,16 +352,17 @@ class ApplyEngine:
             mask[idx] = True
             sub = whole.filter(pa.array(mask))
         cols = {c: sub.column(c).combine_chunks() for c in _IMAGE_COLUMNS}
-        codes = batch.table_codes[idx]
+        tables, all_codes = batch.table_index()
+        codes = all_codes[idx]
         seqs, offs = cols["sequence"].to_numpy(), cols["offset"].to_numpy()
         nets: list[tuple[TableInfo, Any, Any]] = []  # (info, ColumnNet or TableNet, row positions)
         _, first = np.unique(codes, return_index=True)
         for code in codes[np.sort(first)]:  # tables in the order the run first touches them
-            table = batch.tables[code]
+            table = tables[code]
             at = np.flatnonzero(codes == code)
             info = self._info(table, int(seqs[at[0]]), int(offs[at[0]]))
             if not info.key:  # keyless: count copies record by record
-                recs = self._records_of(sub, at)
+                recs = batch.records_at(idx[at])
                 nets.append((info, net_effect([self._change(r) for r in recs], {table: ()})[table], at))
                 continue
             first_key = orjson.loads(cols["key"][int(at[0])].as_py())
@@ -399,15 +393,6 @@ class ApplyEngine:
                     d.deleted.extend(_loads(t["before"], net.deletes))
                     d.deleted.extend(_loads(t["before"], net.replaced))
                     d.inserted.extend(_loads(t["after"], net.upserts))
-
-    @staticmethod
-    def _records_of(sub: Any, at: Any) -> list[StreamRecord]:
-        part = sub.take(at)
-        names = part.schema.names
-        rows = zip(*(part.column(c).to_pylist() for c in names))
-        return [StreamRecord(None, d.get("offset"), d.get("sequence"), DATA, None, d.get("tbl"), d.get("op"),
-                             d.get("key"), d.get("before"), d.get("after"), None, None, None, d.get("bkey"))
-                for d in (dict(zip(names, r)) for r in rows)]
 
     def _write_columns(self, info: TableInfo, net: Any, where: Any, deletes: bool) -> None:
         if isinstance(net, TableNet):  # keyless table: the record path's writer

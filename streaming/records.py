@@ -141,8 +141,7 @@ class Batch:
             if self.n else np.empty(0, bool)
         self._records: list[StreamRecord] | None = None
         self._columns: Any = None
-        self.tables: list[str] = []  # distinct ``tbl`` values, and each record's index into them (engine)
-        self.table_codes: Any = None
+        self._table_index: tuple[list[str], Any] | None = None
 
     @classmethod
     def from_records(cls, records: list[StreamRecord]) -> Batch:
@@ -157,6 +156,22 @@ class Batch:
         if self._columns is None or self._columns.schema.names != list(names):
             self._columns = self.table.select(list(names)).combine_chunks()
         return self._columns
+
+    def table_index(self) -> tuple[list[str], Any]:
+        """(the distinct ``tbl`` values, each record's index into them; records without a table get
+        ``len(names)``), computed once per batch."""
+        if self._table_index is None:
+            import numpy as np
+            import pyarrow.compute as pc
+
+            if not self.n:
+                self._table_index = ([], np.zeros(0, dtype=np.int64))
+            else:
+                enc = pc.dictionary_encode(self.table.column("tbl")).combine_chunks()
+                names = enc.dictionary.to_pylist()
+                codes = enc.indices.fill_null(len(names)) if enc.indices.null_count else enc.indices
+                self._table_index = (names, codes.to_numpy(zero_copy_only=False))
+        return self._table_index
 
     def records(self) -> list[StreamRecord]:
         if self._records is None:
