@@ -83,25 +83,33 @@ class PostgresTarget(Target):
     def delete_rows(self, table: str, key: Sequence[str], rows: list[Row]) -> None:
         if len(rows) < BULK_MIN_ROWS:
             return super().delete_rows(table, key, rows)
-        stage = self._stage(table, key, rows)
+        self._delete_using(table, key, self._stage(table, key, rows))
+
+    def _delete_using(self, table: str, key: Sequence[str], stage: str) -> None:
         on = " AND ".join(f"t.{self.quote(k)} = s.{self.quote(k)}" for k in key)
         self.execute(f"DELETE FROM {self.qualified(table)} t USING {stage} s WHERE {on}")
+
+    def _on_conflict(self, columns: Sequence[str], key: Sequence[str]) -> str:
+        """``ON CONFLICT (key) DO UPDATE SET`` every other column (``DO NOTHING`` when there is none)."""
+        rest = [c for c in columns if c not in key]
+        action = ("DO UPDATE SET " + ", ".join(f"{self.quote(c)} = EXCLUDED.{self.quote(c)}" for c in rest)) \
+            if rest else "DO NOTHING"
+        return f"ON CONFLICT ({', '.join(self.quote(k) for k in key)}) {action}"
+
+    def _merge_stage(self, table: str, columns: Sequence[str], key: Sequence[str], stage: str) -> None:
+        cols = ", ".join(self.quote(c) for c in columns)
+        self.execute(f"INSERT INTO {self.qualified(table)} ({cols}) SELECT {cols} FROM {stage} "
+                     f"{self._on_conflict(columns, key)}")
 
     def upsert_rows(self, table: str, columns: Sequence[str], key: Sequence[str], rows: list[Row]) -> None:
         if not rows:
             return
-        cols = ", ".join(self.quote(c) for c in columns)
-        conflict = ", ".join(self.quote(k) for k in key)
-        rest = [c for c in columns if c not in key]
-        action = ("DO UPDATE SET " + ", ".join(f"{self.quote(c)} = EXCLUDED.{self.quote(c)}" for c in rest)) \
-            if rest else "DO NOTHING"
         if len(rows) < BULK_MIN_ROWS:
+            cols = ", ".join(self.quote(c) for c in columns)
             self.executemany(f"INSERT INTO {self.qualified(table)} ({cols}) VALUES ({self.placeholders(len(columns))}) "
-                             f"ON CONFLICT ({conflict}) {action}", [[r.get(c) for c in columns] for r in rows])
+                             f"{self._on_conflict(columns, key)}", [[r.get(c) for c in columns] for r in rows])
             return
-        stage = self._stage(table, columns, rows)
-        self.execute(f"INSERT INTO {self.qualified(table)} ({cols}) SELECT {cols} FROM {stage} "
-                     f"ON CONFLICT ({conflict}) {action}")
+        self._merge_stage(table, columns, key, self._stage(table, columns, rows))
 
     def insert_rows(self, table: str, columns: Sequence[str], rows: list[Row]) -> None:
         if len(rows) < BULK_MIN_ROWS:
@@ -116,9 +124,7 @@ class PostgresTarget(Target):
 
     def delete_json(self, table: str, key: Sequence[str], images: Any, binary: set[str]) -> None:
         """Delete the rows whose key the before-images ``images`` (pyarrow strings) hold."""
-        stage = self._stage_csv(table, key, self._csv(images, key, binary, check=False))
-        on = " AND ".join(f"t.{self.quote(k)} = s.{self.quote(k)}" for k in key)
-        self.execute(f"DELETE FROM {self.qualified(table)} t USING {stage} s WHERE {on}")
+        self._delete_using(table, key, self._stage_csv(table, key, self._csv(images, key, binary, check=False)))
 
     def upsert_json(self, table: str, columns: Sequence[str], key: Sequence[str], images: Any, new: Any,
                     binary: set[str]) -> None:
@@ -137,13 +143,7 @@ class PostgresTarget(Target):
         rest = np.flatnonzero(~np.asarray(new, dtype=bool))
         if not len(rest):
             return
-        stage = self._stage_csv(table, columns, self._csv(images.take(rest), columns, binary))
-        conflict = ", ".join(self.quote(k) for k in key)
-        others = [c for c in columns if c not in key]
-        action = ("DO UPDATE SET " + ", ".join(f"{self.quote(c)} = EXCLUDED.{self.quote(c)}" for c in others)) \
-            if others else "DO NOTHING"
-        self.execute(f"INSERT INTO {self.qualified(table)} ({cols}) SELECT {cols} FROM {stage} "
-                     f"ON CONFLICT ({conflict}) {action}")
+        self._merge_stage(table, columns, key, self._stage_csv(table, columns, self._csv(images.take(rest), columns, binary)))
 
     def _stage_csv(self, table: str, columns: Sequence[str], data: Any) -> str:
         stage, cols, cur = self._new_stage(table, columns)
