@@ -207,11 +207,10 @@ class TableCompare:
         except BaseException:
             src_conn.close()
             raise
-        conns = [src_conn, src_conn, tgt_conn, tgt_conn]
         try:
-            self.s, self.t = plan(self.src_ep, conns[0], self.src_name, self.tgt_ep, conns[2], self.tgt_name,
+            self.s, self.t = plan(self.src_ep, src_conn, self.src_name, self.tgt_ep, tgt_conn, self.tgt_name,
                                   report)
-            self.conns = conns
+            self.src_conn, self.tgt_conn = src_conn, tgt_conn
             report.key_columns = tuple(self.s.key)
             if not self.s.key:
                 report.mode = "full-row"
@@ -252,8 +251,8 @@ class TableCompare:
                     where = " WHERE " + " OR ".join(f"({k} >= {int(a)} AND {k} < {int(b)})" for a, b in batch)
                 sqls.append(self._row_sql(side, where))
             counts = [0, 0, 0]
-            src = prefetch(self.src_ep.stream(self.conns[1], sqls[0], chunk=self.chunk), self.chunk)
-            tgt = prefetch(self.tgt_ep.stream(self.conns[3], sqls[1], chunk=self.chunk), self.chunk)
+            src = prefetch(self.src_ep.stream(self.src_conn, sqls[0], chunk=self.chunk), self.chunk)
+            tgt = prefetch(self.tgt_ep.stream(self.tgt_conn, sqls[1], chunk=self.chunk), self.chunk)
             last = 0
             for d in merge(src, tgt, self.src_name, counts):
                 report.diffs.append(d)
@@ -269,8 +268,8 @@ class TableCompare:
         sqls = [f"SELECT h, COUNT(*) FROM (SELECT {side.md5()} AS h FROM {side.table_sql()}) x GROUP BY h ORDER BY h"
                 for side in (self.s, self.t)]
         counts = [0, 0, 0]
-        src = prefetch(self.src_ep.stream(self.conns[1], sqls[0], chunk=self.chunk), self.chunk)
-        tgt = prefetch(self.tgt_ep.stream(self.conns[3], sqls[1], chunk=self.chunk), self.chunk)
+        src = prefetch(self.src_ep.stream(self.src_conn, sqls[0], chunk=self.chunk), self.chunk)
+        tgt = prefetch(self.tgt_ep.stream(self.tgt_conn, sqls[1], chunk=self.chunk), self.chunk)
         report.diffs.extend(merge_multiset(src, tgt, self.src_name, counts))
         self.advance(counts[0])
         report.source_rows, report.target_rows, report.same = counts
@@ -282,7 +281,7 @@ class TableCompare:
         costs nothing, where COUNT(*) would scan both tables once more.
         """
         lo, hi, n = None, None, 0
-        for side, conn in ((self.s, self.conns[0]), (self.t, self.conns[2])):
+        for side, conn in ((self.s, self.src_conn), (self.t, self.tgt_conn)):
             k = quote(side.dialect, side.key[0])
             mn, mx = side.endpoint.query(conn, f"SELECT MIN({k}), MAX({k}) FROM {side.table_sql()}")[0]
             if mn is not None:
@@ -291,7 +290,7 @@ class TableCompare:
             n = max(n, self._estimate(side, conn))
         if lo is not None and n < EXACT_BELOW:  # small or never analysed: count (cheap when truly small)
             n = max(int(side.endpoint.query(conn, f"SELECT COUNT(*) FROM {side.table_sql()}")[0][0])
-                    for side, conn in ((self.s, self.conns[0]), (self.t, self.conns[2])))
+                    for side, conn in ((self.s, self.src_conn), (self.t, self.tgt_conn)))
         return (lo or 0), (hi if hi is not None else 0), n if lo is not None else 0
 
     @staticmethod
@@ -359,8 +358,8 @@ class TableCompare:
         # both databases fold their rows at the same time, each over ``parallel`` connections
         s_more, t_more = self._extra_connections(lo, hi, width)
         try:
-            s_rows = self._bucket_stream(self.s, [self.conns[0], *s_more], lo, hi, width)
-            t_rows = self._bucket_stream(self.t, [self.conns[2], *t_more], lo, hi, width)
+            s_rows = self._bucket_stream(self.s, [self.src_conn, *s_more], lo, hi, width)
+            t_rows = self._bucket_stream(self.t, [self.tgt_conn, *t_more], lo, hi, width)
             equal_rows, differing = 0, []
             for key, s, t in walk(s_rows, t_rows, self.src_name + " (buckets)"):
                 if s is not None and s == t:
