@@ -189,7 +189,10 @@ def run(config: Config, master: str = "local[*]", until_idle_s: float | None = N
     ``streams_out`` (optional) receives the ApplyStream objects (benches read their per-batch timings)."""
     if not config.apply:
         raise CdcError("nothing to apply: the config has no `apply:` items", key="apply")
+    from streaming.source import warm_up
+
     spark = spark or build_session(master)
+    warm_up(spark, _cores(spark))
     streams = [start_stream(spark, config, a, metrics_registry) for a in config.apply]
     if streams_out is not None:
         streams_out.extend(streams)
