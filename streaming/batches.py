@@ -19,6 +19,8 @@ silent skip.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -71,8 +73,12 @@ class BoundaryScanner:
         self._conf = consumer_config(bootstrap, consumer_extra)
         self._consumer: Any = None
         self._scans: dict[int, _PartitionScan] = {}
+        self._ahead: threading.Thread | None = None  # the scan ahead, while a micro-batch runs
+        self._ahead_stop = threading.Event()
+        self._ahead_error: BaseException | None = None
 
     def _client(self) -> Any:
+        self._settle()
         if self._consumer is None:
             from confluent_kafka import Consumer
 
@@ -110,6 +116,7 @@ class BoundaryScanner:
         The scan stops at the end, or once it passed ``enough_at`` with a boundary beyond
         ``start``, or after SCAN_BUDGET_S with one: a source that writes faster than we scan
         must not keep the planner here forever."""
+        self._settle()
         scan = self._scans.get(partition)
         if scan is None or start < scan.base or (start > scan.base and start not in scan.boundaries
                                                   and start != scan.scanned_to):
@@ -120,21 +127,27 @@ class BoundaryScanner:
         del scan.boundaries[:max(0, i - 1)]  # forget boundaries before start, keep memory bounded
         return [b for b in scan.boundaries if b > start]
 
-    def _follow(self, partition: int, scan: _PartitionScan, start: int, enough_at: int | None) -> None:
+    def _follow(self, partition: int, scan: _PartitionScan, start: int, enough_at: int | None,
+                c: Any = None) -> None:
         from confluent_kafka import KafkaError, TopicPartition
 
-        c = self._client()
-        c.assign([TopicPartition(self.topic, partition, scan.scanned_to)])
+        ahead = c is not None  # called by the scan ahead, with the consumer it may use
+        c = c or self._client()
+        tp = TopicPartition(self.topic, partition, scan.scanned_to)
+        c.assign([tp])
         began = time.monotonic()
-        while True:
+        while not (ahead and self._ahead_stop.is_set()):
             have_one = bool(scan.boundaries) and scan.boundaries[-1] > start
             if have_one and ((enough_at is not None and scan.scanned_to > enough_at)
-                             or time.monotonic() - began > SCAN_BUDGET_S):
+                             or (not ahead and time.monotonic() - began > SCAN_BUDGET_S)):
                 return
             msgs = c.consume(num_messages=5000, timeout=IDLE_POLL_S)
             if not msgs:
                 return
-            caught_up = len(msgs) < 5000  # the broker had no more than this: we are at (or near) the end
+            # fewer than asked for and past the high watermark the last fetch reported: at (or near) the end
+            # (a short answer alone is not enough: a fetch response may end anywhere)
+            high = c.get_watermark_offsets(tp, cached=True)
+            caught_up = len(msgs) < 5000 and high is not None and 0 <= high[1] <= msgs[-1].offset() + 1
             for m in msgs:
                 if m.error() is not None:
                     if m.error().code() == KafkaError._PARTITION_EOF:
@@ -171,6 +184,39 @@ class BoundaryScanner:
             return True
         return not scan.open_tx
 
+    def scan_ahead(self, ends: dict[int, int], records: int) -> None:
+        """Go on scanning past ``ends`` (per partition) in the background, ``records`` records deep, while the
+        micro-batch up to there is read and applied: the next ``cut`` finds its boundaries scanned already.
+        Any other call first stops the scan ahead (keeping what it scanned) and re-raises its failure."""
+        self._settle()
+        todo = [(p, self._scans[p], e) for p, e in ends.items() if p in self._scans]
+        if not todo or records <= 0:
+            return
+        c = self._client()
+
+        def work() -> None:
+            try:
+                for p, scan, e in todo:
+                    if self._ahead_stop.is_set():
+                        return
+                    if scan.scanned_to < e + records:
+                        self._follow(p, scan, e, e + records, c)
+            except BaseException as exc:  # noqa: BLE001 - handed to the next call on the planner's thread
+                self._ahead_error = exc
+
+        self._ahead_stop.clear()
+        self._ahead = threading.Thread(target=work, name=f"cdc-scan-ahead-{self.topic}", daemon=True)
+        self._ahead.start()
+
+    def _settle(self) -> None:
+        if self._ahead is not None:
+            self._ahead_stop.set()
+            self._ahead.join()
+            self._ahead = None
+        if self._ahead_error is not None:
+            exc, self._ahead_error = self._ahead_error, None
+            raise exc
+
     def cut(self, partition: int, start: int, max_records: int | None, not_after: int | None = None) -> int:
         """The end offset of the next micro-batch of ``partition`` (== start: nothing whole to read)."""
         enough = start + max_records if max_records is not None else None
@@ -183,6 +229,8 @@ class BoundaryScanner:
         return bounds[i - 1] if i > 0 else bounds[0]
 
     def close(self) -> None:
+        with contextlib.suppress(Exception):  # closing: the scan ahead's failure no longer matters
+            self._settle()
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None

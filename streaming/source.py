@@ -100,6 +100,8 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for p, o in begin.next:
             not_after = self._until.get(p) if self._until is not None else None
             end[p] = self.scanner.cut(p, o, per_part, not_after)
+        if self._until is None:  # scan on while Spark runs this batch (AvailableNow knows where it stops)
+            self.scanner.scan_ahead(end, per_part or self.max_records)
         return StreamOffset.of(self.topic, end).to_json()
 
     def prepareForTriggerAvailableNow(self) -> None:

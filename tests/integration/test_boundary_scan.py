@@ -1,0 +1,75 @@
+"""The planner's boundary scan on the real broker: cuts land on transaction ends, with and without the scan
+ahead, and a failure of the scan ahead reaches the planner instead of vanishing."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from streaming.batches import BoundaryScanner
+from streaming.errors import ApplyError
+from tests.unit.streaming.streams import StreamBuilder, produce
+
+pytestmark = [pytest.mark.kafka]
+
+
+def _topic(broker, n_tx: int, rows: int) -> tuple[str, list[int]]:
+    b = StreamBuilder()
+    b.schema("db.t", [("id", "int")], ["id"])
+    for i in range(n_tx):
+        b.tx(*[("c", "db.t", None, {"id": i * rows + j}) for j in range(rows)])
+    topic = f"scan-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic)
+    enc = b.encoded()
+    produce(broker.bootstrap, topic, enc)
+    ends = [i + 1 for i, (_k, v) in enumerate(enc) if b'"status":"END"' in v]
+    return topic, ends
+
+
+def _cuts(scanner: BoundaryScanner, total: int, per_batch: int, ahead: bool) -> list[int]:
+    cuts, at = [], 0
+    while at < total:
+        end = scanner.cut(0, at, per_batch)
+        assert end > at, f"no progress at offset {at}"
+        cuts.append(end)
+        if ahead:
+            scanner.scan_ahead({0: end}, per_batch)
+        at = end
+    return cuts
+
+
+def test_cuts_are_transaction_ends_and_the_scan_ahead_changes_none(broker):
+    topic, ends = _topic(broker, n_tx=300, rows=37)  # 11,700 data records, 300 transactions
+    total = ends[-1]
+    per_batch = 1000
+    for ahead in (False, True):
+        s = BoundaryScanner(broker.bootstrap, topic, "json")
+        try:
+            got = _cuts(s, total, per_batch, ahead)
+        finally:
+            s.close()
+        assert set(got) <= set(ends), "a cut inside a transaction"
+        assert got[-1] == total
+        assert all(b - a <= per_batch for a, b in zip([0] + got, got)), "a batch over the limit"
+        assert all(b - a > per_batch - 40 for a, b in zip([0] + got[:-1], got[:-1])), "a batch cut short"
+        if ahead:
+            assert got == plain, "the scan ahead changed the cuts"
+        plain = got
+
+
+def test_a_failure_of_the_scan_ahead_reaches_the_next_call(broker):
+    topic, ends = _topic(broker, n_tx=20, rows=10)
+    s = BoundaryScanner(broker.bootstrap, topic, "json")
+    try:
+        end = s.cut(0, 0, 50)
+
+        def broken(*_a, **_k):
+            raise ApplyError("broken consumer", topic=topic)
+
+        s._follow = broken  # the next scan (the one ahead) fails
+        s.scan_ahead({0: end}, 50)
+        with pytest.raises(ApplyError, match="broken consumer"):
+            s.cut(0, end, 50)
+    finally:
+        s.close()
