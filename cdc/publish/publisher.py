@@ -62,11 +62,19 @@ PROGRESS_EVERY = 10_000  # records between progress marks inside a long transact
 ACK_CHECK_EVERY = 1_000  # records between looks at the acknowledged prefix inside a transaction
 
 
+dumps = orjson.dumps
+# A data record's value (JSON): orjson.dumps of cdc.envelope.data_record's dict, as a template.
+_VALUE = (b'{"sequence":%d,"before":%b,"after":%b,"op":%b,"ts_ms":%d,"source":%b%b%b%b,'
+          b'"transaction":{"id":%b,"total_order":%d,"data_collection_order":%d}}')
+_OPS = {op: dumps(op) for op in ("c", "u", "d", "r", "t")}
+
+
 class _Tx:
-    __slots__ = ("counts", "ops", "total", "ts_ms", "txid")
+    __slots__ = ("counts", "id_json", "ops", "total", "ts_json", "ts_ms", "txid")
 
     def __init__(self, txid: str, ts_ms: int) -> None:
         self.txid, self.ts_ms = txid, ts_ms
+        self.id_json, self.ts_json = dumps(txid), dumps(ts_ms)
         self.counts: dict[str, int] = {}
         self.ops: dict[tuple[str, str], int] = {}
         self.total = 0
@@ -84,7 +92,8 @@ class Publisher:
         self._producer = OrderedProducer(kafka.bootstrap_servers, {**kafka.producer, **(producer_config or {})})
         self._seq: int | None = None  # next sequence; set by recover()
         self._tx: _Tx | None = None
-        self._names: dict[int, tuple[TableId, str, dict[str, Any]]] = {}  # id(TableId) -> _table_entry()
+        self._names: dict[int, _TableOut] = {}  # id(TableId) -> _table_entry()
+        self._json = kafka.encoding == "json"  # data records by the JSON template (_change)
         self._per_table = kafka.per_table_topics
         self._schemas: dict[str, TableSchema] = {}
         self._table_topics: set[str] = set()
@@ -93,7 +102,7 @@ class Publisher:
         self._last_hb_resume: Any = None
         self._bytes = 0  # value bytes produced so far
         # (produced index, kind, payload, produce time, cumulative bytes, sequence): metrics after ack
-        self._since_check = 0
+        self._check_at = ACK_CHECK_EVERY  # sequence of the next look at the acknowledged prefix
         self._last_mark = 0
         self._acks = AckTracker(self._producer, metrics)
 
@@ -174,9 +183,9 @@ class Publisher:
             raise StreamCorrupt("row change outside a transaction", source=self.source_name, table=str(ch.table))
         table = ch.table
         entry = self._names.get(id(table))  # by identity: TableId's dataclass __hash__ is slow
-        if entry is None or entry[0] is not table:
+        if entry is None or entry.table is not table:
             entry = self._table_entry(table)
-        name = entry[1]
+        name = entry.name
         schema = ch.schema
         if schema is not None and self._schemas.get(name) is not schema:
             self._table_schema(name, schema)
@@ -189,42 +198,60 @@ class Publisher:
         total = tx.total = tx.total + 1
         seq = self._seq
         self._seq = seq + 1
-        # Same dicts as cdc.envelope.data_record (a unit test holds them equal), built from
-        # per-table constants: this is the per-row hot path. (Keys keep the base's order.)
-        if op == "r":
-            source = {**entry[2], "ts_ms": tx.ts_ms, "snapshot": "true", **ch.source}
-        else:
-            source = {**entry[2], "ts_ms": tx.ts_ms, **ch.source}
-        before, after = ch.before, ch.after
+        before, after, src = ch.before, ch.after, ch.source
         row = after if after is not None else before
-        pk = schema.primary_key if schema is not None else ()
-        if len(pk) == 1:
-            key_values = {pk[0]: row.get(pk[0])}
+        if self._json and not self._per_table and (not src or entry.base_keys.isdisjoint(src)):
+            # The per-row hot path: the same bytes orjson.dumps gives for the dicts of
+            # cdc.envelope.data_record (a unit test holds them equal), spliced from per-table and
+            # per-transaction constants with one dumps per row image.
+            if schema is not entry.key_schema:
+                entry.key_for(schema)
+            pk = entry.pk
+            if pk is None:
+                kbytes = entry.key_head + dumps(row) + b"}"
+            elif type(pk) is str:
+                kbytes = entry.key_head + dumps(row.get(pk)) + b"}}"
+            else:
+                kbytes = entry.key_head + dumps({c: row.get(c) for c in pk}) + b"}"
+            vbytes = _VALUE % (seq, b"null" if before is None else dumps(before),
+                               b"null" if after is None else dumps(after), _OPS.get(op) or dumps(op),
+                               int(time.time() * 1000), entry.source_head, tx.ts_json,
+                               entry.source_tail_r if op == "r" else entry.source_tail,
+                               b"," + dumps(src)[1:] if src else b"}", tx.id_json, total, n)
+            self._bytes += len(vbytes)
+            self._producer.produce(self.topic, vbytes, kbytes)
         else:
-            key_values = {c: row.get(c) for c in pk} if pk else dict(row)
-        value = {"sequence": seq, "before": before, "after": after, "op": op,
-                 "ts_ms": int(time.time() * 1000), "source": source,
-                 "transaction": {"id": tx.txid, "total_order": total, "data_collection_order": n}}
-        vbytes = self._venc(value)
-        self._bytes += len(vbytes)
-        self._producer.produce(self.topic, vbytes, self._kenc({"table": name, "key": key_values}))
-        if self._per_table:
-            self._to_table_topic(ch, key_values, vbytes)
-        self._since_check += 1
-        if self._since_check >= ACK_CHECK_EVERY:
-            self._since_check = 0
+            # Same dicts as cdc.envelope.data_record, built from per-table constants. (Keys keep the base's order.)
+            if op == "r":
+                source = {**entry.base, "ts_ms": tx.ts_ms, "snapshot": "true", **src}
+            else:
+                source = {**entry.base, "ts_ms": tx.ts_ms, **src}
+            pk = schema.primary_key if schema is not None else ()
+            if len(pk) == 1:
+                key_values = {pk[0]: row.get(pk[0])}
+            else:
+                key_values = {c: row.get(c) for c in pk} if pk else dict(row)
+            value = {"sequence": seq, "before": before, "after": after, "op": op,
+                     "ts_ms": int(time.time() * 1000), "source": source,
+                     "transaction": {"id": tx.txid, "total_order": total, "data_collection_order": n}}
+            vbytes = self._venc(value)
+            self._bytes += len(vbytes)
+            self._producer.produce(self.topic, vbytes, self._kenc({"table": name, "key": key_values}))
+            if self._per_table:
+                self._to_table_topic(ch, key_values, vbytes)
+        if seq >= self._check_at:
+            self._check_at = seq + ACK_CHECK_EVERY
             produced = self._producer.produced
             if produced - self._last_mark >= PROGRESS_EVERY:  # long transaction: show progress before END
                 self._last_mark = produced
                 self._acks.mark(PROGRESS, None, self._bytes, seq)
             self._acks.check()
 
-    def _table_entry(self, table: TableId) -> tuple[TableId, str, dict[str, Any]]:
-        """(table, "db.table", constant part of its source block), cached by identity."""
+    def _table_entry(self, table: TableId) -> _TableOut:
+        """The per-table constants of data records, cached by identity."""
         if len(self._names) > 10_000:  # a reader that makes a new TableId per row
             self._names.clear()
-        name = str(table)
-        entry = (table, name, _source_base(table, self.source_name, self.connector))
+        entry = _TableOut(table, self.source_name, self.connector)
         self._names[id(table)] = entry
         return entry
 
@@ -332,6 +359,36 @@ class Publisher:
 
     def close(self) -> None:
         self._producer.close()
+
+
+class _TableOut:
+    """A table's constant parts of data records: its name, the base of the ``source`` block (as a
+    dict, and as JSON cut around ``ts_ms``), and the JSON head of record keys for the last schema."""
+
+    __slots__ = ("base", "base_keys", "key_head", "key_schema", "name", "pk", "source_head", "source_tail",
+                 "source_tail_r", "table")
+
+    def __init__(self, table: TableId, source_name: str, connector: str) -> None:
+        self.table, self.name = table, str(table)
+        base = self.base = _source_base(table, source_name, connector)
+        self.base_keys = frozenset(base)
+        keys = list(base)
+        cut = keys.index("ts_ms")
+        self.source_head = dumps({k: base[k] for k in keys[:cut]})[:-1] + b',"ts_ms":'
+        tail = {k: base[k] for k in keys[cut + 1:]}
+        self.source_tail = b"," + dumps(tail)[1:-1]
+        self.source_tail_r = b"," + dumps({**tail, "snapshot": "true"})[1:-1]
+        self.key_for(None)
+
+    def key_for(self, schema: TableSchema | None) -> None:
+        """Key JSON up to the key values: ``pk`` is None (whole row), a column name or a tuple of them."""
+        pk = schema.primary_key if schema is not None else ()
+        head = b'{"table":' + dumps(self.name) + b',"key":'
+        if len(pk) == 1:
+            self.pk, self.key_head = pk[0], head + b"{" + dumps(pk[0]) + b":"
+        else:
+            self.pk, self.key_head = (tuple(pk) if pk else None), head
+        self.key_schema = schema
 
 
 def _source_base(table: TableId, source_name: str, connector: str) -> dict[str, Any]:

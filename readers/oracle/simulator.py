@@ -244,15 +244,56 @@ def _columns(up: str) -> list[int]:
     return [CONTENT_COLUMNS.index(c.strip().replace("RAWTOHEX(", "").replace(")", "")) for c in select.split(",")]
 
 
-def _replay(path: str) -> Iterator[tuple]:
-    """The rows of a prerendered range (Simulator.prerender), decoded batch by batch as a client would."""
+def _replay(path: str) -> Iterator[list[tuple]]:
+    """The row batches of a prerendered range (Simulator.prerender), decoded batch by batch as a client
+    decodes what the server sends."""
     with open(path, "rb") as fh:
         while True:
             try:
                 rows = pickle.load(fh)
             except EOFError:
                 return
-            yield from rows
+            yield rows
+
+
+class _Batches:
+    """Rows that arrive in batches (a replayed range): ``take(n)`` hands a whole batch over as it is
+    when it fits, as a driver's fetchmany returns the rows it decoded, instead of re-listing rows one
+    by one."""
+
+    def __init__(self, batches: Iterator[list[tuple]]) -> None:
+        self._batches = batches
+        self._buf: list[tuple] = []
+        self._pos = 0
+
+    def take(self, n: int) -> list[tuple]:
+        out: list[tuple] | None = None
+        while out is None or len(out) < n:
+            if self._pos >= len(self._buf):
+                self._buf, self._pos = next(self._batches, []), 0
+                if not self._buf:
+                    break
+            if out is None and self._pos == 0 and len(self._buf) <= n:
+                out, self._pos = self._buf, len(self._buf)  # the whole batch: ours to hand over
+                continue
+            k = min(n - (len(out) if out else 0), len(self._buf) - self._pos)
+            part = self._buf[self._pos:self._pos + k]
+            self._pos += k
+            if out is None:
+                out = part
+            else:
+                out.extend(part)
+        return out or []
+
+    def rows(self) -> Iterator[tuple]:
+        """One row at a time (fetchone, iteration), from the same buffer as take()."""
+        while True:
+            if self._pos >= len(self._buf):
+                self._buf, self._pos = next(self._batches, []), 0
+                if not self._buf:
+                    return
+            self._pos += 1
+            yield self._buf[self._pos - 1]
 
 
 _AS_OF = re.compile(r'SELECT (.+?) FROM "([^"]+)"\."([^"]+)" AS OF SCN :(\w+)(?: WHERE (.+?))? ORDER BY (.+?)'
@@ -307,6 +348,7 @@ class SimCursor:
     def __init__(self, conn: SimConnection) -> None:
         self.conn = conn
         self._rows: Iterator[tuple] = iter(())
+        self._batches: _Batches | None = None  # a replayed range (fetchmany hands over whole batches)
         self.description: list[tuple] | None = None
 
     def __enter__(self) -> SimCursor:  # noqa: PYI034
@@ -316,12 +358,14 @@ class SimCursor:
         self.close()
 
     def close(self) -> None:
-        self._rows = iter(())
+        self._rows, self._batches = iter(()), None
 
     def fetchone(self) -> tuple | None:
         return next(self._rows, None)
 
     def fetchmany(self, size: int | None = None) -> list[tuple]:
+        if self._batches is not None:
+            return self._batches.take(size or self.arraysize)
         return list(itertools.islice(self._rows, size or self.arraysize))
 
     def fetchall(self) -> list[tuple]:
@@ -336,7 +380,7 @@ class SimCursor:
             raise _err("DPY-1001: not connected to database")
         up = " ".join(sql.upper().split())
         binds = params if isinstance(params, dict) else {str(i + 1): v for i, v in enumerate(params or ())}
-        self._rows = iter(())
+        self._rows, self._batches = iter(()), None
         self.description = None
         if up.startswith("ALTER SESSION SET "):
             key, _, value = up[len("ALTER SESSION SET "):].partition("=")
@@ -477,7 +521,8 @@ class SimCursor:
         known = set((dictionary or {}).get("tables", {}))
         rendered = self.conn.sim._rendered.get((lo, hi, tuple(idx), frozenset(known))) if self.conn.sim._rendered else None
         if rendered is not None:
-            self._rows = _replay(rendered)
+            self._batches = _Batches(_replay(rendered))
+            self._rows = self._batches.rows()
         elif self.conn.sim.workload.process:
             self._rows = self._remote(lo, hi, idx, known)
         else:
