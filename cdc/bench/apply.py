@@ -21,6 +21,10 @@ Same run, same rows, same PostgreSQL (started here unless ``--postgres DSN``):
           so it is, if anything, flattered.
 - copy:   ``COPY ... FROM STDIN`` of the same N rows into an unindexed table
           (the target's bulk-load limit).
+- spark read: the Spark read path alone (cdc.bench.spark_read): 200,000
+          decoded rows already in Arrow in the Python workers, through a Python
+          data source to ``toArrow()`` on the driver (best of 3), as
+          ``spark_read_rows_per_s``: no apply that reads through Spark is faster.
 - keyed copy: ``COPY`` of the same N rows into a logged table with the
           primary key, like the real target table (what the table itself can
           take: index and WAL, no broker, decoding or Spark), as
@@ -165,6 +169,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         naive_rate = _naive(dsn, b, args.naive_rows)
         copy_rate = _copy(dsn, args.rows)
         keyed_rate = _keyed_copy(dsn, args.rows)
+        from cdc.bench.spark_read import spark_read_rows_per_s
+        read_limit = spark_read_rows_per_s(spark, 200_000, 2)
+        _say(f"spark read path: 200000 prepared rows -> {read_limit:,.0f} rows/s")
         spark.stop()
         read_s = sum(r - a for a, r, _e, _n in timings)
         engine_s = sum(e - r for _a, r, e, _n in timings)
@@ -178,6 +185,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "copy_rows_per_s": round(copy_rate), "ratio_to_copy": round(apply_rate / copy_rate, 3),
                 "speedup_vs_naive": round(apply_rate / naive_rate, 1),
                 "keyed_copy_rows_per_s": round(keyed_rate), "keyed_copy_ratio_to_copy": round(keyed_rate / copy_rate, 3),
+                "spark_read_rows_per_s": round(read_limit), "spark_read_ratio_to_copy": round(read_limit / copy_rate, 3),
                 **latency}
     finally:
         if broker is not None:
