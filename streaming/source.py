@@ -132,8 +132,8 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 
 class _WarmUpReader(DataSourceReader):
-    def __init__(self, parts: int) -> None:
-        self.parts = parts
+    def __init__(self, parts: int, rows: int) -> None:
+        self.parts, self.rows = parts, rows
 
     def partitions(self) -> Sequence[InputPartition]:
         return [InputPartition(i) for i in range(self.parts)]
@@ -141,14 +141,22 @@ class _WarmUpReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
 
-        from streaming.records import arrow_schema
+        from streaming.records import DATA, arrow_schema
 
-        schema = arrow_schema()
-        yield pa.RecordBatch.from_pylist([{"part": partition.value, "offset": 0, "kind": "HEARTBEAT"}], schema=schema)
+        n = max(1, self.rows // self.parts)
+        size = min(n, 32768)
+        batch = pa.RecordBatch.from_pylist(
+            [{"part": partition.value, "offset": i, "sequence": i, "kind": DATA, "txid": f"0-1-{i // 100}",
+              "tbl": "warm.up", "op": "c", "key": f'{{"id":{i}}}', "ts_ms": 1_700_000_000_000,
+              "after": f'{{"id":{i},"name":"name {i} v0","amount":"{i}.00","at":"2024-05-06T07:08:01.000001"}}'}
+             for i in range(size)], schema=arrow_schema())
+        for start in range(0, n, size):
+            yield batch.slice(0, min(size, n - start))
 
 
 class WarmUpDataSource(DataSource):
-    """A batch source of one record per partition in the ``cdc-stream`` schema: see :func:`warm_up`."""
+    """A batch source of prepared data rows in the ``cdc-stream`` schema (options ``partitions``, ``rows``):
+    the warm-up read of :func:`warm_up`, and `cdc bench apply`'s measure of the Spark read path alone."""
 
     @classmethod
     def name(cls) -> str:
@@ -158,14 +166,16 @@ class WarmUpDataSource(DataSource):
         return SCHEMA_DDL
 
     def reader(self, schema: Any) -> _WarmUpReader:
-        return _WarmUpReader(int(self.options.get("partitions", "2")))
+        return _WarmUpReader(int(self.options.get("partitions", "2")), int(self.options.get("rows", "1")))
 
 
-def warm_up(spark: Any, partitions: int) -> None:
+def warm_up(spark: Any, partitions: int, rows: int = 1) -> Any:
     """Start what Spark starts on its first Python data source read (the executors' Python workers,
     the data source planner, the Arrow path back to the driver) before the stream's first batch, so a
-    one-time start-up of several seconds is not paid inside the first micro-batch (and its latency)."""
-    spark.read.format("cdc-warm-up").option("partitions", str(partitions)).load().toArrow()
+    one-time start-up of several seconds is not paid inside the first micro-batch (and its latency).
+    Returns what the read collected (a pyarrow Table of ``rows`` rows)."""
+    return (spark.read.format(WarmUpDataSource.name()).option("partitions", str(partitions))
+            .option("rows", str(rows)).load().toArrow())
 
 
 def register(spark: Any) -> None:

@@ -21,7 +21,7 @@ Same run, same rows, same PostgreSQL (started here unless ``--postgres DSN``):
           so it is, if anything, flattered.
 - copy:   ``COPY ... FROM STDIN`` of the same N rows into an unindexed table
           (the target's bulk-load limit).
-- spark read: the Spark read path alone (cdc.bench.spark_read): 200,000
+- spark read: the Spark read path alone (streaming.source.warm_up): 200,000
           decoded rows already in Arrow in the Python workers, through a Python
           data source to ``toArrow()`` on the driver (best of 3), as
           ``spark_read_rows_per_s``: no apply that reads through Spark is faster.
@@ -168,9 +168,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         naive_rate = _naive(dsn, b, args.naive_rows)
         copy_rate = _copy(dsn, args.rows)
-        keyed_rate = _keyed_copy(dsn, args.rows)
-        from cdc.bench.spark_read import spark_read_rows_per_s
-        read_limit = spark_read_rows_per_s(spark, 200_000, 2)
+        keyed_rate = _copy(dsn, args.rows, keyed=True)
+        read_limit = _spark_read(spark, 200_000)
         _say(f"spark read path: 200000 prepared rows -> {read_limit:,.0f} rows/s")
         spark.stop()
         read_s = sum(r - a for a, r, _e, _n in timings)
@@ -230,44 +229,42 @@ def _naive(dsn: str, b, n: int) -> float:
     return rate
 
 
-def _copy(dsn: str, n: int) -> float:
+def _copy(dsn: str, n: int, keyed: bool = False) -> float:
+    """COPY of the N rows into an unindexed UNLOGGED table (the bulk-load limit) or, ``keyed``, into a logged
+    table with the primary key like the real target table (what that table itself can take: the index and
+    the WAL any apply into it pays; no broker, decoding or Spark)."""
     import psycopg
 
+    table, label = ("bench_apply.keyed_limit", "keyed copy") if keyed else ("bench_apply.copy_limit", "copy")
+    ddl = ("CREATE TABLE {} (id bigint PRIMARY KEY, " if keyed else "CREATE UNLOGGED TABLE {} (id bigint, ").format(table)
     with psycopg.connect(dsn) as c:
-        c.execute("DROP TABLE IF EXISTS bench_apply.copy_limit")
-        c.execute("CREATE UNLOGGED TABLE bench_apply.copy_limit (id bigint, name varchar(40), amount numeric(12,2), "
-                  "at timestamp(6))")
+        c.execute(f"DROP TABLE IF EXISTS {table}")
+        c.execute(ddl + "name varchar(40), amount numeric(12,2), at timestamp(6))")
         c.commit()
         t0 = time.monotonic()
-        with c.cursor().copy("COPY bench_apply.copy_limit FROM STDIN") as cp:
+        with c.cursor().copy(f"COPY {table} FROM STDIN") as cp:
             for i in range(n):
                 r = _row(i)
                 cp.write_row((r["id"], r["name"], r["amount"], r["at"]))
         c.commit()
         rate = n / (time.monotonic() - t0)
-    _say(f"copy: {n} rows -> {rate:,.0f} rows/s")
+    _say(f"{label}: {n} rows -> {rate:,.0f} rows/s")
     return rate
 
 
-def _keyed_copy(dsn: str, n: int) -> float:
-    """What the target table itself can take: COPY of the N rows into a logged table with its primary key
-    (the index and the WAL that any apply into the real table pays; no broker, decoding or Spark)."""
-    import psycopg
+def _spark_read(spark: Any, rows: int, repeat: int = 3) -> float:
+    """The Spark read path's own rate: ``rows`` decoded rows, prepared as Arrow in the Python workers (no
+    broker, no decoding, no target), through a Python data source to ``toArrow()`` on the driver, the way
+    the apply job gets each micro-batch; best of ``repeat`` after one read to warm the path."""
+    from streaming.source import warm_up
 
-    with psycopg.connect(dsn) as c:
-        c.execute("DROP TABLE IF EXISTS bench_apply.keyed_limit")
-        c.execute("CREATE TABLE bench_apply.keyed_limit (id bigint PRIMARY KEY, name varchar(40), "
-                  "amount numeric(12,2), at timestamp(6))")
-        c.commit()
+    warm_up(spark, 2, rows)
+    best = float("inf")
+    for _ in range(repeat):
         t0 = time.monotonic()
-        with c.cursor().copy("COPY bench_apply.keyed_limit FROM STDIN") as cp:
-            for i in range(n):
-                r = _row(i)
-                cp.write_row((r["id"], r["name"], r["amount"], r["at"]))
-        c.commit()
-        rate = n / (time.monotonic() - t0)
-    _say(f"keyed copy: {n} rows -> {rate:,.0f} rows/s")
-    return rate
+        n = warm_up(spark, 2, rows).num_rows
+        best = min(best, time.monotonic() - t0)
+    return n / best
 
 
 def _latency(args, bootstrap: str, admin, dsn: str, spark, work: Path, schemas) -> dict[str, Any]:
