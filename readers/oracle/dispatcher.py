@@ -385,17 +385,15 @@ class Dispatcher:
             raise
 
     def _emit_job(self, entries: list, parsed: bool) -> Iterator[Event]:
-        results = iter(self.pool.result() if parsed else ())
+        ops, befores, afters = map(iter, self.pool.result()) if parsed else (iter(()),) * 3
         schemas, convert, counts = self._schemas, self.convert, self._counts
         scn = xid = None
         for e in entries:
             if type(e) is list:  # rows of the transaction the last _Mark named, with their results in order
                 last_owner = last_table = tid = schema = None
-                for item, r in zip(e, results):  # zip takes e's item first: no result is skipped
-                    op = r[0]
+                for item, op, before, after in zip(e, ops, befores, afters):  # e's item first: no result skipped
                     if op == ERROR:
-                        raise self._parse_failed(item, xid, r)
-                    before, after = r[1], r[2]
+                        raise self._parse_failed(item, xid, (ERROR, *before))
                     row_scn, _sql, owner, table, rs_id, ssn = item
                     if table != last_table or owner != last_owner:
                         tid, schema = schemas.get((owner, table)) or self._table(owner, table)

@@ -7,10 +7,11 @@ a fresh interpreter, so neither the threads of the reader process nor the
 caller's ``__main__`` matter); a job is a list of SQL_REDO texts, sent to
 the workers in turn (pickled over the child's stdin by a writer thread),
 and ``result()`` hands results back strictly in submission order (read from
-its stdout by a reader thread). Each result is a list with, per statement,
-``(op, before, after)`` or, when the statement cannot be parsed,
-``(ERROR, class name, message, offset)``: the dispatcher raises it with SCN,
-XID and table, at that row, in order.
+its stdout by a reader thread). Each result is three parallel lists, ``(ops,
+befores, afters)``, one entry per statement (no tuple per row: cheaper to
+unpickle, and fewer objects for the collector); a statement that cannot be
+parsed has op ``ERROR`` and ``(class name, message, offset)`` as its before:
+the dispatcher raises it with SCN, XID and table, at that row, in order.
 
 The caller bounds the jobs in flight (memory). A worker that dies is
 reported as a LogMinerError, never a wait without end.
@@ -47,15 +48,19 @@ def _serve() -> None:
             return
         if sqls is None:
             return
-        out: list[tuple] = []
-        append = out.append
+        ops: list[str] = []
+        befores: list[Any] = []
+        afters: list[Any] = []
+        op_, before_, after_ = ops.append, befores.append, afters.append
         for sql in sqls:
             try:
                 op, _schema, _table, before, after = parse_redo(sql)
-                append((op, before, after))
             except (RedoParseError, DictionaryMismatch) as exc:
-                append((ERROR, type(exc).__name__, exc.message, exc.fields.get("offset")))
-        pickle.dump(out, dst, protocol=pickle.HIGHEST_PROTOCOL)
+                op, before, after = ERROR, (type(exc).__name__, exc.message, exc.fields.get("offset")), None
+            op_(op)
+            before_(before)
+            after_(after)
+        pickle.dump((ops, befores, afters), dst, protocol=pickle.HIGHEST_PROTOCOL)
         dst.flush()
 
 
@@ -130,8 +135,8 @@ class ParsePool:
         """True when the oldest job's result has arrived (result() will not wait)."""
         return self.in_flight > 0 and not self._workers[self._next_out % len(self._workers)].results.empty()
 
-    def result(self) -> list[tuple]:
-        """The oldest job's results (waits for them)."""
+    def result(self) -> tuple[list[str], list[Any], list[Any]]:
+        """The oldest job's results, ``(ops, befores, afters)`` (waits for them)."""
         worker = self._workers[self._next_out % len(self._workers)]
         out = worker.results.get()
         if out is _EOF:

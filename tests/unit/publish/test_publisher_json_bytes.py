@@ -46,3 +46,11 @@ def test_multi_column_key_and_keyless_table_bytes():
     keys = [k for _, v, k in fake.records if b'"op"' in (v or b"")]
     assert keys == [b'{"table":"shop.items","key":{"oid":1,"n":2}}', b'{"table":"shop.orders","key":{"id":1,"v":"a"}}']
 
+
+
+@pytest.mark.parametrize("txid,ts", [("1.2.3", 1700000000123), ("x\"é", 0), ("u:1", 1.5)])
+def test_begin_record_bytes(txid, ts):
+    pub, fake, _ = publisher()
+    pub.publish(Begin(txid, ts))
+    _, vbytes, kbytes = fake.records[0]
+    assert kbytes is None and vbytes == get_serdes("json")[1].encode(envelope.begin_record(1, txid, ts))
