@@ -78,14 +78,18 @@ class Simulator:
         drop = w.drop_log.split(":") if w.drop_log else None
         self.dropped = (int(drop[0]), int(drop[1])) if drop else None
         self._rendered: dict[tuple, str] = {}  # (lo, hi, column indices, known tables) -> batch file
+        self._prebuilt: dict[str, list[list[tuple]]] = {}  # batch file -> its batches, decoded (prerender)
         self._states: dict[int, dict[str, list[dict]]] = {}  # scn -> table -> rows (flashback reads)
 
-    def prerender(self, directory: str, select: str, first_scn: int, range_size: int, batch: int = 5000) -> int:
+    def prerender(self, directory: str, select: str, first_scn: int, range_size: int, batch: int = 5000,
+                  in_memory: bool = False) -> int:
         """Render the V$LOGMNR_CONTENTS rows of the ranges ``[first_scn + k * range_size, ...]`` (up to the
         head) into pickled batch files in ``directory``; a later query for exactly one of those ranges, with
         the same columns and dictionary, replays its file instead of generating the rows (any other query
         still generates them). For benchmarks: a real Oracle does this work on another host, so the
         database's own work stays out of the reader's timing. Needs a fixed head (``head_step=0``).
+        ``in_memory``: also keep the decoded batches, so that a replay hands out prebuilt row tuples (no
+        decoding at all: a fetch that costs nothing, which no real driver does; memory: ~1 kB per row).
         Returns the number of rows rendered."""
         if self.workload.head_step:
             raise ValueError("prerender needs head_step=0 (all redo on the standby at once)")
@@ -107,6 +111,8 @@ class Simulator:
                     pickle.dump(rows, fh, protocol=pickle.HIGHEST_PROTOCOL)
                     total += len(rows)
             self._rendered[(lo, hi, tuple(idx), known)] = path
+            if in_memory:
+                self._prebuilt[path] = list(_replay(path))
         return total
 
     def connect(self, role: str = "miner") -> SimConnection:
@@ -521,7 +527,8 @@ class SimCursor:
         known = set((dictionary or {}).get("tables", {}))
         rendered = self.conn.sim._rendered.get((lo, hi, tuple(idx), frozenset(known))) if self.conn.sim._rendered else None
         if rendered is not None:
-            self._batches = _Batches(_replay(rendered))
+            prebuilt = self.conn.sim._prebuilt.get(rendered)
+            self._batches = _Batches(_replay(rendered) if prebuilt is None else map(list, prebuilt))
             self._rows = self._batches.rows()
         elif self.conn.sim.workload.process:
             self._rows = self._remote(lo, hi, idx, known)
