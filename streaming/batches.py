@@ -32,6 +32,7 @@ from streaming.errors import ApplyError, OffsetsGone
 IDLE_POLL_S = 0.15  # no message for this long = we are at the end of the topic
 READ_STALL_S = 120.0  # an executor read that gets nothing for this long fails
 SCAN_BUDGET_S = 3.0  # planner time per trigger for finding boundaries when the source outruns the scan
+AHEAD_EMPTY_POLLS = 10  # the scan ahead takes this many empty polls in a row for the end of the topic
 ARROW_ROWS = 32768  # records per Arrow batch handed to Spark (and per decode)
 
 
@@ -78,7 +79,8 @@ class BoundaryScanner:
         self._ahead_error: BaseException | None = None
 
     def _client(self) -> Any:
-        self._settle()
+        # metadata and watermark calls may run beside the scan ahead (librdkafka handles are thread-safe);
+        # whatever assigns and consumes settles it first
         if self._consumer is None:
             from confluent_kafka import Consumer
 
@@ -102,6 +104,7 @@ class BoundaryScanner:
         """Next offset after the last record that exists now (reads past the high watermark)."""
         from confluent_kafka import TopicPartition
 
+        self._settle()
         c = self._client()
         low, high = c.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=10)
         end = pos = max(low, high - 1)
@@ -135,7 +138,7 @@ class BoundaryScanner:
         c = c or self._client()
         tp = TopicPartition(self.topic, partition, scan.scanned_to)
         c.assign([tp])
-        began = time.monotonic()
+        began, empty = time.monotonic(), 0
         while not (ahead and self._ahead_stop.is_set()):
             have_one = bool(scan.boundaries) and scan.boundaries[-1] > start
             if have_one and ((enough_at is not None and scan.scanned_to > enough_at)
@@ -143,7 +146,13 @@ class BoundaryScanner:
                 return
             msgs = c.consume(num_messages=5000, timeout=IDLE_POLL_S)
             if not msgs:
-                return
+                empty += 1
+                # the planner stops at the first empty poll (the end, as far as this trigger cares); the scan
+                # ahead shares the broker with the executors reading the batch, so a slow fetch is not the end
+                if not ahead or empty >= AHEAD_EMPTY_POLLS:
+                    return
+                continue
+            empty = 0
             # fewer than asked for and past the high watermark the last fetch reported: at (or near) the end
             # (a short answer alone is not enough: a fetch response may end anywhere)
             high = c.get_watermark_offsets(tp, cached=True)

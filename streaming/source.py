@@ -67,6 +67,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.starting = options.get("startingOffsets", "earliest")
         self._scanner: BoundaryScanner | None = None
         self._until: StreamOffset | None = None
+        self._initial: dict | None = None
 
     def __getstate__(self) -> dict[str, Any]:  # executors get the options, never a live consumer
         state = dict(self.__dict__)
@@ -81,10 +82,13 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # ---- Spark API -------------------------------------------------------------------
     def initialOffset(self) -> dict:
-        if self.starting not in ("", "earliest"):
-            return StreamOffset.from_json(orjson.loads(self.starting)).to_json()
-        s = self.scanner
-        return StreamOffset.of(self.topic, {p: s.earliest(p) for p in s.partitions()}).to_json()
+        if self._initial is None:  # Spark asks more than once; the answer must not move
+            if self.starting not in ("", "earliest"):
+                self._initial = StreamOffset.from_json(orjson.loads(self.starting)).to_json()
+            else:
+                s = self.scanner
+                self._initial = StreamOffset.of(self.topic, {p: s.earliest(p) for p in s.partitions()}).to_json()
+        return self._initial
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_records)
