@@ -32,7 +32,10 @@ from streaming.errors import ApplyError, OffsetsGone
 IDLE_POLL_S = 0.15  # no message for this long = we are at the end of the topic
 READ_STALL_S = 120.0  # an executor read that gets nothing for this long fails
 SCAN_BUDGET_S = 3.0  # planner time per trigger for finding boundaries when the source outruns the scan
-AHEAD_EMPTY_POLLS = 10  # the scan ahead takes this many empty polls in a row for the end of the topic
+# the scan ahead polls briefly (the planner waits for its current poll when it needs the consumer) and
+# takes this many empty polls in a row (~1 s) for the end of the topic
+AHEAD_POLL_S = 0.02
+AHEAD_EMPTY_POLLS = 50
 ARROW_ROWS = 32768  # records per Arrow batch handed to Spark (and per decode)
 
 
@@ -144,7 +147,7 @@ class BoundaryScanner:
             if have_one and ((enough_at is not None and scan.scanned_to > enough_at)
                              or (not ahead and time.monotonic() - began > SCAN_BUDGET_S)):
                 return
-            msgs = c.consume(num_messages=5000, timeout=IDLE_POLL_S)
+            msgs = c.consume(num_messages=5000, timeout=AHEAD_POLL_S if ahead else IDLE_POLL_S)
             if not msgs:
                 empty += 1
                 # the planner stops at the first empty poll (the end, as far as this trigger cares); the scan
