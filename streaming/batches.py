@@ -147,6 +147,8 @@ class BoundaryScanner:
             if have_one and ((enough_at is not None and scan.scanned_to > enough_at)
                              or (not ahead and time.monotonic() - began > SCAN_BUDGET_S)):
                 return
+            if have_one and not ahead and self._at_high(c, tp, scan.scanned_to):
+                return  # the scan (ahead) already reached what the broker last said it has: cut, do not wait
             msgs = c.consume(num_messages=5000, timeout=AHEAD_POLL_S if ahead else IDLE_POLL_S)
             if not msgs:
                 empty += 1
@@ -158,8 +160,7 @@ class BoundaryScanner:
             empty = 0
             # fewer than asked for and past the high watermark the last fetch reported: at (or near) the end
             # (a short answer alone is not enough: a fetch response may end anywhere)
-            high = c.get_watermark_offsets(tp, cached=True)
-            caught_up = len(msgs) < 5000 and high is not None and 0 <= high[1] <= msgs[-1].offset() + 1
+            caught_up = len(msgs) < 5000 and self._at_high(c, tp, msgs[-1].offset() + 1)
             for m in msgs:
                 if m.error() is not None:
                     if m.error().code() == KafkaError._PARTITION_EOF:
@@ -177,6 +178,13 @@ class BoundaryScanner:
                     scan.boundaries.append(off + 1)
             if caught_up and scan.boundaries and scan.boundaries[-1] > start:
                 return  # a live topic never ends: cut at what we have rather than chase it
+
+    @staticmethod
+    def _at_high(c: Any, tp: Any, position: int) -> bool:
+        """``position`` is at or past the high watermark of the last fetch response (tansu's is the base
+        offset of its last record batch, which a fetch returns whole, so it still means "the end")."""
+        high = c.get_watermark_offsets(tp, cached=True)
+        return high is not None and 0 <= high[1] <= position
 
     def _is_boundary(self, scan: _PartitionScan, key: bytes | None, value: bytes | None) -> bool:
         if self._json_keys and key is not None and b'"key":' in key:
