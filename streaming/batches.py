@@ -30,6 +30,7 @@ from typing import Any
 from streaming.errors import ApplyError, OffsetsGone
 
 IDLE_POLL_S = 0.15  # no message for this long = we are at the end of the topic
+TAIL_POLL_S = 0.06  # ... after a short fetch (> fetch.wait.max.ms, the broker's wait for more)
 READ_STALL_S = 120.0  # an executor read that gets nothing for this long fails
 SCAN_BUDGET_S = 3.0  # planner time per trigger for finding boundaries when the source outruns the scan
 # the scan ahead polls briefly (the planner waits for its current poll when it needs the consumer) and
@@ -80,6 +81,7 @@ class BoundaryScanner:
         self._ahead: threading.Thread | None = None  # the scan ahead, while a micro-batch runs
         self._ahead_stop = threading.Event()
         self._ahead_error: BaseException | None = None
+        self._backlog: dict[int, bool] = {}  # per partition: the last cut left whole transactions behind
 
     def _client(self) -> Any:
         # metadata and watermark calls may run beside the scan ahead (librdkafka handles are thread-safe);
@@ -141,7 +143,7 @@ class BoundaryScanner:
         c = c or self._client()
         tp = TopicPartition(self.topic, partition, scan.scanned_to)
         c.assign([tp])
-        began, empty = time.monotonic(), 0
+        began, empty, short = time.monotonic(), 0, False
         while not (ahead and self._ahead_stop.is_set()):
             have_one = bool(scan.boundaries) and scan.boundaries[-1] > start
             if have_one and ((enough_at is not None and scan.scanned_to > enough_at)
@@ -149,7 +151,9 @@ class BoundaryScanner:
                 return
             if have_one and not ahead and self._at_high(c, tp, scan.scanned_to):
                 return  # the scan (ahead) already reached what the broker last said it has: cut, do not wait
-            msgs = c.consume(num_messages=5000, timeout=AHEAD_POLL_S if ahead else IDLE_POLL_S)
+            # after a short fetch with a boundary in hand the planner only checks briefly for more (one fetch wait)
+            timeout = AHEAD_POLL_S if ahead else TAIL_POLL_S if short and have_one else IDLE_POLL_S
+            msgs = c.consume(num_messages=5000, timeout=timeout)
             if not msgs:
                 empty += 1
                 # the planner stops at the first empty poll (the end, as far as this trigger cares); the scan
@@ -160,7 +164,8 @@ class BoundaryScanner:
             empty = 0
             # fewer than asked for and past the high watermark the last fetch reported: at (or near) the end
             # (a short answer alone is not enough: a fetch response may end anywhere)
-            caught_up = len(msgs) < 5000 and self._at_high(c, tp, msgs[-1].offset() + 1)
+            short = len(msgs) < 5000
+            caught_up = short and self._at_high(c, tp, msgs[-1].offset() + 1)
             for m in msgs:
                 if m.error() is not None:
                     if m.error().code() == KafkaError._PARTITION_EOF:
@@ -205,11 +210,14 @@ class BoundaryScanner:
         return not scan.open_tx
 
     def scan_ahead(self, ends: dict[int, int], records: int) -> None:
-        """Go on scanning past ``ends`` (per partition) in the background, ``records`` records deep, while the
-        micro-batch up to there is read and applied: the next ``cut`` finds its boundaries scanned already.
+        """Go on scanning past ``ends`` (per partition whose last cut left a backlog) in the background,
+        ``records`` records deep, while the micro-batch up to there is read and applied: the next ``cut``
+        finds its boundaries scanned already.
         Any other call first stops the scan ahead (keeping what it scanned) and re-raises its failure."""
         self._settle()
-        todo = [(p, self._scans[p], e) for p, e in ends.items() if p in self._scans]
+        # only behind a backlog: on a live tail (the cut took all there was) the next batch is small anyway,
+        # and polling beside it would only take CPU from the batch and add to its latency
+        todo = [(p, self._scans[p], e) for p, e in ends.items() if p in self._scans and self._backlog.get(p)]
         if not todo or records <= 0:
             return
         c = self._client()
@@ -246,6 +254,7 @@ class BoundaryScanner:
         if max_records is None:
             return bounds[-1]
         i = bisect.bisect_right(bounds, start + max_records)
+        self._backlog[partition] = i < len(bounds)  # whole transactions left beyond this batch's limit
         return bounds[i - 1] if i > 0 else bounds[0]
 
     def close(self) -> None:
