@@ -147,6 +147,7 @@ class _WarmUpReader(DataSourceReader):
 
         from streaming.records import DATA, arrow_schema
 
+        _warm_decoder()  # the stream's reads run in these Python workers: load what they load
         n = max(1, self.rows // self.parts)
         size = min(n, 32768)
         batch = pa.RecordBatch.from_pylist(
@@ -173,11 +174,22 @@ class WarmUpDataSource(DataSource):
         return _WarmUpReader(int(self.options.get("partitions", "2")), int(self.options.get("rows", "1")))
 
 
+def _warm_decoder() -> None:
+    """Import the readers' modules and decode one record, so DuckDB's JSON functions are loaded."""
+    import confluent_kafka  # noqa: F401 - imported for its load time
+
+    from streaming.decode import JsonChunkDecoder
+
+    JsonChunkDecoder(0).decode([0], [b'{"table":"warm.up","key":{"id":0}}'],
+                               [b'{"sequence":1,"op":"c","before":null,"after":{"id":0}}'])
+
+
 def warm_up(spark: Any, partitions: int, rows: int = 1) -> Any:
     """Start what Spark starts on its first Python data source read (the executors' Python workers,
     the data source planner, the Arrow path back to the driver) before the stream's first batch, so a
     one-time start-up of several seconds is not paid inside the first micro-batch (and its latency).
     Returns what the read collected (a pyarrow Table of ``rows`` rows)."""
+    _warm_decoder()  # the driver's engine converts row images with DuckDB's JSON functions too
     return (spark.read.format(WarmUpDataSource.name()).option("partitions", str(partitions))
             .option("rows", str(rows)).load().toArrow())
 
