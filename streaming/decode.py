@@ -20,16 +20,16 @@ from typing import Any
 
 import orjson
 
-from streaming.records import FIELDS, KINDS, arrow_schema, to_row
+from streaming.records import DATA, FIELDS, KINDS, UNDECODABLE, arrow_schema, to_row
 
-_CONTROL = "[" + ", ".join(f"'{k}'" for k in KINDS if k not in ("data", "UNDECODABLE")) + "]"
+_CONTROL = "[" + ", ".join(f"'{k}'" for k in KINDS if k not in (DATA, UNDECODABLE)) + "]"
 
 # f: the value's fields; kk: the key's. A row is "slow" when to_row must decide it. An integer sequence
 # means the value is a JSON object, a string table in the key that the key is one. {src} is the input:
-# the messages themselves, or (when some are not JSON at all) only those that are.
+# the messages themselves, or (when some are not JSON at all) with what is not JSON as NULL (so slow).
 _QUERY = f"""
 WITH j AS (
-    SELECT i, "offset", v,
+    SELECT "offset", v,
            json_extract(v, ['$.sequence', '$.status', '$.op', '$.before', '$.after', '$.transaction.id',
                             '$.source.ts_ms', '$.id', '$.table', '$.ts_ms']) AS f,
            json_extract(k, ['$.table', '$.key']) AS kk
@@ -37,9 +37,9 @@ WITH j AS (
 ), t AS (
     SELECT *, f[2] ->> '$' AS status, f[3] ->> '$' AS op FROM j
 )
-SELECT i, "offset",
+SELECT "offset",
        TRY_CAST(f[1] AS BIGINT) AS sequence,
-       coalesce(status, 'data') AS kind,
+       coalesce(status, '{DATA}') AS kind,
        CASE WHEN status IS NULL THEN f[6] ->> '$' ELSE f[8] ->> '$' END AS txid,
        CASE WHEN status IS NULL THEN kk[1] ->> '$' ELSE f[9] ->> '$' END AS tbl,
        CASE WHEN status IS NULL THEN op END AS op,
@@ -55,7 +55,8 @@ SELECT i, "offset",
 FROM t
 """
 _FAST = _QUERY.format(src="src")
-_CHECKED = _QUERY.format(src="(SELECT * FROM src WHERE json_valid(v) AND (k IS NULL OR json_valid(k)))")
+_CHECKED = _QUERY.format(src='(SELECT "offset", CASE WHEN json_valid(k) THEN k END AS k, '
+                                'CASE WHEN json_valid(v) THEN v END AS v FROM src)')
 
 
 class JsonChunkDecoder:
@@ -75,15 +76,15 @@ class JsonChunkDecoder:
         """An Arrow RecordBatch of streaming.records rows (FIELDS order) for these messages."""
         import duckdb
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         n = len(offsets)
         if not n:
             return pa.RecordBatch.from_pylist([], schema=arrow_schema())
-        ks, vs, bad = _texts(keys), _texts(values), set()
-        if ks is None or vs is None:  # some bytes are not UTF-8: those go to to_row, the rest stays here
-            ks, vs, bad = _texts_checked(keys, values)
-        src = pa.table({"i": pa.array(range(n), pa.int64()), "offset": pa.array(offsets, pa.int64()),
-                        "k": ks, "v": vs})
+        ks, vs = _texts(keys), _texts(values)
+        if ks is None or vs is None:  # some bytes are not UTF-8: NULL here (so slow: to_row decides them)
+            ks, vs = _texts_checked(keys), _texts_checked(values)
+        src = pa.table({"offset": pa.array(offsets, pa.int64()), "k": ks, "v": vs})
         self.con.register("src", src)
         try:
             try:
@@ -92,29 +93,16 @@ class JsonChunkDecoder:
                 out = self.con.sql(_CHECKED).to_arrow_table()
         finally:
             self.con.unregister("src")
-        redo = set(out.column("i").filter(out.column("slow")).to_pylist()) | bad
-        if out.num_rows < n:
-            redo |= set(range(n)) - set(out.column("i").to_pylist())
-            out = self._pad(out, n)
-        table = out.drop_columns(["i", "slow"])
+        # one thread, projections only: DuckDB keeps the input order (preserve_insertion_order)
+        redo = pc.indices_nonzero(out.column("slow")).to_pylist()
+        table = out.drop_columns(["slow"])
         table = table.append_column("part", pa.repeat(pa.scalar(self.partition, pa.int32()), n))
         table = table.append_column("error", pa.nulls(n, pa.string()))
         table = table.append_column("bkey", self._bkeys(table))
         table = table.select(list(FIELDS)).cast(arrow_schema())
         if redo:
-            table = self._redo(table, sorted(redo), offsets, keys, values)
+            table = self._redo(table, redo, offsets, keys, values)
         return table.combine_chunks().to_batches()[0]
-
-    @staticmethod
-    def _pad(out: Any, n: int) -> Any:
-        """``out`` with a placeholder row for every input row it lacks (to be replaced by to_row's), in order."""
-        import pyarrow as pa
-
-        have = set(out.column("i").to_pylist())
-        missing = [i for i in range(n) if i not in have]
-        filler = pa.table({c: pa.nulls(len(missing), out.schema.field(c).type) for c in out.schema.names})
-        filler = filler.set_column(0, "i", pa.array(missing, pa.int64()))
-        return pa.concat_tables([out, filler]).sort_by("i")
 
     def _bkeys(self, table: Any) -> Any:
         """``bkey`` per row: the before-image's key where an update changed the primary key, else null."""
@@ -152,15 +140,16 @@ class JsonChunkDecoder:
         return pa.array(out, pa.string())
 
     def _redo(self, table: Any, rows: list[int], offsets: list[int], keys: list, values: list) -> Any:
+        """``table`` with the rows at ``rows`` replaced by what to_row makes of their messages."""
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         schema = arrow_schema()
         kd, vd = self.serdes
         redone = [to_row(self.partition, offsets[i], keys[i], values[i], kd, vd) for i in rows]
         fixed = pa.table({f: pa.array([r[j] for r in redone], schema.field(f).type) for j, f in enumerate(FIELDS)},
                          schema=schema)
-        redo = set(rows)
-        keep = pa.array([i not in redo for i in range(table.num_rows)])
+        keep = pc.invert(pc.is_in(pa.array(range(table.num_rows), pa.int64()), value_set=pa.array(rows, pa.int64())))
         return pa.concat_tables([table.filter(keep), fixed]).sort_by([("offset", "ascending")])
 
 
@@ -174,17 +163,14 @@ def _texts(raw: list[bytes | None]) -> Any:
         return None
 
 
-def _texts_checked(keys: list, values: list) -> tuple[Any, Any, set[int]]:
+def _texts_checked(raw: list[bytes | None]) -> Any:
+    """The messages as an Arrow string column, NULL where not UTF-8."""
     import pyarrow as pa
 
-    bad: set[int] = set()
-    clean_k, clean_v = [], []
-    for i, (k, v) in enumerate(zip(keys, values)):
+    out: list[str | None] = []
+    for b in raw:
         try:
-            kt, vt = None if k is None else k.decode(), None if v is None else v.decode()
+            out.append(None if b is None else b.decode())
         except UnicodeDecodeError:
-            bad.add(i)
-            kt = vt = None
-        clean_k.append(kt)
-        clean_v.append(vt)
-    return pa.array(clean_k, pa.string()), pa.array(clean_v, pa.string()), bad
+            out.append(None)
+    return pa.array(out, pa.string())
