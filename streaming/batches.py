@@ -146,11 +146,13 @@ class BoundaryScanner:
         began, empty, short = time.monotonic(), 0, False
         while not (ahead and self._ahead_stop.is_set()):
             have_one = bool(scan.boundaries) and scan.boundaries[-1] > start
+            # with a boundary beyond start: stop once past enough_at, out of time, or at the high watermark of
+            # the last fetch (tansu's is the base offset of its last record batch, which a fetch returns whole:
+            # still the end; a live topic never ends, so cut at what we have rather than chase it)
             if have_one and ((enough_at is not None and scan.scanned_to > enough_at)
-                             or (not ahead and time.monotonic() - began > SCAN_BUDGET_S)):
+                             or (not ahead and time.monotonic() - began > SCAN_BUDGET_S)
+                             or self._at_high(c, tp, scan.scanned_to)):
                 return
-            if have_one and not ahead and self._at_high(c, tp, scan.scanned_to):
-                return  # the scan (ahead) already reached what the broker last said it has: cut, do not wait
             # after a short fetch with a boundary in hand the planner only checks briefly for more (one fetch wait)
             timeout = AHEAD_POLL_S if ahead else TAIL_POLL_S if short and have_one else IDLE_POLL_S
             msgs = c.consume(num_messages=5000, timeout=timeout)
@@ -161,11 +163,7 @@ class BoundaryScanner:
                 if not ahead or empty >= AHEAD_EMPTY_POLLS:
                     return
                 continue
-            empty = 0
-            # fewer than asked for and past the high watermark the last fetch reported: at (or near) the end
-            # (a short answer alone is not enough: a fetch response may end anywhere)
-            short = len(msgs) < 5000
-            caught_up = short and self._at_high(c, tp, msgs[-1].offset() + 1)
+            empty, short = 0, len(msgs) < 5000
             for m in msgs:
                 if m.error() is not None:
                     if m.error().code() == KafkaError._PARTITION_EOF:
@@ -181,13 +179,10 @@ class BoundaryScanner:
                 scan.scanned_to = off + 1
                 if self._is_boundary(scan, m.key(), m.value()):
                     scan.boundaries.append(off + 1)
-            if caught_up and scan.boundaries and scan.boundaries[-1] > start:
-                return  # a live topic never ends: cut at what we have rather than chase it
 
     @staticmethod
     def _at_high(c: Any, tp: Any, position: int) -> bool:
-        """``position`` is at or past the high watermark of the last fetch response (tansu's is the base
-        offset of its last record batch, which a fetch returns whole, so it still means "the end")."""
+        """``position`` is at or past the high watermark of the last fetch response."""
         high = c.get_watermark_offsets(tp, cached=True)
         return high is not None and 0 <= high[1] <= position
 
