@@ -70,7 +70,7 @@ def _row(i: int, v: int = 0) -> dict[str, Any]:
 
 
 def _stream(n: int, tx_rows: int):
-    from streaming.streamgen import StreamBuilder
+    from streaming.testing import StreamBuilder
 
     b = StreamBuilder(source="bench")
     b.schema("bench.t", COLS, ["id"])
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdc.dev.broker import Broker
     from cdc.dev.postgres import Postgres
     from streaming import job
-    from streaming.streamgen import produce
+    from streaming.testing import produce
 
     work = Path(tempfile.mkdtemp(prefix="cdc-bench-apply-"))
     pg = broker = None
@@ -273,7 +273,7 @@ def _latency(args, bootstrap: str, admin, dsn: str, spark, work: Path, schemas) 
 
     from cdc.config import parse_config
     from streaming import job
-    from streaming.streamgen import StreamBuilder
+    from streaming.testing import StreamBuilder
 
     topic = "lat.bench.changes"
     admin.create_topic(topic)

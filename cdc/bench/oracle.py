@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdc.publish.producer import ensure_topic
     from cdc.publish.publisher import Publisher
     from cdc.runtime.metrics import SourceMetrics
-    from readers.oracle.demo import make_source, pump
+    from readers.oracle.sim.demo import make_source, pump
     from readers.oracle.reader import default_parse_workers
 
     if args.big_txn:
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print(f"bench oracle: simulator workload {options}", file=sys.stderr)
             prerender_s = None
             if not args.live_sim:
-                from readers.oracle import simulator
+                from readers.oracle.sim import simulator
                 from readers.oracle.session import CONTENTS_SQL
                 sim = simulator.instance(options)
                 t0 = time.perf_counter()

@@ -128,10 +128,10 @@ def _demo(args: argparse.Namespace) -> int:
     if args.oracle:
         from cdc.dev.demo import available
 
-        if not available("readers.oracle.demo"):
-            print("the Oracle demo (readers.oracle.demo) is not installed yet")
+        if not available("readers.oracle.sim.demo"):
+            print("the Oracle demo (readers.oracle.sim.demo) is not installed yet")
             return 1
-        from readers.oracle import demo as oracle_demo  # owned by the Oracle reader
+        from readers.oracle.sim import demo as oracle_demo  # owned by the Oracle reader
 
         return int(oracle_demo.run_demo(args.dir) or 0)
     from cdc.dev.demo import run_demo

@@ -82,7 +82,7 @@ class OracleSource:
         elif c.start_scn is not None:
             from_scn = c.start_scn
         elif c.dsn.startswith("simulator"):
-            from readers.oracle import simulator
+            from readers.oracle.sim import simulator
             from_scn = simulator.instance(c.dsn.partition(":")[2]).workload.base_scn
         else:
             from_scn = self.standby.head_scn()

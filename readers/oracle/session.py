@@ -67,7 +67,7 @@ class LogFile:
 def connect(dsn: str, config: OracleSourceConfig, role: str) -> Any:
     """A DB-API connection: oracledb for a real DSN, the simulator for ``simulator[:options]``."""
     if dsn.startswith("simulator"):
-        from readers.oracle import simulator
+        from readers.oracle.sim import simulator
         return simulator.instance(dsn.partition(":")[2]).connect(role)
     try:
         return oracledb.connect(user=config.user, password=config.password.get_secret_value(), dsn=dsn)

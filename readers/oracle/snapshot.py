@@ -32,7 +32,7 @@ reads the same whether it came from the snapshot or from LogMiner, and
 
 No Oracle server runs where this project is built: the SQL here is what
 Oracle accepts, exercised against the LogMiner simulator's flashback reads
-(readers/oracle/simulator.py) and a stand-in in the tests, never against a
+(readers/oracle/sim/simulator.py) and a stand-in in the tests, never against a
 real database.
 """
 

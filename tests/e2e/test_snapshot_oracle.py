@@ -107,7 +107,7 @@ def test_values_are_rendered_as_sql_redo_shows_them():
 
 
 def test_snapshot_scn_beyond_the_head_is_a_flashback_error_naming_the_scn(tmp_path):
-    from readers.oracle import simulator
+    from readers.oracle.sim import simulator
 
     sim = simulator.instance("seed=4,transactions=10,lanes=2")
     snap = OracleSnapshot(sim.connect("standby"), [TableId("APP", "T1")], scn=sim.head + 10)

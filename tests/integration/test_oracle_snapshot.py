@@ -13,9 +13,9 @@ from __future__ import annotations
 import pytest
 
 from cdc.runtime.metrics import SourceMetrics
-from readers.oracle import simulator
-from readers.oracle.demo import make_source, pump
-from readers.oracle.workload import table_name
+from readers.oracle.sim import simulator
+from readers.oracle.sim.demo import make_source, pump
+from readers.oracle.sim.workload import table_name
 from tests.integration.stream_check import oracle_publisher, publish_then_crash, read_stream
 
 pytestmark = [pytest.mark.oracle, pytest.mark.kafka]

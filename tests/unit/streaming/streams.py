@@ -1,3 +1,3 @@
-"""Test-side name of streaming.streamgen (realistic change streams built from cdc.envelope)."""
+"""Test-side name of streaming.testing (realistic change streams built from cdc.envelope)."""
 
-from streaming.streamgen import StreamBuilder, produce  # noqa: F401
+from streaming.testing import StreamBuilder, produce  # noqa: F401

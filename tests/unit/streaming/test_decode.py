@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from cdc.serde import get_serdes
 from streaming.decode import JsonChunkDecoder
 from streaming.records import FIELDS, to_row
-from streaming.streamgen import StreamBuilder
+from streaming.testing import StreamBuilder
 
 JSON_TEXT = ("key", "before", "after", "meta", "bkey")
 

@@ -4,7 +4,7 @@ No Oracle server exists where this project is built and tested. The reader
 therefore talks to this module through the same calls it makes on an
 ``oracledb`` connection (``cursor()``, ``execute(sql, binds)``,
 ``fetchmany()``, ``close()``); the simulator answers the session's SQL from
-the workload model (readers/oracle/workload.py):
+the workload model (readers/oracle/sim/workload.py):
 
 * ``ALTER SESSION SET NLS_...``                      recorded
 * ``SELECT CURRENT_SCN FROM V$DATABASE``             the standby's applied head SCN
@@ -47,7 +47,7 @@ from typing import Any
 
 import oracledb
 
-from readers.oracle.workload import COLUMNS, OPNAME, SCHEMA, Model, Workload, base_row, table_name
+from readers.oracle.sim.workload import COLUMNS, OPNAME, SCHEMA, Model, Workload, base_row, table_name
 
 CONTENT_COLUMNS = ("SCN", "TIMESTAMP", "THREAD#", "XID", "XIDUSN", "XIDSLT", "XIDSQN", "OPERATION_CODE",
                    "OPERATION", "SEG_OWNER", "TABLE_NAME", "ROW_ID", "ROLLBACK", "CSF", "SQL_REDO", "RS_ID",

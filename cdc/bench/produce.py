@@ -1,4 +1,4 @@
-"""Publisher micro-benchmark (not a test): ``python -m cdc.publish.microbench --bootstrap HOST:PORT``.
+"""Publisher micro-benchmark (not a test): ``python -m cdc.bench.produce --bootstrap HOST:PORT``.
 
 Prints one JSON line comparing, on the same broker in the same run:
 

@@ -1,7 +1,7 @@
 """The Oracle demo (``make demo-oracle`` -> ``cdc dev demo --oracle``) and the pump the benchmark uses.
 
 There is no Oracle server here: the source is the LogMiner simulator
-(readers/oracle/simulator.py), read through the real reader, published by
+(readers/oracle/sim/simulator.py), read through the real reader, published by
 the real publisher into a real broker.
 """
 
@@ -23,7 +23,7 @@ DEMO_WORKLOAD = "seed=7,transactions=2000,lanes=8,threads=2,rows_max=8,rollback_
 
 
 def make_source(name: str, options: str, workdir: str, metrics: SourceMetrics, **cfg: Any) -> OracleSource:
-    from readers.oracle import simulator
+    from readers.oracle.sim import simulator
     simulator.instance(options)  # build the workload model now, outside any timing
     config = OracleSourceConfig(name=name, dsn=f"simulator:{options}", tables=["APP.*"], dictionary_path=workdir,
                                 heartbeat_interval_s=0.2, poll_interval_s=0.05, **cfg)
