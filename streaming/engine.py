@@ -53,11 +53,11 @@ from cdc.errors import CdcError
 from cdc.runtime.metrics import ApplyMetrics
 from streaming import typemap
 from streaming.catalog import Catalog, TableInfo
-from streaming.delta import TableDelta
+from streaming.table_delta import TableDelta
 from streaming.errors import BadRecord, StreamCorrupt, UnsupportedDdl
 from streaming.mapping import TableMap
 from streaming.net_effect import DataChange, TableNet, net_effect, net_effect_columns
-from streaming.progress import Progress
+from streaming.progress_row import Progress
 from streaming.records import DATA, UNDECODABLE, Batch, StreamRecord
 from streaming.targets.base import Target
 

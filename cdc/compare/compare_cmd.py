@@ -78,7 +78,7 @@ def main(args: argparse.Namespace) -> int:
     from cdc.compare.engine import TableCompare
     from cdc.compare.report import dumps
     from cdc.config import load_config
-    from cdc.progress import progress
+    from cdc.progress_bar import progress
 
     config = load_config(args.config)
     src_ep, tgt_ep = from_config(config, args.source), from_config(config, args.target)

@@ -33,7 +33,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cdc.compare.catalog import TableShape, describe
+from cdc.compare.shapes import TableShape, describe
 from cdc.compare.endpoints import Endpoint
 from cdc.compare.errors import CompareError
 from cdc.compare.fingerprint import ColumnInfo, bucket_digest_sql, md5_sql, quote, row_text_sql

@@ -24,7 +24,7 @@ from datetime import time as dtime
 from decimal import Decimal
 from typing import Any
 
-from cdc.compare.catalog import TableShape, describe
+from cdc.compare.shapes import TableShape, describe
 from cdc.compare.endpoints import Endpoint
 from cdc.compare.engine import split_name
 from cdc.compare.errors import CompareError

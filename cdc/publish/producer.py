@@ -8,7 +8,7 @@ Guarantees the publisher builds on:
   broker did write but whose ack was lost appends it again: the stream may
   hold a run of DUPLICATES (same sequences again), which the contract
   allows (a consumer drops any sequence at or below the last it applied;
-  cdc.publish.tail takes the max). Why not the idempotent producer:
+  cdc.publish.recovery takes the max). Why not the idempotent producer:
   measured on tansu (tests/integration/test_publisher_broker_restart.py),
   after a broker restart it silently LOSES an acknowledged in-flight batch
   (a gap of ~2,500 records, no error reported) in about one run in four,

@@ -19,7 +19,7 @@ Guarantees:
   definition is also written once, before its first row published by this
   process, and again whenever Change.schema differs from the last one
   written. Such a SCHEMA record may sit inside a transaction; it then
-  carries ``resume: null`` and is NOT a checkpoint (cdc.publish.tail).
+  carries ``resume: null`` and is NOT a checkpoint (cdc.publish.recovery).
 
 Dead letters (readers): a reader that cannot decode ONE change calls
 ``SourceContext.dead_letter(error, raw)`` when the daemon wired it (only
@@ -52,7 +52,7 @@ from cdc.errors import CdcError, StreamCorrupt
 from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange, TableId, TableSchema
 from cdc.publish.acks import END, HEARTBEAT, PROGRESS, SCHEMA, AckTracker
 from cdc.publish.producer import OrderedProducer, ensure_topic
-from cdc.publish.tail import read_tail
+from cdc.publish.recovery import read_tail
 from cdc.runtime.metrics import SourceMetrics
 from cdc.serde import get_serdes, get_table_key_serde
 

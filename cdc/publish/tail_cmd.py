@@ -30,7 +30,7 @@ def main(args: argparse.Namespace) -> int:
 
     from cdc.config import load_config
     from cdc.envelope import changes_topic, table_topic
-    from cdc.publish.tail import make_consumer, read_range, watermarks
+    from cdc.publish.recovery import make_consumer, read_range, watermarks
     from cdc.serde import get_serdes, get_table_key_serde
 
     config = load_config(args.config)

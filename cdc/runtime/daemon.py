@@ -31,8 +31,8 @@ from cdc.publish.publisher import Publisher
 from cdc.runtime.health import HealthServer, source_readiness
 from cdc.runtime.logs import THREAD_PREFIX, bind_source_state
 from cdc.runtime.metrics import SourceMetrics
-from cdc.source import Source
-from cdc.sources import SourceContext
+from cdc.contract import Source
+from cdc.registry import SourceContext
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, m
     """Recover, start the reader at the stream's resume state, pump events until stopped.
 
     When ``stop`` is set, the reader is asked to stop; its iterator ends at the
-    next transaction boundary (cdc.source contract), and everything written
+    next transaction boundary (cdc.contract contract), and everything written
     is flushed (acknowledged) before this returns. Any error propagates after
     the reader is closed; a PublishError means "restart and recover".
     """

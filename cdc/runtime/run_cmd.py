@@ -1,7 +1,7 @@
 """`cdc run --config FILE [--source NAME ...]`: the capture daemon.
 
 Reads the config, sets up logging, builds one worker per selected source
-(reader from cdc.sources, publisher per source), serves /metrics /healthz
+(reader from cdc.registry, publisher per source), serves /metrics /healthz
 /readyz on ``metrics.host:metrics.port``, installs two-stage signals and
 exits with the daemon's status (see cdc.runtime.daemon). On failure the
 last line on stderr names the source, its position and the error.
@@ -29,7 +29,7 @@ def main(args: argparse.Namespace) -> int:
     from cdc.runtime.logs import setup_logging
     from cdc.runtime.metrics import process_registry
     from cdc.runtime.signals import TwoStageSignals
-    from cdc.sources import open_source
+    from cdc.registry import open_source
 
     config = load_config(args.config)
     setup_logging(config.logging.level, config.logging.json_)

@@ -1,4 +1,4 @@
-"""``MySqlSource``: the MySQL/MariaDB binlog reader (cdc.source.Source).
+"""``MySqlSource``: the MySQL/MariaDB binlog reader (cdc.contract.Source).
 
 It streams the binlog of the current primary over the replication protocol
 (python-mysql-replication, GTID auto-positioning) and yields
@@ -58,7 +58,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 
 from cdc.errors import CdcError, Terminal
 from cdc.events import Begin, Change, Commit, Event, Heartbeat, SchemaChange, TableId
-from cdc.sources import SourceContext
+from cdc.registry import SourceContext
 from readers.mysql.check import refuse_unsafe
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection

@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cdc.compare.catalog import classify
+from cdc.compare.shapes import classify
 from cdc.compare.repair import event_value
 from cdc.events import Begin, Change, Commit, Event, Heartbeat, TableId, TableSchema
 from readers.mysql.connection import open_connection

@@ -1,4 +1,4 @@
-"""``OracleSource``: the Oracle LogMiner reader (cdc.source.Source).
+"""``OracleSource``: the Oracle LogMiner reader (cdc.contract.Source).
 
 Pipeline: Standby (dictionary, logs, head SCN) -> ParallelMiner (N LogMiner
 sessions on consecutive SCN ranges, staged, consumed in order) ->
@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc.events import Commit, Event, Heartbeat, SchemaChange, TableSchema
-from cdc.sources import SourceContext
+from cdc.registry import SourceContext
 from cdc.spill import SpillPolicy, TransactionStore
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.dispatcher import Dispatcher

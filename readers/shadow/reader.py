@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cdc.compare.catalog import TableShape, describe
+from cdc.compare.shapes import TableShape, describe
 from cdc.compare.endpoints import from_dsn
 from cdc.compare.engine import Side, split_name
 from cdc.compare.errors import CompareError
@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 
 
 class ShadowSource:
-    """cdc.source.Source over periodic MD5 merges (see module docstring)."""
+    """cdc.contract.Source over periodic MD5 merges (see module docstring)."""
 
     def __init__(self, config: ShadowSourceConfig, context: Any) -> None:
         self.config, self.context = config, context

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from cdc.compare.catalog import TableShape, describe
+from cdc.compare.shapes import TableShape, describe
 from cdc.compare.endpoints import Endpoint
 from cdc.compare.fingerprint import quote
 from cdc.errors import CdcError, Terminal

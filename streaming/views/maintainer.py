@@ -34,10 +34,10 @@ from collections.abc import Iterable, Mapping
 from operator import itemgetter
 from typing import Any
 
-from streaming.delta import TableDelta
+from streaming.table_delta import TableDelta
 from streaming.views import build
 from streaming.views.definition import ViewDef, parse_views
-from streaming.views.delta import DeltaPlan
+from streaming.views.delta_rules import DeltaPlan
 from streaming.views.dialect import Dialect, dialect_for
 from streaming.views.errors import ViewError
 

@@ -13,7 +13,7 @@ import pytest
 
 from cdc.envelope import changes_topic
 from cdc.errors import PublishError
-from cdc.publish.tail import read_records, read_tail
+from cdc.publish.recovery import read_records, read_tail
 from cdc.serde import get_serdes
 from readers.mysql.position import GtidSet
 from tests.e2e.mysql_daemon import Daemon, wait_for, write_config

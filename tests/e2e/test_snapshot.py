@@ -19,7 +19,7 @@ from cdc.config import KafkaConfig
 from cdc.events import Change, Commit, Heartbeat
 from cdc.publish.publisher import Publisher
 from cdc.runtime.metrics import SourceMetrics
-from cdc.sources import SourceContext
+from cdc.registry import SourceContext
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource
 from tests.integration.stream_check import read_stream

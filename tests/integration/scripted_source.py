@@ -1,4 +1,4 @@
-"""A deterministic scripted cdc.source.Source, and a daemon process around it.
+"""A deterministic scripted cdc.contract.Source, and a daemon process around it.
 
 The script is a numbered list of steps 1..N. Step k is a DDL when
 ``k % ddl_every == 0``, else transaction ``tx-k`` with ``rows_of(k)`` rows
@@ -71,7 +71,7 @@ class ScriptedSource:
             after = None if op == "d" else row
             yield Change(table, op, before, after, {"step": k, "row": j}, SCHEMAS[table])
 
-    # -- cdc.source.Source --
+    # -- cdc.contract.Source --
     def start(self, resume: dict | None) -> None:
         self.started_with = resume
         self._next = 1 if resume is None else resume["step"] + 1

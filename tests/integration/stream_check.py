@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc.publish.tail import read_records
+from cdc.publish.recovery import read_records
 from cdc.serde import get_serdes
 
 

@@ -21,7 +21,7 @@ from cdc.envelope import changes_topic, table_topic
 from cdc.errors import DecodeError
 from cdc.events import Begin, Change, Commit
 from cdc.publish.publisher import Publisher
-from cdc.publish.tail import read_records
+from cdc.publish.recovery import read_records
 from cdc.runtime.daemon import Daemon, SourceSpec
 from cdc.runtime.metrics import SourceMetrics, process_registry
 from cdc.serde import get_serdes, get_table_key_serde

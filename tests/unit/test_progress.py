@@ -1,8 +1,8 @@
-"""cdc.progress: plain lines when not a TTY, a rich bar in a TTY, silent when off."""
+"""cdc.progress_bar: plain lines when not a TTY, a rich bar in a TTY, silent when off."""
 
 import io
 
-from cdc.progress import progress
+from cdc.progress_bar import progress
 
 
 class _Tty(io.StringIO):

@@ -7,7 +7,7 @@ import hashlib
 import duckdb
 import pytest
 
-from cdc.compare.catalog import classify
+from cdc.compare.shapes import classify
 from cdc.compare.fingerprint import ColumnInfo, md5_sql, python_row_text
 
 COLS = [ColumnInfo("id", "int", "int", nullable=False), ColumnInfo("a", "varchar", "string"),

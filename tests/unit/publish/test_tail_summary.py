@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cdc import envelope as e
-from cdc.publish.tail import _summarise
+from cdc.publish.recovery import _summarise
 from cdc.serde import get_serdes
 
 KS, VS = get_serdes("json")

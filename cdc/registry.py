@@ -2,7 +2,7 @@
 
 A reader class is constructed as ``cls(config, context)`` with its own
 pydantic config model (readers/<kind>/config.py) and a SourceContext, and
-implements cdc.source.Source.
+implements cdc.contract.Source.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 One small API::
 
-    from cdc.progress import progress
+    from cdc.progress_bar import progress
 
     with progress(total=500_000, description="insert rows") as bar:
         for chunk in chunks:
