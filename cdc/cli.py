@@ -15,7 +15,7 @@ from cdc.errors import CdcError
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("cdc.runtime.run_cmd", "run the capture daemon (readers + publisher)"),
-    "apply": ("streaming.apply_cmd", "run the Spark apply job into the targets"),
+    "apply": ("streaming.apply.apply_cmd", "run the Spark apply job into the targets"),
     "check": ("readers.mysql.check", "validate source settings (binlog format, GTIDs, ...)"),
     "gtid": ("readers.mysql.locate", "GTID tools: `cdc gtid locate`"),
     "oracle": ("readers.oracle.tools", "Oracle tools: `cdc oracle parse`"),

@@ -11,7 +11,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from cdc.runtime.metrics import SourceMetrics
+from cdc.metrics import SourceMetrics
 
 READERS: dict[str, str] = {
     "mysql": "readers.mysql.reader:MySqlSource",

@@ -2,7 +2,7 @@
 
 ``StreamBuilder`` keeps the sequence and offsets, and yields (key, value)
 dict pairs exactly as cdc.envelope builds them, including ABORTED and SCHEMA
-records. ``as_records()`` turns them into streaming.records.StreamRecord rows
+records. ``as_records()`` turns them into streaming.stream.records.StreamRecord rows
 without Kafka; integration tests produce the same pairs into the broker.
 """
 
@@ -14,7 +14,7 @@ import orjson
 
 from cdc import envelope
 from cdc.events import Change, Column, TableId, TableSchema
-from streaming.records import StreamRecord, to_row
+from streaming.stream.records import StreamRecord, to_row
 
 
 class _Json:

@@ -21,7 +21,7 @@ Same run, same rows, same PostgreSQL (started here unless ``--postgres DSN``):
           so it is, if anything, flattered.
 - copy:   ``COPY ... FROM STDIN`` of the same N rows into an unindexed table
           (the target's bulk-load limit).
-- spark read: the Spark read path alone (streaming.source.warm_up): 200,000
+- spark read: the Spark read path alone (streaming.stream.datasource.warm_up): 200,000
           decoded rows already in Arrow in the Python workers, through a Python
           data source to ``toArrow()`` on the driver (best of 3), as
           ``spark_read_rows_per_s``: no apply that reads through Spark is faster.
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdc.config import parse_config
     from cdc.dev.broker import Broker
     from cdc.dev.postgres import Postgres
-    from streaming import job
+    from streaming.apply import job
     from streaming.testing import produce
 
     work = Path(tempfile.mkdtemp(prefix="cdc-bench-apply-"))
@@ -256,7 +256,7 @@ def _spark_read(spark: Any, rows: int, repeat: int = 3) -> float:
     """The Spark read path's own rate: ``rows`` decoded rows, prepared as Arrow in the Python workers (no
     broker, no decoding, no target), through a Python data source to ``toArrow()`` on the driver, the way
     the apply job gets each micro-batch; best of ``repeat`` after one read to warm the path."""
-    from streaming.source import warm_up
+    from streaming.stream.datasource import warm_up
 
     warm_up(spark, 2, rows)
     best = float("inf")
@@ -272,7 +272,7 @@ def _latency(args, bootstrap: str, admin, dsn: str, spark, work: Path, schemas) 
     from confluent_kafka import Producer
 
     from cdc.config import parse_config
-    from streaming import job
+    from streaming.apply import job
     from streaming.testing import StreamBuilder
 
     topic = "lat.bench.changes"

@@ -95,7 +95,7 @@ def _pipeline(db, broker, start: str, end: str, rows: int) -> float:
     from cdc.config import KafkaConfig
     from cdc.events import Commit
     from cdc.publish.publisher import Publisher
-    from cdc.runtime.metrics import SourceMetrics
+    from cdc.metrics import SourceMetrics
     from cdc.registry import SourceContext
     from readers.mysql.config import MySqlSourceConfig
     from readers.mysql.position import GtidSet

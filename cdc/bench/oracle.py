@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdc.dev.broker import Broker
     from cdc.publish.producer import ensure_topic
     from cdc.publish.publisher import Publisher
-    from cdc.runtime.metrics import SourceMetrics
+    from cdc.metrics import SourceMetrics
     from readers.oracle.sim.demo import make_source, pump
     from readers.oracle.reader import default_parse_workers
 

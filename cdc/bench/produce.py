@@ -29,7 +29,7 @@ from cdc.envelope import data_record
 from cdc.events import Begin, Change, Column, Commit, TableId, TableSchema
 from cdc.publish.producer import OrderedProducer, ensure_topic
 from cdc.publish.publisher import Publisher
-from cdc.runtime.metrics import SourceMetrics
+from cdc.metrics import SourceMetrics
 from cdc.serde import get_serdes
 
 TABLE = TableId("bench", "orders")

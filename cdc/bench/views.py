@@ -208,7 +208,7 @@ def _best(target, repeat: int, works: dict[str, Any], vdef) -> dict[str, float]:
 
 def _apply_changes(target, state, rng, args, moves: bool):
     """Change change_fraction of the base rows in the open transaction; returns the TableDeltas."""
-    from streaming.table_delta import TableDelta
+    from streaming.apply.table_delta import TableDelta
     from streaming.views.dialect import dialect_for
 
     d, cur, p = dialect_for(target.dialect), target.cursor(), "%s" if target.dialect == "postgres" else "?"

@@ -39,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def table_pairs(config, source: str, target: str, tables: list[str] | None, src_ep) -> list[tuple[str, str]]:
     """(source table, target table) pairs to compare; see the module docstring."""
-    from streaming.mapping import TableMap
+    from cdc.table_map import TableMap
 
     apply = next((a for a in config.apply if a.source == source and a.target == target), None)
     mapper = TableMap.from_config(apply) if apply is not None else None

@@ -90,7 +90,7 @@ def repair(config, source_name: str, src_ep: Endpoint, tgt_ep: Endpoint, report:
     own = publisher is None
     if own:
         from cdc.publish.publisher import Publisher
-        from cdc.runtime.metrics import SourceMetrics
+        from cdc.metrics import SourceMetrics
 
         publisher = Publisher(source_name, "repair", config.kafka, SourceMetrics(source_name))
     src_conn, tgt_conn = src_ep.connect(), tgt_ep.connect()

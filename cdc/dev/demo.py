@@ -172,13 +172,13 @@ def _wait_daemon_ready(daemon: subprocess.Popen, watcher: StreamWatcher, metrics
 def run_apply_step(cfg: Path, stack: DevStack, report: DemoReport, timeout: float = 300) -> dict | None:
     """Run `cdc apply` into the DuckDB target until it has caught up; return the target's fingerprints.
 
-    Hook for streaming.apply_cmd: uses its run-until-caught-up flag when it has
+    Hook for streaming.apply.apply_cmd: uses its run-until-caught-up flag when it has
     one (``--once``/``--available-now``/``--until-idle``), else runs it for a
     bounded time and stops it with SIGTERM. Returns None when the apply job is
     not installed yet.
     """
-    if not available("streaming.apply_cmd"):
-        report.add("apply", "skipped", "streaming.apply_cmd is not installed yet")
+    if not available("streaming.apply.apply_cmd"):
+        report.add("apply", "skipped", "streaming.apply.apply_cmd is not installed yet")
         return None
     log = stack.dir / "apply.log"
     argv = [sys.executable, "-m", "cdc.cli", "apply", "--config", str(cfg)]

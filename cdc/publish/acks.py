@@ -16,7 +16,7 @@ import time
 from collections import deque
 from typing import Any
 
-from cdc.runtime.metrics import SourceMetrics
+from cdc.metrics import SourceMetrics
 
 ACK_CHECK_S = 0.05  # after markers, look at acknowledgements at most this often
 

@@ -53,7 +53,7 @@ from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange, TableId, 
 from cdc.publish.acks import END, HEARTBEAT, PROGRESS, SCHEMA, AckTracker
 from cdc.publish.producer import OrderedProducer, ensure_topic
 from cdc.publish.recovery import read_tail
-from cdc.runtime.metrics import SourceMetrics
+from cdc.metrics import SourceMetrics
 from cdc.serde import get_serdes, get_table_key_serde
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ from cdc.errors import ConfigError, PublishError
 from cdc.publish.publisher import Publisher
 from cdc.runtime.health import HealthServer, source_readiness
 from cdc.runtime.logs import THREAD_PREFIX, bind_source_state
-from cdc.runtime.metrics import SourceMetrics
+from cdc.metrics import SourceMetrics
 from cdc.contract import Source
 from cdc.registry import SourceContext
 

@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from cdc.runtime.metrics import SourceMetrics
+from cdc.metrics import SourceMetrics
 
 READY_FACTOR = 5.0
 

@@ -27,7 +27,7 @@ def main(args: argparse.Namespace) -> int:
     from cdc.config import load_config
     from cdc.runtime.daemon import Daemon, SourceSpec
     from cdc.runtime.logs import setup_logging
-    from cdc.runtime.metrics import process_registry
+    from cdc.metrics import process_registry
     from cdc.runtime.signals import TwoStageSignals
     from cdc.registry import open_source
 

@@ -28,8 +28,8 @@ import orjson
 
 from cdc.config import TargetConfig
 from cdc.events import TableSchema
-from streaming import typemap
-from streaming.progress_row import PROGRESS_TABLE, SCHEMA_TABLE, Progress, ms_from_ts, ts_from_ms, utc_now
+from streaming.targets import typemap
+from streaming.targets.progress_row import PROGRESS_TABLE, SCHEMA_TABLE, Progress, ms_from_ts, ts_from_ms, utc_now
 
 Row = dict[str, Any]
 

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from cdc.config import TargetConfig
 from cdc.events import TableSchema
 from streaming.errors import ApplyError, TargetError
-from streaming.progress_row import Progress
+from streaming.targets.progress_row import Progress
 from streaming.targets.base import Row, Target
 
 

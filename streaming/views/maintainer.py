@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping
 from operator import itemgetter
 from typing import Any
 
-from streaming.table_delta import TableDelta
+from streaming.apply.table_delta import TableDelta
 from streaming.views import build
 from streaming.views.definition import ViewDef, parse_views
 from streaming.views.delta_rules import DeltaPlan

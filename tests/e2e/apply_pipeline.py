@@ -22,7 +22,7 @@ import duckdb
 
 from cdc.config import load_config
 from cdc.envelope import changes_topic
-from streaming import job
+from streaming.apply import job
 from tests.fixtures.ops import DaemonProcess
 
 

@@ -106,7 +106,7 @@ def _tail(bootstrap: str, topic: str, n: int) -> list[dict]:
     """The last ``n`` records of the topic (read to the true end: the high watermark is not trusted)."""
     import orjson
 
-    from streaming.batches import BoundaryScanner
+    from streaming.stream.batches import BoundaryScanner
 
     scanner = BoundaryScanner(bootstrap, topic, "json")
     try:

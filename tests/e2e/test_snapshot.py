@@ -18,7 +18,7 @@ import yaml
 from cdc.config import KafkaConfig
 from cdc.events import Change, Commit, Heartbeat
 from cdc.publish.publisher import Publisher
-from cdc.runtime.metrics import SourceMetrics
+from cdc.metrics import SourceMetrics
 from cdc.registry import SourceContext
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource

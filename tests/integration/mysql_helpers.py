@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange
-from cdc.runtime.metrics import SourceMetrics
+from cdc.metrics import SourceMetrics
 from cdc.registry import SourceContext
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource

@@ -73,7 +73,7 @@ def oracle_publisher(broker: Any, prefix: str) -> Any:
     """The publisher of the Oracle source ``ora`` used by the Oracle stream tests."""
     from cdc.config import KafkaConfig
     from cdc.publish.publisher import Publisher
-    from cdc.runtime.metrics import SourceMetrics
+    from cdc.metrics import SourceMetrics
 
     return Publisher("ora", "oracle", KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=prefix),
                      SourceMetrics("ora"))

@@ -6,7 +6,7 @@ import duckdb
 import pytest
 
 from cdc.config import parse_config
-from streaming import job
+from streaming.apply import job
 from tests.unit.streaming.streams import StreamBuilder, produce
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.postgres]

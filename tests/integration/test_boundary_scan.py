@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from streaming.batches import BoundaryScanner
+from streaming.stream.batches import BoundaryScanner
 from streaming.errors import ApplyError
 from tests.unit.streaming.streams import StreamBuilder, produce
 

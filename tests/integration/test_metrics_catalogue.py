@@ -15,7 +15,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from cdc.envelope import changes_topic
-from cdc.runtime.metrics import SourceMetrics
+from cdc.metrics import SourceMetrics
 from tests.fixtures.ops import DaemonProcess, read_stream, total, value, wait_for
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.runtime.metrics import SourceMetrics
+from cdc.metrics import SourceMetrics
 from readers.oracle.sim import simulator
 from readers.oracle.sim.demo import make_source, pump
 from readers.oracle.sim.workload import table_name

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.runtime.metrics import SourceMetrics
+from cdc.metrics import SourceMetrics
 from readers.oracle.sim.demo import make_source, pump, run_demo, stream_demo
 from tests.integration.stream_check import oracle_publisher, publish_then_crash, read_stream
 from tests.unit.oracle.helpers import expected

@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from cdc.serde import get_serdes
-from streaming import batches
-from streaming.batches import RangePartition, read_range
+from streaming.stream import batches
+from streaming.stream.batches import RangePartition, read_range
 from tests.unit.streaming.streams import StreamBuilder, produce
 
 pytestmark = [pytest.mark.kafka]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cdc.events import Begin, Change, Commit, Heartbeat
-from cdc.runtime.metrics import SourceMetrics
+from cdc.metrics import SourceMetrics
 from cdc.registry import SourceContext
 from readers.shadow.config import ShadowSourceConfig
 from readers.shadow.reader import ShadowSource

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from streaming.table_delta import TableDelta
+from streaming.apply.table_delta import TableDelta
 from streaming.views import maintainer
 from streaming.views.connect import DbTarget
 from streaming.views.definition import parse_views

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc.events import Change, Commit, Heartbeat
-from cdc.runtime.metrics import SourceMetrics
+from cdc.metrics import SourceMetrics
 from cdc.registry import SourceContext
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.reader import OracleSource

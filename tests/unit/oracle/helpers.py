@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from cdc.events import Begin, Change, Commit, Heartbeat
-from cdc.runtime.metrics import SourceMetrics
+from cdc.metrics import SourceMetrics
 from cdc.registry import SourceContext
 from readers.oracle.sim import simulator
 from readers.oracle.config import OracleSourceConfig

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cdc.config import KafkaConfig
 from cdc.publish.publisher import Publisher
-from cdc.runtime.metrics import SourceMetrics
+from cdc.metrics import SourceMetrics
 from cdc.serde import get_serdes
 
 

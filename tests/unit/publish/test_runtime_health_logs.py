@@ -11,7 +11,7 @@ import urllib.request
 
 from cdc.runtime.health import HealthServer, source_readiness
 from cdc.runtime.logs import setup_logging
-from cdc.runtime.metrics import SourceMetrics, process_registry
+from cdc.metrics import SourceMetrics, process_registry
 
 
 def _get(url: str) -> tuple[int, bytes]:

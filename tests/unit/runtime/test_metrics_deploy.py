@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from cdc.config import Config, load_config
-from cdc.runtime.metrics import ApplyMetrics, SourceMetrics, process_registry
+from cdc.metrics import ApplyMetrics, SourceMetrics, process_registry
 from tests.fixtures.prometheus import (
     ALERTS_YML,
     DASHBOARDS,

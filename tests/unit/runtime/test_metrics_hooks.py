@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from cdc.errors import SourceUnavailable
-from cdc.runtime.metrics import ApplyMetrics, SourceMetrics, process_registry
+from cdc.metrics import ApplyMetrics, SourceMetrics, process_registry
 
 
 def samples(registry: CollectorRegistry) -> dict[tuple[str, tuple], float]:

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc.serde import get_serdes
-from streaming.decode import JsonChunkDecoder
-from streaming.records import FIELDS, to_row
+from streaming.stream.decode import JsonChunkDecoder
+from streaming.stream.records import FIELDS, to_row
 from streaming.testing import StreamBuilder
 
 JSON_TEXT = ("key", "before", "after", "meta", "bkey")

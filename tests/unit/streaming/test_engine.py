@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc.config import ApplyConfig, TargetConfig
-from streaming.engine import ApplyEngine
+from streaming.apply.engine import ApplyEngine
 from streaming.errors import BadRecord, StreamCorrupt, UnsupportedDdl
-from streaming.mapping import TableMap
+from cdc.table_map import TableMap
 from streaming.targets.duckdb import DuckDbTarget
 from tests.unit.streaming.streams import StreamBuilder
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.net_effect import DataChange, net_effect
+from streaming.apply.net_effect import DataChange, net_effect
 
 T = "db.t"
 
@@ -116,7 +116,7 @@ def test_columnar_net_effect_equals_record_net_effect(h):
     _initial, changes, _final = h
     import orjson
 
-    from streaming.net_effect import net_effect_columns
+    from streaming.apply.net_effect import net_effect_columns
 
     ops, key, bkey, before, after = _columns(changes)
     col = net_effect_columns(ops, key, bkey, before, after)
@@ -151,7 +151,7 @@ def test_columnar_net_effect_refuses_a_missing_key_or_image():
     import pyarrow as pa
     import pytest
 
-    from streaming.net_effect import net_effect_columns
+    from streaming.apply.net_effect import net_effect_columns
 
     s = pa.string()
     with pytest.raises(ValueError, match="primary-key"):

@@ -16,7 +16,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from streaming.table_delta import TableDelta
+from streaming.apply.table_delta import TableDelta
 from streaming.views import maintainer
 from streaming.views.definition import ViewDef
 from streaming.views.sqlparse import Col, Lit

@@ -8,7 +8,7 @@ import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from streaming.table_delta import TableDelta
+from streaming.apply.table_delta import TableDelta
 from streaming.views import maintainer
 from streaming.views.connect import DbTarget
 from streaming.views.definition import parse_views

@@ -30,9 +30,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from cdc.runtime.logs import setup_logging
-    from cdc.runtime.metrics import process_registry
+    from cdc.metrics import process_registry
     from cdc.runtime.signals import TwoStageSignals
-    from streaming import job
+    from streaming.apply import job
 
     config = load_config(args.config)
     setup_logging(config.logging.level, config.logging.json_)

@@ -1,7 +1,7 @@
 """The Spark adapter: a pyspark.sql.datasource stream source named ``cdc-stream``.
 
 This is the only module that speaks Spark's camelCase API; the work is done
-by streaming.batches (cutting, reading) and streaming.offsets.
+by streaming.stream.batches (cutting, reading) and streaming.stream.offsets.
 
 Options (``spark.readStream.format("cdc-stream").option(...)``):
 
@@ -29,9 +29,9 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from cdc.errors import ConfigError
-from streaming.batches import BoundaryScanner, RangePartition, read_range, split_range
-from streaming.offsets import StreamOffset
-from streaming.records import SCHEMA_DDL
+from streaming.stream.batches import BoundaryScanner, RangePartition, read_range, split_range
+from streaming.stream.offsets import StreamOffset
+from streaming.stream.records import SCHEMA_DDL
 
 NAME = "cdc-stream"
 
@@ -145,7 +145,7 @@ class _WarmUpReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
 
-        from streaming.records import DATA, arrow_schema
+        from streaming.stream.records import DATA, arrow_schema
 
         _warm_decoder()  # the stream's reads run in these Python workers: load what they load
         n = max(1, self.rows // self.parts)
@@ -178,7 +178,7 @@ def _warm_decoder() -> None:
     """Import the readers' modules and decode one record, so DuckDB's JSON functions are loaded."""
     import confluent_kafka  # noqa: F401 - imported for its load time
 
-    from streaming.decode import JsonChunkDecoder
+    from streaming.stream.decode import JsonChunkDecoder
 
     JsonChunkDecoder(0).decode([0], [b'{"table":"warm.up","key":{"id":0}}'],
                                [b'{"sequence":1,"op":"c","before":null,"after":{"id":0}}'])

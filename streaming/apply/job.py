@@ -27,9 +27,9 @@ import orjson
 from cdc.config import ApplyConfig, Config
 from cdc.envelope import changes_topic
 from cdc.errors import CdcError
-from cdc.runtime.metrics import ApplyMetrics
-from streaming.engine import ApplyEngine
-from streaming.mapping import TableMap
+from cdc.metrics import ApplyMetrics
+from streaming.apply.engine import ApplyEngine
+from cdc.table_map import TableMap
 from streaming.targets import make_target
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 def build_session(master: str = "local[*]", app_name: str = "cdc-apply") -> Any:
     from pyspark.sql import SparkSession
 
-    from streaming.source import register
+    from streaming.stream.datasource import register
 
     # Python workers (executors, the streaming source runner) must use this interpreter (pyarrow, our code)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -189,7 +189,7 @@ def run(config: Config, master: str = "local[*]", until_idle_s: float | None = N
     ``streams_out`` (optional) receives the ApplyStream objects (benches read their per-batch timings)."""
     if not config.apply:
         raise CdcError("nothing to apply: the config has no `apply:` items", key="apply")
-    from streaming.source import warm_up
+    from streaming.stream.datasource import warm_up
 
     spark = spark or build_session(master)
     warm_up(spark, _cores(spark))

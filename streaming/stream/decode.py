@@ -1,6 +1,6 @@
 """Decoding a run of Kafka messages into stream rows, a batch at a time.
 
-:func:`streaming.records.to_row` decodes one message in Python (~8 us a record
+:func:`streaming.stream.records.to_row` decodes one message in Python (~8 us a record
 with the Arrow build). For JSON records this module does the same for a whole
 chunk in DuckDB (yyjson, one pass, ~2 us a record) and falls back to ``to_row``
 only for the records DuckDB's answer cannot be trusted with: not UTF-8, not a
@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from streaming.records import DATA, FIELDS, KINDS, UNDECODABLE, arrow_schema, to_row
+from streaming.stream.records import DATA, FIELDS, KINDS, UNDECODABLE, arrow_schema, to_row
 
 _CONTROL = "[" + ", ".join(f"'{k}'" for k in KINDS if k not in (DATA, UNDECODABLE)) + "]"
 
@@ -73,7 +73,7 @@ class JsonChunkDecoder:
         self.con.execute("SET threads = 1")  # one per Spark task: the tasks are the parallelism
 
     def decode(self, offsets: list[int], keys: list[bytes | None], values: list[bytes | None]) -> Any:
-        """An Arrow RecordBatch of streaming.records rows (FIELDS order) for these messages."""
+        """An Arrow RecordBatch of streaming.stream.records rows (FIELDS order) for these messages."""
         import duckdb
         import pyarrow as pa
         import pyarrow.compute as pc

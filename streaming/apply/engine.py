@@ -1,7 +1,7 @@
 """The apply engine: one micro-batch of stream records -> ONE target transaction.
 
 Called from ``foreachBatch`` on the driver with the batch's rows (see
-streaming.records). Guarantees, per batch:
+streaming.stream.records). Guarantees, per batch:
 
 - records are taken in stream order; a record at or below the progress row's
   ``last_sequence`` (or any earlier record of the batch) is a replay and is
@@ -9,7 +9,7 @@ streaming.records). Guarantees, per batch:
 - a transaction closed by ABORTED is dropped whole (everything since its
   BEGIN); a batch that ends inside a transaction is a StreamCorrupt error;
 - each run of data between barriers is reduced to its net effect per key
-  (streaming.net_effect), then applied: deletes of all tables first, then
+  (streaming.apply.net_effect), then applied: deletes of all tables first, then
   upserts/inserts, in one transaction with the progress row and the schema
   memory; maintained views (if configured) are updated in the same one;
 - barriers: a SCHEMA record (DDL: ADD COLUMN followed, other DDL commits what
@@ -50,15 +50,15 @@ import orjson
 
 from cdc.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
 from cdc.errors import CdcError
-from cdc.runtime.metrics import ApplyMetrics
-from streaming import typemap
-from streaming.catalog import Catalog, TableInfo
-from streaming.table_delta import TableDelta
+from cdc.metrics import ApplyMetrics
+from streaming.targets import typemap
+from streaming.apply.catalog import Catalog, TableInfo
+from streaming.apply.table_delta import TableDelta
 from streaming.errors import BadRecord, StreamCorrupt, UnsupportedDdl
-from streaming.mapping import TableMap
-from streaming.net_effect import DataChange, TableNet, net_effect, net_effect_columns
-from streaming.progress_row import Progress
-from streaming.records import DATA, UNDECODABLE, Batch, StreamRecord
+from cdc.table_map import TableMap
+from streaming.apply.net_effect import DataChange, TableNet, net_effect, net_effect_columns
+from streaming.targets.progress_row import Progress
+from streaming.stream.records import DATA, UNDECODABLE, Batch, StreamRecord
 from streaming.targets.base import Target
 
 log = logging.getLogger(__name__)

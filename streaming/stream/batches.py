@@ -10,7 +10,7 @@ transaction is never split). Only record kinds are inspected: a data record
 is recognised by its key (``{"table", "key"}``) without decoding its value.
 
 Executor side (:func:`read_range`): reads [start, end) of one partition with
-a fresh consumer and yields Arrow record batches of streaming.records rows.
+a fresh consumer and yields Arrow record batches of streaming.stream.records rows.
 It needs nothing but its :class:`RangePartition`. Offsets below the
 partition's low watermark (deleted by retention) raise OffsetsGone, never a
 silent skip.
@@ -279,7 +279,7 @@ def split_range(bootstrap: str, topic: str, partition: int, start: int, end: int
 
 
 def read_range(p: RangePartition, consumer_extra: dict[str, Any] | None = None) -> Iterator[Any]:
-    """Yield pyarrow RecordBatches (streaming.records schema) of records [p.start, p.end)."""
+    """Yield pyarrow RecordBatches (streaming.stream.records schema) of records [p.start, p.end)."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     if p.end <= p.start:
@@ -336,13 +336,13 @@ def read_range(p: RangePartition, consumer_extra: dict[str, Any] | None = None) 
 def _chunk_decoder(p: RangePartition) -> Any:
     """decode(offsets, keys, values) -> RecordBatch: DuckDB for JSON, record by record otherwise."""
     if p.encoding == "json":
-        from streaming.decode import JsonChunkDecoder
+        from streaming.stream.decode import JsonChunkDecoder
 
         return JsonChunkDecoder(p.partition).decode
     import pyarrow as pa
 
     from cdc.serde import get_serdes
-    from streaming.records import FIELDS, arrow_schema, to_row
+    from streaming.stream.records import FIELDS, arrow_schema, to_row
 
     schema = arrow_schema()
     key_serde, value_serde = get_serdes(p.encoding)
