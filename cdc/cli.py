@@ -1,7 +1,7 @@
 """The `cdc` console script: a thin dispatcher to one module per command.
 
 Each command module exposes ``configure(parser)`` (add its arguments or its
-own sub-commands) and ``main(args) -> int``. Modules are imported only when
+own sub-commands) and ``main(args) -> int``; the table of commands is cdc.registry.COMMANDS. Modules are imported only when
 their command runs, so `cdc oracle parse` never pays for pyspark.
 """
 
@@ -12,20 +12,7 @@ import importlib
 import sys
 
 from cdc.errors import CdcError
-
-COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("cdc.runtime.run_cmd", "run the capture daemon (readers + publisher)"),
-    "apply": ("streaming.apply.apply_cmd", "run the Spark apply job into the targets"),
-    "check": ("readers.mysql.check", "validate source settings (binlog format, GTIDs, ...)"),
-    "gtid": ("readers.mysql.locate", "GTID tools: `cdc gtid locate`"),
-    "oracle": ("readers.oracle.tools", "Oracle tools: `cdc oracle parse`"),
-    "compare": ("cdc.compare.compare_cmd", "prove a target equals its source (MD5 merge)"),
-    "snapshot": ("cdc.snapshot_cmd", "re-snapshot one table while streaming continues"),
-    "views": ("streaming.views.views_cmd", "maintained views: `cdc views rebuild`"),
-    "dev": ("cdc.dev.dev_cmd", "embedded services: `cdc dev up|down|status`"),
-    "bench": ("cdc.bench.bench_cmd", "benchmarks: `cdc bench mysql|apply|oracle|compare|views`"),
-    "tail": ("cdc.publish.tail_cmd", "print the change stream of a source (console consumer)"),
-}
+from cdc.registry import COMMANDS
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:

@@ -21,15 +21,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cdc.errors import ConfigError
-from readers.mysql.config import MySqlSourceConfig
-from readers.oracle.config import OracleSourceConfig
-from readers.shadow.config import ShadowSourceConfig
+from cdc.registry import SOURCE_CONFIGS
 
 ENV_PREFIX = "CDC_"
 
-SourceConfig = Annotated[
-    Union[MySqlSourceConfig, OracleSourceConfig, ShadowSourceConfig], Field(discriminator="kind")
-]
+SourceConfig = Annotated[Union[tuple(SOURCE_CONFIGS.values())], Field(discriminator="kind")]
 
 
 class KafkaConfig(BaseModel):
@@ -153,7 +149,7 @@ def _dotted(loc: tuple[Any, ...]) -> str:
     for item in loc:
         if isinstance(item, int):
             parts.append(f"[{item}]")
-        elif item in ("mysql", "oracle", "shadow") and parts and parts[-1].endswith("]"):
+        elif item in SOURCE_CONFIGS and parts and parts[-1].endswith("]"):
             continue  # discriminator tag pydantic inserts for unions
         else:
             parts.append(("." if parts else "") + str(item))

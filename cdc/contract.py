@@ -1,10 +1,16 @@
-"""The contract between a reader and the publisher."""
+"""The contract between a reader and the daemon: the ``Source`` protocol and its ``SourceContext``.
+
+A reader class (registered in cdc.registry) is constructed as ``cls(config, context)`` with its
+own pydantic config model (readers/<kind>/config.py) and a SourceContext, and implements Source.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Protocol
 
 from cdc.events import Event
+from cdc.metrics import SourceMetrics
 
 
 class Source(Protocol):
@@ -35,3 +41,18 @@ class Source(Protocol):
     def request_stop(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+@dataclass
+class SourceContext:
+    """What the daemon hands a reader besides its own config."""
+
+    metrics: SourceMetrics
+    spill_dir: str = "/tmp/cdc-spill"
+    max_buffer_bytes: int = 64 * 1024 * 1024
+    extra: dict[str, Any] = field(default_factory=dict)
+    # Set by the daemon only when kafka.dead_letter_topic is configured:
+    # dead_letter(error: DecodeError, raw) sends ONE undecodable change there and
+    # the reader skips it. None: the reader raises the DecodeError (the source
+    # stops at that position). See cdc.publish.publisher.Publisher.dead_letter.
+    dead_letter: Callable[[Exception, Any], None] | None = None

@@ -1,17 +1,22 @@
-"""Source kinds: ``kind`` in the config -> the reader class that implements it.
+"""The one place where the core names the readers and the apply side.
 
-A reader class is constructed as ``cls(config, context)`` with its own
-pydantic config model (readers/<kind>/config.py) and a SourceContext, and
-implements cdc.contract.Source.
+- ``READERS``: source ``kind`` -> the reader class (``cls(config, context)``, cdc.contract.Source);
+- ``SOURCE_CONFIGS``: the pydantic config model of each kind (cdc.config builds its union from it);
+- ``COMMANDS``: the `cdc` sub-commands and the module that implements each.
+
+Everything else in ``cdc/`` depends on neither ``readers`` nor ``streaming``; only this module and
+the tools under cdc/dev and cdc/bench import them (tests/unit/cdc/test_layout.py checks it). A new
+source kind is a folder under readers/ plus one line in each table here.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from cdc.metrics import SourceMetrics
+from readers.mysql.config import MySqlSourceConfig
+from readers.oracle.config import OracleSourceConfig
+from readers.shadow.config import ShadowSourceConfig
 
 READERS: dict[str, str] = {
     "mysql": "readers.mysql.reader:MySqlSource",
@@ -19,20 +24,28 @@ READERS: dict[str, str] = {
     "shadow": "readers.shadow.reader:ShadowSource",
 }
 
+SOURCE_CONFIGS: dict[str, type] = {
+    "mysql": MySqlSourceConfig,
+    "oracle": OracleSourceConfig,
+    "shadow": ShadowSourceConfig,
+}
 
-@dataclass
-class SourceContext:
-    metrics: SourceMetrics
-    spill_dir: str = "/tmp/cdc-spill"
-    max_buffer_bytes: int = 64 * 1024 * 1024
-    extra: dict[str, Any] = field(default_factory=dict)
-    # Set by the daemon only when kafka.dead_letter_topic is configured:
-    # dead_letter(error: DecodeError, raw) sends ONE undecodable change there and
-    # the reader skips it. None: the reader raises the DecodeError (the source
-    # stops at that position). See cdc.publish.publisher.Publisher.dead_letter.
-    dead_letter: Callable[[Exception, Any], None] | None = None
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("cdc.runtime.run_cmd", "run the capture daemon (readers + publisher)"),
+    "apply": ("streaming.apply.apply_cmd", "run the Spark apply job into the targets"),
+    "check": ("readers.mysql.check", "validate source settings (binlog format, GTIDs, ...)"),
+    "gtid": ("readers.mysql.locate", "GTID tools: `cdc gtid locate`"),
+    "oracle": ("readers.oracle.tools", "Oracle tools: `cdc oracle parse`"),
+    "compare": ("cdc.compare.compare_cmd", "prove a target equals its source (MD5 merge)"),
+    "snapshot": ("readers.mysql.snapshot_cmd", "re-snapshot one table while streaming continues"),
+    "views": ("streaming.views.views_cmd", "maintained views: `cdc views rebuild`"),
+    "dev": ("cdc.dev.dev_cmd", "embedded services: `cdc dev up|down|status`"),
+    "bench": ("cdc.bench.bench_cmd", "benchmarks: `cdc bench mysql|apply|oracle|compare|views`"),
+    "tail": ("cdc.publish.tail_cmd", "print the change stream of a source (console consumer)"),
+}
 
 
-def open_source(config: Any, context: SourceContext):
+def open_source(config: Any, context: Any):
+    """The reader of ``config.kind``, constructed (not started)."""
     module, _, cls = READERS[config.kind].partition(":")
     return getattr(importlib.import_module(module), cls)(config, context)

@@ -96,7 +96,7 @@ def _pipeline(db, broker, start: str, end: str, rows: int) -> float:
     from cdc.events import Commit
     from cdc.publish.publisher import Publisher
     from cdc.metrics import SourceMetrics
-    from cdc.registry import SourceContext
+    from cdc.contract import SourceContext
     from readers.mysql.config import MySqlSourceConfig
     from readers.mysql.position import GtidSet
     from readers.mysql.reader import MySqlSource

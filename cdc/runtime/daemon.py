@@ -32,7 +32,7 @@ from cdc.runtime.health import HealthServer, source_readiness
 from cdc.runtime.logs import THREAD_PREFIX, bind_source_state
 from cdc.metrics import SourceMetrics
 from cdc.contract import Source
-from cdc.registry import SourceContext
+from cdc.contract import SourceContext
 
 log = logging.getLogger(__name__)
 

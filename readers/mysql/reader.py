@@ -58,7 +58,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 
 from cdc.errors import CdcError, Terminal
 from cdc.events import Begin, Change, Commit, Event, Heartbeat, SchemaChange, TableId
-from cdc.registry import SourceContext
+from cdc.contract import SourceContext
 from readers.mysql.check import refuse_unsafe
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc.events import Commit, Event, Heartbeat, SchemaChange, TableSchema
-from cdc.registry import SourceContext
+from cdc.contract import SourceContext
 from cdc.spill import SpillPolicy, TransactionStore
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.dispatcher import Dispatcher

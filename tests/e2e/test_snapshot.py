@@ -19,7 +19,7 @@ from cdc.config import KafkaConfig
 from cdc.events import Change, Commit, Heartbeat
 from cdc.publish.publisher import Publisher
 from cdc.metrics import SourceMetrics
-from cdc.registry import SourceContext
+from cdc.contract import SourceContext
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource
 from tests.integration.stream_check import read_stream
@@ -137,7 +137,7 @@ def test_initial_snapshot_then_streaming_under_concurrent_writes(mariadb_primary
 
 
 def test_incremental_snapshot_never_goes_back_in_time(mariadb_primary, tmp_mysql_db, tmp_path: Path):
-    from cdc.snapshot_cmd import main as snapshot_main
+    from readers.mysql.snapshot_cmd import main as snapshot_main
 
     load(mariadb_primary, tmp_mysql_db)
     signal = f"{tmp_mysql_db}.cdc_signal"

@@ -8,7 +8,7 @@ from typing import Any
 
 from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange
 from cdc.metrics import SourceMetrics
-from cdc.registry import SourceContext
+from cdc.contract import SourceContext
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource
 

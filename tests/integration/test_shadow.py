@@ -7,7 +7,7 @@ import pytest
 
 from cdc.events import Begin, Change, Commit, Heartbeat
 from cdc.metrics import SourceMetrics
-from cdc.registry import SourceContext
+from cdc.contract import SourceContext
 from readers.shadow.config import ShadowSourceConfig
 from readers.shadow.reader import ShadowSource
 

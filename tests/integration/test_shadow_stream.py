@@ -7,7 +7,7 @@ import pytest
 
 from cdc.config import KafkaConfig
 from cdc.metrics import SourceMetrics
-from cdc.registry import SourceContext
+from cdc.contract import SourceContext
 from readers.shadow.config import ShadowSourceConfig
 from readers.shadow.reader import ShadowSource
 from tests.integration.stream_check import read_stream

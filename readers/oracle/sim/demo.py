@@ -15,7 +15,7 @@ from typing import Any
 
 from cdc.events import Change, Commit, Heartbeat
 from cdc.metrics import SourceMetrics
-from cdc.registry import SourceContext
+from cdc.contract import SourceContext
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.reader import OracleSource
 

@@ -6,7 +6,7 @@ import itertools
 
 from cdc.events import Begin, Change, Commit, Heartbeat
 from cdc.metrics import SourceMetrics
-from cdc.registry import SourceContext
+from cdc.contract import SourceContext
 from readers.oracle.sim import simulator
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.reader import OracleSource
