@@ -7,7 +7,7 @@ import pytest
 
 from cdc.config import parse_config
 from streaming.apply import job
-from tests.unit.streaming.streams import StreamBuilder, produce
+from streaming.testing import StreamBuilder, produce
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.postgres]
 

@@ -15,7 +15,7 @@ from streaming.apply.engine import ApplyEngine
 from streaming.errors import BadRecord
 from cdc.table_map import TableMap
 from streaming.targets import make_target
-from tests.unit.streaming.streams import StreamBuilder
+from streaming.testing import StreamBuilder
 
 pytestmark = [pytest.mark.postgres, pytest.mark.mysql]
 

@@ -9,7 +9,7 @@ import pytest
 
 from streaming.stream.batches import BoundaryScanner
 from streaming.errors import ApplyError
-from tests.unit.streaming.streams import StreamBuilder, produce
+from streaming.testing import StreamBuilder, produce
 
 pytestmark = [pytest.mark.kafka]
 

@@ -14,7 +14,7 @@ import pytest
 from cdc.metrics import SourceMetrics
 from readers.oracle.sim.demo import make_source, pump, run_demo, stream_demo
 from tests.integration.stream_check import oracle_publisher, publish_then_crash, read_stream
-from tests.unit.oracle.helpers import expected
+from tests.unit.readers.oracle.helpers import expected
 
 pytestmark = [pytest.mark.oracle, pytest.mark.kafka]
 

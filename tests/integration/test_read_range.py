@@ -11,7 +11,7 @@ import pytest
 from cdc.serde import get_serdes
 from streaming.stream import batches
 from streaming.stream.batches import RangePartition, read_range
-from tests.unit.streaming.streams import StreamBuilder, produce
+from streaming.testing import StreamBuilder, produce
 
 pytestmark = [pytest.mark.kafka]
 

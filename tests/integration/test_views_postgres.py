@@ -12,7 +12,7 @@ from streaming.views import maintainer
 from streaming.views.connect import DbTarget
 from streaming.views.definition import parse_views
 from streaming.views.errors import ViewInconsistent
-from tests.unit.views.harness import VIEWS, Harness, batches, initial, oracle
+from tests.unit.streaming.views.harness import VIEWS, Harness, batches, initial, oracle
 
 pytestmark = pytest.mark.postgres
 DEFS = parse_views(VIEWS)

@@ -11,7 +11,7 @@ from streaming.apply.engine import ApplyEngine
 from streaming.errors import BadRecord, StreamCorrupt, UnsupportedDdl
 from cdc.table_map import TableMap
 from streaming.targets.duckdb import DuckDbTarget
-from tests.unit.streaming.streams import StreamBuilder
+from streaming.testing import StreamBuilder
 
 COLS = [("id", "int"), ("name", "varchar(20)"), ("amount", "decimal(10,2)")]
 

@@ -8,7 +8,7 @@ import pytest
 from cdc import envelope
 from cdc.events import Begin, Change, Column, Commit, TableId, TableSchema
 from cdc.serde import get_serdes
-from tests.unit.publish.fakes import decoded, publisher
+from tests.unit.cdc.publish.fakes import decoded, publisher
 
 A, B = TableId("shop", "orders"), TableId("shop", "items")
 SA = TableSchema(A, (Column("id", "int", False), Column("v", "varchar(9)")), ("id",))

@@ -7,7 +7,7 @@ import pytest
 from cdc.events import Change
 from readers.oracle.errors import DictionaryMismatch, RedoParseError
 from readers.oracle.parse_pool import ParsePool
-from tests.unit.oracle.test_dispatcher import X1, X2, dispatcher, ins, row
+from tests.unit.readers.oracle.test_dispatcher import X1, X2, dispatcher, ins, row
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from readers.oracle.config import OracleSourceConfig
 from readers.oracle.errors import DictionaryMismatch, MissingLog, RedoGap
 from readers.oracle.position import ResumeState, Xid
 from readers.oracle.session import LogMinerSession, Standby
-from tests.unit.oracle.helpers import run, source
+from tests.unit.readers.oracle.helpers import run, source
 
 
 def _cfg(opts, tmp, **kw):

@@ -7,7 +7,7 @@ import pytest
 from cdc import envelope
 from cdc.errors import DecodeError, PublishError, StreamCorrupt
 from cdc.events import Begin, Change, Column, Commit, Heartbeat, SchemaChange, TableId, TableSchema
-from tests.unit.publish.fakes import decoded, publisher
+from tests.unit.cdc.publish.fakes import decoded, publisher
 
 A, B = TableId("shop", "orders"), TableId("shop", "items")
 SA = TableSchema(A, (Column("id", "int", False), Column("v", "varchar(9)")), ("id",))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.oracle.helpers import expected, run, source
+from tests.unit.readers.oracle.helpers import expected, run, source
 
 workloads = st.builds(
     lambda seed, txns, lanes, threads, share, logs, rb, prb, csf: (

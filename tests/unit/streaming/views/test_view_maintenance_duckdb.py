@@ -13,7 +13,7 @@ from streaming.views import maintainer
 from streaming.views.connect import DbTarget
 from streaming.views.definition import parse_views
 from streaming.views.errors import ViewInconsistent
-from tests.unit.views.harness import VIEWS, Harness, batches, initial, oracle
+from tests.unit.streaming.views.harness import VIEWS, Harness, batches, initial, oracle
 
 DEFS = parse_views(VIEWS)
 
