@@ -4,7 +4,7 @@ Same run, same MariaDB, same two tables per size (10k, 100k, ... up to N
 rows): a source table and a copy with ``--diff-fraction`` of its rows
 changed, deleted or added. Timed per size:
 
-- merge:     cdc.compare.engine.TableCompare (bucket pass + row pass of the
+- merge:     cdc.compare.table_diff.TableCompare (bucket pass + row pass of the
              differing buckets; MD5 computed in the database);
 - anti_join: the traditional shadow-table SQL of seeds/000: ``NOT EXISTS``
              in both directions plus a column-by-column join for changed rows;
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import pymysql
 
     from cdc.compare.endpoints import from_dsn
-    from cdc.compare.engine import TableCompare
+    from cdc.compare.table_diff import TableCompare
 
     server, pid = None, None
     if args.mysql:

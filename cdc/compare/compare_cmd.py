@@ -1,6 +1,6 @@
 """`cdc compare --config FILE --source S --target T [--tables ...] [--repair]`.
 
-Proves a target equals its source, table by table (cdc.compare.engine),
+Proves a target equals its source, table by table (cdc.compare.table_diff),
 and prints one report per table (``--json``: one JSON document). Exit
 status: 0 all tables equal, 1 some differ, 2 error (bad config, missing
 table, key order disagreement).
@@ -75,7 +75,7 @@ def _expand(patterns: list[str], src_ep) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     from cdc.compare.endpoints import from_config
-    from cdc.compare.engine import TableCompare
+    from cdc.compare.table_diff import TableCompare
     from cdc.compare.report import dumps
     from cdc.config import load_config
     from cdc.progress_bar import progress

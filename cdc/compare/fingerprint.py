@@ -25,7 +25,7 @@ contain '|', and each string's length is known, so two rows give the same
 text only if all values are equal: NULL differs from '', 'a ' from 'a'.
 
 The fingerprint is ``md5(row text)`` as 32 lower-case hex characters. For
-the bucket pass (see cdc.compare.engine) the row texts of a bucket, with
+the bucket pass (see cdc.compare.table_diff) the row texts of a bucket, with
 string lengths counted in UTF-8 bytes, are joined and hashed once by
 :func:`bucket_digest_sql`.
 

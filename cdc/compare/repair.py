@@ -26,7 +26,7 @@ from typing import Any
 
 from cdc.compare.shapes import TableShape, describe
 from cdc.compare.endpoints import Endpoint
-from cdc.compare.engine import split_name
+from cdc.compare.table_diff import split_name
 from cdc.compare.errors import CompareError
 from cdc.compare.fingerprint import quote
 from cdc.compare.merge import DIFFERENT, EXTRA, MISSING

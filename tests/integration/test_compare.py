@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from cdc.compare.endpoints import Endpoint, from_dsn
-from cdc.compare.engine import TableCompare
+from cdc.compare.table_diff import TableCompare
 from cdc.compare.errors import CompareError
 
 pytestmark = [pytest.mark.mysql, pytest.mark.postgres]

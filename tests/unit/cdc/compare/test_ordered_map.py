@@ -1,4 +1,4 @@
-"""cdc.compare.engine.ordered_map: the parallel bucket pass hands slabs over in key order, bounded."""
+"""cdc.compare.table_diff.ordered_map: the parallel bucket pass hands slabs over in key order, bounded."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from cdc.compare.engine import ordered_map
+from cdc.compare.table_diff import ordered_map
 
 
 def test_results_come_in_item_order_whatever_order_the_workers_finish_in():
