@@ -33,13 +33,14 @@ from typing import Any
 
 from cdc.compare.shapes import TableShape, describe
 from cdc.compare.endpoints import from_dsn
-from cdc.compare.engine import Side, split_name
-from cdc.compare.errors import CompareError
+from cdc.compare.table_diff import Side, split_name
 from cdc.compare.fingerprint import quote
 from cdc.compare.merge import DIFFERENT, EXTRA, MISSING, merge
 from cdc.compare.repair import event_value
 from cdc.events import Begin, Change, Column, Commit, Event, Heartbeat, TableId, TableSchema
 from readers.shadow.config import ShadowSourceConfig
+from readers.shadow.errors import TableWithoutKey
+from readers.shadow.position import Cycle
 from readers.shadow.store import ShadowStore
 
 log = logging.getLogger(__name__)
@@ -65,17 +66,16 @@ class ShadowSource:
         for t in self.config.tables:
             shape = describe(self.ep.dialect, self.src_conn, *split_name(t, self.ep.default_schema))
             if not shape.primary_key:
-                raise CompareError(f"shadow source {self.name}: table {t} has no primary key; the shadow method "
+                raise TableWithoutKey(f"shadow source {self.name}: table {t} has no primary key; the shadow method "
                                    "needs one to tell an update from a delete plus an insert", table=t)
             self.shapes.append(shape)
         self.store = ShadowStore(self.ep, self.shadow_conn, self.config.shadow_schema, self.name,
                                  self.config.journal_cycles)
         self.store.ensure(self.shapes)
+        self.cycle = Cycle.from_resume(resume).number
         if resume is None:
             self.store.reset(self.shapes)  # a new stream: the first cycle publishes every row
-            self.cycle = 0
         else:
-            self.cycle = int(resume.get("cycle", 0))
             self.store.reconcile(self.cycle)
         self.schemas = {str(s): TableSchema(TableId(s.schema, s.table),
                                             tuple(Column(c.name, c.type, c.nullable) for c in s.columns),
@@ -105,7 +105,7 @@ class ShadowSource:
                 continue
             if now - last_hb >= self.config.heartbeat_interval_s:
                 last_hb = now
-                yield Heartbeat(int(time.time() * 1000), {"cycle": self.cycle})
+                yield Heartbeat(int(time.time() * 1000), Cycle(self.cycle).to_resume())
             self._stop.wait(min(0.2, max(0.0, next_cycle - time.monotonic())))
 
     def run_cycle(self) -> Iterator[Event]:
@@ -114,7 +114,7 @@ class ShadowSource:
         entries, changes = self._diff_all()
         ts = int(time.time() * 1000)
         if not changes:
-            yield Heartbeat(ts, {"cycle": self.cycle})
+            yield Heartbeat(ts, Cycle(self.cycle).to_resume())
             return
         self.store.record_cycle(cycle, entries)  # before anything is yielded: see store.py
         self.cycle = cycle
@@ -126,7 +126,8 @@ class ShadowSource:
             yield ch
         if self.metrics is not None:
             self.metrics.transaction_read()
-        yield Commit(txid, ts, resume={"cycle": cycle}, position={"cycle": cycle})
+        at = Cycle(cycle).to_resume()
+        yield Commit(txid, ts, resume=at, position=at)
 
     def _diff_all(self) -> tuple[list, list[Change]]:
         entries: list = []
