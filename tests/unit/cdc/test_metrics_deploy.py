@@ -74,14 +74,35 @@ def test_every_catalogue_metric_is_on_a_dashboard():
     assert not missing, f"catalogue metrics on no dashboard: {sorted(missing)}"
 
 
-def test_dashboards_point_at_the_provisioned_datasource():
+def _datasource_refs(node, where="") -> list[tuple[str, dict]]:
+    """Every ``datasource`` object in a dashboard document, with where it sits."""
+    out = []
+    if isinstance(node, dict):
+        if isinstance(node.get("datasource"), dict):
+            out.append((where + "/" + str(node.get("title") or node.get("name") or node.get("refId")), node["datasource"]))
+        for k, v in node.items():
+            out += _datasource_refs(v, f"{where}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _datasource_refs(v, f"{where}[{i}]")
+    return out
+
+
+def test_dashboards_choose_their_datasource_by_variable():
+    # No hard-coded datasource uid: every panel, query and query variable uses ${datasource}, a
+    # datasource variable of type prometheus, so the dashboards import into any Grafana.
     ds = yaml.safe_load((DEPLOY / "grafana/provisioning/datasources/prometheus.yml").read_text())
-    uid = ds["datasources"][0]["uid"]
+    assert ds["datasources"][0]["type"] == "prometheus"
     for d in DASHBOARDS:
         doc = json.loads(d.read_text())
         assert doc["uid"].startswith("cdc-")
-        for p in doc["panels"]:
-            assert p["datasource"]["uid"] == uid, (d.name, p["title"])
+        variables = doc["templating"]["list"]
+        assert variables[0]["name"] == "datasource" and variables[0]["type"] == "datasource"
+        assert variables[0]["query"] == "prometheus"
+        refs = [r for r in _datasource_refs(doc) if not r[0].startswith("/templating/list[0]")]
+        assert len(refs) >= len(doc["panels"]), d.name
+        for where, ref in refs:
+            assert ref == {"type": "prometheus", "uid": "${datasource}"}, (d.name, where, ref)
         ids = [p["id"] for p in doc["panels"]]
         assert len(ids) == len(set(ids))
     prov = yaml.safe_load((DEPLOY / "grafana/provisioning/dashboards/cdc.yml").read_text())
