@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from importlib import metadata
 
 from cdc.errors import CdcError
 from cdc.registry import COMMANDS
@@ -17,6 +18,7 @@ from cdc.registry import COMMANDS
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cdc", description="log-based change data capture")
+    parser.add_argument("--version", action="version", version=f"cdc {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, (module, help_text) in COMMANDS.items():
@@ -26,6 +28,13 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
             mod.configure(p)
             p.set_defaults(_main=mod.main)
     return parser
+
+
+def _version() -> str:
+    try:
+        return metadata.version("cdc-service")
+    except metadata.PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:
