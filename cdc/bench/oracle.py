@@ -80,7 +80,7 @@ def _raw_produce(bootstrap: str, topic: str, n: int, size: int) -> float:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdc.config import KafkaConfig
     from cdc.dev.broker import Broker
-    from cdc.publish.producer import ensure_topic
+    from cdc.publish.topics import ensure_topic
     from cdc.publish.publisher import Publisher
     from cdc.metrics import SourceMetrics
     from readers.oracle.sim.demo import make_source, pump

@@ -51,7 +51,8 @@ from cdc.envelope import (
 from cdc.errors import CdcError, StreamCorrupt
 from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange, TableId, TableSchema
 from cdc.publish.acks import END, HEARTBEAT, PROGRESS, SCHEMA, AckTracker
-from cdc.publish.producer import OrderedProducer, ensure_topic
+from cdc.publish.producer import OrderedProducer
+from cdc.publish.topics import ensure_topic
 from cdc.publish.recovery import read_tail
 from cdc.metrics import SourceMetrics
 from cdc.serde import get_serdes, get_table_key_serde
