@@ -206,7 +206,7 @@ class Publisher:
         self._seq = seq + 1
         before, after, src = ch.before, ch.after, ch.source
         row = after if after is not None else before
-        if self._json and not self._per_table and (not src or entry.base_keys.isdisjoint(src)):
+        if self._json and not self._per_table and row is not None and (not src or entry.base_keys.isdisjoint(src)):
             # The per-row hot path: the same bytes orjson.dumps gives for the dicts of
             # cdc.envelope.data_record (a unit test holds them equal), spliced from per-table and
             # per-transaction constants with one dumps per row image.
@@ -233,7 +233,9 @@ class Publisher:
             else:
                 source = {**entry.base, "ts_ms": tx.ts_ms, **src}
             pk = schema.primary_key if schema is not None else ()
-            if len(pk) == 1:
+            if row is None:  # op "t" (TRUNCATE): no row image and, as in Debezium, no key
+                key_values = None
+            elif len(pk) == 1:
                 key_values = {pk[0]: row.get(pk[0])}
             else:
                 key_values = {c: row.get(c) for c in pk} if pk else dict(row)
@@ -273,7 +275,7 @@ class Publisher:
         if topic not in self._table_topics:
             ensure_topic(self.kafka.bootstrap_servers, topic)
             self._table_topics.add(topic)
-        kbytes = self._tkser.encode(pk)
+        kbytes = None if pk is None else self._tkser.encode(pk)
         self._produce_bytes(topic, vbytes, kbytes)
         if ch.op == "d":
             self._produce_bytes(topic, None, kbytes)  # tombstone: compaction forgets the key

@@ -3,7 +3,9 @@
 It streams the binlog of the current primary over the replication protocol
 (python-mysql-replication, GTID auto-positioning) and yields
 Begin/Change*/Commit per committed transaction touching a captured table,
-SchemaChange per DDL on a captured database, and Heartbeat when idle.
+SchemaChange per DDL on a captured database, and Heartbeat when idle. A
+``TRUNCATE TABLE`` of a captured table is its own transaction holding one
+``op: "t"`` change (before and after None), as Debezium publishes it.
 
 Resume contract: ``resume = {"gtid_set": <full GTID state>}``. The state is
 the configured/checkpointed state plus every GTID whose transaction has been
@@ -142,6 +144,7 @@ class MySqlSource:
         self.flavor = "mariadb"
         self._stop = threading.Event()
         self._partial: tuple[str, int] | None = None  # (gtid, changes yielded) of a cut transaction
+        self._table_schemas: dict[TableId, Any] = {}  # last TABLE_MAP shape per table (for TRUNCATE records)
         self._dead_letter = getattr(context, "dead_letter", None)  # callable(error, raw) or None
         self._stream: BinLogStreamReader | None = None
         self._ctl: pymysql.connections.Connection | None = None
@@ -329,6 +332,12 @@ class MySqlSource:
                             gtid = None
                     elif word in ("ROLLBACK", "SAVEPOINT"):
                         pass
+                    elif word == "TRUNCATE" and gtid is not None and not began:
+                        truncate = self._truncate(ev, q, gtid)
+                        gtid, began = None, False
+                        if truncate is not None:
+                            yield from truncate
+                            last_yield = time.monotonic()
                     elif gtid is not None and not began:
                         change = self._schema_change(ev, q, gtid)
                         gtid, began = None, False
@@ -384,6 +393,7 @@ class MySqlSource:
             cached = (tmap, RowConverter(str(table), tmap.columns),
                       schema_from_table_map(tmap, self._null_masks.get(ev.table_id)))
             converters[ev.table_id] = cached
+            self._table_schemas[table] = cached[2]
         _, convert, schema = cached
         try:
             rows = ev.rows
@@ -419,6 +429,33 @@ class MySqlSource:
             yield Commit(gtid, ev.timestamp * 1000, self.resume_state(),
                          {"gtid": gtid, "file": stream.log_file, "pos": ev.packet.log_pos})
 
+    def _truncate(self, ev: Any, query: str, gtid: str) -> list[Event] | None:
+        """A TRUNCATE TABLE (its own GTID, a statement in every binlog format) as Debezium publishes it:
+        one transaction holding one ``op: "t"`` change (before and after None) for the table.
+
+        None when the table is not captured (the state still advances past the GTID).
+        """
+        self.state = self.state.add(gtid)
+        db = ev.schema.decode() if isinstance(ev.schema, bytes) else (ev.schema or "")
+        named = ddl_table(query, db)
+        if named is None or not self.filter.matches(named):
+            return None
+        schema = self._table_schemas.get(named)
+        if schema is None and self._ctl is not None:  # never saw a row of it: the catalog's definition
+            try:
+                schema = schema_from_information_schema(self._ctl, named.db, named.table)
+            except pymysql.err.MySQLError as exc:
+                raise ConnectionLost(f"cannot read the schema of {named} from {self.host}: {exc}",
+                                     host=self.host) from exc
+        stream = self._stream
+        file = stream.log_file if stream is not None else None
+        src = {"gtid": gtid, "file": file, "pos": ev.packet.log_pos, "row": 0, "server_id": ev.packet.server_id}
+        self.metrics.event_read(str(named), "t", 1)
+        self.metrics.transaction_read()
+        ts_ms = ev.timestamp * 1000
+        return [Begin(gtid, ts_ms), Change(named, "t", None, None, src, schema),
+                Commit(gtid, ts_ms, self.resume_state(), {"gtid": gtid, "file": file, "pos": ev.packet.log_pos})]
+
     def _schema_change(self, ev: Any, query: str, gtid: str) -> SchemaChange | None:
         """A DDL is its own GTID transaction: advance the state, report it if it concerns us."""
         self.state = self.state.add(gtid)
@@ -435,6 +472,10 @@ class MySqlSource:
             except pymysql.err.MySQLError as exc:
                 raise ConnectionLost(f"cannot read the schema of {named} from {self.host}: {exc}",
                                      host=self.host) from exc
+        if named is not None:  # the shape after the DDL (the same object: the publisher writes it once)
+            self._table_schemas.pop(named, None)
+            if schema is not None:
+                self._table_schemas[named] = schema
         return SchemaChange(named, query, schema, ev.timestamp * 1000, self.resume_state())
 
     def _refuse_xa(self, ev: Any, query: str, gtid: str | None, began: bool, stream: BinLogStreamReader) -> None:
