@@ -41,7 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "views": ("streaming.views.views_cmd", "maintained views: `cdc views rebuild`"),
     "dev": ("cdc.dev.dev_cmd", "embedded services: `cdc dev up|down|status`"),
     "bench": ("cdc.bench.bench_cmd", "benchmarks: `cdc bench mysql|apply|oracle|compare|views`"),
-    "tail": ("cdc.publish.tail_cmd", "print the change stream of a source (console consumer)"),
+    "tail": ("cdc.consumer.tail_cmd", "print the change stream of a source (console consumer)"),
 }
 
 

@@ -1,0 +1,1 @@
+"""A transaction-aware consumer of the ordered change stream (filled in by the next commits)."""
