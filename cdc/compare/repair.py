@@ -16,13 +16,8 @@ refused (which copy of a duplicate row to delete is ambiguous).
 
 from __future__ import annotations
 
-import base64
 import time
 from collections.abc import Iterator
-from datetime import date, datetime, timedelta, timezone
-from datetime import time as dtime
-from decimal import Decimal
-from typing import Any
 
 from cdc.compare.shapes import TableShape, describe
 from cdc.compare.endpoints import Endpoint
@@ -32,38 +27,9 @@ from cdc.compare.fingerprint import quote
 from cdc.compare.merge import DIFFERENT, EXTRA, MISSING
 from cdc.compare.report import TableReport
 from cdc.events import Begin, Change, Column, Commit, TableId, TableSchema
+from cdc.values import stream_value, value_kind
 
 BATCH = 500
-
-
-def event_value(v: Any, family: str) -> Any:
-    """A database value as cdc.events.Change carries it (JSON-ready, see its docstring)."""
-    if v is None or isinstance(v, (int, float, str)) and not isinstance(v, bool):
-        return v
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, Decimal):
-        return format(v, "f")
-    if isinstance(v, (bytes, bytearray, memoryview)):
-        return base64.b64encode(bytes(v)).decode("ascii")
-    if isinstance(v, datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(timezone.utc).replace(tzinfo=None)
-            return v.isoformat() + "Z"
-        return v.isoformat() + ("Z" if family == "timestamptz" else "")
-    if isinstance(v, date):
-        return v.isoformat()
-    if isinstance(v, timedelta):  # MySQL TIME
-        total = v.total_seconds()
-        sign = "-" if total < 0 else ""
-        total = abs(total)
-        h, rem = divmod(int(total), 3600)
-        m, s = divmod(rem, 60)
-        us = v.microseconds if total == abs(v.total_seconds()) else 0
-        return f"{sign}{h:02d}:{m:02d}:{s:02d}" + (f".{us:06d}" if us else "")
-    if isinstance(v, dtime):
-        return v.isoformat()
-    return str(v)
 
 
 def fetch_rows(ep: Endpoint, conn, shape: TableShape, key_cols: list[str], keys: list[tuple]) -> Iterator[dict]:
@@ -72,13 +38,13 @@ def fetch_rows(ep: Endpoint, conn, shape: TableShape, key_cols: list[str], keys:
     table = f"{quote(ep.dialect, shape.schema)}.{quote(ep.dialect, shape.table)}"
     ph = ep.placeholder
     one = "(" + " AND ".join(f"{quote(ep.dialect, k)} = {ph}" for k in key_cols) + ")"
-    fams = [c.family for c in shape.columns]
+    kinds = [value_kind(c.type, c.family, ep.dialect) for c in shape.columns]
     for i in range(0, len(keys), BATCH):
         batch = keys[i:i + BATCH]
         sql = f"SELECT {cols} FROM {table} WHERE " + " OR ".join([one] * len(batch))
         params = tuple(v for k in batch for v in k)
         for row in ep.query(conn, sql, params):
-            yield {c.name: event_value(v, f) for c, v, f in zip(shape.columns, row, fams)}
+            yield {c.name: stream_value(v, k) for c, v, k in zip(shape.columns, row, kinds)}
 
 
 def repair(config, source_name: str, src_ep: Endpoint, tgt_ep: Endpoint, report: TableReport,

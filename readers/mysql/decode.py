@@ -1,11 +1,8 @@
 """Turn python-mysql-replication row values into JSON-ready values.
 
-The contract is cdc.events.Change: int, float, str, bool or None; DECIMAL as
-text (no float rounding), DATE 'YYYY-MM-DD', DATETIME
-'YYYY-MM-DDTHH:MM:SS[.ffffff]', TIMESTAMP the same plus 'Z' (the binlog holds
-UTC), TIME '[-]HH:MM:SS[.ffffff]' (hours may exceed 24), binary as base64,
-JSON documents as their text, SET as 'a,b' in declaration order, ENUM as its
-label, BIT as an unsigned integer, YEAR as an integer.
+The conversions themselves live in cdc.values (the one conversion shared
+with snapshots, compare repair and the shadow source; its docstring lists
+the value shapes); this module picks one per binlog column type.
 
 Converters are chosen once per TABLE_MAP (see :func:`row_converter`), so
 the per-row cost is one loop over the columns that need converting; ints
@@ -15,93 +12,16 @@ naming table, column, position and value, and the stream stops there.
 
 from __future__ import annotations
 
-import base64
-import datetime as dt
-import decimal
-import json
-from collections.abc import Callable
 from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
+from cdc.values import (Converter, base64_text, bit_int, date_text, datetime_text, decimal_text, float32_value,
+                        float_value, json_text, set_text, text_or_base64, time_text, utc_text)
 from readers.mysql.errors import DecodeError, UnknownColumnType
-
-Converter = Callable[[Any], Any]
 
 _INTS = {T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.YEAR}
 _TEXT_OR_BINARY = {T.VARCHAR, T.VAR_STRING, T.STRING, T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB}
-
-
-def _decimal(v: Any) -> str:
-    if not isinstance(v, decimal.Decimal):
-        raise TypeError("not a Decimal")
-    return format(v, "f")
-
-
-def _float(v: Any) -> float:
-    return float(v)
-
-
-def _date(v: Any) -> str:
-    return v.isoformat()
-
-
-def _datetime(v: Any) -> str:
-    if not isinstance(v, dt.datetime):
-        raise TypeError("not a datetime")
-    return v.isoformat()
-
-
-def _timestamp(v: Any) -> str:
-    if not isinstance(v, dt.datetime):
-        raise TypeError("not a datetime")
-    return v.replace(tzinfo=None).isoformat() + "Z"
-
-
-def _time(v: Any) -> str:
-    if not isinstance(v, dt.timedelta):
-        raise TypeError("not a timedelta")
-    us = v.days * 86_400_000_000 + v.seconds * 1_000_000 + v.microseconds
-    sign = "-" if us < 0 else ""
-    us = abs(us)
-    secs, frac = divmod(us, 1_000_000)
-    h, rem = divmod(secs, 3600)
-    m, s = divmod(rem, 60)
-    return f"{sign}{h:02d}:{m:02d}:{s:02d}" + (f".{frac:06d}" if frac else "")
-
-
-def _text_or_binary(v: Any) -> Any:
-    if isinstance(v, str):
-        return v
-    if isinstance(v, (bytes, bytearray)):
-        return base64.b64encode(v).decode("ascii")
-    raise TypeError("neither text nor bytes")
-
-
-def _json_doc(v: Any) -> str:
-    if isinstance(v, str):  # MariaDB: JSON is LONGTEXT
-        return v
-    return json.dumps(_unbytes(v), separators=(",", ":"), ensure_ascii=False)
-
-
-def _unbytes(v: Any) -> Any:
-    if isinstance(v, bytes):
-        return v.decode("utf-8")
-    if isinstance(v, dict):
-        return {_unbytes(k): _unbytes(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_unbytes(x) for x in v]
-    if isinstance(v, decimal.Decimal):
-        return float(v)
-    return v
-
-
-def _bit(v: Any) -> int:
-    return int(v, 2) if isinstance(v, str) else int(v)
-
-
-def _binary(v: Any) -> str:
-    return base64.b64encode(bytes(v)).decode("ascii")
 
 
 def converter_for(column: Any) -> Converter | None:
@@ -114,28 +34,29 @@ def converter_for(column: Any) -> Converter | None:
     if t in _INTS:
         return None
     if t in (T.NEWDECIMAL, T.DECIMAL):
-        return _decimal
-    if t in (T.FLOAT, T.DOUBLE):
-        return _float
+        return decimal_text
+    if t == T.FLOAT:
+        return float32_value
+    if t == T.DOUBLE:
+        return float_value
     if t in (T.DATE, T.NEWDATE):
-        return _date
+        return date_text
     if t in (T.DATETIME, T.DATETIME2):
-        return _datetime
+        return datetime_text
     if t in (T.TIMESTAMP, T.TIMESTAMP2):
-        return _timestamp
+        return utc_text  # the binlog holds UTC: the library hands a naive UTC datetime
     if t in (T.TIME, T.TIME2):
-        return _time
+        return time_text
     if t in _TEXT_OR_BINARY or t == T.ENUM:
-        return _text_or_binary
+        return text_or_base64
     if t == T.SET:
-        order = {name: i for i, name in enumerate(column.set_values or ())}
-        return lambda v: ",".join(sorted(v, key=order.__getitem__)) if isinstance(v, (set, frozenset)) else str(v)
+        return set_text(column.set_values)
     if t == T.JSON:
-        return _json_doc
+        return json_text
     if t == T.BIT:
-        return _bit
+        return bit_int
     if t == T.GEOMETRY:
-        return _binary
+        return base64_text
     raise UnknownColumnType("unknown column type", column=column.name, type_code=t)
 
 

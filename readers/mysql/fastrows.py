@@ -9,10 +9,18 @@ ignore_decode_errors), goes to the library's own code, so values are
 identical. ``install()`` / ``uninstall()`` switch it on and off for the whole
 process; the reader installs it, ``cdc bench mysql`` uninstalls it while it
 measures the library's raw loop.
+
+Two corrections ride along: the library decodes a negative TIME with a
+fraction wrong (it complements the seconds but not the fraction: -00:00:01.25
+comes out as -1.75 s), so ``install()`` also replaces its TIME2 reader with
+:func:`time2_from_bytes`, which reads the value the way the server writes
+it; and it returns None (NULL) for an empty SET, which the plan here reads
+as the empty set.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import struct
 from typing import Any
 
@@ -21,6 +29,7 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 from pymysqlreplication.row_event import RowsEvent
 
 _ORIGINAL = RowsEvent._read_column_data
+_ORIGINAL_TIME2 = RowsEvent._RowsEvent__read_time2
 _UTF8 = {"utf8", "utf-8", "utf8mb4", "utf8mb3"}
 _FIXED = {
     T.TINY: (1, struct.Struct("<b"), struct.Struct("<B")),
@@ -45,6 +54,8 @@ def _plan(columns: list[Any]) -> tuple | None:
             plan.append((c.name, 1, size, (unsigned if c.unsigned else signed).unpack))
         elif c.type in _STRINGS and (c.character_set_name or "").lower() in _UTF8:
             plan.append((c.name, 2, 2 if c.max_length > 255 else 1, None))
+        elif c.type == T.SET and c.set_values:
+            plan.append((c.name, 3, c.size, tuple(c.set_values)))
         else:
             plan.append((c.name, 0, 0, None))
     return tuple(plan)
@@ -78,6 +89,9 @@ def _read_column_data(self: Any, cols_bitmap: bytes, row_image_type: Any = None)
             values[name] = unpack(read(size))[0]
         elif kind == 2:
             values[name] = read(int.from_bytes(read(size), "little")).decode("utf-8")
+        elif kind == 3:  # SET: the library turns the empty set into None, i.e. NULL
+            mask = int.from_bytes(read(size), "little")
+            values[name] = {label for b, label in enumerate(unpack) if mask >> b & 1}
         else:
             c = columns[i]
             values[name] = slow(c, null_bytes, idx, False, cols_bitmap, c.unsigned, i)
@@ -85,9 +99,35 @@ def _read_column_data(self: Any, cols_bitmap: bytes, row_image_type: Any = None)
     return values
 
 
+_FRAC_BYTES = (0, 1, 1, 2, 2, 3, 3)  # by fsp
+_FRAC_UNIT_US = (1, 10_000, 100, 1)  # by fraction bytes: hundredths, ten-thousandths, microseconds
+
+
+def time2_from_bytes(raw: bytes) -> dt.timedelta:
+    """A TIME2 value (3 bytes + 0..3 fraction bytes, big-endian) as a timedelta.
+
+    The server stores ``(hms << 8*n | fraction) + offset`` where hms packs hour (10 bits),
+    minute (6) and second (6), and a negative value is the two's complement of the WHOLE
+    number, fraction included (MariaDB/MySQL my_time_packed_to_binary).
+    """
+    n = len(raw) - 3
+    v = int.from_bytes(raw, "big") - (0x800000 << (8 * n))
+    a = -v if v < 0 else v
+    hms, frac = a >> (8 * n), a & ((1 << (8 * n)) - 1)
+    t = dt.timedelta(hours=(hms >> 12) & 0x3FF, minutes=(hms >> 6) & 0x3F, seconds=hms & 0x3F,
+                     microseconds=frac * _FRAC_UNIT_US[n])
+    return -t if v < 0 else t
+
+
+def _read_time2(self: Any, column: Any) -> dt.timedelta:
+    return time2_from_bytes(self.packet.read(3 + _FRAC_BYTES[column.fsp or 0]))
+
+
 def install() -> None:
     RowsEvent._read_column_data = _read_column_data
+    RowsEvent._RowsEvent__read_time2 = _read_time2
 
 
 def uninstall() -> None:
     RowsEvent._read_column_data = _ORIGINAL
+    RowsEvent._RowsEvent__read_time2 = _ORIGINAL_TIME2

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc.compare.shapes import classify
-from cdc.compare.repair import event_value
+from cdc.values import stream_value, value_kind
 from cdc.events import Begin, Change, Commit, Event, Heartbeat, TableId, TableSchema
 from readers.mysql.connection import open_connection
 from readers.mysql.schema import schema_from_information_schema
@@ -92,7 +92,7 @@ class TableReader:
         if schema is None:
             raise ValueError(f"table {table} does not exist")
         self.schema: TableSchema = schema
-        self.families = [classify(c.type, None, "mysql")[0] for c in schema.columns]
+        self.kinds = [value_kind(c.type, classify(c.type, None, "mysql")[0], "mysql") for c in schema.columns]
         self.key = list(schema.primary_key)
 
     def key_of(self, row: dict[str, Any]) -> list[Any]:
@@ -112,7 +112,7 @@ class TableReader:
         with self.conn.cursor() as cur:
             cur.execute(sql, params or None)
             rows = cur.fetchall()
-        return [{c.name: event_value(v, f) for c, v, f in zip(self.schema.columns, r, self.families)} for r in rows]
+        return [{c.name: stream_value(v, k) for c, v, k in zip(self.schema.columns, r, self.kinds)} for r in rows]
 
 
 class InitialSnapshot:

@@ -44,7 +44,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-from cdc.compare.repair import event_value
+from cdc.values import stream_value
 from cdc.errors import CdcError, Terminal
 from cdc.events import Begin, Change, Column, Commit, Event, Heartbeat, TableId, TableSchema
 
@@ -60,7 +60,7 @@ def redo_text(value: Any, data_type: str) -> Any:
     NUMBER is selected as ``TO_CHAR(col)`` (Oracle's own text of the number, as in SQL_REDO); DATE and
     TIMESTAMP become ``TO_DATE('..', 'YYYY-MM-DD HH24:MI:SS')`` / ``TO_TIMESTAMP('..')`` in the
     reader's session formats (readers/oracle/session.py NLS); text stays text; anything else goes
-    through cdc.compare.repair.event_value.
+    through cdc.values.stream_value.
     """
     if value is None or isinstance(value, str):
         return value
@@ -74,7 +74,7 @@ def redo_text(value: Any, data_type: str) -> Any:
         return f"TO_TIMESTAMP('{value:%Y-%m-%d %H:%M:%S.%f}')"
     if isinstance(value, (int, Decimal)):
         return str(value)
-    return event_value(value, "other")
+    return stream_value(value, "other")
 
 
 def expand_tables(conn: Any, patterns: list[str]) -> list[TableId]:

@@ -36,8 +36,8 @@ from cdc.compare.endpoints import from_dsn
 from cdc.compare.table_diff import Side, split_name
 from cdc.compare.fingerprint import quote
 from cdc.compare.merge import DIFFERENT, EXTRA, MISSING, merge
-from cdc.compare.repair import event_value
 from cdc.events import Begin, Change, Column, Commit, Event, Heartbeat, TableId, TableSchema
+from cdc.values import stream_value, value_kind
 from readers.shadow.config import ShadowSourceConfig
 from readers.shadow.errors import TableWithoutKey
 from readers.shadow.position import Cycle
@@ -154,8 +154,8 @@ class ShadowSource:
                            self.ep.stream(self.shadow_conn, t_sql, chunk=self.config.chunk_rows), str(shape)))
         if not diffs:
             return
-        fams = {c.name: c.family for c in shape.columns}
-        as_key = lambda k: {c: event_value(v, fams[c]) for c, v in zip(key, k)}
+        kinds = {c.name: value_kind(c.type, c.family, d) for c in shape.columns}
+        as_key = lambda k: {c: stream_value(v, kinds[c]) for c, v in zip(key, k)}
         upserts = [dd.key for dd in diffs if dd.kind in (MISSING, DIFFERENT)]
         after = self._fetch(shape, src, upserts)
         old = [as_key(dd.key) for dd in diffs if dd.kind in (EXTRA, DIFFERENT)]
@@ -184,13 +184,14 @@ class ShadowSource:
         """(md5, after image) of the source rows of ``keys``, read in the cycle's snapshot."""
         out: dict[tuple, tuple[str, dict]] = {}
         d = self.ep.dialect
+        kinds = [value_kind(c.type, c.family, d) for c in shape.columns]
         cols = ", ".join(quote(d, c.name) for c in shape.columns)
         one = "(" + " AND ".join(f"{quote(d, k)} = {self.ep.placeholder}" for k in shape.primary_key) + ")"
         for i in range(0, len(keys), 500):
             batch = keys[i:i + 500]
             sql = f"SELECT {src.md5()}, {cols} FROM {src.table_sql()} WHERE " + " OR ".join([one] * len(batch))
             for row in self.ep.query(self.src_conn, sql, tuple(v for k in batch for v in k)):
-                img = {c.name: event_value(v, c.family) for c, v in zip(shape.columns, row[1:])}
+                img = {c.name: stream_value(v, k) for c, v, k in zip(shape.columns, row[1:], kinds)}
                 out[tuple(img[k] for k in shape.primary_key)] = (row[0], img)
         return out
 

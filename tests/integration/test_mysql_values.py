@@ -1,0 +1,67 @@
+"""A snapshot row and a binlog row of the same values are identical in the stream (cdc.values).
+
+Fault injected: values where the two read paths of MySQL/MariaDB hand Python different objects
+(negative fractional TIME, BIT as bytes vs bits, SET as a set vs text, float32 FLOAT, DECIMAL,
+TIMESTAMP fractions, binary, JSON, zero-padded CHAR). The user would otherwise see a row that a
+snapshot wrote and the same row streamed from the binlog differ in the target.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc.events import Change, TableId
+from readers.mysql.position import GtidSet
+from readers.mysql.snapshot import TableReader
+from tests.integration.mysql_helpers import collect, make_source, transactions
+
+pytestmark = pytest.mark.mysql
+
+COLUMNS = ("id INT PRIMARY KEY, tm TIME(6), tm2 TIME(2), tm0 TIME, d DECIMAL(20,6), f FLOAT, g DOUBLE, "
+           "ts TIMESTAMP(6) NULL, dt DATETIME(6), dt0 DATETIME, day DATE, y YEAR, bt BIT(10), b1 BIT(1), "
+           "s SET('p','q','r'), e ENUM('x','y'), vb VARBINARY(8), bl BLOB, tx TEXT, vc VARCHAR(20), "
+           "ch CHAR(4), j JSON, ti TINYINT, ub BIGINT UNSIGNED")
+ROWS = [
+    "(1, '-00:00:01.25', '-00:00:01.25', '-00:00:01', -1.5, 0.1, 0.1, '2024-01-02 03:04:05.123456', "
+    "'2024-01-02 03:04:05.5', '2024-01-02 03:04:05', '2024-02-29', 2024, b'1000000001', b'1', 'r,p', 'y', "
+    "x'00ff', x'0102', 'tëxt', 'vc', 'ab', '{\"k\": [1, \"v\"]}', -128, 18446744073709551615)",
+    "(2, '-838:59:59.999999', '838:59:59.99', '-00:00:00', 0.000001, 123456789, 1e300, "
+    "'1970-01-01 00:00:01', '1000-01-01 00:00:00', '9999-12-31 23:59:59', '1000-01-01', 1901, b'0', b'0', "
+    "'', 'x', x'', x'', '', '', '', '[]', 127, 0)",
+    "(3, '-00:00:00.000001', '00:00:00.01', '12:00:00', -99999999999999.999999, -3.4e38, -0.0, "
+    "'2038-01-19 03:14:07.999999', '2024-01-02 03:04:05.000001', '2024-01-02 00:00:00', '2024-01-01', 2155, "
+    "b'1111111111', b'1', 'p,q,r', 'x', x'ff', x'ff00', 'a\\nb', 'é', 'é', 'null', 0, 1)",
+    "(4, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+    "NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+]
+
+
+def test_snapshot_row_equals_binlog_row(mariadb_primary, tmp_mysql_db):
+    db, q = tmp_mysql_db, mariadb_primary.query
+    q(f"CREATE TABLE `{db}`.v ({COLUMNS})")
+    src = make_source([mariadb_primary.address], [f"{db}.*"])
+    src.start(None)
+    try:
+        q(f"INSERT INTO `{db}`.v VALUES " + ", ".join(ROWS))
+        end = GtidSet.parse(mariadb_primary.gtid_binlog_pos())
+        events = collect(src, lambda evs: src.state.issuperset(end), timeout=20)
+    finally:
+        src.close()
+    streamed = {ch.after["id"]: ch.after for _, rows in transactions(events) for ch in rows
+                if isinstance(ch, Change) and ch.table.table == "v"}
+    conn = mariadb_primary.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION time_zone = '+00:00'")
+        snap = {r["id"]: r for r in TableReader(conn, TableId(db, "v")).chunk(None, 100)}
+    finally:
+        conn.close()
+    assert sorted(streamed) == [1, 2, 3, 4]
+    for i in sorted(streamed):
+        diff = {k: (snap[i][k], streamed[i][k]) for k in streamed[i] if snap[i][k] != streamed[i][k]}
+        assert not diff, f"row {i}: snapshot vs binlog differ: {diff}"
+    assert (snap[1]["tm"], snap[1]["tm2"], snap[2]["tm"], snap[3]["tm"]) == \
+        ("-00:00:01.250000", "-00:00:01.250000", "-838:59:59.999999", "-00:00:00.000001")
+    assert (snap[1]["f"], snap[2]["f"], snap[1]["bt"], snap[1]["b1"], snap[1]["s"], snap[2]["s"]) == \
+        (0.1, 123457000.0, 513, 1, "p,r", "")
+    assert snap[4] == {k: (4 if k == "id" else None) for k in snap[4]}
