@@ -52,7 +52,7 @@ from cdc.errors import CdcError, StreamCorrupt
 from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange, TableId, TableSchema
 from cdc.publish.acks import END, HEARTBEAT, PROGRESS, SCHEMA, AckTracker
 from cdc.publish.producer import OrderedProducer
-from cdc.publish.topics import ensure_topic
+from cdc.publish.topics import KEEP_FOREVER, ensure_topic, retention_warnings
 from cdc.publish.recovery import read_tail
 from cdc.metrics import SourceMetrics
 from cdc.serde import get_serdes, get_table_key_serde
@@ -126,17 +126,24 @@ class Publisher:
     def recover(self) -> dict[str, Any] | None:
         """Prepare the topics, read the tail; returns the resume state (None: no stream yet).
 
-        Afterwards the next record gets the highest sequence in the stream + 1,
-        and a transaction cut off by a crash is closed with an acknowledged
-        ABORTED marker.
+        Afterwards the next record gets the highest sequence in the stream + 1
+        (duplicates skipped wherever they sit in the tail), and a transaction
+        cut off by a crash is closed with an acknowledged ABORTED marker.
+        The changes topic is created with infinite retention; a finite one is
+        logged as a warning naming the setting. Raises StreamCorrupt on a gap
+        in the tail's sequences, and when the broker reports records it does
+        not deliver or the topic was emptied (low watermark above 0): that is
+        never a new stream (the way out is ``cdc stream reset``).
         """
         bs = self.kafka.bootstrap_servers
-        ensure_topic(bs, self.topic, partitions=1)
+        ensure_topic(bs, self.topic, partitions=1, config=KEEP_FOREVER)
+        for warning in retention_warnings(bs, self.topic):
+            log.warning(warning, extra={"source": self.source_name})
         if self.kafka.dead_letter_topic:
             ensure_topic(bs, self.kafka.dead_letter_topic)
         if self.kafka.encoding == "avro":
             self._publish_avro_schemas()
-        tail = read_tail(bs, self.topic, self._kser, self._vser)
+        tail = read_tail(bs, self.topic, self._kser, self._vser, source=self.source_name)
         self._seq = 1 if tail.last_sequence is None else tail.last_sequence + 1
         if tail.open_begin is not None:
             txid = tail.open_begin.get("id")

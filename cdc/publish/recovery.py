@@ -8,17 +8,20 @@ bit before it until the consumer is idle for ``idle_s`` AND its position is
 at or past the watermark. Every read is bounded by ``deadline_s``.
 
 :func:`read_tail` returns what the publisher needs to restart (see
-:class:`TailState`). The tail window (from ~2,000 records before the
-watermark to the end) is decoded whole: it gives the max sequence, skips
-duplicate runs (the producer may append a retried batch twice: see
-cdc.publish.producer) and refuses a gap in sequences (StreamCorrupt:
-records the broker acknowledged and then lost). A checkpoint is an END,
-SCHEMA or HEARTBEAT record whose ``resume`` is not null (a table-definition
-SCHEMA record written inside a transaction has none). A transaction cut off
-by a crash may leave a million data records after its BEGIN; the backward
-search walks windows of doubling size, decoding only markers (null key) and
-SCHEMA records (key without ``key``), holding nothing but the summary of
-each window.
+:class:`TailState`). It reads FORWARD from ~2,000 records before the
+watermark to the end, applying the consumer's sequence rule
+(cdc.sequence) to every record: it gives the max sequence, skips
+duplicate runs wherever they sit (the producer may append a retried batch
+twice: see cdc.publish.producer) and refuses a gap (StreamCorrupt: records
+the broker acknowledged and then lost). A checkpoint is an END, SCHEMA or
+HEARTBEAT record whose ``resume`` is not null (a table-definition SCHEMA
+record written inside a transaction has none). A transaction cut off by a
+crash may leave a million data records after its BEGIN: while the range
+read holds no checkpoint, the read starts again twice as far back (only
+markers and SCHEMA records are decoded; a data record's sequence is peeked
+from its bytes), holding nothing but the summary. A tail the broker
+reports but does not deliver, or a topic emptied by retention, is refused
+(:func:`unreadable_tail`), never taken for a new stream.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from cdc.envelope import ABORTED, BEGIN, CHECKPOINT_STATUSES
 from cdc.errors import CdcError, PublishError, StreamCorrupt
+from cdc.sequence import SequenceWatch, sequence_peeker
 from cdc.serde import Serde
 
 TAIL_WINDOW = 2000
@@ -106,14 +110,17 @@ def read_range(consumer: Consumer, topic: str, start: int, stop: int | None, *, 
 
 @dataclass
 class _Window:
-    """Summary of one offset range: its last checkpoint and the BEGIN/ABORTED marker after it."""
+    """Summary of the records read from one offset on: the last checkpoint and the BEGIN/ABORTED after it.
+
+    Only records ABOVE the highest sequence seen before them count (cdc.sequence): a duplicate
+    run appended by a producer retry is skipped wherever it sits in the window."""
 
     first: int | None = None
     last: int | None = None
     checkpoint: dict[str, Any] | None = None
     trail: dict[str, Any] | None = None  # last BEGIN or ABORTED after the checkpoint
-    max_sequence: int | None = None  # full windows only
-    gap: tuple[int, int, int] | None = None  # (first missing, last missing, offset after): full windows only
+    max_sequence: int | None = None
+    duplicates: int = 0
 
 
 @dataclass(frozen=True)
@@ -130,89 +137,104 @@ class TailState:
         return None if self.checkpoint is None else self.checkpoint.get("resume")
 
 
-def _summarise(messages: Iterator[Any], key_serde: Serde, value_serde: Serde, *, full: bool = False) -> _Window:
+def _summarise(messages: Iterator[Any], key_serde: Serde, value_serde: Serde, topic: str = "?") -> _Window:
     try:
-        return _summarise_unchecked(messages, key_serde, value_serde, full=full)
+        return _summarise_unchecked(messages, key_serde, value_serde, topic)
     except (CdcError, KeyError, TypeError, ValueError) as exc:  # orjson/fastavro errors are ValueErrors
         if isinstance(exc, StreamCorrupt):
             raise
-        raise StreamCorrupt(f"cannot read the change stream with encoding {value_serde.encoding!r} "
+        raise StreamCorrupt(f"cannot read the change stream {topic} with encoding {value_serde.encoding!r} "
                             f"(was it written with another kafka.encoding?): {exc}",
-                            encoding=value_serde.encoding) from None
+                            topic=topic, encoding=value_serde.encoding) from None
 
 
-def _summarise_unchecked(messages: Iterator[Any], key_serde: Serde, value_serde: Serde, *,
-                         full: bool = False) -> _Window:
-    """One pass over a window. ``full`` (the tail window): decode every record, keep the max
-    sequence, skip duplicate runs (a retried batch appended again) and note the first gap."""
+def _summarise_unchecked(messages: Iterator[Any], key_serde: Serde, value_serde: Serde, topic: str) -> _Window:
+    """One forward pass: every record's sequence is peeked (cdc.sequence: duplicates skipped, a gap
+    raises StreamCorrupt); markers and SCHEMA records are decoded, data records are not."""
     w = _Window()
+    watch = SequenceWatch(topic, 0)
+    peek = sequence_peeker(value_serde.encoding, getattr(value_serde, "framing", "confluent"), value_serde.decode)
+    json_keys = key_serde.encoding == "json"
     for m in messages:
+        offset = m.offset()
         if w.first is None:
-            w.first = m.offset()
-        w.last = m.offset()
+            w.first = offset
+        w.last = offset
+        vbytes = m.value()
+        seq = peek(vbytes)
+        if seq is None:
+            raise StreamCorrupt(f"the record at offset {offset} of {topic} has no integer sequence",
+                                topic=topic, offset=offset)
+        try:
+            if not watch.admit(seq, offset):
+                w.duplicates += 1
+                continue  # a duplicate (a retried batch appended again): every consumer drops it too
+        except StreamCorrupt as gap:
+            raise StreamCorrupt(f"{gap.message}; the publisher does not resume behind a gap, so the source stays "
+                                "stopped until an operator decides (restore the records, or start a new stream "
+                                "with `cdc stream reset`)", **gap.fields) from None
         key = m.key()
-        if full:
-            value = value_serde.decode(m.value())
-            seq = value.get("sequence")
-            if not isinstance(seq, int):
-                raise StreamCorrupt("a record of the change stream has no integer sequence", offset=m.offset())
-            if w.max_sequence is not None:
-                if seq <= w.max_sequence:
-                    continue  # duplicate of a record already seen: a consumer drops it too
-                if seq != w.max_sequence + 1 and w.gap is None:
-                    w.gap = (w.max_sequence + 1, seq - 1, m.offset())
-            w.max_sequence = seq
-            if key is not None and "key" in key_serde.decode(key):
-                continue
-        else:
-            if key is not None and "key" in key_serde.decode(key):
-                continue  # a data record: nothing to learn here
-            value = value_serde.decode(m.value())
+        if key is not None and (b'"key":' in key if json_keys else "key" in key_serde.decode(key)):
+            continue  # a data record: nothing to learn here
+        value = value_serde.decode(vbytes)
         status = value.get("status")
         if status in CHECKPOINT_STATUSES and value.get("resume") is not None:
             w.checkpoint, w.trail = value, None
         elif status in (BEGIN, ABORTED):
             w.trail = value
+    w.max_sequence = watch.last
     return w
 
 
 def read_tail(bootstrap: str, topic: str, key_serde: Serde, value_serde: Serde, *,
-              consumer_config: dict[str, Any] | None = None, deadline_s: float = 300.0) -> TailState:
-    """Find the true end, the last sequence, the last checkpoint and any open transaction."""
+              consumer_config: dict[str, Any] | None = None, deadline_s: float = 300.0,
+              source: str | None = None) -> TailState:
+    """Find the true end, the last sequence, the last checkpoint and any open transaction.
+
+    Reads forward from ``TAIL_WINDOW`` records before the reported end; while that range holds
+    no checkpoint (a transaction cut off by a crash may be millions of records long), reads
+    again from twice as far back. Every range is read whole with the sequence rule
+    (duplicates skipped, a gap raises StreamCorrupt), so a duplicated END anywhere cannot hide
+    the BEGIN of an open transaction. Raises StreamCorrupt when the broker reports records it
+    does not deliver (:func:`unreadable_tail`): that is never taken for an empty stream.
+    """
     consumer = make_consumer(bootstrap, consumer_config)
     try:
         low, high = watermarks(consumer, topic)
-        start = max(low, high - TAIL_WINDOW)
-        tail = _summarise(read_range(consumer, topic, start, None, reported_high=high, deadline_s=deadline_s),
-                          key_serde, value_serde, full=True)
-        while tail.last is None and start > low:  # the watermark overstated the end: look earlier
-            start = max(low, start - TAIL_WINDOW * 8)
-            tail = _summarise(read_range(consumer, topic, start, None, reported_high=start,
-                                         deadline_s=deadline_s), key_serde, value_serde, full=True)
-        if tail.last is None:
-            return TailState(end_offset=low, last_sequence=None, checkpoint=None, open_begin=None)
-        if tail.gap is not None:
-            first, last, offset = tail.gap
-            raise StreamCorrupt(f"{topic} lost records: sequences {first}..{last} are missing before offset "
-                                f"{offset} (the broker acknowledged records it no longer has); resuming would "
-                                f"skip them silently, so the source stays stopped until an operator decides",
-                                topic=topic, missing_from=first, missing_to=last, offset=offset)
-        last_sequence = tail.max_sequence
-        checkpoint, trail = tail.checkpoint, tail.trail
-        stop, size = start, TAIL_WINDOW
-        while checkpoint is None and stop > low:  # walk back to the checkpoint before an open transaction
+        size = TAIL_WINDOW
+        start = max(low, high - size)
+        while True:
+            w = _summarise(read_range(consumer, topic, start, None, reported_high=high, deadline_s=deadline_s),
+                           key_serde, value_serde, topic)
+            if w.last is None or w.checkpoint is not None or start <= low:
+                break
             size *= 2
-            lo = max(low, stop - size)
-            w = _summarise(read_range(consumer, topic, lo, stop, reported_high=stop, deadline_s=deadline_s),
-                           key_serde, value_serde)
-            checkpoint = w.checkpoint
-            trail = trail if trail is not None else w.trail
-            stop = lo
-        open_begin = trail if trail is not None and trail.get("status") == BEGIN else None
-        return TailState(end_offset=tail.last + 1, last_sequence=last_sequence,
-                         checkpoint=checkpoint, open_begin=open_begin)
+            start = max(low, start - size)
+        if w.last is None:
+            if high > low or low > 0:
+                raise unreadable_tail(topic, low, high, start, source)
+            return TailState(end_offset=low, last_sequence=None, checkpoint=None, open_begin=None)
+        open_begin = w.trail if w.trail is not None and w.trail.get("status") == BEGIN else None
+        return TailState(end_offset=w.last + 1, last_sequence=w.max_sequence, checkpoint=w.checkpoint,
+                         open_begin=open_begin)
     finally:
         consumer.close()
+
+
+def unreadable_tail(topic: str, low: int, high: int, start: int, source: str | None) -> StreamCorrupt:
+    """The refusal to take a reported-but-unreadable (or emptied) stream for a new one."""
+    if high > low:
+        what = (f"the broker reports records at offsets {low}..{high - 1} of {topic} but none could be read "
+                f"from offset {start}")
+    else:
+        what = (f"{topic} has no readable record but its low watermark is {low}: records 0..{low - 1} were "
+                f"deleted (retention or delete-records)")
+    return StreamCorrupt(
+        f"{what}. Starting here would begin a NEW stream (sequence 1, the source's current position) and lose "
+        f"every change since the last published one, and consumers would drop the new records as replays. "
+        f"Check the broker (storage, retention.ms of {topic}); to start a new stream on purpose run "
+        f"`cdc stream reset --config FILE --source {source or 'NAME'} --yes`",
+        topic=topic, low_watermark=low, high_watermark=high, source=source)
 
 
 def read_records(bootstrap: str, topic: str, key_serde: Serde, value_serde: Serde, *, start: int | None = None,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from cdc import envelope as e
+from cdc.errors import StreamCorrupt
 from cdc.publish.recovery import _summarise
 from cdc.serde import get_serdes
 
@@ -27,8 +30,8 @@ def _data(seq: int, txid: str) -> tuple[dict, dict]:
     return {"table": "d.t", "key": {"id": seq}}, {"sequence": seq, "op": "c", "transaction": {"id": txid}}
 
 
-def window(records: list[tuple[dict | None, dict]], full: bool = False):
-    return _summarise(iter(Msg(i, k, v) for i, (k, v) in enumerate(records)), KS, VS, full=full)
+def window(records: list[tuple[dict | None, dict]]):
+    return _summarise(iter(Msg(i, k, v) for i, (k, v) in enumerate(records)), KS, VS, "p.s.changes")
 
 
 def test_open_transaction_after_the_last_end():
@@ -54,14 +57,23 @@ def test_a_ddl_is_a_checkpoint_and_a_heartbeat_without_resume_is_not():
     assert w.checkpoint["sequence"] == 1
 
 
-def test_full_window_takes_the_max_sequence_and_skips_a_duplicate_run():
+def test_the_window_takes_the_max_sequence_and_skips_a_duplicate_run():
     recs = [(None, e.begin_record(1, "a", 0)), _data(2, "a"), (None, e.end_record(3, "a", 0, {"d.t": 1}, {"r": 3}, {})),
             (None, e.begin_record(4, "b", 0)), _data(5, "b")]
-    w = window(recs + recs[3:], full=True)  # the last batch appended twice (a retried produce)
-    assert w.max_sequence == 5 and w.gap is None
+    w = window(recs + recs[3:])  # the last batch appended twice (a retried produce)
+    assert w.max_sequence == 5 and w.duplicates == 2
     assert w.checkpoint["resume"] == {"r": 3} and w.trail["id"] == "b"
 
 
-def test_full_window_notes_a_gap_in_sequences():
-    w = window([(None, e.begin_record(1, "a", 0)), _data(2, "a"), _data(5, "a")], full=True)
-    assert w.gap == (3, 4, 2)
+def test_a_duplicated_end_after_an_open_begin_does_not_hide_it():
+    end_a = (None, e.end_record(3, "a", 0, {"d.t": 1}, {"r": 3}, {}))
+    recs = [(None, e.begin_record(1, "a", 0)), _data(2, "a"), end_a, (None, e.begin_record(4, "b", 0)),
+            _data(5, "b"), end_a, _data(6, "b")]  # END 3 appended again inside transaction b
+    w = window(recs)
+    assert w.checkpoint["resume"] == {"r": 3} and w.trail["status"] == "BEGIN" and w.trail["id"] == "b"
+    assert w.max_sequence == 6 and w.duplicates == 1
+
+
+def test_a_gap_in_sequences_is_refused_naming_the_range_and_offset():
+    with pytest.raises(StreamCorrupt, match=r"sequence 3\.\.4 missing in p\.s\.changes\[0\] after offset 1"):
+        window([(None, e.begin_record(1, "a", 0)), _data(2, "a"), _data(5, "a")])
