@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from cdc.errors import ConfigError
 from cdc.registry import SOURCE_CONFIGS
@@ -58,8 +58,37 @@ class TableMapping(BaseModel):
     target: str | None = None  # target table name (default: the source table name)
 
 
+class ViewConfig(BaseModel):
+    """One maintained view (streaming/views/definition.py reads it): ``sql``, or the same in parts
+    ``select``/``from``/``join``/``where``/``group_by`` (each a string or a list of strings; ``from``
+    also a mapping alias -> table). The SQL itself is checked when the apply job parses the view."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
+    sql: str | None = None
+    select: str | list[str] | None = None
+    from_: str | list[str] | dict[str, str] | None = Field(default=None, alias="from")
+    join: str | list[str] | None = None
+    where: str | list[str] | None = None
+    group_by: str | list[str] | None = None
+
+    @model_validator(mode="after")
+    def _sql_or_parts(self) -> ViewConfig:
+        parts = [k for k in ("select", "from_", "join", "where", "group_by") if getattr(self, k) is not None]
+        if self.sql is not None and parts:
+            raise ValueError(f"view {self.name!r}: give either sql or select/from/..., not both")
+        if self.sql is None and (self.select is None or self.from_ is None):
+            raise ValueError(f"view {self.name!r}: give sql, or select and from")
+        return self
+
+    def as_mapping(self) -> dict[str, Any]:
+        """The view as written in the YAML (``from``, not ``from_``), without the keys left out."""
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
 class ApplyConfig(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
     source: str
     target: str
@@ -68,7 +97,7 @@ class ApplyConfig(BaseModel):
     max_records_per_batch: int = Field(default=100_000, gt=0)
     trigger_interval_s: float = Field(default=0.5, ge=0)
     checkpoint_dir: str | None = None
-    views: list[dict[str, Any]] = Field(default_factory=list)
+    views: list[ViewConfig] = Field(default_factory=list)
 
 
 class MetricsConfig(BaseModel):
@@ -132,7 +161,7 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = No
 def parse_config(raw: dict[str, Any], origin: str = "<dict>", overridden: dict[str, str] | None = None) -> Config:
     overridden = overridden or {}
     try:
-        return Config.model_validate(raw)
+        config = Config.model_validate(raw)
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
@@ -142,6 +171,25 @@ def parse_config(raw: dict[str, Any], origin: str = "<dict>", overridden: dict[s
             problems.append(f"key '{key}' in {where}: {err['msg']}{value}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems), file=origin,
                           key=_dotted(exc.errors()[0]["loc"])) from None
+    _check_references(config, origin, overridden)
+    return config
+
+
+def _check_references(config: Config, origin: str, overridden: dict[str, str]) -> None:
+    """``apply[i].target`` must name a configured target; ``apply[i].source`` a configured source
+    when the file configures sources (a config without ``sources:`` is an apply-only config: the
+    source names a stream a daemon configured elsewhere writes)."""
+    targets, sources = [t.name for t in config.targets], [s.name for s in config.sources]
+    problems: list[tuple[str, str]] = []
+    for i, job in enumerate(config.apply):
+        if job.target not in targets:
+            problems.append((f"apply[{i}].target", f"no target named {job.target!r} (targets: {targets})"))
+        if sources and job.source not in sources:
+            problems.append((f"apply[{i}].source", f"no source named {job.source!r} (sources: {sources})"))
+    if problems:
+        lines = [f"key '{key}' in {'env ' + overridden[key] if key in overridden else origin}: {msg}"
+                 for key, msg in problems]
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines), file=origin, key=problems[0][0])
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:

@@ -29,8 +29,10 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
+from cdc.config import ViewConfig
 from streaming.views.errors import ViewDefinitionError
 from streaming.views.sqlparse import Col, Cond, Item, Lit, parse_fragment, parse_select
 
@@ -103,10 +105,15 @@ class ViewDef:
         return hashlib.sha256(repr(self).encode()).hexdigest()[:16]
 
 
-def parse_views(raw: list[dict[str, Any]]) -> list[ViewDef]:
+def view_mappings(raw: Iterable[ViewConfig | dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """``apply[].views`` (cdc.config.ViewConfig, or mappings as written) as mappings."""
+    return [v.as_mapping() if isinstance(v, ViewConfig) else v for v in raw or []]
+
+
+def parse_views(raw: Iterable[ViewConfig | dict[str, Any]] | None) -> list[ViewDef]:
     """Validate every view of one apply job; names must be unique."""
     views: list[ViewDef] = []
-    for i, entry in enumerate(raw or []):
+    for i, entry in enumerate(view_mappings(raw)):
         v = parse_view(entry, position=i)
         if any(v.name == w.name for w in views):
             raise ViewDefinitionError(f"view {v.name!r} is defined twice", view=v.name)

@@ -36,7 +36,7 @@ from typing import Any
 
 from streaming.apply.table_delta import TableDelta
 from streaming.views import build
-from streaming.views.definition import ViewDef, parse_views
+from streaming.views.definition import ViewDef, parse_views, view_mappings
 from streaming.views.delta_rules import DeltaPlan
 from streaming.views.dialect import Dialect, dialect_for
 from streaming.views.errors import ViewError
@@ -46,7 +46,7 @@ _parsed: dict[str, list[ViewDef]] = {}
 
 def view_defs(views: Iterable[dict[str, Any]] | None) -> list[ViewDef]:
     """Parse (and cache) the view definitions of one apply job."""
-    specs = list(views or [])
+    specs = view_mappings(views)
     key = json.dumps(specs, sort_keys=True, default=str)
     if key not in _parsed:
         _parsed[key] = parse_views(specs)

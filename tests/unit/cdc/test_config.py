@@ -66,3 +66,83 @@ def test_broken_yaml_names_line(tmp_path):
     with pytest.raises(ConfigError) as exc:
         load_config(path, env={})
     assert "line" in str(exc.value)
+
+
+APPLY = GOOD + """
+targets:
+  - name: wh
+    kind: duckdb
+    path: /tmp/wh.duckdb
+apply:
+  - source: shop
+    target: wh
+"""
+
+
+def _fails(tmp_path, text, env=None) -> ConfigError:
+    path = tmp_path / "cdc.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as exc:
+        load_config(path, env=env or {})
+    assert str(path) in str(exc.value), exc.value
+    return exc.value
+
+
+def test_apply_key_typo_is_refused_naming_key_and_file(tmp_path):
+    err = _fails(tmp_path, APPLY + "    max_record_per_batch: 10\n")
+    assert "apply[0].max_record_per_batch" in str(err) and err.key == "apply[0].max_record_per_batch"
+
+
+def test_apply_target_that_names_nothing(tmp_path):
+    err = _fails(tmp_path, APPLY.replace("target: wh", "target: warehouse"))
+    assert err.key == "apply[0].target" and "'warehouse'" in str(err) and "['wh']" in str(err)
+
+
+def test_apply_source_that_names_nothing_when_sources_are_configured(tmp_path):
+    err = _fails(tmp_path, APPLY + "  - source: shopp\n    target: wh\n")
+    assert err.key == "apply[1].source" and "'shopp'" in str(err) and "['shop']" in str(err)
+
+
+def test_apply_reference_from_env_names_the_variable(tmp_path):
+    err = _fails(tmp_path, APPLY, env={"CDC_APPLY__0__TARGET": "nope"})
+    assert "CDC_APPLY__0__TARGET" in str(err) and err.key == "apply[0].target"
+
+
+def test_apply_only_config_may_name_a_stream_of_another_daemon(tmp_path):
+    path = tmp_path / "cdc.yaml"
+    path.write_text(APPLY.split("sources:")[0] + "kafka:" + APPLY.split("kafka:")[1])
+    cfg = load_config(path, env={})
+    assert cfg.sources == [] and cfg.apply[0].source == "shop"
+
+
+VIEWS = APPLY + """    views:
+      - name: by_status
+        sql: SELECT o.status, COUNT(*) AS n FROM orders o GROUP BY o.status
+      - name: paid
+        from: {o: orders}
+        where: [o.status = 'paid']
+        select: [o.id, o.amount]
+"""
+
+
+def test_views_are_typed_and_read_back_as_written(tmp_path):
+    from streaming.views.definition import parse_views
+
+    path = tmp_path / "cdc.yaml"
+    path.write_text(VIEWS)
+    views = load_config(path, env={}).apply[0].views
+    assert views[1].as_mapping() == {"name": "paid", "from": {"o": "orders"}, "where": ["o.status = 'paid'"],
+                                     "select": ["o.id", "o.amount"]}
+    assert [v.name for v in parse_views(views)] == ["by_status", "paid"]
+
+
+@pytest.mark.parametrize("old, new, key, words", [
+    ("GROUP BY o.status\n", "GROUP BY o.status\n        groupby: [o.status]\n", "apply[0].views[0].groupby",
+     "Extra inputs"),
+    ("name: paid", "name: 9paid", "apply[0].views[1].name", "pattern"),
+    ("where: [o.status = 'paid']", "sql: SELECT 1", "apply[0].views[1]", "not both"),
+    ("from: {o: orders}", "join: [o.a = o.b]", "apply[0].views[1]", "select and from"),
+])
+def test_bad_view_config_names_the_key(tmp_path, old, new, key, words):
+    err = _fails(tmp_path, VIEWS.replace(old, new, 1))
+    assert err.key == key and words in str(err), str(err)
