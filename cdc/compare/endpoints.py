@@ -3,7 +3,7 @@
 An Endpoint is built from the service config (a source or a target by
 name) or from a DSN:
 
-    mysql://user:password@host:port[/db]      MariaDB / MySQL (PyMySQL)
+    mysql://user:password@host:port[/db]      MariaDB / MySQL (PyMySQL; parsed by cdc.dsn)
     postgresql://user@host:port/db            PostgreSQL (psycopg 3); libpq
                                                'host=... port=...' strings too
     duckdb:///path/to/file.duckdb or a path   DuckDB
@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from cdc.compare.errors import CompareError
+from cdc.dsn import is_mysql_dsn, parse_mysql_dsn
 
 
 @dataclass
@@ -98,14 +98,9 @@ class Endpoint:
 
 def from_dsn(name: str, dsn: str) -> Endpoint:
     """An Endpoint for a DSN (see module docstring). Raises CompareError if unknown."""
-    if dsn.startswith(("mysql://", "mariadb://")):
-        u = urlparse(dsn)
-        params = {"host": u.hostname or "127.0.0.1", "port": u.port or 3306, "user": unquote(u.username or "root"),
-                  "password": unquote(u.password or "")}
-        db = u.path.lstrip("/") or None
-        if db:
-            params["database"] = db
-        return Endpoint(name, "mysql", params, db)
+    if is_mysql_dsn(dsn):
+        parsed = parse_mysql_dsn(dsn, f"endpoint {name}")
+        return Endpoint(name, "mysql", parsed.connect_args(), parsed.database)
     if dsn.startswith(("postgresql://", "postgres://")) or "host=" in dsn:
         schema = "public"
         return Endpoint(name, "postgres", {"dsn": dsn}, schema)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import pymysql
 
 from cdc.config import TargetConfig
+from cdc.dsn import parse_mysql_dsn
 from streaming.errors import TargetError
 from streaming.targets.base import Row, Target
 
@@ -36,10 +36,8 @@ class MySqlTarget(Target):
         if not config.dsn:
             raise TargetError(f"target {config.name!r} (mysql) needs a dsn mysql://user:pw@host:port/db",
                               target=config.name)
-        u = urlparse(config.dsn)
-        self._kw = {"host": u.hostname or "127.0.0.1", "port": u.port or 3306, "user": unquote(u.username or "root"),
-                    "password": unquote(u.password or ""), "database": (u.path or "/").lstrip("/") or None,
-                    "charset": "utf8mb4", "autocommit": False}
+        dsn = parse_mysql_dsn(config.dsn, f"target {config.name} dsn")
+        self._kw = {**dsn.connect_args(), "database": dsn.database, "charset": "utf8mb4", "autocommit": False}
         if self.schema is None:
             self.schema = self._kw["database"]
 

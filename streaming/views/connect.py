@@ -8,8 +8,8 @@ and ``close()``. ``open_target`` opens one from a ``TargetConfig``.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import unquote, urlparse
 
+from cdc.dsn import parse_mysql_dsn
 from streaming.views.errors import ViewError
 
 
@@ -48,10 +48,8 @@ def open_target(cfg: Any) -> DbTarget:
     if cfg.kind == "mysql":
         import pymysql
 
-        u = urlparse(cfg.dsn or "")
-        conn = pymysql.connect(host=u.hostname or "127.0.0.1", port=u.port or 3306, user=unquote(u.username or ""),
-                               password=unquote(u.password or ""), database=u.path.lstrip("/") or None,
-                               autocommit=False)
+        dsn = parse_mysql_dsn(cfg.dsn, f"target {cfg.name} dsn")
+        conn = pymysql.connect(**dsn.connect_args(), autocommit=False)
         return DbTarget(conn, "mysql")
     raise ViewError(f"maintained views are not supported on target {cfg.name!r} of kind {cfg.kind!r}",
                     target=cfg.name, kind=cfg.kind)
