@@ -6,6 +6,11 @@ streaming.stream.records). Guarantees, per batch:
 - records are taken in stream order; a record at or below the progress row's
   ``last_sequence`` (or any earlier record of the batch) is a replay and is
   dropped; a batch with nothing new is skipped (no write at all);
+- a jump in sequence is never applied past (cdc.sequence): the new records
+  must continue the progress row's ``last_sequence`` (an empty target: start
+  at sequence 1, the beginning of the stream) one by one, else the batch
+  raises StreamCorrupt naming the missing range, topic, partition and offset,
+  before anything is written (the progress row stays before the gap);
 - a transaction closed by ABORTED is dropped whole (everything since its
   BEGIN); a batch that ends inside a transaction is a StreamCorrupt error;
 - each run of data between barriers is reduced to its net effect per key
@@ -108,6 +113,7 @@ class ApplyEngine:
         self.metrics = metrics or ApplyMetrics(source, target.name)
         self.views = views or []
         self.progress: Progress | None = None
+        self.topic = "?"  # the changes topic (names it in errors); set by the job
         self.dead_letter_enabled = bool(target.config.dead_letter_table)
         self._wanted: dict[str, bool] = {}  # table_map.wanted() per source table (fnmatch is slow per row)
 
@@ -199,6 +205,7 @@ class ApplyEngine:
         fresh = batch.seq > floor
         if fresh.any():
             result.last_sequence = int(batch.seq[fresh].max())
+            self._check_gaps(batch, fresh, prev)
         keep = batch.is_data & fresh & self._wanted_mask(batch)
         if excluded:
             keep &= ~np.isin(batch.offset, np.fromiter(excluded, dtype=np.int64))
@@ -305,6 +312,42 @@ class ApplyEngine:
         run(seg, batch.n)
         self._finish(batch_id, result.last_sequence, position, commit_ts, end_offsets, deltas, truncated)
         return result
+
+    def _check_gaps(self, batch: Batch, fresh: Any, prev: Progress | None) -> None:
+        """Raise StreamCorrupt unless the new records continue ``prev`` one sequence at a time.
+
+        A hole with an UNDECODABLE record inside it is left to the walk (BadRecord, or the dead-letter
+        table): that record is what carries the missing sequence."""
+        import numpy as np
+
+        from cdc.sequence import gap_error
+
+        idx = np.flatnonzero(fresh)
+        seqs = batch.seq[idx]
+        parts = batch.table.column("part").to_numpy()
+        expected_first = prev.last_sequence + 1 if prev is not None else 1
+        if seqs[0] != expected_first and not (batch.seq[:idx[0]] == Batch.NO_SEQUENCE).any():
+            if prev is None:
+                raise StreamCorrupt(
+                    f"the first record for the empty target {self.target.name!r} has sequence {int(seqs[0])} at "
+                    f"offset {int(batch.offset[idx[0]])} of {self.topic}[{int(parts[idx[0]])}]: sequences "
+                    f"1..{int(seqs[0]) - 1} (the beginning of the stream) are not there (deleted by retention, or "
+                    f"a checkpoint or starting offset in the middle of the stream); an empty target is only "
+                    f"built from the beginning of the stream", topic=self.topic, target=self.target.name,
+                    sequence=int(seqs[0]), offset=int(batch.offset[idx[0]]))
+            before = (prev.next_offsets or {}).get("next", {}).get(str(int(parts[idx[0]])))
+            raise gap_error(self.topic, int(parts[idx[0]]), expected_first, int(seqs[0]) - 1,
+                            None if before is None else int(before) - 1,
+                            what=f"; the progress row of target {self.target.name!r} stays at sequence "
+                                 f"{prev.last_sequence}")
+        for j in np.flatnonzero(np.diff(seqs) != 1):
+            lo, hi = int(idx[j]), int(idx[j + 1])
+            if (batch.seq[lo + 1:hi] == Batch.NO_SEQUENCE).any():
+                continue
+            raise gap_error(self.topic, int(parts[lo]), int(seqs[j]) + 1, int(seqs[j + 1]) - 1,
+                            int(batch.offset[lo]),
+                            what=f"; the progress row of target {self.target.name!r} stays at sequence "
+                                 f"{prev.last_sequence if prev else None}")
 
     def _wanted_mask(self, batch: Batch) -> Any:
         """Per record: a data record of a table this job applies (table_map.wanted, cached per table)."""

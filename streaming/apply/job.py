@@ -125,7 +125,7 @@ def start_stream(spark: Any, config: Config, apply: ApplyConfig, metrics_registr
     metrics = ApplyMetrics(apply.source, apply.target, metrics_registry)
     engine = ApplyEngine(apply.source, target, TableMap.from_config(apply), metrics, apply.views).start()
     stream = ApplyStream(apply, engine)
-    stream.engine_topic = changes_topic(config.kafka.topic_prefix, apply.source)
+    stream.engine_topic = engine.topic = changes_topic(config.kafka.topic_prefix, apply.source)
     _start_query(spark, config, stream)
     return stream
 

@@ -8,6 +8,11 @@ of the next micro-batch: the last boundary within the record limit, or the
 first boundary when a single transaction is larger than the limit (a
 transaction is never split). Only record kinds are inspected: a data record
 is recognised by its key (``{"table", "key"}``) without decoding its value.
+A marker at or below the highest marker sequence already scanned is a
+duplicate (a producer retry appended a run twice, cdc.sequence) and changes
+nothing: a duplicated END is never a boundary inside the next transaction.
+Duplicated data records need no test here (they never make a boundary);
+the engine drops them and stops on a gap.
 
 Executor side (:func:`read_range`): reads [start, end) of one partition with
 a fresh consumer and yields Arrow record batches of streaming.stream.records rows.
@@ -64,6 +69,7 @@ class _PartitionScan:
     scanned_to: int  # next offset to inspect
     boundaries: list[int]  # offsets (next-to-read) just after each boundary record, ascending
     open_tx: bool = False
+    last_seq: int | None = None  # highest sequence of a marker scanned (data records are not peeked)
 
 
 class BoundaryScanner:
@@ -71,7 +77,10 @@ class BoundaryScanner:
         from cdc.serde import get_serdes
 
         self.topic = topic
+        from cdc.sequence import sequence_peeker
+
         self.key_serde, self.value_serde = get_serdes(encoding)
+        self._peek = sequence_peeker(encoding, "confluent", self.value_serde.decode)
         # JSON keys are compact orjson: a data record's key is {"table":..,"key":{..}} and no control record's
         # key has a "key" member, so the bytes tell a data record without decoding anything
         self._json_keys = encoding == "json"
@@ -193,6 +202,11 @@ class BoundaryScanner:
             k = self.key_serde.decode(key) if key is not None else None
             if isinstance(k, dict) and "key" in k:  # a data record: only its transaction state matters
                 return not scan.open_tx
+            seq = self._peek(value)
+            if seq is not None:
+                if scan.last_seq is not None and seq <= scan.last_seq:
+                    return False  # a duplicate marker (a retried produce): it neither opens nor closes anything
+                scan.last_seq = seq
             status = self.value_serde.decode(value).get("status") if value is not None else None
         except Exception:  # noqa: BLE001 - the engine reports undecodable records with their offset
             return not scan.open_tx

@@ -1,0 +1,105 @@
+"""The Spark apply job on a faulty change stream (real broker, Spark, PostgreSQL): producer-retry
+duplicates are applied once, a sequence gap is a stop that names the missing range."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from cdc.config import parse_config
+from cdc.errors import StreamCorrupt
+from streaming.apply import job
+from streaming.testing import StreamBuilder, produce
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.postgres]
+
+COLS = [("id", "int"), ("name", "varchar(20)")]
+
+
+def _config(broker, postgres, prefix: str, tmp_path, schema: str, **apply_extra):
+    with postgres.connect() as c:
+        c.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        c.commit()
+    return parse_config({
+        "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": prefix},
+        "targets": [{"name": "pg", "kind": "postgres", "dsn": postgres.dsn, "schema": schema}],
+        "apply": [{"source": "src", "target": "pg", "checkpoint_dir": str(tmp_path / "ck"),
+                   "trigger_interval_s": 0.2, **apply_extra}],
+    })
+
+
+def _stream(n_tx: int) -> tuple[StreamBuilder, dict[int, str]]:
+    b = StreamBuilder().schema("shop.orders", COLS, ["id"])
+    model: dict[int, str] = {}
+    for i in range(n_tx):
+        b.tx(("c", "shop.orders", None, {"id": i, "name": f"n{i}"}),
+             ("u", "shop.orders", {"id": i, "name": f"n{i}"}, {"id": i, "name": f"v{i}"}))
+        model[i] = f"v{i}"
+        if i % 4 == 3:  # an update of an earlier row: applying a transaction twice would be visible... once
+            b.tx(("u", "shop.orders", {"id": i - 1, "name": model[i - 1]},
+                  {"id": i - 1, "name": model[i - 1] + "+"}))
+            model[i - 1] += "+"
+    return b, model
+
+
+def _status(value: bytes) -> str | None:
+    return orjson.loads(value).get("status")
+
+
+def _pg(postgres, schema: str) -> tuple[list[tuple], int | None]:
+    with postgres.connect() as c:
+        rows = c.execute(f'SELECT id, name FROM "{schema}".orders ORDER BY id').fetchall()
+        prog = c.execute(f'SELECT last_sequence FROM "{schema}".cdc_progress').fetchone()
+    return rows, None if prog is None else prog[0]
+
+
+def test_runs_appended_twice_are_applied_once(spark, broker, postgres, topic_prefix, tmp_path):
+    b, model = _stream(24)
+    recs = b.encoded()
+    out: list = []
+    ends, skip_next = 0, False
+    for i, rec in enumerate(recs):
+        if skip_next:
+            skip_next = False
+            continue
+        out.append(rec)
+        if _status(rec[1]) != "END":
+            continue
+        ends += 1
+        if ends % 3 == 0 and i + 1 < len(recs) and _status(recs[i + 1][1]) == "BEGIN":
+            out += [recs[i + 1], rec]  # this END again after the next transaction's BEGIN
+            skip_next = True
+        elif ends % 5 == 1:  # the whole transaction (BEGIN..END) appended twice
+            begin = max(j for j in range(i) if _status(recs[j][1]) == "BEGIN")
+            out.extend(recs[begin:i + 1])
+    seqs = [orjson.loads(v)["sequence"] for _, v in out]
+    assert len(seqs) > len(set(seqs)) + 10  # duplicates went in
+    topic = f"{topic_prefix}.src.changes"
+    broker.create_topic(topic)
+    produce(broker.bootstrap, topic, out)
+    schema = topic_prefix.replace("-", "_")[:40]
+    cfg = _config(broker, postgres, topic_prefix, tmp_path, schema, max_records_per_batch=9)
+    assert job.run(cfg, until_idle_s=3, spark=spark) == 0
+    rows, last = _pg(postgres, schema)
+    assert rows == sorted(model.items()) and last == b.seq - 1
+
+
+def test_a_sequence_gap_stops_the_apply_before_it(spark, broker, postgres, topic_prefix, tmp_path):
+    b, model = _stream(12)
+    recs = b.encoded()
+    cut = len(recs) // 2
+    while _status(recs[cut][1]) is not None:  # lose three data records in the middle of a transaction
+        cut += 1
+    lost = recs[cut:cut + 3]
+    first, last_lost = orjson.loads(lost[0][1])["sequence"], orjson.loads(lost[-1][1])["sequence"]
+    topic = f"{topic_prefix}.src.changes"
+    broker.create_topic(topic)
+    produce(broker.bootstrap, topic, recs[:cut] + recs[cut + 3:])
+    schema = topic_prefix.replace("-", "_")[:40]
+    cfg = _config(broker, postgres, topic_prefix, tmp_path, schema, max_records_per_batch=7)
+    with pytest.raises(StreamCorrupt) as err:
+        job.run(cfg, until_idle_s=3, spark=spark)
+    assert f"sequence {first}..{last_lost} missing in {topic}[0] after offset {cut - 1}" in str(err.value)
+    rows, last = _pg(postgres, schema)
+    assert last is not None and last < first  # the progress row stays before the gap
+    assert len(rows) < len(model)
