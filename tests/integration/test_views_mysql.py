@@ -3,8 +3,10 @@ temporary table cannot be read twice in one MySQL statement, delete + insert mer
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 from streaming.apply.table_delta import TableDelta
 from streaming.views import maintainer
@@ -25,6 +27,15 @@ def my_target(mariadb_primary):
     target.close()
 
 
+def _at_mariadb_precision(rows: Counter) -> Counter:
+    """MariaDB divides with div_precision_increment (4) decimal places: AVG(1, 0, 0) is 0.3333 in the
+    database itself, in the maintained view as in a from-scratch SELECT. Compare at that precision."""
+    out: Counter = Counter()
+    for row, n in rows.items():
+        out[tuple(round(v, 4) if isinstance(v, float) else v for v in row)] += n
+    return out
+
+
 def _fresh_db(target: DbTarget) -> None:
     cur = target.cursor()
     cur.execute("DROP DATABASE IF EXISTS views_prop")
@@ -35,6 +46,15 @@ def _fresh_db(target: DbTarget) -> None:
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(init=initial, runs=batches)
+@example(  # an AVG of 1/3: found by CI when the comparison was at 6 decimal places
+    init={"r": {0: {"k": None, "g": None, "v": None}, 1: {"k": None, "g": None, "v": None},
+                2: {"k": 1, "g": 1, "v": 1}},
+          "s": {0: {"k": None, "m": None, "x": None}, 1: {"k": None, "m": None, "x": None},
+                2: {"k": None, "m": None, "x": None}, 3: {"k": 0, "m": None, "x": None},
+                4: {"k": 1, "m": None, "x": None}},
+          "t": {}, "u": {}},
+    runs=[[("upsert", "s", 0, {"k": 0, "m": None, "x": None}), ("upsert", "r", 0, {"k": 0, "g": 1, "v": 0})]],
+)
 def test_maintained_views_equal_recomputation_on_mariadb(my_target, init, runs):
     _fresh_db(my_target)
     h = Harness(my_target, param="%s")
@@ -42,9 +62,9 @@ def test_maintained_views_equal_recomputation_on_mariadb(my_target, init, runs):
     for ops in runs:
         h.run_batch(ops)
         for view in DEFS:
-            expected = oracle(view, h.state)
-            assert h.view_rows(view) == expected, view.name
-            assert h.recomputed_rows(view) == expected, view.name
+            expected = _at_mariadb_precision(oracle(view, h.state))
+            assert _at_mariadb_precision(h.view_rows(view)) == expected, view.name
+            assert _at_mariadb_precision(h.recomputed_rows(view)) == expected, view.name
     my_target.commit()
 
 
