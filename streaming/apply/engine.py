@@ -446,14 +446,13 @@ class ApplyEngine:
         if not len(rows):
             return
         texts = (t["before"] if deletes else t["after"]).take(rows)
-        bulk = getattr(self.target, "delete_json" if deletes else "upsert_json", None)
-        if bulk is not None and len(rows) >= self.target.bulk_min_rows \
+        if self.target.json_rows and len(rows) >= self.target.bulk_min_rows \
                 and all(fn is typemap.b64_bytes for fn in info.converters.values()):
             binary = set(info.converters)
             if deletes:
-                bulk(info.target_table, info.key, texts, binary)
+                self.target.delete_json(info.target_table, info.key, texts, binary)
             else:
-                bulk(info.target_table, info.columns, info.key, texts, net.inserts, binary)
+                self.target.upsert_json(info.target_table, info.columns, info.key, texts, net.inserts, binary)
             return
         last = at[net.delete_last if deletes else net.upsert_last]
         srcs = [_Src(int(seqs[i]), int(offs[i])) for i in last]

@@ -16,6 +16,20 @@ Subclasses set ``dialect`` and ``param`` (the DB-API placeholder), implement
 ``_connect``/``begin``/``table_columns``/``upsert_rows`` and may override the
 generic row paths with bulk ones (COPY, Arrow). Rows are dicts keyed by
 target column name, already converted for the target (see typemap).
+
+What a target can do is declared here, as class attributes, and the engine,
+the job and the views read only these (no probing for methods):
+
+- ``columnar``: the engine may reduce batches on columns (net_effect_columns)
+  and hand this target only the surviving rows;
+- ``json_rows``: it implements ``delete_json``/``upsert_json``, taking the
+  surviving JSON row images in bulk (``bulk_min_rows`` rows at least);
+- ``ddl_commits``: CREATE/ALTER TABLE commits the open transaction (MySQL,
+  Oracle), so the engine applies DDL at a batch barrier;
+- ``row_id_column``: the physical row id (PostgreSQL ``ctid``, DuckDB
+  ``rowid``, Oracle ``ROWID``) with which ``delete_one_sql`` deletes ONE copy
+  of a row of a keyless table; None: the target writes its own
+  ``delete_one_sql`` (MySQL: ``DELETE ... LIMIT 1``) or ``delete_copies``.
 """
 
 from __future__ import annotations
@@ -28,6 +42,7 @@ import orjson
 
 from cdc.config import TargetConfig
 from cdc.events import TableSchema
+from streaming.errors import TargetError
 from streaming.targets import typemap
 from streaming.targets.progress_row import PROGRESS_TABLE, SCHEMA_TABLE, Progress, ms_from_ts, ts_from_ms, utc_now
 
@@ -40,11 +55,12 @@ class Target(abc.ABC):
     bigint: str = "bigint"
     text: str = "text"
     timestamp: str = "timestamp"
-    # the engine may reduce batches on columns (net_effect_columns) and hand this target the surviving
-    # rows only; targets that also define delete_json/upsert_json take them as JSON text in bulk
+    # capabilities (see the module docstring)
     columnar: bool = False
+    json_rows: bool = False
     bulk_min_rows: int = 200
-    ddl_commits: bool = False  # CREATE/ALTER TABLE commits the open transaction (MySQL, Oracle)
+    ddl_commits: bool = False
+    row_id_column: str | None = None
 
     def __init__(self, config: TargetConfig) -> None:
         self.config = config
@@ -193,9 +209,24 @@ class Target(abc.ABC):
             self.execute(self.delete_one_sql(table, columns), [r.get(c) for c in columns])
 
     def delete_one_sql(self, table: str, columns: Sequence[str]) -> str:
+        """DELETE of one row equal to the parameters (NULL matches NULL), by ``row_id_column``."""
+        rid = self.row_id_column
+        if rid is None:
+            raise TargetError(f"target {self.name!r} ({self.dialect}) cannot delete one copy of a row of keyless "
+                              f"table {table}: it declares no row_id_column", target=self.name, table=table)
         match = " AND ".join(f"{self.quote(c)} IS NOT DISTINCT FROM {self.param}" for c in columns)
-        return (f"DELETE FROM {self.qualified(table)} WHERE ctid = (SELECT ctid FROM {self.qualified(table)} "
+        return (f"DELETE FROM {self.qualified(table)} WHERE {rid} = (SELECT {rid} FROM {self.qualified(table)} "
                 f"WHERE {match} LIMIT 1)")
+
+    # ---- bulk JSON row images (targets with json_rows = True) ----------------------------
+    def delete_json(self, table: str, key: Sequence[str], images: Any, binary: set[str]) -> None:
+        """Delete the rows whose key the before-images ``images`` (pyarrow strings) hold."""
+        raise NotImplementedError(f"target {self.name!r} ({self.dialect}) declares no json_rows")
+
+    def upsert_json(self, table: str, columns: Sequence[str], key: Sequence[str], images: Any, new: Any,
+                    binary: set[str]) -> None:
+        """Insert or replace the after-images ``images``; ``new[i]``: key i cannot exist yet."""
+        raise NotImplementedError(f"target {self.name!r} ({self.dialect}) declares no json_rows")
 
     def truncate(self, table: str) -> None:
         self.execute(f"DELETE FROM {self.qualified(table)}")

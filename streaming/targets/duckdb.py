@@ -25,6 +25,7 @@ _stage_ids = itertools.count()
 class DuckDbTarget(Target):
     dialect = "duckdb"
     columnar = True
+    row_id_column = "rowid"
     param = "?"
     text = "varchar"
 
@@ -106,8 +107,3 @@ class DuckDbTarget(Target):
             self.conn.execute(f"INSERT INTO {self.qualified(table)} ({cols}) SELECT {cols} FROM {stage}")
         finally:
             self.conn.unregister(stage)
-
-    def delete_one_sql(self, table: str, columns: Sequence[str]) -> str:
-        match = " AND ".join(f"{self.quote(c)} IS NOT DISTINCT FROM ?" for c in columns)
-        return (f"DELETE FROM {self.qualified(table)} WHERE rowid = (SELECT rowid FROM {self.qualified(table)} "
-                f"WHERE {match} LIMIT 1)")

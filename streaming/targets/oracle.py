@@ -23,6 +23,7 @@ _PARAM = re.compile(r"%s")
 class OracleTarget(Target):
     dialect = "oracle"
     ddl_commits = True
+    row_id_column = "ROWID"
     param = "%s"  # rewritten to :1, :2, ... in execute()
     bigint = "number(19)"
     text = "clob"
@@ -88,5 +89,6 @@ class OracleTarget(Target):
 
     def delete_one_sql(self, table: str, columns: Sequence[str]) -> str:
         match = " AND ".join(f"DECODE({self.quote(c)}, %s, 1, 0) = 1" for c in columns)
-        return (f"DELETE FROM {self.qualified(table)} WHERE ROWID = (SELECT ROWID FROM {self.qualified(table)} "
+        rid = self.row_id_column
+        return (f"DELETE FROM {self.qualified(table)} WHERE {rid} = (SELECT {rid} FROM {self.qualified(table)} "
                 f"WHERE {match} AND ROWNUM = 1)")

@@ -36,6 +36,7 @@ _stage_ids = itertools.count()
 
 class PostgresTarget(Target):
     dialect = "postgres"
+    row_id_column = "ctid"
     param = "%s"
 
     def __init__(self, config: TargetConfig) -> None:
@@ -121,6 +122,7 @@ class PostgresTarget(Target):
 
     # ---- columnar path: JSON row images in bulk --------------------------------------------
     columnar = True
+    json_rows = True
 
     def delete_json(self, table: str, key: Sequence[str], images: Any, binary: set[str]) -> None:
         """Delete the rows whose key the before-images ``images`` (pyarrow strings) hold."""

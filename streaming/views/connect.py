@@ -14,8 +14,8 @@ from streaming.views.errors import ViewError
 
 
 class DbTarget:
-    def __init__(self, conn: Any, dialect: str, views: list[dict] | None = None) -> None:
-        self.conn, self.dialect, self.views = conn, dialect, views
+    def __init__(self, conn: Any, dialect: str) -> None:
+        self.conn, self.dialect = conn, dialect
 
     def cursor(self) -> Any:
         # a DuckDB "cursor" is a second connection with its own transaction: use the connection

@@ -6,7 +6,7 @@ Called once per micro-batch AFTER the base tables were written and BEFORE
 the commit; ``deltas`` maps target table name -> ``TableDelta`` (net effect
 of the batch). ``target.cursor()`` is a DB-API cursor in the open
 transaction, ``target.dialect`` one of postgres/mysql/duckdb (oracle raises).
-``views`` is ``ApplyConfig.views`` (falls back to ``target.views``).
+``views`` is ``ApplyConfig.views``.
 
 Guarantee: when the transaction commits, every view equals its definition
 evaluated on the committed base tables, and ``cdc_views`` says which batch
@@ -53,8 +53,6 @@ def view_defs(views: Iterable[dict[str, Any]] | None) -> list[ViewDef]:
     return _parsed[key]
 
 
-def _views_of(target: Any, views: Iterable[dict[str, Any]] | None) -> list[ViewDef]:
-    return view_defs(views if views is not None else getattr(target, "views", None))
 
 
 def maintain(target: Any, deltas: Mapping[str, TableDelta], batch_id: int, *,
@@ -64,7 +62,7 @@ def maintain(target: Any, deltas: Mapping[str, TableDelta], batch_id: int, *,
 
     ``truncated``: tables the batch truncated (their rows are not in ``deltas``); views reading
     them are recomputed from the base tables (DML only, so also safe on MySQL)."""
-    defs = _views_of(target, views)
+    defs = view_defs(views)
     if not defs:
         return {}
     d = dialect_for(target.dialect)
@@ -96,7 +94,7 @@ def prepare(target: Any, views: Iterable[dict[str, Any]] | None = None) -> list[
     first batch (needed on MySQL, where CREATE TABLE ends the batch transaction). Views
     whose base tables do not exist yet are left for the first batch (not on MySQL:
     call prepare again once they exist). Returns the names built."""
-    defs = _views_of(target, views)
+    defs = view_defs(views)
     if not defs:
         return []
     d = dialect_for(target.dialect)
@@ -114,7 +112,7 @@ def prepare(target: Any, views: Iterable[dict[str, Any]] | None = None) -> list[
 def rebuild(target: Any, views: Iterable[dict[str, Any]] | None = None, names: Iterable[str] | None = None,
             batch_id: int | None = None, last_sequence: int | None = None) -> list[str]:
     """Recompute views from their base tables and reset all counts; returns the names rebuilt."""
-    defs = _views_of(target, views)
+    defs = view_defs(views)
     wanted = set(names or [v.name for v in defs])
     unknown = wanted - {v.name for v in defs}
     if unknown:
