@@ -38,6 +38,10 @@ class KafkaConfig(BaseModel):
     dead_letter_topic: str | None = None
     producer: dict[str, Any] = Field(default_factory=dict, description="extra librdkafka settings")
     avro_framing: Literal["confluent", "plain"] = "confluent"
+    idempotence: bool = Field(default=True, description="idempotent producer (false: brokers without "
+                              "InitProducerId; retries may then append duplicate runs)")
+    delivery_timeout_s: float = Field(default=120.0, gt=0, description="records unacknowledged this long: "
+                                      "the source stops and restarts from the stream's tail")
 
 
 class TargetConfig(BaseModel):
