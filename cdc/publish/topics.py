@@ -50,8 +50,9 @@ def topic_id(bootstrap: str, topic: str, timeout_s: float = 15) -> str | None:
     """The broker's id of ``topic`` (Kafka topic ids, KIP-516): a recreated topic gets a new one.
     None when the topic does not exist or the broker has no topic ids."""
     try:
-        desc = _admin(bootstrap).describe_topics(TopicCollection([topic]), request_timeout=timeout_s)[topic]
-        tid = desc.result(timeout_s).topic_id
+        admin = _admin(bootstrap)  # held until the answer came: a collected client cancels its requests
+        tid = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout_s)[topic].result(
+            timeout_s).topic_id
     except KafkaException as exc:
         err = exc.args[0] if exc.args else None
         if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -64,7 +65,8 @@ def topic_id(bootstrap: str, topic: str, timeout_s: float = 15) -> str | None:
 def retention_warnings(bootstrap: str, topic: str, timeout_s: float = 15) -> list[str]:
     """One sentence per finite retention setting of ``topic`` (empty: it keeps everything)."""
     try:
-        res = _admin(bootstrap).describe_configs([ConfigResource("topic", topic)], request_timeout=timeout_s)
+        admin = _admin(bootstrap)
+        res = admin.describe_configs([ConfigResource("topic", topic)], request_timeout=timeout_s)
         entries = next(iter(res.values())).result(timeout_s)
     except KafkaException as exc:
         return [f"cannot read the retention of {topic} ({exc}); make sure retention.ms=-1 and "

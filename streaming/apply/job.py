@@ -9,13 +9,18 @@ Exactly-once: Spark may replay a batch after a crash (offsets logged, commit
 not yet logged); the engine skips what the progress row already covers.
 When the checkpoint is gone, the query starts from the Kafka offsets the
 progress row remembers (else from the earliest offset), and the sequence
-filter drops what was applied already.
+filter drops what was applied already. Before a query starts, its
+checkpoint is checked against the progress row and the topic's identity
+(streaming.apply.checkpoint): a checkpoint or a target from another life of
+the stream is a loud stop, never a silent skip. The default checkpoint
+location is keyed by the target's settings and the topic's id.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -26,8 +31,10 @@ import orjson
 
 from cdc.config import ApplyConfig, Config
 from cdc.envelope import changes_topic
-from cdc.errors import CdcError
+from cdc.errors import CdcError, PublishError
+from cdc.publish.topics import topic_id
 from cdc.metrics import ApplyMetrics
+from streaming.apply.checkpoint import check, default_location, read_checkpoint
 from streaming.apply.engine import ApplyEngine
 from cdc.table_map import TableMap
 from streaming.targets import make_target
@@ -59,9 +66,13 @@ def build_session(master: str = "local[*]", app_name: str = "cdc-apply") -> Any:
     return spark
 
 
-def default_checkpoint(config: Config, apply: ApplyConfig) -> str:
-    base = os.environ.get("CDC_CHECKPOINT_ROOT", "/tmp/cdc-checkpoints")
-    return os.path.join(base, f"{config.kafka.topic_prefix}.{apply.source}.{apply.target}")
+def default_checkpoint(config: Config, apply: ApplyConfig, stream_id: str | None = None) -> str:
+    """The checkpoint directory of ``apply`` when the config names none (streaming.apply.checkpoint)."""
+    target = config.target(apply.target).model_dump(by_alias=True)
+    if target.get("dsn"):  # a password is not part of the target's identity (and stays out of files)
+        target["dsn"] = re.sub(r"(://[^:/@]*):[^@]*@", r"\1@", target["dsn"])
+    return default_location(None, config.kafka.topic_prefix, apply.source, apply.target, target,
+                            config.kafka.bootstrap_servers, stream_id)
 
 
 @dataclass
@@ -75,6 +86,7 @@ class ApplyStream:
     last_activity: float = field(default_factory=time.monotonic)
     batches: int = 0
     engine_topic: str = ""
+    stream_id: str | None = None  # the changes topic's id on the broker (recorded in the progress row)
     started_at: float | None = None
     restarts: int = 0
     timings: list[tuple[float, float, float, int]] = field(default_factory=list)  # (start, read, end, records)
@@ -92,6 +104,8 @@ class ApplyStream:
                 nxt = {str(p): o + 1 for p, o in zip(last.column("part").to_pylist(),
                                                      last.column("offset_max").to_pylist())}
                 end = {"next": dict(sorted(nxt.items())), "topic": self.engine_topic}
+                if self.stream_id:
+                    end["stream"] = self.stream_id
             result = self.engine.apply_arrow(table, batch_id, end)
             self.batches += 1
             if len(self.timings) < 10_000:
@@ -126,24 +140,37 @@ def start_stream(spark: Any, config: Config, apply: ApplyConfig, metrics_registr
     engine = ApplyEngine(apply.source, target, TableMap.from_config(apply), metrics, apply.views).start()
     stream = ApplyStream(apply, engine)
     stream.engine_topic = engine.topic = changes_topic(config.kafka.topic_prefix, apply.source)
-    _start_query(spark, config, stream)
+    try:
+        _start_query(spark, config, stream)
+    except BaseException:
+        engine.close()
+        raise
     return stream
 
 
 def _start_query(spark: Any, config: Config, stream: ApplyStream) -> None:
     apply, topic = stream.apply, stream.engine_topic
+    try:
+        stream.stream_id = topic_id(config.kafka.bootstrap_servers, topic)
+    except PublishError as exc:  # the query's own read then reports the broker
+        log.warning("cannot learn the id of %s: %s", topic, exc)
+        stream.stream_id = None
+    location = apply.checkpoint_dir or default_checkpoint(config, apply, stream.stream_id)
+    progress = stream.engine.progress
+    check(checkpoint=read_checkpoint(location), progress=progress, topic=topic, stream_id=stream.stream_id,
+          target=apply.target, source=apply.source)
     reader = (spark.readStream.format("cdc-stream")
               .option("bootstrap_servers", config.kafka.bootstrap_servers)
               .option("topic", topic)
               .option("encoding", config.kafka.encoding)
+              .option("stream_id", stream.stream_id or "")
               .option("max_records_per_batch", str(apply.max_records_per_batch))
               # a full batch becomes one input partition per core (a third, half-empty wave costs a whole task)
               .option("records_per_partition", str(-(-apply.max_records_per_batch // _cores(spark)))))
-    progress = stream.engine.progress
     if progress is not None and progress.next_offsets and progress.next_offsets.get("topic") == topic:
         reader = reader.option("startingOffsets", orjson.dumps(progress.next_offsets).decode())
     writer = (reader.load().writeStream.foreachBatch(stream.on_batch)
-              .option("checkpointLocation", apply.checkpoint_dir or default_checkpoint(config, apply))
+              .option("checkpointLocation", location)
               .queryName(f"cdc-apply-{config.kafka.topic_prefix}-{apply.source}-{apply.target}"))
     writer = writer.trigger(processingTime=f"{int(apply.trigger_interval_s * 1000)} milliseconds") \
         if apply.trigger_interval_s > 0 else writer

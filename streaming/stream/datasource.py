@@ -14,6 +14,11 @@ Options (``spark.readStream.format("cdc-stream").option(...)``):
     records_per_partition   a batch range is split into input partitions of
                         this many records (read in parallel); default 50000
     startingOffsets     "earliest" (default) or an offset JSON (see offsets.py)
+    stream_id           the topic's id on the broker when the query starts
+                        (cdc.publish.topics.topic_id): every offset carries it,
+                        and an offset of another life of the topic (a
+                        checkpoint written before the topic was deleted and
+                        created again) is refused with StreamCorrupt
 
 Micro-batches end at transaction boundaries only. Trigger.AvailableNow is
 supported (the target is the last boundary seen when the query starts).
@@ -28,7 +33,7 @@ import orjson
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from cdc.errors import ConfigError
+from cdc.errors import ConfigError, StreamCorrupt
 from streaming.stream.batches import BoundaryScanner, RangePartition, read_range, split_range
 from streaming.stream.offsets import StreamOffset
 from streaming.stream.records import SCHEMA_DDL
@@ -65,6 +70,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.max_records = int(options.get("max_records_per_batch", 100_000))
         self.per_split = int(options.get("records_per_partition", 50_000))
         self.starting = options.get("startingOffsets", "earliest")
+        self.stream_id = options.get("stream_id") or None
         self._scanner: BoundaryScanner | None = None
         self._until: StreamOffset | None = None
         self._initial: dict | None = None
@@ -84,17 +90,19 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         if self._initial is None:  # Spark asks more than once; the answer must not move
             if self.starting not in ("", "earliest"):
-                self._initial = StreamOffset.from_json(orjson.loads(self.starting)).to_json()
+                given = self._same_stream(StreamOffset.from_json(orjson.loads(self.starting)), "startingOffsets")
+                self._initial = StreamOffset.of(self.topic, dict(given.next), self.stream_id).to_json()
             else:
                 s = self.scanner
-                self._initial = StreamOffset.of(self.topic, {p: s.earliest(p) for p in s.partitions()}).to_json()
+                self._initial = StreamOffset.of(self.topic, {p: s.earliest(p) for p in s.partitions()},
+                                                self.stream_id).to_json()
         return self._initial
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_records)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        begin = StreamOffset.from_json(start)
+        begin = self._same_stream(StreamOffset.from_json(start), "the checkpoint")
         per_part = None
         if isinstance(limit, ReadMaxRows):
             per_part = limit.max_rows
@@ -106,7 +114,17 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end[p] = self.scanner.cut(p, o, per_part, not_after)
         if self._until is None:  # scan on while Spark runs this batch (AvailableNow knows where it stops)
             self.scanner.scan_ahead(end, per_part or self.max_records)
-        return StreamOffset.of(self.topic, end).to_json()
+        return StreamOffset.of(self.topic, end, self.stream_id).to_json()
+
+    def _same_stream(self, offset: StreamOffset, where: str) -> StreamOffset:
+        """``offset`` unless it names another topic, or another life of this one (another topic id)."""
+        if offset.topic != self.topic or (self.stream_id and offset.stream and offset.stream != self.stream_id):
+            raise StreamCorrupt(f"{where} holds offsets {offset.to_json()} of another stream than {self.topic} "
+                                f"(topic id {self.stream_id}); resuming there could skip or misread records: "
+                                f"remove the checkpoint directory (the target's progress row is the authority)",
+                                topic=self.topic, topic_id=self.stream_id, offset_topic=offset.topic,
+                                offset_stream=offset.stream)
+        return offset
 
     def prepareForTriggerAvailableNow(self) -> None:
         s = self.scanner  # records that exist now; later ones wait for the next run

@@ -103,3 +103,44 @@ def test_a_sequence_gap_stops_the_apply_before_it(spark, broker, postgres, topic
     rows, last = _pg(postgres, schema)
     assert last is not None and last < first  # the progress row stays before the gap
     assert len(rows) < len(model)
+
+
+def test_a_checkpoint_or_a_target_from_another_life_of_the_topic_is_a_loud_stop(
+        spark, broker, postgres, topic_prefix, tmp_path):
+    from cdc.publish.topics import KEEP_FOREVER, recreate_topic
+
+    topic = f"{topic_prefix}.src.changes"
+    old, _ = _stream(8)
+    broker.create_topic(topic)
+    produce(broker.bootstrap, topic, old.encoded())
+    first = topic_prefix.replace("-", "_")[:36] + "_a"
+    cfg = _config(broker, postgres, topic_prefix, tmp_path, first)
+    assert job.run(cfg, until_idle_s=2, spark=spark) == 0
+    assert _pg(postgres, first)[1] == old.seq - 1
+
+    # a NEW stream under the same topic name (deleted and created again), into a fresh target of the same
+    # name, with the same checkpoint directory: the old offsets would land mid-stream (or skip records)
+    recreate_topic(broker.bootstrap, topic, config=KEEP_FOREVER)
+    new, model = _stream(5)
+    produce(broker.bootstrap, topic, new.encoded())
+    second = topic_prefix.replace("-", "_")[:36] + "_b"
+    cfg2 = _config(broker, postgres, topic_prefix, tmp_path, second)
+    with pytest.raises(StreamCorrupt, match=r"Spark checkpoint .*/ck was written for another stream .*remove "
+                                            r"that directory"):
+        job.run(cfg2, until_idle_s=2, spark=spark)
+    with postgres.connect() as c:
+        assert c.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = %s AND "
+                         "table_name = 'orders'", (second,)).fetchone()[0] == 0
+
+    # the OLD target (progress of the old stream) with a fresh checkpoint: the new records would be replays
+    cfg_old = _config(broker, postgres, topic_prefix, tmp_path / "other", first)
+    with pytest.raises(StreamCorrupt, match=r"target 'pg' was applied from another life of .*topic id"):
+        job.run(cfg_old, until_idle_s=2, spark=spark)
+    assert _pg(postgres, first)[1] == old.seq - 1
+
+    # the way out the error names: remove the checkpoint; the fresh target is built from the new stream
+    import shutil
+    shutil.rmtree(tmp_path / "ck")
+    assert job.run(cfg2, until_idle_s=2, spark=spark) == 0
+    rows, last = _pg(postgres, second)
+    assert rows == sorted(model.items()) and last == new.seq - 1
