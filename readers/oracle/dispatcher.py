@@ -17,15 +17,21 @@ before its COMMIT, so rolled-back work costs no parsing.
   order. A transaction already published before the resume state is dropped.
 * ROLLBACK (36) discards the transaction. Rollback rows whose XID sequence is
   ``ffffffff`` are matched by undo segment + slot.
-* DDL (5) becomes a SchemaChange; UNSUPPORTED (255) of a captured table stops
-  the reader (or is skipped, counted, when configured); MISSING_SCN (34) stops
-  it; other codes (internal, SELECT_FOR_UPDATE, LOB locators) are ignored.
+* DDL (5) becomes a SchemaChange (TRUNCATE TABLE: a transaction of one ``op: "t"``
+  change), published once across restarts like a commit (see ``_ddl``).
+* LOB operations (SEL_LOB_LOCATOR 9, LOB_WRITE 10, LOB_TRIM 11, LOB_ERASE 28/29) and
+  UNSUPPORTED (255) of a captured table are kept with their transaction; at its
+  COMMIT they stop the reader naming table, XID and SCN, or go to the dead-letter
+  topic / are skipped and counted when configured (``_refuse``); never dropped
+  silently. MISSING_SCN (34) stops the reader; other codes (internal,
+  SELECT_FOR_UPDATE) are ignored.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 from collections import deque
 from collections.abc import Callable, Iterator
 from operator import attrgetter, itemgetter
@@ -33,7 +39,13 @@ from typing import Any
 
 from cdc.events import Begin, Change, Commit, Event, SchemaChange, TableId, TableSchema
 from cdc.spill import TransactionStore, TxBuffer
-from readers.oracle.errors import DictionaryMismatch, LogMinerError, RedoParseError, UnsupportedOperation
+from readers.oracle.errors import (
+    DictionaryMismatch,
+    LogMinerError,
+    RedoParseError,
+    UnsupportedLob,
+    UnsupportedOperation,
+)
 from readers.oracle.parse_pool import ERROR, ParsePool, parse_error
 from readers.oracle.parser import parse_redo
 from readers.oracle.position import ResumeState, Xid
@@ -47,6 +59,10 @@ _EPOCH_UTC = _EPOCH.replace(tzinfo=dt.timezone.utc)
 _MS = dt.timedelta(milliseconds=1)
 _START_SCN = attrgetter("start_scn")
 _SQL_OF = itemgetter(1)  # an item's SQL_REDO
+_TRUNCATE = re.compile(r"\s*truncate\s+table\s", re.IGNORECASE)
+# LOB operation codes (LOB_ERASE is 28 in the documentation, 29 on 23ai)
+_LOB_NAMES = {9: "SEL_LOB_LOCATOR", 10: "LOB_WRITE", 11: "LOB_TRIM", 28: "LOB_ERASE", 29: "LOB_ERASE"}
+LOB_OPS = frozenset(_LOB_NAMES)
 
 
 def ts_ms(value: Any) -> int:
@@ -63,7 +79,7 @@ class _Tx:
     """One open transaction. ``items``/``keys``: its first rows and their ROW_IDs; from the row after
     ``inline`` on they all live in ``buf`` (cdc.spill), which may spill them to disk."""
 
-    __slots__ = ("buf", "csf", "items", "keys", "raw", "start_scn", "undo_slot", "xid")
+    __slots__ = ("bad", "buf", "csf", "items", "keys", "raw", "start_scn", "undo_slot", "xid")
 
     def __init__(self, raw: str, start_scn: int, usn: int, slot: int, sqn: int) -> None:
         self.raw, self.start_scn = raw, start_scn
@@ -73,6 +89,7 @@ class _Tx:
         self.items: list[tuple] = []
         self.keys: list[Any] = []
         self.buf: TxBuffer | None = None
+        self.bad: list[tuple] | None = None  # rows the reader cannot publish (LOB operations, UNSUPPORTED)
 
     def to_store(self, store: TransactionStore) -> None:
         """Move the rows into a spillable buffer: every later row goes there too."""
@@ -118,10 +135,13 @@ class Dispatcher:
                  unsupported: str = "fail", convert: Callable[[Change], None] | None = None,
                  on_commit: Callable[[int], None] | None = None,
                  on_ddl: Callable[[int], None] | None = None, pool: ParsePool | None = None,
-                 job_rows: int = 1000, max_jobs: int = 4) -> None:
+                 job_rows: int = 1000, max_jobs: int = 4,
+                 dead_letter: Callable[[Exception, Any], None] | None = None,
+                 on_refused: Callable[[Exception], None] | None = None) -> None:
         self.store, self.captured, self.resume = store, captured, resume
         self.schema_of, self.unsupported, self.convert = schema_of, unsupported, convert
         self.on_commit, self.on_ddl = on_commit, on_ddl
+        self.dead_letter, self.on_refused = dead_letter, on_refused
         self.inline_rows = min(INLINE_ROWS, store.policy.threshold_rows)
         self.open: dict[str, _Tx] = {}
         self.by_slot: dict[tuple[int, int], _Tx] = {}
@@ -137,6 +157,7 @@ class Dispatcher:
         self._job_sqls: list[str] = []
         self._jobs: deque[tuple[list[tuple], bool]] = deque()  # submitted: (entries, sent to the pool)
         self._counts: dict[tuple[str, str, str], int] = {}  # (owner, table, op) -> changes, see take_counts
+        self._ddl_pieces: dict[str, list[str]] = {}  # XID -> SQL_REDO pieces of a DDL split with CSF = 1
         self.failed = False
 
     @property
@@ -251,10 +272,10 @@ class Dispatcher:
                 for event in self._ddl(row):
                     if self.pool is None:
                         yield event
-                    else:
-                        self._job.append(_Mark(event, None, None))
-            elif op == 255:
-                self._unsupported(row)
+                    else:  # in order behind the transactions released before it
+                        self._job.append(_Mark(event, self.commit_scn, getattr(event, "txid", None), len(self.open)))
+            elif op == 255 or op in LOB_OPS:
+                self._refused_row(row)
             elif op == 34:
                 raise LogMinerError(f"LogMiner reported MISSING_SCN at SCN {row[SCN]}: redo is missing from the "
                                     "added logs", scn=row[SCN], text=(row[SQL] or "")[:500])
@@ -272,10 +293,15 @@ class Dispatcher:
             del self.by_slot[tx.undo_slot]
 
     def _skip(self, tx: _Tx, scn: int, xid: str) -> bool:
-        """Nothing to publish: an empty transaction, or one a restart already published."""
-        if tx.buf is None and not tx.items:
+        """Nothing to publish: an empty transaction, or one a restart already published.
+
+        Rows it holds that cannot be published (``tx.bad``) are dealt with first: a stop naming
+        them, or the dead-letter topic (see ``_refuse``)."""
+        if self.resume is not None and self.resume.already_published(scn, xid):
             return True
-        return self.resume is not None and self.resume.already_published(scn, xid)
+        if tx.bad:
+            self._refuse(tx, scn)
+        return tx.buf is None and not tx.items
 
     def _commit(self, tx: _Tx, row: tuple) -> Iterator[Event]:
         """COMMIT: Begin, one Change per surviving row (parsed now), Commit with the resume state.
@@ -431,25 +457,83 @@ class Dispatcher:
             yield from self._emit_oldest()
 
     def _ddl(self, row: tuple) -> Iterator[Event]:
+        """A DDL row (its pieces joined when LogMiner split a long statement with ``CSF = 1``).
+
+        A DDL is published like a commit at its own SCN: it joins ``xids_at_commit`` (the resume
+        state it carries names it), and after a restart the same row, mined again from the low
+        watermark, passes the already-published test and is dropped: never emitted twice.
+        ``TRUNCATE TABLE`` of a captured table becomes a transaction of one ``op: "t"`` change
+        (before and after None), as Debezium publishes it; other DDL a SchemaChange."""
         owner, table = row[OWNER], row[TABLE]
         if owner and not self.captured(owner, table or ""):
             return
+        sql = row[SQL] or ""
+        if row[CSF]:
+            self._ddl_pieces.setdefault(row[XID], []).append(sql)
+            return
+        pieces = self._ddl_pieces.pop(row[XID], None)
+        if pieces:
+            sql = "".join(pieces) + sql
+        scn, xid = row[SCN], f"{row[USN]}.{row[SLT]}.{row[SQN]}"
+        if self.resume is not None and self.resume.already_published(scn, xid):
+            return
+        if scn != self.commit_scn:
+            self.commit_scn, self.xids_at_commit = scn, set()
+        self.xids_at_commit.add(xid)
+        tid = TableId(owner, table) if owner and table else None
+        when = ts_ms(row[TS])
+        if tid is not None and _TRUNCATE.match(sql):
+            known = self._schemas.get((owner, table)) or self._table(owner, table)
+            source = {"scn": scn, "commit_scn": scn, "txId": xid, "rs_id": row[RS_ID], "ssn": row[SSN]}
+            key = (owner, table, "t")
+            self._counts[key] = self._counts.get(key, 0) + 1
+            yield Begin(xid, when)
+            yield Change(known[0], "t", None, None, source, known[1])
+            yield Commit(xid, when, self._resume_at(scn), {"scn": scn, "commit_scn": scn, "txId": xid})
+            return
         self._schemas.pop((owner, table), None)  # re-read the definition after the change
         if self.on_ddl is not None:
-            self.on_ddl(row[SCN])
-        tid = TableId(owner, table) if owner and table else None
-        yield SchemaChange(tid, row[SQL], self.schema_of(owner, table) if tid else None, ts_ms(row[TS]),
-                           self.state(at_scn=row[SCN]).to_json())
+            self.on_ddl(scn)
+        yield SchemaChange(tid, sql, self.schema_of(owner, table) if tid else None, when,
+                           self.state(at_scn=scn).to_json())
 
-    def _unsupported(self, row: tuple) -> None:
+    def _refused_row(self, row: tuple) -> None:
+        """A LOB operation or an UNSUPPORTED row of a captured table: kept with its transaction and
+        refused at its COMMIT (``_refuse``); a transaction that rolls back never stops the reader."""
         owner, table = row[OWNER], row[TABLE]
-        if not owner or not self.captured(owner, table or ""):
+        if not owner or not self.captured(owner, table or "") or row[ROLLBACK]:
             return
-        if self.unsupported == "skip":
-            self.skipped_unsupported += 1
-            log.warning("skipping UNSUPPORTED LogMiner row at SCN %s (XID %s, table %s.%s, info %s)",
-                        row[SCN], row[XID], owner, table, row[INFO])
-            return
-        raise UnsupportedOperation(
-            f"LogMiner cannot decode a change of {owner}.{table} at SCN {row[SCN]} (UNSUPPORTED: {row[INFO]})",
-            scn=row[SCN], xid=str(Xid.parse(row[XID])), table=f"{owner}.{table}", text=(row[SQL] or "")[:500])
+        tx = self.open.get(row[XID]) or self._tx(row)
+        if tx.bad is None:
+            tx.bad = []
+        tx.bad.append((row[SCN], row[OP], owner, table, row[ROW_ID], (row[SQL] or "")[:500], row[INFO]))
+
+    def _refuse(self, tx: _Tx, commit_scn: int) -> None:
+        """The committed transaction ``tx`` holds rows the reader cannot publish.
+
+        Never dropped silently: with a dead-letter topic each row goes there (the rest of the
+        transaction is published as LogMiner wrote it); with ``unsupported: skip`` each is logged
+        and counted; otherwise the first one stops the reader, naming table, XID and SCN. All
+        but the stop count in ``cdc_source_errors_total{class=...}`` (on_refused)."""
+        for scn, op, owner, table, row_id, sql, info in tx.bad or ():
+            name = _LOB_NAMES.get(op, "UNSUPPORTED")
+            fields = {"scn": scn, "commit_scn": commit_scn, "xid": tx.xid, "table": f"{owner}.{table}",
+                      "operation": name, "row_id": row_id, "text": sql}
+            if op in LOB_OPS:
+                err: Exception = UnsupportedLob(
+                    f"LOB operation {name} on {owner}.{table} at SCN {scn} (XID {tx.xid}, commit SCN {commit_scn}): "
+                    "the reader does not assemble LOB values from LogMiner rows", **fields)
+            else:
+                err = UnsupportedOperation(
+                    f"LogMiner cannot decode a change of {owner}.{table} at SCN {scn} (XID {tx.xid}, commit SCN "
+                    f"{commit_scn}, UNSUPPORTED: {info})", **fields)
+            if self.dead_letter is not None:
+                self.dead_letter(err, {**fields, "info": info})
+            elif self.unsupported == "skip":
+                self.skipped_unsupported += 1
+                log.warning("skipping %s", err)
+            else:
+                raise err
+            if self.on_refused is not None:
+                self.on_refused(err)
+        tx.bad = None

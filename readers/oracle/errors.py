@@ -33,6 +33,19 @@ class UnsupportedOperation(DecodeError):
     """LogMiner marked a row UNSUPPORTED (operation code 255) for a captured table."""
 
 
+class SupplementalLoggingMissing(OracleReaderError, Terminal):
+    """The primary does not log whole row images (``problems``: each setting with its fix)."""
+
+
+class UnsupportedLob(UnsupportedOperation):
+    """A LOB operation (SEL_LOB_LOCATOR, LOB_WRITE, LOB_TRIM, LOB_ERASE) on a captured table.
+
+    The reader does not assemble LOB values from these rows; publishing the
+    transaction without them would leave the column as the INSERT/UPDATE wrote
+    it (EMPTY_CLOB()). Fields: ``scn``, ``xid``, ``table``, ``operation``, ``text``.
+    """
+
+
 class MissingLog(OracleReaderError, Terminal):
     """No archived or standby redo log covers the SCN the reader must mine."""
 

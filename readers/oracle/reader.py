@@ -12,6 +12,9 @@ with its XID in the set) is dropped, so the first transaction yielded is
 the first one not yet in the stream: exactly once across restarts.
 Without a resume state mining starts at ``start_scn`` (or the standby's
 current SCN; the simulator's first SCN).
+
+Start refuses a source whose primary does not log whole row images
+(readers/oracle/check.py: minimal and ALL COLUMNS supplemental logging).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 from cdc.events import Commit, Event, Heartbeat, SchemaChange, TableSchema
 from cdc.contract import SourceContext
 from cdc.spill import SpillPolicy, TransactionStore
+from readers.oracle.check import refuse_unlogged
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.dispatcher import Dispatcher
 from readers.oracle.miner import ParallelMiner
@@ -75,6 +79,7 @@ class OracleSource:
             self._snapshot = OracleSnapshot.open(c, (resume or {}).get("snapshot"))
             state = ResumeState.from_json(self._snapshot.streaming_resume())
         self.standby = Standby(c)
+        refuse_unlogged(self.standby.query, c.name, c.tables)  # whole row images, or no start
         if c.dictionary == "flat_file":
             self._dictfile = self.standby.build_dictionary()
         if state is not None:
@@ -93,7 +98,9 @@ class OracleSource:
         self.pool = ParsePool(workers) if workers else None
         self.dispatcher = Dispatcher(self.store, self.captured, resume=state, schema_of=self._schema,
                                      unsupported=c.unsupported, convert=self._converter(), on_commit=self._committed,
-                                     on_ddl=self._after_ddl, pool=self.pool)
+                                     on_ddl=self._after_ddl, pool=self.pool,
+                                     dead_letter=getattr(self.context, "dead_letter", None),
+                                     on_refused=self.metrics.error)
         self.dispatcher.mined_through = from_scn - 1
         self.miner = ParallelMiner(self.standby, lambda: LogMinerSession(c, lambda: self._dictfile),
                                    sessions=c.sessions, range_size=c.scn_range_size, overlap=c.scn_overlap,
@@ -109,7 +116,9 @@ class OracleSource:
         and a restart resumes before them with the new dictionary.
         """
         if self.config.dictionary == "flat_file" and self.standby is not None:
-            self._dictfile = self.standby.build_dictionary()
+            stem, dot, ext = self.config.dictionary_file.rpartition(".")
+            name = f"{stem}.{scn}.{ext}" if dot else f"{ext}.{scn}"  # dictionary.ora -> dictionary.<scn>.ora
+            self._dictfile = self.standby.build_dictionary(name)  # sessions switch to it at their next start
 
     def _schema(self, owner: str, table: str) -> TableSchema | None:
         assert self.standby is not None

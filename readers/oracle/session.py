@@ -113,13 +113,17 @@ class Standby:
     def head_scn(self) -> int:
         return int(self.query("SELECT CURRENT_SCN FROM V$DATABASE")[0][0])
 
-    def build_dictionary(self) -> str:
-        """Flat-file dictionary on the standby host; returns its path (for DICTFILENAME)."""
+    def build_dictionary(self, filename: str | None = None) -> str:
+        """Flat-file dictionary on the standby host; returns its path (for DICTFILENAME).
+
+        ``filename`` (default ``dictionary_file``): a rebuild after a DDL writes a NEW file, so a
+        LogMiner session starting meanwhile never opens a half-written one (ORA-01284)."""
         c = self.config
+        name = filename or c.dictionary_file
         self.query("BEGIN DBMS_LOGMNR_D.BUILD(DICTIONARY_LOCATION => :location, DICTIONARY_FILENAME => :filename, "
                    "OPTIONS => DBMS_LOGMNR_D.STORE_IN_FLAT_FILE); END;",
-                   {"location": c.dictionary_path, "filename": c.dictionary_file})
-        return f"{c.dictionary_path.rstrip('/')}/{c.dictionary_file}"
+                   {"location": c.dictionary_path, "filename": name})
+        return f"{c.dictionary_path.rstrip('/')}/{name}"
 
     def logs_for(self, lo: int, hi: int) -> list[LogFile]:
         """Every log holding SCNs in [lo, hi], per thread contiguous; raises RedoGap / MissingLog.

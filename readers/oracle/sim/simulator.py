@@ -8,6 +8,10 @@ the workload model (readers/oracle/sim/workload.py):
 
 * ``ALTER SESSION SET NLS_...``                      recorded
 * ``SELECT CURRENT_SCN FROM V$DATABASE``             the standby's applied head SCN
+* ``SELECT SUPPLEMENTAL_LOG_DATA_MIN, SUPPLEMENTAL_LOG_DATA_ALL FROM V$DATABASE``  the ``supplemental``
+                                                     option (YES / NO / IMPLICIT, as Oracle reports them)
+* ``... FROM ALL_LOG_GROUPS (DBA_LOG_GROUPS) WHERE LOG_GROUP_TYPE = 'ALL COLUMN LOGGING' AND OWNER = :owner``
+                                                     the tables with ALL COLUMNS supplemental logging
 * ``... FROM V$STANDBY_LOG L, V$LOGFILE F ...``      the current standby redo log per thread
 * ``... FROM V$ARCHIVED_LOG ...``                    archived logs overlapping ``:lo``..``:hi``
 * ``DBMS_LOGMNR_D.BUILD`` (flat file)                writes the dictionary file (read-only
@@ -194,6 +198,9 @@ class Simulator:
                 commits.append((end, t))
         for _, t in sorted(commits):
             for op, table, before, after in model.txn(t).expected:
+                if op == "t":  # TRUNCATE TABLE
+                    rows = {k: v for k, v in rows.items() if k[0] != table_name(table)}
+                    continue
                 key = (table_name(table), int((after or before)["ID"]))
                 if op == "d":
                     rows.pop(key, None)
@@ -219,6 +226,21 @@ class Simulator:
             if first <= scn < last and (oldest is None or first < oldest):
                 oldest = first
         return oldest
+
+    def supplemental_database(self) -> tuple[str, str]:
+        """V$DATABASE (SUPPLEMENTAL_LOG_DATA_MIN, SUPPLEMENTAL_LOG_DATA_ALL) of the ``supplemental`` option.
+
+        Oracle reports MIN as IMPLICIT when only a database-wide ALL (or PK/UI) logging turned it on."""
+        parts = set(filter(None, self.workload.supplemental.split("+")))
+        db_all = "db_all" in parts
+        return ("YES" if "min" in parts else "IMPLICIT" if db_all else "NO", "YES" if db_all else "NO")
+
+    def all_column_log_groups(self) -> list[tuple[str, str]]:
+        """(OWNER, TABLE_NAME) of every table with an ALL COLUMN LOGGING log group."""
+        parts = set(filter(None, self.workload.supplemental.split("+")))
+        tables = sorted(name.split(".", 1)[1] for name in self.dictionary()["tables"])
+        named = {t for p in parts for t in p.split(":") if t.startswith("T")}
+        return [(SCHEMA, t) for t in tables if "all" in parts or t in named]
 
     def dictionary(self) -> dict[str, Any]:
         w = self.workload
@@ -391,8 +413,14 @@ class SimCursor:
         if up.startswith("ALTER SESSION SET "):
             key, _, value = up[len("ALTER SESSION SET "):].partition("=")
             conn.nls[key.strip()] = value.strip().strip("'")
+        elif "FROM V$DATABASE" in up and "SUPPLEMENTAL_LOG_DATA_MIN" in up:
+            self._set(["SUPPLEMENTAL_LOG_DATA_MIN", "SUPPLEMENTAL_LOG_DATA_ALL"], [sim.supplemental_database()])
         elif "FROM V$DATABASE" in up:
             self._set(["CURRENT_SCN"], [(sim.poll_head(),)])
+        elif "FROM ALL_LOG_GROUPS" in up or "FROM DBA_LOG_GROUPS" in up:
+            owner = str(binds.get("owner", ""))
+            groups = sim.all_column_log_groups() if "'ALL COLUMN LOGGING'" in up else []
+            self._set(["OWNER", "TABLE_NAME"], [g for g in groups if not owner or g[0] == owner])
         elif "V$STANDBY_LOG" in up:
             self._set(["FILE_NAME", "FIRST_CHANGE", "LAST_CHANGE", "THREAD#", "SEQUENCE#", "STATUS"], sim.standby())
         elif "FROM V$ARCHIVED_LOG" in up:
@@ -416,8 +444,10 @@ class SimCursor:
             self._contents(up, binds)
         elif "FROM ALL_TAB_COLUMNS" in up:
             known = sim.dictionary()["tables"].get(f"{binds['owner']}.{binds['name']}", [])
-            self._set(["COLUMN_NAME", "DATA_TYPE", "NULLABLE"], [(c, _TYPES.get(c, "VARCHAR2"), "N" if c == "ID" else "Y")
-                                                                 for c in known])
+            lob = bool(sim.workload.lob_at)  # the LOB workload's "NOTE" is a CLOB
+            self._set(["COLUMN_NAME", "DATA_TYPE", "NULLABLE"],
+                      [(c, "CLOB" if lob and c == "NOTE" else _TYPES.get(c, "VARCHAR2"), "N" if c == "ID" else "Y")
+                       for c in known])
         elif " AS OF SCN " in up:
             self._as_of(up, {k.upper(): v for k, v in binds.items()})
         elif "FROM V$TRANSACTION" in up:

@@ -39,8 +39,13 @@ CSF_PIECE = 4000
 SCHEMA = "APP"
 COLUMNS = ("ID", "NAME", "AMOUNT", "CREATED", "NOTE")
 START, INSERT, DELETE, UPDATE, COMMIT, ROLLBACK = 6, 1, 2, 3, 7, 36
+INTERNAL, DDL, SEL_LOB_LOCATOR, LOB_WRITE, LOB_TRIM, LOB_ERASE = 0, 5, 9, 10, 11, 28
 OPNAME = {START: "START", INSERT: "INSERT", DELETE: "DELETE", UPDATE: "UPDATE", COMMIT: "COMMIT",
-          ROLLBACK: "ROLLBACK"}
+          ROLLBACK: "ROLLBACK", INTERNAL: "INTERNAL", DDL: "DDL", SEL_LOB_LOCATOR: "SEL_LOB_LOCATOR",
+          LOB_WRITE: "LOB_WRITE", LOB_TRIM: "LOB_TRIM", LOB_ERASE: "LOB_ERASE"}
+LOB_PIECE = 2000  # characters per LOB_WRITE row
+_LOB_DECLARE = ("DECLARE \n loc_c CLOB; \n buf_c VARCHAR2(6426);\n loc_b BLOB; \n buf_b RAW(6426);\n"
+                " loc_nc NCLOB; \n buf_nc NVARCHAR2(6426);\nBEGIN\n")
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,16 @@ class Workload:
     drop_log: str = ""        # "thread:sequence" of an archived log that is missing (gap test)
     unknown_table: int = -1   # table number the dictionary does not know ("UNKNOWN"."OBJ# n")
     process: int = 0          # 1: generate V$LOGMNR_CONTENTS rows in a child process, as a database server would
+    ddl_at: str = ""          # "5:9": transactions 5 and 9 are an ALTER TABLE of table t % tables (DDL, COMMIT)
+    truncate_at: str = ""     # "7": transaction 7 is a TRUNCATE TABLE of table t % tables
+    lob_at: str = ""          # "3": transaction 3 inserts a row whose CLOB "NOTE" is written by LOB_WRITE rows
+    supplemental: str = "min+all"  # what the "primary" logs, "+"-separated: "min" database minimal, "all" ALL
+                                   # COLUMNS on every table, "T0:T2" on those tables only, "db_all" database-wide
+                                   # ALL COLUMNS; "" nothing
+
+    def numbers(self, option: str) -> frozenset[int]:
+        """The transaction numbers of a ``ddl_at`` / ``truncate_at`` / ``lob_at`` option."""
+        return frozenset(int(p) for p in getattr(self, option).split(":") if p)
 
     @classmethod
     def parse(cls, text: str) -> Workload:
@@ -129,7 +144,7 @@ def sql_delete(table: int, before: dict, rid: str) -> str:
 class Txn:
     """One transaction's records (templates without SCN) and its expected surviving rows."""
 
-    __slots__ = ("base_keys", "big", "committed", "expected", "number", "records", "xid")
+    __slots__ = ("base_keys", "big", "commit_at", "committed", "expected", "number", "records", "xid")
 
     def __init__(self, number: int, xid: Xid) -> None:
         self.number, self.xid = number, xid
@@ -139,6 +154,7 @@ class Txn:
         self.base_keys: list[tuple[int, int]] = []  # (table, id) of pre-existing rows it touches (snapshots)
         self.committed = True
         self.big = 0
+        self.commit_at = -1  # the record whose SCN is the commit SCN (a DDL's own row; else the COMMIT)
 
 
 class Model:
@@ -186,6 +202,10 @@ class Model:
         rng = random.Random(w.seed * 1_000_003 + t)
         recs, exp = tx.records, tx.expected
         recs.append((START, -1, None, 0, 0, "set transaction read write;", raw))
+        if t in w.numbers("ddl_at") or t in w.numbers("truncate_at"):
+            return self._ddl(tx, t % w.tables, t in w.numbers("truncate_at"))
+        if t in w.numbers("lob_at"):
+            return self._lob(tx, t % w.tables, rng)
         rows: list[tuple] = []  # (op, table, rid, sql, undo_sql, expected)
         live: dict[tuple[int, int], dict] = {}
         n = rng.randint(w.rows_min, w.rows_max)
@@ -246,6 +266,49 @@ class Model:
             for op, table, rid, _, undo, _ in reversed(kept):
                 self._emit(recs, {INSERT: DELETE, DELETE: INSERT}.get(op, UPDATE), table, rid, 1, undo[0](*undo[1:]), rb_raw)
             recs.append((ROLLBACK, -1, None, 0, 0, "rollback;", rb_raw))
+        return tx
+
+    @staticmethod
+    def _ddl(tx: Txn, table: int, truncate: bool) -> Txn:
+        """A DDL as LogMiner shows it: START, the dictionary's own changes (INTERNAL), the DDL row
+        (SEG_OWNER, TABLE_NAME, the statement as issued in SQL_REDO), COMMIT. A DDL commits at its own SCN."""
+        raw, name = tx.xid.raw, table_name(table)
+        tx.records.append((INTERNAL, -1, None, 0, 0, "", raw))
+        if truncate:
+            tx.records.append((DDL, table, None, 0, 0, f'truncate table "{SCHEMA}"."{name}";', raw))
+            tx.expected.append(("t", table, None, None))
+        else:
+            tx.records.append((DDL, table, None, 0, 0,
+                               f'alter table "{SCHEMA}"."{name}" modify ("NOTE" varchar2(4000));', raw))
+        tx.commit_at = len(tx.records) - 1
+        tx.records.append((COMMIT, -1, None, 0, 0, "commit;", raw))
+        return tx
+
+    def _lob(self, tx: Txn, table: int, rng: random.Random) -> Txn:
+        """An INSERT whose CLOB is written afterwards, as LogMiner shows it: the INSERT with
+        EMPTY_CLOB(), a SEL_LOB_LOCATOR row selecting the column of that row FOR UPDATE, LOB_WRITE
+        rows carrying the text in pieces (offset, length), a LOB_TRIM to the final length, COMMIT."""
+        raw = tx.xid.raw
+        ident = 2 * (tx.number * 1000)
+        row = base_row(ident)
+        rid = row_id(table, ident)
+        text = "".join(f"lob {ident} piece {k}; " for k in range(LOB_PIECE // 8))[:int(LOB_PIECE * 2.5)]
+        ins = row.copy()
+        ins["NOTE"] = None
+        sql = sql_insert(table, ins).replace("NULL)", "EMPTY_CLOB())")
+        recs = tx.records
+        recs.append((INSERT, table, rid, 0, 0, sql, raw))
+        where = f'"ID" = \'{ident}\' and ROWID = \'{rid}\''
+        recs.append((SEL_LOB_LOCATOR, table, rid, 0, 0, _LOB_DECLARE + f' select "NOTE" into loc_c from '
+                     f'"{SCHEMA}"."{table_name(table)}" where {where} for update;', raw))
+        full = text + "x" * 10
+        for k in range(0, len(full), LOB_PIECE):
+            piece = full[k:k + LOB_PIECE]
+            recs.append((LOB_WRITE, table, rid, 0, 0, f" buf_c := {_lit(piece)};\n  dbms_lob.write(loc_c, "
+                         f"{len(piece)}, {k + 1}, buf_c);", raw))
+        recs.append((LOB_TRIM, table, rid, 0, 0, f" dbms_lob.trim(loc_c, {len(text)});", raw))
+        recs.append((COMMIT, -1, None, 0, 0, "commit;", raw))
+        tx.expected.append(("c", table, None, {**row, "NOTE": text}))
         return tx
 
     @staticmethod
@@ -314,7 +377,8 @@ class Model:
             tx = self.txn(t)
             if not tx.committed:
                 continue
-            g = (self._lane_starts[lane][k + 1] - 1) * w.lanes + lane
+            g = ((self._lane_starts[lane][k + 1] - 1) if tx.commit_at < 0
+                 else self._lane_starts[lane][k] + tx.commit_at) * w.lanes + lane
             rows = [(op, SCHEMA, table_name(tb), b, a) for op, tb, b, a in tx.expected]
             out.append((g, self.scn_of(g), str(tx.xid), rows))
         out.sort()

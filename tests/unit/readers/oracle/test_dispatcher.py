@@ -20,8 +20,9 @@ TS = dt.datetime(2024, 1, 1)
 
 def row(scn, xid, op, sql="", table="T", rollback=0, csf=0, rid=None, owner="APP", info=None):
     x = Xid.parse(xid)
-    return (scn, TS, 1, xid, x.usn, x.slot, x.sqn, op, owner if op in (1, 2, 3, 5, 255) else None,
-            table if op in (1, 2, 3, 5, 255) else None, rid, rollback, csf, sql, "rs", scn, info, 0)
+    named = op in (1, 2, 3, 5, 9, 10, 11, 28, 29, 255)  # rows LogMiner attributes to a table
+    return (scn, TS, 1, xid, x.usn, x.slot, x.sqn, op, owner if named else None,
+            table if named else None, rid, rollback, csf, sql, "rs", scn, info, 0)
 
 
 def ins(scn, xid, ident, **kw):
@@ -82,11 +83,13 @@ def test_ddl_unsupported_and_missing_scn(tmp_path):
     [ddl] = events(d, [row(3, X1, 5, 'alter table "APP"."T" add ("X" number);')])
     assert ddls == [3]  # the reader rebuilds the flat-file dictionary
     assert isinstance(ddl, SchemaChange) and ddl.ddl.startswith("alter table") and ddl.resume["low_watermark_scn"] == 3
+    # an UNSUPPORTED row stops the reader at its transaction's COMMIT (a rollback never does)
+    assert events(d, [row(4, X2, 255, "Unsupported"), row(4, X2, 36)]) == []
     with pytest.raises(UnsupportedOperation) as err:
-        events(d, [row(4, X1, 255, "Unsupported", info="Unsupported (column type)")])
-    assert err.value.scn == 4 and err.value.table == "APP.T"
+        events(d, [row(4, X2, 255, "Unsupported", info="Unsupported (column type)"), row(5, X2, 7)])
+    assert err.value.scn == 4 and err.value.table == "APP.T" and err.value.xid == "6.1.42"
     skip = dispatcher(tmp_path, unsupported="skip")
-    assert events(skip, [row(4, X1, 255, "Unsupported")]) == [] and skip.skipped_unsupported == 1
+    assert events(skip, [row(4, X1, 255, "Unsupported"), row(5, X1, 7)]) == [] and skip.skipped_unsupported == 1
     with pytest.raises(LogMinerError, match="MISSING_SCN"):
-        events(d, [row(5, X1, 34, "")])
-    assert events(d, [row(6, X2, 1, "insert ...", owner="OTHER", rid="R"), row(7, X2, 7)]) == []
+        events(d, [row(6, X1, 34, "")])
+    assert events(d, [row(7, X2, 1, "insert ...", owner="OTHER", rid="R"), row(8, X2, 7)]) == []
