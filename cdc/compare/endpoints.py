@@ -22,6 +22,7 @@ from typing import Any
 
 from cdc.compare.errors import CompareError
 from cdc.dsn import is_mysql_dsn, parse_mysql_dsn
+from cdc.sql_dialects import SqlDialect, sql_dialect
 
 
 @dataclass
@@ -89,11 +90,15 @@ class Endpoint:
 
     def cursor(self, conn):
         """A cursor sharing ``conn``'s transaction (a DuckDB cursor() would be a new connection)."""
-        return conn if self.dialect == "duckdb" else conn.cursor()
+        return self.sql.cursor(conn)
 
     @property
     def placeholder(self) -> str:
-        return "?" if self.dialect == "duckdb" else "%s"
+        return self.sql.param
+
+    @property
+    def sql(self) -> SqlDialect:
+        return sql_dialect(self.dialect)
 
 
 def from_dsn(name: str, dsn: str) -> Endpoint:

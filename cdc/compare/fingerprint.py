@@ -38,6 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from cdc.sql_dialects import sql_dialect
+
 Dialect = Literal["mysql", "postgres", "duckdb", "oracle"]
 Family = Literal["int", "bool", "decimal", "float", "string", "binary", "date", "datetime",
                  "timestamptz", "time", "other"]
@@ -58,9 +60,7 @@ class ColumnInfo:
 
 
 def quote(dialect: Dialect, name: str) -> str:
-    if dialect == "mysql":
-        return "`" + name.replace("`", "``") + "`"
-    return '"' + name.replace('"', '""') + '"'
+    return sql_dialect(dialect).quote(name)
 
 
 def _render(dialect: Dialect, col: ColumnInfo, trim_decimal: bool) -> str:
@@ -157,14 +157,10 @@ def _render(dialect: Dialect, col: ColumnInfo, trim_decimal: bool) -> str:
 
 
 def _length(dialect: Dialect, col: ColumnInfo, rendered: str, lengths: str = "chars") -> str:
-    if lengths == "bytes":  # UTF-8 bytes: MySQL renders other charsets through CONVERT(... USING utf8mb4)
-        return {"mysql": f"LENGTH({rendered})", "postgres": f"octet_length({rendered})",
-                "duckdb": f"strlen({rendered})", "oracle": f"NVL(LENGTHB({rendered}), 0)"}[dialect]
-    if dialect == "mysql":
-        return f"CHAR_LENGTH({rendered})"
-    if dialect == "oracle":
-        return f"NVL(LENGTH({rendered}), 0)"  # Oracle: '' is NULL, so the null flag already says it
-    return f"length({rendered})"
+    d = sql_dialect(dialect)
+    # bytes: UTF-8 bytes (MySQL renders other charsets through CONVERT(... USING utf8mb4))
+    sql = d.byte_length(rendered) if lengths == "bytes" else d.char_length(rendered)
+    return f"NVL({sql}, 0)" if dialect == "oracle" else sql  # Oracle: '' is NULL, the null flag already says it
 
 
 def _null_flag(dialect: Dialect, col: ColumnInfo) -> str:
@@ -210,12 +206,7 @@ def row_text_sql(dialect: Dialect, columns: list[ColumnInfo], trim_decimal: froz
 
 def md5_sql(dialect: Dialect, columns: list[ColumnInfo], trim_decimal: frozenset[str] = frozenset()) -> str:
     """SQL for the row fingerprint: 32 lower-case hex characters."""
-    text = row_text_sql(dialect, columns, trim_decimal)
-    if dialect == "mysql":
-        return f"MD5({text})"
-    if dialect == "oracle":
-        return f"LOWER(RAWTOHEX(STANDARD_HASH({text}, 'MD5')))"
-    return f"md5({text})"
+    return sql_dialect(dialect).md5(row_text_sql(dialect, columns, trim_decimal))
 
 
 def bucket_digest_sql(dialect: Dialect, text: str, order_by: str, ordered: bool = True) -> str:

@@ -36,6 +36,7 @@ from typing import Any
 from cdc.compare.shapes import classify
 from cdc.values import stream_value, value_kind
 from cdc.events import Begin, Change, Commit, Event, Heartbeat, TableId, TableSchema
+from cdc.sql_dialects import MYSQL
 from readers.mysql.connection import open_connection
 from readers.mysql.schema import schema_from_information_schema
 
@@ -44,8 +45,7 @@ log = logging.getLogger(__name__)
 CHUNK_ROWS = 5_000
 
 
-def q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+q = MYSQL.quote
 
 
 def expand_tables(conn: Any, patterns: list[str]) -> list[TableId]:

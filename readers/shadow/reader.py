@@ -198,12 +198,7 @@ class ShadowSource:
     def _begin_snapshot(self) -> None:
         cur = self.ep.cursor(self.src_conn)
         try:
-            if self.ep.dialect == "mysql":
-                cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            elif self.ep.dialect == "postgres":
-                cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-            else:
-                cur.execute("BEGIN TRANSACTION")
+            cur.execute(self.ep.sql.consistent_read)
         finally:
             if cur is not self.src_conn:
                 cur.close()

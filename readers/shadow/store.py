@@ -58,7 +58,7 @@ class ShadowStore:
         """Create the shadow schema, state, journal and one shadow table per source table."""
         d, q = self.ep.dialect, self.q
         self._exec(f"CREATE {'DATABASE' if d == 'mysql' else 'SCHEMA'} IF NOT EXISTS {q(self.schema)}")
-        text = "LONGTEXT" if d == "mysql" else "TEXT"
+        text = self.ep.sql.long_text
         self._exec(f"CREATE TABLE IF NOT EXISTS {self.qualified('_cdc_state')} (source VARCHAR(200) PRIMARY KEY, "
                    "applied BIGINT NOT NULL)")
         self._exec(f"CREATE TABLE IF NOT EXISTS {self.qualified('_cdc_journal')} (source VARCHAR(200) NOT NULL, "

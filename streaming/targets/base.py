@@ -12,7 +12,8 @@ Everything between begin() and commit() is ONE target transaction; a reader
 of the target sees all of a batch or none of it. ``cursor()`` gives a DB-API
 cursor inside that transaction (maintained views use it with ``dialect``).
 
-Subclasses set ``dialect`` and ``param`` (the DB-API placeholder), implement
+Subclasses set ``dialect`` and ``sql`` (the database's cdc.sql_dialects.SqlDialect:
+quoting, the DB-API placeholder ``param``, null-safe equality), implement
 ``_connect``/``begin``/``table_columns``/``upsert_rows`` and may override the
 generic row paths with bulk ones (COPY, Arrow). Rows are dicts keyed by
 target column name, already converted for the target (see typemap).
@@ -42,6 +43,7 @@ import orjson
 
 from cdc.config import TargetConfig
 from cdc.events import TableSchema
+from cdc.sql_dialects import SqlDialect
 from streaming.errors import TargetError
 from streaming.targets import typemap
 from streaming.targets.progress_row import PROGRESS_TABLE, SCHEMA_TABLE, Progress, ms_from_ts, ts_from_ms, utc_now
@@ -51,7 +53,7 @@ Row = dict[str, Any]
 
 class Target(abc.ABC):
     dialect: str = ""
-    param: str = "%s"
+    sql: SqlDialect | None = None  # None: not an SQL database (Parquet overrides every SQL path)
     bigint: str = "bigint"
     text: str = "text"
     timestamp: str = "timestamp"
@@ -107,8 +109,13 @@ class Target(abc.ABC):
             self.cursor().executemany(sql, rows)
 
     # ---- names ----------------------------------------------------------------------
+    @property
+    def param(self) -> str:
+        """The DB-API placeholder."""
+        return self.sql.param
+
     def quote(self, name: str) -> str:
-        return '"' + name.replace('"', '""') + '"'
+        return self.sql.quote(name)
 
     def qualified(self, table: str) -> str:
         return f"{self.quote(self.schema)}.{self.quote(table)}" if self.schema else self.quote(table)
@@ -214,7 +221,7 @@ class Target(abc.ABC):
         if rid is None:
             raise TargetError(f"target {self.name!r} ({self.dialect}) cannot delete one copy of a row of keyless "
                               f"table {table}: it declares no row_id_column", target=self.name, table=table)
-        match = " AND ".join(f"{self.quote(c)} IS NOT DISTINCT FROM {self.param}" for c in columns)
+        match = " AND ".join(self.sql.null_safe_eq(self.quote(c), self.param) for c in columns)
         return (f"DELETE FROM {self.qualified(table)} WHERE {rid} = (SELECT {rid} FROM {self.qualified(table)} "
                 f"WHERE {match} LIMIT 1)")
 

@@ -16,6 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from cdc.config import TargetConfig
+from cdc.sql_dialects import DUCKDB
 from streaming.errors import TargetError
 from streaming.targets.base import Row, Target
 
@@ -26,7 +27,7 @@ class DuckDbTarget(Target):
     dialect = "duckdb"
     columnar = True
     row_id_column = "rowid"
-    param = "?"
+    sql = DUCKDB
     text = "varchar"
 
     def __init__(self, config: TargetConfig) -> None:

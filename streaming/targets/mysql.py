@@ -17,6 +17,7 @@ import pymysql
 
 from cdc.config import TargetConfig
 from cdc.dsn import parse_mysql_dsn
+from cdc.sql_dialects import MYSQL
 from streaming.errors import TargetError
 from streaming.targets.base import Row, Target
 
@@ -27,7 +28,7 @@ class MySqlTarget(Target):
     dialect = "mysql"
     columnar = True
     ddl_commits = True
-    param = "%s"
+    sql = MYSQL
     timestamp = "datetime(6)"
     text = "longtext"
 
@@ -52,9 +53,6 @@ class MySqlTarget(Target):
 
     def begin(self) -> None:
         self.conn.begin()
-
-    def quote(self, name: str) -> str:
-        return "`" + name.replace("`", "``") + "`"
 
     def table_columns(self, table: str) -> list[str] | None:
         cur = self.execute("SELECT column_name FROM information_schema.columns WHERE table_schema = "
@@ -83,5 +81,5 @@ class MySqlTarget(Target):
             self.executemany(sql, [[r.get(c) for c in columns] for r in rows[i:i + CHUNK]])
 
     def delete_one_sql(self, table: str, columns: Sequence[str]) -> str:
-        match = " AND ".join(f"{self.quote(c)} <=> %s" for c in columns)
+        match = " AND ".join(self.sql.null_safe_eq(self.quote(c), self.param) for c in columns)
         return f"DELETE FROM {self.qualified(table)} WHERE {match} LIMIT 1"

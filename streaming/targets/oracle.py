@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cdc.config import TargetConfig
+from cdc.sql_dialects import ORACLE
 from streaming.errors import TargetError
 from streaming.targets.base import Row, Target
 
@@ -24,7 +25,7 @@ class OracleTarget(Target):
     dialect = "oracle"
     ddl_commits = True
     row_id_column = "ROWID"
-    param = "%s"  # rewritten to :1, :2, ... in execute()
+    sql = ORACLE  # its placeholder %s is rewritten to :1, :2, ... in execute()
     bigint = "number(19)"
     text = "clob"
 
@@ -88,7 +89,7 @@ class OracleTarget(Target):
                          [[r.get(c) for c in columns] for r in rows])
 
     def delete_one_sql(self, table: str, columns: Sequence[str]) -> str:
-        match = " AND ".join(f"DECODE({self.quote(c)}, %s, 1, 0) = 1" for c in columns)
+        match = " AND ".join(self.sql.null_safe_eq(self.quote(c), self.param) for c in columns)
         rid = self.row_id_column
         return (f"DELETE FROM {self.qualified(table)} WHERE {rid} = (SELECT {rid} FROM {self.qualified(table)} "
                 f"WHERE {match} AND ROWNUM = 1)")

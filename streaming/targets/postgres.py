@@ -26,6 +26,7 @@ import orjson
 import psycopg
 
 from cdc.config import TargetConfig
+from cdc.sql_dialects import POSTGRES
 from streaming.errors import TargetError
 from streaming.targets.base import Row, Target
 
@@ -36,8 +37,8 @@ _stage_ids = itertools.count()
 
 class PostgresTarget(Target):
     dialect = "postgres"
+    sql = POSTGRES
     row_id_column = "ctid"
-    param = "%s"
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)

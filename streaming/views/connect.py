@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from cdc.dsn import parse_mysql_dsn
+from cdc.sql_dialects import sql_dialect
 from streaming.views.errors import ViewError
 
 
@@ -19,7 +20,7 @@ class DbTarget:
 
     def cursor(self) -> Any:
         # a DuckDB "cursor" is a second connection with its own transaction: use the connection
-        return self.conn if self.dialect == "duckdb" else self.conn.cursor()
+        return sql_dialect(self.dialect).cursor(self.conn)
 
     def begin(self) -> None:
         if self.dialect == "duckdb":

@@ -1,8 +1,11 @@
 """The SQL spellings that differ between the targets views run on.
 
-Everything else in ``delta``/``build`` is plain SQL that PostgreSQL, DuckDB
-and MySQL/MariaDB read alike. Oracle is not supported for views (no server
-to test against here): ``dialect_for("oracle")`` raises ViewError.
+Builds on the database's cdc.sql_dialects.SqlDialect (quoting, placeholder,
+text cast, length, md5, null-safe equality: shared with compare and the
+targets) and adds what only views need (scratch tables, AVG's type, bulk
+loads). Everything else in ``delta``/``build`` is plain SQL that PostgreSQL,
+DuckDB and MySQL/MariaDB read alike. Oracle is not supported for views (no
+server to test against here): ``dialect_for("oracle")`` raises ViewError.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cdc.sql_dialects import DUCKDB, MYSQL, POSTGRES, SqlDialect
 from streaming.views.errors import ViewError
 
 _registered = itertools.count()
@@ -19,31 +23,35 @@ _registered = itertools.count()
 
 @dataclass(frozen=True)
 class Dialect:
-    name: str
-    quote: str  # identifier quote character
-    param: str  # DB-API placeholder
-    text_type: str  # CAST(x AS <text_type>)
-    length_fn: str
+    sql: SqlDialect
     temp: str  # CREATE <temp> TABLE
     numeric_type: str  # type AVG divides in
 
+    @property
+    def name(self) -> str:
+        return self.sql.name
+
+    @property
+    def param(self) -> str:
+        return self.sql.param
+
     def q(self, ident: str) -> str:
         """Quote an identifier; ``schema.table`` is quoted part by part."""
-        return ".".join(f"{self.quote}{part}{self.quote}" for part in ident.split("."))
+        return ".".join(self.sql.quote(part) for part in ident.split("."))
 
     def null_safe_eq(self, a: str, b: str) -> str:
-        return f"{a} <=> {b}" if self.name == "mysql" else f"{a} IS NOT DISTINCT FROM {b}"
+        return self.sql.null_safe_eq(a, b)
 
     def key_expr(self, exprs: Sequence[str]) -> str:
         """An md5 over the key values, unambiguous for NULLs and separators: the row
         key of a view table, so matching view rows is a plain indexed equality."""
         if not exprs:
-            return "md5('')"
+            return self.sql.md5("''")
         parts = []
         for e in exprs:
-            t = f"CAST({e} AS {self.text_type})"
-            parts.append(f"CASE WHEN {e} IS NULL THEN 'N' ELSE CONCAT('V', {self.length_fn}({t}), ':', {t}) END")
-        return f"md5(CONCAT({', '.join(parts)}))" if len(parts) > 1 else f"md5({parts[0]})"
+            t = f"CAST({e} AS {self.sql.text_type})"
+            parts.append(f"CASE WHEN {e} IS NULL THEN 'N' ELSE CONCAT('V', {self.sql.char_length(t)}, ':', {t}) END")
+        return self.sql.md5(f"CONCAT({', '.join(parts)})" if len(parts) > 1 else parts[0])
 
     def avg(self, total: str, count: str) -> str:
         if self.name == "mysql":
@@ -132,9 +140,9 @@ def _duckdb_load(cur: Any, table: str, collist: str, columns: list[list]) -> Non
 
 
 DIALECTS = {
-    "postgres": Dialect("postgres", '"', "%s", "TEXT", "char_length", "TEMP", "NUMERIC"),
-    "duckdb": Dialect("duckdb", '"', "?", "VARCHAR", "length", "TEMP", "DOUBLE"),
-    "mysql": Dialect("mysql", "`", "%s", "CHAR", "CHAR_LENGTH", "TEMPORARY", "DECIMAL(65,10)"),
+    "postgres": Dialect(POSTGRES, "TEMP", "NUMERIC"),
+    "duckdb": Dialect(DUCKDB, "TEMP", "DOUBLE"),
+    "mysql": Dialect(MYSQL, "TEMPORARY", "DECIMAL(65,10)"),
 }
 
 

@@ -80,14 +80,13 @@ def _status(target, target_name: str, names: list[str]) -> None:
     from streaming.views.build import existing_tables
     from streaming.views.dialect import dialect_for
 
-    cur = target.cursor()
-    if REGISTRY not in existing_tables(cur, dialect_for(target.dialect), [REGISTRY]):
+    cur, d = target.cursor(), dialect_for(target.dialect)
+    if REGISTRY not in existing_tables(cur, d, [REGISTRY]):
         for name in names:
             print(json.dumps({"target": target_name, "view": name, "state": "not built yet"}))
         return
-    p = "%s" if target.dialect in ("postgres", "mysql") else "?"
     cur.execute(f"SELECT view_name, last_batch_id, last_sequence, mode, updated_at FROM {REGISTRY} "
-                f"WHERE view_name IN ({', '.join([p] * len(names))})", names)
+                f"WHERE view_name IN ({', '.join([d.param] * len(names))})", names)
     rows = {r[0]: r for r in cur.fetchall()}
     target.rollback()
     for name in names:

@@ -1,0 +1,44 @@
+"""One SQL dialect object per database: the spellings compare, views and targets share."""
+
+from __future__ import annotations
+
+import hashlib
+
+import duckdb
+import pytest
+
+from cdc.errors import ConfigError
+from cdc.sql_dialects import DUCKDB, MYSQL, SQL_DIALECTS, sql_dialect
+from streaming.targets.duckdb import DuckDbTarget
+from streaming.targets.mysql import MySqlTarget
+from streaming.targets.postgres import PostgresTarget
+from streaming.views.dialect import DIALECTS as VIEW_DIALECTS
+
+
+def test_quoting_doubles_the_quote_character():
+    assert MYSQL.quote("a`b") == "`a``b`"
+    assert sql_dialect("postgres").quote('a"b') == '"a""b"'
+
+
+def test_unknown_dialect_names_the_known_ones():
+    with pytest.raises(ConfigError, match="'sybase'.*duckdb") as exc:
+        sql_dialect("sybase")
+    assert exc.value.dialect == "sybase"
+
+
+def test_views_and_targets_use_the_same_objects():
+    for name, d in VIEW_DIALECTS.items():
+        assert d.sql is SQL_DIALECTS[name] and d.param == SQL_DIALECTS[name].param
+    for cls in (PostgresTarget, DuckDbTarget, MySqlTarget):
+        assert cls.sql is SQL_DIALECTS[cls.dialect]
+
+
+def test_spellings_evaluate_as_promised_on_duckdb():
+    con = duckdb.connect()
+    d = DUCKDB
+    one = lambda sql: con.execute(f"SELECT {sql}").fetchone()[0]  # noqa: E731
+    assert one(d.md5("'héllo'")) == hashlib.md5("héllo".encode()).hexdigest()
+    assert (one(d.char_length("'héllo'")), one(d.byte_length("'héllo'"))) == (5, 6)
+    assert one(d.null_safe_eq("NULL", "NULL")) is True and one(d.null_safe_eq("1", "NULL")) is False
+    assert one(f"CAST(12.5 AS {d.text_type})") == "12.5"
+    assert d.cursor(con) is con
