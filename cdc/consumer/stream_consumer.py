@@ -84,6 +84,7 @@ class ChangeStreamConsumer:
         self.delivered: Position | None = None  # the position after the last item handed out
         self.last_data_monotonic = time.monotonic()  # time.monotonic() of the last non-heartbeat record
         self.records = 0  # records read (duplicates included)
+        self.start_offset: int | None = None  # where reading started (after start())
 
     @classmethod
     def from_config(cls, config: Any, source: str, **kwargs: Any) -> ChangeStreamConsumer:
@@ -115,6 +116,17 @@ class ChangeStreamConsumer:
         else:
             raise ConsumerError("start_after() needs a position or a sequence", topic=self.topic)
 
+    def start(self) -> None:
+        """Find where reading starts now, contacting the broker (the first poll does it otherwise). Afterwards
+        ``start_offset`` is the first offset read and ``last_sequence`` the sequence reading continues after.
+        Raises StreamCorrupt for a start position that does not belong to the stream."""
+        if self._asm is None:
+            self._asm = self._begin()
+
+    def _seek(self, offset: int) -> None:
+        self._client.seek(offset)
+        self.start_offset = offset
+
     def _begin(self) -> TransactionAssembler:
         kind, arg, synced = self._start
         if kind == "committed":
@@ -125,11 +137,11 @@ class ChangeStreamConsumer:
                 seq = self._sequence_before(offset, f"the offset committed by group {self.group_id!r}",
                                             boundary=True)
                 self.committed = self.delivered = Position(seq, offset)
-                self._client.seek(offset)
+                self._seek(offset)
                 return TransactionAssembler(self.topic, seq)
         if kind == "beginning":
             low, _ = self._client.watermarks()
-            self._client.seek(low)
+            self._seek(low)
             return TransactionAssembler(self.topic, None, synced=low == 0)  # low > 0: history was deleted
         if kind == "position":
             seq = self._sequence_before(arg.offset, f"position {arg}", boundary=False)
@@ -139,11 +151,11 @@ class ChangeStreamConsumer:
                                     f"topic recreated or restored?)", topic=self.topic, offset=arg.offset - 1,
                                     sequence=seq, expected=arg.sequence)
             self.committed = self.delivered = arg
-            self._client.seek(arg.offset)
+            self._seek(arg.offset)
             return TransactionAssembler(self.topic, arg.sequence)
         if kind == "sequence":
             low, _ = self._client.watermarks()
-            self._client.seek(low)
+            self._seek(low)
             return TransactionAssembler(self.topic, arg, synced=synced)
         return self._begin_at_end()
 
@@ -152,7 +164,7 @@ class ChangeStreamConsumer:
         last sequence and whether a transaction is open; hand out only what completes after them."""
         low, high = self._client.watermarks()
         asm = TransactionAssembler(self.topic, None, synced=False)
-        self._client.seek(max(low, high - END_WINDOW))
+        self._seek(max(low, high - END_WINDOW))
         position, last_seen = max(low, high - END_WINDOW), time.monotonic()
         deadline = last_seen + 120
         while True:
@@ -164,6 +176,7 @@ class ChangeStreamConsumer:
             if raws:
                 last_seen = now
             elif (now - last_seen >= IDLE_END_S and position >= high) or now - last_seen >= STALL_S:
+                self.start_offset = position
                 return asm
             if now > deadline:
                 raise BrokerUnreachable(f"{self.topic}: reading to the end from offset {high} did not finish "
@@ -233,8 +246,7 @@ class ChangeStreamConsumer:
         (gap, broken transaction, undecodable record) once every item before the fault was handed out."""
         if self._closed:
             raise ConsumerError("poll() on a closed consumer", topic=self.topic)
-        if self._asm is None:
-            self._asm = self._begin()
+        self.start()
         deadline = time.monotonic() + timeout
         while not self._pending:
             if self._error is not None:

@@ -1,10 +1,22 @@
-"""`cdc tail --config FILE --source NAME [--from-beginning] [--max N] [--idle-exit S]`.
+"""`cdc tail --config FILE --source NAME`: print a source's change stream, transaction by transaction.
 
-A console consumer of ``<prefix>.<source>.changes``: one decoded record per
-line, as JSON ``{"offset": n, "key": ..., "value": ...}``. Starts at the end
-of the stream (only new records) unless ``--from-beginning``. Stops after
-``--max`` records, after ``--idle-exit`` seconds without a record, or on
-Ctrl-C. Decodes JSON or Avro according to ``kafka.encoding``.
+Built on cdc.consumer, so it shows what a consumer applies: whole transactions
+(BEGIN, rows, END) in commit order, schema changes between them; duplicates
+dropped, ABORTED transactions left out, a gap in ``sequence`` an error (exit 2)
+naming the missing range and offset. HEARTBEATs are not printed.
+
+Where to start: the end of the stream (only what completes from now on), unless
+``--from-beginning`` or ``--from-sequence N`` (the first transaction or schema
+change at or after sequence N). Stops after ``--max N`` printed records, after
+``--idle-exit S`` seconds without a record other than a heartbeat, or on Ctrl-C.
+
+``--table db.t`` (repeatable, glob patterns as in ``apply[].tables``): only the
+rows and schema changes of matching tables, and only transactions that touch
+one. ``--format json`` (default): one JSON object per record,
+``{"offset", "key", "value"}``; ``--format text``: one readable line per record.
+``--client kafka-python`` reads with the pure-Python client. ``--table-topic
+DB.TABLE`` prints a per-table topic instead (plain records, no transactions).
+Decodes JSON or Avro according to ``kafka.encoding``.
 """
 
 from __future__ import annotations
@@ -12,66 +24,177 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from datetime import datetime, timezone
+from fnmatch import fnmatchcase
+from typing import Any
+
+import orjson
+
+from cdc.consumer.kafka_clients import CLIENTS
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="YAML config file")
     parser.add_argument("--source", required=True, help="source name (its change stream)")
-    parser.add_argument("--from-beginning", action="store_true", help="start at the first record")
-    parser.add_argument("--max", type=int, default=None, help="stop after N records")
-    parser.add_argument("--idle-exit", type=float, default=None, help="stop after S seconds without a record")
+    start = parser.add_mutually_exclusive_group()
+    start.add_argument("--from-beginning", action="store_true", help="start at the first record")
+    start.add_argument("--from-sequence", type=int, default=None, metavar="N",
+                       help="start at the first transaction or schema change at or after sequence N")
+    parser.add_argument("--max", type=int, default=None, metavar="N", help="stop after N printed records")
+    parser.add_argument("--idle-exit", type=float, default=None, metavar="S",
+                        help="stop after S seconds without a record (heartbeats do not count)")
+    parser.add_argument("--table", action="append", default=[], metavar="DB.TABLE",
+                        help="only this table (glob patterns; repeatable)")
+    parser.add_argument("--format", choices=("json", "text"), default="json",
+                        help="json: one JSON object per line (default); text: readable lines")
+    parser.add_argument("--client", choices=CLIENTS, default="confluent", help="Kafka client library")
     parser.add_argument("--table-topic", default=None, metavar="DB.TABLE",
                         help="tail the per-table topic of DB.TABLE instead of the change stream")
 
 
-def main(args: argparse.Namespace) -> int:
-    import orjson
-    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+class _Out:
+    """Writes records in the chosen format and counts them against ``--max``."""
 
+    def __init__(self, fmt: str, limit: int | None) -> None:
+        self.text = fmt == "text"
+        self.limit = limit
+        self.count = 0
+        self._w = sys.stdout.buffer
+
+    @property
+    def full(self) -> bool:
+        return self.limit is not None and self.count >= self.limit
+
+    def record(self, offset: int, key: Any, value: Any) -> None:
+        if self.full:
+            return
+        line = _text(offset, key, value) if self.text else orjson.dumps({"offset": offset, "key": key, "value": value})
+        self._w.write(line + b"\n")
+        self.count += 1
+
+    def flush(self) -> None:
+        self._w.flush()
+
+
+def _text(offset: int, key: Any, v: Any) -> bytes:
+    if not isinstance(v, dict):  # a tombstone of a per-table topic
+        return f"@{offset} tombstone {_j(key)}".encode()
+    head = f"#{v.get('sequence')} @{offset}"
+    status = v.get("status")
+    if status == "BEGIN":
+        return f"{head} BEGIN {v.get('id')} {_ts(v.get('ts_ms'))}".encode()
+    if status == "END":
+        tables = ", ".join(f"{d['data_collection']} {d['event_count']}" for d in v.get("data_collections") or ())
+        return f"{head} END {v.get('id')} ({v.get('event_count')} rows: {tables}) {_j(v.get('position'))}".encode()
+    if status == "SCHEMA":
+        what = v.get("ddl") or _j((v.get("schema") or {}).get("columns"))
+        return f"{head} SCHEMA {v.get('table')}: {what}".encode()
+    src = v.get("source") or {}
+    table = (key or {}).get("table") if isinstance(key, dict) and "table" in key else f"{src.get('db')}.{src.get('table')}"
+    pk = _j(key.get("key") if isinstance(key, dict) and "key" in key else key)
+    op, before, after = v.get("op"), v.get("before"), v.get("after")
+    if op == "u" and before and after:
+        changed = {c: after[c] for c in after if before.get(c) != after.get(c)}
+        was = {c: before.get(c) for c in changed}
+        return f"{head}   u {table} {pk} {_j(was)} -> {_j(changed)}".encode()
+    return f"{head}   {op} {table} {pk} {_j(after if after is not None else before)}".encode()
+
+
+def _j(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _ts(ms: Any) -> str:
+    if not isinstance(ms, int):
+        return ""
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds")
+
+
+def main(args: argparse.Namespace) -> int:
     from cdc.config import load_config
-    from cdc.envelope import changes_topic, table_topic
-    from cdc.publish.recovery import make_consumer, read_range, watermarks
-    from cdc.serde import get_serdes, get_table_key_serde
+    from cdc.errors import CdcError
 
     config = load_config(args.config)
     config.source(args.source)  # names the known sources if it is not one
-    kafka = config.kafka
-    kser, vser = get_serdes(kafka.encoding, kafka.avro_framing)
-    if args.table_topic:
-        db, _, table = args.table_topic.partition(".")
-        topic = table_topic(kafka.topic_prefix, args.source, db, table)
-        kser = get_table_key_serde(kafka.encoding, kafka.avro_framing)
-    else:
-        topic = changes_topic(kafka.topic_prefix, args.source)
-    consumer = make_consumer(kafka.bootstrap_servers, {"fetch.wait.max.ms": 200})
-    start = OFFSET_BEGINNING
-    if not args.from_beginning:  # the TRUE end: some brokers report the last batch's base offset as the end
-        _, high = watermarks(consumer, topic)
-        start = high
-        for m in read_range(consumer, topic, high, None, reported_high=high, idle_s=0.5):
-            start = m.offset() + 1
-    consumer.assign([TopicPartition(topic, 0, start)])
-    out = sys.stdout.buffer
-    count, last = 0, time.monotonic()
+    out = _Out(args.format, args.max)
     try:
-        while args.max is None or count < args.max:
-            msgs = consumer.consume(min(500, (args.max or 500) - count), 0.2)
-            if not msgs:
-                if args.idle_exit is not None and time.monotonic() - last > args.idle_exit:
-                    break
-                continue
-            last = time.monotonic()
-            for m in msgs:
-                if m.error():
-                    print(f"cdc tail: {m.error()}", file=sys.stderr)
-                    continue
-                key = kser.decode(m.key()) if m.key() is not None else None
-                value = vser.decode(m.value()) if m.value() is not None else None
-                out.write(orjson.dumps({"offset": m.offset(), "key": key, "value": value}) + b"\n")
-                count += 1
-            out.flush()
+        if args.table_topic:
+            return _tail_table_topic(args, config, out)
+        return _tail_stream(args, config, out)
     except KeyboardInterrupt:
-        pass
+        return 0
+    except CdcError as exc:
+        out.flush()
+        print(f"cdc tail: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
     finally:
+        out.flush()
+
+
+def _tail_stream(args: argparse.Namespace, config: Any, out: _Out) -> int:
+    from cdc.consumer import ChangeStreamConsumer, SchemaChange
+
+    start = "beginning" if args.from_beginning or args.from_sequence is not None else "end"
+    consumer = ChangeStreamConsumer.from_config(config, args.source, client=args.client, start=start)
+    if args.from_sequence is not None:
+        consumer.start_after(sequence=max(0, args.from_sequence - 1), at_boundary=False)
+    patterns = args.table
+
+    def wanted(table: str | None) -> bool:
+        return not patterns or (table is not None and any(fnmatchcase(table, p) for p in patterns))
+
+    try:
+        consumer.start()
+        after = "" if consumer.last_sequence is None else f", after sequence {consumer.last_sequence}"
+        print(f"cdc tail: reading {consumer.topic} from offset {consumer.start_offset}{after}", file=sys.stderr,
+              flush=True)
+        items = consumer if args.idle_exit is None else consumer.items(args.idle_exit)
+        for item in items:
+            if isinstance(item, SchemaChange):
+                if wanted(item.table):
+                    out.record(item.offset, item.record_key(), item.value)
+            else:
+                shown = [i for i in item.items if wanted(i.table)]
+                if shown or not patterns:
+                    out.record(item.begin_offset, None, item.begin)
+                    for i in shown:
+                        out.record(i.offset, i.record_key(), i.value)
+                    out.record(item.end_offset, None, item.end)
+            out.flush()
+            if out.full:
+                break
+    finally:
+        s = consumer.stats
         consumer.close()
+        print(f"cdc tail: {out.count} records printed; {s['duplicates']} duplicates and {s['aborted']} aborted "
+              f"transactions skipped; last sequence {consumer.last_sequence}", file=sys.stderr)
+    return 0
+
+
+def _tail_table_topic(args: argparse.Namespace, config: Any, out: _Out) -> int:
+    """A per-table topic holds plain upserts and tombstones keyed by primary key: printed as they come."""
+    from cdc.consumer.kafka_clients import open_client
+    from cdc.envelope import table_topic
+    from cdc.serde import get_serde, get_table_key_serde
+
+    kafka = config.kafka
+    db, _, table = args.table_topic.partition(".")
+    topic = table_topic(kafka.topic_prefix, args.source, db, table)
+    kser, vser = get_table_key_serde(kafka.encoding, kafka.avro_framing), get_serde(kafka.encoding, kafka.avro_framing)
+    client = open_client(args.client, kafka.bootstrap_servers, topic, None)
+    try:
+        low, high = client.watermarks()
+        client.seek(low if args.from_beginning else high)  # the reported high may lie a batch before the end
+        last = time.monotonic()
+        while not out.full:
+            raws = client.poll(500, 0.2)
+            if raws:
+                last = time.monotonic()
+            elif args.idle_exit is not None and time.monotonic() - last >= args.idle_exit:
+                break
+            for offset, k, v in raws:
+                out.record(offset, None if k is None else kser.decode(k), None if v is None else vser.decode(v))
+            out.flush()
+    finally:
+        client.close()
     return 0
