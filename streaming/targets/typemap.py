@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 _PAREN = re.compile(r"^([a-z0-9_ ]+?)\s*(\(([^)]*)\))?\s*(unsigned)?\s*(zerofill)?$")
@@ -98,12 +99,30 @@ def _oracle(base: str, args: str | None, unsigned: bool) -> str:
         pg, re.sub(r"^timestamptz(\(\d+\))?$", r"timestamp\1 with time zone", pg.replace("varchar(", "varchar2(")))
 
 
-_DIALECTS = {"postgres": _pg, "duckdb": _duckdb, "mysql": _mysql, "oracle": _oracle}
+@dataclass(frozen=True)
+class TypeMap:
+    """The types and value conversions of one target database.
+
+    ``binary``: target types that take bytes (binary values travel as base64 text);
+    ``naive_text_timestamps``: timestamps are written as 'YYYY-MM-DD HH:MM:SS[.f]' text
+    (the stream's 'T' and 'Z' go: MySQL parses nothing else)."""
+
+    target_type: Callable[[str, str | None, bool], str]
+    binary: Callable[[str], bool]
+    naive_text_timestamps: bool = False
+
+
+TYPE_MAPS = {
+    "postgres": TypeMap(_pg, lambda tt: tt == "bytea"),
+    "duckdb": TypeMap(_duckdb, lambda tt: tt == "blob"),
+    "mysql": TypeMap(_mysql, lambda tt: "binary" in tt or tt.endswith("blob"), naive_text_timestamps=True),
+    "oracle": TypeMap(_oracle, lambda tt: tt == "blob"),
+}
 
 
 def target_type(source_type: str, dialect: str) -> str:
     base, args, unsigned = parse_type(source_type)
-    return _DIALECTS[dialect](base, args, unsigned)
+    return TYPE_MAPS[dialect].target_type(base, args, unsigned)
 
 
 def b64_bytes(value: Any) -> Any:
@@ -111,7 +130,7 @@ def b64_bytes(value: Any) -> Any:
     return base64.b64decode(value) if isinstance(value, str) else value
 
 
-def _mysql_ts(value: Any) -> Any:
+def _naive_ts(value: Any) -> Any:
     if isinstance(value, str) and "T" in value:
         return value.rstrip("Z").replace("T", " ")
     return value
@@ -119,11 +138,12 @@ def _mysql_ts(value: Any) -> Any:
 
 def converter(source_type: str, dialect: str) -> Converter | None:
     """A function turning the stream value into what the target column takes, or None."""
-    if dialect not in _DIALECTS:  # parquet keeps the stream values as they are
+    types = TYPE_MAPS.get(dialect)
+    if types is None:  # parquet keeps the stream values as they are
         return None
     tt = target_type(source_type, dialect).lower()
-    if tt in ("bytea", "blob") or "binary" in tt and dialect == "mysql" or tt.startswith("varbinary"):
+    if types.binary(tt):
         return b64_bytes
-    if dialect == "mysql" and tt.startswith(("datetime", "timestamp")):
-        return _mysql_ts
+    if types.naive_text_timestamps and tt.startswith(("datetime", "timestamp")):
+        return _naive_ts
     return None

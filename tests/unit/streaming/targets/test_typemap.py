@@ -1,0 +1,38 @@
+"""Per-target type maps: the column type and the value conversion of each target database."""
+
+from __future__ import annotations
+
+import pytest
+
+from streaming.targets import typemap
+from streaming.targets.typemap import b64_bytes, converter, target_type
+
+
+@pytest.mark.parametrize("source, dialect, ttype, conv", [
+    ("varbinary(8)", "postgres", "bytea", b64_bytes),
+    ("varbinary(8)", "duckdb", "blob", b64_bytes),
+    ("varbinary(8)", "mysql", "varbinary(8)", b64_bytes),
+    ("varbinary(8)", "oracle", "blob", b64_bytes),
+    ("longblob", "mysql", "longblob", b64_bytes),  # was written as base64 text into the blob
+    ("mediumblob", "mysql", "mediumblob", b64_bytes),
+    ("longtext", "mysql", "longtext", None),
+    ("datetime(6)", "mysql", "datetime(6)", "naive"),
+    ("timestamp(3)", "mysql", "timestamp(3)", "naive"),
+    ("timestamp(3)", "postgres", "timestamptz(3)", None),
+    ("bigint unsigned", "postgres", "numeric(20,0)", None),
+    ("varchar(20)", "parquet", None, None),
+])
+def test_type_and_converter_per_target(source, dialect, ttype, conv):
+    if ttype is not None:
+        assert target_type(source, dialect) == ttype
+    got = converter(source, dialect)
+    if conv == "naive":
+        assert got("2024-01-02T03:04:05.5Z") == "2024-01-02 03:04:05.5"
+    else:
+        assert got is conv
+
+
+def test_every_sql_target_has_a_type_map():
+    from cdc.sql_dialects import SQL_DIALECTS
+
+    assert set(typemap.TYPE_MAPS) == set(SQL_DIALECTS)
