@@ -31,6 +31,7 @@ class AckTracker:
         self.reported = (0, 0)  # (records, bytes) already reported as acknowledged
         self.last_check = 0.0
         self.last_resume: dict[str, Any] | None = None
+        self.acked_sequence = 0  # sequence of the last acknowledged mark
 
     def mark(self, kind: str, payload: Any, nbytes: int, sequence: int) -> None:
         """Remember the record just produced (index = records produced so far)."""
@@ -42,7 +43,9 @@ class AckTracker:
             self.check(now)
 
     def check(self, now: float | None = None) -> None:
-        """Advance metrics over the acknowledged prefix; raise the first delivery failure."""
+        """Advance metrics over the acknowledged prefix; raise the first delivery failure (or the
+        producer's delivery timeout: cdc.publish.producer). Nothing at or after a failed record is
+        ever counted: ``producer.acked()`` raises once a failure is known."""
         producer = self.producer
         producer.check()
         now = time.monotonic() if now is None else now
@@ -82,6 +85,7 @@ class AckTracker:
         for (table, op), n in ops.items():
             m.events_published(table, op, n)
         index, _, _, t0, nbytes, seq = last
+        self.acked_sequence = seq
         m.records_published(index - self.reported[0], nbytes - self.reported[1], seq)
         m.publish_latency(now - t0)  # of the newest acknowledged mark: an upper bound of its latency
         self.reported = (index, nbytes)

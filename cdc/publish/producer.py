@@ -2,21 +2,35 @@
 
 Guarantees the publisher builds on:
 
-- ORDER, NO GAP: ``acks=all`` with ONE request in flight and unlimited
-  retries: a batch is retried before anything after it is sent, so the log
-  holds the records in produce order with no gap. A retry of a batch the
-  broker did write but whose ack was lost appends it again: the stream may
-  hold a run of DUPLICATES (same sequences again), which the contract
-  allows (a consumer drops any sequence at or below the last it applied;
-  cdc.publish.recovery takes the max). Why not the idempotent producer:
-  measured on tansu (tests/integration/test_publisher_broker_restart.py),
-  after a broker restart it silently LOSES an acknowledged in-flight batch
-  (a gap of ~2,500 records, no error reported) in about one run in four,
-  while this mode lost nothing in the same runs. On a real Kafka you may
-  set ``kafka.producer: {enable.idempotence: true,
-  enable.gapless.guarantee: true}`` to avoid duplicates.
+- ORDER, NO GAP, NO DUPLICATE (default, ``kafka.idempotence: true``):
+  librdkafka's idempotent producer (``enable.idempotence``, ``acks=all``,
+  ``enable.gapless.guarantee``) with ONE request in flight. The broker
+  drops a retried batch it already wrote (no duplicate run) and refuses one
+  that would leave a hole; an error that could leave a gap is fatal and
+  stops the producer. Measured on tansu (cdc.dev.broker), which accepts
+  InitProducerId: 4 runs of 300,000 records with a restart of a
+  persistent broker under load, no gap and no duplicate. A broker that
+  comes back EMPTY (tansu's in-memory storage) answers every produce with
+  UNKNOWN_PRODUCER_ID, which librdkafka retries without end: nothing is
+  written, and the delivery timeout below turns that into a stop.
+- ``kafka.idempotence: false`` (for brokers without InitProducerId): acks=all,
+  one request in flight, retries: still ordered and gapless while the
+  broker keeps what it acknowledged, but a retry after a lost
+  acknowledgement appends a run twice (DUPLICATES, which the contract lets
+  every consumer drop by ``sequence``), and after losing all brokers the
+  producer stops at once (:meth:`OrderedProducer.check`) rather than send
+  queued records into a topic that may have come back empty.
+- NO EXPIRY BEHIND A HOLE: librdkafka never expires a queued record
+  (``message.timeout.ms=0``): an expired record N with N+1 delivered later
+  is a gap, and librdkafka's gapless guarantee does not cover timeouts.
+  The DELIVERY TIMEOUT is ours (``kafka.delivery_timeout_s``): when records
+  are pending and no acknowledgement arrived for that long, :meth:`check`
+  raises PublishError ("broker unreachable"), and :meth:`close` purges
+  what is queued and in flight before anything more is sent, so the broker
+  holds a PREFIX of the produce order. The caller then restarts from the
+  stream's tail (cdc.runtime.daemon).
 - NO DROP: on ``BufferError`` (local queue full) it polls and retries the
-  SAME record, never skips it.
+  SAME record, never skips it (and honours the delivery timeout meanwhile).
 - POLL: ``poll(0)`` serves delivery callbacks. Only failures produce one
   here, so it runs every ``POLL_EVERY`` records rather than after each:
   measured, a poll per record costs ~14 us when reader threads compete for
@@ -24,11 +38,17 @@ Guarantees the publisher builds on:
 - ACK TRACKING without a Python callback per record: successful deliveries
   are not reported (``delivery.report.only.error``), so the number of
   acknowledged records is ``produced - len(producer)``, a prefix of the
-  produce order. :meth:`acked` returns it. Failed deliveries and fatal
+  produce order. :meth:`acked` returns it, and raises instead once a
+  failure is known (a failed record leaves the queue too, and nothing at or
+  after it may count as acknowledged). Failed deliveries and fatal
   producer errors are remembered and raised as :class:`PublishError` by
   :meth:`check` / :meth:`flush`: after any failure nothing later may be
   trusted, so the caller stops (the stream tail stays consistent and a
   restart recovers from it).
+- SIZE: a record above the broker's limit fails as :class:`RecordTooLarge`
+  (Terminal: retrying cannot help), naming topic and size; the publisher
+  checks rows before producing them (cdc.publish.publisher) so that the
+  error names table and key.
 """
 
 from __future__ import annotations
@@ -38,16 +58,20 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from cdc.errors import PublishError
+from cdc.errors import CdcError, ConfigError, PublishError, Terminal
 
 # Measured on tansu (2 cores): lz4 + only-error reports ~480k rec/s, a Python
 # callback per record halves that, no compression is 4x slower (broker-bound).
 POLL_EVERY = 1000
+DELIVERY_TIMEOUT_S = 120.0  # kafka.delivery_timeout_s default
+RECORD_OVERHEAD = 512  # bytes a record adds to key + value in a batch (headers, lengths, batch header), rounded up
 
 DEFAULTS: dict[str, Any] = {
-    "enable.idempotence": False,
+    "enable.idempotence": True,
+    "enable.gapless.guarantee": True,
     "acks": "all",
     "max.in.flight.requests.per.connection": 1,
+    "message.timeout.ms": 0,  # never expire a queued record: see NO EXPIRY BEHIND A HOLE
     "linger.ms": 10,
     "batch.size": 1_000_000,
     "compression.type": "lz4",
@@ -56,40 +80,83 @@ DEFAULTS: dict[str, Any] = {
     "message.max.bytes": 8 * 1024 * 1024,
     "delivery.report.only.error": True,
 }
+_OURS = ("message.timeout.ms", "delivery.timeout.ms", "enable.idempotence", "enable.gapless.guarantee")
+_BROKER_DOWN = (KafkaError._ALL_BROKERS_DOWN,)
+_TOO_LARGE = (KafkaError.MSG_SIZE_TOO_LARGE,)
+
+
+class RecordTooLarge(CdcError, Terminal):
+    """A record is larger than the broker accepts: ``topic``, ``size``, ``limit`` (and, from the
+    publisher, ``table``, ``key``, ``position``). Never carries row values."""
+
+
+def producer_config(bootstrap: str, extra: dict[str, Any] | None = None, *, idempotence: bool = True) -> dict[str, Any]:
+    """librdkafka settings: DEFAULTS, then ``kafka.producer`` (``extra``). The settings the guarantees
+    rest on are ours: ``extra`` naming them is a ConfigError naming the key."""
+    extra = dict(extra or {})
+    for key in _OURS:
+        if key in extra:
+            hint = ("kafka.delivery_timeout_s" if "timeout" in key else "kafka.idempotence")
+            raise ConfigError(f"kafka.producer.{key} is set by the service (use {hint} instead): "
+                              f"see cdc.publish.producer", key=f"kafka.producer.{key}")
+    conf = {"bootstrap.servers": bootstrap, **DEFAULTS, **extra}
+    if not idempotence:
+        conf["enable.idempotence"] = False
+        del conf["enable.gapless.guarantee"]
+        conf["max.in.flight.requests.per.connection"] = 1  # order and no gap depend on it
+    return conf
 
 
 class OrderedProducer:
-    """Wraps one confluent_kafka.Producer; see the module docstring."""
+    """Wraps one confluent_kafka.Producer; see the module docstring. Used from one thread, except
+    :meth:`unacked_for` and :attr:`broker_down` (read by the /readyz thread)."""
 
     def __init__(self, bootstrap: str, extra: dict[str, Any] | None = None, *,
-                 single_partition: tuple[str, ...] = ()) -> None:
-        conf = {"bootstrap.servers": bootstrap, **DEFAULTS, **(extra or {})}
-        if not conf.get("enable.idempotence"):
-            conf["max.in.flight.requests.per.connection"] = 1  # order and no gap depend on it
+                 single_partition: tuple[str, ...] = (), idempotence: bool = True,
+                 delivery_timeout_s: float = DELIVERY_TIMEOUT_S) -> None:
+        conf = producer_config(bootstrap, extra, idempotence=idempotence)
         conf["delivery.report.only.error"] = True  # acked() depends on it
         conf["on_delivery"] = self._on_error
         conf["error_cb"] = self._on_client_error
-        self.bootstrap = bootstrap
+        self.bootstrap, self.idempotence, self.delivery_timeout_s = bootstrap, idempotence, delivery_timeout_s
+        self.max_message_bytes = int(conf["message.max.bytes"])
         # topics of ONE partition by contract (the change stream): records go to partition 0 explicitly,
         # which also skips the partitioner's key hash (~0.1-0.3 us per record)
         self._single = frozenset(single_partition)
         self._p = Producer(conf)
         self.produced = 0
-        self.failure: PublishError | None = None
+        self.failure: CdcError | None = None
+        self.broker_down: str | None = None  # librdkafka's last "all brokers down" report, until an ack
+        self._acked = 0  # acknowledged prefix at the last look
+        self._progress_t = time.monotonic()  # when the acknowledged prefix last moved (or nothing was pending)
 
     # -- callbacks (run inside poll/flush, on the calling thread) --
     def _on_error(self, err: KafkaError | None, msg: Any) -> None:
-        if err is not None and self.failure is None:
+        if err is None or self.failure is not None:
+            return
+        if err.code() in _TOO_LARGE:
+            size = len(msg.value() or b"") + len(msg.key() or b"")
+            self.failure = RecordTooLarge(f"the broker refused a record of {size} bytes on {msg.topic()} as too "
+                                          f"large: {err.str()}", topic=msg.topic(), size=size)
+        else:
             self.failure = PublishError(f"broker did not acknowledge a record: {err.str()}",
                                         topic=msg.topic(), code=err.name())
 
     def _on_client_error(self, err: KafkaError) -> None:
         if err.fatal() and self.failure is None:
             self.failure = PublishError(f"fatal producer error: {err.str()}", code=err.name())
+        elif err.code() in _BROKER_DOWN:
+            self.broker_down = err.str()
+            if not self.idempotence and self.failure is None:
+                # without idempotence a reconnect would send the queue into whatever the broker now
+                # holds (a topic that came back empty): stop, and let recovery look first
+                self.failure = PublishError(f"broker {self.bootstrap} unreachable: {err.str()}; the "
+                                            f"non-idempotent producer stops before sending more",
+                                            bootstrap=self.bootstrap, code=err.name())
 
     # -- producing --
     def produce(self, topic: str, value: bytes | None, key: bytes | None = None) -> None:
-        """Queue one record; blocks (polling) while the local queue is full."""
+        """Queue one record; blocks (polling) while the local queue is full, up to the delivery timeout."""
         p = self._p
         partition = 0 if topic in self._single else -1  # -1: librdkafka's partitioner (RD_KAFKA_PARTITION_UA)
         while True:
@@ -98,10 +165,17 @@ class OrderedProducer:
                 break
             except BufferError:
                 p.poll(0.005)
-                if self.failure is not None:
-                    raise self.failure from None
+                self.check()
             except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if isinstance(err, KafkaError) and err.code() in _TOO_LARGE:
+                    size = len(value or b"") + len(key or b"")
+                    raise RecordTooLarge(f"a record of {size} bytes is larger than message.max.bytes="
+                                         f"{self.max_message_bytes} on {topic}", topic=topic, size=size,
+                                         limit=self.max_message_bytes) from None
                 raise PublishError(f"produce to {topic} failed: {exc}", topic=topic) from None
+        if self.produced == self._acked:  # nothing was pending: the delivery timeout starts now
+            self._progress_t = time.monotonic()
         self.produced += 1
         if not self.produced % POLL_EVERY:
             p.poll(0)
@@ -115,13 +189,44 @@ class OrderedProducer:
         Polls first: librdkafka only drops acknowledged records from ``len()``
         when delivery reports are served, so without it a trickle of records
         (fewer than POLL_EVERY) would never look acknowledged until flush().
+        Raises the failure if one is known after that poll: a failed record
+        leaves ``len()`` as well, and must not count as acknowledged.
         """
+        acked = self._look()
+        self.check()
+        return acked
+
+    def _look(self) -> int:
         self._p.poll(0)
-        return self.produced - len(self._p)
+        pending = len(self._p)
+        acked = self.produced - pending
+        if acked > self._acked or pending == 0:
+            self._acked, self._progress_t = acked, time.monotonic()
+            self.broker_down = None
+        return acked
+
+    def unacked_for(self) -> float:
+        """Seconds since the acknowledged prefix last moved while records were pending (0: none pending
+        at the last look). Safe from another thread."""
+        if self.produced <= self._acked:
+            return 0.0
+        return time.monotonic() - self._progress_t
 
     def check(self) -> None:
-        """Raise the first delivery failure, if any."""
+        """Raise the first delivery failure, if any; or PublishError when records have been pending
+        without any acknowledgement for the delivery timeout (the broker is unreachable)."""
         if self.failure is not None:
+            raise self.failure
+        if self.produced > self._acked and time.monotonic() - self._progress_t > self.delivery_timeout_s:
+            self._look()  # acknowledgements may have come in since the last look
+        if self.failure is not None:
+            raise self.failure
+        if self.produced > self._acked and time.monotonic() - self._progress_t > self.delivery_timeout_s:
+            pending = self.produced - self._acked
+            self.failure = PublishError(
+                f"broker {self.bootstrap} unreachable: {pending} records not acknowledged for "
+                f"{self.delivery_timeout_s:g}s (kafka.delivery_timeout_s); stopping before anything is written "
+                f"behind them", bootstrap=self.bootstrap, pending=pending, reason=self.broker_down)
             raise self.failure
 
     def flush(self, timeout_s: float = 30) -> None:
@@ -129,7 +234,7 @@ class OrderedProducer:
         deadline = time.monotonic() + timeout_s
         while True:
             left = self._p.flush(max(0.0, min(1.0, deadline - time.monotonic())))
-            self.check()
+            self.acked()  # raises a failure; moves the acknowledged prefix
             if left == 0:
                 return
             if time.monotonic() >= deadline:
@@ -138,15 +243,15 @@ class OrderedProducer:
 
     def close(self, timeout_s: float = 5) -> None:
         """Best-effort flush, then drop what is left and release the client; never raises
-        (use flush() when the outcome matters). Idempotent."""
+        (use flush() when the outcome matters). Idempotent. After a failure nothing queued is sent:
+        it is purged (queued and in flight) first, so the broker holds a prefix of produce order."""
         p, self._p = self._p, None
         if p is None:
             return
         try:
-            if self.failure is None:  # after a failure, sending what follows would leave a gap: drop it
+            if self.failure is None:
                 p.flush(timeout_s)
-            p.purge()
+            p.purge()  # queued and in flight: nothing after a failure may reach the broker
             p.close()
         except Exception:  # noqa: BLE001, S110 - closing after a failure must not mask it
             pass
-

@@ -51,7 +51,7 @@ from cdc.envelope import (
 from cdc.errors import CdcError, StreamCorrupt
 from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange, TableId, TableSchema
 from cdc.publish.acks import END, HEARTBEAT, PROGRESS, SCHEMA, AckTracker
-from cdc.publish.producer import OrderedProducer
+from cdc.publish.producer import DELIVERY_TIMEOUT_S, RECORD_OVERHEAD, OrderedProducer, RecordTooLarge
 from cdc.publish.topics import KEEP_FOREVER, ensure_topic, retention_warnings
 from cdc.publish.recovery import read_tail
 from cdc.metrics import SourceMetrics
@@ -92,7 +92,13 @@ class Publisher:
         self._tkser = get_table_key_serde(kafka.encoding, framing)
         self._kenc, self._venc = self._kser.encode, self._vser.encode
         self._producer = OrderedProducer(kafka.bootstrap_servers, {**kafka.producer, **(producer_config or {})},
-                                         single_partition=(self.topic,))
+                                         single_partition=(self.topic,),
+                                         idempotence=getattr(kafka, "idempotence", True),
+                                         delivery_timeout_s=getattr(kafka, "delivery_timeout_s", DELIVERY_TIMEOUT_S))
+        # a data record (key + value + overhead) above this is refused before producing (_too_large);
+        # lowered to the topic's max.message.bytes when the broker reports one (_learn_record_limit)
+        self._record_limit = self._producer.max_message_bytes - RECORD_OVERHEAD
+        self._recovered_to: int | None = None  # last sequence in the stream when recover() returned
         self._seq: int | None = None  # next sequence; set by recover()
         self._tx: _Tx | None = None
         self._names: dict[int, _TableOut] = {}  # id(TableId) -> _table_entry()
@@ -113,6 +119,24 @@ class Publisher:
     def last_resume(self) -> dict[str, Any] | None:
         """Resume state of the last ACKNOWLEDGED checkpoint (the source's reportable position)."""
         return self._acks.last_resume
+
+    @property
+    def acked_sequence(self) -> int:
+        """The highest sequence known to be in the stream: the tail found by recover(), or a later
+        acknowledged marker (0: none). A stream that later ends below it lost acknowledged records."""
+        return max(self._acks.acked_sequence, (self._recovered_to or 0))
+
+    def broker_problem(self, after_s: float = 5.0) -> str | None:
+        """Why the broker is not taking records (records pending with no acknowledgement for more than
+        ``after_s``), else None. No row values. Safe from another thread (/readyz)."""
+        stuck = self._producer.unacked_for()
+        if stuck <= after_s:
+            return None
+        pending = self._producer.produced - self._producer._acked
+        why = f"; {self._producer.broker_down}" if self._producer.broker_down else ""
+        return (f"broker unreachable: {pending} records not acknowledged for {stuck:.1f}s "
+                f"({self.kafka.bootstrap_servers}, stop after kafka.delivery_timeout_s="
+                f"{self._producer.delivery_timeout_s:g}s){why}")
 
     @property
     def in_transaction(self) -> bool:
@@ -155,6 +179,13 @@ class Publisher:
         log.info("recovered %s: next sequence %d, resume %s", self.topic, self._seq, tail.resume,
                  extra={"source": self.source_name, "position": tail.resume})
         return tail.resume
+
+    def recovered(self) -> int:
+        """Called once after recover() (cdc.runtime.daemon.run_source): remembers the stream's last
+        sequence (returned) and learns the topic's record size limit."""
+        self._recovered_to = (self._seq or 1) - 1
+        self._record_limit = min(self._record_limit, _topic_record_limit(self.kafka.bootstrap_servers, self.topic))
+        return self._recovered_to
 
     def _publish_avro_schemas(self) -> None:
         """Write the writer schemas to the compacted ``<prefix>._schemas`` topic, keyed by id."""
@@ -231,6 +262,8 @@ class Publisher:
                                int(time.time() * 1000), entry.source_head, tx.ts_json,
                                entry.source_tail_r if op == "r" else entry.source_tail,
                                b"," + dumps(src)[1:] if src else b"}", tx.id_json, total, n)
+            if len(vbytes) + len(kbytes) > self._record_limit:
+                return self._too_large(ch, name, orjson.loads(kbytes)["key"], len(vbytes) + len(kbytes), seq)
             self._bytes += len(vbytes)
             self._producer.produce(self.topic, vbytes, kbytes)
         else:
@@ -250,8 +283,11 @@ class Publisher:
                      "ts_ms": int(time.time() * 1000), "source": source,
                      "transaction": {"id": tx.txid, "total_order": total, "data_collection_order": n}}
             vbytes = self._venc(value)
+            kbytes = self._kenc({"table": name, "key": key_values})
+            if len(vbytes) + len(kbytes) > self._record_limit:
+                return self._too_large(ch, name, key_values, len(vbytes) + len(kbytes), seq)
             self._bytes += len(vbytes)
-            self._producer.produce(self.topic, vbytes, self._kenc({"table": name, "key": key_values}))
+            self._producer.produce(self.topic, vbytes, kbytes)
             if self._per_table:
                 self._to_table_topic(ch, key_values, vbytes)
         if seq >= self._check_at:
@@ -261,6 +297,28 @@ class Publisher:
                 self._last_mark = produced
                 self._acks.mark(PROGRESS, None, self._bytes, seq)
             self._acks.check()
+
+    def _too_large(self, ch: Change, name: str, key: Any, size: int, seq: int) -> None:
+        """A row whose record exceeds the broker's limit: take it back out of the transaction's counts
+        and its sequence, then dead-letter it (``kafka.dead_letter_topic``: the reason, table, key, size
+        and position, never the row) or raise RecordTooLarge (Terminal: the source stops here)."""
+        tx = self._tx
+        tx.counts[name] -= 1
+        if not tx.counts[name]:
+            del tx.counts[name]
+        tx.ops[(name, ch.op)] -= 1
+        if not tx.ops[(name, ch.op)]:
+            del tx.ops[(name, ch.op)]
+        tx.total -= 1
+        self._seq = seq
+        key_text = orjson.dumps(key, default=str).decode()
+        err = RecordTooLarge(f"a change of {name} with key {key_text} is {size} bytes as a record, above the "
+                             f"broker's limit of {self._record_limit} bytes (message.max.bytes less "
+                             f"{RECORD_OVERHEAD} bytes of overhead)", table=name, key=key_text, size=size,
+                             limit=self._record_limit, op=ch.op, position=ch.source, txid=tx.txid)
+        if not self.kafka.dead_letter_topic:
+            raise err
+        self.dead_letter(err, None)
 
     def _table_entry(self, table: TableId) -> _TableOut:
         """The per-table constants of data records, cached by identity."""
@@ -410,6 +468,22 @@ def _source_base(table: TableId, source_name: str, connector: str) -> dict[str, 
     """The constant part of a data record's ``source`` block for ``table`` (see envelope.data_record)."""
     return {"version": "cdc-1", "connector": connector, "name": source_name, "ts_ms": 0,
             "db": table.db, "schema": table.db, "table": table.table, "snapshot": "false"}
+
+
+def _topic_record_limit(bootstrap: str, topic: str) -> int:
+    """The topic's ``max.message.bytes`` less the record overhead, when the broker reports it (a
+    large number when it does not: tansu reports no topic configs)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource  # noqa: PLC0415 - once per start
+
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+        res = admin.describe_configs([ConfigResource("topic", topic)], request_timeout=10)
+        entry = next(iter(res.values())).result(10).get("max.message.bytes")
+        return int(entry.value) - RECORD_OVERHEAD if entry is not None and entry.value else 1 << 62
+    except Exception as exc:  # noqa: BLE001 - the producer's own limit still applies
+        log.warning("cannot read max.message.bytes of %s (%s): rows are checked against the producer's "
+                    "message.max.bytes only", topic, exc)
+        return 1 << 62
 
 
 def _now_ms() -> int:

@@ -9,9 +9,22 @@ status:
 - 1: a source did not reach a transaction boundary within
   ``drain_timeout_s``; whatever it wrote is closed with ABORTED at the next
   start, so nothing is lost or duplicated;
-- 2: a source failed (Terminal error, PublishError, ...): the message names
-  the source and the last acknowledged position. A supervisor restarts the
-  daemon; recovery from the stream tail makes that exactly-once.
+- 2: a source failed (a Terminal error, a reader that gave up, ...): the
+  message names the source and the last acknowledged position. A
+  supervisor restarts the daemon; recovery from the stream tail makes that
+  exactly-once.
+
+The broker is the daemon's to wait for: a PublishError (records not
+acknowledged within ``kafka.delivery_timeout_s``, a failed delivery, a
+broker unreachable at start) restarts that source in the process, after a
+backoff of 1, 2, 4 ... at most ``RESTART_MAX_S`` seconds, for as long as it
+takes; each restart counts in ``cdc_source_reconnects_total`` (and
+``cdc_source_errors_total{class="PublishError"}``), and /readyz says
+"broker unreachable" meanwhile. A restart is a new publisher and a new
+reader started from the stream's tail; if that tail ends BELOW a sequence
+this process saw acknowledged, the broker lost acknowledged records (a
+broker that came back empty): that is a StreamCorrupt stop naming both
+sequences, never a new stream.
 
 Transient errors inside readers (reconnects, failover) are the readers' to
 retry; they only reach the daemon once the reader gave up.
@@ -26,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc.errors import ConfigError, PublishError
+from cdc.errors import ConfigError, PublishError, StreamCorrupt
 from cdc.publish.publisher import Publisher
 from cdc.runtime.health import HealthServer, source_readiness
 from cdc.runtime.logs import THREAD_PREFIX, bind_source_state
@@ -37,15 +50,39 @@ from cdc.contract import SourceContext
 log = logging.getLogger(__name__)
 
 
-def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, metrics: SourceMetrics) -> None:
+RESTART_BASE_S = 1.0
+RESTART_MAX_S = 30.0
+
+
+def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, metrics: SourceMetrics,
+               acknowledged: int = 0) -> None:
     """Recover, start the reader at the stream's resume state, pump events until stopped.
 
     When ``stop`` is set, the reader is asked to stop; its iterator ends at the
     next transaction boundary (cdc.contract contract), and everything written
     is flushed (acknowledged) before this returns. Any error propagates after
     the reader is closed; a PublishError means "restart and recover".
+    ``acknowledged``: a sequence an earlier publisher of this process saw in
+    the stream; a tail below it raises StreamCorrupt before the reader starts.
     """
-    resume = publisher.recover()
+    try:
+        resume = publisher.recover()
+        last = publisher.recovered()
+        if last < acknowledged:
+            raise StreamCorrupt(
+                f"{publisher.topic} on {publisher.kafka.bootstrap_servers} now ends at sequence {last} but "
+                f"sequence {acknowledged} was acknowledged by the broker earlier (did the broker come back with "
+                f"empty storage?): sequences {last + 1}..{acknowledged} are lost; nothing more is written. "
+                f"Rebuild the stream explicitly (cdc stream reset) once the targets are dealt with",
+                source=publisher.source_name, topic=publisher.topic, last_sequence=last,
+                acknowledged_sequence=acknowledged)
+    except BaseException:
+        publisher.close()
+        try:
+            source.close()
+        except Exception:  # noqa: BLE001 - a reader never started may not close cleanly; the error above matters
+            log.debug("closing the unstarted reader failed", exc_info=True)
+        raise
     source.start(resume)
     stop_requested = False
     try:
@@ -94,6 +131,9 @@ class _Worker:
     thread: threading.Thread | None = None
     error: BaseException | None = None
     done: bool = False
+    restarts: int = 0  # consecutive broker restarts (reset when a publisher got records acknowledged)
+    waiting: str | None = None  # why the source is waiting to restart (/readyz)
+    acknowledged: int = 0  # highest sequence any publisher of this source saw in the stream
 
 
 class Daemon:
@@ -119,7 +159,9 @@ class Daemon:
             if w.done or w.error is not None:
                 reasons[w.spec.name] = "stopped" if w.error is None else f"failed: {w.error}"
                 continue
-            why = source_readiness(w.metrics, w.spec.heartbeat_interval_s)
+            pub = w.publisher
+            why = w.waiting or (pub.broker_problem() if pub is not None else None) \
+                or source_readiness(w.metrics, w.spec.heartbeat_interval_s)
             if why:
                 reasons[w.spec.name] = why
         return reasons
@@ -151,6 +193,11 @@ class Daemon:
                 self.health.stop()
 
     def _start(self, w: _Worker) -> None:
+        self._build(w)
+        w.thread = threading.Thread(target=self._work, args=(w,), name=THREAD_PREFIX + w.spec.name, daemon=True)
+        w.thread.start()
+
+    def _build(self, w: _Worker) -> None:
         spec = w.spec
         w.publisher = Publisher(spec.name, spec.connector, self.kafka, w.metrics, producer_config=self.producer_config)
         ctx = SourceContext(metrics=w.metrics, **spec.context_args)
@@ -159,14 +206,19 @@ class Daemon:
         w.source = spec.make(ctx)
         pub = w.publisher  # log lines about this source carry its position and open transaction id
         bind_source_state(spec.name, lambda: (pub.last_resume, getattr(pub._tx, "txid", None)))
-        w.thread = threading.Thread(target=self._work, args=(w,), name=THREAD_PREFIX + spec.name, daemon=True)
-        w.thread.start()
 
     def _work(self, w: _Worker) -> None:
         try:
-            run_source(w.source, w.publisher, self.stop, metrics=w.metrics)
-            log.info("source stopped at a transaction boundary, position %s", w.publisher.last_resume,
-                     extra={"source": w.spec.name, "position": w.publisher.last_resume})
+            while True:
+                try:
+                    run_source(w.source, w.publisher, self.stop, metrics=w.metrics, acknowledged=w.acknowledged)
+                    log.info("source stopped at a transaction boundary, position %s", w.publisher.last_resume,
+                             extra={"source": w.spec.name, "position": w.publisher.last_resume})
+                    return
+                except PublishError as exc:
+                    if not self._wait_to_restart(w, exc):
+                        raise
+                    self._build(w)
         except BaseException as exc:
             w.error = exc
             log.error("source failed at position %s: %s", w.publisher.last_resume, exc,
@@ -174,7 +226,27 @@ class Daemon:
                       exc_info=not hasattr(exc, "fields"))
             self.request_stop()
         finally:
+            w.waiting = None
             w.done = True
+
+    def _wait_to_restart(self, w: _Worker, exc: PublishError) -> bool:
+        """After a broker failure: back off (1, 2, 4 ... RESTART_MAX_S s), count it, say why in /readyz.
+        False when the daemon is stopping (the error then ends the source)."""
+        pub = w.publisher
+        if pub.acked_sequence > w.acknowledged:  # this publisher got somewhere: start the backoff afresh
+            w.acknowledged, w.restarts = pub.acked_sequence, 0
+        if self.stop.is_set():
+            return False
+        w.restarts += 1
+        delay = min(RESTART_MAX_S, RESTART_BASE_S * 2 ** (w.restarts - 1))
+        w.metrics.reconnect()  # run_source counted the error itself in cdc_source_errors_total
+        w.waiting = f"broker unreachable: restart {w.restarts} of the publisher in {delay:g}s after: {exc}"
+        log.warning("broker failure at position %s, restarting the source from the stream's tail in %gs "
+                    "(restart %d): %s", pub.last_resume, delay, w.restarts, exc,
+                    extra={"source": w.spec.name, "position": pub.last_resume})
+        stopped = self.stop.wait(delay)
+        w.waiting = None
+        return not stopped
 
     def _wait(self) -> int:
         drain_deadline: float | None = None
