@@ -9,8 +9,14 @@ BINLOG MONITOR, SELECT). Each problem names the host, the setting, what it
 is and the statement that fixes it. Exit status 1 when anything is wrong,
 2 on a bad config file, 0 when every source is fine.
 
-The reader runs :func:`check_host` (without the failover-candidate rule) on
-the host it chose before streaming, and refuses to start on a problem.
+The reader runs the same check on every host it may stream from: at start on
+the host it chose and on every other configured host (:func:`refuse_unsafe_hosts`;
+with several hosts each is a failover candidate and needs log_slave_updates; an
+unreachable one is checked when it is chosen), and again on the new primary
+after each failover (:func:`refuse_unsafe`). It refuses on any problem. The
+settings are global ones: a session can still override binlog_format and
+binlog_row_image, which the reader catches event by event (PartialRowImage,
+StatementFormatDml in readers/mysql/reader.py).
 """
 
 from __future__ import annotations
@@ -98,13 +104,35 @@ def check_source(config, candidates_need_log_slave_updates: bool = True) -> list
     return problems
 
 
-def refuse_unsafe(address: str, config) -> None:
-    """Startup check of the chosen host; raises SettingsRefused naming every problem."""
-    problems = [p for p in check_host(address, config.user, config.password.get_secret_value(), False,
+def refuse_unsafe(address: str, config, candidate: bool | None = None) -> None:
+    """Check of the host the reader streams from (at start, after a failover); raises SettingsRefused
+    naming every problem. ``candidate`` (default: the source has several hosts) adds log_slave_updates."""
+    several = len(config.hosts) > 1 if candidate is None else candidate
+    problems = [p for p in check_host(address, config.user, config.password.get_secret_value(), several,
                                       config.connect_timeout_s) if p.setting != "connection"]
     if problems:
         raise SettingsRefused(f"source {config.name}: unsafe settings:\n  " + "\n  ".join(map(str, problems)),
-                              source=config.name, host=address)
+                              source=config.name, host=address, problems=[str(p) for p in problems])
+
+
+def refuse_unsafe_hosts(config, chosen: str) -> list[str]:
+    """At start: :func:`refuse_unsafe` on ``chosen`` and on every other configured host (failover
+    candidates). Returns the candidates that could not be reached (checked when they are chosen)."""
+    refuse_unsafe(chosen, config)
+    password = config.password.get_secret_value()
+    problems: list[Problem] = []
+    unreachable: list[str] = []
+    for host in config.hosts:
+        if host == chosen:
+            continue
+        found = check_host(host, config.user, password, True, config.connect_timeout_s)
+        unreachable += [host for p in found if p.setting == "connection"]
+        problems += [p for p in found if p.setting != "connection"]
+    if problems:
+        raise SettingsRefused(f"source {config.name}: unsafe settings on failover candidate(s):\n  "
+                              + "\n  ".join(map(str, problems)), source=config.name,
+                              host=problems[0].host, problems=[str(p) for p in problems])
+    return unreachable
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -58,12 +58,27 @@ class SettingsRefused(CdcError, Terminal):
     """``cdc check`` / startup found settings that make capture unsafe (``problems``)."""
 
 
+class PartialRowImage(SettingsRefused):
+    """A rows event of a captured table without every column (``binlog_row_image`` MINIMAL / NOBLOB in
+    the writing session or on that server): ``table``, ``gtid``, ``position``, ``image``, ``missing``.
+
+    The missing columns are not NULL, they are unknown: publishing the image would write NULL into
+    the target. The source stops before the transaction's first record."""
+
+
+class StatementFormatDml(SettingsRefused):
+    """A DML statement logged in STATEMENT format on a captured table (``binlog_format`` STATEMENT or
+    MIXED in the writing session): ``table``, ``gtid``, ``position``, ``statement``. Its rows are not in
+    the binlog, so the change stream cannot carry them."""
+
+
 class UnknownColumnType(DecodeError):
     """A column type this reader cannot convert (table, column, type, position)."""
 
 
 __all__ = [
     "AuthenticationFailed", "BinlogPurged", "ConnectionLost", "DecodeError", "Divergence",
-    "GtidFlavorMismatch", "GtidParseError", "NoPrimaryFound", "SettingsRefused",
+    "GtidFlavorMismatch", "GtidParseError", "NoPrimaryFound", "PartialRowImage", "SettingsRefused",
+    "StatementFormatDml",
     "TransactionInterrupted", "Transient", "UnknownColumnType",
 ]

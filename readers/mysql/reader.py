@@ -33,7 +33,10 @@ reconnect, its issue #367):
   twice and no partial transaction is ever completed with rows of another.
 
 Divergence, purged binlogs, a wrong password, undecodable values and XA
-transactions on captured tables are Terminal errors.
+transactions on captured tables are Terminal errors; so are a rows event
+without every column (PartialRowImage: a session with binlog_row_image
+MINIMAL/NOBLOB) and a DML logged as a statement (StatementFormatDml), both
+raised before the transaction's first record.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 from cdc.errors import CdcError, Terminal
 from cdc.events import Begin, Change, Commit, Event, Heartbeat, SchemaChange, TableId
 from cdc.contract import SourceContext
-from readers.mysql.check import refuse_unsafe
+from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
 from readers.mysql.decode import RowConverter
@@ -70,7 +73,9 @@ from readers.mysql.errors import (
     ConnectionLost,
     DecodeError,
     Divergence,
+    PartialRowImage,
     SourceUnavailable,
+    StatementFormatDml,
     TransactionInterrupted,
 )
 from readers.mysql.failover import choose_primary, default_prober
@@ -79,7 +84,7 @@ from readers.mysql.incremental import IncrementalSnapshots
 from readers.mysql.position import GtidSet
 from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
 from readers.mysql.snapshot import InitialSnapshot
-from readers.mysql.tables import TableFilter, ddl_table
+from readers.mysql.tables import DML_WORDS, TableFilter, ddl_table, dml_tables
 
 log = logging.getLogger(__name__)
 _install_fast_rows()  # same values as the library's row decoder, fewer steps (see fastrows.py)
@@ -155,7 +160,9 @@ class MySqlSource:
         """Pick the primary and the starting GTID state. Raises Terminal errors on bad checkpoints."""
         checkpoint = GtidSet.parse(resume["gtid_set"]) if resume and resume.get("gtid_set") is not None else None
         info = self._choose(checkpoint)
-        refuse_unsafe(info.address, self.config)
+        for host in refuse_unsafe_hosts(self.config, info.address):  # the chosen host and every candidate
+            log.warning("source %s: failover candidate %s unreachable; its settings are checked if it is chosen",
+                        self.name, host)
         self.state = checkpoint if checkpoint is not None else info.gtid_state
         # -- snapshot hook: a new stream (or one cut off mid-snapshot) starts with the tables' rows --
         if self.config.snapshot == "initial" and (resume is None or "snapshot" in resume):
@@ -238,6 +245,7 @@ class MySqlSource:
         if self.host is not None and info.address != self.host:
             self.metrics.failover()
             log.warning("source %s: failover %s -> %s", self.name, self.host, info.address)
+            refuse_unsafe(info.address, self.config)  # the new primary may be configured differently
         self.host, self.flavor = info.address, info.flavor
         return info
 
@@ -300,6 +308,7 @@ class MySqlSource:
                     table = TableId(ev.schema, ev.table)
                     if gtid is None or not self.filter.matches(table):
                         continue
+                    self._refuse_partial(ev, table, gtid)  # before the transaction's first record
                     if not began:
                         yield Begin(gtid, ts_ms)
                         began = True
@@ -332,6 +341,8 @@ class MySqlSource:
                             gtid = None
                     elif word in ("ROLLBACK", "SAVEPOINT"):
                         pass
+                    elif word in DML_WORDS and gtid is not None:
+                        self._refuse_statement(ev, q, gtid)  # a DML on tables we do not capture passes
                     elif word == "TRUNCATE" and gtid is not None and not began:
                         truncate = self._truncate(ev, q, gtid)
                         gtid, began = None, False
@@ -477,6 +488,51 @@ class MySqlSource:
             if schema is not None:
                 self._table_schemas[named] = schema
         return SchemaChange(named, query, schema, ev.timestamp * 1000, self.resume_state())
+
+    def _refuse_partial(self, ev: Any, table: TableId, gtid: str) -> None:
+        """PartialRowImage unless every column of the table is in the event's row images.
+
+        A session may run ``SET SESSION binlog_row_image=MINIMAL`` (or NOBLOB, or MariaDB's
+        FULL_NODUP) whatever the server's global setting the startup check saw."""
+        full = (1 << ev.number_of_columns) - 1
+        images = [("before" if isinstance(ev, UpdateRowsEvent) else "row", ev.columns_present_bitmap)]
+        if isinstance(ev, UpdateRowsEvent):
+            images.append(("after", ev.columns_present_bitmap2))
+        for image, bitmap in images:
+            present = int.from_bytes(bitmap, "little") & full
+            if present == full:
+                continue
+            tmap = self._stream.table_map.get(ev.table_id) if self._stream is not None else None
+            names = [c.name for c in tmap.columns] if tmap is not None else []
+            missing = [names[i] if i < len(names) else f"#{i}" for i in range(ev.number_of_columns)
+                       if not present >> i & 1]
+            file = self._stream.log_file if self._stream is not None else None
+            where = f"{file}:{ev.packet.log_pos}"
+            raise PartialRowImage(
+                f"partial row image of {table} at {where} gtid {gtid}: the {image} image lacks column(s) "
+                f"{', '.join(missing)} (the writing session or server logged binlog_row_image=MINIMAL, NOBLOB or "
+                f"FULL_NODUP). Nothing of transaction {gtid} is published; the source stops at its checkpoint. "
+                "Fix: binlog_row_image=FULL globally and in my.cnf, and no client may SET SESSION binlog_row_image; "
+                f"this transaction's rows cannot be read back from the binlog: re-snapshot {table} after restarting",
+                table=str(table), gtid=gtid, position=where, image=image, missing=missing,
+                setting="binlog_row_image", host=self.host)
+
+    def _refuse_statement(self, ev: Any, query: str, gtid: str) -> None:
+        """StatementFormatDml when a DML logged as a statement writes a captured table."""
+        db = ev.schema.decode() if isinstance(ev.schema, bytes) else (ev.schema or "")
+        tables = dml_tables(query, db) or []
+        hit = next((t for t in tables if self.filter.matches(t)), None)
+        if hit is None and not (not tables and self.filter.matches_db(db)):
+            return
+        file = self._stream.log_file if self._stream is not None else None
+        where = f"{file}:{ev.packet.log_pos}"
+        name = str(hit) if hit is not None else f"{db}.?"
+        raise StatementFormatDml(
+            f"statement-format DML on captured table {name} at {where} gtid {gtid}: {query[:200]!r} (the writing "
+            "session ran with binlog_format=STATEMENT or MIXED: its rows are not in the binlog). Nothing of "
+            f"transaction {gtid} is published; the source stops at its checkpoint. Fix: binlog_format=ROW globally "
+            "and in my.cnf, and no client may SET SESSION binlog_format; re-snapshot the table after restarting",
+            table=name, gtid=gtid, position=where, statement=query[:500], setting="binlog_format", host=self.host)
 
     def _refuse_xa(self, ev: Any, query: str, gtid: str | None, began: bool, stream: BinLogStreamReader) -> None:
         if began:

@@ -1,4 +1,5 @@
-"""Which tables a source captures (``tables: [db.table, db.*]``) and which table a DDL names."""
+"""Which tables a source captures (``tables: [db.table, db.*]``), which table a DDL names and which
+tables a statement-format DML names."""
 
 from __future__ import annotations
 
@@ -14,6 +15,12 @@ _DDL = re.compile(
     + _QUALIFIED,
     re.IGNORECASE | re.DOTALL,
 )
+DML_WORDS = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD"})
+# a table named after INTO / UPDATE / FROM / JOIN, or after a comma in a multi-table UPDATE / DELETE list
+_DML_TABLE = re.compile(rf"(?:\bINSERT|\bREPLACE|\bINTO|\bUPDATE|\bFROM|\bJOIN|,)\s+(?:(?:LOW_PRIORITY|IGNORE|"
+                        rf"QUICK|DELAYED|HIGH_PRIORITY|TABLE|INTO)\s+)*{_QUALIFIED}", re.IGNORECASE)
+# where the written tables' part of a statement ends (UPDATE ... SET, DELETE ... WHERE, INSERT ... VALUES)
+_DML_END = re.compile(r"\b(?:SET|WHERE|ORDER|LIMIT|VALUES?|SELECT|PARTITION)\b|\(", re.IGNORECASE)
 _NON_TABLE = re.compile(r"^\s*(?:CREATE|ALTER|DROP)\s+(?:DATABASE|SCHEMA|USER|VIEW|PROCEDURE|FUNCTION|TRIGGER|EVENT"
                         r"|SEQUENCE|ROLE|SERVER|DEFINER|ALGORITHM)\b", re.IGNORECASE)
 
@@ -62,3 +69,27 @@ def ddl_table(query: str, default_db: str) -> TableId | None:
 
 def upper_keyword(word: str) -> bool:
     return word.upper() in {"INDEX", "UNIQUE", "FULLTEXT", "SPATIAL", "DATABASE", "SCHEMA", "VIEW"}
+
+
+def dml_tables(query: str, default_db: str) -> list[TableId] | None:
+    """The tables a statement-format DML (INSERT, UPDATE, DELETE, REPLACE, LOAD DATA) writes; None when
+    the statement is not one of those. The reader refuses such a statement on a captured table
+    (binlog_format=STATEMENT or MIXED would otherwise lose its rows silently). Only the statement's
+    head counts (up to SET / WHERE / VALUES / SELECT / a parenthesis), so a table it merely reads in
+    a subquery or ``INSERT ... SELECT`` is not named; a joined table in a multi-table UPDATE/DELETE is."""
+    word = query.lstrip().split(None, 1)[0].upper() if query.strip() else ""
+    if word not in DML_WORDS:
+        return None
+    start = query.upper().find(" INTO ") if word == "LOAD" else 0
+    head = query[max(start, 0):]
+    end = _DML_END.search(head, 1 + len(word) if start <= 0 else 6)
+    head = head[:end.start()] if end else head
+    out = []
+    for m in _DML_TABLE.finditer(head):
+        first = (m.group(1) or "").replace("``", "`") or m.group(2)
+        second = (m.group(3) or "").replace("``", "`") or m.group(4)
+        if second:
+            out.append(TableId(first, second))
+        elif default_db:
+            out.append(TableId(default_db, first))
+    return out

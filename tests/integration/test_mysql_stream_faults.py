@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import Begin, Change, Commit, SchemaChange
+from cdc.events import Begin, Commit, SchemaChange
 from readers.mysql.position import GtidSet
-from tests.integration.mysql_helpers import collect, make_source, transactions
+from tests.integration.mysql_helpers import collect, make_source, marks, transactions
 
 pytestmark = pytest.mark.mysql
 
@@ -51,3 +51,122 @@ def test_truncate_is_its_own_transaction_with_one_t_change(mariadb_primary, tmp_
     finally:
         again.close()
     assert [[c.op for c in rows] for _, rows in transactions(rest)] == [["t"], ["c"]]
+
+
+def _events_until_error(src, timeout: float = 20):
+    """Iterate events() until it raises (returned with the events before it); bounded by ``timeout``."""
+    import time
+    out, deadline = [], time.monotonic() + timeout
+    try:
+        for ev in src.events():
+            out.append(ev)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no error within {timeout}s; last events {out[-3:]}")
+    except Exception as exc:  # noqa: BLE001 - returned to the test
+        return out, exc
+    raise AssertionError("events() ended without an error")
+
+
+@pytest.mark.parametrize("image", ["MINIMAL", "NOBLOB"])
+def test_a_partial_row_image_from_one_session_is_a_named_stop(mariadb_primary, tmp_mysql_db, image):
+    from readers.mysql.errors import PartialRowImage
+
+    db, q = tmp_mysql_db, mariadb_primary.query
+    q(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(10), doc TEXT)")
+    q(f"INSERT INTO `{db}`.t VALUES (1, 'a', 'x'), (2, 'b', 'y')")
+    src = make_source([mariadb_primary.address], [f"{db}.t"])
+    src.start(None)
+    good_state = src.state
+    conn = mariadb_primary.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"INSERT INTO `{db}`.t VALUES (3, 'c', 'z')")  # FULL: published
+            cur.execute(f"SET SESSION binlog_row_image={image}")
+            cur.execute(f"UPDATE `{db}`.t SET v = 'changed' WHERE id = 1")
+            cur.execute("SELECT @@gtid_binlog_pos")
+            bad_gtid = cur.fetchone()[0].split(",")[0]
+    finally:
+        conn.close()
+    try:
+        events, err = _events_until_error(src)
+    finally:
+        src.close()
+    assert isinstance(err, PartialRowImage), repr(err)
+    assert [[c.op for c in rows] for _, rows in transactions(events)] == [["c"]]
+    assert not any(isinstance(e, Begin) and e.txid == bad_gtid for e in events), "the bad transaction began"
+    msg = str(err)
+    assert f"{db}.t" in msg and bad_gtid in msg and "binlog_row_image=FULL" in msg and err.gtid == bad_gtid
+    file, _, pos = err.position.rpartition(":")
+    assert file and int(pos) > 0 and err.position in msg
+    assert "doc" in err.missing
+    assert src.state.issuperset(good_state) and not src.state.issuperset(GtidSet.parse(bad_gtid))
+
+
+def test_statement_format_dml_on_a_captured_table_is_a_named_stop(mariadb_primary, tmp_mysql_db):
+    from readers.mysql.errors import StatementFormatDml
+
+    db, q = tmp_mysql_db, mariadb_primary.query
+    q(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(10))")
+    q(f"CREATE TABLE `{db}`.other (id INT PRIMARY KEY)")
+    src = make_source([mariadb_primary.address], [f"{db}.t"])
+    src.start(None)
+    conn = mariadb_primary.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION binlog_format=STATEMENT")
+            cur.execute(f"INSERT INTO `{db}`.other VALUES (1)")  # not captured: passes
+            cur.execute("SET SESSION binlog_format=ROW")
+            cur.execute(f"INSERT INTO `{db}`.t VALUES (1, 'row')")  # published
+            cur.execute("SET SESSION binlog_format=STATEMENT")
+            cur.execute(f"UPDATE `{db}`.t SET v = 'stmt' WHERE id = 1")
+            cur.execute("SELECT @@gtid_binlog_pos")
+            bad_gtid = cur.fetchone()[0].split(",")[0]
+    finally:
+        conn.close()
+    try:
+        events, err = _events_until_error(src)
+    finally:
+        src.close()
+    assert isinstance(err, StatementFormatDml), repr(err)
+    assert [[c.after for c in rows] for _, rows in transactions(events)] == [[{"id": 1, "v": "row"}]]
+    assert err.table == f"{db}.t" and err.gtid == bad_gtid and "binlog_format=ROW" in str(err)
+    assert bad_gtid in str(err) and "UPDATE" in str(err)
+
+
+def test_settings_are_checked_on_every_candidate_at_start_and_on_the_new_primary_after_failover(mariadb_pair):
+    from readers.mysql.errors import SettingsRefused
+
+    primary, replica = mariadb_pair
+    primary.query("CREATE TABLE test.log (id INT PRIMARY KEY)")
+    replica.wait_caught_up(primary)
+    hosts = [primary.address, replica.address]
+    # (1) at start: the candidate's row image is MINIMAL -> refused, naming the candidate and the setting
+    replica.query("SET GLOBAL binlog_row_image = 'MINIMAL'")
+    with pytest.raises(SettingsRefused) as err:
+        make_source(hosts, ["test.*"]).start(None)
+    assert replica.address in str(err.value) and "binlog_row_image is MINIMAL" in str(err.value)
+    assert "SET GLOBAL binlog_row_image=FULL" in str(err.value)
+    # (2) fine at start, misconfigured later: the failover to it is refused before anything is read there
+    replica.query("SET GLOBAL binlog_row_image = 'FULL'")
+    src = make_source(hosts, ["test.*"], reconnect_attempts=30)
+    src.start(None)
+    events: list = []
+    try:
+        primary.query("INSERT INTO test.log VALUES (1)")
+        for ev in src.events():
+            events.append(ev)
+            if marks(events) == [1]:
+                break
+        replica.wait_caught_up(primary)
+        replica.query("SET GLOBAL binlog_row_image = 'NOBLOB'")
+        primary.stop()
+        replica.promote()
+        replica.query("INSERT INTO test.log VALUES (2)")
+        with pytest.raises(SettingsRefused) as err:
+            for ev in src.events():
+                events.append(ev)
+                assert marks(events) == [1], "a transaction was read from the misconfigured new primary"
+    finally:
+        src.close()
+    assert replica.address in str(err.value) and "binlog_row_image is NOBLOB" in str(err.value)
+    assert src.metrics._m.failovers.labels("src")._value.get() == 1
