@@ -15,7 +15,6 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from cdc.errors import PublishError
 
-
 KEEP_FOREVER = {"retention.ms": "-1", "retention.bytes": "-1"}
 
 
@@ -69,8 +68,7 @@ def retention_warnings(bootstrap: str, topic: str, timeout_s: float = 15) -> lis
         res = admin.describe_configs([ConfigResource("topic", topic)], request_timeout=timeout_s)
         entries = next(iter(res.values())).result(timeout_s)
     except KafkaException as exc:
-        return [f"cannot read the retention of {topic} ({exc}); make sure retention.ms=-1 and "
-                f"retention.bytes=-1 on it"]
+        return [f"cannot read the retention of {topic} ({exc}); make sure retention.ms=-1 and retention.bytes=-1"]
     out = []
     for name in ("retention.ms", "retention.bytes"):
         entry = entries.get(name)
