@@ -4,7 +4,7 @@ The stream carries JSON-ready values (cdc.events.Change): int, float, str,
 bool or None, and for the rest:
 
     DECIMAL / NUMERIC      text, no float rounding ('-1.50')
-    FLOAT (MySQL float32)  the float of its 6 significant digits, as MySQL prints it
+    FLOAT (MySQL float32)  the float32 value as a double (see select_expr)
     DATE                   'YYYY-MM-DD'
     DATETIME, timestamp    'YYYY-MM-DDTHH:MM:SS[.ffffff]' (wall clock)
     TIMESTAMP, timestamptz the same in UTC plus 'Z'
@@ -26,8 +26,11 @@ types from text, bytes for BIT, JSON text), the result is the same
 ``kind`` is the fingerprint family of the column (cdc.compare.fingerprint:
 int, bool, decimal, float, string, binary, date, datetime, timestamptz,
 time, other) refined by :func:`value_kind` with the MySQL types whose values
-differ between the two libraries: ``float32``, ``bit``, ``json``.
-This module imports nothing from readers/ or streaming/.
+differ between the two libraries: ``float32``, ``bit``, ``json``. A FLOAT
+cannot be fixed after the fact: the server's text of it has 6 significant
+digits (3.14159 for the float32 3.1415927), so a DB-API read selects it
+through :func:`select_expr`, which the server widens to the exact double
+the binlog holds. This module imports nothing from readers/ or streaming/.
 """
 
 from __future__ import annotations
@@ -52,12 +55,6 @@ def decimal_text(v: Any) -> str:
 
 def float_value(v: Any) -> float:
     return float(v)
-
-
-def float32_value(v: Any) -> float:
-    """MySQL FLOAT: the binlog holds the float32 (widened to a double here), the text protocol its 6
-    significant digits (FLT_DIG, as the server prints it); both become the float of those digits."""
-    return float(format(float(v), ".6g"))
 
 
 def date_text(v: Any) -> str:
@@ -172,7 +169,15 @@ def value_kind(type_text: str, family: str, dialect: str) -> str:
     return family
 
 
-_BY_KIND: dict[str, Converter] = {"float32": float32_value, "bit": bit_int, "json": json_doc_text}
+_BY_KIND: dict[str, Converter] = {"bit": bit_int, "json": json_doc_text}
+
+
+def select_expr(quoted: str, kind: str) -> str:
+    """How a DB-API read selects a column of ``kind`` (``quoted``: its quoted name).
+
+    MySQL FLOAT as ``col + 0e0``: the server widens the float32 exactly to a double and prints
+    that in full, where the column's own text has only 6 significant digits."""
+    return f"({quoted} + 0e0)" if kind == "float32" else quoted
 
 
 def stream_value(v: Any, kind: str) -> Any:

@@ -27,18 +27,18 @@ from cdc.compare.fingerprint import quote
 from cdc.compare.merge import DIFFERENT, EXTRA, MISSING
 from cdc.compare.report import TableReport
 from cdc.events import Begin, Change, Column, Commit, TableId, TableSchema
-from cdc.values import stream_value, value_kind
+from cdc.values import select_expr, stream_value, value_kind
 
 BATCH = 500
 
 
 def fetch_rows(ep: Endpoint, conn, shape: TableShape, key_cols: list[str], keys: list[tuple]) -> Iterator[dict]:
     """The rows of ``keys`` (JSON-ready values), in batches of BATCH keys."""
-    cols = ", ".join(quote(ep.dialect, c.name) for c in shape.columns)
+    kinds = [value_kind(c.type, c.family, ep.dialect) for c in shape.columns]
+    cols = ", ".join(select_expr(quote(ep.dialect, c.name), k) for c, k in zip(shape.columns, kinds))
     table = f"{quote(ep.dialect, shape.schema)}.{quote(ep.dialect, shape.table)}"
     ph = ep.placeholder
     one = "(" + " AND ".join(f"{quote(ep.dialect, k)} = {ph}" for k in key_cols) + ")"
-    kinds = [value_kind(c.type, c.family, ep.dialect) for c in shape.columns]
     for i in range(0, len(keys), BATCH):
         batch = keys[i:i + BATCH]
         sql = f"SELECT {cols} FROM {table} WHERE " + " OR ".join([one] * len(batch))

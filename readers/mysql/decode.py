@@ -16,8 +16,8 @@ from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
-from cdc.values import (Converter, base64_text, bit_int, date_text, datetime_text, decimal_text, float32_value,
-                        float_value, json_text, set_text, text_or_base64, time_text, utc_text)
+from cdc.values import (Converter, base64_text, bit_int, date_text, datetime_text, decimal_text, float_value,
+                        json_text, set_text, text_or_base64, time_text, utc_text)
 from readers.mysql.errors import DecodeError, UnknownColumnType
 
 _INTS = {T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.YEAR}
@@ -35,9 +35,7 @@ def converter_for(column: Any) -> Converter | None:
         return None
     if t in (T.NEWDECIMAL, T.DECIMAL):
         return decimal_text
-    if t == T.FLOAT:
-        return float32_value
-    if t == T.DOUBLE:
+    if t in (T.FLOAT, T.DOUBLE):
         return float_value
     if t in (T.DATE, T.NEWDATE):
         return date_text

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc.compare.shapes import classify
-from cdc.values import stream_value, value_kind
+from cdc.values import select_expr, stream_value, value_kind
 from cdc.events import Begin, Change, Commit, Event, Heartbeat, TableId, TableSchema
 from cdc.sql_dialects import MYSQL
 from readers.mysql.connection import open_connection
@@ -100,7 +100,7 @@ class TableReader:
 
     def chunk(self, after: list[Any] | None, limit: int) -> list[dict[str, Any]]:
         """Rows with key > ``after`` (None: from the start), at most ``limit`` (all, without a key)."""
-        cols = ", ".join(q(c.name) for c in self.schema.columns)
+        cols = ", ".join(select_expr(q(c.name), k) for c, k in zip(self.schema.columns, self.kinds))
         sql = f"SELECT {cols} FROM {q(self.table.db)}.{q(self.table.table)}"
         params: tuple = ()
         if self.key:

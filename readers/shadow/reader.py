@@ -37,7 +37,7 @@ from cdc.compare.table_diff import Side, split_name
 from cdc.compare.fingerprint import quote
 from cdc.compare.merge import DIFFERENT, EXTRA, MISSING, merge
 from cdc.events import Begin, Change, Column, Commit, Event, Heartbeat, TableId, TableSchema
-from cdc.values import stream_value, value_kind
+from cdc.values import select_expr, stream_value, value_kind
 from readers.shadow.config import ShadowSourceConfig
 from readers.shadow.errors import TableWithoutKey
 from readers.shadow.position import Cycle
@@ -185,7 +185,7 @@ class ShadowSource:
         out: dict[tuple, tuple[str, dict]] = {}
         d = self.ep.dialect
         kinds = [value_kind(c.type, c.family, d) for c in shape.columns]
-        cols = ", ".join(quote(d, c.name) for c in shape.columns)
+        cols = ", ".join(select_expr(quote(d, c.name), k) for c, k in zip(shape.columns, kinds))
         one = "(" + " AND ".join(f"{quote(d, k)} = {self.ep.placeholder}" for k in shape.primary_key) + ")"
         for i in range(0, len(keys), 500):
             batch = keys[i:i + 500]

@@ -63,5 +63,5 @@ def test_snapshot_row_equals_binlog_row(mariadb_primary, tmp_mysql_db):
     assert (snap[1]["tm"], snap[1]["tm2"], snap[2]["tm"], snap[3]["tm"]) == \
         ("-00:00:01.250000", "-00:00:01.250000", "-838:59:59.999999", "-00:00:00.000001")
     assert (snap[1]["f"], snap[2]["f"], snap[1]["bt"], snap[1]["b1"], snap[1]["s"], snap[2]["s"]) == \
-        (0.1, 123457000.0, 513, 1, "p,r", "")
+        (0.10000000149011612, 123456792.0, 513, 1, "p,r", "")
     assert snap[4] == {k: (4 if k == "id" else None) for k in snap[4]}
