@@ -21,7 +21,14 @@ transaction as the effects and, after a restart, ``consumer.start_after(saved)``
 before the first poll. See cdc.consumer.stream_consumer for every guarantee.
 """
 
-from cdc.consumer.errors import BrokerUnreachable, CommitFailed, ConsumerError, ReadFailed, StreamCorrupt
+from cdc.consumer.errors import (
+    BrokerUnreachable,
+    CommitFailed,
+    ConsumerError,
+    ReadFailed,
+    StreamCorrupt,
+    TopicMissing,
+)
 from cdc.consumer.kafka_clients import CLIENTS
 from cdc.consumer.position import Position
 from cdc.consumer.stream_consumer import ChangeStreamConsumer
@@ -38,5 +45,6 @@ __all__ = [
     "RowChange",
     "SchemaChange",
     "StreamCorrupt",
+    "TopicMissing",
     "Transaction",
 ]

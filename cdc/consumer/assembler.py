@@ -87,7 +87,8 @@ class TransactionAssembler:
                 self.unsynced += 1
                 return None
         if status is None:
-            return self._row(offset, key, value, seq)
+            self._row(offset, key, value, seq)
+            return None
         if status == BEGIN:
             if self._begin is not None:
                 raise self._corrupt(f"BEGIN of {value.get('id')!r} inside the open transaction "
@@ -123,7 +124,6 @@ class TransactionAssembler:
         self._items.append(RowChange(table, value.get("op"), key.get("key") if key else None,
                                      value.get("before"), value.get("after"), seq, offset, value))
         self._rows += 1
-        return None
 
     def _end(self, offset: int, value: dict[str, Any], seq: int) -> Transaction:
         begin = self._begin

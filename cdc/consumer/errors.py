@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cdc.errors import CdcError, StreamCorrupt, Terminal, Transient
 
-__all__ = ["ConsumerError", "CommitFailed", "BrokerUnreachable", "ReadFailed", "StreamCorrupt"]
+__all__ = ["BrokerUnreachable", "CommitFailed", "ConsumerError", "ReadFailed", "StreamCorrupt", "TopicMissing"]
 
 
 class ConsumerError(CdcError):
@@ -21,3 +21,7 @@ class BrokerUnreachable(ConsumerError, Transient):
 
 class ReadFailed(ConsumerError, Terminal):
     """The Kafka client reported an error it cannot recover from (names topic and offset)."""
+
+
+class TopicMissing(ConsumerError, Transient):
+    """The change stream's topic does not exist (yet): the daemon has not published this source."""

@@ -41,6 +41,9 @@ class KafkaClient(Protocol):
     def poll(self, max_records: int, timeout_s: float) -> list[Raw]:
         """Up to ``max_records`` records in offset order; empty after ``timeout_s`` without any."""
 
+    def exists(self) -> bool:
+        """Whether the topic exists (a metadata request)."""
+
     def watermarks(self) -> tuple[int, int]:
         """(low, reported high); the high may lie below the true end (tansu)."""
 
@@ -108,6 +111,17 @@ class ConfluentClient:
             self._offset = m.offset() + 1
             out.append((m.offset(), m.key(), m.value()))
         return out
+
+    def exists(self) -> bool:
+        from confluent_kafka import KafkaException
+
+        try:
+            meta = self._c.list_topics(self.topic, timeout=10)
+        except KafkaException as exc:
+            raise BrokerUnreachable(f"no metadata for {self.topic}: {exc}", topic=self.topic,
+                                    client="confluent") from None
+        t = meta.topics.get(self.topic)
+        return t is not None and t.error is None and 0 in t.partitions
 
     def watermarks(self) -> tuple[int, int]:
         from confluent_kafka import KafkaException
@@ -182,12 +196,25 @@ class KafkaPythonClient:
         try:
             batches = self._c.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
         except KafkaError as exc:
-            raise ReadFailed(f"reading {self.topic} at offset {self._offset}: {exc!r}", topic=self.topic,
+            hint = ""
+            if type(exc).__name__ == "UnsupportedCodecError":  # the producer's compression.type needs a codec package
+                hint = " (install the codec: pip install 'kafka-python[lz4]', [zstd] or [snappy])"
+            raise ReadFailed(f"reading {self.topic} at offset {self._offset}: {exc!r}{hint}", topic=self.topic,
                              offset=self._offset, client="kafka-python") from None
         out = [(m.offset, m.key, m.value) for m in batches.get(self._tp, ())]
         if out:
             self._offset = out[-1][0] + 1
         return out
+
+    def exists(self) -> bool:
+        from kafka.errors import KafkaError
+
+        try:
+            self._c.topics()  # refreshes the metadata: partitions_for_topic alone may answer from a stale cache
+            return 0 in (self._c.partitions_for_topic(self.topic) or ())
+        except KafkaError as exc:
+            raise BrokerUnreachable(f"no metadata for {self.topic}: {exc!r}", topic=self.topic,
+                                    client="kafka-python") from None
 
     def watermarks(self) -> tuple[int, int]:
         from kafka.errors import KafkaError

@@ -43,7 +43,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc.consumer.assembler import Item, TransactionAssembler
-from cdc.consumer.errors import BrokerUnreachable, ConsumerError
+from cdc.consumer.errors import BrokerUnreachable, ConsumerError, TopicMissing
 from cdc.consumer.kafka_clients import KafkaClient, open_client
 from cdc.consumer.position import Position
 from cdc.envelope import END, HEARTBEAT, SCHEMA, changes_topic
@@ -119,8 +119,12 @@ class ChangeStreamConsumer:
     def start(self) -> None:
         """Find where reading starts now, contacting the broker (the first poll does it otherwise). Afterwards
         ``start_offset`` is the first offset read and ``last_sequence`` the sequence reading continues after.
-        Raises StreamCorrupt for a start position that does not belong to the stream."""
+        Raises TopicMissing when the topic does not exist (yet), StreamCorrupt for a start position that does
+        not belong to the stream."""
         if self._asm is None:
+            if not self._client.exists():
+                raise TopicMissing(f"topic {self.topic} does not exist (has the daemon published this source "
+                                   f"yet?)", topic=self.topic)
             self._asm = self._begin()
 
     def _seek(self, offset: int) -> None:
@@ -317,8 +321,8 @@ class ChangeStreamConsumer:
             self._closed = True
             self._client.close()
 
-    def __enter__(self) -> ChangeStreamConsumer:
+    def __enter__(self) -> ChangeStreamConsumer:  # noqa: PYI034 - typing.Self needs 3.11
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

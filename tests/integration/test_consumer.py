@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from cdc.consumer import ChangeStreamConsumer, Position, SchemaChange, StreamCorrupt, Transaction
+from cdc.consumer import ChangeStreamConsumer, Position, SchemaChange, StreamCorrupt, TopicMissing, Transaction
 from cdc.serde import get_serdes
 from streaming.testing import StreamBuilder, produce
 
@@ -152,3 +152,9 @@ def test_start_at_the_end_hands_out_only_what_completes_later(broker, topic_pref
         items = _drain(c)
     assert [len(i.changes) for i in items] == [2, 1]
     assert [ch.op for ch in items[1].changes] == ["d"] and items[0].changes[0].after["id"] == 100
+
+
+def test_a_missing_topic_is_named(broker, topic_prefix, client):
+    c = ChangeStreamConsumer(broker.bootstrap, f"{topic_prefix}.nosuch.changes", client=client)
+    with c, pytest.raises(TopicMissing, match=f"topic {topic_prefix}.nosuch.changes does not exist"):
+        c.poll(1)
