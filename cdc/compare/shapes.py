@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from cdc.compare.errors import CompareError
 from cdc.compare.fingerprint import ColumnInfo, Family
+from cdc.sql_dialects import sql_dialect
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def describe(dialect: str, conn, schema: str, table: str) -> TableShape:
             family, sc = classify(ctype, nscale if nscale is not None else dprec, "mysql")
             cols.append(ColumnInfo(name, ctype, family, sc, nullable == "YES", charset))
     else:
-        ph = "%s" if dialect == "postgres" else "?"
+        ph = sql_dialect(dialect).param
         rows = _query(conn, "SELECT column_name, data_type, numeric_scale, datetime_precision, is_nullable, "
                             f"NULL FROM information_schema.columns WHERE table_schema={ph} AND table_name={ph} "
                             "ORDER BY ordinal_position", (schema, table))
