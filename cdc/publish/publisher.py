@@ -473,7 +473,7 @@ def _source_base(table: TableId, source_name: str, connector: str) -> dict[str, 
 def _topic_record_limit(bootstrap: str, topic: str) -> int:
     """The topic's ``max.message.bytes`` less the record overhead, when the broker reports it (a
     large number when it does not: tansu reports no topic configs)."""
-    from confluent_kafka.admin import AdminClient, ConfigResource  # noqa: PLC0415 - once per start
+    from confluent_kafka.admin import AdminClient, ConfigResource
 
     try:
         admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})

@@ -70,7 +70,8 @@ def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, m
         last = publisher.recovered()
         if last < acknowledged:
             raise StreamCorrupt(
-                f"{publisher.topic} on {publisher.kafka.bootstrap_servers} now ends at sequence {last} but "
+                f"{publisher.topic} on {publisher.kafka.bootstrap_servers} now ends at sequence {last}"
+                f"{' (empty)' if not last else ''} but "
                 f"sequence {acknowledged} was acknowledged by the broker earlier (did the broker come back with "
                 f"empty storage?): sequences {last + 1}..{acknowledged} are lost; nothing more is written. "
                 f"Rebuild the stream explicitly (cdc stream reset) once the targets are dealt with",
@@ -80,7 +81,7 @@ def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, m
         publisher.close()
         try:
             source.close()
-        except Exception:  # noqa: BLE001 - a reader never started may not close cleanly; the error above matters
+        except Exception:  # a reader never started may not close cleanly; the error above is the one to raise
             log.debug("closing the unstarted reader failed", exc_info=True)
         raise
     source.start(resume)
@@ -134,6 +135,12 @@ class _Worker:
     restarts: int = 0  # consecutive broker restarts (reset when a publisher got records acknowledged)
     waiting: str | None = None  # why the source is waiting to restart (/readyz)
     acknowledged: int = 0  # highest sequence any publisher of this source saw in the stream
+    position: Any = None  # resume state of the last acknowledged checkpoint, across restarts
+
+    @property
+    def last_resume(self) -> Any:
+        pub = self.publisher
+        return (pub.last_resume if pub is not None else None) or self.position
 
 
 class Daemon:
@@ -221,8 +228,8 @@ class Daemon:
                     self._build(w)
         except BaseException as exc:
             w.error = exc
-            log.error("source failed at position %s: %s", w.publisher.last_resume, exc,
-                      extra={"source": w.spec.name, "position": w.publisher.last_resume},
+            log.error("source failed at position %s: %s", w.last_resume, exc,
+                      extra={"source": w.spec.name, "position": w.last_resume},
                       exc_info=not hasattr(exc, "fields"))
             self.request_stop()
         finally:
@@ -233,6 +240,7 @@ class Daemon:
         """After a broker failure: back off (1, 2, 4 ... RESTART_MAX_S s), count it, say why in /readyz.
         False when the daemon is stopping (the error then ends the source)."""
         pub = w.publisher
+        w.position = w.last_resume
         if pub.acked_sequence > w.acknowledged:  # this publisher got somewhere: start the backoff afresh
             w.acknowledged, w.restarts = pub.acked_sequence, 0
         if self.stop.is_set():
@@ -265,7 +273,7 @@ class Daemon:
             alive[0].thread.join(0.2)
         failed = [w for w in self.workers if w.error is not None]
         if failed:
-            self.failure = "; ".join(f"source {w.spec.name} stopped at position {_where(w.publisher)}: "
+            self.failure = "; ".join(f"source {w.spec.name} stopped at position {_where(w)}: "
                                      f"{type(w.error).__name__}: {w.error}" for w in failed)
             return 2
         return 0
@@ -273,7 +281,7 @@ class Daemon:
     failure: str | None = None
 
 
-def _where(publisher: Publisher | None) -> str:
-    resume = None if publisher is None else publisher.last_resume
+def _where(w: _Worker) -> str:
+    resume = w.last_resume
     return "(none published yet: the next start begins at the source's current position)" if resume is None \
         else str(resume)

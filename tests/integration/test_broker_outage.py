@@ -1,0 +1,180 @@
+"""Broker outages under a running daemon (#13 items 2 and 9), on the real tansu broker.
+
+Each test runs the daemon in-process around a paced scripted source, stops the broker mid-stream
+for longer than ``kafka.delivery_timeout_s`` and starts it again on the same port:
+
+- persistent storage (the broker keeps what it acknowledged): /readyz turns false naming the
+  source and "broker unreachable", the daemon restarts the source by itself (counted in
+  cdc_source_reconnects_total) and the stream ends complete, exactly once, with both producer
+  modes (idempotent: no duplicate run at all);
+- memory storage (the broker comes back EMPTY): nothing is written behind the hole and the daemon
+  stops loudly, naming the lost sequence range.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import orjson
+import pytest
+from prometheus_client import CollectorRegistry
+
+from cdc.config import KafkaConfig
+from cdc.dev.broker import Broker
+from cdc.dev.objstore import ObjectStore
+from cdc.envelope import changes_topic
+from cdc.publish.recovery import read_records
+from cdc.runtime.daemon import Daemon, SourceSpec
+from cdc.serde import get_serdes
+from tests.integration.scripted_source import ScriptedSource
+from tests.integration.stream_check import read_stream
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+DELIVERY_TIMEOUT_S = 3.0
+BIG_EVERY, BIG_ROWS = 50, 2000
+ROW_VALUE = re.compile(r"s\d+-\d+")  # the scripted rows' "v" values: never in a probe's answer
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+class _Run:
+    """The daemon in a thread, with its HTTP endpoints."""
+
+    def __init__(self, broker, prefix: str, steps: int, idempotence: bool) -> None:
+        kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=prefix, idempotence=idempotence,
+                            delivery_timeout_s=DELIVERY_TIMEOUT_S)
+        spec = SourceSpec("scripted", "scripted",
+                          lambda ctx: ScriptedSource(steps, metrics=ctx.metrics, pace_s=0.004, big_every=BIG_EVERY,
+                                                     big_rows=BIG_ROWS))
+        self.daemon = Daemon([spec], kafka, CollectorRegistry(), metrics_port=0, producer_config={"log_level": 0})
+        self.base = f"http://127.0.0.1:{self.daemon.health.port}"
+        self.status: list[int] = []
+        self.thread = threading.Thread(target=lambda: self.status.append(self.daemon.run()), daemon=True)
+        self.thread.start()
+
+    def wait_for(self, what: str, test, timeout: float = 40):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = test()
+            if got:
+                return got
+            if not self.thread.is_alive():
+                break
+            time.sleep(0.1)
+        raise AssertionError(f"{what} not seen within {timeout}s (daemon status {self.status}, "
+                             f"failure {self.daemon.failure})")
+
+    def readyz(self) -> tuple[int, dict]:
+        code, body = _get(self.base + "/readyz")
+        assert not ROW_VALUE.search(body.decode()), body
+        return code, orjson.loads(body)
+
+    def metric(self, name: str) -> float:
+        return self.daemon.workers[0].metrics.registry.get_sample_value(name, {"source": "scripted"}) or 0.0
+
+    def published(self) -> float:
+        return self.metric("cdc_source_transactions_published_total")
+
+    def finish(self, timeout: float = 120) -> int:
+        self.thread.join(timeout)
+        if self.thread.is_alive():
+            self.daemon.request_stop()
+            self.thread.join(30)
+            raise AssertionError(f"the daemon did not finish within {timeout}s")
+        return self.status[0]
+
+
+def _check_exactly_once(stream, steps: int) -> None:
+    """Every committed step once, in order, with all its rows (cut-off ones closed with ABORTED)."""
+    script = ScriptedSource(steps, big_every=BIG_EVERY, big_rows=BIG_ROWS)
+    assert [t for t, _, _ in stream.transactions] == [f"tx-{k}" for k in range(1, steps + 1) if not script.is_ddl(k)]
+    for txid, records, end in stream.transactions:
+        k = int(txid.split("-")[1])
+        assert [r["after"]["id"] for r in records] == [k * 100000 + j for j in range(script.rows_of(k))]
+        assert end["resume"] == {"step": k}
+    ddl_steps = [s["resume"]["step"] for s in stream.schemas if s["ddl"] is not None]
+    assert ddl_steps == sorted(set(ddl_steps)), "a DDL was published twice"
+
+
+def _outage(run: _Run, broker, down_s: float) -> str:
+    """Stop the broker mid-stream; return the /readyz reason seen while it was down."""
+    run.wait_for("/readyz 200 and transactions published",
+                 lambda: run.readyz()[0] == 200 and run.published() >= 20)
+    broker.stop()
+    t0 = time.monotonic()
+
+    def unreachable() -> str | None:
+        code, body = run.readyz()
+        reason = str(body["reasons"].get("scripted"))
+        return reason if code == 503 and "broker unreachable" in reason else None
+
+    reason = run.wait_for("/readyz 503 naming the source and 'broker unreachable'", unreachable, timeout=20)
+    run.wait_for("a restart of the source counted", lambda: run.metric("cdc_source_reconnects_total") >= 1,
+                 timeout=DELIVERY_TIMEOUT_S + 20)
+    time.sleep(max(0.0, down_s - (time.monotonic() - t0)))
+    broker.start()
+    return reason
+
+
+@pytest.fixture
+def fixed_port_persistent_broker(tmp_path):
+    store = ObjectStore(tmp_path / "objstore").start()
+    b = Broker.persistent(store, log_dir=tmp_path / "broker")
+    try:
+        yield b.start()
+    finally:
+        b.stop()
+        store.stop()
+
+
+@pytest.mark.parametrize("idempotence", [True, False], ids=["idempotent", "non-idempotent"])
+def test_outage_longer_than_the_delivery_timeout_resumes_exactly_once(fixed_port_persistent_broker, topic_prefix,
+                                                                      idempotence):
+    broker = fixed_port_persistent_broker
+    steps = 1200
+    run = _Run(broker, topic_prefix, steps, idempotence)
+    reason = _outage(run, broker, down_s=DELIVERY_TIMEOUT_S + 3)
+    assert reason.startswith("broker unreachable"), reason
+    # back by itself: ready again, then the script runs to its end
+    run.wait_for("/readyz 200 after the broker came back", lambda: run.readyz()[0] == 200, timeout=60)
+    assert run.finish() == 0, run.daemon.failure
+    restarts = run.metric("cdc_source_reconnects_total")
+    assert restarts >= 1
+    stream = read_stream(broker.bootstrap, changes_topic(topic_prefix, "scripted"))
+    _check_exactly_once(stream, steps)
+    print(f"outage idempotence={idempotence}: {restarts:.0f} restarts, {len(stream.aborted)} cut-off "
+          f"transactions closed with ABORTED, {stream.duplicates} duplicate records, {stream.records} records; "
+          f"/readyz said: {reason}")
+    if idempotence:
+        assert stream.duplicates == 0
+
+
+@pytest.mark.parametrize("idempotence", [True, False], ids=["idempotent", "non-idempotent"])
+def test_broker_back_empty_is_a_loud_stop_with_nothing_written_behind_the_hole(tmp_path, topic_prefix, idempotence):
+    broker = Broker(log_dir=tmp_path / "broker").start()  # memory storage: restarts empty, on the same port
+    try:
+        run = _Run(broker, topic_prefix, 100_000, idempotence)
+        _outage(run, broker, down_s=DELIVERY_TIMEOUT_S + 2)
+        assert run.finish(timeout=90) == 2
+        failure = run.daemon.failure
+        acked = run.daemon.workers[0].acknowledged
+        assert acked > 0
+        assert "StreamCorrupt" in failure and f"sequence {acked} was acknowledged" in failure, failure
+        assert "source scripted stopped" in failure
+        topic = changes_topic(topic_prefix, "scripted")
+        written = list(read_records(broker.bootstrap, topic, *get_serdes("json"), deadline_s=20))
+        assert written == [], f"records written into the emptied topic: {written[:3]}"
+        print(f"empty broker, idempotence={idempotence}: {failure}")
+    finally:
+        broker.stop()
