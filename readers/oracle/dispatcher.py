@@ -19,11 +19,12 @@ before its COMMIT, so rolled-back work costs no parsing.
   ``ffffffff`` are matched by undo segment + slot.
 * DDL (5) becomes a SchemaChange (TRUNCATE TABLE: a transaction of one ``op: "t"``
   change), published once across restarts like a commit (see ``_ddl``).
-* LOB operations (SEL_LOB_LOCATOR 9, LOB_WRITE 10, LOB_TRIM 11, LOB_ERASE 28/29) and
-  UNSUPPORTED (255) of a captured table are kept with their transaction; at its
-  COMMIT they stop the reader naming table, XID and SCN, or go to the dead-letter
-  topic / are skipped and counted when configured (``_refuse``); never dropped
-  silently. MISSING_SCN (34) stops the reader; other codes (internal,
+* LOB operations (SEL_LOB_LOCATOR 9, LOB_WRITE 10, LOB_TRIM 11, LOB_ERASE 28/29) of a
+  row the transaction inserted are assembled into that INSERT's image
+  (readers/oracle/lobs.py). Any other LOB row and UNSUPPORTED (255) of a captured
+  table are kept with their transaction; at its COMMIT they stop the reader naming
+  table, XID and SCN, or go to the dead-letter topic / are skipped and counted when
+  configured (``_refuse``); never dropped silently. MISSING_SCN (34) stops the reader; other codes (internal,
   SELECT_FOR_UPDATE) are ignored.
 """
 
@@ -39,6 +40,7 @@ from typing import Any
 
 from cdc.events import Begin, Change, Commit, Event, SchemaChange, TableId, TableSchema
 from cdc.spill import TransactionStore, TxBuffer
+from readers.oracle.lobs import LobAssembler
 from readers.oracle.errors import (
     DictionaryMismatch,
     LogMinerError,
@@ -62,6 +64,7 @@ _SQL_OF = itemgetter(1)  # an item's SQL_REDO
 _TRUNCATE = re.compile(r"\s*truncate\s+table\s", re.IGNORECASE)
 # LOB operation codes (LOB_ERASE is 28 in the documentation, 29 on 23ai)
 _LOB_NAMES = {9: "SEL_LOB_LOCATOR", 10: "LOB_WRITE", 11: "LOB_TRIM", 28: "LOB_ERASE", 29: "LOB_ERASE"}
+_OP_NAMES = {1: "INSERT", 2: "DELETE", 3: "UPDATE"}
 LOB_OPS = frozenset(_LOB_NAMES)
 
 
@@ -79,7 +82,7 @@ class _Tx:
     """One open transaction. ``items``/``keys``: its first rows and their ROW_IDs; from the row after
     ``inline`` on they all live in ``buf`` (cdc.spill), which may spill them to disk."""
 
-    __slots__ = ("bad", "buf", "csf", "items", "keys", "raw", "start_scn", "undo_slot", "xid")
+    __slots__ = ("bad", "buf", "csf", "items", "keys", "lobs", "raw", "start_scn", "undo_slot", "xid")
 
     def __init__(self, raw: str, start_scn: int, usn: int, slot: int, sqn: int) -> None:
         self.raw, self.start_scn = raw, start_scn
@@ -90,6 +93,7 @@ class _Tx:
         self.keys: list[Any] = []
         self.buf: TxBuffer | None = None
         self.bad: list[tuple] | None = None  # rows the reader cannot publish (LOB operations, UNSUPPORTED)
+        self.lobs: LobAssembler | None = None  # LOB values its LOB rows wrote (readers/oracle/lobs.py)
 
     def to_store(self, store: TransactionStore) -> None:
         """Move the rows into a spillable buffer: every later row goes there too."""
@@ -123,10 +127,11 @@ class _Mark:
     """A pipeline entry that is not a row: an event to emit (None: only the context) and the
     commit SCN and XID of the items that follow it."""
 
-    __slots__ = ("event", "open_count", "scn", "xid")
+    __slots__ = ("event", "lobs", "open_count", "scn", "xid")
 
-    def __init__(self, event: Event | None, scn: int | None, xid: str | None, open_count: int = 0) -> None:
-        self.event, self.scn, self.xid, self.open_count = event, scn, xid, open_count
+    def __init__(self, event: Event | None, scn: int | None, xid: str | None, open_count: int = 0,
+                 lobs: LobAssembler | None = None) -> None:
+        self.event, self.scn, self.xid, self.open_count, self.lobs = event, scn, xid, open_count, lobs
 
 
 class Dispatcher:
@@ -247,6 +252,8 @@ class Dispatcher:
                 if row[ROLLBACK]:
                     tx.undo(row[ROW_ID])
                     continue
+                if tx.lobs is not None and tx.lobs.touches(row[ROW_ID]):
+                    self._refuse_later(tx, row)
                 item = (row[SCN], sql, owner, row[TABLE], row[RS_ID], row[SSN])
                 if tx.buf is None:
                     tx.items.append(item)
@@ -315,7 +322,7 @@ class Dispatcher:
                 return
             when = ts_ms(row[TS])
             yield Begin(xid, when)
-            counts, schemas, convert = self._counts, self._schemas, self.convert
+            counts, schemas, convert, lobs = self._counts, self._schemas, self.convert, tx.lobs
             last_owner = last_table = tid = schema = None
             for item in tx.rows():
                 row_scn, sql, owner, table, rs_id, ssn = item
@@ -327,6 +334,8 @@ class Dispatcher:
                 if table != last_table or owner != last_owner:
                     tid, schema = schemas.get((owner, table)) or self._table(owner, table)
                     last_owner, last_table = owner, table
+                if lobs is not None and op == "c":
+                    lobs.patch(owner, table, after)
                 change = Change(tid, op, before, after,
                                 {"scn": row_scn, "commit_scn": scn, "txId": xid, "rs_id": rs_id, "ssn": ssn}, schema)
                 if convert is not None:
@@ -368,7 +377,7 @@ class Dispatcher:
                 return
             when = ts_ms(row[TS])
             job, sqls, job_rows = self._job, self._job_sqls, self.job_rows
-            job.append(_Mark(Begin(xid, when), scn, xid))
+            job.append(_Mark(Begin(xid, when), scn, xid, 0, tx.lobs))
             if tx.buf is None:  # a small transaction: its list as it is
                 job.append(tx.items)
                 sqls.extend(map(_SQL_OF, tx.items))
@@ -413,7 +422,7 @@ class Dispatcher:
     def _emit_job(self, entries: list, parsed: bool) -> Iterator[Event]:
         ops, befores, afters = map(iter, self.pool.result()) if parsed else (iter(()),) * 3
         schemas, convert, counts = self._schemas, self.convert, self._counts
-        scn = xid = None
+        scn = xid = lobs = None
         for e in entries:
             if type(e) is list:  # rows of the transaction the last _Mark named, with their results in order
                 last_owner = last_table = tid = schema = None
@@ -424,6 +433,8 @@ class Dispatcher:
                     if table != last_table or owner != last_owner:
                         tid, schema = schemas.get((owner, table)) or self._table(owner, table)
                         last_owner, last_table = owner, table
+                    if lobs is not None and op == "c":
+                        lobs.patch(owner, table, after)
                     change = Change(tid, op, before, after,
                                     {"scn": row_scn, "commit_scn": scn, "txId": xid, "rs_id": rs_id, "ssn": ssn},
                                     schema)
@@ -433,7 +444,7 @@ class Dispatcher:
                     counts[key] = counts.get(key, 0) + 1
                     yield change
                 continue
-            scn, xid = e.scn, e.xid
+            scn, xid, lobs = e.scn, e.xid, e.lobs
             event = e.event
             if event is None:
                 continue
@@ -498,15 +509,46 @@ class Dispatcher:
                            self.state(at_scn=scn).to_json())
 
     def _refused_row(self, row: tuple) -> None:
-        """A LOB operation or an UNSUPPORTED row of a captured table: kept with its transaction and
-        refused at its COMMIT (``_refuse``); a transaction that rolls back never stops the reader."""
-        owner, table = row[OWNER], row[TABLE]
+        """A LOB operation or an UNSUPPORTED row of a captured table. A LOB row the transaction's
+        LobAssembler takes is done; any other is kept with its transaction and refused at its
+        COMMIT (``_refuse``): a transaction that rolls back never stops the reader."""
+        owner, table, op = row[OWNER], row[TABLE], row[OP]
         if not owner or not self.captured(owner, table or "") or row[ROLLBACK]:
             return
         tx = self.open.get(row[XID]) or self._tx(row)
+        sql, info = row[SQL] or "", row[INFO]
+        if op in LOB_OPS:
+            if row[CSF]:  # a long LOB_WRITE continues in the next row
+                tx.csf = [*(tx.csf or ()), sql]
+                return
+            if tx.csf is not None:
+                sql, tx.csf = "".join(tx.csf) + sql, None
+            info = self._assemble(tx, row, sql)
+            if info is None:
+                return
+        self._keep_bad(tx, row, sql, info, op in LOB_OPS)
+
+    @staticmethod
+    def _keep_bad(tx: _Tx, row: tuple, sql: str, info: Any, lob: bool) -> None:
         if tx.bad is None:
             tx.bad = []
-        tx.bad.append((row[SCN], row[OP], owner, table, row[ROW_ID], (row[SQL] or "")[:500], row[INFO]))
+        tx.bad.append((row[SCN], row[OP], row[OWNER], row[TABLE], row[ROW_ID], sql[:500], info, lob))
+
+    @staticmethod
+    def _assemble(tx: _Tx, row: tuple, sql: str) -> str | None:
+        """Hand a LOB row to the transaction's LobAssembler; returns why it cannot (None: taken)."""
+        if tx.buf is not None:
+            return "the transaction spilled to disk: its INSERT rows are not held to receive LOB values"
+        if tx.lobs is None:
+            tx.lobs = LobAssembler()
+        rid = row[ROW_ID]
+        inserted = row[OP] == 9 and any(k == rid and it[1][:6].lower() == "insert" for k, it in zip(tx.keys, tx.items))
+        return tx.lobs.feed(row[OP], rid, sql, inserted)
+
+    def _refuse_later(self, tx: _Tx, row: tuple) -> None:
+        """A change of a row whose LOB this transaction wrote: its images would lack the LOB value."""
+        self._keep_bad(tx, row, row[SQL] or "", f"{_OP_NAMES.get(row[OP], row[OP])} of a row whose LOB the "
+                       f"transaction wrote (ROW_ID {row[ROW_ID]}): its images would lack the LOB value", True)
 
     def _refuse(self, tx: _Tx, commit_scn: int) -> None:
         """The committed transaction ``tx`` holds rows the reader cannot publish.
@@ -515,14 +557,14 @@ class Dispatcher:
         transaction is published as LogMiner wrote it); with ``unsupported: skip`` each is logged
         and counted; otherwise the first one stops the reader, naming table, XID and SCN. All
         but the stop count in ``cdc_source_errors_total{class=...}`` (on_refused)."""
-        for scn, op, owner, table, row_id, sql, info in tx.bad or ():
-            name = _LOB_NAMES.get(op, "UNSUPPORTED")
+        for scn, op, owner, table, row_id, sql, info, lob in tx.bad or ():
+            name = _LOB_NAMES.get(op) or (_OP_NAMES.get(op, "UNSUPPORTED") if lob else "UNSUPPORTED")
             fields = {"scn": scn, "commit_scn": commit_scn, "xid": tx.xid, "table": f"{owner}.{table}",
                       "operation": name, "row_id": row_id, "text": sql}
-            if op in LOB_OPS:
+            if lob:
                 err: Exception = UnsupportedLob(
-                    f"LOB operation {name} on {owner}.{table} at SCN {scn} (XID {tx.xid}, commit SCN {commit_scn}): "
-                    "the reader does not assemble LOB values from LogMiner rows", **fields)
+                    f"LOB operation {name} on {owner}.{table} at SCN {scn} (XID {tx.xid}, commit SCN {commit_scn}) "
+                    f"cannot be assembled into a row image: {info}", reason=info, **fields)
             else:
                 err = UnsupportedOperation(
                     f"LogMiner cannot decode a change of {owner}.{table} at SCN {scn} (XID {tx.xid}, commit SCN "

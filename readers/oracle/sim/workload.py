@@ -72,6 +72,7 @@ class Workload:
     ddl_at: str = ""          # "5:9": transactions 5 and 9 are an ALTER TABLE of table t % tables (DDL, COMMIT)
     truncate_at: str = ""     # "7": transaction 7 is a TRUNCATE TABLE of table t % tables
     lob_at: str = ""          # "3": transaction 3 inserts a row whose CLOB "NOTE" is written by LOB_WRITE rows
+    lob_update_at: str = ""   # "4": transaction 4 rewrites the CLOB of an existing row (locator + writes only)
     supplemental: str = "min+all"  # what the "primary" logs, "+"-separated: "min" database minimal, "all" ALL
                                    # COLUMNS on every table, "T0:T2" on those tables only, "db_all" database-wide
                                    # ALL COLUMNS; "" nothing
@@ -204,8 +205,8 @@ class Model:
         recs.append((START, -1, None, 0, 0, "set transaction read write;", raw))
         if t in w.numbers("ddl_at") or t in w.numbers("truncate_at"):
             return self._ddl(tx, t % w.tables, t in w.numbers("truncate_at"))
-        if t in w.numbers("lob_at"):
-            return self._lob(tx, t % w.tables, rng)
+        if t in w.numbers("lob_at") or t in w.numbers("lob_update_at"):
+            return self._lob(tx, t % w.tables, rng, insert=t in w.numbers("lob_at"))
         rows: list[tuple] = []  # (op, table, rid, sql, undo_sql, expected)
         live: dict[tuple[int, int], dict] = {}
         n = rng.randint(w.rows_min, w.rows_max)
@@ -284,12 +285,13 @@ class Model:
         tx.records.append((COMMIT, -1, None, 0, 0, "commit;", raw))
         return tx
 
-    def _lob(self, tx: Txn, table: int, rng: random.Random) -> Txn:
+    def _lob(self, tx: Txn, table: int, rng: random.Random, insert: bool = True) -> Txn:
         """An INSERT whose CLOB is written afterwards, as LogMiner shows it: the INSERT with
         EMPTY_CLOB(), a SEL_LOB_LOCATOR row selecting the column of that row FOR UPDATE, LOB_WRITE
-        rows carrying the text in pieces (offset, length), a LOB_TRIM to the final length, COMMIT."""
+        rows carrying the text in pieces (offset, length), a LOB_TRIM to the final length, COMMIT.
+        ``insert=False``: the CLOB of an existing row rewritten through its locator (no DML row)."""
         raw = tx.xid.raw
-        ident = 2 * (tx.number * 1000)
+        ident = 2 * (tx.number * 1000) + (0 if insert else 1)
         row = base_row(ident)
         rid = row_id(table, ident)
         text = "".join(f"lob {ident} piece {k}; " for k in range(LOB_PIECE // 8))[:int(LOB_PIECE * 2.5)]
@@ -297,7 +299,10 @@ class Model:
         ins["NOTE"] = None
         sql = sql_insert(table, ins).replace("NULL)", "EMPTY_CLOB())")
         recs = tx.records
-        recs.append((INSERT, table, rid, 0, 0, sql, raw))
+        if insert:
+            recs.append((INSERT, table, rid, 0, 0, sql, raw))
+        else:
+            tx.base_keys.append((table, ident))
         where = f'"ID" = \'{ident}\' and ROWID = \'{rid}\''
         recs.append((SEL_LOB_LOCATOR, table, rid, 0, 0, _LOB_DECLARE + f' select "NOTE" into loc_c from '
                      f'"{SCHEMA}"."{table_name(table)}" where {where} for update;', raw))
@@ -308,7 +313,8 @@ class Model:
                          f"{len(piece)}, {k + 1}, buf_c);", raw))
         recs.append((LOB_TRIM, table, rid, 0, 0, f" dbms_lob.trim(loc_c, {len(text)});", raw))
         recs.append((COMMIT, -1, None, 0, 0, "commit;", raw))
-        tx.expected.append(("c", table, None, {**row, "NOTE": text}))
+        tx.expected.append(("c", table, None, {**row, "NOTE": text}) if insert else
+                           ("u", table, row, {**row, "NOTE": text}))
         return tx
 
     @staticmethod

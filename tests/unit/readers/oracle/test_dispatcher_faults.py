@@ -56,40 +56,60 @@ def test_a_ddl_split_over_csf_rows_is_joined(tmp_path):
     assert [e.ddl for e in evs] == [text]
 
 
-def _lob_rows(commit_op=7):
-    return [row(1, X1, 1, 'insert into "APP"."T"("ID","NOTE") values (\'1\',EMPTY_CLOB());', rid="R1"),
-            row(2, X1, 9, LOCATOR, rid="R1"),
-            row(3, X1, 10, " buf_c := 'abc';\n  dbms_lob.write(loc_c, 3, 1, buf_c);", rid="R1"),
-            row(4, X1, 11, " dbms_lob.trim(loc_c, 2);", rid="R1"),
-            row(5, X1, commit_op)]
+def _lob_rows(commit_op=7, insert=True, then=()):
+    rows = [row(1, X1, 1, 'insert into "APP"."T"("ID","NOTE") values (\'1\',EMPTY_CLOB());', rid="R1")] if insert else []
+    return rows + [row(2, X1, 9, LOCATOR, rid="R1"),
+                   row(3, X1, 10, " buf_c := 'abc''d';\n  dbms_lob.write(loc_c, 5, 1, buf_c);", rid="R1"),
+                   row(3, X1, 10, " buf_c := 'xyz", csf=1, rid="R1"),
+                   row(3, X1, 10, "';\n  dbms_lob.write(loc_c, 3, 7, buf_c);", rid="R1"),
+                   row(4, X1, 11, " dbms_lob.trim(loc_c, 8);", rid="R1"),
+                   row(4, X1, 28, " dbms_lob.erase(loc_c, 2, 1);", rid="R1"),
+                   *then, row(5, X1, commit_op)]
 
 
-def test_lob_operations_stop_at_commit_naming_table_xid_and_scn(tmp_path):
+@pytest.mark.parametrize("workers", [0, 1])
+def test_lob_rows_of_an_inserted_row_are_assembled_into_its_image(tmp_path, workers):
+    pool = ParsePool(1) if workers else None
+    try:
+        d = dispatcher(tmp_path, pool=pool)
+        evs = events(d, _lob_rows()) + list(d.drain())
+    finally:
+        if pool is not None:
+            pool.close()
+    assert _shape(evs) == [("Begin", None), ("Change", "c"), ("Commit", None)]
+    assert evs[1].after == {"ID": "1", "NOTE": "  c'd xy"}  # written, CSF joined, trimmed to 8, 2 erased
+
+
+def test_lob_rows_that_cannot_be_assembled_stop_at_commit_naming_table_xid_and_scn(tmp_path):
     d = dispatcher(tmp_path)
-    assert events(d, _lob_rows(commit_op=36)) == []  # rolled back: nothing to refuse
+    assert events(d, _lob_rows(commit_op=36, insert=False)) == []  # rolled back: nothing to refuse
     before = [ins(0, X2, 9), row(0, X2, 7)]
     got = []
     with pytest.raises(UnsupportedLob) as err:
-        for e in dispatcher(tmp_path).feed(before + _lob_rows()):
+        for e in dispatcher(tmp_path).feed(before + _lob_rows(insert=False)):
             got.append(e)
     e = err.value
     assert (e.table, e.xid, e.scn, e.commit_scn, e.operation) == ("APP.T", "5.7.100", 2, 5, "SEL_LOB_LOCATOR")
-    assert "APP.T" in str(e) and "5.7.100" in str(e) and "SCN 2" in str(e)
+    assert "APP.T" in str(e) and "5.7.100" in str(e) and "SCN 2" in str(e) and "did not insert" in str(e)
     assert _shape(got) == [("Begin", None), ("Change", "c"), ("Commit", None)]  # nothing of the LOB transaction
+    # a later change of the row whose LOB was written: its images would lack the value
+    upd = row(4, X1, 3, 'update "APP"."T" set "ID" = \'2\' where "ID" = \'1\' and ROWID = \'R1\';', rid="R1")
+    with pytest.raises(UnsupportedLob, match="UPDATE of a row whose LOB"):
+        events(dispatcher(tmp_path), _lob_rows(then=[upd]))
 
 
 @pytest.mark.parametrize("mode", ["dead_letter", "skip"])
-def test_lob_operations_go_to_the_dead_letter_topic_or_are_counted(tmp_path, mode):
+def test_unassembled_lob_rows_go_to_the_dead_letter_topic_or_are_counted(tmp_path, mode):
     letters, counted = [], []
     kw = {"dead_letter": lambda err, raw: letters.append((err, raw))} if mode == "dead_letter" else {
         "unsupported": "skip"}
     d = dispatcher(tmp_path, on_refused=counted.append, **kw)
-    evs = events(d, _lob_rows())
+    evs = events(d, [ins(0, X1, 7)] + _lob_rows(insert=False))
     assert _shape(evs) == [("Begin", None), ("Change", "c"), ("Commit", None)]
-    assert [c.operation for c in counted] == ["SEL_LOB_LOCATOR", "LOB_WRITE", "LOB_TRIM"]
+    assert [c.operation for c in counted] == ["SEL_LOB_LOCATOR", "LOB_WRITE", "LOB_WRITE", "LOB_TRIM", "LOB_ERASE"]
     if mode == "dead_letter":
-        assert [raw["operation"] for _, raw in letters] == ["SEL_LOB_LOCATOR", "LOB_WRITE", "LOB_TRIM"]
-        assert letters[1][1]["text"].startswith(" buf_c := 'abc'") and letters[1][1]["xid"] == "5.7.100"
+        assert [raw["operation"] for _, raw in letters] == [c.operation for c in counted]
+        assert letters[1][1]["text"].startswith(" buf_c := 'abc''d'") and letters[1][1]["xid"] == "5.7.100"
 
 
 def test_pool_mode_truncate_and_ddl_keep_their_place(tmp_path):

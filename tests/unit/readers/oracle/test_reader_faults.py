@@ -1,6 +1,7 @@
 """OracleSource on the LogMiner simulator (no Oracle server runs here), issue 13: TRUNCATE and DDL
 rows as LogMiner shows them, a restart right after a DDL, supplemental logging refused at start,
-LOB operations (INSERT with EMPTY_CLOB(), SEL_LOB_LOCATOR, LOB_WRITE pieces, LOB_TRIM) never dropped."""
+LOB operations (INSERT with EMPTY_CLOB(), SEL_LOB_LOCATOR, LOB_WRITE pieces, LOB_TRIM) assembled into the
+row image, or, where they cannot be (the LOB of a row the transaction did not insert), never dropped."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tests.unit.readers.oracle.helpers import expected, source
 
 DDL = "seed=21,transactions=30,lanes=3,threads=2,log_scns=40,truncate_at=7:16,ddl_at=10:20"
 LOB = "seed=22,transactions=12,lanes=2,threads=1,lob_at=5"
+LOB_UPDATE = "seed=24,transactions=12,lanes=2,threads=1,lob_update_at=5"
 
 
 def _read(src, resume=None, until=None):
@@ -93,40 +95,45 @@ def test_supplemental_logging_is_checked_at_start(tmp_path):
     whole.close()
 
 
-def test_lob_rows_stop_the_source_naming_table_xid_and_scn(tmp_path):
-    sim = simulator.instance(LOB)
-    lob_tx = sim.model.txn(5)
+def test_lob_rows_of_an_inserted_row_are_assembled(tmp_path):
+    lob_tx = simulator.instance(LOB).model.txn(5)
     ops = [r[0] for r in lob_tx.records]
     assert ops[:4] == [6, 1, 9, 10] and ops[-2:] == [11, 7]  # START, INSERT, SEL_LOB_LOCATOR, LOB_WRITE.., TRIM, COMMIT
     assert "EMPTY_CLOB()" in lob_tx.records[1][5] and "dbms_lob.write(loc_c, 2000, 1, buf_c);" in lob_tx.records[3][5]
-    src = source(LOB, tmp_path, sessions=2, scn_range_size=5)
+    for workers in (0, 1):
+        txs, _, _, _ = _read(source(LOB, tmp_path, sessions=2, scn_range_size=5, parse_workers=workers))
+        assert txs == expected(LOB)
+        note = [rows for _, x, rows in txs if x == str(lob_tx.xid)][0][0][4]["NOTE"]
+        assert len(note) > 4000 and note.startswith("lob 10000 piece 0; ")
+
+
+def test_lob_rows_of_an_existing_row_stop_the_source_naming_table_xid_and_scn(tmp_path):
+    lob_tx = simulator.instance(LOB_UPDATE).model.txn(5)
+    src = source(LOB_UPDATE, tmp_path, sessions=2, scn_range_size=5)
     published = []
     with pytest.raises(UnsupportedLob) as err:
-        txs, _, _, _ = _read(src, until=lambda ev: published.append(ev) and False)
+        _read(src, until=lambda ev: published.append(ev) and False)
     e = err.value
     assert e.table == "APP.T2" and e.xid == str(lob_tx.xid) and e.operation == "SEL_LOB_LOCATOR"
     assert f"XID {lob_tx.xid}" in str(e) and f"SCN {e.scn}" in str(e)
-    committed = [x for _, x, _ in expected(LOB)]
+    committed = [x for _, x, _ in expected(LOB_UPDATE)]
     got = [ev.txid for ev in published if isinstance(ev, Commit)]
-    assert str(lob_tx.xid) not in got and not any(isinstance(ev, Begin) and ev.txid == str(lob_tx.xid)
-                                                   for ev in published)
-    assert got == committed[:len(got)]  # everything before it, in order, nothing after it
+    assert not any(isinstance(ev, Begin) and ev.txid == str(lob_tx.xid) for ev in published)
+    assert got == committed[:committed.index(str(lob_tx.xid))]  # everything before it, in order, nothing after
 
 
-def test_lob_rows_go_to_the_dead_letter_topic_and_are_counted(tmp_path):
+def test_unassembled_lob_rows_go_to_the_dead_letter_topic_and_are_counted(tmp_path):
     letters = []
     metrics = SourceMetrics("ora-dl")
-    cfg = OracleSourceConfig(name="ora-dl", dsn="simulator:" + LOB, tables=["APP.*"], dictionary_path=str(tmp_path),
-                             heartbeat_interval_s=0.05, poll_interval_s=0.01)
+    cfg = OracleSourceConfig(name="ora-dl", dsn="simulator:" + LOB_UPDATE, tables=["APP.*"],
+                             dictionary_path=str(tmp_path), heartbeat_interval_s=0.05, poll_interval_s=0.01)
     ctx = SourceContext(metrics, spill_dir=str(tmp_path / "spill"))
     ctx.dead_letter = lambda err, raw: letters.append((type(err).__name__, raw))
     txs, _, _, _ = _read(OracleSource(cfg, ctx))
-    lob_tx = simulator.instance(LOB).model.txn(5)
+    lob_tx = simulator.instance(LOB_UPDATE).model.txn(5)
     pieces = sum(1 for r in lob_tx.records if r[0] == 10)
     assert [raw["operation"] for _, raw in letters] == ["SEL_LOB_LOCATOR"] + ["LOB_WRITE"] * pieces + ["LOB_TRIM"]
     assert {raw["xid"] for _, raw in letters} == {str(lob_tx.xid)} and letters[0][0] == "UnsupportedLob"
     assert metrics._m.errors.labels("ora-dl", "UnsupportedLob")._value.get() == len(letters)
-    # every transaction is published; the LOB row carries what the INSERT wrote
-    assert [x for _, x, _ in txs] == [x for _, x, _ in expected(LOB)]
-    lob_rows = [rows for _, x, rows in txs if x == str(lob_tx.xid)][0]
-    assert lob_rows[0][4]["NOTE"] == "EMPTY_CLOB()"
+    # every other transaction is published; the LOB-only one had nothing else to publish
+    assert [x for _, x, _ in txs] == [x for _, x, _ in expected(LOB_UPDATE) if x != str(lob_tx.xid)]
