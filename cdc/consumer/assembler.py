@@ -103,7 +103,8 @@ class TransactionAssembler:
                 self.aborted += 1
             return None
         if status == SCHEMA:
-            item = SchemaChange(value.get("table"), value.get("ddl"), value.get("schema"), seq, offset, value)
+            item = SchemaChange(value.get("table"), value.get("ddl"), value.get("schema"), seq, offset, value,
+                                self._begin is not None)
             if self._begin is not None:
                 self._items.append(item)
                 return None

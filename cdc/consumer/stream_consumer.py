@@ -126,6 +126,7 @@ class ChangeStreamConsumer:
                 raise TopicMissing(f"topic {self.topic} does not exist (has the daemon published this source "
                                    f"yet?)", topic=self.topic)
             self._asm = self._begin()
+            self.last_data_monotonic = time.monotonic()  # idleness counts from here, not from the constructor
 
     def _seek(self, offset: int) -> None:
         self._client.seek(offset)
@@ -289,6 +290,9 @@ class ChangeStreamConsumer:
     def commit(self, item: Item) -> None:
         """``item`` and everything before it are done: store the offset after it for the group (synchronous;
         CommitFailed if the broker refused). Committing an item at or before the last commit does nothing."""
+        if getattr(item, "in_transaction", False):
+            raise ConsumerError(f"commit of a schema record inside a transaction (sequence {item.sequence}): commit "
+                                f"the Transaction that holds it", topic=self.topic, sequence=item.sequence)
         pos = item.position
         if self.committed is not None and pos <= self.committed:
             return

@@ -60,6 +60,7 @@ class SchemaChange:
     sequence: int
     offset: int
     value: dict[str, Any]
+    in_transaction: bool = False  # a table definition inside a Transaction (tx.items): not an item to commit
     changes: tuple = ()  # no rows: lets `for item in consumer: item.changes` treat every item alike
 
     @property

@@ -6,7 +6,15 @@ import time
 
 import pytest
 
-from cdc.consumer import ChangeStreamConsumer, Position, SchemaChange, StreamCorrupt, TopicMissing, Transaction
+from cdc.consumer import (
+    ChangeStreamConsumer,
+    ConsumerError,
+    Position,
+    SchemaChange,
+    StreamCorrupt,
+    TopicMissing,
+    Transaction,
+)
 from cdc.serde import get_serdes
 from streaming.testing import StreamBuilder, produce
 
@@ -111,6 +119,8 @@ def test_the_group_resumes_after_the_last_committed_transaction(broker, topic_pr
     assert [i.sequence for i in first[:3] + rest] == [i.sequence for i in _all_items(broker, topic, client)]
     with ChangeStreamConsumer(broker.bootstrap, topic, client=client, group_id=f"{group}-new") as c:
         assert c.poll(10).sequence == 1  # a group that never committed starts at the beginning
+        with pytest.raises(ConsumerError, match="has not handed out"):
+            c.commit(rest[-1])  # nothing is committed ahead of what the caller was given
 
 
 def _all_items(broker, topic: str, client: str) -> list:

@@ -36,6 +36,7 @@ def test_whole_transactions_in_order_schema_items_and_aborted_dropped():
     assert [type(i).__name__ for i in items] == ["SchemaChange", "Transaction", "Transaction"]
     schema, tx1, tx3 = items
     assert schema.table == "d.t" and schema.position.sequence == 1 and schema.position.offset == 1
+    assert not schema.in_transaction
     assert [(c.op, c.key, c.after) for c in tx1.changes] == [("c", {"id": 1}, {"id": 1, "v": "a"}),
                                                             ("c", {"id": 2}, {"id": 2, "v": "b"})]
     assert tx1.id == "0-1-1" and tx1.begin_sequence == 2 and tx1.sequence == 5 and tx1.position.offset == 5
@@ -128,4 +129,4 @@ def test_schema_record_inside_a_transaction_belongs_to_it():
     recs = [begin, inner, (row[0], {**row[1], "sequence": 3}), (None, {**end[1], "sequence": 4})]
     [tx] = _feed_all(TransactionAssembler("t"), recs)
     assert isinstance(tx, Transaction) and [type(i) for i in tx.items] == [SchemaChange, type(tx.changes[0])]
-    assert tx.schemas[0].table == "d.t" and len(tx.changes) == 1
+    assert tx.schemas[0].table == "d.t" and tx.schemas[0].in_transaction and len(tx.changes) == 1
