@@ -18,7 +18,8 @@ from cdc.consumer import (
 from cdc.serde import get_serdes
 from streaming.testing import StreamBuilder, produce
 
-pytestmark = pytest.mark.kafka
+# kafka-python 3.0 loads its protocol schemas with importlib.resources.read_text (deprecated in 3.11)
+pytestmark = [pytest.mark.kafka, pytest.mark.filterwarnings("ignore:.*is deprecated. Use files\\(\\) instead:DeprecationWarning")]
 
 
 @pytest.fixture(params=["confluent", "kafka-python"])

@@ -18,7 +18,7 @@ from cdc.consumer import ChangeStreamConsumer, SchemaChange, Transaction
 from cdc.envelope import changes_topic
 from tests.e2e.mysql_daemon import Daemon, wait_for, write_config
 
-pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
+pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow, pytest.mark.filterwarnings("ignore:.*is deprecated. Use files\\(\\) instead:DeprecationWarning")]
 
 
 @pytest.fixture(scope="module")
