@@ -8,7 +8,10 @@ as the data next to it:
     last_sequence     stream sequence of the last applied record; anything at
                       or below it is a replay and is dropped
     last_position     JSON: native commit position of the last END (GTID set,
-                      commit SCN...) plus ``kafka`` = next offsets to read
+                      commit SCN...) plus ``kafka`` = next offsets to read and
+                      the topic's id (``{"next": {"0": n}, "stream": id,
+                      "topic": t}``): the identity of the stream the target
+                      was applied from (streaming.apply.checkpoint)
     batch_id          Spark micro-batch id that wrote it
     applied_at        target-side time of the apply (UTC)
     last_commit_ts    source commit time of the last applied transaction (UTC)
@@ -38,7 +41,7 @@ class Progress:
 
     @property
     def next_offsets(self) -> dict[str, Any] | None:
-        """Kafka offsets to resume from when the Spark checkpoint is gone."""
+        """Kafka offsets to resume from when the Spark checkpoint is gone (with the topic id in ``stream``)."""
         return self.last_position.get("kafka") if self.last_position else None
 
 
