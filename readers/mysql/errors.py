@@ -72,6 +72,12 @@ class StatementFormatDml(SettingsRefused):
     the binlog, so the change stream cannot carry them."""
 
 
+class UnloggedRowChange(CdcError, Terminal):
+    """A DDL that removes or swaps rows without row events (ALTER TABLE ... TRUNCATE / DROP / EXCHANGE
+    PARTITION) on a captured table: ``table``, ``gtid``, ``position``, ``statement``. The stream cannot say
+    which rows went; the target would keep them."""
+
+
 class UnknownColumnType(DecodeError):
     """A column type this reader cannot convert (table, column, type, position)."""
 
@@ -79,6 +85,6 @@ class UnknownColumnType(DecodeError):
 __all__ = [
     "AuthenticationFailed", "BinlogPurged", "ConnectionLost", "DecodeError", "Divergence",
     "GtidFlavorMismatch", "GtidParseError", "NoPrimaryFound", "PartialRowImage", "SettingsRefused",
-    "StatementFormatDml",
+    "StatementFormatDml", "UnloggedRowChange",
     "TransactionInterrupted", "Transient", "UnknownColumnType",
 ]

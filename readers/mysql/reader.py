@@ -42,6 +42,7 @@ raised before the transaction's first record.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 import zlib
@@ -77,6 +78,7 @@ from readers.mysql.errors import (
     SourceUnavailable,
     StatementFormatDml,
     TransactionInterrupted,
+    UnloggedRowChange,
 )
 from readers.mysql.failover import choose_primary, default_prober
 from readers.mysql.fastrows import install as _install_fast_rows
@@ -92,6 +94,7 @@ _install_fast_rows()  # same values as the library's row decoder, fewer steps (s
 _EVENTS = [GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent, XAPrepareEvent, TableMapEvent,
            WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent, RotateEvent]
 _LOST = {2006, 2013, 2055}
+_PARTITION_ROWS = re.compile(r"\b(?:TRUNCATE|DROP|EXCHANGE)\s+PARTITION\b", re.IGNORECASE)
 
 
 def _guarded_connect(**settings: Any) -> pymysql.connections.Connection:
@@ -469,12 +472,18 @@ class MySqlSource:
 
     def _schema_change(self, ev: Any, query: str, gtid: str) -> SchemaChange | None:
         """A DDL is its own GTID transaction: advance the state, report it if it concerns us."""
-        self.state = self.state.add(gtid)
         db = ev.schema.decode() if isinstance(ev.schema, bytes) else (ev.schema or "")
         named = ddl_table(query, db)
-        if named is not None and not self.filter.matches(named):
-            return None
-        if named is None and not self.filter.matches_db(db):
+        captured = self.filter.matches(named) if named is not None else self.filter.matches_db(db)
+        if captured and named is not None and _PARTITION_ROWS.search(query):  # the state stays before it
+            where = f"{self._stream.log_file if self._stream is not None else None}:{ev.packet.log_pos}"
+            raise UnloggedRowChange(
+                f"{query[:200]!r} on captured table {named} at {where} gtid {gtid} removes or swaps rows without "
+                "row events: the change stream cannot carry it and the target would keep those rows. The source "
+                f"stops at its checkpoint; re-snapshot {named} (or delete the rows with DML instead)",
+                table=str(named), gtid=gtid, position=where, statement=query[:500], host=self.host)
+        self.state = self.state.add(gtid)
+        if not captured:
             return None
         schema = None
         if named is not None and self._ctl is not None:

@@ -170,3 +170,24 @@ def test_settings_are_checked_on_every_candidate_at_start_and_on_the_new_primary
         src.close()
     assert replica.address in str(err.value) and "binlog_row_image is NOBLOB" in str(err.value)
     assert src.metrics._m.failovers.labels("src")._value.get() == 1
+
+
+def test_a_partition_truncate_is_a_named_stop(mariadb_primary, tmp_mysql_db):
+    from readers.mysql.errors import UnloggedRowChange
+
+    db, q = tmp_mysql_db, mariadb_primary.query
+    q(f"CREATE TABLE `{db}`.p (id INT PRIMARY KEY) PARTITION BY RANGE (id) "
+      "(PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)")
+    src = make_source([mariadb_primary.address], [f"{db}.p"])
+    src.start(None)
+    q(f"INSERT INTO `{db}`.p VALUES (1), (20)")
+    q(f"ALTER TABLE `{db}`.p TRUNCATE PARTITION p0")
+    bad = mariadb_primary.gtid_binlog_pos().split(",")[0]
+    try:
+        events, err = _events_until_error(src)
+    finally:
+        src.close()
+    assert isinstance(err, UnloggedRowChange), repr(err)
+    assert err.table == f"{db}.p" and err.gtid == bad and "TRUNCATE PARTITION" in str(err)
+    assert [[c.op for c in rows] for _, rows in transactions(events)] == [["c", "c"]]
+    assert not src.state.issuperset(GtidSet.parse(bad))
