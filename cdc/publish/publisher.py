@@ -155,9 +155,10 @@ class Publisher:
         cut off by a crash is closed with an acknowledged ABORTED marker.
         The changes topic is created with infinite retention; a finite one is
         logged as a warning naming the setting. Raises StreamCorrupt on a gap
-        in the tail's sequences, and when the broker reports records it does
-        not deliver or the topic was emptied (low watermark above 0): that is
-        never a new stream (the way out is ``cdc stream reset``).
+        in the tail's sequences and when the topic was emptied (low watermark
+        above 0), PublishError (retried by the daemon) when the broker reports
+        records it does not deliver: neither is ever a new stream (the way
+        out is ``cdc stream reset``).
         """
         bs = self.kafka.bootstrap_servers
         ensure_topic(bs, self.topic, partitions=1, config=KEEP_FOREVER)

@@ -195,8 +195,8 @@ def read_tail(bootstrap: str, topic: str, key_serde: Serde, value_serde: Serde, 
     no checkpoint (a transaction cut off by a crash may be millions of records long), reads
     again from twice as far back. Every range is read whole with the sequence rule
     (duplicates skipped, a gap raises StreamCorrupt), so a duplicated END anywhere cannot hide
-    the BEGIN of an open transaction. Raises StreamCorrupt when the broker reports records it
-    does not deliver (:func:`unreadable_tail`): that is never taken for an empty stream.
+    the BEGIN of an open transaction. A tail the broker reports but does not deliver, or a topic
+    emptied by retention, raises (:func:`unreadable_tail`): it is never taken for an empty stream.
     """
     consumer = make_consumer(bootstrap, consumer_config)
     try:
@@ -221,20 +221,23 @@ def read_tail(bootstrap: str, topic: str, key_serde: Serde, value_serde: Serde, 
         consumer.close()
 
 
-def unreadable_tail(topic: str, low: int, high: int, start: int, source: str | None) -> StreamCorrupt:
-    """The refusal to take a reported-but-unreadable (or emptied) stream for a new one."""
+def unreadable_tail(topic: str, low: int, high: int, start: int, source: str | None) -> CdcError:
+    """The refusal to take a reported-but-unreadable (or emptied) stream for a new one.
+
+    Records reported but not delivered: PublishError (transient: the daemon retries with backoff,
+    /readyz false, and resumes correctly once the broker delivers them). A topic emptied below a
+    low watermark above 0: StreamCorrupt (terminal: those records will not come back)."""
+    way_out = (f"Starting here would begin a NEW stream (sequence 1, the source's current position) and lose "
+               f"every change since the last published one, and consumers would drop the new records as replays. "
+               f"Check the broker (storage, retention.ms of {topic}); to start a new stream on purpose run "
+               f"`cdc stream reset --config FILE --source {source or 'NAME'} --yes`")
+    fields = {"topic": topic, "low_watermark": low, "high_watermark": high, "source": source}
     if high > low:
-        what = (f"the broker reports records at offsets {low}..{high - 1} of {topic} but none could be read "
-                f"from offset {start}")
-    else:
-        what = (f"{topic} has no readable record but its low watermark is {low}: records 0..{low - 1} were "
-                f"deleted (retention or delete-records)")
-    return StreamCorrupt(
-        f"{what}. Starting here would begin a NEW stream (sequence 1, the source's current position) and lose "
-        f"every change since the last published one, and consumers would drop the new records as replays. "
-        f"Check the broker (storage, retention.ms of {topic}); to start a new stream on purpose run "
-        f"`cdc stream reset --config FILE --source {source or 'NAME'} --yes`",
-        topic=topic, low_watermark=low, high_watermark=high, source=source)
+        return PublishError(f"the broker reports records at offsets {low}..{high - 1} of {topic} but none could be "
+                            f"read from offset {start}; the publisher does not start until they can be read. "
+                            f"{way_out}", **fields)
+    return StreamCorrupt(f"{topic} has no readable record but its low watermark is {low}: records 0..{low - 1} were "
+                         f"deleted (retention or delete-records). {way_out}", **fields)
 
 
 def read_records(bootstrap: str, topic: str, key_serde: Serde, value_serde: Serde, *, start: int | None = None,
