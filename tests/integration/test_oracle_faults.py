@@ -59,3 +59,39 @@ def test_restarts_right_after_a_ddl_and_a_truncate_publish_each_once(broker, top
                     'alter table "APP"."T0" modify ("NOTE" varchar2(4000));']
     truncs = [rows for _, rows, _ in stream.transactions if rows[0]["op"] == "t"]
     assert len(truncs) == 2 and all(len(rows) == 1 and rows[0]["before"] is None for rows in truncs)
+
+
+def test_unassembled_lob_rows_reach_the_dead_letter_topic(broker, topic_prefix, tmp_path):
+    """The LOB of an existing row rewritten through its locator (no INSERT in the transaction) cannot be
+    assembled; with ``kafka.dead_letter_topic`` each of its rows goes there, named and counted."""
+    from cdc.config import KafkaConfig
+    from cdc.contract import SourceContext
+    from cdc.publish.publisher import Publisher
+    from cdc.publish.recovery import read_records
+    from cdc.serde import get_serdes
+    from readers.oracle.config import OracleSourceConfig
+    from readers.oracle.reader import OracleSource
+    from readers.oracle.sim import simulator
+
+    opts = "seed=25,transactions=10,lanes=2,threads=1,lob_update_at=4"
+    dlq = f"{topic_prefix}.dlq"
+    metrics = SourceMetrics("ora")
+    pub = Publisher("ora", "oracle", KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=topic_prefix,
+                                                 dead_letter_topic=dlq), metrics)
+    ctx = SourceContext(metrics, spill_dir=str(tmp_path / "spill"))
+    ctx.dead_letter = pub.dead_letter
+    src = OracleSource(OracleSourceConfig(name="ora", dsn="simulator:" + opts, tables=["APP.*"],
+                                          dictionary_path=str(tmp_path), heartbeat_interval_s=0.1,
+                                          poll_interval_s=0.02), ctx)
+    pump(src, pub, pub.recover())
+    pub.close()
+    lob_tx = simulator.instance(opts).model.txn(4)
+    letters = [v for _, _, v in read_records(broker.bootstrap, dlq, *get_serdes("json"))]
+    assert [v["fields"]["operation"] for v in letters] == ["SEL_LOB_LOCATOR"] + ["LOB_WRITE"] * sum(
+        1 for r in lob_tx.records if r[0] == 10) + ["LOB_TRIM"]
+    assert letters[0]["fields"]["table"] == "APP.T1" and "did not insert" in letters[0]["message"], letters[0]
+    assert all(v["error"] == "UnsupportedLob" and v["fields"]["xid"] == str(lob_tx.xid)
+               and v["fields"]["table"] == "APP.T1" and f"XID {lob_tx.xid}" in v["message"] for v in letters)
+    assert metrics._m.dead_letters.labels("ora", "APP.T1")._value.get() == len(letters)
+    stream = read_stream(broker.bootstrap, pub.topic)
+    assert [x for x, _, _ in stream.transactions] == [x for _, x, _ in expected(opts) if x != str(lob_tx.xid)]
