@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +22,7 @@ from cdc.serde import get_serdes
 from streaming.testing import StreamBuilder, produce
 
 # kafka-python 3.0 loads its protocol schemas with importlib.resources.read_text (deprecated in 3.11)
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.kafka, pytest.mark.filterwarnings("ignore:.*is deprecated. Use files\\(\\) instead:DeprecationWarning")]
 
 
@@ -169,3 +173,16 @@ def test_a_missing_topic_is_named(broker, topic_prefix, client):
     c = ChangeStreamConsumer(broker.bootstrap, f"{topic_prefix}.nosuch.changes", client=client)
     with c, pytest.raises(TopicMissing, match=f"topic {topic_prefix}.nosuch.changes does not exist"):
         c.poll(1)
+
+
+def test_kafka_python_runs_where_confluent_kafka_cannot_be_imported(broker, topic_prefix):
+    sb = _workload(4)
+    topic = _topic(broker, topic_prefix, sb.encoded())
+    script = ("import sys; sys.modules['confluent_kafka'] = None  # as on a runtime without the native wheel\n"
+              "from cdc.consumer import ChangeStreamConsumer\n"
+              f"c = ChangeStreamConsumer({broker.bootstrap!r}, {topic!r}, client='kafka-python', start='beginning')\n"
+              "print(sum(len(i.changes) for i in c.items(1.0)))\n")
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", script], capture_output=True, text=True, timeout=60,
+                         cwd=ROOT, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "6"  # 4 transactions of 2 rows, one of them aborted
