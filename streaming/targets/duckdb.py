@@ -90,12 +90,8 @@ class DuckDbTarget(Target):
         stage = self._register(columns, rows)
         try:
             cols = ", ".join(self.quote(c) for c in columns)
-            conflict = ", ".join(self.quote(k) for k in key)
-            rest = [c for c in columns if c not in key]
-            action = ("DO UPDATE SET " + ", ".join(f"{self.quote(c)} = EXCLUDED.{self.quote(c)}" for c in rest)) \
-                if rest else "DO NOTHING"
             self.conn.execute(f"INSERT INTO {self.qualified(table)} ({cols}) SELECT {cols} FROM {stage} "
-                              f"ON CONFLICT ({conflict}) {action}")
+                              f"{self.sql.upsert_clause(columns, key)}")
         finally:
             self.conn.unregister(stage)
 

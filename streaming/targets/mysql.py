@@ -73,10 +73,8 @@ class MySqlTarget(Target):
 
     def upsert_rows(self, table: str, columns: Sequence[str], key: Sequence[str], rows: list[Row]) -> None:
         cols = ", ".join(self.quote(c) for c in columns)
-        rest = [c for c in columns if c not in key] or list(key)
-        upd = ", ".join(f"{self.quote(c)} = VALUES({self.quote(c)})" for c in rest)
         sql = (f"INSERT INTO {self.qualified(table)} ({cols}) VALUES ({self.placeholders(len(columns))}) "
-               f"ON DUPLICATE KEY UPDATE {upd}")
+               f"{self.sql.upsert_clause(columns, key)}")
         for i in range(0, len(rows), CHUNK):
             self.executemany(sql, [[r.get(c) for c in columns] for r in rows[i:i + CHUNK]])
 

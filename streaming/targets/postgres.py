@@ -91,17 +91,10 @@ class PostgresTarget(Target):
         on = " AND ".join(f"t.{self.quote(k)} = s.{self.quote(k)}" for k in key)
         self.execute(f"DELETE FROM {self.qualified(table)} t USING {stage} s WHERE {on}")
 
-    def _on_conflict(self, columns: Sequence[str], key: Sequence[str]) -> str:
-        """``ON CONFLICT (key) DO UPDATE SET`` every other column (``DO NOTHING`` when there is none)."""
-        rest = [c for c in columns if c not in key]
-        action = ("DO UPDATE SET " + ", ".join(f"{self.quote(c)} = EXCLUDED.{self.quote(c)}" for c in rest)) \
-            if rest else "DO NOTHING"
-        return f"ON CONFLICT ({', '.join(self.quote(k) for k in key)}) {action}"
-
     def _merge_stage(self, table: str, columns: Sequence[str], key: Sequence[str], stage: str) -> None:
         cols = ", ".join(self.quote(c) for c in columns)
         self.execute(f"INSERT INTO {self.qualified(table)} ({cols}) SELECT {cols} FROM {stage} "
-                     f"{self._on_conflict(columns, key)}")
+                     f"{self.sql.upsert_clause(columns, key)}")
 
     def upsert_rows(self, table: str, columns: Sequence[str], key: Sequence[str], rows: list[Row]) -> None:
         if not rows:
@@ -109,7 +102,7 @@ class PostgresTarget(Target):
         if len(rows) < BULK_MIN_ROWS:
             cols = ", ".join(self.quote(c) for c in columns)
             self.executemany(f"INSERT INTO {self.qualified(table)} ({cols}) VALUES ({self.placeholders(len(columns))}) "
-                             f"{self._on_conflict(columns, key)}", [[r.get(c) for c in columns] for r in rows])
+                             f"{self.sql.upsert_clause(columns, key)}", [[r.get(c) for c in columns] for r in rows])
             return
         self._merge_stage(table, columns, key, self._stage(table, columns, rows))
 

@@ -42,3 +42,21 @@ def test_spellings_evaluate_as_promised_on_duckdb():
     assert one(d.null_safe_eq("NULL", "NULL")) is True and one(d.null_safe_eq("1", "NULL")) is False
     assert one(f"CAST(12.5 AS {d.text_type})") == "12.5"
     assert d.cursor(con) is con
+
+
+def test_upsert_clause_per_database():
+    assert sql_dialect("postgres").upsert_clause(["id", "v"], ["id"]) == \
+        'ON CONFLICT ("id") DO UPDATE SET "v" = EXCLUDED."v"'
+    assert DUCKDB.upsert_clause(["id"], ["id"]) == 'ON CONFLICT ("id") DO NOTHING'
+    assert MYSQL.upsert_clause(["id", "v"], ["id"]) == "ON DUPLICATE KEY UPDATE `v` = VALUES(`v`)"
+    assert MYSQL.upsert_clause(["id"], ["id"]) == "ON DUPLICATE KEY UPDATE `id` = VALUES(`id`)"
+    with pytest.raises(NotImplementedError, match="oracle"):
+        sql_dialect("oracle").upsert_clause(["id"], ["id"])
+
+
+def test_upsert_clause_runs_on_duckdb():
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR)")
+    for v in ("a", "b"):
+        con.execute(f"INSERT INTO t (id, v) VALUES (1, ?) {DUCKDB.upsert_clause(['id', 'v'], ['id'])}", [v])
+    assert con.execute("SELECT id, v FROM t").fetchall() == [(1, "b")]
