@@ -1,5 +1,7 @@
 """`cdc check --config FILE [--source NAME]`: refuse sources whose settings make capture unsafe.
 
+Oracle sources get the supplemental-logging check of readers/oracle/check.py.
+
 For every host of every MySQL/MariaDB source it checks: binary log on,
 binlog_format=ROW, binlog_row_image=FULL, binlog_row_metadata=FULL, GTIDs
 (MySQL gtid_mode=ON + enforce_gtid_consistency=ON; MariaDB: gtid_strict_mode
@@ -137,26 +139,30 @@ def refuse_unsafe_hosts(config, chosen: str) -> list[str]:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="the service YAML file")
-    parser.add_argument("--source", help="check only this source (default: every MySQL source)")
+    parser.add_argument("--source", help="check only this source (default: every MySQL and Oracle source)")
 
 
 def main(args: argparse.Namespace) -> int:
     from cdc.config import load_config
 
     cfg = load_config(args.config)
-    sources = [cfg.source(args.source)] if args.source else [s for s in cfg.sources if s.kind == "mysql"]
+    sources = [cfg.source(args.source)] if args.source else [s for s in cfg.sources if s.kind in ("mysql", "oracle")]
     bad = 0
     for src in sources:
-        if src.kind != "mysql":
-            print(f"source {src.name}: kind {src.kind} has no binlog settings to check")
+        if src.kind == "oracle":  # supplemental logging (readers/oracle/check.py)
+            from readers.oracle.check import check_source as oracle_problems
+            problems: list = oracle_problems(src)
+        elif src.kind != "mysql":
+            print(f"source {src.name}: kind {src.kind} has no log settings to check")
             continue
-        problems = check_source(src)
+        else:
+            problems = check_source(src)
         if problems:
             bad += 1
             print(f"source {src.name}: REFUSED ({len(problems)} problem(s))")
             for p in problems:
                 print(f"  {p}")
         else:
-            print(f"source {src.name}: ok ({', '.join(src.hosts)})")
+            print(f"source {src.name}: ok ({', '.join(getattr(src, 'hosts', None) or [src.dsn])})")
     sys.stdout.flush()
     return 1 if bad else 0

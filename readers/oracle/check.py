@@ -50,6 +50,23 @@ def supplemental_problems(query: Any, patterns: list[str]) -> list[str]:
     return problems
 
 
+def check_source(config: Any) -> list[str]:
+    """``cdc check`` for a ``kind: oracle`` source: the problems on its standby (connection included)."""
+    from cdc.errors import CdcError
+    from readers.oracle.session import Standby
+
+    try:
+        standby = Standby(config)
+    except CdcError as exc:
+        return [f"cannot connect to the standby: {exc}"]
+    try:
+        return supplemental_problems(standby.query, config.tables)
+    except CdcError as exc:
+        return [f"cannot read the supplemental logging settings: {exc}"]
+    finally:
+        standby.close()
+
+
 def refuse_unlogged(query: Any, source: str, patterns: list[str]) -> None:
     """Raise SupplementalLoggingMissing naming every problem (see the module docstring)."""
     problems = supplemental_problems(query, patterns)

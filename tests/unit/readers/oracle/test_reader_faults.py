@@ -137,3 +137,22 @@ def test_unassembled_lob_rows_go_to_the_dead_letter_topic_and_are_counted(tmp_pa
     assert metrics._m.errors.labels("ora-dl", "UnsupportedLob")._value.get() == len(letters)
     # every other transaction is published; the LOB-only one had nothing else to publish
     assert [x for _, x, _ in txs] == [x for _, x, _ in expected(LOB_UPDATE) if x != str(lob_tx.xid)]
+
+
+def test_cdc_check_names_the_missing_supplemental_logging(tmp_path, capsys):
+    import argparse
+
+    import yaml
+
+    from readers.mysql import check
+
+    cfg = tmp_path / "cdc.yaml"
+    cfg.write_text(yaml.safe_dump({"kafka": {"bootstrap_servers": "127.0.0.1:1"}, "sources": [
+        {"name": "bad", "kind": "oracle", "dsn": "simulator:seed=26,transactions=3,supplemental=min+T0",
+         "tables": ["APP.*"], "dictionary_path": str(tmp_path)},
+        {"name": "good", "kind": "oracle", "dsn": "simulator:seed=26,transactions=3", "tables": ["APP.*"],
+         "dictionary_path": str(tmp_path)}]}))
+    assert check.main(argparse.Namespace(config=str(cfg), source=None)) == 1
+    out = capsys.readouterr().out
+    assert "source bad: REFUSED (2 problem(s))" in out and "source good: ok" in out
+    assert 'ALTER TABLE "APP"."T2" ADD SUPPLEMENTAL LOG DATA (ALL) COLUMNS;' in out
