@@ -36,7 +36,7 @@ def test_views_and_targets_use_the_same_objects():
 def test_spellings_evaluate_as_promised_on_duckdb():
     con = duckdb.connect()
     d = DUCKDB
-    one = lambda sql: con.execute(f"SELECT {sql}").fetchone()[0]  # noqa: E731
+    one = lambda sql: con.execute(f"SELECT {sql}").fetchone()[0]
     assert one(d.md5("'héllo'")) == hashlib.md5("héllo".encode()).hexdigest()
     assert (one(d.char_length("'héllo'")), one(d.byte_length("'héllo'"))) == (5, 6)
     assert one(d.null_safe_eq("NULL", "NULL")) is True and one(d.null_safe_eq("1", "NULL")) is False
