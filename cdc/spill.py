@@ -14,6 +14,24 @@ that ``undo(key)`` can remove the latest earlier item with that key (a
 partial rollback) wherever that item is: in memory (removed at once) or on
 disk (resolved by a pre-pass over the chunks when the buffer is iterated).
 
+MEMORY BOUND ACROSS TRANSACTIONS (``max_memory_bytes``, the service's
+``max_buffer_bytes``): the store counts the bytes of every item held in
+memory, in any buffer, plus the chunks handed to the writer and not yet
+written (:attr:`TransactionStore.memory_bytes`, exact at every append).
+The writer queue is then bounded by Q = ``max_memory_bytes`` / 8 (at most
+``policy.queue_bytes``); when the items held in buffers exceed
+``max_memory_bytes`` - 3Q (room for the queue, the chunk being written and
+the one waiting to be queued), the LARGEST open buffers go to disk first
+(all their items, in chunks of ``chunk_rows``) until the held bytes are
+back under three quarters of that; a spilled buffer keeps writing chunks
+as before and is spilled again whenever it is among the largest. So
+memory_bytes stays under ``max_memory_bytes`` however many transactions
+are open, as long as one chunk (``chunk_rows`` items) is smaller than Q:
+:attr:`peak_memory_bytes` records the highest value seen. A buffer
+being iterated (its commit) is never spilled under it. Bytes are the
+sizes the caller passes to ``append`` (the Oracle dispatcher: the
+SQL_REDO's length + 120), not Python's object sizes.
+
 Files are removed on ``discard()`` (commit done or rollback); leftovers of
 an earlier process are removed when the store is created.
 """
@@ -26,6 +44,7 @@ import shutil
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from cdc.errors import CdcError, Terminal
@@ -47,6 +66,7 @@ class SpillPolicy:
 
 
 _STOP = object()
+_MEM_BYTES = attrgetter("_mem_bytes")
 
 
 class _BoundedQueue:
@@ -77,17 +97,33 @@ class _BoundedQueue:
 
 
 class TransactionStore:
-    """All open transaction buffers of one reader, with the shared writer thread."""
+    """All open transaction buffers of one reader, with the shared writer thread.
+
+    ``max_memory_bytes``: the bound on :attr:`memory_bytes` across all buffers (None: only the
+    per-buffer ``policy.threshold_rows`` applies); see the module docstring.
+    """
 
     def __init__(self, directory: str, policy: SpillPolicy | None = None,
-                 on_bytes: Callable[[int, int], None] | None = None) -> None:
+                 on_bytes: Callable[[int, int], None] | None = None, max_memory_bytes: int | None = None) -> None:
         self.directory = directory
         self.policy = policy or SpillPolicy()
         self._on_bytes = on_bytes
-        self.memory_bytes = 0
+        self.max_memory_bytes = max_memory_bytes
+        queue_bytes = self.policy.queue_bytes
+        if max_memory_bytes is not None:
+            # held in memory besides the buffers: the writer queue, the chunk being written, the one being queued
+            queue_bytes = max(1, min(queue_bytes, max_memory_bytes // 8))
+            self._spill_above = max_memory_bytes - 3 * queue_bytes  # bytes held in buffers that make the largest spill
+        else:
+            self._spill_above = float("inf")
+        self._held = 0  # bytes of items held in buffers (the consumer thread's)
+        self._queued = 0  # bytes of chunks handed to the writer, not yet written (under _lock)
         self.spilled_bytes = 0
+        self.peak_memory_bytes = 0
+        self.pressure_spills = 0  # buffers spilled because of max_memory_bytes
+        self._open: dict[int, TxBuffer] = {}  # buffers that may be spilled (open, not being iterated)
         self._lock = threading.Lock()
-        self._writes = _BoundedQueue(self.policy.queue_chunks, self.policy.queue_bytes)
+        self._writes = _BoundedQueue(self.policy.queue_chunks, queue_bytes)
         self._writer: threading.Thread | None = None
         self._writer_error: BaseException | None = None
         self._seq = 0
@@ -95,10 +131,17 @@ class TransactionStore:
             shutil.rmtree(directory, ignore_errors=True)
         os.makedirs(directory, exist_ok=True)
 
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes held in memory: items in buffers plus chunks not yet written."""
+        return self._held + self._queued
+
     def open(self, txid: str) -> TxBuffer:
         with self._lock:
             self._seq += 1
-            return TxBuffer(self, txid, self._seq)
+            buf = TxBuffer(self, txid, self._seq)
+        self._open[buf.seq] = buf
+        return buf
 
     def close(self) -> None:
         if self._writer is not None:
@@ -109,19 +152,38 @@ class TransactionStore:
 
     # -- internals -------------------------------------------------------------------------------------
 
-    def _account(self, memory: int = 0, spilled: int = 0) -> None:
-        with self._lock:
-            self.memory_bytes += memory
-            self.spilled_bytes += spilled
+    def _report(self) -> None:
         if self._on_bytes is not None:
             self._on_bytes(self.memory_bytes, self.spilled_bytes)
+
+    def _account(self, queued: int = 0, spilled: int = 0) -> None:
+        with self._lock:
+            self._queued += queued
+            self.spilled_bytes += spilled
+        self._report()
+
+    def _relieve(self) -> None:
+        """Held bytes above the bound: spill the largest buffers (all their items) until under 3/4 of it."""
+        target = self._spill_above * 3 // 4
+        for buf in sorted(self._open.values(), key=_MEM_BYTES, reverse=True):
+            if self._held <= target:
+                break
+            if buf._mem:
+                buf.spilled = True
+                self.pressure_spills += 1
+                while buf._mem:  # in chunks of chunk_rows: each one waits for room in the writer queue
+                    buf._flush(self.policy.chunk_rows if len(buf._mem) > self.policy.chunk_rows else None)
 
     def _submit(self, buf: TxBuffer, path: str, chunk: list, nbytes: int) -> None:
         self.check()
         if self._writer is None:
             self._writer = threading.Thread(target=self._write_loop, name="spill-writer", daemon=True)
             self._writer.start()
+        with self._lock:
+            self._queued += nbytes
+            self._held -= nbytes
         self._writes.put((buf, path, chunk, nbytes), nbytes)
+        self._report()
 
     def _write_loop(self) -> None:
         while True:
@@ -133,12 +195,12 @@ class TransactionStore:
                 if not buf.discarded:
                     with open(path, "wb") as fh:
                         pickle.dump(chunk, fh, protocol=5)
-                    self._account(memory=-nbytes, spilled=nbytes)
+                    self._account(queued=-nbytes, spilled=nbytes)
                 else:
-                    self._account(memory=-nbytes)
+                    self._account(queued=-nbytes)
             except BaseException as exc:  # noqa: BLE001 -- handed to the producer on its next call
                 self._writer_error = SpillError(f"cannot write spill chunk {path}: {exc}", path=path)
-                self._account(memory=-nbytes)
+                self._account(queued=-nbytes)
             finally:
                 buf._chunk_done()
 
@@ -151,11 +213,10 @@ class TxBuffer:
     """The items of one open transaction, in append order. Single consumer thread."""
 
     def __init__(self, store: TransactionStore, txid: str, seq: int) -> None:
-        self.store, self.txid = store, txid
+        self.store, self.txid, self.seq = store, txid, seq
         self._prefix = os.path.join(store.directory, f"tx{seq:08d}")
         self._mem: list[list] = []          # [index, key, item, nbytes]; item None = undone
-        self._mem_bytes = 0
-        self._unreported = 0                # bytes appended but not yet added to store.memory_bytes
+        self._mem_bytes = 0                 # bytes of _mem (also counted in store._held)
         self._count = 0                     # items appended (undone ones included)
         self._chunks: list[tuple[str, int]] = []  # (path, bytes) in order
         self._pending_undo: list[tuple[Any, int]] = []  # (key, items appended before the undo)
@@ -171,11 +232,15 @@ class TxBuffer:
         self._mem.append([self._count, key, item, nbytes])
         self._count += 1
         self._mem_bytes += nbytes
-        self._unreported += nbytes
-        if self._count % 256 == 0:
-            self.store._account(memory=self._unreported)
-            self._unreported = 0
-        policy = self.store.policy
+        store = self.store
+        held = store._held = store._held + nbytes
+        if held + store._queued > store.peak_memory_bytes:
+            store.peak_memory_bytes = held + store._queued
+        if held > store._spill_above:
+            store._relieve()
+        elif self._count % 256 == 0:
+            store._report()
+        policy = store.policy
         if self.spilled:
             if len(self._mem) >= policy.chunk_rows:
                 self._flush()
@@ -197,9 +262,7 @@ class TxBuffer:
         self._mem = [] if n is None else self._mem[n:]
         chunk = [(e[0], e[1], e[2]) for e in part if e[2] is not None]
         nbytes = sum(e[3] for e in part)
-        self._mem_bytes -= nbytes
-        self.store._account(memory=self._unreported)  # the chunk stays counted as memory until written
-        self._unreported = 0
+        self._mem_bytes -= nbytes  # the chunk stays counted in store.memory_bytes until written
         path = f"{self._prefix}.{len(self._chunks):06d}.chunk"
         self._chunks.append((path, nbytes))
         if self._cv is None:
@@ -246,6 +309,7 @@ class TxBuffer:
 
     def __iter__(self) -> Iterator[Any]:
         """The surviving items in append order: chunk files first (read by a reader thread), then memory."""
+        self.store._open.pop(self.seq, None)  # being read: never spilled under the reader
         removed: set[int] = set()
         if self._chunks:
             self._wait_written()
@@ -291,5 +355,9 @@ class TxBuffer:
             except FileNotFoundError:
                 pass
         spilled = sum(n for _, n in self._chunks)
-        self.store._account(memory=-(self._mem_bytes - self._unreported), spilled=-spilled)
+        store = self.store
+        store._open.pop(self.seq, None)
+        with store._lock:
+            store._held -= self._mem_bytes
+        store._account(spilled=-spilled)
         self._chunks, self._mem, self._mem_bytes = [], [], 0

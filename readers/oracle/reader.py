@@ -93,7 +93,7 @@ class OracleSource:
             from_scn = self.standby.head_scn()
         spill_dir = f"{self.context.spill_dir.rstrip('/')}/{c.name}"
         self.store = TransactionStore(spill_dir, SpillPolicy(c.spill_threshold_rows, c.spill_chunk_rows),
-                                      on_bytes=self._buffer_bytes)
+                                      on_bytes=self._buffer_bytes, max_memory_bytes=self.context.max_buffer_bytes)
         workers = c.parse_workers if c.parse_workers is not None else default_parse_workers()
         self.pool = ParsePool(workers) if workers else None
         self.dispatcher = Dispatcher(self.store, self.captured, resume=state, schema_of=self._schema,
