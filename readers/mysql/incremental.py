@@ -83,7 +83,10 @@ class IncrementalSnapshots:
                     self._signal(ev)
                 elif self.in_window and str(ev.table) == self.table and self.reader is not None:
                     row = ev.after if ev.after is not None else ev.before
-                    self.buffer.pop(tuple(row[k] for k in self.reader.key), None)
+                    if row is None:  # op "t" (TRUNCATE): every row of the chunk read before it is gone
+                        self.buffer.clear()
+                    else:
+                        self.buffer.pop(tuple(row[k] for k in self.reader.key), None)
             yield ev
             if type(ev) is Commit:
                 if self.emit_due:
