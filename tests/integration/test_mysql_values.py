@@ -1,4 +1,4 @@
-"""A snapshot row and a binlog row of the same values are identical in the stream (cdc.values).
+"""A snapshot row, a compare-repair row and a binlog row of the same values are identical (cdc.values).
 
 Fault injected: values where the two read paths of MySQL/MariaDB hand Python different objects
 (negative fractional TIME, BIT as bytes vs bits, SET as a set vs text, float32 FLOAT, DECIMAL,
@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from cdc.compare.endpoints import from_dsn
+from cdc.compare.repair import fetch_rows
+from cdc.compare.shapes import describe
 from cdc.events import Change, TableId
 from readers.mysql.position import GtidSet
 from readers.mysql.snapshot import TableReader
@@ -36,7 +39,7 @@ ROWS = [
 ]
 
 
-def test_snapshot_row_equals_binlog_row(mariadb_primary, tmp_mysql_db):
+def test_snapshot_and_repair_rows_equal_binlog_row(mariadb_primary, tmp_mysql_db):
     db, q = tmp_mysql_db, mariadb_primary.query
     q(f"CREATE TABLE `{db}`.v ({COLUMNS})")
     src = make_source([mariadb_primary.address], [f"{db}.*"])
@@ -56,10 +59,19 @@ def test_snapshot_row_equals_binlog_row(mariadb_primary, tmp_mysql_db):
         snap = {r["id"]: r for r in TableReader(conn, TableId(db, "v")).chunk(None, 100)}
     finally:
         conn.close()
-    assert sorted(streamed) == [1, 2, 3, 4]
+    # compare --repair and the shadow source read rows through the same endpoint code
+    ep = from_dsn("src", f"mysql://root@{mariadb_primary.host}:{mariadb_primary.port}/{db}")
+    ep_conn = ep.connect()
+    try:
+        shape = describe("mysql", ep_conn, db, "v")
+        repaired = {r["id"]: r for r in fetch_rows(ep, ep_conn, shape, ["id"], [(1,), (2,), (3,), (4,)])}
+    finally:
+        ep_conn.close()
+    assert sorted(streamed) == sorted(repaired) == [1, 2, 3, 4]
     for i in sorted(streamed):
-        diff = {k: (snap[i][k], streamed[i][k]) for k in streamed[i] if snap[i][k] != streamed[i][k]}
-        assert not diff, f"row {i}: snapshot vs binlog differ: {diff}"
+        for name, other in (("snapshot", snap[i]), ("compare repair", repaired[i])):
+            diff = {k: (other[k], streamed[i][k]) for k in streamed[i] if other[k] != streamed[i][k]}
+            assert not diff, f"row {i}: {name} vs binlog differ: {diff}"
     assert (snap[1]["tm"], snap[1]["tm2"], snap[2]["tm"], snap[3]["tm"]) == \
         ("-00:00:01.250000", "-00:00:01.250000", "-838:59:59.999999", "-00:00:00.000001")
     assert (snap[1]["f"], snap[2]["f"], snap[1]["bt"], snap[1]["b1"], snap[1]["s"], snap[2]["s"]) == \
