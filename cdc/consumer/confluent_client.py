@@ -3,11 +3,35 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from typing import Any
 
 from cdc.consumer.errors import BrokerUnreachable, CommitFailed, ReadFailed
 from cdc.consumer.kafka_clients import Raw
+
+RATE_LIMIT_S = 30.0
+
+
+class _OncePerFacility(logging.Filter):
+    """librdkafka repeats a line per retry (a broker down: one FAIL line per reconnect attempt, hundreds a
+    minute). Let one line per facility and level through every RATE_LIMIT_S seconds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last: dict[tuple[int, str], float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        fac = str(record.args[0]) if isinstance(record.args, tuple) and record.args else str(record.msg)
+        key, now = (record.levelno, fac), time.monotonic()
+        if now - self._last.get(key, -RATE_LIMIT_S) < RATE_LIMIT_S:
+            return False
+        self._last[key] = now
+        return True
+
+
+LOG = logging.getLogger("cdc.consumer.librdkafka")
+LOG.addFilter(_OncePerFacility())
 
 
 class ConfluentClient:
@@ -17,6 +41,7 @@ class ConfluentClient:
 
         self.topic = topic
         self.group_id = group_id
+        self.bootstrap = bootstrap_servers
         conf = {
             "bootstrap.servers": bootstrap_servers,
             # librdkafka needs a group id even to assign(); without a group nothing is ever committed to it
@@ -27,7 +52,7 @@ class ConfluentClient:
             "enable.partition.eof": False,
             "fetch.wait.max.ms": 100,
             "isolation.level": "read_uncommitted",
-            "logger": logging.getLogger("cdc.consumer.librdkafka"),
+            "logger": LOG,
             **(config or {}),
         }
         self._c = Consumer(conf)
@@ -59,7 +84,7 @@ class ConfluentClient:
         try:
             meta = self._c.list_topics(self.topic, timeout=10)
         except KafkaException as exc:
-            raise BrokerUnreachable(f"no metadata for {self.topic}: {exc}", topic=self.topic,
+            raise BrokerUnreachable(f"no metadata for {self.topic} from {self.bootstrap}: {exc}", topic=self.topic,
                                     client="confluent") from None
         t = meta.topics.get(self.topic)
         return t is not None and t.error is None and 0 in t.partitions

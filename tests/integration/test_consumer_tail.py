@@ -156,3 +156,17 @@ def test_a_per_table_topic_prints_upserts_and_tombstones(broker, topic_prefix, t
     assert out.returncode == 0, out.stderr.decode()
     lines = [orjson.loads(line) for line in out.stdout.splitlines()]
     assert [(ln["key"], ln["value"] and ln["value"]["op"]) for ln in lines] == [({"id": 1}, "c"), ({"id": 1}, None)]
+
+
+def test_an_unreachable_broker_is_named_without_a_flood_of_librdkafka_lines(tmp_path):
+    from cdc.dev.ports import free_port
+
+    bootstrap = f"127.0.0.1:{free_port()}"  # nothing listens there
+    cfg = tmp_path / "cdc.yaml"
+    cfg.write_text("sources: [{name: src, kind: mysql, hosts: ['127.0.0.1:1'], user: u, password: p, "
+                   f"tables: ['d.*']}}]\nkafka: {{bootstrap_servers: '{bootstrap}'}}\n")
+    out = _tail(cfg, "--idle-exit", "1")
+    err = out.stderr.decode()
+    assert out.returncode == 2, err
+    assert f"BrokerUnreachable: no metadata for cdc.src.changes from {bootstrap}" in err
+    assert err.count("Connection refused") <= 2, err  # librdkafka retries ~10 times a second: rate-limited
