@@ -55,7 +55,7 @@ RESTART_MAX_S = 30.0
 
 
 def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, metrics: SourceMetrics,
-               acknowledged: int = 0) -> None:
+               acknowledged: int = 0, on_recovered: Callable[[], None] | None = None) -> None:
     """Recover, start the reader at the stream's resume state, pump events until stopped.
 
     When ``stop`` is set, the reader is asked to stop; its iterator ends at the
@@ -64,6 +64,7 @@ def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, m
     the reader is closed; a PublishError means "restart and recover".
     ``acknowledged``: a sequence an earlier publisher of this process saw in
     the stream; a tail below it raises StreamCorrupt before the reader starts.
+    ``on_recovered`` is called once the tail was read and found sound.
     """
     try:
         resume = publisher.recover()
@@ -84,6 +85,8 @@ def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, m
         except Exception:  # a reader never started may not close cleanly; the error above is the one to raise
             log.debug("closing the unstarted reader failed", exc_info=True)
         raise
+    if on_recovered is not None:
+        on_recovered()
     source.start(resume)
     stop_requested = False
     try:
@@ -218,7 +221,8 @@ class Daemon:
         try:
             while True:
                 try:
-                    run_source(w.source, w.publisher, self.stop, metrics=w.metrics, acknowledged=w.acknowledged)
+                    run_source(w.source, w.publisher, self.stop, metrics=w.metrics, acknowledged=w.acknowledged,
+                               on_recovered=lambda: setattr(w, "waiting", None))
                     log.info("source stopped at a transaction boundary, position %s", w.publisher.last_resume,
                              extra={"source": w.spec.name, "position": w.publisher.last_resume})
                     return
@@ -248,13 +252,12 @@ class Daemon:
         w.restarts += 1
         delay = min(RESTART_MAX_S, RESTART_BASE_S * 2 ** (w.restarts - 1))
         w.metrics.reconnect()  # run_source counted the error itself in cdc_source_errors_total
-        w.waiting = f"broker unreachable: restart {w.restarts} of the publisher in {delay:g}s after: {exc}"
+        # stays the /readyz reason until the next publisher has read the stream's tail
+        w.waiting = f"broker unreachable: restart {w.restarts} of the publisher (backoff {delay:g}s) after: {exc}"
         log.warning("broker failure at position %s, restarting the source from the stream's tail in %gs "
                     "(restart %d): %s", pub.last_resume, delay, w.restarts, exc,
                     extra={"source": w.spec.name, "position": pub.last_resume})
-        stopped = self.stop.wait(delay)
-        w.waiting = None
-        return not stopped
+        return not self.stop.wait(delay)
 
     def _wait(self) -> int:
         drain_deadline: float | None = None

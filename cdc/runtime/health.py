@@ -10,6 +10,12 @@ A stdlib ``ThreadingHTTPServer`` in a daemon thread, bound to
   :func:`source_readiness` is the daemon's rule: the reader is connected
   (``cdc_source_up`` = 1) and the broker acknowledged a heartbeat or a
   transaction within ``READY_FACTOR`` x the source's heartbeat interval.
+  Before that rule the daemon (cdc.runtime.daemon) reports a broker that
+  does not take records: ``"broker unreachable: N records not acknowledged
+  for S s ..."`` (Publisher.broker_problem), or ``"broker unreachable:
+  restart K of the publisher ..."`` while the source waits to restart. A
+  reason names the source (its key), the broker and positions, never row
+  values.
 """
 
 from __future__ import annotations
