@@ -45,6 +45,7 @@ from readers.oracle.errors import (
     DictionaryMismatch,
     LogMinerError,
     RedoParseError,
+    UnloggedRowChange,
     UnsupportedLob,
     UnsupportedOperation,
 )
@@ -62,6 +63,7 @@ _MS = dt.timedelta(milliseconds=1)
 _START_SCN = attrgetter("start_scn")
 _SQL_OF = itemgetter(1)  # an item's SQL_REDO
 _TRUNCATE = re.compile(r"\s*truncate\s+table\s", re.IGNORECASE)
+_PARTITION_ROWS = re.compile(r"\b(?:truncate|drop|exchange)\s+(?:sub)?partition\b", re.IGNORECASE)
 # LOB operation codes (LOB_ERASE is 28 in the documentation, 29 on 23ai)
 _LOB_NAMES = {9: "SEL_LOB_LOCATOR", 10: "LOB_WRITE", 11: "LOB_TRIM", 28: "LOB_ERASE", 29: "LOB_ERASE"}
 _OP_NAMES = {1: "INSERT", 2: "DELETE", 3: "UPDATE"}
@@ -488,6 +490,12 @@ class Dispatcher:
         scn, xid = row[SCN], f"{row[USN]}.{row[SLT]}.{row[SQN]}"
         if self.resume is not None and self.resume.already_published(scn, xid):
             return
+        if owner and table and _PARTITION_ROWS.search(sql):
+            raise UnloggedRowChange(
+                f"{sql[:200]!r} on captured table {owner}.{table} at SCN {scn} (XID {xid}) removes or swaps rows "
+                "without DML redo: the change stream cannot carry it and the target would keep those rows. The "
+                f"source stops before it; re-snapshot {owner}.{table} (or delete the rows with DML instead)",
+                scn=scn, xid=xid, table=f"{owner}.{table}", text=sql[:500])
         if scn != self.commit_scn:
             self.commit_scn, self.xids_at_commit = scn, set()
         self.xids_at_commit.add(xid)

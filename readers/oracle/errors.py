@@ -46,6 +46,12 @@ class UnsupportedLob(UnsupportedOperation):
     """
 
 
+class UnloggedRowChange(OracleReaderError, Terminal):
+    """A DDL that removes or swaps rows without DML redo (ALTER TABLE ... TRUNCATE / DROP / EXCHANGE
+    [SUB]PARTITION) on a captured table: ``scn``, ``xid``, ``table``, ``text``. The stream cannot say which
+    rows went; the target would keep them."""
+
+
 class MissingLog(OracleReaderError, Terminal):
     """No archived or standby redo log covers the SCN the reader must mine."""
 

@@ -124,3 +124,14 @@ def test_pool_mode_truncate_and_ddl_keep_their_place(tmp_path):
     assert [(type(e).__name__, getattr(e, "op", None)) for e in evs if not isinstance(e, (Begin, Commit))] == [
         ("Change", "c"), ("Change", "t"), ("Change", "c"), ("SchemaChange", None)]
     assert all(isinstance(e, Change) for e in evs if getattr(e, "op", None) == "t")
+
+
+def test_a_partition_truncate_is_a_named_stop_before_its_scn(tmp_path):
+    from readers.oracle.errors import UnloggedRowChange
+
+    d = dispatcher(tmp_path)
+    with pytest.raises(UnloggedRowChange) as err:
+        events(d, [ins(1, X1, 1), row(2, X1, 7), row(3, X2, 5, 'ALTER TABLE "APP"."T" TRUNCATE PARTITION p0;')])
+    e = err.value
+    assert (e.table, e.scn, e.xid) == ("APP.T", 3, "6.1.42") and "TRUNCATE PARTITION" in str(e)
+    assert d.commit_scn == 2  # the resume state stays before it
