@@ -29,14 +29,14 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from cdc.envelope import ABORTED, BEGIN, CHECKPOINT_STATUSES
 from cdc.errors import CdcError, PublishError, StreamCorrupt
-from cdc.sequence import SequenceWatch, sequence_peeker
+from cdc.sequence import SequenceWatch, gap_error, sequence_peeker
 from cdc.serde import Serde
 
 TAIL_WINDOW = 2000
@@ -113,13 +113,19 @@ class _Window:
     """Summary of the records read from one offset on: the last checkpoint and the BEGIN/ABORTED after it.
 
     Only records ABOVE the highest sequence seen before them count (cdc.sequence): a duplicate
-    run appended by a producer retry is skipped wherever it sits in the window."""
+    run appended by a producer retry is skipped wherever it sits in the window. A window read
+    without knowing what precedes it (``strict=False``) notes jumps in ``gaps`` instead of raising:
+    records at its start may be duplicates of records before it, which makes a jump that is no
+    gap; read_tail settles that against the range before the window."""
 
     first: int | None = None
     last: int | None = None
     checkpoint: dict[str, Any] | None = None
     trail: dict[str, Any] | None = None  # last BEGIN or ABORTED after the checkpoint
     max_sequence: int | None = None
+    max_offset: int | None = None  # offset of the record with max_sequence
+    first_sequence: int | None = None  # of the first record read
+    gaps: list[StreamCorrupt] = field(default_factory=list)  # jumps not yet known to be gaps
     duplicates: int = 0
 
 
@@ -137,9 +143,16 @@ class TailState:
         return None if self.checkpoint is None else self.checkpoint.get("resume")
 
 
-def _summarise(messages: Iterator[Any], key_serde: Serde, value_serde: Serde, topic: str = "?") -> _Window:
+_NO_RESUME = ("; the publisher does not resume behind a gap, so the source stays stopped until an operator "
+              "decides (restore the records, or start a new stream with `cdc stream reset`)")
+
+
+def _summarise(messages: Iterator[Any], key_serde: Serde, value_serde: Serde, topic: str = "?", *,
+               after: int | None = None, strict: bool = True) -> _Window:
+    """One forward pass over ``messages``. ``after``: the highest sequence before them, when known.
+    ``strict``: a jump in sequence raises StreamCorrupt (else it is noted in ``gaps``)."""
     try:
-        return _summarise_unchecked(messages, key_serde, value_serde, topic)
+        return _summarise_unchecked(messages, key_serde, value_serde, topic, after, strict)
     except (CdcError, KeyError, TypeError, ValueError) as exc:  # orjson/fastavro errors are ValueErrors
         if isinstance(exc, StreamCorrupt):
             raise
@@ -148,11 +161,12 @@ def _summarise(messages: Iterator[Any], key_serde: Serde, value_serde: Serde, to
                             topic=topic, encoding=value_serde.encoding) from None
 
 
-def _summarise_unchecked(messages: Iterator[Any], key_serde: Serde, value_serde: Serde, topic: str) -> _Window:
-    """One forward pass: every record's sequence is peeked (cdc.sequence: duplicates skipped, a gap
-    raises StreamCorrupt); markers and SCHEMA records are decoded, data records are not."""
+def _summarise_unchecked(messages: Iterator[Any], key_serde: Serde, value_serde: Serde, topic: str,
+                         after: int | None, strict: bool) -> _Window:
+    """Every record's sequence is peeked (cdc.sequence: duplicates skipped); markers and SCHEMA
+    records are decoded, data records are not."""
     w = _Window()
-    watch = SequenceWatch(topic, 0)
+    watch = SequenceWatch(topic, 0, last=after)
     peek = sequence_peeker(value_serde.encoding, getattr(value_serde, "framing", "confluent"), value_serde.decode)
     json_keys = key_serde.encoding == "json"
     for m in messages:
@@ -165,14 +179,18 @@ def _summarise_unchecked(messages: Iterator[Any], key_serde: Serde, value_serde:
         if seq is None:
             raise StreamCorrupt(f"the record at offset {offset} of {topic} has no integer sequence",
                                 topic=topic, offset=offset)
+        if w.first_sequence is None:
+            w.first_sequence = seq
         try:
-            if not watch.admit(seq, offset):
-                w.duplicates += 1
-                continue  # a duplicate (a retried batch appended again): every consumer drops it too
+            new = watch.admit(seq, offset)
         except StreamCorrupt as gap:
-            raise StreamCorrupt(f"{gap.message}; the publisher does not resume behind a gap, so the source stays "
-                                "stopped until an operator decides (restore the records, or start a new stream "
-                                "with `cdc stream reset`)", **gap.fields) from None
+            if strict:
+                raise StreamCorrupt(gap.message + _NO_RESUME, **gap.fields) from None
+            w.gaps.append(gap)
+            watch.last, watch.last_offset, new = seq, offset, True
+        if not new:
+            w.duplicates += 1
+            continue  # a duplicate (a retried batch appended again): every consumer drops it too
         key = m.key()
         if key is not None and (b'"key":' in key if json_keys else "key" in key_serde.decode(key)):
             continue  # a data record: nothing to learn here
@@ -182,8 +200,19 @@ def _summarise_unchecked(messages: Iterator[Any], key_serde: Serde, value_serde:
             w.checkpoint, w.trail = value, None
         elif status in (BEGIN, ABORTED):
             w.trail = value
-    w.max_sequence = watch.last
+    w.max_sequence, w.max_offset = watch.last, watch.last_offset
     return w
+
+
+def _join(before: _Window, after: _Window) -> _Window:
+    """``before`` followed by ``after`` (summarised knowing ``before``'s max, or starting above it)."""
+    cp = after.checkpoint is not None
+    return _Window(first=before.first, last=after.last, checkpoint=after.checkpoint if cp else before.checkpoint,
+                   trail=after.trail if cp or after.trail is not None else before.trail,
+                   max_sequence=after.max_sequence,
+                   max_offset=after.max_offset if after.max_offset is not None else before.max_offset,
+                   first_sequence=before.first_sequence, gaps=before.gaps,
+                   duplicates=before.duplicates + after.duplicates)
 
 
 def read_tail(bootstrap: str, topic: str, key_serde: Serde, value_serde: Serde, *,
@@ -191,29 +220,47 @@ def read_tail(bootstrap: str, topic: str, key_serde: Serde, value_serde: Serde, 
               source: str | None = None) -> TailState:
     """Find the true end, the last sequence, the last checkpoint and any open transaction.
 
-    Reads forward from ``TAIL_WINDOW`` records before the reported end; while that range holds
-    no checkpoint (a transaction cut off by a crash may be millions of records long), reads
-    again from twice as far back. Every range is read whole with the sequence rule
-    (duplicates skipped, a gap raises StreamCorrupt), so a duplicated END anywhere cannot hide
-    the BEGIN of an open transaction. A tail the broker reports but does not deliver, or a topic
-    emptied by retention, raises (:func:`unreadable_tail`): it is never taken for an empty stream.
+    Reads forward from ``TAIL_WINDOW`` records before the reported end. While what was read
+    holds no checkpoint (a transaction cut off by a crash may be millions of records long) or a
+    jump in sequence that may be duplicates at its start, it reads the range before it (twice as
+    long each time) and joins the two; what was read is read again, judged against the max
+    sequence before it, only when it starts with records at or below that max. So every record
+    is held to the sequence rule (duplicates skipped, a gap raises StreamCorrupt) against all
+    that precedes it in what was read, and a duplicated END anywhere cannot hide the BEGIN of an
+    open transaction. A tail the broker reports but does not deliver, or a topic emptied by
+    retention, raises (:func:`unreadable_tail`): it is never taken for an empty stream.
     """
     consumer = make_consumer(bootstrap, consumer_config)
     try:
         low, high = watermarks(consumer, topic)
         size = TAIL_WINDOW
         start = max(low, high - size)
-        while True:
-            w = _summarise(read_range(consumer, topic, start, None, reported_high=high, deadline_s=deadline_s),
-                           key_serde, value_serde, topic)
-            if w.last is None or w.checkpoint is not None or start <= low:
-                break
+        w = _summarise(read_range(consumer, topic, start, None, reported_high=high, deadline_s=deadline_s),
+                       key_serde, value_serde, topic, strict=start <= low)
+        while w.last is not None and start > low and (w.checkpoint is None or w.gaps):
             size *= 2
-            start = max(low, start - size)
+            lo = max(low, start - size)
+            before = _summarise(read_range(consumer, topic, lo, start, reported_high=start, deadline_s=deadline_s),
+                                key_serde, value_serde, topic, strict=lo <= low)
+            if before.last is not None:
+                top = before.max_sequence
+                if w.first_sequence <= top:  # w starts with duplicates of records before it: read it again
+                    w = _summarise(read_range(consumer, topic, start, w.last + 1, reported_high=high,
+                                              deadline_s=deadline_s), key_serde, value_serde, topic, after=top)
+                elif w.first_sequence > top + 1:
+                    raise StreamCorrupt(gap_error(topic, 0, top + 1, w.first_sequence - 1, before.max_offset)
+                                        .message + _NO_RESUME, topic=topic, partition=0, missing_from=top + 1,
+                                        missing_to=w.first_sequence - 1, offset=before.max_offset)
+                elif w.gaps:  # w's first record is no duplicate: its jumps are gaps
+                    raise StreamCorrupt(w.gaps[0].message + _NO_RESUME, **w.gaps[0].fields)
+                w = _join(before, w)
+            start = lo
         if w.last is None:
             if high > low or low > 0:
                 raise unreadable_tail(topic, low, high, start, source)
             return TailState(end_offset=low, last_sequence=None, checkpoint=None, open_begin=None)
+        if w.gaps:  # nothing precedes the window: the jump is a gap
+            raise StreamCorrupt(w.gaps[0].message + _NO_RESUME, **w.gaps[0].fields)
         open_begin = w.trail if w.trail is not None and w.trail.get("status") == BEGIN else None
         return TailState(end_offset=w.last + 1, last_sequence=w.max_sequence, checkpoint=w.checkpoint,
                          open_begin=open_begin)

@@ -97,3 +97,41 @@ def test_records_lost_in_an_earlier_window_stop_the_recovery_naming_the_range(br
     assert "cdc stream reset" in str(err.value)
     # nothing was written behind the gap (no ABORTED, no new record)
     assert _tail(broker, topic_prefix, 1)[0]["sequence"] == orjson.loads(records[-1][1])["sequence"]
+
+
+def test_dense_duplicate_runs_across_window_starts_are_no_gap(broker, topic_prefix):
+    records, begin_at = _cut_stream()
+    out = records[:begin_at + 1]
+    body = records[begin_at + 1:]
+    for k in range(0, len(body), 20):  # every 20 records the last 10 again: window starts land inside runs
+        out += body[k:k + 20] + body[k + 10:k + 20]
+    pub, resume = _recover(broker, topic_prefix, out)
+    try:
+        assert resume == {"gtid": "0-1-5"}
+        max_seq = orjson.loads(records[-1][1])["sequence"]
+        aborted = _tail(broker, topic_prefix, 1)[0]
+        assert aborted["status"] == "ABORTED" and aborted["id"] == "0-1-6" and aborted["sequence"] == max_seq + 1
+    finally:
+        pub.close()
+
+
+def test_a_duplicate_at_the_very_start_of_the_tail_window_is_no_gap(broker, topic_prefix):
+    records, begin_at = _cut_stream()
+    last_end = records[begin_at - 1]
+    total = len(records) + 2
+    # the END before the cut transaction appended again at the offsets where the tail window starts (the
+    # reported high watermark minus TAIL_WINDOW: tansu reports the last batch's base offset, Kafka the end)
+    at = {total - 1 - TAIL_WINDOW, total - TAIL_WINDOW}
+    it = iter(records)
+    out = [last_end if pos in at else next(it) for pos in range(total)]
+    topic = changes_topic(topic_prefix, "src")
+    produce(broker.bootstrap, topic, out[:-1])
+    produce(broker.bootstrap, topic, out[-1:])  # the last record in a batch of its own
+    pub = _publisher(broker, topic_prefix)
+    try:
+        assert pub.recover() == {"gtid": "0-1-5"}
+        aborted = _tail(broker, topic_prefix, 1)[0]
+        assert aborted["status"] == "ABORTED" and aborted["id"] == "0-1-6"
+        assert aborted["sequence"] == orjson.loads(records[-1][1])["sequence"] + 1
+    finally:
+        pub.close()

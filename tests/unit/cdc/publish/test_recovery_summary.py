@@ -77,3 +77,17 @@ def test_a_duplicated_end_after_an_open_begin_does_not_hide_it():
 def test_a_gap_in_sequences_is_refused_naming_the_range_and_offset():
     with pytest.raises(StreamCorrupt, match=r"sequence 3\.\.4 missing in p\.s\.changes\[0\] after offset 1"):
         window([(None, e.begin_record(1, "a", 0)), _data(2, "a"), _data(5, "a")])
+
+
+def _msgs(records):
+    return iter(Msg(i, k, v) for i, (k, v) in enumerate(records))
+
+
+def test_a_window_read_without_what_precedes_notes_jumps_and_one_read_after_it_skips_its_duplicates():
+    end_a = (None, e.end_record(3, "a", 0, {"d.t": 1}, {"r": 3}, {}))
+    # the window starts with END 3 again (its original lies before the window), then transaction b
+    recs = [end_a, (None, e.begin_record(4, "b", 0)), _data(5, "b")]
+    loose = _summarise(_msgs([recs[0], recs[2]]), KS, VS, "p.s.changes", strict=False)
+    assert [g.missing_from for g in loose.gaps] == [4]  # a jump 3 -> 5: a gap, or duplicates at the start
+    after_it = _summarise(_msgs(recs), KS, VS, "p.s.changes", after=3)
+    assert after_it.checkpoint is None and after_it.trail["id"] == "b" and after_it.duplicates == 1
