@@ -81,3 +81,17 @@ def test_reset_of_an_unknown_source_names_the_known_ones(broker, topic_prefix, t
                      "tables": ["shop.t"]}]}))
     out = _cdc("stream", "reset", "--config", str(cfg), "--source", "nope", "--yes")
     assert out.returncode == 2 and "src" in out.stderr
+
+
+def test_a_finite_retention_of_the_changes_topic_is_named_at_start(broker, topic_prefix, caplog):
+    from cdc.publish.topics import ensure_topic
+
+    topic = changes_topic(topic_prefix, "src")
+    ensure_topic(broker.bootstrap, topic, config={"retention.ms": "604800000"})
+    with caplog.at_level("WARNING", logger="cdc.publish.publisher"):
+        _publish(broker, topic_prefix, 1).close()
+    warned = [r.getMessage() for r in caplog.records if "retention.ms" in r.getMessage()]
+    assert warned and f"topic {topic} has retention.ms=604800000" in warned[0] and "set retention.ms=-1" in warned[0]
+    fresh = changes_topic(topic_prefix + "-b", "src")  # a topic the publisher creates: infinite retention
+    _publish(broker, topic_prefix + "-b", 1).close()
+    assert retention_warnings(broker.bootstrap, fresh) == []
