@@ -9,10 +9,12 @@ bool or None, and for the rest:
     DATETIME, timestamp    'YYYY-MM-DDTHH:MM:SS[.ffffff]' (wall clock)
     TIMESTAMP, timestamptz the same in UTC plus 'Z'
     TIME                   '[-]HH:MM:SS[.ffffff]', hours may exceed 24
-    binary                 base64
+    binary                 base64 (MySQL BINARY(n): all n bytes, trailing zero bytes kept)
+    zero dates             None (MySQL '0000-00-00', '2024-00-10', TIMESTAMP 0: no such instant)
     JSON                   its text (compact when the database hands a parsed document)
     SET                    'a,b' in declaration order;  ENUM its label
-    BIT                    an unsigned integer;  YEAR an integer
+    BIT                    an unsigned integer;  YEAR an integer (0 for YEAR 0000)
+    GEOMETRY               base64 of MySQL's internal value: 4-byte little-endian SRID, then WKB
 
 Both MySQL read paths land here: the binlog reader (readers/mysql/decode.py
 picks a converter per TABLE_MAP column with the functions below) and every
@@ -65,6 +67,38 @@ def datetime_text(v: Any) -> str:
     if not isinstance(v, datetime):
         raise TypeError("not a datetime")
     return v.isoformat()
+
+
+_EPOCH = datetime(1970, 1, 1)
+
+
+def timestamp_text(v: Any) -> str | None:
+    """MySQL TIMESTAMP from the binlog (a naive UTC datetime).
+
+    The library turns the zero TIMESTAMP ('0000-00-00 00:00:00', stored as 0 seconds) into
+    the epoch itself, which no TIMESTAMP can hold (the range starts at 00:00:01 UTC): None,
+    as every other zero date."""
+    if v == _EPOCH:
+        return None
+    return utc_text(v)
+
+
+def year_value(v: Any) -> int:
+    """MySQL YEAR from the binlog: the library adds 1900 to the stored byte, so YEAR 0000
+    arrives as 1900 (never a YEAR value: the range is 1901..2155 and 0000)."""
+    return 0 if v == 1900 else int(v)
+
+
+def binary_padded(length: int) -> Converter:
+    """MySQL BINARY(n): the binlog stores it without its trailing zero bytes; the value has n.
+
+    The library hands an empty value (n zero bytes) as the str ''."""
+
+    def convert(v: Any) -> str:
+        raw = v.encode("latin-1") if isinstance(v, str) else bytes(v)
+        return base64.b64encode(raw.ljust(length, b"\0")).decode("ascii")
+
+    return convert
 
 
 def utc_text(v: Any) -> str:
@@ -170,6 +204,7 @@ def value_kind(type_text: str, family: str, dialect: str) -> str:
 
 
 _BY_KIND: dict[str, Converter] = {"bit": bit_int, "json": json_doc_text}
+_DATES = frozenset({"date", "datetime", "timestamptz"})
 
 
 def select_expr(quoted: str, kind: str) -> str:
@@ -187,6 +222,8 @@ def stream_value(v: Any, kind: str) -> Any:
     special = _BY_KIND.get(kind)
     if special is not None:
         return special(v)
+    if isinstance(v, str) and kind in _DATES:
+        return None  # PyMySQL hands a zero date ('0000-00-00', '2024-00-10') as its text: the binlog's None
     if isinstance(v, (bool, int, float, str)):
         return v
     if isinstance(v, Decimal):

@@ -16,11 +16,11 @@ from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
-from cdc.values import (Converter, base64_text, bit_int, date_text, datetime_text, decimal_text, float_value,
-                        json_text, set_text, text_or_base64, time_text, utc_text)
+from cdc.values import (Converter, base64_text, binary_padded, bit_int, date_text, datetime_text, decimal_text,
+                        float_value, json_text, set_text, text_or_base64, time_text, timestamp_text, year_value)
 from readers.mysql.errors import DecodeError, UnknownColumnType
 
-_INTS = {T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.YEAR}
+_INTS = {T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG}
 _TEXT_OR_BINARY = {T.VARCHAR, T.VAR_STRING, T.STRING, T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB}
 
 
@@ -33,6 +33,8 @@ def converter_for(column: Any) -> Converter | None:
     t = column.type
     if t in _INTS:
         return None
+    if t == T.YEAR:
+        return year_value
     if t in (T.NEWDECIMAL, T.DECIMAL):
         return decimal_text
     if t in (T.FLOAT, T.DOUBLE):
@@ -42,9 +44,11 @@ def converter_for(column: Any) -> Converter | None:
     if t in (T.DATETIME, T.DATETIME2):
         return datetime_text
     if t in (T.TIMESTAMP, T.TIMESTAMP2):
-        return utc_text  # the binlog holds UTC: the library hands a naive UTC datetime
+        return timestamp_text  # the binlog holds UTC: the library hands a naive UTC datetime
     if t in (T.TIME, T.TIME2):
         return time_text
+    if t == T.STRING and (getattr(column, "character_set_name", None) or "").lower() == "binary":
+        return binary_padded(column.max_length)  # BINARY(n)
     if t in _TEXT_OR_BINARY or t == T.ENUM:
         return text_or_base64
     if t == T.SET:

@@ -204,3 +204,19 @@ def test_other_dialects_keep_their_family():
     assert stream_value(Decimal("1.50"), "decimal") == "1.50"
     assert stream_value(memoryview(b"\x00"), "binary") == "AA=="
     assert stream_value(True, "bool") is True
+
+
+def test_binlog_value_losses_are_repaired():
+    """Issue #14: BINARY(n) padding, YEAR 0000, the zero TIMESTAMP, zero dates read as text."""
+    import base64
+
+    from cdc.values import binary_padded, timestamp_text, year_value
+
+    assert binary_padded(4)(b"t") == base64.b64encode(b"t\0\0\0").decode()
+    assert binary_padded(1)("") == base64.b64encode(b"\0").decode()
+    assert (year_value(1900), year_value(1901), year_value(2155)) == (0, 1901, 2155)
+    assert timestamp_text(dt.datetime(1970, 1, 1)) is None
+    assert timestamp_text(dt.datetime(1970, 1, 1, 0, 0, 1)) == "1970-01-01T00:00:01Z"
+    for kind in ("date", "datetime", "timestamptz"):
+        assert stream_value("0000-00-00", kind) is None
+    assert stream_value("0000-00-00", "string") == "0000-00-00"
