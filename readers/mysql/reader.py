@@ -42,7 +42,6 @@ raised before the transaction's first record.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 import zlib
@@ -74,11 +73,8 @@ from readers.mysql.errors import (
     ConnectionLost,
     DecodeError,
     Divergence,
-    PartialRowImage,
     SourceUnavailable,
-    StatementFormatDml,
     TransactionInterrupted,
-    UnloggedRowChange,
 )
 from readers.mysql.failover import choose_primary, default_prober
 from readers.mysql.fastrows import install as _install_fast_rows
@@ -86,7 +82,8 @@ from readers.mysql.incremental import IncrementalSnapshots
 from readers.mysql.position import GtidSet
 from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
 from readers.mysql.snapshot import InitialSnapshot
-from readers.mysql.tables import DML_WORDS, TableFilter, ddl_table, dml_tables
+from readers.mysql.guards import refuse_partial, refuse_statement, refuse_unlogged_ddl
+from readers.mysql.tables import DML_WORDS, TableFilter, ddl_table
 
 log = logging.getLogger(__name__)
 _install_fast_rows()  # same values as the library's row decoder, fewer steps (see fastrows.py)
@@ -94,7 +91,11 @@ _install_fast_rows()  # same values as the library's row decoder, fewer steps (s
 _EVENTS = [GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent, XAPrepareEvent, TableMapEvent,
            WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent, RotateEvent]
 _LOST = {2006, 2013, 2055}
-_PARTITION_ROWS = re.compile(r"\b(?:TRUNCATE|DROP|EXCHANGE)\s+PARTITION\b", re.IGNORECASE)
+
+
+def _db(ev: Any) -> str:
+    """The default database of a QueryEvent."""
+    return ev.schema.decode() if isinstance(ev.schema, bytes) else (ev.schema or "")
 
 
 def _guarded_connect(**settings: Any) -> pymysql.connections.Connection:
@@ -311,7 +312,8 @@ class MySqlSource:
                     table = TableId(ev.schema, ev.table)
                     if gtid is None or not self.filter.matches(table):
                         continue
-                    self._refuse_partial(ev, table, gtid)  # before the transaction's first record
+                    refuse_partial(ev, table, gtid, self._where(ev), stream.table_map.get(ev.table_id),
+                                   self.host)  # before the transaction's first record
                     if not began:
                         yield Begin(gtid, ts_ms)
                         began = True
@@ -345,7 +347,7 @@ class MySqlSource:
                     elif word in ("ROLLBACK", "SAVEPOINT"):
                         pass
                     elif word in DML_WORDS and gtid is not None:
-                        self._refuse_statement(ev, q, gtid)  # a DML on tables we do not capture passes
+                        refuse_statement(q, _db(ev), self.filter, gtid, self._where(ev), self.host)
                     elif word == "TRUNCATE" and gtid is not None and not began:
                         truncate = self._truncate(ev, q, gtid)
                         gtid, began = None, False
@@ -450,7 +452,7 @@ class MySqlSource:
         None when the table is not captured (the state still advances past the GTID).
         """
         self.state = self.state.add(gtid)
-        db = ev.schema.decode() if isinstance(ev.schema, bytes) else (ev.schema or "")
+        db = _db(ev)
         named = ddl_table(query, db)
         if named is None or not self.filter.matches(named):
             return None
@@ -472,16 +474,11 @@ class MySqlSource:
 
     def _schema_change(self, ev: Any, query: str, gtid: str) -> SchemaChange | None:
         """A DDL is its own GTID transaction: advance the state, report it if it concerns us."""
-        db = ev.schema.decode() if isinstance(ev.schema, bytes) else (ev.schema or "")
+        db = _db(ev)
         named = ddl_table(query, db)
         captured = self.filter.matches(named) if named is not None else self.filter.matches_db(db)
-        if captured and named is not None and _PARTITION_ROWS.search(query):  # the state stays before it
-            where = f"{self._stream.log_file if self._stream is not None else None}:{ev.packet.log_pos}"
-            raise UnloggedRowChange(
-                f"{query[:200]!r} on captured table {named} at {where} gtid {gtid} removes or swaps rows without "
-                "row events: the change stream cannot carry it and the target would keep those rows. The source "
-                f"stops at its checkpoint; re-snapshot {named} (or delete the rows with DML instead)",
-                table=str(named), gtid=gtid, position=where, statement=query[:500], host=self.host)
+        if captured and named is not None:  # raises before the state takes the GTID
+            refuse_unlogged_ddl(query, named, gtid, self._where(ev), self.host)
         self.state = self.state.add(gtid)
         if not captured:
             return None
@@ -498,50 +495,9 @@ class MySqlSource:
                 self._table_schemas[named] = schema
         return SchemaChange(named, query, schema, ev.timestamp * 1000, self.resume_state())
 
-    def _refuse_partial(self, ev: Any, table: TableId, gtid: str) -> None:
-        """PartialRowImage unless every column of the table is in the event's row images.
-
-        A session may run ``SET SESSION binlog_row_image=MINIMAL`` (or NOBLOB, or MariaDB's
-        FULL_NODUP) whatever the server's global setting the startup check saw."""
-        full = (1 << ev.number_of_columns) - 1
-        images = [("before" if isinstance(ev, UpdateRowsEvent) else "row", ev.columns_present_bitmap)]
-        if isinstance(ev, UpdateRowsEvent):
-            images.append(("after", ev.columns_present_bitmap2))
-        for image, bitmap in images:
-            present = int.from_bytes(bitmap, "little") & full
-            if present == full:
-                continue
-            tmap = self._stream.table_map.get(ev.table_id) if self._stream is not None else None
-            names = [c.name for c in tmap.columns] if tmap is not None else []
-            missing = [names[i] if i < len(names) else f"#{i}" for i in range(ev.number_of_columns)
-                       if not present >> i & 1]
-            file = self._stream.log_file if self._stream is not None else None
-            where = f"{file}:{ev.packet.log_pos}"
-            raise PartialRowImage(
-                f"partial row image of {table} at {where} gtid {gtid}: the {image} image lacks column(s) "
-                f"{', '.join(missing)} (the writing session or server logged binlog_row_image=MINIMAL, NOBLOB or "
-                f"FULL_NODUP). Nothing of transaction {gtid} is published; the source stops at its checkpoint. "
-                "Fix: binlog_row_image=FULL globally and in my.cnf, and no client may SET SESSION binlog_row_image; "
-                f"this transaction's rows cannot be read back from the binlog: re-snapshot {table} after restarting",
-                table=str(table), gtid=gtid, position=where, image=image, missing=missing,
-                setting="binlog_row_image", host=self.host)
-
-    def _refuse_statement(self, ev: Any, query: str, gtid: str) -> None:
-        """StatementFormatDml when a DML logged as a statement writes a captured table."""
-        db = ev.schema.decode() if isinstance(ev.schema, bytes) else (ev.schema or "")
-        tables = dml_tables(query, db) or []
-        hit = next((t for t in tables if self.filter.matches(t)), None)
-        if hit is None and not (not tables and self.filter.matches_db(db)):
-            return
-        file = self._stream.log_file if self._stream is not None else None
-        where = f"{file}:{ev.packet.log_pos}"
-        name = str(hit) if hit is not None else f"{db}.?"
-        raise StatementFormatDml(
-            f"statement-format DML on captured table {name} at {where} gtid {gtid}: {query[:200]!r} (the writing "
-            "session ran with binlog_format=STATEMENT or MIXED: its rows are not in the binlog). Nothing of "
-            f"transaction {gtid} is published; the source stops at its checkpoint. Fix: binlog_format=ROW globally "
-            "and in my.cnf, and no client may SET SESSION binlog_format; re-snapshot the table after restarting",
-            table=name, gtid=gtid, position=where, statement=query[:500], setting="binlog_format", host=self.host)
+    def _where(self, ev: Any) -> str:
+        """``file:pos`` of a binlog event of the open stream."""
+        return f"{self._stream.log_file if self._stream is not None else None}:{ev.packet.log_pos}"
 
     def _refuse_xa(self, ev: Any, query: str, gtid: str | None, began: bool, stream: BinLogStreamReader) -> None:
         if began:

@@ -40,7 +40,6 @@ from typing import Any
 
 from cdc.events import Begin, Change, Commit, Event, SchemaChange, TableId, TableSchema
 from cdc.spill import TransactionStore, TxBuffer
-from readers.oracle.lobs import LobAssembler
 from readers.oracle.errors import (
     DictionaryMismatch,
     LogMinerError,
@@ -49,6 +48,7 @@ from readers.oracle.errors import (
     UnsupportedLob,
     UnsupportedOperation,
 )
+from readers.oracle.lobs import LobAssembler
 from readers.oracle.parse_pool import ERROR, ParsePool, parse_error
 from readers.oracle.parser import parse_redo
 from readers.oracle.position import ResumeState, Xid

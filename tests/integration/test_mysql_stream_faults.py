@@ -43,7 +43,7 @@ def test_truncate_is_its_own_transaction_with_one_t_change(mariadb_primary, tmp_
     never = txs[2][1][0]  # no row seen: its definition comes from information_schema
     assert str(never.table) == f"{db}.never_written" and never.schema.primary_key == ("id",)
     # the Commit carries the state after the TRUNCATE's GTID: a restart there reads only the last insert
-    commit = [e for e in events if isinstance(e, Commit) and e.txid == txs[1][0]][0]
+    commit = next(e for e in events if isinstance(e, Commit) and e.txid == txs[1][0])
     again = make_source([mariadb_primary.address], [f"{db}.t", f"{db}.never_written"])
     again.start(commit.resume)
     try:

@@ -34,8 +34,8 @@ def _publish_until(src, pub, stop) -> None:
 
 
 def test_restarts_right_after_a_ddl_and_a_truncate_publish_each_once(broker, topic_prefix, tmp_path):
-    mk = lambda: make_source("ora", OPTS, str(tmp_path), SourceMetrics("ora"), sessions=2,  # noqa: E731
-                             scn_range_size=20)
+    def mk():
+        return make_source("ora", OPTS, str(tmp_path), SourceMetrics("ora"), sessions=2, scn_range_size=20)
     _publish_until(mk(), oracle_publisher(broker, topic_prefix), lambda ev: isinstance(ev, SchemaChange))
     seen_t = [False]
 

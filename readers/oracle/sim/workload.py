@@ -309,8 +309,8 @@ class Model:
         full = text + "x" * 10
         for k in range(0, len(full), LOB_PIECE):
             piece = full[k:k + LOB_PIECE]
-            recs.append((LOB_WRITE, table, rid, 0, 0, f" buf_c := {_lit(piece)};\n  dbms_lob.write(loc_c, "
-                         f"{len(piece)}, {k + 1}, buf_c);", raw))
+            sql = f" buf_c := {_lit(piece)};\n  dbms_lob.write(loc_c, {len(piece)}, {k + 1}, buf_c);"
+            recs.append((LOB_WRITE, table, rid, 0, 0, sql, raw))
         recs.append((LOB_TRIM, table, rid, 0, 0, f" dbms_lob.trim(loc_c, {len(text)});", raw))
         recs.append((COMMIT, -1, None, 0, 0, "commit;", raw))
         tx.expected.append(("c", table, None, {**row, "NOTE": text}) if insert else

@@ -46,7 +46,7 @@ def test_a_ddl_is_published_once_across_a_restart_right_after_it(tmp_path):
     assert _shape(after) == [("Begin", None), ("Change", "c"), ("Commit", None)]
     # a TRUNCATE's END carries the same test: a restart from it does not truncate again
     t_rows = [row(6, X2, 5, 'truncate table "APP"."T";'), row(6, X2, 7)]
-    commit = [e for e in events(again, t_rows) if isinstance(e, Commit)][0]
+    commit = next(e for e in events(again, t_rows) if isinstance(e, Commit))
     assert events(dispatcher(tmp_path, resume=ResumeState.from_json(commit.resume)), t_rows) == []
 
 
@@ -86,8 +86,7 @@ def test_lob_rows_that_cannot_be_assembled_stop_at_commit_naming_table_xid_and_s
     before = [ins(0, X2, 9), row(0, X2, 7)]
     got = []
     with pytest.raises(UnsupportedLob) as err:
-        for e in dispatcher(tmp_path).feed(before + _lob_rows(insert=False)):
-            got.append(e)
+        got.extend(dispatcher(tmp_path).feed(before + _lob_rows(insert=False)))
     e = err.value
     assert (e.table, e.xid, e.scn, e.commit_scn, e.operation) == ("APP.T", "5.7.100", 2, 5, "SEL_LOB_LOCATOR")
     assert "APP.T" in str(e) and "5.7.100" in str(e) and "SCN 2" in str(e) and "did not insert" in str(e)

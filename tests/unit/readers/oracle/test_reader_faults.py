@@ -84,9 +84,9 @@ def test_supplemental_logging_is_checked_at_start(tmp_path):
     some = "seed=23,transactions=5,supplemental=min+T0:T2"
     with pytest.raises(SupplementalLoggingMissing) as err:
         source(some, tmp_path).start(None)
-    assert err.value.problems == [
+    assert err.value.problems == [(
         "table APP.T1 has no ALL COLUMNS supplemental logging (no log group of type 'ALL COLUMN LOGGING' in "
-        'ALL_LOG_GROUPS); fix on the primary: ALTER TABLE "APP"."T1" ADD SUPPLEMENTAL LOG DATA (ALL) COLUMNS;']
+        'ALL_LOG_GROUPS); fix on the primary: ALTER TABLE "APP"."T1" ADD SUPPLEMENTAL LOG DATA (ALL) COLUMNS;')]
     ok = source(some, tmp_path, tables=["APP.T0", "APP.T2"])  # the captured tables are logged
     ok.start(None)
     ok.close()
@@ -103,7 +103,7 @@ def test_lob_rows_of_an_inserted_row_are_assembled(tmp_path):
     for workers in (0, 1):
         txs, _, _, _ = _read(source(LOB, tmp_path, sessions=2, scn_range_size=5, parse_workers=workers))
         assert txs == expected(LOB)
-        note = [rows for _, x, rows in txs if x == str(lob_tx.xid)][0][0][4]["NOTE"]
+        note = next(rows for _, x, rows in txs if x == str(lob_tx.xid))[0][4]["NOTE"]
         assert len(note) > 4000 and note.startswith("lob 10000 piece 0; ")
 
 
