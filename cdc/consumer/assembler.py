@@ -5,11 +5,11 @@
 a finished item (Transaction or SchemaChange) or None, and keeps these rules of
 the change stream (cdc.envelope, DESIGN.md "The change stream"):
 
-- identity is ``sequence``: a record at or below the highest sequence already
+- identity is ``sequence``, with the one rule every reader of the stream applies
+  (cdc.sequence.SequenceWatch): a record at or below the highest sequence already
   taken is a duplicate (a producer retry appended a run twice) and is dropped,
-  wherever it appears;
-- a jump (``sequence`` above last + 1) is never passed: StreamCorrupt naming the
-  missing range and the offset where it was seen. The assembler stays before the
+  wherever it appears; a jump is never passed: StreamCorrupt naming the missing
+  range and the offset after which it is missing. The assembler stays before the
   gap and raises the same error on every later feed;
 - BEGIN opens a transaction, END closes it (same id, ``event_count`` rows) and
   releases it; ABORTED discards it (a transaction cut by a publisher crash);
@@ -30,6 +30,7 @@ from typing import Any
 from cdc.consumer.transactions import RowChange, SchemaChange, Transaction
 from cdc.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
 from cdc.errors import StreamCorrupt
+from cdc.sequence import SequenceWatch
 
 Item = Transaction | SchemaChange
 
@@ -41,7 +42,7 @@ class TransactionAssembler:
 
     def __init__(self, topic: str, last_sequence: int | None = None, *, synced: bool = True) -> None:
         self.topic = topic
-        self.last_sequence = last_sequence
+        self._watch = SequenceWatch(topic, 0, last=last_sequence)
         self.synced = synced
         self.last_heartbeat_ms: int | None = None
         self.duplicates = self.aborted = self.heartbeats = self.unsynced = 0
@@ -50,6 +51,10 @@ class TransactionAssembler:
         self._items: list[RowChange | SchemaChange] = []
         self._rows = 0
         self._broken: StreamCorrupt | None = None
+
+    @property
+    def last_sequence(self) -> int | None:
+        return self._watch.last
 
     @property
     def in_transaction(self) -> bool:
@@ -67,18 +72,12 @@ class TransactionAssembler:
         if type(seq) is not int:
             raise self._fail(StreamCorrupt(f"{self.topic}: the record at offset {offset} has no integer sequence",
                                            topic=self.topic, offset=offset, value=_short(value)))
-        last = self.last_sequence
-        if last is not None:
-            if seq <= last:
+        try:
+            if not self._watch.admit(seq, offset):
                 self.duplicates += 1
                 return None
-            if seq != last + 1:
-                raise self._fail(StreamCorrupt(
-                    f"{self.topic}: sequences {last + 1}..{seq - 1} are missing before offset {offset} "
-                    f"(records lost between publisher and consumer, or a topic restored from an older copy); "
-                    f"the consumer stays after sequence {last} and does not read past the gap",
-                    topic=self.topic, missing_from=last + 1, missing_to=seq - 1, offset=offset))
-        self.last_sequence = seq
+        except StreamCorrupt as gap:
+            raise self._fail(gap) from None
         status = value.get("status")
         if not self.synced:
             if status == BEGIN or status == HEARTBEAT or (status == SCHEMA and value.get("resume") is not None):
