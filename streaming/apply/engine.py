@@ -5,7 +5,9 @@ streaming.stream.records). Guarantees, per batch:
 
 - records are taken in stream order; a record at or below the progress row's
   ``last_sequence`` (or any earlier record of the batch) is a replay and is
-  dropped; a batch with nothing new is skipped (no write at all);
+  dropped; a batch with nothing new is skipped (no data written; only when
+  its end offsets lie past the progress row's, the progress row moves its
+  offsets on, so Spark's checkpoint never resumes beyond the progress row);
 - a jump in sequence is never applied past (cdc.sequence): the new records
   must continue the progress row's ``last_sequence`` (an empty target: start
   at sequence 1, the beginning of the stream) one by one, else the batch
@@ -306,7 +308,12 @@ class ApplyEngine:
             raise StreamCorrupt("micro-batch ends inside a transaction (BEGIN without END/ABORTED)",
                                 sequence=result.last_sequence)
         if result.last_sequence is None:
-            self.target.rollback()
+            if prev is not None and _beyond(end_offsets, prev.next_offsets):
+                # only duplicates, past the offsets the progress row names: move its offsets on (same sequence),
+                # so Spark's checkpoint never resumes beyond the progress row (streaming.apply.checkpoint)
+                self._finish(batch_id, prev.last_sequence, position, commit_ts, end_offsets, {}, [])
+            else:
+                self.target.rollback()
             result.skipped = True
             return result
         run(seg, batch.n)
@@ -545,6 +552,16 @@ class ApplyEngine:
                                     table=info.source_table, key=None, column=col, sequence=src.sequence,
                                     offset=src.offset, value=v) from None
         return out
+
+
+def _beyond(end: dict[str, Any] | None, kept: dict[str, Any] | None) -> bool:
+    """``end`` (a batch's end offsets) lies past ``kept`` (the progress row's) on some partition."""
+    if not end:
+        return False
+    if not kept or kept.get("topic") != end.get("topic"):
+        return True
+    have = kept.get("next") or {}
+    return any(int(o) > int(have.get(p, -1)) for p, o in (end.get("next") or {}).items())
 
 
 def _equals(column: Any, value: str, n: int) -> Any:

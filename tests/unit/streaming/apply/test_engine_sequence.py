@@ -65,3 +65,15 @@ def test_an_empty_target_starts_at_the_beginning_of_the_stream():
     with pytest.raises(StreamCorrupt, match=r"first record for the empty target 'duck' has sequence 7 .*1\.\.6"):
         e.apply_records(recs[6:], 0)
     assert e.target.read_progress("src") is None
+
+
+def test_a_batch_of_duplicates_past_the_progress_offsets_moves_the_offsets_on():
+    recs = _three_tx().as_records()
+    e = _engine()
+    e.apply_records(recs[:6], 0, {"next": {"0": 6}, "topic": "t"})
+    dups = [dataclasses.replace(r, offset=6 + i) for i, r in enumerate(recs[2:6])]  # tx 1 appended again
+    res = e.apply_records(dups, 1, {"next": {"0": 10}, "topic": "t"})
+    prog = e.target.read_progress("src")
+    assert res.skipped and prog.last_sequence == 6 and prog.next_offsets["next"] == {"0": 10}
+    assert e.apply_records(dups, 1, {"next": {"0": 10}, "topic": "t"}).skipped  # a replay of it: no write
+    assert e.target.read_progress("src") == prog
