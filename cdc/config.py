@@ -48,11 +48,17 @@ class TargetConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    kind: Literal["postgres", "mysql", "duckdb", "oracle", "parquet"]
+    kind: Literal["postgres", "mysql", "duckdb", "oracle", "parquet", "delta", "iceberg"]
     dsn: str | None = None
     path: str | None = None
     schema_: str | None = Field(default=None, alias="schema")
     dead_letter_table: str | None = None
+    # lakehouse targets (streaming/targets/delta.py, iceberg.py)
+    storage_options: dict[str, str] = Field(default_factory=dict, description="object-store settings (s3://...)")
+    catalog_uri: str | None = Field(default=None, description="iceberg: SQL catalog URI (sqlite:///..., postgresql://...)")
+    warehouse: str | None = Field(default=None, description="iceberg: where table files go")
+    namespace: str = "cdc"
+    catalog: dict[str, Any] = Field(default_factory=dict, description="iceberg: other pyiceberg catalog settings")
 
 
 class TableMapping(BaseModel):

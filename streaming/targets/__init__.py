@@ -15,6 +15,8 @@ KINDS = {
     "duckdb": ("streaming.targets.duckdb", "DuckDbTarget"),
     "oracle": ("streaming.targets.oracle", "OracleTarget"),
     "parquet": ("streaming.targets.parquet", "ParquetTarget"),
+    "delta": ("streaming.targets.delta", "DeltaTarget"),
+    "iceberg": ("streaming.targets.iceberg", "IcebergTarget"),
 }
 
 

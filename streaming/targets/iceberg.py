@@ -1,0 +1,203 @@
+"""Apache Iceberg target (pyiceberg, SQL catalog, no JVM).
+
+Config::
+
+    {name: ice, kind: iceberg, catalog_uri: "sqlite:////data/ice/catalog.db", warehouse: /data/ice/warehouse,
+     namespace: cdc, catalog: {...other pyiceberg catalog settings...}}
+
+``catalog_uri`` is any pyiceberg SQL catalog URI (SQLite, PostgreSQL);
+``warehouse`` a directory or an object-store URI (settings such as
+``s3.endpoint`` go in ``catalog``; ``catalog.name``, default ``default``, is
+the catalog name readers open it with). One Iceberg table per source table
+``<namespace>.<table>``, plus the progress log ``<namespace>._cdc_progress``
+and the schema log ``<namespace>._cdc_schema`` (streaming.targets.lake has
+the commit protocol; streaming.targets.lake_types the types).
+
+Per batch and table, ONE catalog commit (a pyiceberg transaction: delete of
+the touched keys + append of the new images, or an overwrite for a TRUNCATE
+or a keyless table with deletes, or a plain append when every row is new);
+each snapshot's summary carries ``cdc.source`` and ``cdc.last-sequence``,
+and a table whose latest such snapshot is at or above the batch's last
+sequence is skipped (replay).
+
+Read the tables as of the latest consistent point::
+
+    point = IcebergTarget(cfg).latest_point()   # or `cdc lake snapshot --config F --target T`
+    catalog.load_table("cdc.acct").scan(snapshot_id=point["tables"]["acct"]).to_arrow()
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from typing import Any
+
+import pyarrow as pa
+
+from cdc.config import TargetConfig
+from streaming.errors import TargetError
+from streaming.targets.lake import LakeTarget
+
+SOURCE_PROP, SEQUENCE_PROP = "cdc.source", "cdc.last-sequence"
+
+
+class IcebergTarget(LakeTarget):
+    dialect = "iceberg"
+
+    def __init__(self, config: TargetConfig) -> None:
+        super().__init__(config)
+        if not config.catalog_uri or not config.warehouse:
+            raise TargetError(f"target {config.name!r} (iceberg) needs catalog_uri (a SQL catalog URI) and "
+                              f"warehouse", target=config.name, key=f"targets.{config.name}.catalog_uri")
+        self.namespace = config.namespace
+        self._catalog: Any = None
+        self._tables: dict[str, Any] = {}
+
+    def _connect(self) -> Any:
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        wh = self.config.warehouse
+        if "://" not in wh:
+            os.makedirs(wh, exist_ok=True)
+            wh = "file://" + os.path.abspath(wh)
+        extra = {k: str(v) for k, v in self.config.catalog.items() if k != "name"}
+        props = {"uri": self.config.catalog_uri, "warehouse": wh, **extra}
+        try:
+            self._catalog = SqlCatalog(str(self.config.catalog.get("name", "default")), **props)
+            self._catalog.create_namespace_if_not_exists(self.namespace)
+        except Exception as exc:  # noqa: BLE001 - the catalog's own error classes
+            raise TargetError(f"cannot open the Iceberg catalog of target {self.name!r} at {self.config.catalog_uri}: "
+                              f"{exc}", target=self.name) from None
+        return self
+
+    @property
+    def catalog(self) -> Any:
+        if self._catalog is None:
+            self._connect()
+        return self._catalog
+
+    def _t(self, table: str) -> Any | None:
+        from pyiceberg.exceptions import NoSuchTableError
+
+        if table not in self._tables:
+            try:
+                self._tables[table] = self.catalog.load_table((self.namespace, table))
+            except NoSuchTableError:
+                return None
+        return self._tables[table]
+
+    # ---- LakeTarget ------------------------------------------------------------------------
+    def _table_schema(self, table: str) -> pa.Schema | None:
+        t = self._t(table)
+        return None if t is None else t.schema().as_arrow()
+
+    def _create(self, table: str, schema: pa.Schema) -> None:
+        self._tables[table] = self.catalog.create_table_if_not_exists((self.namespace, table), schema=schema)
+
+    def _add_field(self, table: str, schema: pa.Schema, name: str) -> None:
+        t = self._t(table)
+        with t.update_schema() as u:
+            u.union_by_name(schema)
+
+    def _recorded(self, table: str, source: str) -> int | None:
+        t = self._t(table)
+        if t is None:
+            return None
+        snap = t.current_snapshot()
+        while snap is not None:  # the newest snapshot that this source wrote (compaction writes none)
+            if snap.summary is not None and snap.summary.get(SOURCE_PROP) == source:
+                return int(snap.summary.get(SEQUENCE_PROP))
+            snap = t.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id is not None else None
+        return None
+
+    def _version(self, table: str) -> int | None:
+        t = self._t(table)
+        snap = None if t is None else t.current_snapshot()
+        return None if snap is None else snap.snapshot_id
+
+    def _read_all(self, table: str) -> pa.Table:
+        t = self._t(table)
+        t.refresh()
+        return t.scan().to_arrow()
+
+    def _write(self, table: str, source: str, seq: int, *, truncate: bool, deletes: pa.Table | None,
+               upserts: pa.Table | None, append_only: bool, replace: pa.Table | None) -> int:
+        t = self._t(table)
+        props = {SOURCE_PROP: source, SEQUENCE_PROP: str(seq)}
+        schema = t.schema().as_arrow()
+        with t.transaction() as tx:
+            if replace is not None:
+                tx.overwrite(replace.cast(schema), snapshot_properties=props)
+            else:
+                gone = [x for x in (deletes, None if append_only else upserts) if x is not None and len(x)]
+                if gone:
+                    tx.delete(self._key_filter(table, gone), snapshot_properties=props)
+                if upserts is not None and len(upserts):
+                    tx.append(upserts.cast(schema), snapshot_properties=props)
+                elif not gone:  # nothing to change: still record the sequence (an empty append is a snapshot)
+                    tx.append(schema.empty_table(), snapshot_properties=props)
+        return t.current_snapshot().snapshot_id
+
+    def _key_filter(self, table: str, parts: list[pa.Table]) -> Any:
+        from pyiceberg.expressions import And, EqualTo, In, Or
+
+        key = self._key_memory.get(table) or ()
+        if len(key) == 1:
+            values = sorted({v for p in parts for v in p.column(key[0]).to_pylist()})
+            return In(key[0], values) if len(values) > 1 else EqualTo(key[0], values[0])
+        expr = None
+        for p in parts:
+            for row in zip(*(p.column(k).to_pylist() for k in key)):
+                term = And(*(EqualTo(k, v) for k, v in zip(key, row)))
+                expr = term if expr is None else Or(expr, term)
+        return expr
+
+    def _append_log(self, table: str, rows: pa.Table) -> None:
+        t = self._t(table)
+        if t is None:
+            t = self._tables[table] = self.catalog.create_table_if_not_exists((self.namespace, table),
+                                                                              schema=rows.schema)
+        t.append(rows)
+
+    # ---- maintenance (`cdc lake compact`) ---------------------------------------------------------
+    def tables(self) -> list[str]:
+        return sorted(ident[-1] for ident in self.catalog.list_tables(self.namespace))
+
+    def compact(self, retention_hours: float) -> dict[str, Any]:
+        """Rewrite each table's files into few (an overwrite carrying the same cdc.* summary properties, run
+        with the apply job stopped) and expire snapshots older than ``retention_hours``, never the ones the
+        latest consistent point names."""
+        keep = set()
+        for source in set(self._progress_sources()):
+            point = self.latest_point(source) or {}
+            keep.update(int(v) for v in (point.get("tables") or {}).values() if v is not None)
+        cutoff = int((dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=retention_hours)).timestamp() * 1000)
+        out = {}
+        for name in self.tables():
+            t = self._t(name)
+            t.refresh()
+            snap = t.current_snapshot()
+            before = len(list(t.inspect.files().column("file_path").to_pylist())) if snap else 0
+            if snap is not None and before > 1:
+                props = {k: v for k, v in snap.summary.items() if k in (SOURCE_PROP, SEQUENCE_PROP)} \
+                    if snap.summary is not None else {}
+                data = t.scan().to_arrow()
+                t.overwrite(data, snapshot_properties=props)
+                t.refresh()
+            current = t.current_snapshot()
+            old = [s.snapshot_id for s in t.snapshots() if s.timestamp_ms < cutoff and s.snapshot_id not in keep
+                   and (current is None or s.snapshot_id != current.snapshot_id)]
+            if old:
+                t.maintenance.expire_snapshots().by_ids(old).commit()
+                t.refresh()
+            after = len(list(t.inspect.files().column("file_path").to_pylist())) if t.current_snapshot() else 0
+            out[name] = {"files_before": before, "files_after": after, "expired_snapshots": len(old),
+                         "snapshot_id": t.current_snapshot().snapshot_id if t.current_snapshot() else None}
+        return out
+
+    def _progress_sources(self) -> list[str]:
+        from streaming.targets.lake import PROGRESS_LOG
+
+        if self._t(PROGRESS_LOG) is None:
+            return []
+        return self._read_all(PROGRESS_LOG).column("source").to_pylist()

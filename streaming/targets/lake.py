@@ -1,0 +1,436 @@
+"""What the lakehouse targets (Delta, Iceberg) share: the batch buffer, exactly once, the progress log.
+
+A lake table format commits each table on its own: there is no transaction
+over several tables. So a micro-batch is applied like this (``commit()``):
+
+1. per table the batch touched, ONE commit of the table holding the batch's
+   net effect per key, which records the source and the batch's last
+   sequence in the table itself (Delta: an application transaction,
+   ``app_id`` = source, ``version`` = last sequence; Iceberg: the snapshot
+   summary properties ``cdc.source`` / ``cdc.last-sequence``). A table that
+   already records a sequence at or above the batch's is skipped: a replay
+   after a crash between two table commits applies nothing twice;
+2. new or changed table definitions into the schema log ``_cdc_schema``;
+3. LAST, one row in the progress log table ``_cdc_progress`` (same format):
+   source, last sequence, batch id, commit position (with the Kafka offsets,
+   as every target's progress row), source commit time, applied time, and
+   ``tables``: JSON ``{table: version or snapshot id}`` of EVERY table of
+   the source as of this batch.
+
+The newest progress-log row is the latest consistent point: reading each
+table as of the version it names never shows half of a source transaction,
+even while later batches are being committed (``latest_point``,
+``cdc lake snapshot``). A reader of the tables' latest versions instead sees
+each table atomically per batch, but may see one table a batch ahead of
+another.
+
+Batches are buffered in memory between ``begin()`` and ``commit()``: the
+engine's calls (deletes, upserts, truncates, several runs when a batch holds
+barriers) are folded per key into each table's final state. Keys new to a
+table (the net effect says so, and no earlier attempt of this batch reached
+the table) are appended; everything else is merged by key. Keyless tables
+with deletes are rewritten whole (meant for small tables). CREATE TABLE and
+ADD COLUMN commit at once (both formats), before the batch's data.
+"""
+
+from __future__ import annotations
+
+import abc
+import collections
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from cdc.config import TargetConfig
+from cdc.events import TableSchema
+from streaming.errors import ApplyError, TargetError
+from streaming.targets import lake_types
+from streaming.targets.base import Row, Target
+from streaming.targets.progress_row import Progress, ms_from_ts, ts_from_ms, utc_now
+
+PROGRESS_LOG = "_cdc_progress"
+SCHEMA_LOG = "_cdc_schema"
+
+PROGRESS_SCHEMA = pa.schema([
+    ("source", pa.string()), ("last_sequence", pa.int64()), ("batch_id", pa.int64()),
+    ("last_position", pa.string()), ("last_commit_ts", pa.timestamp("us")), ("applied_at", pa.timestamp("us")),
+    ("tables", pa.string())])
+SCHEMA_LOG_SCHEMA = pa.schema([
+    ("source", pa.string()), ("source_table", pa.string()), ("target_table", pa.string()),
+    ("schema_json", pa.string()), ("sequence", pa.int64())])
+DEAD_LETTER_SCHEMA = pa.schema([
+    ("source", pa.string()), ("sequence", pa.int64()), ("source_table", pa.string()), ("record_key", pa.string()),
+    ("record_value", pa.string()), ("error", pa.string()), ("at_time", pa.timestamp("us"))])
+
+
+@dataclass
+class _Pending:
+    """One table's share of the open batch: its operations in call order."""
+
+    key: tuple[str, ...]
+    truncated: bool = False
+    parts: list[tuple[str, pa.Table, Any]] = field(default_factory=list)  # ("d"|"u"|"i"|"x", rows, new mask)
+
+
+class LakeTarget(Target):
+    """Base of the Delta and Iceberg targets (see the module docstring for the commit protocol)."""
+
+    columnar = True
+    json_rows = True
+    bulk_min_rows = 1
+
+    def __init__(self, config: TargetConfig) -> None:
+        super().__init__(config)
+        self._pending: dict[str, _Pending] = {}
+        self._schemas: list[dict[str, Any]] = []
+        self._dead: list[dict[str, Any]] = []
+        self._progress: Progress | None = None
+        self._applied: dict[str, Progress] = {}  # source -> last progress-log row (read or written)
+        self._versions: dict[str, dict[str, int]] = {}  # source -> {table: version} at the last point
+        self._arrow: dict[str, pa.Schema] = {}  # table -> Arrow schema of the stored table
+        self._duck: Any = None
+        self._key_memory: dict[str, tuple[str, ...]] = {}  # target table -> primary key (from the schemas)
+
+    # ---- what each format implements --------------------------------------------------
+    @abc.abstractmethod
+    def _table_schema(self, table: str) -> pa.Schema | None:
+        """The stored table's Arrow schema, or None when it does not exist."""
+
+    @abc.abstractmethod
+    def _create(self, table: str, schema: pa.Schema) -> None: ...
+
+    @abc.abstractmethod
+    def _add_field(self, table: str, schema: pa.Schema, name: str) -> None:
+        """Add column ``name`` (its type in ``schema``, the table's new Arrow schema)."""
+
+    @abc.abstractmethod
+    def _recorded(self, table: str, source: str) -> int | None:
+        """The last sequence of ``source`` the table records (None: none)."""
+
+    @abc.abstractmethod
+    def _write(self, table: str, source: str, seq: int, *, truncate: bool, deletes: pa.Table | None,
+               upserts: pa.Table | None, append_only: bool, replace: pa.Table | None) -> int:
+        """ONE commit of ``table`` recording (source, seq); returns the table's new version / snapshot id.
+
+        ``replace``: the table's whole new content (keyless tables, or after a TRUNCATE); else ``deletes``
+        (key columns) and ``upserts`` (full rows) merged by key, or appended when ``append_only``."""
+
+    @abc.abstractmethod
+    def _version(self, table: str) -> int | None: ...
+
+    @abc.abstractmethod
+    def _read_all(self, table: str) -> pa.Table: ...
+
+    @abc.abstractmethod
+    def _append_log(self, table: str, rows: pa.Table) -> None:
+        """Append to a meta table (progress or schema log, dead letters), creating it when missing."""
+
+    # ---- connection and transaction ---------------------------------------------------
+    def ensure_meta(self) -> None:
+        pass  # the logs are created by their first append
+
+    def cursor(self) -> Any:
+        raise ApplyError(f"the {self.dialect} target has no SQL cursor: maintained views need a SQL target",
+                         target=self.name)
+
+    def begin(self) -> None:
+        self.rollback()
+
+    def rollback(self) -> None:
+        self._pending, self._schemas, self._dead, self._progress = {}, [], [], None
+
+    def close(self) -> None:
+        if self._duck is not None:
+            self._duck.close()
+            self._duck = None
+        self.conn = None
+
+    def commit(self) -> None:
+        p = self._progress
+        if p is None:  # DDL only (the engine commits after create/alter): nothing is buffered
+            self.rollback()
+            return
+        prev = self._applied.get(p.source)
+        versions = dict(self._versions.get(p.source) or {})
+        for table, pend in self._pending.items():
+            recorded = self._recorded(table, p.source)
+            if recorded is not None and recorded >= p.last_sequence:
+                versions[table] = self._version(table)  # replay: this table has the batch already
+                continue
+            # "new" keys are only trusted when no attempt of this batch (or a later one) reached the table
+            trust_new = recorded is None or (prev is not None and recorded <= prev.last_sequence)
+            versions[table] = self._commit_table(table, pend, p.source, p.last_sequence, trust_new)
+        for t in self._touched_tables():
+            if t not in versions and (v := self._version(t)) is not None:
+                versions[t] = v
+        if self._schemas:
+            self._append_log(SCHEMA_LOG, pa.Table.from_pylist(self._schemas, SCHEMA_LOG_SCHEMA))
+        if self._dead:
+            self._append_log(self.config.dead_letter_table, pa.Table.from_pylist(self._dead, DEAD_LETTER_SCHEMA))
+        row = {"source": p.source, "last_sequence": p.last_sequence, "batch_id": p.batch_id,
+               "last_position": orjson.dumps(p.last_position).decode(), "last_commit_ts": ts_from_ms(p.last_commit_ts_ms),
+               "applied_at": utc_now(), "tables": orjson.dumps(dict(sorted(versions.items()))).decode()}
+        self._append_log(PROGRESS_LOG, pa.Table.from_pylist([row], PROGRESS_SCHEMA))
+        self._applied[p.source] = p
+        self._versions[p.source] = versions
+        self.rollback()
+
+    def _touched_tables(self) -> list[str]:
+        return [s["target_table"] for s in self._schemas]
+
+    # ---- one table's commit -------------------------------------------------------------
+    def _commit_table(self, table: str, pend: _Pending, source: str, seq: int, trust_new: bool) -> int:
+        schema = self._arrow_schema(table)
+        if not pend.key:
+            return self._commit_keyless(table, pend, schema, source, seq)
+        deletes, upserts, new = self._fold(pend)
+        if pend.truncated:  # the table is empty before the batch's later rows: they are its whole content
+            return self._write(table, source, seq, truncate=True, deletes=None, upserts=None, append_only=False,
+                               replace=_conform(upserts, schema))
+        append_only = trust_new and deletes is None and upserts is not None and bool(new.all())
+        return self._write(table, source, seq, truncate=False, deletes=deletes, upserts=_conform(upserts, schema),
+                           append_only=append_only, replace=None)
+
+    def _fold(self, pend: _Pending) -> tuple[pa.Table | None, pa.Table | None, Any]:
+        """The final state per key: (deleted keys, upserted rows, per upserted row: new to the table)."""
+        import numpy as np
+
+        parts = pend.parts
+        if len(parts) <= 2 and [p[0] for p in parts] in (["d"], ["u"], ["d", "u"]):
+            d = next((p[1] for p in parts if p[0] == "d"), None)
+            u = next(((p[1], p[2]) for p in parts if p[0] == "u"), None)
+            # within one run the net effect has deleted and upserted keys disjoint
+            return d, (u[0] if u else None), (np.asarray(u[1], dtype=bool) if u else np.zeros(0, dtype=bool))
+        last: dict[tuple, tuple[int, int]] = {}  # key -> (part, row) of its last change
+        first_new: dict[tuple, bool] = {}
+        for pi, (op, rows, new) in enumerate(parts):
+            keys = zip(*(rows.column(k).to_pylist() for k in pend.key))
+            for ri, k in enumerate(keys):
+                last[k] = (pi, ri)
+                if k not in first_new:
+                    first_new[k] = op == "u" and bool(new[ri])
+        dels, ups, flags = [], [], []
+        for k, (pi, ri) in last.items():
+            op, rows, _ = parts[pi]
+            if op == "d":
+                dels.append(rows.select(list(pend.key)).slice(ri, 1))
+            else:
+                ups.append(rows.slice(ri, 1))
+                flags.append(first_new[k])
+        d = pa.concat_tables(dels, promote_options="permissive") if dels else None
+        u = pa.concat_tables(ups, promote_options="permissive") if ups else None
+        return d, u, np.asarray(flags, dtype=bool)
+
+    def _commit_keyless(self, table: str, pend: _Pending, schema: pa.Schema, source: str, seq: int) -> int:
+        inserts: list[pa.Table] = []
+        gone: collections.Counter = collections.Counter()
+        for op, rows, _ in pend.parts:
+            rows = _conform(rows, schema)
+            if op == "i":
+                inserts.append(rows)
+                continue
+            want = collections.Counter(_row_tuples(rows))  # delete copies: cancel pending inserts first
+            kept = []
+            for t in inserts:
+                tuples = _row_tuples(t)
+                mask = []
+                for r in tuples:
+                    drop = want[r] > 0
+                    if drop:
+                        want[r] -= 1
+                    mask.append(not drop)
+                kept.append(t.filter(pa.array(mask, pa.bool_())))
+            inserts = kept
+            gone.update(+want)
+        added = pa.concat_tables(inserts) if inserts else schema.empty_table()
+        if not gone and not pend.truncated:
+            return self._write(table, source, seq, truncate=False, deletes=None, upserts=added, append_only=True,
+                               replace=None)
+        base = schema.empty_table() if pend.truncated else _conform(self._read_all(table), schema)
+        mask = []
+        for r in _row_tuples(base):
+            drop = gone[r] > 0
+            if drop:
+                gone[r] -= 1
+            mask.append(not drop)
+        content = pa.concat_tables([base.filter(pa.array(mask, pa.bool_())), added])
+        return self._write(table, source, seq, truncate=pend.truncated, deletes=None, upserts=None, append_only=False,
+                           replace=content)
+
+    # ---- catalogue ----------------------------------------------------------------------
+    def table_columns(self, table: str) -> list[str] | None:
+        schema = self._arrow_schema(table, missing_ok=True)
+        return None if schema is None else schema.names
+
+    def _arrow_schema(self, table: str, missing_ok: bool = False) -> pa.Schema | None:
+        if table not in self._arrow:
+            schema = self._table_schema(table)
+            if schema is None:
+                if missing_ok:
+                    return None
+                raise TargetError(f"{self.dialect} table {table} of target {self.name!r} does not exist",
+                                  target=self.name, table=table)
+            self._arrow[table] = schema
+        return self._arrow[table]
+
+    def create_table(self, table: str, schema: TableSchema) -> None:
+        arrow = lake_types.arrow_schema(schema, self.dialect)
+        arrow = pa.schema([f.with_nullable(True) for f in arrow])
+        self._create(table, arrow)
+        self._arrow[table] = arrow
+
+    def add_column(self, table: str, name: str, source_type: str) -> None:
+        old = self._arrow_schema(table)
+        new = old.append(pa.field(name, lake_types.arrow_type(source_type, self.dialect), nullable=True))
+        self._add_field(table, new, name)
+        self._arrow[table] = new
+
+    def widen_column(self, table: str, name: str, source_type: str) -> None:
+        pass  # lake strings have no length
+
+    # ---- progress and schema memory -------------------------------------------------------
+    def read_progress(self, source: str) -> Progress | None:
+        row = self._latest_row(source)
+        if row is None:
+            return None
+        p = Progress(source, int(row["last_sequence"]), int(row["batch_id"]), orjson.loads(row["last_position"] or "{}"),
+                     ms_from_ts(row["last_commit_ts"]), row["applied_at"])
+        self._applied[source] = p
+        self._versions[source] = orjson.loads(row["tables"] or "{}")
+        return p
+
+    def _latest_row(self, source: str) -> dict[str, Any] | None:
+        log = self._read_all(PROGRESS_LOG) if self._table_schema(PROGRESS_LOG) is not None else None
+        if log is None or not len(log):
+            return None
+        rows = [r for r in log.to_pylist() if r["source"] == source]
+        return max(rows, key=lambda r: (r["last_sequence"], r["batch_id"])) if rows else None
+
+    def write_progress(self, p: Progress) -> None:
+        self._progress = p
+
+    def load_schemas(self, source: str) -> dict[str, tuple[str, TableSchema]]:
+        if self._table_schema(SCHEMA_LOG) is None:
+            return {}
+        out: dict[str, tuple[int, str, TableSchema]] = {}
+        for r in self._read_all(SCHEMA_LOG).to_pylist():
+            if r["source"] == source and (r["source_table"] not in out or r["sequence"] >= out[r["source_table"]][0]):
+                out[r["source_table"]] = (r["sequence"], r["target_table"], TableSchema.from_json(orjson.loads(r["schema_json"])))
+        self._key_memory.update({v[1]: tuple(v[2].primary_key) for v in out.values()})
+        return {k: (v[1], v[2]) for k, v in out.items()}
+
+    def save_schema(self, source: str, source_table: str, target_table: str, schema: TableSchema, sequence: int) -> None:
+        self._key_memory[target_table] = tuple(schema.primary_key)
+        self._schemas.append({"source": source, "source_table": source_table, "target_table": target_table,
+                              "schema_json": orjson.dumps(schema.to_json()).decode(), "sequence": sequence})
+
+    # ---- data (buffered until commit) -------------------------------------------------------
+    def _pend(self, table: str, key: Sequence[str]) -> _Pending:
+        if table not in self._pending:
+            self._pending[table] = _Pending(tuple(key))
+        return self._pending[table]
+
+    def _rows(self, table: str, columns: Sequence[str], rows: list[Row]) -> pa.Table:
+        schema = self._arrow_schema(table)
+        return lake_types.rows_to_table(rows, pa.schema([schema.field(c) for c in columns]), table)
+
+    def delete_rows(self, table: str, key: Sequence[str], rows: list[Row]) -> None:
+        if rows:
+            self._pend(table, key).parts.append(("d", self._rows(table, key, rows), None))
+
+    def upsert_rows(self, table: str, columns: Sequence[str], key: Sequence[str], rows: list[Row]) -> None:
+        if rows:
+            self._pend(table, key).parts.append(("u", self._rows(table, columns, rows), [False] * len(rows)))
+
+    def insert_rows(self, table: str, columns: Sequence[str], rows: list[Row]) -> None:
+        if rows:
+            self._pend(table, ()).parts.append(("i", self._rows(table, columns, rows), None))
+
+    def delete_copies(self, table: str, columns: Sequence[str], rows: list[Row]) -> None:
+        if rows:
+            self._pend(table, ()).parts.append(("x", self._rows(table, columns, rows), None))
+
+    def truncate(self, table: str) -> None:
+        key = self._pending[table].key if table in self._pending else self._key_memory.get(table, ())
+        self._pending[table] = _Pending(key, truncated=True)
+
+    def delete_json(self, table: str, key: Sequence[str], images: Any, binary: set[str]) -> None:
+        schema = self._arrow_schema(table)
+        rows = lake_types.json_to_table(images, pa.schema([schema.field(k) for k in key]), table, self._duckdb(),
+                                        check=False)
+        self._pend(table, key).parts.append(("d", rows, None))
+
+    def upsert_json(self, table: str, columns: Sequence[str], key: Sequence[str], images: Any, new: Any,
+                    binary: set[str]) -> None:
+        schema = self._arrow_schema(table)
+        rows = lake_types.json_to_table(images, pa.schema([schema.field(c) for c in columns]), table, self._duckdb())
+        self._pend(table, key).parts.append(("u", rows, new))
+
+    def _duckdb(self) -> Any:
+        if self._duck is None:
+            import duckdb
+            self._duck = duckdb.connect()
+        return self._duck
+
+    def dead_letter(self, source: str, sequence: int | None, table: str | None, key: Any, value: Any, error: str) -> None:
+        self._dead.append({"source": source, "sequence": sequence, "source_table": table,
+                           "record_key": _json_text(key), "record_value": _json_text(value), "error": error,
+                           "at_time": utc_now()})
+
+    # ---- the consistent point -----------------------------------------------------------------
+    def latest_point(self, source: str | None = None) -> dict[str, Any] | None:
+        """The latest consistent point: ``{"source", "last_sequence", "batch_id", "last_commit_ts",
+        "applied_at", "tables": {table: version or snapshot id}}``, or None before the first batch.
+
+        ``source`` may be omitted when the target holds one source only."""
+        if self._table_schema(PROGRESS_LOG) is None:
+            return None
+        log = self._read_all(PROGRESS_LOG)
+        sources = sorted(set(log.column("source").to_pylist()))
+        if source is None:
+            if len(sources) > 1:
+                raise TargetError(f"target {self.name!r} holds several sources {sources}: name one",
+                                  target=self.name)
+            source = sources[0] if sources else None
+        row = self._latest_row(source) if source else None
+        if row is None:
+            return None
+        return {"source": source, "last_sequence": row["last_sequence"], "batch_id": row["batch_id"],
+                "last_commit_ts": _iso(row["last_commit_ts"]), "applied_at": _iso(row["applied_at"]),
+                "position": orjson.loads(row["last_position"] or "{}"), "tables": orjson.loads(row["tables"] or "{}")}
+
+
+def _conform(rows: pa.Table | None, schema: pa.Schema) -> pa.Table | None:
+    """``rows`` with exactly the columns of ``schema`` (a column added later is NULL), in its order."""
+    if rows is None:
+        return None
+    cols = []
+    for f in schema:
+        if f.name in rows.column_names:
+            c = rows.column(f.name)
+            cols.append(c if c.type == f.type else c.cast(f.type))
+        else:
+            cols.append(pa.nulls(len(rows), f.type))
+    return pa.Table.from_arrays(cols, schema=pa.schema([f.with_nullable(True) for f in schema]))
+
+
+def _row_tuples(t: pa.Table) -> list[tuple]:
+    return list(zip(*(c.to_pylist() for c in t.columns))) if t.num_columns else [() for _ in range(len(t))]
+
+
+def _json_text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return orjson.dumps(value, default=str).decode()
+
+
+def _iso(ts: Any) -> str | None:
+    if ts is None:
+        return None
+    if isinstance(ts, dt.datetime):
+        return ts.replace(tzinfo=None).isoformat() + "Z"
+    return str(ts)
