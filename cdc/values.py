@@ -195,11 +195,10 @@ def value_kind(type_text: str, family: str, dialect: str) -> str:
     t = type_text.lower().lstrip()
     if family == "float" and t.startswith("float"):
         return "float32"
-    if family == "other":
-        if t.startswith("bit"):
-            return "bit"
-        if t == "json":
-            return "json"
+    if t.startswith("bit"):
+        return "bit"
+    if family == "other" and t == "json":
+        return "json"
     return family
 
 
@@ -226,8 +225,8 @@ def stream_value(v: Any, kind: str) -> Any:
         return None  # PyMySQL hands a zero date ('0000-00-00', '2024-00-10') as its text: the binlog's None
     if isinstance(v, (bool, int, float, str)):
         return v
-    if isinstance(v, Decimal):
-        return format(v, "f")
+    if isinstance(v, Decimal):  # an integer column held as a decimal (PostgreSQL numeric(20,0)) stays an int
+        return int(v) if kind == "int" and v == v.to_integral_value() else format(v, "f")
     if isinstance(v, (bytes, bytearray, memoryview)):
         return base64_text(v)
     if isinstance(v, datetime):

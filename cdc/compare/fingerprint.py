@@ -3,18 +3,30 @@
 The same row must hash the same on MariaDB/MySQL, PostgreSQL, DuckDB and
 Oracle, so every column is first rendered to a canonical text:
 
-    int / bool     decimal digits ('1'/'0' for booleans)
+    int / bool     decimal digits ('1'/'0' for booleans); MySQL ZEROFILL, YEAR
+                   and BIT as their number ('1', not '001'; YEAR 0000 is '0')
     decimal        the declared-scale text when both sides share the scale
                    ('12.50'), else trailing zeros trimmed ('12.5', '3')
-    float          rounded to 6 decimal places, then trimmed (see limits)
+    float          ``scale`` significant digits as '<digits>e<exponent of the
+                   first digit>' (FLOAT/real: 6, DOUBLE: 15, the smaller of the
+                   two sides), rounded half away from zero, computed in double
+                   precision: '424200e1' for a FLOAT 42.42 on every database
+                   (MariaDB's own text of it is 42.419998, PostgreSQL's 42.42),
+                   '179769313486232e308' for DOUBLE max; '0', 'nan', 'inf', '-inf'
     string         the characters as stored: trailing spaces significant
                    (CHAR(n) columns: each database strips the padding)
-    binary         lower-case hex
+    binary         lower-case hex (MySQL spatial types: their internal bytes,
+                   SRID then WKB, which the stream carries)
     date           'YYYY-MM-DD'
     datetime       'YYYY-MM-DD HH:MM:SS.ffffff' (wall clock, as stored)
     timestamptz    the same text of the instant in UTC
-    time           'HH:MM:SS.ffffff'
+    time           the signed number of microseconds (MySQL TIME of any sign
+                   and up to 838 h; PostgreSQL/DuckDB ``time`` or ``interval``)
     other          the database's text cast (JSON: not normalised)
+
+Zero dates (MySQL '0000-00-00', '2024-00-10', a zero DATETIME/TIMESTAMP) are
+NULL in the stream and in every target, so compare renders them as NULL on
+the MySQL side too (rule: a zero date equals a NULL).
 
 and the row text is ``CONCAT_WS('|', flags, v1, ..., vn)``. NULL values are
 skipped by CONCAT_WS, so ``flags`` makes the text injective: for every
@@ -69,14 +81,18 @@ def _render(dialect: Dialect, col: ColumnInfo, trim_decimal: bool) -> str:
     f = col.family
     if dialect == "mysql":
         # CONCAT_WS converts numbers and temporals to their text itself: no CAST (it costs per row)
+        t = col.type.lower()
         if f in ("int", "bool"):
-            return c
+            # ZEROFILL ('001'), YEAR ('0000') and BIT (bytes) have a text of their own: take the number
+            return f"({c} + 0)" if "zerofill" in t or t.startswith(("year", "bit")) else c
         if f == "decimal":
+            if "zerofill" in t:
+                c = f"({c} + 0)"
             if trim_decimal and (col.scale or 0) > 0:
                 return f"TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM CAST({c} AS CHAR)))"
             return c
         if f == "float":
-            return f"TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM CAST(ROUND({c}, 6) AS DECIMAL(65,6))))"
+            return _float_text(dialect, f"({c} + 0e0)", col.scale or 15)  # FLOAT widened exactly
         if f == "string":
             if col.charset and col.charset.lower() not in ("utf8mb4", "utf8", "utf8mb3"):
                 return f"CONVERT({c} USING utf8mb4)"
@@ -84,13 +100,13 @@ def _render(dialect: Dialect, col: ColumnInfo, trim_decimal: bool) -> str:
         if f == "binary":
             return f"LOWER(HEX({c}))"
         if f == "date":
-            return c
+            return f"IF(MONTH({c}) = 0 OR DAYOFMONTH({c}) = 0, NULL, {c})"  # zero dates are NULL
         if f in ("datetime", "timestamptz"):  # session time_zone is '+00:00' (see endpoints)
-            if col.scale == 6:
-                return c
-            return f"DATE_FORMAT({c}, '%Y-%m-%d %H:%i:%s.%f')"
+            text = c if col.scale == 6 else f"DATE_FORMAT({c}, '%Y-%m-%d %H:%i:%s.%f')"
+            return f"IF(MONTH({c}) = 0 OR DAYOFMONTH({c}) = 0, NULL, {text})"  # zero dates are NULL
         if f == "time":
-            return f"TIME_FORMAT({c}, '%H:%i:%s.%f')"
+            return (f"(IF({c} < 0, -1, 1) * (((HOUR({c}) * 60 + MINUTE({c})) * 60 + SECOND({c})) * 1000000"
+                    f" + MICROSECOND({c})))")
         return f"CAST({c} AS CHAR)"
     if dialect == "postgres":
         if f == "int":
@@ -100,7 +116,7 @@ def _render(dialect: Dialect, col: ColumnInfo, trim_decimal: bool) -> str:
         if f == "decimal":
             return f"trim_scale({c})::text" if trim_decimal else f"{c}::text"
         if f == "float":
-            return f"trim_scale(round({c}::numeric, 6))::text"
+            return _float_text(dialect, f"{c}::float8", col.scale or 15)
         if f == "string":
             return f"{c}::text"
         if f == "binary":
@@ -111,8 +127,8 @@ def _render(dialect: Dialect, col: ColumnInfo, trim_decimal: bool) -> str:
             return f"to_char({c}, 'YYYY-MM-DD HH24:MI:SS.US')"
         if f == "timestamptz":
             return f"to_char({c} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"
-        if f == "time":
-            return f"to_char({c}, 'HH24:MI:SS.US')"
+        if f == "time":  # time or interval
+            return f"round(extract(epoch from {c}) * 1000000)::bigint::text"
         return f"{c}::text"
     if dialect == "duckdb":
         trim = "rtrim(rtrim(CAST({x} AS VARCHAR), '0'), '.')"
@@ -125,7 +141,7 @@ def _render(dialect: Dialect, col: ColumnInfo, trim_decimal: bool) -> str:
                 return trim.format(x=c)
             return f"CAST({c} AS VARCHAR)"
         if f == "float":
-            return trim.format(x=f"CAST(round({c}, 6) AS DECIMAL(38,6))")
+            return _float_text(dialect, f"CAST({c} AS DOUBLE)", col.scale or 15)
         if f == "string":
             return c
         if f == "binary":
@@ -136,8 +152,8 @@ def _render(dialect: Dialect, col: ColumnInfo, trim_decimal: bool) -> str:
             return f"strftime({c}, '%Y-%m-%d %H:%M:%S.%f')"
         if f == "timestamptz":
             return f"strftime(timezone('UTC', {c}), '%Y-%m-%d %H:%M:%S.%f')"
-        if f == "time":
-            return f"strftime(DATE '2000-01-01' + {c}, '%H:%M:%S.%f')"
+        if f == "time":  # time or interval
+            return f"CAST(CAST(round(epoch({c}) * 1000000) AS BIGINT) AS VARCHAR)"
         return f"CAST({c} AS VARCHAR)"
     if dialect == "oracle":  # untested: no Oracle server where we build
         if f in ("int", "decimal", "float"):
@@ -156,6 +172,33 @@ def _render(dialect: Dialect, col: ColumnInfo, trim_decimal: bool) -> str:
     raise ValueError(f"unknown dialect {dialect!r}")
 
 
+def _float_text(dialect: Dialect, x: str, digits: int) -> str:
+    """``x`` (a double) to ``digits`` significant digits: '<mantissa>e<exponent>' (module docstring).
+
+    The power of ten is applied in two halves so that neither overflows at the ends of the
+    double range (1.7976931348623157E308, 2.2250738585072014E-308)."""
+    e = f"FLOOR(LOG10(ABS({x})))"
+    k = f"({digits - 1} - {e})"
+    if dialect == "mysql":
+        half = f"({k} DIV 2)"
+        scaled = f"({x} * POW(10, {half}) * POW(10, {k} - {half}))"
+        m = f"CAST(SIGN({scaled}) * FLOOR(ABS({scaled}) + 0.5) AS SIGNED)"
+        return f"IF({x} = 0, '0', CONCAT({m}, 'e', CAST({e} AS SIGNED)))"
+    if dialect == "postgres":
+        half = f"trunc({k} / 2)"
+        scaled = f"({x} * power(10::float8, {half}) * power(10::float8, {k} - {half}))"
+        m = f"(sign({scaled}) * floor(abs({scaled}) + 0.5))::bigint::text"
+        return (f"(CASE WHEN {x} = 0 THEN '0' WHEN {x} = 'NaN'::float8 THEN 'nan' WHEN {x} = 'Infinity'::float8 "
+                f"THEN 'inf' WHEN {x} = '-Infinity'::float8 THEN '-inf' ELSE {m} || 'e' || ({e})::bigint::text END)")
+    if dialect == "duckdb":
+        half = f"trunc({k} / 2)"
+        scaled = f"({x} * pow(10::DOUBLE, {half}) * pow(10::DOUBLE, {k} - {half}))"
+        m = f"CAST(CAST(sign({scaled}) * floor(abs({scaled}) + 0.5) AS BIGINT) AS VARCHAR)"
+        return (f"(CASE WHEN {x} = 0 THEN '0' WHEN isnan({x}) THEN 'nan' WHEN {x} = 'inf'::DOUBLE THEN 'inf' "
+                f"WHEN {x} = '-inf'::DOUBLE THEN '-inf' ELSE {m} || 'e' || CAST(CAST({e} AS BIGINT) AS VARCHAR) END)")
+    raise ValueError(f"no float rendering for {dialect!r}")
+
+
 def _length(dialect: Dialect, col: ColumnInfo, rendered: str, lengths: str = "chars") -> str:
     d = sql_dialect(dialect)
     # bytes: UTF-8 bytes (MySQL renders other charsets through CONVERT(... USING utf8mb4))
@@ -163,10 +206,11 @@ def _length(dialect: Dialect, col: ColumnInfo, rendered: str, lengths: str = "ch
     return f"NVL({sql}, 0)" if dialect == "oracle" else sql  # Oracle: '' is NULL, the null flag already says it
 
 
-def _null_flag(dialect: Dialect, col: ColumnInfo) -> str:
+def _null_flag(dialect: Dialect, col: ColumnInfo, rendered: str) -> str:
     c = quote(dialect, col.name)
     if dialect == "mysql":
-        return f"ISNULL({c})"
+        # a zero date renders as NULL: its flag says NULL too
+        return f"ISNULL({rendered if col.family in ('date', 'datetime', 'timestamptz') else c})"
     return f"(CASE WHEN {c} IS NULL THEN '1' ELSE '0' END)"
 
 
@@ -184,7 +228,7 @@ def row_text_sql(dialect: Dialect, columns: list[ColumnInfo], trim_decimal: froz
     for col in columns:
         rendered = _render(dialect, col, col.name in trim_decimal)
         if col.nullable:
-            flags.append(_null_flag(dialect, col))
+            flags.append(_null_flag(dialect, col, rendered))
         if col.family in ("string", "binary"):
             flags.append(_length(dialect, col, rendered, lengths))
         values.append(rendered)

@@ -35,6 +35,8 @@ class TableShape:
 
 _INT = re.compile(r"^(tiny|small|medium|big)?int(eger)?\b|^(int[248]|hugeint|ubigint|uinteger|usmallint|utinyint|"
                   r"uhugeint|serial|bigserial|smallserial|year)\b")
+_SPATIAL = ("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
+            "geometrycollection", "geomcollection")
 _PREC = re.compile(r"\((\d+)(?:\s*,\s*(\d+))?\)")
 
 
@@ -54,8 +56,10 @@ def classify(type_text: str, scale: int | None = None, dialect: str = "postgres"
         if scale is None and m and m.group(2) is not None:
             scale = int(m.group(2))
         return "decimal", scale
-    if t.startswith(("float", "double", "real", "binary_float", "binary_double")):
-        return "float", None
+    if t.startswith(("float", "real", "binary_float")):
+        return "float", 6  # single precision: compared at 6 significant digits (fingerprint)
+    if t.startswith(("double", "binary_double")):
+        return "float", 15
     if t.startswith(("varchar", "char", "character", "text", "tinytext", "mediumtext", "longtext", "nvarchar",
                      "nchar", "varchar2", "nvarchar2", "clob", "string", "enum", "set", "bpchar", "name")):
         return "string", None
@@ -71,8 +75,12 @@ def classify(type_text: str, scale: int | None = None, dialect: str = "postgres"
         return ("timestamptz" if dialect == "mysql" else "datetime"), _frac(m, scale)
     if t.startswith(("datetime", "timestamp without", "timestamp_ns", "timestamp_ms", "timestamp_s")):
         return "datetime", _frac(m, scale)
-    if t.startswith("time"):
+    if t.startswith(("time", "interval")):
         return "time", _frac(m, scale)
+    if dialect == "mysql" and t.startswith(("bit", "year")):
+        return "int", None  # rendered as their number (fingerprint)
+    if dialect == "mysql" and t.startswith(_SPATIAL):
+        return "binary", None  # the internal value (SRID + WKB), which the stream carries
     return "other", None
 
 

@@ -104,6 +104,15 @@ def plan(src_ep: Endpoint, src_conn, src_name: str, tgt_ep: Endpoint, tgt_conn, 
         if tc is None:
             report.type_mismatches.append(f"column {sc.name}: in source ({sc.type}) but not in target; not compared")
             continue
+        if {sc.family, tc.family} == {"decimal", "string"}:
+            # a DECIMAL too wide for the target (DuckDB: VARCHAR holding the stream's exact text)
+            dec = sc if sc.family == "decimal" else tc
+            report.warnings.append(f"column {sc.name}: source {sc.type} vs target {tc.type}; the text holds the "
+                                   "decimal: compared as decimals")
+            sc, tc = replace(sc, family="decimal", scale=dec.scale), replace(tc, family="decimal", scale=dec.scale)
+        if sc.family == tc.family == "float" and sc.scale != tc.scale:
+            digits = min(sc.scale or 15, tc.scale or 15)  # FLOAT on one side: its precision on both
+            sc, tc = replace(sc, scale=digits), replace(tc, scale=digits)
         if sc.family != tc.family:
             how = ("compared as UTC instants" if {sc.family, tc.family} == {"datetime", "timestamptz"}
                    else "compared by canonical text")

@@ -23,6 +23,15 @@ from streaming.targets.base import Row, Target
 _stage_ids = itertools.count()
 
 
+def _array(values: list[Any]) -> pa.Array:
+    """One staged column. Integers beyond int64 (BIGINT UNSIGNED, BIT(64) above 2^63) go as text,
+    which DuckDB casts to the column's UBIGINT on INSERT (Arrow would refuse them)."""
+    try:
+        return pa.array(values)
+    except (OverflowError, pa.ArrowInvalid):
+        return pa.array([None if v is None else str(v) for v in values], pa.string())
+
+
 class DuckDbTarget(Target):
     dialect = "duckdb"
     columnar = True
@@ -33,6 +42,7 @@ class DuckDbTarget(Target):
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)
         self.path = config.path or config.dsn or ":memory:"
+        self._stale: list[str] = []  # staged views to drop once the transaction is rolled back
 
     def _connect(self) -> Any:
         try:
@@ -52,6 +62,8 @@ class DuckDbTarget(Target):
     def rollback(self) -> None:
         self.conn.rollback()
         self.conn.begin()
+        while self._stale:
+            self.conn.unregister(self._stale.pop())
 
     def cursor(self) -> Any:
         return self.conn  # a DuckDB connection is its own DB-API cursor; cursor() would open a new one
@@ -68,9 +80,18 @@ class DuckDbTarget(Target):
     def widen_column(self, table: str, name: str, source_type: str) -> None:
         pass  # DuckDB VARCHAR has no length
 
+    def _unregister(self, stage: str) -> None:
+        """Drop a staged view. After a failed statement DuckDB refuses everything but ROLLBACK
+        ("Current transaction is aborted"): the view is dropped at rollback() instead, so the
+        statement's own error is the one that reaches the caller (and the dead-letter table)."""
+        try:
+            self.conn.unregister(stage)
+        except duckdb.Error:
+            self._stale.append(stage)
+
     def _register(self, columns: Sequence[str], rows: list[Row]) -> str:
         name = f"_cdc_stage_{next(_stage_ids)}"
-        arrays = {c: pa.array([r.get(c) for r in rows]) for c in columns}
+        arrays = {c: _array([r.get(c) for r in rows]) for c in columns}
         self.conn.register(name, pa.table(arrays))
         return name
 
@@ -82,7 +103,7 @@ class DuckDbTarget(Target):
             on = " AND ".join(f"t.{self.quote(k)} = s.{self.quote(k)}" for k in key)
             self.conn.execute(f"DELETE FROM {self.qualified(table)} t USING {stage} s WHERE {on}")
         finally:
-            self.conn.unregister(stage)
+            self._unregister(stage)
 
     def upsert_rows(self, table: str, columns: Sequence[str], key: Sequence[str], rows: list[Row]) -> None:
         if not rows:
@@ -93,7 +114,7 @@ class DuckDbTarget(Target):
             self.conn.execute(f"INSERT INTO {self.qualified(table)} ({cols}) SELECT {cols} FROM {stage} "
                               f"{self.sql.upsert_clause(columns, key)}")
         finally:
-            self.conn.unregister(stage)
+            self._unregister(stage)
 
     def insert_rows(self, table: str, columns: Sequence[str], rows: list[Row]) -> None:
         if not rows:
@@ -103,4 +124,4 @@ class DuckDbTarget(Target):
             cols = ", ".join(self.quote(c) for c in columns)
             self.conn.execute(f"INSERT INTO {self.qualified(table)} ({cols}) SELECT {cols} FROM {stage}")
         finally:
-            self.conn.unregister(stage)
+            self._unregister(stage)

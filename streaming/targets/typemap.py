@@ -54,11 +54,13 @@ def _pg(base: str, args: str | None, unsigned: bool) -> str:
         return f"timestamp({args})" if args else "timestamp"
     if base.startswith("timestamp"):
         return f"timestamptz({args})" if args and base == "timestamp" else "timestamptz"
-    if base == "time":
-        return f"time({args})" if args else "time"
+    if base == "time":  # MySQL TIME spans -838:59:59.999999 .. 838:59:59.999999
+        return "interval"
     if base in ("year",):
         return "smallint"
-    if base in ("binary", "varbinary", "blob", "tinyblob", "mediumblob", "longblob", "raw", "bit"):
+    if base == "bit":  # the stream carries BIT(n) as an unsigned integer
+        return "bigint" if _bits(args) < 64 else "numeric(20,0)"
+    if base in ("binary", "varbinary", "blob", "tinyblob", "mediumblob", "longblob", "raw") or base in SPATIAL:
         return "bytea"
     if base in ("json",):
         return "jsonb"
@@ -68,9 +70,14 @@ def _pg(base: str, args: str | None, unsigned: bool) -> str:
 
 
 def _duckdb(base: str, args: str | None, unsigned: bool) -> str:
+    if (base == "bigint" and unsigned) or (base == "bit" and _bits(args) == 64):
+        return "ubigint"
     pg = re.sub(r"^(timestamptz|timestamp|time)\(\d+\)$", r"\1", _pg(base, args, unsigned))
     if pg.startswith("numeric"):
-        return pg.replace("numeric", "decimal") if pg != "numeric" else "decimal(38,10)"
+        digits = int((args or "0").split(",")[0] or 0) if base in ("decimal", "numeric", "number") else 0
+        if pg == "numeric" or digits > 38:
+            return "varchar"  # DuckDB DECIMAL holds 38 digits: the stream's exact text instead
+        return pg.replace("numeric", "decimal")
     return {"bytea": "blob", "jsonb": "varchar", "text": "varchar", "double precision": "double"}.get(pg, pg)
 
 
@@ -89,6 +96,10 @@ def _mysql(base: str, args: str | None, unsigned: bool) -> str:
 
 def _oracle(base: str, args: str | None, unsigned: bool) -> str:
     pg = _pg(base, args, unsigned)
+    if pg == "interval":
+        return "varchar2(20)"
+    if base in ("decimal", "numeric") and int((args or "0").split(",")[0] or 0) > 38:
+        return "number"  # Oracle NUMBER holds 38 digits of precision
     if pg.startswith("time") and not pg.startswith("timestamp"):
         return "varchar2(20)"
     if pg.startswith("numeric"):
@@ -97,6 +108,14 @@ def _oracle(base: str, args: str | None, unsigned: bool) -> str:
             "double precision": "binary_double", "text": "clob", "bytea": "blob", "jsonb": "clob",
             "boolean": "number(1)", "date": "date", "time": "varchar2(20)"}.get(
         pg, re.sub(r"^timestamptz(\(\d+\))?$", r"timestamp\1 with time zone", pg.replace("varchar(", "varchar2(")))
+
+
+SPATIAL = ("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
+           "geometrycollection", "geomcollection")
+
+
+def _bits(args: str | None) -> int:
+    return int(args) if args and args.isdigit() else 1
 
 
 @dataclass(frozen=True)
@@ -115,7 +134,8 @@ class TypeMap:
 TYPE_MAPS = {
     "postgres": TypeMap(_pg, lambda tt: tt == "bytea"),
     "duckdb": TypeMap(_duckdb, lambda tt: tt == "blob"),
-    "mysql": TypeMap(_mysql, lambda tt: "binary" in tt or tt.endswith("blob"), naive_text_timestamps=True),
+    "mysql": TypeMap(_mysql, lambda tt: "binary" in tt or tt.endswith("blob") or tt.startswith(SPATIAL),
+                     naive_text_timestamps=True),
     "oracle": TypeMap(_oracle, lambda tt: tt == "blob"),
 }
 

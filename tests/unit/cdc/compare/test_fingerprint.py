@@ -35,7 +35,9 @@ def test_separator_inside_values_cannot_forge_another_row():
     ("timestamp", "mysql", "timestamptz", 0), ("timestamp without time zone", "postgres", "datetime", 0),
     ("timestamp with time zone", "postgres", "timestamptz", 0), ("datetime(6)", "mysql", "datetime", 6),
     ("varbinary(10)", "mysql", "binary", None), ("character varying", "postgres", "string", None),
-    ("double precision", "postgres", "float", None), ("interval", "postgres", "other", None),
+    ("double precision", "postgres", "float", 15), ("interval", "postgres", "time", 0),
+    ("real", "postgres", "float", 6), ("float", "mysql", "float", 6), ("bit(64)", "mysql", "int", None),
+    ("year", "mysql", "int", None), ("point", "mysql", "binary", None), ("geometry", "mysql", "binary", None),
 ])
 def test_classify(type_text, dialect, family, scale):
     assert classify(type_text, None, dialect) == (family, scale)

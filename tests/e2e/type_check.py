@@ -1,0 +1,49 @@
+"""Read a table back from a target as stream values, and check them one by one against the source.
+
+A target's DB-API value goes through cdc.values.stream_value with the SOURCE column's kind, the same
+conversion the readers use, so a value equals the source's stream value exactly when the target
+holds the source's value. Two documented representational rules apply: FLOAT is compared as the
+float32 it is (a PostgreSQL ``real`` reads back as the shortest decimal of that float32), and
+CHAR(n) without its trailing pad spaces (PostgreSQL ``char(n)`` pads on output; MySQL strips).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from cdc.compare.shapes import classify
+from cdc.values import stream_value, value_kind
+
+
+def kinds(schema) -> dict[str, str]:
+    """Stream-value kinds of the source columns (cdc.values.value_kind)."""
+    return {c.name: value_kind(c.type, classify(c.type, None, "mysql")[0], "mysql") for c in schema.columns}
+
+
+def comparable(v: Any, kind: str, source_type: str, raw: bool = True) -> Any:
+    """``v`` as a stream value (``raw``: a target's DB-API value, else already one) for comparison."""
+    if raw:
+        v = stream_value(v, kind)
+    if v is None:
+        return None
+    if kind == "float32":
+        return struct.unpack("<f", struct.pack("<f", v))[0]
+    if source_type.lower().startswith("char(") and isinstance(v, str):
+        return v.rstrip(" ")
+    return v
+
+
+def mismatches(want: dict[Any, dict], got: dict[Any, dict], schema, where: str) -> list[str]:
+    """Every (row, column) whose target value differs from the source's stream value, named."""
+    k, types = kinds(schema), {c.name: c.type for c in schema.columns}
+    out = []
+    if sorted(want) != sorted(got):
+        out.append(f"{where}: keys {sorted(got)} != source keys {sorted(want)}")
+    for key in sorted(set(want) & set(got)):
+        for col, wv in want[key].items():
+            a = comparable(wv, k[col], types[col], raw=False)
+            b = comparable(got[key].get(col), k[col], types[col])
+            if a != b:
+                out.append(f"{where} id={key} {col} ({types[col]}): target {b!r} != source {a!r}")
+    return out
