@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("cdc.compare.compare_cmd", "prove a target equals its source (MD5 merge)"),
     "snapshot": ("readers.mysql.snapshot_cmd", "re-snapshot one table while streaming continues"),
     "views": ("streaming.views.views_cmd", "maintained views: `cdc views rebuild`"),
+    "lake": ("streaming.targets.lake_cmd", "Delta/Iceberg targets: `cdc lake snapshot|compact`"),
     "dev": ("cdc.dev.dev_cmd", "embedded services: `cdc dev up|down|status`"),
     "bench": ("cdc.bench.bench_cmd", "benchmarks: `cdc bench mysql|apply|oracle|compare|views`"),
     "tail": ("cdc.consumer.tail_cmd", "print the change stream of a source (console consumer)"),

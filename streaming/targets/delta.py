@@ -158,13 +158,17 @@ class DeltaTarget(LakeTarget):
                       if DeltaTable.is_deltatable(self.uri(n), storage_options=self.storage))
 
     def compact(self, retention_hours: float) -> dict[str, Any]:
-        """Optimize (compact small files) and vacuum every table, keeping ``retention_hours`` of history."""
+        """Optimize (compact small files) and vacuum every table, keeping ``retention_hours`` of history and
+        always the versions the latest consistent point names (they stay readable)."""
+        keep = self.point_versions()
         out = {}
         for name in self.tables():
             d = self._dt(name)
+            d.update_incremental()
             metrics = d.optimize.compact()
             d.update_incremental()
-            removed = d.vacuum(retention_hours=int(retention_hours), dry_run=False, enforce_retention_duration=False)
+            removed = d.vacuum(retention_hours=int(retention_hours), dry_run=False, enforce_retention_duration=False,
+                               keep_versions=sorted(keep.get(name, ())))
             d.cleanup_metadata()
             d.update_incremental()
             out[name] = {"files_added": metrics.get("numFilesAdded"), "files_removed": metrics.get("numFilesRemoved"),

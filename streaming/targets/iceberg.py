@@ -167,10 +167,7 @@ class IcebergTarget(LakeTarget):
         """Rewrite each table's files into few (an overwrite carrying the same cdc.* summary properties, run
         with the apply job stopped) and expire snapshots older than ``retention_hours``, never the ones the
         latest consistent point names."""
-        keep = set()
-        for source in set(self._progress_sources()):
-            point = self.latest_point(source) or {}
-            keep.update(int(v) for v in (point.get("tables") or {}).values() if v is not None)
+        keep = {v for versions in self.point_versions().values() for v in versions}
         cutoff = int((dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=retention_hours)).timestamp() * 1000)
         out = {}
         for name in self.tables():
@@ -179,8 +176,8 @@ class IcebergTarget(LakeTarget):
             snap = t.current_snapshot()
             before = len(list(t.inspect.files().column("file_path").to_pylist())) if snap else 0
             if snap is not None and before > 1:
-                props = {k: v for k, v in snap.summary.items() if k in (SOURCE_PROP, SEQUENCE_PROP)} \
-                    if snap.summary is not None else {}
+                props = {k: snap.summary.get(k) for k in (SOURCE_PROP, SEQUENCE_PROP)
+                         if snap.summary is not None and snap.summary.get(k) is not None}
                 data = t.scan().to_arrow()
                 t.overwrite(data, snapshot_properties=props)
                 t.refresh()
@@ -195,9 +192,3 @@ class IcebergTarget(LakeTarget):
                          "snapshot_id": t.current_snapshot().snapshot_id if t.current_snapshot() else None}
         return out
 
-    def _progress_sources(self) -> list[str]:
-        from streaming.targets.lake import PROGRESS_LOG
-
-        if self._t(PROGRESS_LOG) is None:
-            return []
-        return self._read_all(PROGRESS_LOG).column("source").to_pylist()

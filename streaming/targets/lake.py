@@ -403,6 +403,18 @@ class LakeTarget(Target):
                 "last_commit_ts": _iso(row["last_commit_ts"]), "applied_at": _iso(row["applied_at"]),
                 "position": orjson.loads(row["last_position"] or "{}"), "tables": orjson.loads(row["tables"] or "{}")}
 
+    def point_versions(self) -> dict[str, set[int]]:
+        """Per table, the versions / snapshot ids the latest consistent point of each source names (what
+        compaction must keep readable)."""
+        if self._table_schema(PROGRESS_LOG) is None:
+            return {}
+        out: dict[str, set[int]] = {}
+        for source in set(self._read_all(PROGRESS_LOG).column("source").to_pylist()):
+            for table, v in ((self.latest_point(source) or {}).get("tables") or {}).items():
+                if v is not None:
+                    out.setdefault(table, set()).add(int(v))
+        return out
+
 
 def _conform(rows: pa.Table | None, schema: pa.Schema) -> pa.Table | None:
     """``rows`` with exactly the columns of ``schema`` (a column added later is NULL), in its order."""
