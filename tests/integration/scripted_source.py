@@ -127,9 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stall-s", type=float, default=0)
     p.add_argument("--drain-timeout-s", type=float, default=30)
     p.add_argument("--producer", default="{}", help="extra librdkafka settings as JSON")
+    p.add_argument("--kafka", default="{}", help="extra kafka config keys as JSON (e.g. idempotence)")
     a = p.parse_args(argv)
     setup_logging("INFO")
-    kafka = KafkaConfig(bootstrap_servers=a.bootstrap, topic_prefix=a.prefix)
+    kafka = KafkaConfig(bootstrap_servers=a.bootstrap, topic_prefix=a.prefix, **json.loads(a.kafka))
 
     def make(ctx):
         return ScriptedSource(a.steps, metrics=ctx.metrics, pace_s=a.pace_ms / 1000, big_every=a.big_every,
