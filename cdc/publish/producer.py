@@ -136,14 +136,17 @@ class OrderedProducer:
         self._p = Producer(conf)
         self.produced = 0
         self.failure: CdcError | None = None
+        self._fatal = False  # failure is a fatal client error (a later size refusal explains it: RecordTooLarge)
         self.broker_down: str | None = None  # librdkafka's last "all brokers down" report, until an ack
         self._acked = 0  # acknowledged prefix at the last look
         self._progress_t = time.monotonic()  # when the acknowledged prefix last moved (or nothing was pending)
 
     # -- callbacks (run inside poll/flush, on the calling thread) --
     def _on_error(self, err: KafkaError | None, msg: Any) -> None:
-        if err is None or self.failure is not None:
+        if err is None:
             return
+        if self.failure is not None and not (err.code() in _TOO_LARGE and self._fatal):
+            return  # the first failure is the one to report; but a size refusal is the cause of a fatal error
         if err.code() in _TOO_LARGE:
             size = len(msg.value() or b"") + len(msg.key() or b"")
             self.failure = RecordTooLarge(f"the broker refused a record of {size} bytes on {msg.topic()} as too "
@@ -155,6 +158,7 @@ class OrderedProducer:
     def _on_client_error(self, err: KafkaError) -> None:
         if err.fatal() and self.failure is None:
             self.failure = PublishError(f"fatal producer error: {err.str()}", code=err.name())
+            self._fatal = True
         elif err.code() in _BROKER_DOWN:
             self.broker_down = err.str()
             if not self.idempotence and self.failure is None:
