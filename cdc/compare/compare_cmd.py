@@ -2,8 +2,11 @@
 
 Proves a target equals its source, table by table (cdc.compare.table_diff),
 and prints one report per table (``--json``: one JSON document). Exit
-status: 0 all tables equal, 1 some differ, 2 error (bad config, missing
-table, key order disagreement).
+status: 0 all tables equal, 1 some differ, 2 error (bad config, or a table
+that could not be compared: missing, key order disagreement, a database
+error; its report says ERROR and every other table is still compared and
+reported). A column whose type a database cannot render is left out and
+named in its table's report ("unsupported"); the rest of the table is compared.
 
 Tables: ``--tables db.t`` (target name from the ``apply`` mapping of this
 source/target pair, else ``t`` in the target's default schema) or
@@ -76,7 +79,7 @@ def _expand(patterns: list[str], src_ep) -> list[str]:
 def main(args: argparse.Namespace) -> int:
     from cdc.compare.endpoints import from_config
     from cdc.compare.table_diff import TableCompare
-    from cdc.compare.report import dumps
+    from cdc.compare.report import TableReport, dumps
     from cdc.config import load_config
     from cdc.progress_bar import progress
 
@@ -88,13 +91,17 @@ def main(args: argparse.Namespace) -> int:
         with progress(None, f"compare {src}") as bar:
             cmp = TableCompare(src_ep, src, tgt_ep, tgt, bucket_rows=args.bucket_rows,
                                use_buckets=not args.no_buckets, parallel=args.parallel, advance=bar.advance)
-            report = cmp.run()
+            try:
+                report = cmp.run()
+            except Exception as exc:  # noqa: BLE001 - one table's failure is reported; the others are compared
+                report = TableReport(src, tgt, (), error=f"{type(exc).__name__}: {exc}")
         reports.append(report)
         if not args.json:
             print(report.render(args.sample), flush=True)
     if args.json:
         print(dumps(reports, args.sample))
-    differ = [r for r in reports if not r.equal]
+    failed = [r for r in reports if r.error is not None]
+    differ = [r for r in reports if not r.equal and r.error is None]
     if args.repair and differ:
         from cdc.compare.repair import repair
 
@@ -102,5 +109,6 @@ def main(args: argparse.Namespace) -> int:
             n = repair(config, args.source, src_ep, tgt_ep, r)
             print(f"repair {r.source_table}: published {n} corrective changes", file=sys.stderr)
     if not args.json:
-        print(f"{len(reports) - len(differ)} of {len(reports)} tables equal", flush=True)
-    return 1 if differ else 0
+        print(f"{len(reports) - len(differ) - len(failed)} of {len(reports)} tables equal"
+              + (f", {len(failed)} could not be compared" if failed else ""), flush=True)
+    return 2 if failed else 1 if differ else 0

@@ -27,6 +27,8 @@ class TableReport:
     diffs: list[Diff] = field(default_factory=list)
     type_mismatches: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)  # columns left out: a database cannot render them
+    error: str | None = None  # the table could not be compared (cdc compare then exits 2)
     seconds: float = 0.0
 
     def keys(self, kind: str) -> list[tuple]:
@@ -39,7 +41,7 @@ class TableReport:
 
     @property
     def equal(self) -> bool:
-        return not self.diffs
+        return not self.diffs and self.error is None
 
     def key_text(self, key: tuple) -> str:
         if self.mode == "full-row":
@@ -60,10 +62,13 @@ class TableReport:
             "missing": self.count(MISSING), "extra": self.count(EXTRA), "different": self.count(DIFFERENT),
             "missing_keys": keys(MISSING), "extra_keys": keys(EXTRA), "different_keys": keys(DIFFERENT),
             "type_mismatches": self.type_mismatches, "warnings": self.warnings,
+            "unsupported_columns": self.unsupported, "error": self.error,
             "rechecked_rows": self.rechecked_rows, "seconds": round(self.seconds, 3),
         }
 
     def render(self, sample: int = 10) -> str:
+        if self.error is not None:
+            return f"{self.source_table} -> {self.target_table}: ERROR {self.error}"
         head = (f"{self.source_table} -> {self.target_table}: "
                 + ("EQUAL" if self.equal else
                    f"{self.count(MISSING)} missing, {self.count(EXTRA)} extra, {self.count(DIFFERENT)} different")
@@ -72,6 +77,7 @@ class TableReport:
         lines = [head]
         lines += [f"  warning: {w}" for w in self.warnings]
         lines += [f"  type mismatch: {m}" for m in self.type_mismatches]
+        lines += [f"  unsupported: {m}" for m in self.unsupported]
         for kind, label in ((MISSING, "missing in target"), (EXTRA, "extra in target"),
                             (DIFFERENT, "different")):
             ks = self.keys(kind)

@@ -220,6 +220,7 @@ class TableCompare:
             self.s, self.t = plan(self.src_ep, src_conn, self.src_name, self.tgt_ep, tgt_conn, self.tgt_name,
                                   report)
             self.src_conn, self.tgt_conn = src_conn, tgt_conn
+            self._probe(report)
             report.key_columns = tuple(self.s.key)
             if not self.s.key:
                 report.mode = "full-row"
@@ -235,6 +236,42 @@ class TableCompare:
             tgt_conn.close()
         report.seconds = time.perf_counter() - t0
         return report
+
+    def _renders(self, side: Side, conn, columns: list[ColumnInfo]) -> str | None:
+        """None when ``side``'s database renders ``columns`` (one row tried), else its error."""
+        limit = "WHERE ROWNUM = 1" if side.dialect == "oracle" else "LIMIT 1"
+        try:
+            side.endpoint.query(conn, f"SELECT {md5_sql(side.dialect, columns, side.trim)} FROM {side.table_sql()} "
+                                      f"{limit}")
+            return None
+        except Exception as exc:  # noqa: BLE001 - the database's own error class: reported per column
+            return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+    def _probe(self, report: TableReport) -> None:
+        """Leave out (and report) the columns a database cannot render, so the rest is still compared.
+
+        One query per side when every column renders (the usual case); else one per column. A key
+        column that cannot be rendered is a CompareError: rows could not be paired."""
+        for side, conn in ((self.s, self.src_conn), (self.t, self.tgt_conn)):
+            if self._renders(side, conn, side.columns) is None:
+                continue
+            bad = {}
+            for i, col in enumerate(side.columns):
+                err = self._renders(side, conn, [col])
+                if err is not None:
+                    bad[i] = err
+            for i, err in bad.items():
+                name = side.columns[i].name
+                if name in side.key:
+                    raise CompareError(f"{self.src_name}: key column {name} ({side.columns[i].type}) cannot be "
+                                       f"compared on {side.endpoint.name}: {err}", table=self.src_name, column=name)
+                report.unsupported.append(f"column {name}: {side.columns[i].type} on {side.endpoint.name} "
+                                          f"({side.dialect}) cannot be rendered ({err}); not compared")
+            keep = [i for i in range(len(side.columns)) if i not in bad]
+            for other in (self.s, self.t):
+                other.columns = [other.columns[i] for i in keep]
+            if not self.s.columns:
+                raise CompareError(f"{self.src_name}: no column can be compared", table=self.src_name)
 
     def _bucketable(self) -> bool:
         return (len(self.s.key) == 1 and self.s.shape.column(self.s.key[0]).family == "int"
