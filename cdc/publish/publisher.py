@@ -185,7 +185,13 @@ class Publisher:
         """Called once after recover() (cdc.runtime.daemon.run_source): remembers the stream's last
         sequence (returned) and learns the topic's record size limit."""
         self._recovered_to = (self._seq or 1) - 1
-        self._record_limit = min(self._record_limit, _topic_record_limit(self.kafka.bootstrap_servers, self.topic))
+        limit, cluster_id = _broker_facts(self.kafka.bootstrap_servers, self.topic)
+        self._record_limit = min(self._record_limit, limit)
+        if self._producer.idempotence and (cluster_id or "").startswith("tansu"):
+            log.warning("broker cluster %r looks like tansu: with persistent storage, a restart of it can drop a "
+                        "batch of an idempotent producer without an error (it answers DUPLICATE_SEQUENCE_NUMBER "
+                        "for a batch it never wrote); set kafka.idempotence: false for such a broker",
+                        cluster_id, extra={"source": self.source_name})
         return self._recovered_to
 
     def _publish_avro_schemas(self) -> None:
@@ -471,20 +477,26 @@ def _source_base(table: TableId, source_name: str, connector: str) -> dict[str, 
             "db": table.db, "schema": table.db, "table": table.table, "snapshot": "false"}
 
 
-def _topic_record_limit(bootstrap: str, topic: str) -> int:
-    """The topic's ``max.message.bytes`` less the record overhead, when the broker reports it (a
-    large number when it does not: tansu reports no topic configs)."""
+def _broker_facts(bootstrap: str, topic: str) -> tuple[int, str | None]:
+    """The topic's ``max.message.bytes`` less the record overhead (a large number when the broker does
+    not report it: tansu reports no topic configs), and the broker's cluster id (None if unknown)."""
     from confluent_kafka.admin import AdminClient, ConfigResource
 
+    limit, cluster_id = 1 << 62, None
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     try:
-        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
         res = admin.describe_configs([ConfigResource("topic", topic)], request_timeout=10)
         entry = next(iter(res.values())).result(10).get("max.message.bytes")
-        return int(entry.value) - RECORD_OVERHEAD if entry is not None and entry.value else 1 << 62
+        if entry is not None and entry.value:
+            limit = int(entry.value) - RECORD_OVERHEAD
     except Exception as exc:  # noqa: BLE001 - the producer's own limit still applies
         log.warning("cannot read max.message.bytes of %s (%s): rows are checked against the producer's "
                     "message.max.bytes only", topic, exc)
-        return 1 << 62
+    try:
+        cluster_id = admin.describe_cluster(request_timeout=10).result(10).cluster_id
+    except Exception:  # noqa: BLE001, S110 - only used for a warning
+        pass
+    return limit, cluster_id
 
 
 def _now_ms() -> int:

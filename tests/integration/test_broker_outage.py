@@ -145,7 +145,7 @@ def fixed_port_persistent_broker(tmp_path):
 
 @pytest.mark.parametrize("idempotence", [True, False], ids=["idempotent", "non-idempotent"])
 def test_outage_longer_than_the_delivery_timeout_resumes_exactly_once(fixed_port_persistent_broker, topic_prefix,
-                                                                      idempotence):
+                                                                      idempotence, caplog):
     broker = fixed_port_persistent_broker
     steps = 1200
     run = _Run(broker, topic_prefix, steps, idempotence)
@@ -161,8 +161,12 @@ def test_outage_longer_than_the_delivery_timeout_resumes_exactly_once(fixed_port
     print(f"outage idempotence={idempotence}: {restarts:.0f} restarts, {len(stream.aborted)} cut-off "
           f"transactions closed with ABORTED, {stream.duplicates} duplicate records, {stream.records} records; "
           f"/readyz said: {reason}")
+    tansu_warning = [r for r in caplog.records if "looks like tansu" in r.getMessage()]
     if idempotence:
         assert stream.duplicates == 0
+        assert tansu_warning  # the start warns that a persistent tansu wants kafka.idempotence: false
+    else:
+        assert not tansu_warning
 
 
 @pytest.mark.parametrize("idempotence", [True, False], ids=["idempotent", "non-idempotent"])
