@@ -257,5 +257,20 @@ def _json_text(value: Any) -> str | None:
     return orjson.dumps(value, default=str).decode()
 
 
+def arrow_array(values: list[Any]) -> Any:
+    """One column of stream values as an Arrow array. Integers beyond int64 (BIGINT UNSIGNED, BIT(64)
+    at 2^63 and above), which Arrow's inference refuses, become uint64 when none is negative, else
+    text (a SQL target casts it to the column's type on INSERT)."""
+    import pyarrow as pa
+
+    try:
+        return pa.array(values)
+    except (OverflowError, pa.ArrowInvalid):
+        try:
+            return pa.array(values, pa.uint64())
+        except (OverflowError, TypeError, pa.ArrowInvalid):
+            return pa.array([None if v is None else str(v) for v in values], pa.string())
+
+
 def rows_as_lists(rows: Iterable[Row], columns: Sequence[str]) -> list[list[Any]]:
     return [[r.get(c) for c in columns] for r in rows]

@@ -18,18 +18,9 @@ import pyarrow as pa
 from cdc.config import TargetConfig
 from cdc.sql_dialects import DUCKDB
 from streaming.errors import TargetError
-from streaming.targets.base import Row, Target
+from streaming.targets.base import Row, Target, arrow_array
 
 _stage_ids = itertools.count()
-
-
-def _array(values: list[Any]) -> pa.Array:
-    """One staged column. Integers beyond int64 (BIGINT UNSIGNED, BIT(64) above 2^63) go as text,
-    which DuckDB casts to the column's UBIGINT on INSERT (Arrow would refuse them)."""
-    try:
-        return pa.array(values)
-    except (OverflowError, pa.ArrowInvalid):
-        return pa.array([None if v is None else str(v) for v in values], pa.string())
 
 
 class DuckDbTarget(Target):
@@ -91,7 +82,7 @@ class DuckDbTarget(Target):
 
     def _register(self, columns: Sequence[str], rows: list[Row]) -> str:
         name = f"_cdc_stage_{next(_stage_ids)}"
-        arrays = {c: _array([r.get(c) for r in rows]) for c in columns}
+        arrays = {c: arrow_array([r.get(c) for r in rows]) for c in columns}
         self.conn.register(name, pa.table(arrays))
         return name
 

@@ -31,7 +31,7 @@ from cdc.config import TargetConfig
 from cdc.events import TableSchema
 from streaming.errors import ApplyError, TargetError
 from streaming.targets.progress_row import Progress
-from streaming.targets.base import Row, Target
+from streaming.targets.base import Row, Target, arrow_array
 
 
 class ParquetTarget(Target):
@@ -89,7 +89,8 @@ class ParquetTarget(Target):
         batch, last_seq = self._batch
         for table, op, n, cols in self._pending:
             files.setdefault(table, []).append(pa.table({"_op": [op] * n, "_batch": [batch] * n,
-                                                         "_last_sequence": [last_seq] * n, **cols}))
+                                                         "_last_sequence": [last_seq] * n,
+                                                         **{c: arrow_array(v) for c, v in cols.items()}}))
         moves = []
         for table, parts in files.items():
             data = pa.concat_tables(parts, promote_options="permissive")

@@ -53,6 +53,8 @@ class Pipeline:
             tcfg.append({"name": "my", "kind": "mysql", "dsn": f"mysql://cdc:cdc@{mariadb.host}:{mariadb.port}/{self.tag}"})
         if "duck" in targets:
             tcfg.append({"name": "duck", "kind": "duckdb", "path": str(tmp / "target.duckdb")})
+        if "pq" in targets:  # a Parquet changelog (streaming/targets/parquet.py): no SQL, see has_sentinel
+            tcfg.append({"name": "pq", "kind": "parquet", "path": str(tmp / "parquet")})
         self.targets = [t["name"] for t in tcfg]
         broker.create_topic(changes_topic(prefix, "src"))
         self.daemon = DaemonProcess(
@@ -113,6 +115,11 @@ class Pipeline:
             con.close()
 
     def has_sentinel(self, target: str, sid: int) -> bool:
+        if target == "pq":
+            import pyarrow.parquet as pq
+
+            files = sorted((self.tmp / "parquet" / "sentinel").glob("*.parquet"))
+            return any(sid in pq.read_table(f).column("id").to_pylist() for f in files)
         try:
             return bool(self.target_query(target, "SELECT 1 FROM {t}sentinel WHERE id = %d" % sid))
         except Exception:  # noqa: BLE001 - table not there yet

@@ -13,7 +13,7 @@ import struct
 from typing import Any
 
 from cdc.compare.shapes import classify
-from cdc.values import stream_value, value_kind
+from cdc.values import select_expr, stream_value, value_kind
 
 
 def kinds(schema) -> dict[str, str]:
@@ -34,8 +34,10 @@ def comparable(v: Any, kind: str, source_type: str, raw: bool = True) -> Any:
     return v
 
 
-def mismatches(want: dict[Any, dict], got: dict[Any, dict], schema, where: str) -> list[str]:
-    """Every (row, column) whose target value differs from the source's stream value, named."""
+def mismatches(want: dict[Any, dict], got: dict[Any, dict], schema, where: str, raw: bool = True) -> list[str]:
+    """Every (row, column) whose target value differs from the source's stream value, named.
+
+    ``raw``: ``got`` holds DB-API values of a database; False: stream values already (Parquet)."""
     k, types = kinds(schema), {c.name: c.type for c in schema.columns}
     out = []
     if sorted(want) != sorted(got):
@@ -43,7 +45,25 @@ def mismatches(want: dict[Any, dict], got: dict[Any, dict], schema, where: str) 
     for key in sorted(set(want) & set(got)):
         for col, wv in want[key].items():
             a = comparable(wv, k[col], types[col], raw=False)
-            b = comparable(got[key].get(col), k[col], types[col])
+            b = comparable(got[key].get(col), k[col], types[col], raw=raw)
             if a != b:
                 out.append(f"{where} id={key} {col} ({types[col]}): target {b!r} != source {a!r}")
     return out
+
+
+def read_target(target, schema, table: str = "types") -> dict[Any, dict]:
+    """{id: row} of an open SQL target (a streaming.targets Target), every source column."""
+    cols = [c.name for c in schema.columns]
+
+    def sel(c) -> str:
+        q = target.quote(c.name)
+        if target.dialect == "mysql" and c.type.startswith("float"):
+            return select_expr(q, "float32")  # the column's own text has 6 digits
+        if target.dialect == "duckdb" and target.column_type(c.type).startswith("timestamptz"):
+            return f"timezone('UTC', {q})"  # DuckDB hands TIMESTAMPTZ to Python only through pytz
+        return q
+
+    cur = target.execute(f"SELECT {', '.join(sel(c) for c in schema.columns)} FROM {target.qualified(table)}")
+    rows = cur.fetchall()
+    target.commit()
+    return {r[0]: dict(zip(cols, r)) for r in rows}

@@ -19,14 +19,13 @@ from cdc.compare.endpoints import Endpoint, from_dsn
 from cdc.compare.table_diff import TableCompare
 from cdc.config import TargetConfig
 from cdc.events import TableId
-from cdc.values import select_expr
 from readers.mysql.snapshot import TableReader
 from streaming.targets import typemap
 from streaming.targets.duckdb import DuckDbTarget
 from streaming.targets.mysql import MySqlTarget
 from streaming.targets.postgres import PostgresTarget
 from tests.e2e import type_cases
-from tests.e2e.type_check import mismatches
+from tests.e2e.type_check import mismatches, read_target
 
 pytestmark = [pytest.mark.mysql, pytest.mark.postgres]
 
@@ -39,22 +38,6 @@ def _write(target, schema, rows) -> None:
     out = [{k: (conv[k](v) if k in conv and v is not None else v) for k, v in r.items()} for r in rows]
     target.upsert_rows("types", [c.name for c in schema.columns], ["id"], out)
     target.commit()
-
-
-def _read(target, schema) -> dict:
-    cols = [c.name for c in schema.columns]
-
-    def sel(c) -> str:  # DuckDB hands TIMESTAMPTZ to Python only through pytz: read the UTC wall clock
-        q = target.quote(c.name)
-        if target.dialect == "mysql" and c.type.startswith("float"):
-            return select_expr(q, "float32")  # the column's own text has 6 digits
-        return f"timezone('UTC', {q})" if target.dialect == "duckdb" and \
-            target.column_type(c.type).startswith("timestamptz") else q
-
-    cur = target.execute(f"SELECT {', '.join(sel(c) for c in schema.columns)} FROM {target.qualified('types')}")
-    rows = cur.fetchall()
-    target.commit()
-    return {r[0]: dict(zip(cols, r)) for r in rows}
 
 
 def test_type_matrix_targets_hold_every_value_and_compare_equal(mariadb_primary, tmp_mysql_db, postgres, tmp_path):
@@ -90,7 +73,7 @@ def test_type_matrix_targets_hold_every_value_and_compare_equal(mariadb_primary,
     try:
         for name, (target, ep) in targets.items():
             _write(target, schema, rows)
-            bad += mismatches(want, _read(target, schema), schema, name)
+            bad += mismatches(want, read_target(target, schema), schema, name)
             target.close()
             for buckets in (True, False):
                 report = TableCompare(src_ep, f"{db}.types", ep, f"{ep.default_schema}.types",
