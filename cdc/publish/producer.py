@@ -137,6 +137,7 @@ class OrderedProducer:
         self.produced = 0
         self.failure: CdcError | None = None
         self._fatal = False  # failure is a fatal client error (a later size refusal explains it: RecordTooLarge)
+        self._down_failure = False  # failure is the non-idempotent stop on "all brokers down"
         self.broker_down: str | None = None  # librdkafka's last "all brokers down" report, until an ack
         self._acked = 0  # acknowledged prefix at the last look
         self._progress_t = time.monotonic()  # when the acknowledged prefix last moved (or nothing was pending)
@@ -164,6 +165,7 @@ class OrderedProducer:
             if not self.idempotence and self.failure is None:
                 # without idempotence a reconnect would send the queue into whatever the broker now
                 # holds (a topic that came back empty): stop, and let recovery look first
+                self._down_failure = True
                 self.failure = PublishError(f"broker {self.bootstrap} unreachable: {err.str()}; the "
                                             f"non-idempotent producer stops before sending more",
                                             bootstrap=self.bootstrap, code=err.name())
@@ -218,6 +220,13 @@ class OrderedProducer:
             self._acked, self._progress_t = acked, time.monotonic()
             self.broker_down = None
         return acked
+
+    def settle(self) -> None:
+        """The broker was just reached (recovery read the stream): forget an "all brokers down" report
+        queued before that (a producer built while the broker was still down) when nothing is pending."""
+        self._p.poll(0)
+        if self._down_failure and self.produced == self._acked:
+            self.failure, self._down_failure, self.broker_down = None, False, None
 
     def unacked_for(self) -> float:
         """Seconds since the acknowledged prefix last moved while records were pending (0: none pending

@@ -185,6 +185,7 @@ class Publisher:
         """Called once after recover() (cdc.runtime.daemon.run_source): remembers the stream's last
         sequence (returned) and learns the topic's record size limit."""
         self._recovered_to = (self._seq or 1) - 1
+        self._producer.settle()
         limit, cluster_id = _broker_facts(self.kafka.bootstrap_servers, self.topic)
         self._record_limit = min(self._record_limit, limit)
         if self._producer.idempotence and (cluster_id or "").startswith("tansu"):

@@ -40,7 +40,7 @@ from tests.integration.stream_check import read_stream
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 DELIVERY_TIMEOUT_S = 3.0
-BIG_EVERY, BIG_ROWS = 50, 2000
+BIG_EVERY, BIG_ROWS = 50, 300
 ROW_VALUE = re.compile(r"s\d+-\d+")  # the scripted rows' "v" values: never in a probe's answer
 
 
@@ -147,7 +147,7 @@ def fixed_port_persistent_broker(tmp_path):
 def test_outage_longer_than_the_delivery_timeout_resumes_exactly_once(fixed_port_persistent_broker, topic_prefix,
                                                                       idempotence, caplog):
     broker = fixed_port_persistent_broker
-    steps = 1200
+    steps = 500
     run = _Run(broker, topic_prefix, steps, idempotence)
     reason = _outage(run, broker, down_s=DELIVERY_TIMEOUT_S + 3)
     assert reason.startswith("broker unreachable"), reason
