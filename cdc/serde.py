@@ -22,8 +22,9 @@ id. How values are modelled in Avro (documented choice):
   ``map<union{null, boolean, long, double, string}>``: rows are
   heterogeneous, every value the event model allows fits (DECIMAL/NUMBER,
   dates and binary are strings there already). Integers beyond signed 64
-  bits (BIGINT UNSIGNED above 2^63-1) do not fit and raise
-  :class:`cdc.errors.CdcError` naming the column: use JSON for such tables;
+  bits (BIGINT UNSIGNED and BIT(64) from 2^63) travel as their decimal
+  text (the string branch: Avro has no unsigned long), so they decode as
+  str; the apply targets take either form;
 - free-form nested JSON (``resume``, ``position``, ``schema``) is carried as
   a JSON text string (``*`` fields stay opaque to Avro consumers);
 - one value schema covers every record kind, with the fields a kind does

@@ -7,8 +7,10 @@ binary (no framing) of ``change_key``, ``change_value`` and ``table_key``;
 tests/unit/publish decode it with fastavro against the .avsc files, so the
 two cannot drift. Decoding stays with fastavro.
 
-Values must be what cdc.events allows: None, bool, int (64-bit), float, str.
-Anything else raises :class:`cdc.errors.CdcError` naming the field.
+Values must be what cdc.events allows: None, bool, int, float, str. An int
+outside the signed 64-bit range (BIGINT UNSIGNED, BIT(64) from 2^63) is
+written as its decimal text (the string branch). Anything else raises
+:class:`cdc.errors.CdcError` naming the field.
 """
 
 from __future__ import annotations
@@ -57,11 +59,12 @@ def _map(m: dict[str, Any], out: list[bytes], field: str) -> None:
                 out.append(b"\x08")
                 out.append(_string(v))
             elif t is int:
-                if not _LONG_MIN <= v <= _LONG_MAX:
-                    raise CdcError(f"value of {field}.{k} does not fit the Avro schema (long)",
-                                   column=k, value=v)
-                out.append(b"\x04")
-                out.append(zlong(v))
+                if _LONG_MIN <= v <= _LONG_MAX:
+                    out.append(b"\x04")
+                    out.append(zlong(v))
+                else:  # BIGINT UNSIGNED / BIT(64) from 2^63: no unsigned long in Avro, its decimal text
+                    out.append(b"\x08")
+                    out.append(_string(str(v)))
             elif t is bool:
                 out.append(b"\x02\x01" if v else b"\x02\x00")
             elif t is float:

@@ -265,7 +265,7 @@ def arrow_array(values: list[Any]) -> Any:
 
     try:
         return pa.array(values)
-    except (OverflowError, pa.ArrowInvalid):
+    except (OverflowError, TypeError, pa.ArrowInvalid):  # TypeError: an Avro stream's big ints are text
         try:
             return pa.array(values, pa.uint64())
         except (OverflowError, TypeError, pa.ArrowInvalid):

@@ -156,11 +156,19 @@ def _naive_ts(value: Any) -> Any:
     return value
 
 
+def _int(value: Any) -> Any:
+    """An integer beyond signed 64 bits arrives as decimal text from an Avro stream (cdc.serde)."""
+    return int(value) if isinstance(value, str) else value
+
+
 def converter(source_type: str, dialect: str) -> Converter | None:
     """A function turning the stream value into what the target column takes, or None."""
     types = TYPE_MAPS.get(dialect)
     if types is None:  # parquet keeps the stream values as they are
         return None
+    base, _, unsigned = parse_type(source_type)
+    if base == "bit" or (base == "bigint" and unsigned):
+        return _int  # MySQL would take the text of a BIT as its bytes
     tt = target_type(source_type, dialect).lower()
     if types.binary(tt):
         return b64_bytes
