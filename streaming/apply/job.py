@@ -187,13 +187,16 @@ def _cores(spark: Any) -> int:
 
 # Spark-side failures that a restart of the query (from its checkpoint; the progress row keeps it exactly
 # once) cures: a Python worker that started too slowly on a loaded machine, a lost local socket.
-TRANSIENT_SPARK = ("failed to connect back", "Connection reset", "SocketTimeoutException", "Broken pipe")
+# A Python worker that died (EOFException: e.g. librdkafka crashing the source's process when its topic is
+# deleted under it) is one too: the restarted query's start-up checks then judge the stream it finds.
+TRANSIENT_SPARK = ("failed to connect back", "Connection reset", "SocketTimeoutException", "Broken pipe",
+                   "java.io.EOFException")
 MAX_RESTARTS = 5
 
 
 def _restart_or_raise(spark: Any, config: Config, s: ApplyStream) -> None:
     exc = s.query.exception()
-    text = str(exc)
+    text = _failure_text(exc)
     if s.failure is None and any(t in text for t in TRANSIENT_SPARK) and s.restarts < MAX_RESTARTS:
         s.restarts += 1
         log.warning("apply query %s failed (%s); restart %d of %d", s.query.name, text.splitlines()[0],
@@ -206,6 +209,15 @@ def _restart_or_raise(spark: Any, config: Config, s: ApplyStream) -> None:
     if s.failure is not None:
         raise s.failure
     raise CdcError(f"apply query {s.query.name} stopped: {text}", source=s.apply.source)
+
+
+def _failure_text(exc: Any) -> str:
+    """The query's exception and its captured causes (Spark's top message may say only "no cause message")."""
+    parts, cause = [str(exc)], getattr(exc, "_cause", None)
+    while cause is not None and len(parts) < 6:
+        parts.append(str(getattr(cause, "_desc", None) or cause))
+        cause = getattr(cause, "_cause", None)
+    return "\n".join(parts)
 
 
 def run(config: Config, master: str = "local[*]", until_idle_s: float | None = None,

@@ -18,7 +18,8 @@ Options (``spark.readStream.format("cdc-stream").option(...)``):
                         (cdc.publish.topics.topic_id): every offset carries it,
                         and an offset of another life of the topic (a
                         checkpoint written before the topic was deleted and
-                        created again) is refused with StreamCorrupt
+                        created again) is refused with StreamCorrupt; the
+                        planner also re-checks the id every ID_CHECK_S
 
 Micro-batches end at transaction boundaries only. Trigger.AvailableNow is
 supported (the target is the last boundary seen when the query starts).
@@ -26,6 +27,7 @@ supported (the target is the last boundary seen when the query starts).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -39,6 +41,7 @@ from streaming.stream.offsets import StreamOffset
 from streaming.stream.records import SCHEMA_DDL
 
 NAME = "cdc-stream"
+ID_CHECK_S = 10.0  # how often the planner makes sure the topic was not recreated under the query
 
 
 class CdcStreamDataSource(DataSource):
@@ -71,6 +74,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.per_split = int(options.get("records_per_partition", 50_000))
         self.starting = options.get("startingOffsets", "earliest")
         self.stream_id = options.get("stream_id") or None
+        self._id_checked = time.monotonic()
         self._scanner: BoundaryScanner | None = None
         self._until: StreamOffset | None = None
         self._initial: dict | None = None
@@ -103,6 +107,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = self._same_stream(StreamOffset.from_json(start), "the checkpoint")
+        self._check_topic_id()
         per_part = None
         if isinstance(limit, ReadMaxRows):
             per_part = limit.max_rows
@@ -115,6 +120,26 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._until is None:  # scan on while Spark runs this batch (AvailableNow knows where it stops)
             self.scanner.scan_ahead(end, per_part or self.max_records)
         return StreamOffset.of(self.topic, end, self.stream_id).to_json()
+
+    def _check_topic_id(self) -> None:
+        """Every ID_CHECK_S: the topic still has the id it had at start (not deleted and created again
+        under the query, e.g. by `cdc stream reset`: its new records would be taken for replays)."""
+        now = time.monotonic()
+        if not self.stream_id or now - self._id_checked < ID_CHECK_S:
+            return
+        self._id_checked = now
+        from cdc.errors import PublishError
+        from cdc.publish.topics import topic_id
+
+        try:
+            current = topic_id(self.bootstrap, self.topic)
+        except PublishError:
+            return  # the broker is away: the scan reports that
+        if current is not None and current != self.stream_id:
+            raise StreamCorrupt(f"{self.topic} was deleted and created again while the apply ran (topic id "
+                                f"{self.stream_id} -> {current}): its records are another stream; the target must "
+                                f"be rebuilt from it (see `cdc stream reset`)", topic=self.topic,
+                                topic_id=self.stream_id, new_topic_id=current)
 
     def _same_stream(self, offset: StreamOffset, where: str) -> StreamOffset:
         """``offset`` unless it names another topic, or another life of this one (another topic id)."""
