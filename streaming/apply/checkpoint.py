@@ -109,6 +109,8 @@ def check(*, checkpoint: CheckpointState | None, progress: Progress | None, topi
     resume = checkpoint.resume_from
     if resume is None:
         return  # nothing committed: the first batch starts at the initial offset (the progress row's, or earliest)
+    if progress is None and not any(int(at) for at in (resume.get("next") or {}).values()):
+        return  # only empty batches committed (a driver killed before the first data): still at the start
     if progress is None:
         raise StreamCorrupt(
             f"target {target!r} has no progress row for source {source!r} (a new or emptied target) but the Spark "

@@ -29,6 +29,7 @@ from streaming.errors import TargetError
 from streaming.targets.lake import LakeTarget
 
 _DEL = "_cdc_del"
+COMMIT_ATTEMPTS = 3
 
 
 class DeltaTarget(LakeTarget):
@@ -101,15 +102,27 @@ class DeltaTarget(LakeTarget):
     def _write(self, table: str, source: str, seq: int, *, truncate: bool, deletes: pa.Table | None,
                upserts: pa.Table | None, append_only: bool, replace: pa.Table | None) -> int:
         from deltalake import write_deltalake
+        from deltalake.exceptions import CommitFailedError
 
         d = self._dt(table)
         props = self._props(source, seq)
-        if replace is not None:
-            write_deltalake(d, replace, mode="overwrite", commit_properties=props)
-        elif append_only:
-            write_deltalake(d, upserts, mode="append", commit_properties=props)
-        else:
-            self._merge(d, table, deletes, upserts, props)
+        for attempt in range(COMMIT_ATTEMPTS):
+            d.update_incremental()  # someone else may have committed (`cdc lake compact`)
+            if attempt and (d.transaction_version(source) or -1) >= seq:
+                break  # the failed attempt did commit after all
+            try:
+                if replace is not None:
+                    write_deltalake(d, replace, mode="overwrite", commit_properties=props)
+                elif append_only:
+                    write_deltalake(d, upserts, mode="append", commit_properties=props)
+                else:
+                    self._merge(d, table, deletes, upserts, props)
+                break
+            except CommitFailedError as exc:  # a concurrent commit (compaction) conflicted: the batch is redone
+                if attempt + 1 == COMMIT_ATTEMPTS:
+                    raise TargetError(f"Delta table {self.uri(table)} of target {self.name!r}: commit of sequence "
+                                      f"{seq} conflicted {COMMIT_ATTEMPTS} times: {exc}", target=self.name,
+                                      table=table, sequence=seq) from None
         d.update_incremental()
         return d.version()
 

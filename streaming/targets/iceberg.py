@@ -125,32 +125,46 @@ class IcebergTarget(LakeTarget):
         t = self._t(table)
         props = {SOURCE_PROP: source, SEQUENCE_PROP: str(seq)}
         schema = t.schema().as_arrow()
+        key = self._key_memory.get(table) or ()
         with t.transaction() as tx:
             if replace is not None:
                 tx.overwrite(replace.cast(schema), snapshot_properties=props)
             else:
                 gone = [x for x in (deletes, None if append_only else upserts) if x is not None and len(x)]
-                if gone:
-                    tx.delete(self._key_filter(table, gone), snapshot_properties=props)
-                if upserts is not None and len(upserts):
-                    tx.append(upserts.cast(schema), snapshot_properties=props)
-                elif not gone:  # nothing to change: still record the sequence (an empty append is a snapshot)
-                    tx.append(schema.empty_table(), snapshot_properties=props)
+                new = upserts if upserts is not None and len(upserts) else None
+                if gone and len(key) > 1:  # composite key: rewrite the rows a per-column superset filter finds
+                    where, kept = self._composite_rewrite(t, key, gone)
+                    data = kept if new is None else pa.concat_tables([kept.cast(schema), new.cast(schema)])
+                    tx.overwrite(data.cast(schema), overwrite_filter=where, snapshot_properties=props)
+                else:
+                    if gone:
+                        tx.delete(self._key_filter(key, gone), snapshot_properties=props)
+                    if new is not None:
+                        tx.append(new.cast(schema), snapshot_properties=props)
+                    elif not gone:  # nothing to change: still record the sequence (an empty append is a snapshot)
+                        tx.append(schema.empty_table(), snapshot_properties=props)
         return t.current_snapshot().snapshot_id
 
-    def _key_filter(self, table: str, parts: list[pa.Table]) -> Any:
-        from pyiceberg.expressions import And, EqualTo, In, Or
+    @staticmethod
+    def _key_filter(key: tuple[str, ...], parts: list[pa.Table]) -> Any:
+        from pyiceberg.expressions import EqualTo, In
 
-        key = self._key_memory.get(table) or ()
-        if len(key) == 1:
-            values = sorted({v for p in parts for v in p.column(key[0]).to_pylist()})
-            return In(key[0], values) if len(values) > 1 else EqualTo(key[0], values[0])
-        expr = None
+        values = sorted({v for p in parts for v in p.column(key[0]).to_pylist()})
+        return In(key[0], values) if len(values) > 1 else EqualTo(key[0], values[0])
+
+    @staticmethod
+    def _composite_rewrite(t: Any, key: tuple[str, ...], parts: list[pa.Table]) -> tuple[Any, pa.Table]:
+        """(filter, rows to keep): the filter matches every touched key (each column IN its values: a
+        superset); the kept rows are those it matches whose whole key was not touched."""
+        from pyiceberg.expressions import And, In
+
+        touched = set()
         for p in parts:
-            for row in zip(*(p.column(k).to_pylist() for k in key)):
-                term = And(*(EqualTo(k, v) for k, v in zip(key, row)))
-                expr = term if expr is None else Or(expr, term)
-        return expr
+            touched.update(zip(*(p.column(k).to_pylist() for k in key)))
+        where = And(*(In(k, sorted({tk[i] for tk in touched})) for i, k in enumerate(key))) if len(key) > 1 else None
+        current = t.scan(row_filter=where).to_arrow()
+        mask = [tk not in touched for tk in zip(*(current.column(k).to_pylist() for k in key))]
+        return where, current.filter(pa.array(mask, pa.bool_()))
 
     def _append_log(self, table: str, rows: pa.Table) -> None:
         t = self._t(table)

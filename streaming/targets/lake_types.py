@@ -87,12 +87,12 @@ def to_arrow(values: pa.Array, target: pa.DataType, column: str, table: str) -> 
     if values.type == target:
         return values
     try:
-        if pa.types.is_binary(target):
-            if pa.types.is_string(values.type) or pa.types.is_null(values.type):
-                return pa.array([None if v is None else base64.b64decode(v) for v in values.to_pylist()], pa.binary())
-        if pa.types.is_timestamp(target) and target.tz is None and pa.types.is_string(values.type):
+        if pa.types.is_binary(target) or pa.types.is_large_binary(target):
+            if _is_text(values.type) or pa.types.is_null(values.type):
+                return pa.array([None if v is None else base64.b64decode(v) for v in values.to_pylist()], target)
+        if pa.types.is_timestamp(target) and target.tz is None and _is_text(values.type):
             values = pc.replace_substring_regex(values, "Z$", "")  # a DATETIME never has a zone; tolerate one
-        if pa.types.is_string(target) and not pa.types.is_string(values.type):
+        if _is_text(target) and not _is_text(values.type):
             if pa.types.is_boolean(values.type) or pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
                 return pc.cast(values, target)
             return pa.array([None if v is None else str(v) for v in values.to_pylist()], target)
@@ -101,6 +101,10 @@ def to_arrow(values: pa.Array, target: pa.DataType, column: str, table: str) -> 
         bad = _first_bad(values, target)
         raise ValueError(f"{table}.{column}: value {bad!r} does not convert to {target}: "
                          f"{str(exc).splitlines()[0]}") from None
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
 def _first_bad(values: pa.Array, target: pa.DataType) -> Any:

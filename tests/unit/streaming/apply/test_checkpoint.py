@@ -56,6 +56,7 @@ def test_an_empty_target_with_a_committed_checkpoint_is_refused(tmp_path):
     with pytest.raises(StreamCorrupt, match=r"target 'pg' has no progress row .*must start at the beginning"):
         _check(ck, None)
     _check(_spark_checkpoint(tmp_path / "planned", {0: 10}, []), None)  # nothing committed: starts at the start
+    _check(_spark_checkpoint(tmp_path / "empty", {0: 0}, [0]), None)  # only an empty batch committed: at the start
 
 
 def test_another_life_of_the_topic_is_refused_in_the_checkpoint_and_in_the_target(tmp_path):

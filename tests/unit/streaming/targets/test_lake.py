@@ -9,6 +9,7 @@ batch; replays after a crash between two table commits apply nothing twice.
 
 from __future__ import annotations
 
+import base64
 import decimal
 import random
 
@@ -23,7 +24,7 @@ from streaming.targets import lake, make_target
 from streaming.testing import StreamBuilder
 
 ACCT = [("id", "int"), ("region", "varchar(4)"), ("balance", "decimal(12,2)"), ("at", "datetime(6)")]
-LINE = [("acct", "int"), ("n", "smallint"), ("qty", "bigint unsigned"), ("note", "text")]
+LINE = [("acct", "int"), ("n", "smallint"), ("qty", "bigint unsigned"), ("note", "text"), ("sig", "varbinary(4)")]
 TAGS = [("tag", "varchar(8)"), ("n", "int")]
 
 
@@ -51,6 +52,7 @@ def rows(df: pl.DataFrame, cols: list[str]) -> list[tuple]:
     out = []
     for r in df.select(cols).iter_rows():
         out.append(tuple((int(v) if v.as_tuple().exponent == 0 else format(v, "f")) if isinstance(v, decimal.Decimal)
+                         else base64.b64encode(v).decode() if isinstance(v, bytes)
                          else v.isoformat() if hasattr(v, "isoformat") else v for v in r))
     return sorted(out, key=repr)
 
@@ -98,7 +100,8 @@ def test_random_batches_equal_the_model_and_every_consistent_point(kind, tmp_pat
                     next_id += 1
                     accts[row["id"]] = row
                     ops.append(("c", "shop.acct", None, dict(row)))
-                    ln = {"acct": row["id"], "n": rng.randint(0, 3), "qty": 2**63 + rng.randint(0, 9), "note": "é\n"}
+                    ln = {"acct": row["id"], "n": rng.randint(0, 3), "qty": 2**63 + rng.randint(0, 9), "note": "é\n",
+                          "sig": rng.choice(["AAE=", "/w==", None])}
                     if (ln["acct"], ln["n"]) not in lines:
                         lines[(ln["acct"], ln["n"])] = ln
                         ops.append(("c", "shop.line", None, dict(ln)))
@@ -130,7 +133,7 @@ def test_random_batches_equal_the_model_and_every_consistent_point(kind, tmp_pat
         if batch == 3:  # TRUNCATE of the line table mid-batch, then new rows
             truncate(b, "shop.line")
             lines.clear()
-            ln = {"acct": 1, "n": 9, "qty": 7, "note": None}
+            ln = {"acct": 1, "n": 9, "qty": 7, "note": None, "sig": "AAE="}
             lines[(1, 9)] = ln
             b.tx(("c", "shop.line", None, dict(ln)))
         if batch == 5:  # ADD COLUMN: a barrier, followed
