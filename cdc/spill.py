@@ -18,15 +18,19 @@ MEMORY BOUND ACROSS TRANSACTIONS (``max_memory_bytes``, the service's
 ``max_buffer_bytes``): the store counts the bytes of every item held in
 memory, in any buffer, plus the chunks handed to the writer and not yet
 written (:attr:`TransactionStore.memory_bytes`, exact at every append).
-The writer queue is then bounded by Q = ``max_memory_bytes`` / 8 (at most
-``policy.queue_bytes``); when the items held in buffers exceed
-``max_memory_bytes`` - 3Q (room for the queue, the chunk being written and
-the one waiting to be queued), the LARGEST open buffers go to disk first
+A quarter of the bound is left to the caller for what it holds outside the
+store (:attr:`TransactionStore.outside_budget`: the Oracle dispatcher keeps
+the first rows of each transaction in a plain list and moves the largest
+such transactions into the store when they pass it). Of the remaining
+M = 3/4 ``max_memory_bytes``, the writer queue gets Q = M / 8 (at most
+``policy.queue_bytes``); when the items held in buffers exceed M - 3Q
+(room for the queue, the chunk being written and the one waiting to be
+queued), the LARGEST open buffers go to disk first
 (all their items, in chunks of ``chunk_rows``) until the held bytes are
 back under three quarters of that; a spilled buffer keeps writing chunks
 as before and is spilled again whenever it is among the largest. So
-memory_bytes stays under ``max_memory_bytes`` however many transactions
-are open, as long as one chunk (``chunk_rows`` items) is smaller than Q:
+memory_bytes stays under M however many transactions are open, as long as
+one chunk (``chunk_rows`` items) is smaller than Q:
 :attr:`peak_memory_bytes` records the highest value seen. A buffer
 being iterated (its commit) is never spilled under it. Bytes are the
 sizes the caller passes to ``append`` (the Oracle dispatcher: the
@@ -109,11 +113,14 @@ class TransactionStore:
         self.policy = policy or SpillPolicy()
         self._on_bytes = on_bytes
         self.max_memory_bytes = max_memory_bytes
+        # what the caller may hold outside the store (the Oracle dispatcher's first rows of each transaction)
+        self.outside_budget = None if max_memory_bytes is None else max_memory_bytes // 4
         queue_bytes = self.policy.queue_bytes
         if max_memory_bytes is not None:
+            own = max_memory_bytes - self.outside_budget
             # held in memory besides the buffers: the writer queue, the chunk being written, the one being queued
-            queue_bytes = max(1, min(queue_bytes, max_memory_bytes // 8))
-            self._spill_above = max_memory_bytes - 3 * queue_bytes  # bytes held in buffers that make the largest spill
+            queue_bytes = max(1, min(queue_bytes, own // 8))
+            self._spill_above = own - 3 * queue_bytes  # bytes held in buffers that make the largest spill
         else:
             self._spill_above = float("inf")
         self._held = 0  # bytes of items held in buffers (the consumer thread's)

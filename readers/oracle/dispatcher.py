@@ -7,7 +7,9 @@ before its COMMIT, so rolled-back work costs no parsing.
 * START opens a transaction (so does its first DML row).
 * DML (1 INSERT, 2 DELETE, 3 UPDATE) of a captured table is buffered (the first
   ``INLINE_ROWS`` rows of a transaction in a plain list, the rest in a spillable
-  cdc.spill buffer; the store's own memory accounting starts at that size too); ``CSF = 1``
+  cdc.spill buffer; the store's own memory accounting starts at that size too; under
+  ``max_buffer_bytes`` the largest inline transactions move into the store once all
+  inline rows pass the store's ``outside_budget``, a quarter of the bound); ``CSF = 1``
   rows are continuation pieces: joined with the following pieces of the same
   XID before the statement is parsed.
 * ``ROLLBACK = 1`` rows (undo of a partial rollback) remove the latest earlier
@@ -62,6 +64,7 @@ _EPOCH_UTC = _EPOCH.replace(tzinfo=dt.timezone.utc)
 _MS = dt.timedelta(milliseconds=1)
 _START_SCN = attrgetter("start_scn")
 _SQL_OF = itemgetter(1)  # an item's SQL_REDO
+_NBYTES = attrgetter("nbytes")
 _TRUNCATE = re.compile(r"\s*truncate\s+table\s", re.IGNORECASE)
 _PARTITION_ROWS = re.compile(r"\b(?:truncate|drop|exchange)\s+(?:sub)?partition\b", re.IGNORECASE)
 # LOB operation codes (LOB_ERASE is 28 in the documentation, 29 on 23ai)
@@ -84,7 +87,8 @@ class _Tx:
     """One open transaction. ``items``/``keys``: its first rows and their ROW_IDs; from the row after
     ``inline`` on they all live in ``buf`` (cdc.spill), which may spill them to disk."""
 
-    __slots__ = ("bad", "buf", "csf", "items", "keys", "lobs", "raw", "start_scn", "undo_slot", "xid")
+    __slots__ = ("bad", "buf", "counted", "csf", "items", "keys", "lobs", "nbytes", "raw", "start_scn", "undo_slot",
+                 "xid")
 
     def __init__(self, raw: str, start_scn: int, usn: int, slot: int, sqn: int) -> None:
         self.raw, self.start_scn = raw, start_scn
@@ -96,6 +100,7 @@ class _Tx:
         self.buf: TxBuffer | None = None
         self.bad: list[tuple] | None = None  # rows the reader cannot publish (LOB operations, UNSUPPORTED)
         self.lobs: LobAssembler | None = None  # LOB values its LOB rows wrote (readers/oracle/lobs.py)
+        self.counted = self.nbytes = 0  # items summed into nbytes so far (Dispatcher._bound_inline)
 
     def to_store(self, store: TransactionStore) -> None:
         """Move the rows into a spillable buffer: every later row goes there too."""
@@ -150,6 +155,8 @@ class Dispatcher:
         self.on_commit, self.on_ddl = on_commit, on_ddl
         self.dead_letter, self.on_refused = dead_letter, on_refused
         self.inline_rows = min(INLINE_ROWS, store.policy.threshold_rows)
+        self.inline_budget = store.outside_budget  # max_buffer_bytes' share for inline rows (None: no bound)
+        self.peak_inline_bytes = 0
         self.open: dict[str, _Tx] = {}
         self.by_slot: dict[tuple[int, int], _Tx] = {}
         self.commit_scn = resume.commit_scn if resume else 0
@@ -206,6 +213,32 @@ class Dispatcher:
             self.by_slot[tx.undo_slot] = tx
         return tx
 
+    def _bound_inline(self) -> None:
+        """max_buffer_bytes across transactions: the rows open transactions hold inline (outside the
+        store) count against ``inline_budget``; above it, the largest move into the store, which spills
+        under its own bound. Run once per fed batch, so the inline rows exceed the budget by one batch
+        at most; sums only rows added since the last look."""
+        total, inline = 0, []
+        for tx in self.open.values():
+            if tx.buf is not None:
+                continue
+            items = tx.items
+            if len(items) < tx.counted:  # a partial rollback removed rows: count afresh
+                tx.counted = tx.nbytes = 0
+            if len(items) > tx.counted:
+                tx.nbytes += sum(len(it[1]) + 120 for it in items[tx.counted:])
+                tx.counted = len(items)
+            total += tx.nbytes
+            inline.append(tx)
+        if total > self.inline_budget:
+            for tx in sorted(inline, key=_NBYTES, reverse=True):
+                tx.to_store(self.store)
+                total -= tx.nbytes
+                if total <= self.inline_budget * 3 // 4:
+                    break
+        if total > self.peak_inline_bytes:
+            self.peak_inline_bytes = total
+
     def _find(self, row: tuple) -> _Tx | None:
         tx = self.open.get(row[XID])
         if tx is None and row[XID].endswith("FFFFFFFF"):
@@ -221,6 +254,8 @@ class Dispatcher:
     def feed(self, rows: list[tuple]) -> Iterator[Event]:
         """Route a batch of rows (SCN order); yields the events of transactions committed in it."""
         captured, seen, open_txs, inline = self.captured, self._captured, self.open, self.inline_rows
+        if self.inline_budget is not None and len(open_txs) > 16:
+            self._bound_inline()
         for row in rows:
             op = row[OP]
             if op == 1 or op == 2 or op == 3:

@@ -25,16 +25,40 @@ def _source(tmp_path, name: str, bound: int | None) -> OracleSource:
 
 
 def test_many_open_transactions_stay_under_max_buffer_bytes_and_the_output_is_the_models(tmp_path):
+    """Medium transactions: past the dispatcher's inline rows, into the store, spilled largest first."""
     bounded = _source(tmp_path, "bounded", BOUND)
     got, _ = run(bounded)
     free = _source(tmp_path, "free", 1 << 40)
     got_free, _ = run(free)
     model = expected(OPTS)
     assert got == model and got_free == model
-    peak, free_peak = bounded.store.peak_memory_bytes, free.store.peak_memory_bytes
+    peak = bounded.store.peak_memory_bytes + bounded.dispatcher.peak_inline_bytes  # each peak: their sum bounds both
+    free_peak = free.store.peak_memory_bytes + free.dispatcher.peak_inline_bytes
     print(f"oracle memory bound: peak {peak / 2**20:.2f} MB with max_buffer_bytes {BOUND / 2**20:.0f} MB "
           f"({bounded.store.pressure_spills} pressure spills); without: {free_peak / 2**20:.1f} MB; "
           f"{sum(len(r) for _, _, r in model)} rows in {len(model)} transactions")
     assert peak <= BOUND
     assert bounded.store.pressure_spills > 0
     assert free_peak > 4 * BOUND and free.store.pressure_spills == 0
+
+
+# 400 transactions open at once, 60-200 rows each: all of them fit the dispatcher's inline lists
+# (256 rows), ~10 MB of rows held at once without a bound.
+SMALL = "seed=6,transactions=800,lanes=400,rows_min=60,rows_max=200,rollback_rate=0.1,partial_rollback_rate=0.3"
+SMALL_BOUND = 4 << 20
+
+
+def test_many_open_small_transactions_count_too(tmp_path):
+    """Small transactions never pass the inline rows on their own: under the bound the largest
+    move into the store anyway, so they count and spill like the others."""
+    config = OracleSourceConfig(name="ora", dsn="simulator:" + SMALL, tables=["APP.*"], dictionary_path=str(tmp_path),
+                                heartbeat_interval_s=0.05, poll_interval_s=0.01, parse_workers=0)
+    src = OracleSource(config, SourceContext(SourceMetrics("ora"), spill_dir=str(tmp_path / "s"),
+                                             max_buffer_bytes=SMALL_BOUND))
+    got, _ = run(src)
+    assert got == expected(SMALL)
+    store, inline = src.store.peak_memory_bytes, src.dispatcher.peak_inline_bytes
+    print(f"oracle small transactions: peak {store / 2**20:.2f} MB in the store + {inline / 2**20:.2f} MB inline "
+          f"with max_buffer_bytes {SMALL_BOUND / 2**20:.0f} MB ({src.store.pressure_spills} pressure spills)")
+    assert store + inline <= SMALL_BOUND * 1.1  # inline rows may pass their share by one fetched batch between looks
+    assert src.store.pressure_spills > 0
