@@ -4,7 +4,8 @@ each value checked against the source, then `cdc compare` equal on each (issue #
 The rows are the type matrix of tests/e2e/type_cases.py (cases from python-mysql-replication's and
 Debezium's own type tests; sources named there), read from MariaDB as stream values (the snapshot
 path, which tests/integration/test_mysql_values.py holds equal to the binlog path) and written by
-the targets exactly as the apply engine writes them (typemap types and converters). Faults this
+the targets exactly as the apply engine writes them (typemap types and converters; for PostgreSQL
+also its bulk path: JSON row images COPYed as CSV, 250 rows, fresh and conflicting). Faults this
 catches, each of which a user saw before: BIT refused (bytea/blob), TIME beyond 24 h or negative
 refused (time), DECIMAL(65,*) stopping DuckDB, BIGINT UNSIGNED and BIT(64) >= 2^63 refused by
 DuckDB, and `cdc compare` crashing on GEOMETRY and on DuckDB DOUBLE max, or reporting false
@@ -38,6 +39,35 @@ def _write(target, schema, rows) -> None:
     out = [{k: (conv[k](v) if k in conv and v is not None else v) for k, v in r.items()} for r in rows]
     target.upsert_rows("types", [c.name for c in schema.columns], ["id"], out)
     target.commit()
+
+
+def _postgres_bulk_json(config, schema, rows, want) -> list[str]:
+    """The PostgreSQL bulk path the engine takes for big batches: JSON row images -> DuckDB -> CSV -> COPY,
+    fresh keys straight into the table, known keys through the staging table and ON CONFLICT."""
+    import numpy as np
+    import orjson
+    import pyarrow as pa
+
+    target = PostgresTarget(config).open()
+    copies = 50  # above BULK_MIN_ROWS: the engine's json_rows path
+    images = [dict(r, id=r["id"] + 100 * k) for k in range(copies) for r in rows]
+    texts = pa.array([orjson.dumps(i).decode() for i in images], pa.string())
+    cols = [c.name for c in schema.columns]
+    binary = {c.name for c in schema.columns if typemap.converter(c.type, "postgres") is typemap.b64_bytes}
+    try:
+        target.begin()
+        target.create_table("types_bulk", schema)
+        target.upsert_json("types_bulk", cols, ["id"], texts, np.ones(len(images), dtype=bool), binary)
+        target.upsert_json("types_bulk", cols, ["id"], texts, np.zeros(len(images), dtype=bool), binary)  # again
+        target.commit()
+        got = read_target(target, schema, "types_bulk")
+    finally:
+        target.close()
+    out = []
+    for k in range(copies):
+        part = {i - 100 * k: dict(r, id=i - 100 * k) for i, r in got.items() if i // 100 == k}
+        out += mismatches(want, part, schema, f"postgres bulk copy {k}")
+    return out
 
 
 def test_type_matrix_targets_hold_every_value_and_compare_equal(mariadb_primary, tmp_mysql_db, postgres, tmp_path):
@@ -79,6 +109,7 @@ def test_type_matrix_targets_hold_every_value_and_compare_equal(mariadb_primary,
                 report = TableCompare(src_ep, f"{db}.types", ep, f"{ep.default_schema}.types",
                                       use_buckets=buckets).run()
                 reports[(name, buckets)] = report
+        bad += _postgres_bulk_json(targets["postgres"][0].config, schema, rows, want)
     finally:
         mariadb_primary.query(f"DROP DATABASE IF EXISTS tc_{tag}")
         with postgres.connect() as c:
