@@ -77,3 +77,28 @@ def test_bucket_text_counts_string_lengths_in_utf8_bytes():
     want = "\n".join(python_row_text([str(i), a, b], COLS, lengths="bytes") for i, a, b in rows)
     assert want.startswith("0,5,0,1|1|")  # 'é日' is 2 characters, 5 bytes
     assert got == hashlib.md5(want.encode()).hexdigest()
+
+
+def test_float_rendering_is_canonical_at_the_ends_of_the_range():
+    """Issue #14: DuckDB crashed on DOUBLE max (a DECIMAL(38,6) cast), FLOAT 42.42 differed by database."""
+    from cdc.compare.fingerprint import _render
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (i INTEGER, f REAL, d DOUBLE)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?)", [
+        (1, 42.42, 1.7976931348623157e308), (2, 3.4028234e38, 2.2250738585072014e-308), (3, -1.5, 5e-324),
+        (4, 0.0, -0.0), (5, float("nan"), float("inf")), (6, 0.0009765625, float("-inf")), (7, None, 42.42)])
+    f = ColumnInfo("f", "float", "float", 6)
+    d = ColumnInfo("d", "double", "float", 15)
+    d6 = ColumnInfo("d", "double", "float", 6)  # a FLOAT on the other side: 6 digits on both
+    got = con.execute(f"SELECT {_render('duckdb', f, False)}, {_render('duckdb', d, False)}, "
+                      f"{_render('duckdb', d6, False)} FROM t ORDER BY i").fetchall()
+    assert got == [
+        ("424200e1", "179769313486232e308", "179769e308"),
+        ("340282e38", "222507385850720e-308", "222507e-308"),
+        ("-150000e0", "494065645841247e-324", "494066e-324"),
+        ("0", "0", "0"),
+        ("nan", "inf", "inf"),
+        ("976563e-4", "-inf", "-inf"),  # an exact tie (976562.5) rounds away from zero on every database
+        (None, "424200000000000e1", "424200e1"),
+    ]
