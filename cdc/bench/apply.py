@@ -1,5 +1,7 @@
 """`cdc bench apply --rows N`: the Spark apply into PostgreSQL vs a naive upsert and raw COPY.
 
+(``--target delta|iceberg``: the lake targets against their library's bulk append, cdc.bench.apply_lake.)
+
 Same run, same rows, same PostgreSQL (started here unless ``--postgres DSN``):
 
 - apply:  the change stream of N row changes (transactions of ``--tx-rows``
@@ -55,6 +57,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--latency-s", type=float, default=20.0)
     parser.add_argument("--postgres", help="DSN of a PostgreSQL to use; default: start one")
     parser.add_argument("--kafka", help="bootstrap of a broker to use; default: start tansu")
+    parser.add_argument("--target", choices=["postgres", "delta", "iceberg"], default="postgres",
+                        help="delta/iceberg: the lake target vs its library's bulk append (cdc.bench.apply_lake)")
+    parser.add_argument("--batch-records", type=int, default=200_000, help="lake: records per micro-batch")
+    parser.add_argument("--update-rows", type=int, default=100_000, help="lake: updates of the update-heavy run")
+    parser.add_argument("--no-spark", action="store_true", help="lake: skip the Spark run (engine and append only)")
 
 
 def _say(msg: str) -> None:
@@ -89,6 +96,9 @@ def _stream(n: int, tx_rows: int):
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if getattr(args, "target", "postgres") != "postgres":
+        from cdc.bench import apply_lake
+        return apply_lake.run(args)
     import psycopg
 
     from cdc.config import parse_config
