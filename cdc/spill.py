@@ -241,8 +241,7 @@ class TxBuffer:
         self._mem_bytes += nbytes
         store = self.store
         held = store._held = store._held + nbytes
-        if held + store._queued > store.peak_memory_bytes:
-            store.peak_memory_bytes = held + store._queued
+        store.peak_memory_bytes = max(store.peak_memory_bytes, held + store._queued)
         if held > store._spill_above:
             store._relieve()
         elif self._count % 256 == 0:

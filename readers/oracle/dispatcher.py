@@ -236,8 +236,7 @@ class Dispatcher:
                 total -= tx.nbytes
                 if total <= self.inline_budget * 3 // 4:
                     break
-        if total > self.peak_inline_bytes:
-            self.peak_inline_bytes = total
+        self.peak_inline_bytes = max(self.peak_inline_bytes, total)
 
     def _find(self, row: tuple) -> _Tx | None:
         tx = self.open.get(row[XID])

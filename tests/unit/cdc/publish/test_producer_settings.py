@@ -70,7 +70,7 @@ def _big_tx(pub, big: int) -> None:
 
 @pytest.mark.parametrize("encoding", ["json", "avro"])
 def test_an_oversized_row_names_table_key_and_size_never_the_values(encoding):
-    pub, fake, _ = publisher(encoding)
+    pub, _, _ = publisher(encoding)
     pub._record_limit = 5000
     with pytest.raises(RecordTooLarge) as e:
         _big_tx(pub, 20_000)
@@ -81,7 +81,7 @@ def test_an_oversized_row_names_table_key_and_size_never_the_values(encoding):
 
 
 def test_an_oversized_row_goes_to_the_dead_letter_topic_and_the_transaction_stays_consistent():
-    pub, fake, metrics = publisher("json", dead_letter_topic="dlq")
+    pub, fake, _ = publisher("json", dead_letter_topic="dlq")
     pub._record_limit = 5000
     _big_tx(pub, 20_000)
     stream = decoded(fake, topic=pub.topic)
