@@ -15,6 +15,7 @@ import base64
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
 
 _PAREN = re.compile(r"^([a-z0-9_ ]+?)\s*(\(([^)]*)\))?\s*(unsigned)?\s*(zerofill)?$")
@@ -99,7 +100,7 @@ def _oracle(base: str, args: str | None, unsigned: bool) -> str:
     if pg == "interval":
         return "varchar2(20)"
     if base in ("decimal", "numeric") and int((args or "0").split(",")[0] or 0) > 38:
-        return "number"  # Oracle NUMBER holds 38 digits of precision
+        return f"varchar2({int(args.split(',')[0]) + 2})"  # NUMBER keeps 38 significant digits: the exact text
     if pg.startswith("time") and not pg.startswith("timestamp"):
         return "varchar2(20)"
     if pg.startswith("numeric"):
@@ -124,11 +125,14 @@ class TypeMap:
 
     ``binary``: target types that take bytes (binary values travel as base64 text);
     ``naive_text_timestamps``: timestamps are written as 'YYYY-MM-DD HH:MM:SS[.f]' text
-    (the stream's 'T' and 'Z' go: MySQL parses nothing else)."""
+    (the stream's 'T' and 'Z' go: MySQL parses nothing else);
+    ``temporal_objects``: dates and timestamps are bound as Python date/datetime (Oracle
+    parses ISO text only under matching NLS formats; a datetime binds as itself)."""
 
     target_type: Callable[[str, str | None, bool], str]
     binary: Callable[[str], bool]
     naive_text_timestamps: bool = False
+    temporal_objects: bool = False
 
 
 TYPE_MAPS = {
@@ -136,7 +140,7 @@ TYPE_MAPS = {
     "duckdb": TypeMap(_duckdb, lambda tt: tt == "blob"),
     "mysql": TypeMap(_mysql, lambda tt: "binary" in tt or tt.endswith("blob") or tt.startswith(SPATIAL),
                      naive_text_timestamps=True),
-    "oracle": TypeMap(_oracle, lambda tt: tt == "blob"),
+    "oracle": TypeMap(_oracle, lambda tt: tt == "blob", temporal_objects=True),
 }
 
 
@@ -148,6 +152,15 @@ def target_type(source_type: str, dialect: str) -> str:
 def b64_bytes(value: Any) -> Any:
     """Binary columns travel as base64 text in the stream."""
     return base64.b64decode(value) if isinstance(value, str) else value
+
+
+def _temporal(value: Any) -> Any:
+    """'YYYY-MM-DD' -> date; 'YYYY-MM-DDTHH:MM:SS[.f][Z]' -> datetime ('Z': aware, UTC)."""
+    if not isinstance(value, str):
+        return value
+    if len(value) == 10:
+        return date.fromisoformat(value)
+    return datetime.fromisoformat(value)
 
 
 def _naive_ts(value: Any) -> Any:
@@ -174,4 +187,6 @@ def converter(source_type: str, dialect: str) -> Converter | None:
         return b64_bytes
     if types.naive_text_timestamps and tt.startswith(("datetime", "timestamp")):
         return _naive_ts
+    if types.temporal_objects and tt.startswith(("date", "timestamp")):
+        return _temporal
     return None

@@ -36,3 +36,20 @@ def test_every_sql_target_has_a_type_map():
     from cdc.sql_dialects import SQL_DIALECTS
 
     assert set(typemap.TYPE_MAPS) == set(SQL_DIALECTS)
+
+
+def test_oracle_target_types_hold_every_mysql_value():
+    """Issue #14 (Oracle target, unit level: no Oracle server here): types that hold each value, and
+    temporal values bound as Python objects (ISO text would need matching NLS formats)."""
+    from datetime import date, datetime, timezone
+
+    want = {"bit(64)": "number(20,0)", "bigint unsigned": "number(20,0)", "time(6)": "varchar2(20)",
+            "decimal(65,30)": "varchar2(67)", "decimal(38,2)": "number(38,2)", "float": "binary_float",
+            "double": "binary_double", "year": "number(5)", "geometry": "blob", "binary(16)": "blob",
+            "datetime(6)": "timestamp(6)", "timestamp(6)": "timestamp(6) with time zone", "date": "date"}
+    assert {t: target_type(t, "oracle") for t in want} == want
+    assert converter("date", "oracle")("2024-02-29") == date(2024, 2, 29)
+    assert converter("datetime(6)", "oracle")("2024-02-29T01:02:03.000004") == datetime(2024, 2, 29, 1, 2, 3, 4)
+    assert converter("timestamp(6)", "oracle")("2038-01-19T03:14:07.999999Z") == \
+        datetime(2038, 1, 19, 3, 14, 7, 999999, tzinfo=timezone.utc)
+    assert converter("bit(64)", "oracle")("18446744073709551615") == 2**64 - 1
