@@ -48,6 +48,7 @@ or names the culprit.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -454,7 +455,8 @@ class ApplyEngine:
             return
         texts = (t["before"] if deletes else t["after"]).take(rows)
         if self.target.json_rows and len(rows) >= self.target.bulk_min_rows \
-                and all(fn is typemap.b64_bytes for fn in info.converters.values()):
+                and all(fn is typemap.b64_bytes for fn in info.converters.values()) \
+                and _names_every_column(texts, info.columns):
             binary = set(info.converters)
             if deletes:
                 self.target.delete_json(info.target_table, info.key, texts, binary)
@@ -535,10 +537,17 @@ class ApplyEngine:
 
     @staticmethod
     def _convert(info: TableInfo, row: dict[str, Any], src: DataChange) -> dict[str, Any]:
-        extra = row.keys() - set(info.columns) if len(row) != len(info.columns) or info.converters else ()
-        if extra:
-            raise BadRecord(f"row of {info.source_table} has columns {sorted(extra)} not in its known schema",
-                            table=info.source_table, key=None, sequence=src.sequence, offset=src.offset, value=row)
+        if len(row) != len(info.columns) or info.converters:
+            extra = row.keys() - set(info.columns)
+            if extra:
+                raise BadRecord(f"row of {info.source_table} has columns {sorted(extra)} not in its known schema",
+                                table=info.source_table, key=None, sequence=src.sequence, offset=src.offset,
+                                value=row)
+            missing = [c for c in info.columns if c not in row]
+            if missing:  # a partial row image (binlog_row_image MINIMAL/NOBLOB): never written as NULLs
+                raise BadRecord(f"row image of {info.source_table} lacks columns {missing} of its schema (a partial "
+                                f"row image; the source must log full images)", table=info.source_table, key=None,
+                                sequence=src.sequence, offset=src.offset, value=row)
         if not info.converters:
             return row
         out = dict(row)
@@ -552,6 +561,22 @@ class ApplyEngine:
                                     table=info.source_table, key=None, column=col, sequence=src.sequence,
                                     offset=src.offset, value=v) from None
         return out
+
+
+def _names_every_column(texts: Any, columns: list[str]) -> bool:
+    """Every JSON row image in ``texts`` (an Arrow string array) has a key for every column.
+
+    The bulk JSON path lets the target read the images in SQL, where a missing key would become
+    NULL; when this is False the rows go through ``_convert``, which raises the BadRecord naming
+    the row. Keys of a flat image appear as ``"name":`` (a quote inside a string value is
+    escaped, so a value cannot fake one)."""
+    import pyarrow.compute as pc
+
+    for c in columns:
+        pattern = re.escape(orjson.dumps(c).decode()) + r"\s*:"  # the key as JSON writes it, then its colon
+        if not pc.all(pc.match_substring_regex(texts, pattern)).as_py():
+            return False
+    return True
 
 
 def _beyond(end: dict[str, Any] | None, kept: dict[str, Any] | None) -> bool:

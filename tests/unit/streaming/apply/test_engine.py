@@ -254,3 +254,33 @@ def test_columnar_and_record_paths_leave_the_same_target(case):
                     e.target.read_progress("src").last_sequence))
     assert out[0] == out[1]
     assert [(r[0], r[1]) for r in out[0][0]] == [(k, v["name"]) for k, v in sorted(model.items())]
+
+
+@pytest.mark.parametrize("columnar", [True, False])
+def test_a_row_image_missing_a_column_is_a_bad_record_never_null(columnar):
+    # A partial row image (binlog_row_image=MINIMAL on a session, or a foreign producer) must not
+    # land as NULLs in the target: the batch stops naming table, columns and position.
+    b = _base().tx(("c", "shop.orders", None, {"id": 1, "name": "a", "amount": "1.50"}))
+    good = b.seq - 1
+    b.tx(("u", "shop.orders", {"id": 1, "name": "a", "amount": "1.50"}, {"id": 1, "name": "b"}))
+    e = _engine()
+    e.target.columnar = columnar
+    recs = b.as_records()
+    e.apply_records(recs[:-3], 0)
+    with pytest.raises(BadRecord, match=r"row image of shop.orders lacks columns \['amount'\]") as info:
+        e.apply_records(recs, 1)
+    assert info.value.table == "shop.orders" and info.value.sequence == good + 2
+    assert [tuple(map(str, r)) for r in _rows(e, "orders")] == [("1", "a", "1.50")]
+    assert e.target.read_progress("src").last_sequence == good  # still the END of the first transaction
+
+
+def test_the_bulk_json_path_sees_a_missing_key():
+    import pyarrow as pa
+
+    from streaming.apply.engine import _names_every_column
+
+    cols = ["id", "amount"]
+    assert _names_every_column(pa.array(['{"id":1,"amount":"2"}', '{"id": 2, "amount" : null}']), cols)
+    assert not _names_every_column(pa.array(['{"id":1,"amount":"2"}', '{"id":2}']), cols)
+    # a string value that looks like the key is escaped in JSON, so it cannot stand in for it
+    assert not _names_every_column(pa.array([r'{"id":1,"note":"\"amount\":1"}']), cols)
