@@ -150,8 +150,13 @@ def target_type(source_type: str, dialect: str) -> str:
 
 
 def b64_bytes(value: Any) -> Any:
-    """Binary columns travel as base64 text in the stream."""
-    return base64.b64decode(value) if isinstance(value, str) else value
+    """Binary columns travel as base64 text in the stream; an Oracle RAW as its SQL_REDO text
+    ``HEXTORAW('00ff')`` (base64-decoding that text would silently drop its non-base64 characters)."""
+    if not isinstance(value, str):
+        return value
+    if value.startswith("HEXTORAW('") and value.endswith("')"):
+        return bytes.fromhex(value[10:-2])
+    return base64.b64decode(value, validate=True)
 
 
 def _temporal(value: Any) -> Any:

@@ -53,3 +53,14 @@ def test_oracle_target_types_hold_every_mysql_value():
     assert converter("timestamp(6)", "oracle")("2038-01-19T03:14:07.999999Z") == \
         datetime(2038, 1, 19, 3, 14, 7, 999999, tzinfo=timezone.utc)
     assert converter("bit(64)", "oracle")("18446744073709551615") == 2**64 - 1
+
+
+def test_binary_values_decode_exactly_or_fail_loudly():
+    """An Oracle RAW arrives as HEXTORAW('..') text: it used to be base64-decoded, which silently drops
+    the characters outside the base64 alphabet and writes wrong bytes."""
+    import binascii
+
+    assert b64_bytes("HEXTORAW('00ff10')") == b"\x00\xff\x10"
+    assert b64_bytes("AP8Q") == b"\x00\xff\x10"
+    with pytest.raises(binascii.Error):
+        b64_bytes("not base64!")
