@@ -93,10 +93,10 @@ def _raw_loop(db, start: str, rows: int) -> float:
 
 def _pipeline(db, broker, start: str, end: str, rows: int) -> float:
     from cdc.config import KafkaConfig
-    from cdc.events import Commit
-    from cdc.publish.publisher import Publisher
-    from cdc.metrics import SourceMetrics
     from cdc.contract import SourceContext
+    from cdc.events import Commit
+    from cdc.metrics import SourceMetrics
+    from cdc.publish.publisher import Publisher
     from readers.mysql.config import MySqlSourceConfig
     from readers.mysql.position import GtidSet
     from readers.mysql.reader import MySqlSource

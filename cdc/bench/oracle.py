@@ -80,11 +80,11 @@ def _raw_produce(bootstrap: str, topic: str, n: int, size: int) -> float:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdc.config import KafkaConfig
     from cdc.dev.broker import Broker
-    from cdc.publish.topics import ensure_topic
-    from cdc.publish.publisher import Publisher
     from cdc.metrics import SourceMetrics
-    from readers.oracle.sim.demo import make_source, pump
+    from cdc.publish.publisher import Publisher
+    from cdc.publish.topics import ensure_topic
     from readers.oracle.reader import default_parse_workers
+    from readers.oracle.sim.demo import make_source, pump
 
     if args.big_txn:
         options = f"seed=1,transactions=1,lanes=1,threads=1,big_txn_rows={args.big_txn},log_scns=200000,process=1"
@@ -110,8 +110,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print(f"bench oracle: simulator workload {options}", file=sys.stderr)
             prerender_s = None
             if not args.live_sim:
-                from readers.oracle.sim import simulator
                 from readers.oracle.session import CONTENTS_SQL
+                from readers.oracle.sim import simulator
                 sim = simulator.instance(options)
                 t0 = time.perf_counter()
                 sim.prerender(work, CONTENTS_SQL, sim.workload.base_scn, 20_000, 5000,

@@ -27,10 +27,10 @@ import uuid
 from cdc.config import KafkaConfig
 from cdc.envelope import data_record
 from cdc.events import Begin, Change, Column, Commit, TableId, TableSchema
-from cdc.publish.producer import OrderedProducer
-from cdc.publish.topics import ensure_topic
-from cdc.publish.publisher import Publisher
 from cdc.metrics import SourceMetrics
+from cdc.publish.producer import OrderedProducer
+from cdc.publish.publisher import Publisher
+from cdc.publish.topics import ensure_topic
 from cdc.serde import get_serdes
 
 TABLE = TableId("bench", "orders")

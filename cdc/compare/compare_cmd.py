@@ -78,8 +78,8 @@ def _expand(patterns: list[str], src_ep) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     from cdc.compare.endpoints import from_config
-    from cdc.compare.table_diff import TableCompare
     from cdc.compare.report import TableReport, dumps
+    from cdc.compare.table_diff import TableCompare
     from cdc.config import load_config
     from cdc.progress_bar import progress
 

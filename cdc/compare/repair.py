@@ -19,13 +19,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from cdc.compare.shapes import TableShape, describe
 from cdc.compare.endpoints import Endpoint
-from cdc.compare.table_diff import split_name
 from cdc.compare.errors import CompareError
 from cdc.compare.fingerprint import quote
 from cdc.compare.merge import DIFFERENT, EXTRA, MISSING
 from cdc.compare.report import TableReport
+from cdc.compare.shapes import TableShape, describe
+from cdc.compare.table_diff import split_name
 from cdc.events import Begin, Change, Column, Commit, TableId, TableSchema
 from cdc.values import select_expr, stream_value, value_kind
 
@@ -55,8 +55,8 @@ def repair(config, source_name: str, src_ep: Endpoint, tgt_ep: Endpoint, report:
                            "to delete or keep is ambiguous", table=report.source_table)
     own = publisher is None
     if own:
-        from cdc.publish.publisher import Publisher
         from cdc.metrics import SourceMetrics
+        from cdc.publish.publisher import Publisher
 
         publisher = Publisher(source_name, "repair", config.kafka, SourceMetrics(source_name))
     src_conn, tgt_conn = src_ep.connect(), tgt_ep.connect()

@@ -33,12 +33,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cdc.compare.shapes import TableShape, describe
 from cdc.compare.endpoints import Endpoint
 from cdc.compare.errors import CompareError
 from cdc.compare.fingerprint import ColumnInfo, bucket_digest_sql, md5_sql, quote, row_text_sql
 from cdc.compare.merge import merge, merge_multiset, walk
 from cdc.compare.report import TableReport
+from cdc.compare.shapes import TableShape, describe
 
 RANGES_PER_QUERY = 200
 SLAB_BUCKETS = 128  # buckets per bucket-pass query

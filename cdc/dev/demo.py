@@ -18,8 +18,8 @@ something that ran failed.
 from __future__ import annotations
 
 import hashlib
-import shutil
 import importlib.util
+import shutil
 import subprocess
 import sys
 import time

@@ -50,11 +50,11 @@ from cdc.envelope import (
 )
 from cdc.errors import CdcError, StreamCorrupt
 from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange, TableId, TableSchema
+from cdc.metrics import SourceMetrics
 from cdc.publish.acks import END, HEARTBEAT, PROGRESS, SCHEMA, AckTracker
 from cdc.publish.producer import DELIVERY_TIMEOUT_S, RECORD_OVERHEAD, OrderedProducer, RecordTooLarge
-from cdc.publish.topics import KEEP_FOREVER, ensure_topic, retention_warnings
 from cdc.publish.recovery import read_tail
-from cdc.metrics import SourceMetrics
+from cdc.publish.topics import KEEP_FOREVER, ensure_topic, retention_warnings
 from cdc.serde import get_serdes, get_table_key_serde
 
 log = logging.getLogger(__name__)

@@ -39,13 +39,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc.contract import Source, SourceContext
 from cdc.errors import ConfigError, PublishError, StreamCorrupt
+from cdc.metrics import SourceMetrics
 from cdc.publish.publisher import Publisher
 from cdc.runtime.health import HealthServer, source_readiness
 from cdc.runtime.logs import THREAD_PREFIX, bind_source_state
-from cdc.metrics import SourceMetrics
-from cdc.contract import Source
-from cdc.contract import SourceContext
 
 log = logging.getLogger(__name__)
 

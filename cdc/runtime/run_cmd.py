@@ -25,11 +25,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from cdc.config import load_config
+    from cdc.metrics import process_registry
+    from cdc.registry import open_source
     from cdc.runtime.daemon import Daemon, SourceSpec
     from cdc.runtime.logs import setup_logging
-    from cdc.metrics import process_registry
     from cdc.runtime.signals import TwoStageSignals
-    from cdc.registry import open_source
 
     config = load_config(args.config)
     setup_logging(config.logging.level, config.logging.json_)

@@ -16,8 +16,22 @@ from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
-from cdc.values import (Converter, base64_text, binary_padded, bit_int, date_text, datetime_text, decimal_text,
-                        float_value, json_text, set_text, text_or_base64, time_text, timestamp_text, year_value)
+from cdc.values import (
+    Converter,
+    base64_text,
+    binary_padded,
+    bit_int,
+    date_text,
+    datetime_text,
+    decimal_text,
+    float_value,
+    json_text,
+    set_text,
+    text_or_base64,
+    time_text,
+    timestamp_text,
+    year_value,
+)
 from readers.mysql.errors import DecodeError, UnknownColumnType
 
 _INTS = {T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG}

@@ -61,9 +61,9 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
+from cdc.contract import SourceContext
 from cdc.errors import CdcError, Terminal
 from cdc.events import Begin, Change, Commit, Event, Heartbeat, SchemaChange, TableId
-from cdc.contract import SourceContext
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
@@ -78,11 +78,11 @@ from readers.mysql.errors import (
 )
 from readers.mysql.failover import choose_primary, default_prober
 from readers.mysql.fastrows import install as _install_fast_rows
+from readers.mysql.guards import refuse_partial, refuse_statement, refuse_unlogged_ddl
 from readers.mysql.incremental import IncrementalSnapshots
 from readers.mysql.position import GtidSet
 from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
 from readers.mysql.snapshot import InitialSnapshot
-from readers.mysql.guards import refuse_partial, refuse_statement, refuse_unlogged_ddl
 from readers.mysql.tables import DML_WORDS, TableFilter, ddl_table
 
 log = logging.getLogger(__name__)

@@ -34,9 +34,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc.compare.shapes import classify
-from cdc.values import select_expr, stream_value, value_kind
 from cdc.events import Begin, Change, Commit, Event, Heartbeat, TableId, TableSchema
 from cdc.sql_dialects import MYSQL
+from cdc.values import select_expr, stream_value, value_kind
 from readers.mysql.connection import open_connection
 from readers.mysql.schema import schema_from_information_schema
 

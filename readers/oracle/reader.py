@@ -25,8 +25,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cdc.events import Commit, Event, Heartbeat, SchemaChange, TableSchema
 from cdc.contract import SourceContext
+from cdc.events import Commit, Event, Heartbeat, SchemaChange, TableSchema
 from cdc.spill import SpillPolicy, TransactionStore
 from readers.oracle.check import refuse_unlogged
 from readers.oracle.config import OracleSourceConfig

@@ -44,9 +44,9 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-from cdc.values import stream_value
 from cdc.errors import CdcError, Terminal
 from cdc.events import Begin, Change, Column, Commit, Event, Heartbeat, TableId, TableSchema
+from cdc.values import stream_value
 
 
 class FlashbackError(CdcError, Terminal):

@@ -31,11 +31,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cdc.compare.shapes import TableShape, describe
 from cdc.compare.endpoints import from_dsn
-from cdc.compare.table_diff import Side, split_name
 from cdc.compare.fingerprint import quote
 from cdc.compare.merge import DIFFERENT, EXTRA, MISSING, merge
+from cdc.compare.shapes import TableShape, describe
+from cdc.compare.table_diff import Side, split_name
 from cdc.events import Begin, Change, Column, Commit, Event, Heartbeat, TableId, TableSchema
 from cdc.values import select_expr, stream_value, value_kind
 from readers.shadow.config import ShadowSourceConfig

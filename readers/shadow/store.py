@@ -30,9 +30,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from cdc.compare.shapes import TableShape, describe
 from cdc.compare.endpoints import Endpoint
 from cdc.compare.fingerprint import quote
+from cdc.compare.shapes import TableShape, describe
 from cdc.errors import CdcError, Terminal
 
 

@@ -29,8 +29,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.runtime.logs import setup_logging
     from cdc.metrics import process_registry
+    from cdc.runtime.logs import setup_logging
     from cdc.runtime.signals import TwoStageSignals
     from streaming.apply import job
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc.events import TableSchema
-from streaming.targets import typemap
-from streaming.errors import UnsupportedDdl
 from cdc.table_map import TableMap
+from streaming.errors import UnsupportedDdl
+from streaming.targets import typemap
 from streaming.targets.base import Target
 
 

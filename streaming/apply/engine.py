@@ -59,15 +59,15 @@ import orjson
 from cdc.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
 from cdc.errors import CdcError
 from cdc.metrics import ApplyMetrics
-from streaming.targets import typemap
+from cdc.table_map import TableMap
 from streaming.apply.catalog import Catalog, TableInfo
+from streaming.apply.net_effect import DataChange, TableNet, net_effect, net_effect_columns
 from streaming.apply.table_delta import TableDelta
 from streaming.errors import BadRecord, StreamCorrupt, UnsupportedDdl
-from cdc.table_map import TableMap
-from streaming.apply.net_effect import DataChange, TableNet, net_effect, net_effect_columns
-from streaming.targets.progress_row import Progress
 from streaming.stream.records import DATA, UNDECODABLE, Batch, StreamRecord
+from streaming.targets import typemap
 from streaming.targets.base import Target
+from streaming.targets.progress_row import Progress
 
 log = logging.getLogger(__name__)
 MAX_DEAD_LETTERS_PER_BATCH = 1000

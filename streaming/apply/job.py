@@ -32,11 +32,11 @@ import orjson
 from cdc.config import ApplyConfig, Config
 from cdc.envelope import changes_topic
 from cdc.errors import CdcError, PublishError
-from cdc.publish.topics import topic_id
 from cdc.metrics import ApplyMetrics
+from cdc.publish.topics import topic_id
+from cdc.table_map import TableMap
 from streaming.apply.checkpoint import check, default_location, read_checkpoint
 from streaming.apply.engine import ApplyEngine
-from cdc.table_map import TableMap
 from streaming.targets import make_target
 
 log = logging.getLogger(__name__)

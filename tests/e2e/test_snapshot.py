@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from cdc.config import KafkaConfig
-from cdc.events import Change, Commit, Heartbeat
-from cdc.publish.publisher import Publisher
-from cdc.metrics import SourceMetrics
 from cdc.contract import SourceContext
+from cdc.events import Change, Commit, Heartbeat
+from cdc.metrics import SourceMetrics
+from cdc.publish.publisher import Publisher
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource
 from tests.integration.stream_check import read_stream

@@ -6,9 +6,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from cdc.contract import SourceContext
 from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange
 from cdc.metrics import SourceMetrics
-from cdc.contract import SourceContext
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource
 

@@ -110,9 +110,9 @@ class ScriptedSource:
 
 def main(argv: list[str] | None = None) -> int:
     from cdc.config import KafkaConfig
+    from cdc.metrics import process_registry
     from cdc.runtime.daemon import Daemon, SourceSpec
     from cdc.runtime.logs import setup_logging
-    from cdc.metrics import process_registry
     from cdc.runtime.signals import TwoStageSignals
 
     p = argparse.ArgumentParser()

@@ -72,8 +72,8 @@ def read_stream(bootstrap: str, topic: str, encoding: str = "json") -> Stream:
 def oracle_publisher(broker: Any, prefix: str) -> Any:
     """The publisher of the Oracle source ``ora`` used by the Oracle stream tests."""
     from cdc.config import KafkaConfig
-    from cdc.publish.publisher import Publisher
     from cdc.metrics import SourceMetrics
+    from cdc.publish.publisher import Publisher
 
     return Publisher("ora", "oracle", KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=prefix),
                      SourceMetrics("ora"))

@@ -11,9 +11,9 @@ import uuid
 import pytest
 
 from cdc.config import ApplyConfig, TargetConfig
+from cdc.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import BadRecord
-from cdc.table_map import TableMap
 from streaming.targets import make_target
 from streaming.testing import StreamBuilder
 

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from streaming.stream.batches import BoundaryScanner
 from streaming.errors import ApplyError
+from streaming.stream.batches import BoundaryScanner
 from streaming.testing import StreamBuilder, produce
 
 pytestmark = [pytest.mark.kafka]

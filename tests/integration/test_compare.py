@@ -9,8 +9,8 @@ import duckdb
 import pytest
 
 from cdc.compare.endpoints import Endpoint, from_dsn
-from cdc.compare.table_diff import TableCompare
 from cdc.compare.errors import CompareError
+from cdc.compare.table_diff import TableCompare
 
 pytestmark = [pytest.mark.mysql, pytest.mark.postgres]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from cdc.contract import SourceContext
 from cdc.events import Begin, Change, Commit, Heartbeat
 from cdc.metrics import SourceMetrics
-from cdc.contract import SourceContext
 from readers.shadow.config import ShadowSourceConfig
 from readers.shadow.reader import ShadowSource
 

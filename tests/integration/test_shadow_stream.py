@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from cdc.config import KafkaConfig
-from cdc.metrics import SourceMetrics
 from cdc.contract import SourceContext
+from cdc.metrics import SourceMetrics
 from readers.shadow.config import ShadowSourceConfig
 from readers.shadow.reader import ShadowSource
 from tests.integration.stream_check import read_stream

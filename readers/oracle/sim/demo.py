@@ -13,9 +13,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from cdc.contract import SourceContext
 from cdc.events import Change, Commit, Heartbeat
 from cdc.metrics import SourceMetrics
-from cdc.contract import SourceContext
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.reader import OracleSource
 

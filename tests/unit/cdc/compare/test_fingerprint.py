@@ -7,8 +7,8 @@ import hashlib
 import duckdb
 import pytest
 
-from cdc.compare.shapes import classify
 from cdc.compare.fingerprint import ColumnInfo, md5_sql, python_row_text
+from cdc.compare.shapes import classify
 
 COLS = [ColumnInfo("id", "int", "int", nullable=False), ColumnInfo("a", "varchar", "string"),
         ColumnInfo("b", "varchar", "string")]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from cdc.config import KafkaConfig
-from cdc.publish.publisher import Publisher
 from cdc.metrics import SourceMetrics
+from cdc.publish.publisher import Publisher
 from cdc.serde import get_serdes
 
 

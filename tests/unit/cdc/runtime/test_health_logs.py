@@ -9,9 +9,9 @@ import threading
 import urllib.error
 import urllib.request
 
+from cdc.metrics import SourceMetrics, process_registry
 from cdc.runtime.health import HealthServer, source_readiness
 from cdc.runtime.logs import setup_logging
-from cdc.metrics import SourceMetrics, process_registry
 
 
 def _get(url: str) -> tuple[int, bytes]:

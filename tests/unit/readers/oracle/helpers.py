@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import itertools
 
+from cdc.contract import SourceContext
 from cdc.events import Begin, Change, Commit, Heartbeat
 from cdc.metrics import SourceMetrics
-from cdc.contract import SourceContext
-from readers.oracle.sim import simulator
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.reader import OracleSource
+from readers.oracle.sim import simulator
 
 _n = itertools.count()
 

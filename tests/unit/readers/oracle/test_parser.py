@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from readers.oracle import parser
 from readers.oracle.errors import DictionaryMismatch, RedoParseError
 from readers.oracle.parser import parse_redo, scan_redo
-from readers.oracle.tools import parse_lines
 from readers.oracle.sim.workload import sql_delete, sql_insert, sql_update
+from readers.oracle.tools import parse_lines
 
 DATE = "TO_DATE('2020-02-01 00:00:00', 'YYYY-MM-DD HH24:MI:SS')"
 

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc.config import ApplyConfig, TargetConfig
+from cdc.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import BadRecord, StreamCorrupt, UnsupportedDdl
-from cdc.table_map import TableMap
 from streaming.targets.duckdb import DuckDbTarget
 from streaming.testing import StreamBuilder
 
