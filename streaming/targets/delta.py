@@ -100,7 +100,8 @@ class DeltaTarget(LakeTarget):
         return d.to_pyarrow_table()
 
     def _write(self, table: str, source: str, seq: int, *, truncate: bool, deletes: pa.Table | None,
-               upserts: pa.Table | None, append_only: bool, replace: pa.Table | None) -> int:
+               upserts: pa.Table | None, append_only: bool, replace: pa.Table | None,
+               existing: pa.Table | None = None) -> int:
         from deltalake import write_deltalake
         from deltalake.exceptions import CommitFailedError
 

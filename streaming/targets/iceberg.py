@@ -121,7 +121,8 @@ class IcebergTarget(LakeTarget):
         return t.scan().to_arrow()
 
     def _write(self, table: str, source: str, seq: int, *, truncate: bool, deletes: pa.Table | None,
-               upserts: pa.Table | None, append_only: bool, replace: pa.Table | None) -> int:
+               upserts: pa.Table | None, append_only: bool, replace: pa.Table | None,
+               existing: pa.Table | None = None) -> int:
         t = self._t(table)
         props = {SOURCE_PROP: source, SEQUENCE_PROP: str(seq)}
         schema = t.schema().as_arrow()
@@ -130,40 +131,39 @@ class IcebergTarget(LakeTarget):
             if replace is not None:
                 tx.overwrite(replace.cast(schema), snapshot_properties=props)
             else:
-                gone = [x for x in (deletes, None if append_only else upserts) if x is not None and len(x)]
-                new = upserts if upserts is not None and len(upserts) else None
-                if gone and len(key) > 1:  # composite key: rewrite the rows a per-column superset filter finds
-                    where, kept = self._composite_rewrite(t, key, gone)
-                    data = kept if new is None else pa.concat_tables([kept.cast(schema), new.cast(schema)])
-                    tx.overwrite(data.cast(schema), overwrite_filter=where, snapshot_properties=props)
-                else:
-                    if gone:
-                        tx.delete(self._key_filter(key, gone), snapshot_properties=props)
-                    if new is not None:
-                        tx.append(new.cast(schema), snapshot_properties=props)
-                    elif not gone:  # nothing to change: still record the sequence (an empty append is a snapshot)
-                        tx.append(schema.empty_table(), snapshot_properties=props)
+                may_exist = upserts if existing is None else existing
+                gone = [x.select(list(key)) for x in (deletes, None if append_only else may_exist)
+                        if x is not None and len(x)]
+                new = upserts.cast(schema) if upserts is not None and len(upserts) else None
+                if gone:  # rewrite the key range the touched keys span, less those keys, plus the new images
+                    where, kept = self._rewrite(t, key, gone)
+                    data = kept.cast(schema) if new is None else pa.concat_tables([kept.cast(schema), new])
+                    tx.overwrite(data, overwrite_filter=where, snapshot_properties=props)
+                else:  # an empty append still records the sequence (a snapshot)
+                    tx.append(new if new is not None else schema.empty_table(), snapshot_properties=props)
         return t.current_snapshot().snapshot_id
 
     @staticmethod
-    def _key_filter(key: tuple[str, ...], parts: list[pa.Table]) -> Any:
-        from pyiceberg.expressions import EqualTo, In
+    def _rewrite(t: Any, key: tuple[str, ...], parts: list[pa.Table]) -> tuple[Any, pa.Table]:
+        """(filter, rows to keep): the filter is each key column between the touched keys' min and max (a
+        superset of them that prunes files by their column bounds, cheap to bind however many keys there
+        are); the kept rows are the ones it matches whose key was not touched."""
+        import pyarrow.compute as pc
+        from pyiceberg.expressions import And, GreaterThanOrEqual, LessThanOrEqual
 
-        values = sorted({v for p in parts for v in p.column(key[0]).to_pylist()})
-        return In(key[0], values) if len(values) > 1 else EqualTo(key[0], values[0])
-
-    @staticmethod
-    def _composite_rewrite(t: Any, key: tuple[str, ...], parts: list[pa.Table]) -> tuple[Any, pa.Table]:
-        """(filter, rows to keep): the filter matches every touched key (each column IN its values: a
-        superset); the kept rows are those it matches whose whole key was not touched."""
-        from pyiceberg.expressions import And, In
-
-        touched = set()
-        for p in parts:
-            touched.update(zip(*(p.column(k).to_pylist() for k in key)))
-        where = And(*(In(k, sorted({tk[i] for tk in touched})) for i, k in enumerate(key))) if len(key) > 1 else None
+        touched = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        terms = []
+        for k in key:
+            lo, hi = pc.min_max(touched.column(k)).values()
+            terms += [GreaterThanOrEqual(k, lo.as_py()), LessThanOrEqual(k, hi.as_py())]
+        where = And(*terms)
         current = t.scan(row_filter=where).to_arrow()
-        mask = [tk not in touched for tk in zip(*(current.column(k).to_pylist() for k in key))]
+        if len(key) == 1:
+            gone = pc.is_in(current.column(key[0]), value_set=touched.column(key[0]).combine_chunks()
+                            .cast(current.schema.field(key[0]).type))
+            return where, current.filter(pc.invert(gone))
+        keys = set(zip(*(touched.column(k).to_pylist() for k in key)))
+        mask = [tk not in keys for tk in zip(*(current.column(k).to_pylist() for k in key))]
         return where, current.filter(pa.array(mask, pa.bool_()))
 
     def _append_log(self, table: str, rows: pa.Table) -> None:

@@ -113,11 +113,13 @@ class LakeTarget(Target):
 
     @abc.abstractmethod
     def _write(self, table: str, source: str, seq: int, *, truncate: bool, deletes: pa.Table | None,
-               upserts: pa.Table | None, append_only: bool, replace: pa.Table | None) -> int:
+               upserts: pa.Table | None, append_only: bool, replace: pa.Table | None,
+               existing: pa.Table | None = None) -> int:
         """ONE commit of ``table`` recording (source, seq); returns the table's new version / snapshot id.
 
         ``replace``: the table's whole new content (keyless tables, or after a TRUNCATE); else ``deletes``
-        (key columns) and ``upserts`` (full rows) merged by key, or appended when ``append_only``."""
+        (key columns) and ``upserts`` (full rows) merged by key, or appended when ``append_only``;
+        ``existing``: the upserts whose key may already be in the table (None: any of them)."""
 
     @abc.abstractmethod
     def _version(self, table: str) -> int | None: ...
@@ -192,8 +194,9 @@ class LakeTarget(Target):
             return self._write(table, source, seq, truncate=True, deletes=None, upserts=None, append_only=False,
                                replace=_conform(upserts, schema))
         append_only = trust_new and deletes is None and upserts is not None and bool(new.all())
+        existing = upserts.filter(pa.array(~new)) if trust_new and upserts is not None else None
         return self._write(table, source, seq, truncate=False, deletes=deletes, upserts=_conform(upserts, schema),
-                           append_only=append_only, replace=None)
+                           append_only=append_only, replace=None, existing=existing)
 
     def _fold(self, pend: _Pending) -> tuple[pa.Table | None, pa.Table | None, Any]:
         """The final state per key: (deleted keys, upserted rows, per upserted row: new to the table)."""

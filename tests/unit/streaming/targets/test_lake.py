@@ -96,7 +96,7 @@ def test_random_batches_equal_the_model_and_every_consistent_point(kind, tmp_pat
             for _ in range(rng.randint(1, 40)):
                 r = rng.random()
                 if r < 0.4 or not accts:
-                    row = _acct(next_id, rng)
+                    row = {**_acct(next_id, rng), **({"vip": rng.choice([0, 1, None])} if "vip" in acct_cols else {})}
                     next_id += 1
                     accts[row["id"]] = row
                     ops.append(("c", "shop.acct", None, dict(row)))

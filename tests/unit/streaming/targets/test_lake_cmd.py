@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -37,11 +38,17 @@ def applied(request, tmp_path):
     return cfg, path, b.seq - 1
 
 
+def _cdc(*args: str, timeout: float) -> subprocess.CompletedProcess:
+    """`cdc ...` as a child process, without CDC_* overrides from the environment (they would change the config)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CDC_")}
+    return subprocess.run([sys.executable, "-m", "cdc.cli", *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
 def test_snapshot_prints_the_latest_consistent_point(applied):
     cfg, path, last = applied
-    out = subprocess.run([sys.executable, "-m", "cdc.cli", "lake", "snapshot", "--config", str(path), "--target",
-                          cfg.name], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
+    out = _cdc("lake", "snapshot", "--config", str(path), "--target", cfg.name, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
     point = json.loads(out.stdout)
     assert point["last_sequence"] == last and point["batch_id"] == 5 and set(point["tables"]) == {"acct"}
     assert point == lake_cmd.latest_point(str(path), cfg.name)
@@ -54,9 +61,8 @@ def test_compact_keeps_rows_sequence_and_the_point_readable(applied):
     target = make_target(cfg).open()
     before = rows(read(target, "acct"), ["id", "balance"])
     point = target.latest_point()
-    out = subprocess.run([sys.executable, "-m", "cdc.cli", "lake", "compact", "--config", str(path), "--target",
-                          cfg.name, "--retention-hours", "0"], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
+    out = _cdc("lake", "compact", "--config", str(path), "--target", cfg.name, "--retention-hours", "0", timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
     figures = {d["table"]: d for d in map(json.loads, out.stdout.splitlines())}
     assert "acct" in figures and "_cdc_progress" in figures
     if cfg.kind == "delta":
