@@ -62,6 +62,16 @@ def _engine_rate(kind: str, work: Path, name: str, builder, rows: int, records_p
     for i, t in enumerate(tables):
         engine.apply_arrow(t, i)
     elapsed = time.monotonic() - t0
+    keys: set = set()  # the keys the stream leaves (an update of a row never inserted upserts it, as everywhere)
+    for _k, v in builder.items:
+        if v.get("op") in ("c", "u", "r"):
+            keys.discard((v.get("before") or {}).get("id"))
+            keys.add(v["after"]["id"])
+        elif v.get("op") == "d":
+            keys.discard(v["before"]["id"])
+    got = sorted(target._read_all("t").column("id").to_pylist())
+    if got != sorted(keys):  # a benchmark of a wrong result is worthless
+        raise RuntimeError(f"bench apply {kind}: the target table holds {len(got)} keys, the stream leaves {len(keys)}")
     return rows / elapsed, engine
 
 

@@ -8,13 +8,14 @@ primitive type):
     tinyint, smallint, year          int16 (Delta short) / int32 (Iceberg has no short)
     mediumint, int; smallint unsigned int32; unsigned: int64
     bigint                           int64; unsigned: decimal(20,0)
+    bit(n)                           int64 (n < 64), else decimal(20,0) (the stream has its integer value)
     decimal(p,s), numeric, number    decimal128(p,s) (no precision: decimal(38,10))
     float, real / double             float32 / float64
     bool, boolean                    bool
     date                             date32
     datetime                         timestamp[us] without zone (Delta timestamp_ntz, Iceberg timestamp)
     timestamp (zoned, 'Z' values)    timestamp[us, UTC] (Delta timestamp, Iceberg timestamptz)
-    binary, varbinary, blob, bit...  binary (the stream's base64 decoded)
+    binary, varbinary, blob, raw     binary (the stream's base64 decoded)
     char, varchar, text, json, time, enum, set, anything else   string
 
 TIME stays text: MySQL TIME spans -838:59:59..838:59:59, outside either
@@ -38,7 +39,7 @@ from streaming.targets.typemap import parse_type
 
 _STRINGS = ("char", "varchar", "varchar2", "nvarchar2", "nchar", "character varying", "text", "tinytext",
             "mediumtext", "longtext", "clob", "json", "enum", "set", "time")
-_BINARY = ("binary", "varbinary", "blob", "tinyblob", "mediumblob", "longblob", "raw", "bit")
+_BINARY = ("binary", "varbinary", "blob", "tinyblob", "mediumblob", "longblob", "raw")
 
 
 def arrow_type(source_type: str, fmt: str) -> pa.DataType:
@@ -51,6 +52,8 @@ def arrow_type(source_type: str, fmt: str) -> pa.DataType:
         return pa.int64() if unsigned and base != "smallint" else pa.int32()
     if base == "bigint":
         return pa.decimal128(20, 0) if unsigned else pa.int64()
+    if base == "bit":  # the stream carries a BIT as its integer value
+        return pa.int64() if args and args.strip().isdigit() and int(args) < 64 else pa.decimal128(20, 0)
     if base in ("decimal", "numeric", "number"):
         if args:
             p, _, s = args.partition(",")

@@ -216,3 +216,23 @@ def test_value_the_table_cannot_hold_is_named(kind, tmp_path):
     assert info.value.table == "shop.acct" and "balance" in str(info.value) and "12345678901234.5" in str(info.value)
     assert target.latest_point() is None  # nothing committed
     e.close()
+
+
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_stream_values_become_the_lake_types(fmt):
+    import pyarrow as pa
+
+    from streaming.targets import lake_types
+
+    cols = [("b", "bit(3)"), ("u", "bigint unsigned"), ("z", "timestamp(6)"), ("d", "datetime"), ("bin", "blob"),
+            ("t", "time"), ("s", "smallint"), ("j", "json")]
+    schema = pa.schema([(n, lake_types.arrow_type(t, fmt)) for n, t in cols])
+    row = {"b": 5, "u": "18446744073709551615", "z": "2024-01-02T03:04:05.5Z", "d": "2024-01-02T03:04:05",
+           "bin": "AAE=", "t": "-838:59:59", "s": -3, "j": '{"a": 1}'}
+    got = lake_types.rows_to_table([row], schema, "db.t").to_pylist()[0]
+    assert got["b"] == 5 and str(got["u"]) == "18446744073709551615" and got["bin"] == b"\x00\x01"
+    assert got["z"].isoformat() == "2024-01-02T03:04:05.500000+00:00" and got["d"].isoformat() == "2024-01-02T03:04:05"
+    assert got["t"] == "-838:59:59" and got["s"] == -3 and got["j"] == '{"a": 1}'
+    assert schema.field("s").type == (pa.int16() if fmt == "delta" else pa.int32())
+    with pytest.raises(ValueError, match=r"db.t.d: value '2024-13-45' does not convert"):
+        lake_types.rows_to_table([{**row, "d": "2024-13-45"}], schema, "db.t")
