@@ -47,5 +47,8 @@ class OracleSourceConfig(BaseModel):
         default="never", description="initial: a new stream starts with the tables' rows AS OF one SCN (op 'r')")
     snapshot_chunk_rows: int = Field(default=5_000, gt=0, description="rows per initial-snapshot chunk")
     unsupported: Literal["fail", "skip"] = "fail"
+    temporal: Literal["iso", "redo_text"] = Field(
+        default="iso", description="iso: DATE/TIMESTAMP values as the stream's ISO text and types (readers/oracle/"
+                                   "convert.py); redo_text: the SQL_REDO text and Oracle's type names")
     conversions: dict[str, Literal["text", "int", "decimal", "float", "date", "timestamp"]] = Field(
         default_factory=dict, description="'SCHEMA.TABLE.COLUMN' (or '*.*.COLUMN') -> type; default: literal text")

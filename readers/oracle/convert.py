@@ -1,18 +1,38 @@
-"""Optional value conversions for Oracle changes (default: the literal SQL_REDO text).
+"""Oracle value conversions: the ``temporal`` encoding and the optional ``conversions``.
+
+``temporal: iso`` (the default) turns the SQL_REDO text of every DATE and
+TIMESTAMP column into the stream's ISO encodings (cdc/values.py), the same
+as MySQL's, and describes those columns with the stream's types in the
+schema records (:func:`stream_schema`):
+
+    DATE                          datetime(0)   'YYYY-MM-DDTHH:MM:SS' (wall clock)
+    TIMESTAMP(n)                  datetime(n)   the same plus the fraction
+    TIMESTAMP(n) WITH LOCAL TZ    datetime(n)   the wall clock LogMiner writes (no zone in the text)
+    TIMESTAMP(n) WITH TIME ZONE   (kept)        the instant in UTC plus 'Z'
+
+The fraction is canonical, so the snapshot and LogMiner paths agree whatever
+digits each wrote: none when zero, else 6 digits (Python's isoformat), or 7
+to 9 when the value has digits below the microsecond (all kept, never
+rounded). ``temporal: redo_text`` keeps the SQL_REDO text and Oracle's type
+names (the encoding before this option existed).
 
 ``conversions`` maps ``SCHEMA.TABLE.COLUMN`` (``*`` allowed for schema and
-table) to ``text|int|decimal|float|date|timestamp``. A value that does not
-convert raises DecodeError naming table, column and value.
+table) to ``text|int|decimal|float|date|timestamp``; they run after the
+temporal step and take either encoding. A value that does not convert raises
+DecodeError naming table, column and value.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cdc.errors import DecodeError
-from cdc.events import Change
+from cdc.events import Change, Column, TableSchema
 
 
 def _fn_arg(v: str) -> str:
@@ -37,33 +57,114 @@ _CONVERT: dict[str, Callable[[str], Any]] = {
     "date": _date, "timestamp": _timestamp,
 }
 
+# ---- temporal: iso ----------------------------------------------------------------------------
+_WALL = re.compile(r"(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:\.(\d{0,9}))?")
+_ZONED = re.compile(r"(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:\.(\d{0,9}))? ?(?:([+-])(\d\d?):(\d\d)|([A-Za-z_/+\-0-9]+))")
+_TS = re.compile(r"timestamp(?:\((\d)\))?( with local time zone| with time zone)?")
+
+
+def _fraction(digits: str | None) -> str:
+    """Canonical fraction: '' when zero, else 6 digits, or up to 9 when below the microsecond."""
+    d = (digits or "").rstrip("0")
+    return "" if not d else "." + (d.ljust(6, "0") if len(d) <= 6 else d)
+
+
+def iso_temporal(v: Any) -> Any:
+    """A DATE/TIMESTAMP value as SQL_REDO shows it -> the stream's ISO text (module docstring).
+
+    ``TO_DATE('2024-02-29 13:14:15', 'fmt')`` and ``TO_TIMESTAMP('.. .1234567')`` -> wall clock;
+    ``TO_TIMESTAMP_TZ('.. -06:00')`` (or a region name) -> UTC plus 'Z'. Raises ValueError on any
+    other shape (a BC date, an unknown region): never a half-converted value."""
+    if not isinstance(v, str):
+        return v
+    arg = _fn_arg(v)
+    if v.startswith("TO_TIMESTAMP_TZ("):
+        m = _ZONED.fullmatch(arg)
+        if m is None:
+            raise ValueError(f"not a TIMESTAMP WITH TIME ZONE text: {v!r}")
+        day, clock, digits, sign, hh, mm, region = m.groups()
+        wall = datetime.fromisoformat(f"{day}T{clock}")
+        if region is not None:
+            try:
+                utc = wall.replace(tzinfo=ZoneInfo(region)).utcoffset()
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"unknown time zone region in {v!r}") from None
+        else:
+            utc = timedelta(hours=int(hh), minutes=int(mm)) * (-1 if sign == "-" else 1)
+        return (wall - utc).isoformat() + _fraction(digits) + "Z"
+    if v.startswith(("TO_DATE(", "TO_TIMESTAMP(")) or v == arg:
+        m = _WALL.fullmatch(arg)
+        if m is None:
+            raise ValueError(f"not a DATE/TIMESTAMP text: {v!r}")
+        return f"{m.group(1)}T{m.group(2)}{_fraction(m.group(3))}"
+    raise ValueError(f"not a DATE/TIMESTAMP text: {v!r}")
+
+
+def stream_type(oracle_type: str) -> str:
+    """Oracle's type text (lower case, ALL_TAB_COLUMNS.DATA_TYPE) -> the schema record's, for ``iso``."""
+    t = oracle_type.strip().lower()
+    if t == "date":
+        return "datetime(0)"
+    m = _TS.fullmatch(t)
+    if m is None:
+        return t
+    n = m.group(1) or "6"
+    return f"timestamp({n}) with time zone" if m.group(2) == " with time zone" else f"datetime({n})"
+
+
+def stream_schema(schema: TableSchema | None, temporal: str) -> TableSchema | None:
+    """The schema record of an Oracle table under ``temporal`` (``redo_text``: unchanged)."""
+    if schema is None or temporal != "iso":
+        return schema
+    cols = tuple(Column(c.name, stream_type(c.type), c.nullable) for c in schema.columns)
+    return TableSchema(schema.table, cols, schema.primary_key)
+
+
+def _temporal_columns(schema: TableSchema | None) -> list[str]:
+    """Columns of a stream schema (after :func:`stream_schema`) whose values :func:`iso_temporal` converts."""
+    if schema is None:
+        return []
+    return [c.name for c in schema.columns if c.type.startswith(("datetime(", "timestamp("))]
+
 
 class Converter:
-    def __init__(self, conversions: dict[str, str]) -> None:
-        self.rules = [(tuple(k.upper().split(".")), _CONVERT[v]) for k, v in conversions.items()]
-        self._cache: dict[tuple[str, str], dict[str, Callable]] = {}
+    """Applied to every Change of an Oracle source (LogMiner and snapshot alike), in place.
 
-    def _for(self, db: str, table: str) -> dict[str, Callable]:
-        out: dict[str, Callable] = {}
+    ``temporal``: ``iso`` converts the DATE/TIMESTAMP columns of the Change's (stream) schema; a
+    Change without a schema is left as SQL_REDO shows it. Then ``conversions``."""
+
+    def __init__(self, conversions: dict[str, str], temporal: str = "iso") -> None:
+        self.rules = [(tuple(k.upper().split(".")), _CONVERT[v]) for k, v in conversions.items()]
+        self.temporal = temporal
+        self._cache: dict[tuple[str, str], tuple[Any, list[tuple[str, Callable]]]] = {}
+
+    def _for(self, db: str, table: str, schema: TableSchema | None) -> list[tuple[str, Callable]]:
+        out: list[tuple[str, Callable]] = []
+        if self.temporal == "iso":
+            out += [(c, iso_temporal) for c in _temporal_columns(schema)]
         for (s, t, c), fn in self.rules:
             if s in ("*", db) and t in ("*", table):
-                out[c] = fn
+                out.append((c, fn))
         return out
 
     def __call__(self, change: Change) -> None:
         key = (change.table.db, change.table.table)
-        rules = self._cache.get(key)
-        if rules is None:
-            rules = self._cache[key] = self._for(*key)
+        known = self._cache.get(key)
+        if known is None or known[0] is not change.schema:  # a new table, or its schema changed (DDL)
+            known = self._cache[key] = (change.schema, self._for(*key, change.schema))
+        rules = known[1]
+        if not rules:
+            return
         for image in (change.before, change.after):
             if not image:
                 continue
-            for col, fn in rules.items():
+            for col, fn in rules:
                 v = image.get(col)
                 if v is None:
                     continue
                 try:
                     image[col] = fn(v)
-                except (ValueError, InvalidOperation):
-                    raise DecodeError(f"cannot convert {change.table}.{col} value {v!r}", table=str(change.table),
-                                      column=col, value=v, position=change.source.get("scn")) from None
+                except (ValueError, InvalidOperation) as exc:
+                    raise DecodeError(f"cannot convert {change.table}.{col} value {v!r}: {exc}",
+                                      table=str(change.table), column=col, value=v,
+                                      position=change.source.get("scn")) from None

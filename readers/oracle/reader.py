@@ -26,10 +26,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc.contract import SourceContext
-from cdc.events import Commit, Event, Heartbeat, SchemaChange, TableSchema
+from cdc.events import Change, Commit, Event, Heartbeat, SchemaChange, TableSchema
 from cdc.spill import SpillPolicy, TransactionStore
 from readers.oracle.check import refuse_unlogged
 from readers.oracle.config import OracleSourceConfig
+from readers.oracle.convert import Converter, stream_schema
 from readers.oracle.dispatcher import Dispatcher
 from readers.oracle.miner import ParallelMiner
 from readers.oracle.parse_pool import ParsePool
@@ -76,7 +77,7 @@ class OracleSource:
         # -- snapshot hook (readers/oracle/snapshot.py): a new stream, or one cut off mid-snapshot, starts
         #    with the tables' rows AS OF one SCN; mining then starts at the snapshot's streaming resume state
         if c.snapshot == "initial" and (resume is None or "snapshot" in resume):
-            self._snapshot = OracleSnapshot.open(c, (resume or {}).get("snapshot"))
+            self._snapshot = OracleSnapshot.open(c, (resume or {}).get("snapshot"))  # c.temporal: its schemas
             state = ResumeState.from_json(self._snapshot.streaming_resume())
         self.standby = Standby(c)
         refuse_unlogged(self.standby.query, c.name, c.tables)  # whole row images, or no start
@@ -123,7 +124,7 @@ class OracleSource:
     def _schema(self, owner: str, table: str) -> TableSchema | None:
         assert self.standby is not None
         schema = self.standby.table_schema(owner, table)
-        return schema if schema.columns else None
+        return stream_schema(schema, self.config.temporal) if schema.columns else None
 
     def _committed(self, open_count: int) -> None:
         """After each transaction: the metrics move at most every 0.5 s (label lookups are not free)."""
@@ -154,11 +155,11 @@ class OracleSource:
         self.metrics.open_transactions(open_count)
         self._pending_tx = 0
 
-    def _converter(self):
-        if not self.config.conversions:
+    def _converter(self) -> Converter | None:
+        """Applied to every Change, streamed or snapshot (readers/oracle/convert.py)."""
+        if not self.config.conversions and self.config.temporal == "redo_text":
             return None
-        from readers.oracle.convert import Converter
-        return Converter(self.config.conversions)
+        return Converter(self.config.conversions, self.config.temporal)
 
     def events(self) -> Iterator[Event]:
         """Committed transactions in commit-SCN order; a Heartbeat when idle for heartbeat_interval_s.
@@ -170,7 +171,11 @@ class OracleSource:
         assert self.miner is not None and self.dispatcher is not None
         d, miner, stop = self.dispatcher, self.miner, self._stop
         if self._snapshot is not None:  # snapshot hook: op 'r' chunks before the first streamed transaction
-            yield from self._snapshot.events()
+            convert = d.convert
+            for event in self._snapshot.events():
+                if convert is not None and type(event) is Change:
+                    convert(event)  # the same conversions as a streamed row
+                yield event
             self._snapshot.close()
             self._snapshot = None
         interval = self.config.heartbeat_interval_s

@@ -27,8 +27,10 @@ starts mining at its streaming resume state; OracleSource.events() yields the
 snapshot's chunks first (the hooks are marked in readers/oracle/reader.py).
 
 Values are rendered as SQL_REDO shows them (:func:`redo_text`), so a row
-reads the same whether it came from the snapshot or from LogMiner, and
-``conversions`` treat both alike.
+reads the same whether it came from the snapshot or from LogMiner; the
+reader then runs the same Converter over both (``temporal: iso`` and
+``conversions``, readers/oracle/convert.py). ``temporal`` here only names the
+column types of the chunks' schemas (:func:`readers.oracle.convert.stream_schema`).
 
 No Oracle server runs where this project is built: the SQL here is what
 Oracle accepts, exercised against the LogMiner simulator's flashback reads
@@ -47,6 +49,7 @@ from typing import Any
 from cdc.errors import CdcError, Terminal
 from cdc.events import Begin, Change, Column, Commit, Event, Heartbeat, TableId, TableSchema
 from cdc.values import stream_value
+from readers.oracle.convert import stream_schema
 
 
 class FlashbackError(CdcError, Terminal):
@@ -100,8 +103,8 @@ class OracleSnapshot:
     """Chunks of every table AS OF one SCN, as Begin/Change('r')/Commit transactions."""
 
     def __init__(self, conn: Any, tables: list[TableId], progress: dict[str, Any] | None = None,
-                 chunk_rows: int = 5_000, scn: int | None = None) -> None:
-        self.conn, self.tables, self.chunk_rows = conn, sorted(tables), chunk_rows
+                 chunk_rows: int = 5_000, scn: int | None = None, temporal: str = "redo_text") -> None:
+        self.conn, self.tables, self.chunk_rows, self.temporal = conn, sorted(tables), chunk_rows, temporal
         self.progress = dict(progress or {})
         if "scn" not in self.progress:
             self.progress.update(scn=scn if scn is not None else self._current_scn(), table=None, after=None)
@@ -122,7 +125,7 @@ class OracleSnapshot:
         conn = connect(config.standby_dsn or config.dsn, config, "standby")
         try:
             snap = cls(conn, expand_tables(conn, config.tables), progress, chunk_rows=config.snapshot_chunk_rows,
-                       scn=config.start_scn if progress is None else None)
+                       scn=config.start_scn if progress is None else None, temporal=config.temporal)
         except BaseException:
             conn.close()
             raise
@@ -148,6 +151,7 @@ class OracleSnapshot:
                 continue
             after = self.progress.get("after") if start == str(table) else None
             schema = self._schema(table)
+            stream = stream_schema(schema, self.temporal)
             n = 0
             while True:
                 rows = self._chunk(table, schema, after)
@@ -159,7 +163,7 @@ class OracleSnapshot:
                 txid = f"snapshot:{table}:{self.scn}:{n}"
                 yield Begin(txid, ts)
                 for i, row in enumerate(rows):
-                    yield Change(table, "r", None, row, {"scn": self.scn, "snapshot_row": i}, schema)
+                    yield Change(table, "r", None, row, {"scn": self.scn, "snapshot_row": i}, stream)
                 yield Commit(txid, ts, {**self.streaming_resume(), "snapshot": dict(self.progress)},
                              {"scn": self.scn})
                 n += 1

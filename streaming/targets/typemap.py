@@ -7,6 +7,13 @@ holds every value of the source type (unsigned widened, DECIMAL exact), and
 a converter for values whose stream form (see cdc.events.Change) the target
 cannot take as is (base64 binary -> bytes, zoned 'Z' text for MySQL).
 Unknown types map to text, which holds the stream's JSON-ready value.
+
+Oracle sources (``temporal: iso``, readers/oracle/convert.py) describe DATE as
+``datetime(0)``, TIMESTAMP(n) [WITH LOCAL TIME ZONE] as ``datetime(n)`` (wall
+clock) and keep ``timestamp(n) with time zone`` (UTC + 'Z'): a timestamp
+column, never a date. n = 7..9 becomes 6 digits in PostgreSQL, DuckDB and
+MySQL, and a value with digits below the microsecond is refused there
+(:func:`micro_timestamp`), never rounded or truncated.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from datetime import date, datetime
 from typing import Any
 
 _PAREN = re.compile(r"^([a-z0-9_ ]+?)\s*(\(([^)]*)\))?\s*(unsigned)?\s*(zerofill)?$")
+_ZONED_TS = re.compile(r"^timestamp\s*(?:\((\d)\))?\s+(with time zone|with local time zone)$")
 
 Converter = Callable[[Any], Any]
 
@@ -26,6 +34,9 @@ Converter = Callable[[Any], Any]
 def parse_type(source_type: str) -> tuple[str, str | None, bool]:
     """'decimal(10,2) unsigned' -> ('decimal', '10,2', True)."""
     text = source_type.strip().lower()
+    z = _ZONED_TS.match(text)  # Oracle: 'timestamp(6) with time zone' -> ('timestamp with time zone', '6')
+    if z:
+        return f"timestamp {z.group(2)}", z.group(1), False
     m = _PAREN.match(text)
     if not m:
         return text, None, False
@@ -52,7 +63,9 @@ def _pg(base: str, args: str | None, unsigned: bool) -> str:
     if base == "date":
         return "date"
     if base in ("datetime", "timestamp with local time zone"):
-        return f"timestamp({args})" if args else "timestamp"
+        return f"timestamp({_micro_digits(args)})" if args else "timestamp"
+    if base == "timestamp with time zone":  # Oracle's zoned type (stream: UTC + 'Z')
+        return f"timestamptz({_micro_digits(args)})" if args else "timestamptz"
     if base.startswith("timestamp"):
         return f"timestamptz({args})" if args and base == "timestamp" else "timestamptz"
     if base == "time":  # MySQL TIME spans -838:59:59.999999 .. 838:59:59.999999
@@ -92,10 +105,16 @@ def _mysql(base: str, args: str | None, unsigned: bool) -> str:
         return "longtext"
     if base == "raw":
         return f"varbinary({args or 2000})"
+    if base in ("binary_float", "binary_double"):  # not MySQL types ('binary' in the name made them bytes)
+        return "float" if base == "binary_float" else "double"
+    if base in ("datetime", "timestamp with local time zone", "timestamp with time zone"):
+        return f"datetime({_micro_digits(args)})" if args else "datetime"  # zoned: the UTC wall clock
     return full
 
 
 def _oracle(base: str, args: str | None, unsigned: bool) -> str:
+    if base in ("datetime", "timestamp with local time zone", "timestamp with time zone") and args:
+        return f"timestamp({args})" + (" with time zone" if base == "timestamp with time zone" else "")
     pg = _pg(base, args, unsigned)
     if pg == "interval":
         return "varchar2(20)"
@@ -113,6 +132,12 @@ def _oracle(base: str, args: str | None, unsigned: bool) -> str:
 
 SPATIAL = ("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
            "geometrycollection", "geomcollection")
+
+
+def _micro_digits(args: str) -> str:
+    """Fraction digits of a target timestamp: PostgreSQL, DuckDB and MySQL hold microseconds (an
+    Oracle TIMESTAMP(7..9) gets 6 and its values are checked by :func:`micro_timestamp`)."""
+    return str(min(int(args), 6)) if args.isdigit() else args
 
 
 def _bits(args: str | None) -> int:
@@ -184,7 +209,17 @@ def converter(source_type: str, dialect: str) -> Converter | None:
     types = TYPE_MAPS.get(dialect)
     if types is None:  # parquet keeps the stream values as they are
         return None
-    base, _, unsigned = parse_type(source_type)
+    base, args, unsigned = parse_type(source_type)
+    fn = _converter(source_type, types, base, unsigned, dialect)
+    if base in _WALL_OR_ZONED and args and args.isdigit() and int(args) > 6:  # Oracle TIMESTAMP(7..9)
+        return micro_timestamp if fn is None else lambda v: fn(micro_timestamp(v))
+    return fn
+
+
+_WALL_OR_ZONED = ("datetime", "timestamp with local time zone", "timestamp with time zone")
+
+
+def _converter(source_type: str, types: TypeMap, base: str, unsigned: bool, dialect: str) -> Converter | None:
     if base == "bit" or (base == "bigint" and unsigned):
         return _int  # MySQL would take the text of a BIT as its bytes
     tt = target_type(source_type, dialect).lower()
@@ -195,3 +230,15 @@ def converter(source_type: str, dialect: str) -> Converter | None:
     if types.temporal_objects and tt.startswith(("date", "timestamp")):
         return _temporal
     return None
+
+
+def micro_timestamp(value: Any) -> Any:
+    """Refuse an ISO timestamp with digits below the microsecond (an Oracle TIMESTAMP(7..9) value; the
+    stream drops trailing zeros, so 7+ digits are never all zero). PostgreSQL, DuckDB and MySQL hold
+    microseconds, Python's datetime too: rounding would change the value and truncating lose part of it,
+    so the row is refused (the job stops, or the dead-letter table names column and value)."""
+    if isinstance(value, str) and value[:1].isdigit():
+        dot = value.find(".")
+        if dot >= 0 and len(value.rstrip("Z")) - dot - 1 > 6:
+            raise ValueError(f"{value!r} has digits below the microsecond, which the target cannot hold")
+    return value

@@ -5,7 +5,8 @@ The simulator's head moves on while the source reads (``head_step``: the
 S while later transactions pile up in the redo. A first run is cut off in
 the middle of a snapshot chunk; the second run resumes the snapshot at the
 same S, then streams. Replaying the stream (``r`` records, then changes)
-must give exactly the model's tables at the last published commit.
+must give exactly the model's tables at the last published commit (DATE values in the
+stream's ISO encoding, ``temporal: iso``, from both paths).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from cdc.metrics import SourceMetrics
 from readers.oracle.sim import simulator
 from readers.oracle.sim.demo import make_source, pump
-from readers.oracle.sim.workload import table_name
+from readers.oracle.sim.workload import stream_row, table_name
 from tests.integration.stream_check import oracle_publisher, publish_then_crash, read_stream
 
 pytestmark = [pytest.mark.oracle, pytest.mark.kafka]
@@ -53,7 +54,7 @@ def test_snapshot_then_stream_replays_to_the_model_state_across_a_crash(broker, 
 
     snapshot_rows = {(r["source"]["table"], r["after"]["ID"]): r["after"]
                      for _, rows, _ in stream.transactions for r in rows if r["op"] == "r"}
-    at_scn = {(table_name(n), row["ID"]): row for n in range(sim.workload.tables)
+    at_scn = {(table_name(n), row["ID"]): stream_row(row) for n in range(sim.workload.tables)
               for row in sim.table_at(scn, table_name(n))}
     assert snapshot_rows == at_scn  # the flashback image at S: every row once, none from after S
     assert len(snapshot_rows) > 50 and sum(r["op"] == "r" for _, rows, _ in stream.transactions for r in rows) == \
@@ -70,7 +71,7 @@ def test_snapshot_then_stream_replays_to_the_model_state_across_a_crash(broker, 
                 state[key] = r["after"]
     last = stream.transactions[-1][2]["position"].get("commit_scn")
     assert last is not None and last > scn
-    want = {(table_name(n), row["ID"]): row for n in range(sim.workload.tables)
+    want = {(table_name(n), row["ID"]): stream_row(row) for n in range(sim.workload.tables)
             for row in sim.table_at(last, table_name(n))}
     assert state == want
     streamed = [end["position"]["commit_scn"] for _, rows, end in stream.transactions if rows[0]["op"] != "r"]

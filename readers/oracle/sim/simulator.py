@@ -51,7 +51,18 @@ from typing import Any
 
 import oracledb
 
-from readers.oracle.sim.workload import COLUMNS, OPNAME, SCHEMA, Model, Workload, base_row, table_name
+from readers.oracle.sim.workload import (
+    COLUMN_TYPES,
+    COLUMNS,
+    OPNAME,
+    SCHEMA,
+    TYPE_COLUMNS,
+    TYPES_TABLE,
+    Model,
+    Workload,
+    base_row,
+    table_name,
+)
 
 CONTENT_COLUMNS = ("SCN", "TIMESTAMP", "THREAD#", "XID", "XIDUSN", "XIDSLT", "XIDSQN", "OPERATION_CODE",
                    "OPERATION", "SEG_OWNER", "TABLE_NAME", "ROW_ID", "ROLLBACK", "CSF", "SQL_REDO", "RS_ID",
@@ -245,6 +256,8 @@ class Simulator:
     def dictionary(self) -> dict[str, Any]:
         w = self.workload
         tables = {f"{SCHEMA}.{table_name(n)}": list(COLUMNS) for n in range(w.tables) if n != w.unknown_table}
+        if w.types_at:  # APP.TYPES: a column per Oracle type (no flashback reads of it)
+            tables[f"{SCHEMA}.{table_name(TYPES_TABLE)}"] = list(TYPE_COLUMNS)
         return {"simulator_dictionary": 1, "build_scn": self.head, "tables": tables}
 
 
@@ -326,7 +339,7 @@ class _Batches:
 
 _AS_OF = re.compile(r'SELECT (.+?) FROM "([^"]+)"\."([^"]+)" AS OF SCN :(\w+)(?: WHERE (.+?))? ORDER BY (.+?)'
                     r'(?: FETCH FIRST (\d+) ROWS ONLY)?')
-_TYPES = {"ID": "NUMBER", "AMOUNT": "NUMBER", "CREATED": "DATE", "NAME": "VARCHAR2", "NOTE": "VARCHAR2"}
+_TYPES = COLUMN_TYPES
 
 
 def _typed(column: str, value: str | None, as_text: bool) -> Any:

@@ -33,7 +33,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any
 
+from readers.oracle.convert import iso_temporal, stream_type
 from readers.oracle.position import Xid
+from readers.oracle.redo_values import value as redo_value
 
 CSF_PIECE = 4000
 SCHEMA = "APP"
@@ -73,12 +75,14 @@ class Workload:
     truncate_at: str = ""     # "7": transaction 7 is a TRUNCATE TABLE of table t % tables
     lob_at: str = ""          # "3": transaction 3 inserts a row whose CLOB "NOTE" is written by LOB_WRITE rows
     lob_update_at: str = ""   # "4": transaction 4 rewrites the CLOB of an existing row (locator + writes only)
+    types_at: str = ""        # "2": transaction 2 inserts the TYPE_ROWS into APP.TYPES (every Oracle type) and
+                              # updates its first row
     supplemental: str = "min+all"  # what the "primary" logs, "+"-separated: "min" database minimal, "all" ALL
                                    # COLUMNS on every table, "T0:T2" on those tables only, "db_all" database-wide
                                    # ALL COLUMNS; "" nothing
 
     def numbers(self, option: str) -> frozenset[int]:
-        """The transaction numbers of a ``ddl_at`` / ``truncate_at`` / ``lob_at`` option."""
+        """The transaction numbers of a ``ddl_at`` / ``truncate_at`` / ``lob_at`` / ``types_at`` option."""
         return frozenset(int(p) for p in getattr(self, option).split(":") if p)
 
     @classmethod
@@ -95,8 +99,44 @@ class Workload:
         return cls(**args)
 
 
+TYPES_TABLE = 99  # table number of APP.TYPES (option types_at)
+# ALL_TAB_COLUMNS.DATA_TYPE of the columns: the workload tables T0.. and APP.TYPES (Oracle writes no
+# precision for NUMBER/VARCHAR2 there, and the TIMESTAMP fraction digits always)
+TYPE_COLUMNS = {"ID": "NUMBER", "C_DATE": "DATE", "C_TS0": "TIMESTAMP(0)", "C_TS3": "TIMESTAMP(3)",
+                "C_TS6": "TIMESTAMP(6)", "C_TS9": "TIMESTAMP(9)", "C_TSTZ": "TIMESTAMP(6) WITH TIME ZONE",
+                "C_TSLTZ": "TIMESTAMP(6) WITH LOCAL TIME ZONE", "C_NUM": "NUMBER", "C_BDBL": "BINARY_DOUBLE",
+                "C_RAW": "RAW", "C_VC": "VARCHAR2", "C_NCHAR": "NCHAR"}
+COLUMN_TYPES = {"ID": "NUMBER", "AMOUNT": "NUMBER", "CREATED": "DATE", "NAME": "VARCHAR2", "NOTE": "VARCHAR2",
+                **TYPE_COLUMNS}
+
+
+def _ts(text: str) -> str:
+    return f"TO_TIMESTAMP('{text}')"
+
+
+# APP.TYPES rows as LogMiner writes their values into SQL_REDO (shapes: tests/unit/readers/oracle/
+# test_redo_type_values.py, after Debezium's LogMinerDmlParserTest); NULL where a key is missing
+TYPE_ROWS = [
+    {"ID": "'1'", "C_DATE": "TO_DATE('2024-02-29 13:14:15', 'YYYY-MM-DD HH24:MI:SS')",
+     "C_TS0": _ts("2024-02-29 13:14:15."), "C_TS3": _ts("2024-02-29 13:14:15.120"),
+     "C_TS6": _ts("2024-02-29 13:14:15.000001"), "C_TS9": _ts("2024-02-29 13:14:15.123456000"),
+     "C_TSTZ": "TO_TIMESTAMP_TZ('2024-02-29 23:14:15.123456 -06:00')", "C_TSLTZ": _ts("2024-02-29 19:14:15.123456"),
+     "C_NUM": "'12345678901234567890123456789012345678'", "C_BDBL": "'1.10000002E+000'",
+     "C_RAW": "HEXTORAW('00ff10')", "C_VC": "'it''s'", "C_NCHAR": "UNISTR('\\00e9t\\00e9 \\d83d\\de00')"},
+    {"ID": "'2'", "C_DATE": "TO_DATE('9999-12-31 23:59:59', 'YYYY-MM-DD HH24:MI:SS')",
+     "C_TS0": _ts("0001-01-01 00:00:00."), "C_TS3": _ts("1970-01-01 00:00:00.001"),
+     "C_TS6": _ts("2038-01-19 03:14:07.999999"), "C_TS9": _ts("2000-01-01 00:00:00.000000000"),
+     "C_TSTZ": "TO_TIMESTAMP_TZ('2024-01-01 00:30:00.000000 +14:00')", "C_NUM": "'-.000001'",
+     "C_BDBL": "'-Inf'", "C_RAW": "HEXTORAW('00')", "C_NCHAR": "'ab  '"},
+    {"ID": "'3'", "C_BDBL": "'Nan'", "C_NUM": "'-1.5'"},
+    {"ID": "'4'", "C_TS9": _ts("2024-02-29 13:14:15.123456789")},  # nanoseconds: no target column holds them
+]
+TYPE_UPDATE = {"C_DATE": "TO_DATE('2024-03-01 00:00:01', 'YYYY-MM-DD HH24:MI:SS')",
+               "C_TS6": _ts("2024-03-01 00:00:00.5")}  # row 1, in the same transaction
+
+
 def table_name(n: int) -> str:
-    return f"T{n}"
+    return "TYPES" if n == TYPES_TABLE else f"T{n}"
 
 
 def row_id(table: int, ident: int) -> str:
@@ -115,6 +155,17 @@ def base_row(ident: int) -> dict[str, str | None]:
     """The image of a row that existed before the workload started."""
     return {"ID": str(ident), "NAME": f"name {ident}", "AMOUNT": str(ident % 1000), "CREATED": _date(ident),
             "NOTE": None}
+
+
+_TEMPORAL = frozenset(c for c, t in COLUMN_TYPES.items() if stream_type(t.lower()).startswith(("datetime(", "timestamp(")))
+
+
+def stream_row(row: dict | None, temporal: str = "iso") -> dict | None:
+    """A model row (SQL_REDO texts) as the reader publishes it under ``temporal`` (readers/oracle/convert.py):
+    ``iso`` turns DATE/TIMESTAMP values (e.g. "CREATED") into the stream's ISO text."""
+    if row is None or temporal != "iso":
+        return row
+    return {c: iso_temporal(v) if c in _TEMPORAL and v is not None else v for c, v in row.items()}
 
 
 def sql_insert(table: int, row: dict) -> str:
@@ -205,6 +256,8 @@ class Model:
         recs.append((START, -1, None, 0, 0, "set transaction read write;", raw))
         if t in w.numbers("ddl_at") or t in w.numbers("truncate_at"):
             return self._ddl(tx, t % w.tables, t in w.numbers("truncate_at"))
+        if t in w.numbers("types_at"):
+            return self._types(tx)
         if t in w.numbers("lob_at") or t in w.numbers("lob_update_at"):
             return self._lob(tx, t % w.tables, rng, insert=t in w.numbers("lob_at"))
         rows: list[tuple] = []  # (op, table, rid, sql, undo_sql, expected)
@@ -267,6 +320,27 @@ class Model:
             for op, table, rid, _, undo, _ in reversed(kept):
                 self._emit(recs, {INSERT: DELETE, DELETE: INSERT}.get(op, UPDATE), table, rid, 1, undo[0](*undo[1:]), rb_raw)
             recs.append((ROLLBACK, -1, None, 0, 0, "rollback;", rb_raw))
+        return tx
+
+    @staticmethod
+    def _types(tx: Txn) -> Txn:
+        """INSERTs of TYPE_ROWS into APP.TYPES, then an UPDATE of the first (before image: every type
+        in a WHERE clause), COMMIT. Expected rows: the values as the parser decodes the literals."""
+        raw, name = tx.xid.raw, f'"{SCHEMA}"."{table_name(TYPES_TABLE)}"'
+        parsed = lambda lits: {c: redo_value(lits.get(c, "NULL"), 0)[0] for c in TYPE_COLUMNS}
+        for lits in TYPE_ROWS:
+            cols = ",".join(f'"{c}"' for c in TYPE_COLUMNS)
+            vals = ",".join(lits.get(c, "NULL") for c in TYPE_COLUMNS)
+            rid = row_id(TYPES_TABLE, int(lits["ID"].strip("'")))
+            tx.records.append((INSERT, TYPES_TABLE, rid, 0, 0, f"insert into {name}({cols}) values ({vals});", raw))
+            tx.expected.append(("c", TYPES_TABLE, None, parsed(lits)))
+        first, rid = TYPE_ROWS[0], row_id(TYPES_TABLE, 1)
+        sets = ", ".join(f'"{c}" = {v}' for c, v in TYPE_UPDATE.items())
+        where = " and ".join(f'"{c}" = {first[c]}' if c in first else f'"{c}" IS NULL' for c in TYPE_COLUMNS)
+        sql = f"update {name} set {sets} where {where} and ROWID = '{rid}';"
+        tx.records.append((UPDATE, TYPES_TABLE, rid, 0, 0, sql, raw))
+        tx.expected.append(("u", TYPES_TABLE, parsed(first), parsed({**first, **TYPE_UPDATE})))
+        tx.records.append((COMMIT, -1, None, 0, 0, "commit;", raw))
         return tx
 
     @staticmethod
@@ -374,8 +448,9 @@ class Model:
         """One past the SCN of the last slot."""
         return self.scn_of(max(0, self.end_slot - 1)) + 1
 
-    def committed(self) -> Iterator[tuple[int, str, list[tuple]]]:
-        """The model's answer: (commit_scn, xid, rows) of each committed transaction in commit order."""
+    def committed(self, temporal: str = "iso") -> Iterator[tuple[int, str, list[tuple]]]:
+        """The model's answer: (commit_scn, xid, rows) of each committed transaction in commit order,
+        the row images as the reader publishes them under ``temporal`` (:func:`stream_row`)."""
         w = self.w
         out = []
         for t in range(w.transactions):
@@ -385,7 +460,8 @@ class Model:
                 continue
             g = ((self._lane_starts[lane][k + 1] - 1) if tx.commit_at < 0
                  else self._lane_starts[lane][k] + tx.commit_at) * w.lanes + lane
-            rows = [(op, SCHEMA, table_name(tb), b, a) for op, tb, b, a in tx.expected]
+            rows = [(op, SCHEMA, table_name(tb), stream_row(b, temporal), stream_row(a, temporal))
+                    for op, tb, b, a in tx.expected]
             out.append((g, self.scn_of(g), str(tx.xid), rows))
         out.sort()
         for _, scn, xid, rows in out:

@@ -3,9 +3,10 @@
 The shapes are those of LogMiner's SQL_REDO as Debezium's Oracle connector tests show them
 (``LogMinerDmlParserTest``, ``OracleValueConverters``: quoted numbers, 'Nan'/'Inf'/'-Inf' for
 BINARY_FLOAT/DOUBLE, TO_DATE/TO_TIMESTAMP/TO_TIMESTAMP_TZ, TO_YMINTERVAL/TO_DSINTERVAL, UNISTR,
-HEXTORAW). By default the stream carries the SQL_REDO value as text, exactly (no float rounding, no
-time zone shift, all 9 fraction digits); ``conversions`` (readers/oracle/convert.py) turn a column
-into int/decimal/float/date/timestamp on request. This pins both, type by type, so a change in what
+HEXTORAW). The parser hands the SQL_REDO value as text, exactly (no float rounding, no time zone
+shift, all 9 fraction digits): the stream carries it so under ``temporal: redo_text``; the default
+``temporal: iso`` then turns DATE/TIMESTAMP values into ISO text (test_temporal_iso.py), and
+``conversions`` (readers/oracle/convert.py) turn a column into int/decimal/float/date/timestamp on request. This pins both, type by type, so a change in what
 a consumer receives is a test failure, not a surprise. Fault injected: each type's extreme value
 (NUMBER of 38 digits, negative scale, NaN and infinities, 9 fraction digits, a zone offset,
 supplementary characters through UNISTR surrogate pairs, a RAW with a zero byte).

@@ -64,3 +64,28 @@ def test_binary_values_decode_exactly_or_fail_loudly():
     assert b64_bytes("AP8Q") == b"\x00\xff\x10"
     with pytest.raises(binascii.Error):
         b64_bytes("not base64!")
+
+
+def test_oracle_temporal_types_are_timestamps_and_nanoseconds_are_refused():
+    """Oracle DATE (stream type datetime(0), readers/oracle/convert.py) is a timestamp in every target, never a
+    date; TIMESTAMP(9) gets 6 digits and a value with digits below the microsecond is refused, not rounded."""
+    import pytest
+
+    want = {("datetime(0)", "postgres"): "timestamp(0)", ("datetime(0)", "duckdb"): "timestamp",
+            ("datetime(0)", "mysql"): "datetime(0)", ("datetime(9)", "postgres"): "timestamp(6)",
+            ("datetime(9)", "mysql"): "datetime(6)", ("datetime(9)", "oracle"): "timestamp(9)",
+            ("timestamp(9) with time zone", "postgres"): "timestamptz(6)",
+            ("timestamp(6) with time zone", "duckdb"): "timestamptz",
+            ("timestamp(6) with time zone", "mysql"): "datetime(6)",
+            ("timestamp(6) with time zone", "oracle"): "timestamp(6) with time zone",
+            ("timestamp(6) with local time zone", "postgres"): "timestamp(6)",
+            ("binary_double", "mysql"): "double", ("binary_float", "mysql"): "float"}
+    assert {k: target_type(*k) for k in want} == want
+    assert converter("binary_double", "mysql") is None  # 'binary' in its name once made it bytes
+    for dialect in ("postgres", "duckdb", "mysql", "oracle"):
+        conv = converter("datetime(9)", dialect)
+        with pytest.raises(ValueError, match="below the microsecond"):
+            conv("2024-02-29T13:14:15.123456789")
+        assert conv("2024-02-29T13:14:15.123456") is not None
+    assert converter("timestamp(9) with time zone", "mysql")("2024-02-29T13:14:15.5Z") == "2024-02-29 13:14:15.5"
+    assert converter("datetime(6)", "postgres") is None  # no per-value cost where no value can be too fine
