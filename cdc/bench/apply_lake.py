@@ -134,11 +134,10 @@ def _update_stream(rows: int, updates: int, tx_rows: int, seed: int = 18):
 
 
 def _spark_rate(args, work: Path, kind: str, builder, last_seq: int) -> dict[str, Any]:
-    from cdc.config import parse_config
+    from cdc.config import TargetConfig, parse_config
     from cdc.dev.broker import Broker
     from streaming.apply import job
     from streaming.targets import make_target
-    from cdc.config import TargetConfig
     from streaming.testing import produce
 
     broker = None
@@ -208,10 +207,10 @@ def run(args) -> dict[str, Any]:
         e.close()
         _say(f"{kind}: engine + target on in-memory batches -> {engine:,.0f} rows/s")
         ub, base = _update_stream(args.rows, args.update_rows, args.tx_rows)
-        from streaming.stream.records import Batch
         from cdc.config import ApplyConfig, TargetConfig
         from cdc.table_map import TableMap
         from streaming.apply.engine import ApplyEngine
+        from streaming.stream.records import Batch
         from streaming.targets import make_target
 
         recs = ub.as_records()

@@ -90,9 +90,9 @@ def to_arrow(values: pa.Array, target: pa.DataType, column: str, table: str) -> 
     if values.type == target:
         return values
     try:
-        if pa.types.is_binary(target) or pa.types.is_large_binary(target):
-            if _is_text(values.type) or pa.types.is_null(values.type):
-                return pa.array([None if v is None else base64.b64decode(v) for v in values.to_pylist()], target)
+        if (pa.types.is_binary(target) or pa.types.is_large_binary(target)) \
+                and (_is_text(values.type) or pa.types.is_null(values.type)):
+            return pa.array([None if v is None else base64.b64decode(v) for v in values.to_pylist()], target)
         if pa.types.is_timestamp(target) and target.tz is None and _is_text(values.type):
             values = pc.replace_substring_regex(values, "Z$", "")  # a DATETIME never has a zone; tolerate one
         if _is_text(target) and not _is_text(values.type):

@@ -167,7 +167,7 @@ def test_lake_targets_through_three_driver_kills(tmp_path, mariadb_primary, brok
                     t.close()
             time.sleep(0.2)
 
-    conn = lambda: mariadb_primary.connect(db)  # noqa: E731
+    conn = lambda: mariadb_primary.connect(db)
     threads = [threading.Thread(target=f, daemon=True) for f in (ledger, transfers, reader)]
     threads.append(threading.Thread(target=run_workload, args=(conn, db), daemon=True,
                                     kwargs={"seconds": 25, "threads": 2, "seed": 18}))

@@ -69,7 +69,7 @@ def engine(target):
 def truncate(b: StreamBuilder, table: str) -> None:
     """A source transaction holding a TRUNCATE: an ``op: "t"`` record with no row image and no key."""
     b.tx(("d", table, {"acct": 0, "n": 0}, None))
-    k, v = b.items[-2]
+    _, v = b.items[-2]
     b.items[-2] = (None, {**v, "op": "t", "before": None, "after": None})
 
 

@@ -42,7 +42,7 @@ def _cdc(*args: str, timeout: float) -> subprocess.CompletedProcess:
     """`cdc ...` as a child process, without CDC_* overrides from the environment (they would change the config)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CDC_")}
     return subprocess.run([sys.executable, "-m", "cdc.cli", *args], capture_output=True, text=True, timeout=timeout,
-                          env=env)
+                          env=env, check=False)
 
 
 def test_snapshot_prints_the_latest_consistent_point(applied):
