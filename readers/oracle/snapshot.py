@@ -60,14 +60,19 @@ def redo_text(value: Any, data_type: str) -> Any:
     """A value read by the flashback query, as LogMiner's SQL_REDO shows it (so snapshot rows and
     streamed rows look alike, and ``conversions`` apply to both the same way).
 
-    NUMBER is selected as ``TO_CHAR(col)`` (Oracle's own text of the number, as in SQL_REDO); DATE and
-    TIMESTAMP become ``TO_DATE('..', 'YYYY-MM-DD HH24:MI:SS')`` / ``TO_TIMESTAMP('..')`` in the
-    reader's session formats (readers/oracle/session.py NLS); text stays text; anything else goes
-    through cdc.values.stream_value.
+    NUMBER is selected as ``TO_CHAR(col)`` (Oracle's own text of the number, as in SQL_REDO); TIMESTAMP
+    [WITH (LOCAL) TIME ZONE] as ``TO_CHAR(col, 'YYYY-MM-DD HH24:MI:SS.FF9[ TZH:TZM]')`` (oracledb's
+    datetime keeps microseconds only and drops the zone of a WITH TIME ZONE value), that text becoming
+    ``TO_TIMESTAMP('..')`` / ``TO_TIMESTAMP_TZ('..')``; a DATE (or a datetime from another reader)
+    becomes ``TO_DATE('..', 'YYYY-MM-DD HH24:MI:SS')`` / ``TO_TIMESTAMP('..')`` in the reader's session
+    formats (readers/oracle/session.py NLS); text stays text; anything else goes through
+    cdc.values.stream_value.
     """
+    t = data_type.upper()
+    if isinstance(value, str) and t.startswith("TIMESTAMP"):  # read as TO_CHAR(.., FF9[ TZH:TZM]): see _chunk
+        return f"TO_TIMESTAMP_TZ('{value}')" if t.endswith(" WITH TIME ZONE") else f"TO_TIMESTAMP('{value}')"
     if value is None or isinstance(value, str):
         return value
-    t = data_type.upper()
     if isinstance(value, dt.datetime):
         if t == "DATE":
             return f"TO_DATE('{value:%Y-%m-%d %H:%M:%S}', 'YYYY-MM-DD HH24:MI:SS')"
@@ -212,8 +217,7 @@ class OracleSnapshot:
 
     def _chunk(self, table: TableId, schema: TableSchema, after: list | None) -> list[dict[str, Any]]:
         q = lambda n: '"' + n.replace('"', '""') + '"'
-        cols = ", ".join(f"TO_CHAR({q(c.name)})" if c.type.split("(")[0] in ("number", "float") else q(c.name)
-                         for c in schema.columns)
+        cols = ", ".join(_select(q(c.name), c.type) for c in schema.columns)
         keys = schema.primary_key
         sql = f"SELECT {cols} FROM {q(table.db)}.{q(table.table)} AS OF SCN :scn"
         binds: dict[str, Any] = {"scn": self.scn}
@@ -228,3 +232,14 @@ class OracleSnapshot:
         types = [c.type for c in schema.columns]
         return [{c.name: redo_text(v, t) for c, v, t in zip(schema.columns, r, types)}
                 for r in self._query(sql, binds)]
+
+
+def _select(quoted: str, data_type: str) -> str:
+    """The select item of a column (see :func:`redo_text`): Oracle's own text where the driver's value loses."""
+    t = data_type.lower()
+    if t.split("(")[0] in ("number", "float"):
+        return f"TO_CHAR({quoted})"
+    if t.startswith("timestamp"):
+        zone = " TZH:TZM" if t.endswith(" with time zone") and "local" not in t else ""
+        return f"TO_CHAR({quoted}, 'YYYY-MM-DD HH24:MI:SS.FF9{zone}')"
+    return quoted

@@ -133,3 +133,55 @@ def test_schema_of_the_stream_names_timestamps(tmp_path):
     assert types["C_DATE"] == "datetime(0)" and types["C_TS9"] == "datetime(9)"
     assert types["C_TSTZ"] == "timestamp(6) with time zone" and types["C_TSLTZ"] == "datetime(6)"
     assert types["C_NUM"] == "number" and types["C_RAW"] == "raw"
+
+
+class _Flashback:
+    """A stand-in for the snapshot's SQL (no Oracle here): one row of APP.TS, answering TO_CHAR as Oracle does."""
+
+    def __init__(self):
+        self.sql: list[str] = []
+
+    def cursor(self):
+        return self
+
+    def execute(self, sql, binds):
+        self.sql.append(sql)
+        if "ALL_TAB_COLUMNS" in sql:
+            self.rows = [("ID", "NUMBER", "N"), ("D", "DATE", "Y"), ("T9", "TIMESTAMP(9)", "Y"),
+                         ("TZ", "TIMESTAMP(6) WITH TIME ZONE", "Y"), ("LTZ", "TIMESTAMP(6) WITH LOCAL TIME ZONE", "Y")]
+        elif "ALL_CONS_COLUMNS" in sql:
+            self.rows = [("ID",)]
+        elif "AS OF SCN" in sql:
+            assert """TO_CHAR("T9", 'YYYY-MM-DD HH24:MI:SS.FF9')""" in sql  # the driver's datetime has microseconds
+            assert """TO_CHAR("TZ", 'YYYY-MM-DD HH24:MI:SS.FF9 TZH:TZM')""" in sql  # ... and drops the zone
+            assert """TO_CHAR("LTZ", 'YYYY-MM-DD HH24:MI:SS.FF9')""" in sql
+            self.rows = [] if "a0" in binds else [
+                ("1", dt.datetime(2024, 2, 29, 13, 14, 15), "2024-02-29 13:14:15.123456789",
+                 "2024-02-29 23:14:15.000001000 -06:00", "2024-02-29 19:14:15.123456000")]
+        else:
+            raise AssertionError(sql)
+
+    def fetchall(self):
+        return self.rows
+
+    def close(self):
+        pass
+
+
+def test_snapshot_keeps_nanoseconds_and_zones_and_publishes_what_logminer_would():
+    from readers.oracle.snapshot import OracleSnapshot
+
+    snap = OracleSnapshot(_Flashback(), [TableId("APP", "TS")], scn=50, temporal="iso")
+    rows = [e for e in snap.events() if isinstance(e, Change)]
+    assert [c.type for c in rows[0].schema.columns] == ["number", "datetime(0)", "datetime(9)",
+                                                         "timestamp(6) with time zone", "datetime(6)"]
+    mined = Change(TableId("APP", "TS"), "c", None, {  # the same row as LogMiner writes it
+        "ID": "1", "D": "TO_DATE('2024-02-29 13:14:15', 'YYYY-MM-DD HH24:MI:SS')",
+        "T9": "TO_TIMESTAMP('2024-02-29 13:14:15.123456789')",
+        "TZ": "TO_TIMESTAMP_TZ('2024-02-29 23:14:15.000001 -06:00')", "LTZ": "TO_TIMESTAMP('2024-02-29 19:14:15.123456')"},
+        {}, rows[0].schema)
+    conv = Converter({}, "iso")
+    conv(rows[0])
+    conv(mined)
+    assert rows[0].after == mined.after == {"ID": "1", "D": "2024-02-29T13:14:15", "T9": "2024-02-29T13:14:15.123456789",
+                                            "TZ": "2024-03-01T05:14:15.000001Z", "LTZ": "2024-02-29T19:14:15.123456"}
