@@ -58,6 +58,7 @@ _CONVERT: dict[str, Callable[[str], Any]] = {
 }
 
 # ---- temporal: iso ----------------------------------------------------------------------------
+_DATE_REDO = re.compile(r"TO_DATE\('(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)', 'YYYY-MM-DD HH24:MI:SS'\)")
 _WALL = re.compile(r"(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:\.(\d{0,9}))?")
 _ZONED = re.compile(r"(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:\.(\d{0,9}))? ?(?:([+-])(\d\d?):(\d\d)|([A-Za-z_/+\-0-9]+))")
 _TS = re.compile(r"timestamp(?:\((\d)\))?( with local time zone| with time zone)?")
@@ -77,6 +78,9 @@ def iso_temporal(v: Any) -> Any:
     other shape (a BC date, an unknown region): never a half-converted value."""
     if not isinstance(v, str):
         return v
+    m = _DATE_REDO.fullmatch(v)  # fast path: a DATE under the session's NLS_DATE_FORMAT (readers/oracle/session.py)
+    if m is not None:
+        return f"{m[1]}T{m[2]}"
     arg = _fn_arg(v)
     if v.startswith("TO_TIMESTAMP_TZ("):
         m = _ZONED.fullmatch(arg)
