@@ -99,6 +99,8 @@ def _mysql(base: str, args: str | None, unsigned: bool) -> str:
     full = base + (f"({args})" if args else "") + (" unsigned" if unsigned else "")
     if base in ("varchar2", "nvarchar2"):
         return f"varchar({args or 255})"
+    if base in ("char", "nchar") and not args:  # Oracle's CHAR/NCHAR (no length in DATA_TYPE); MySQL's is CHAR(1)
+        return "varchar(2000)"
     if base == "number":
         return f"decimal({args})" if args else "decimal(38,10)"
     if base == "clob":
