@@ -236,3 +236,19 @@ def test_stream_values_become_the_lake_types(fmt):
     assert schema.field("s").type == (pa.int16() if fmt == "delta" else pa.int32())
     with pytest.raises(ValueError, match=r"db.t.d: value '2024-13-45' does not convert"):
         lake_types.rows_to_table([{**row, "d": "2024-13-45"}], schema, "db.t")
+
+
+def test_dead_letter_table_takes_the_bad_row_and_the_batch_applies(kind, tmp_path):
+    cfg = config(kind, tmp_path).model_copy(update={"dead_letter_table": "cdc_dead"})
+    target = make_target(cfg)
+    b = StreamBuilder().schema("shop.acct", ACCT, ["id"])
+    b.tx(("c", "shop.acct", None, {"id": 1, "region": "n", "balance": "1.00", "at": "2024-01-01T00:00:00"}),
+         ("c", "shop.acct", None, {"id": 2, "region": "n", "balance": "1e40", "at": "2024-01-01T00:00:00"}))
+    e = engine(target)
+    res = e.apply_records(b.as_records(), 0)
+    assert res.dead_letters == 1
+    assert rows(read(target, "acct"), ["id", "balance"]) == [(1, "1.00")]
+    dead = target._read_all("cdc_dead").to_pylist()
+    assert len(dead) == 1 and dead[0]["source_table"] == "shop.acct" and "1e40" in dead[0]["record_value"]
+    assert target.latest_point()["last_sequence"] == b.seq - 1
+    e.close()
