@@ -20,8 +20,6 @@ from __future__ import annotations
 import re
 import threading
 import time
-import urllib.error
-import urllib.request
 
 import orjson
 import pytest
@@ -34,6 +32,7 @@ from cdc.envelope import changes_topic
 from cdc.publish.recovery import read_records
 from cdc.runtime.daemon import Daemon, SourceSpec
 from cdc.serde import get_serdes
+from tests.fixtures.http import http_get
 from tests.integration.scripted_source import ScriptedSource
 from tests.integration.stream_check import read_stream
 
@@ -42,14 +41,6 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 DELIVERY_TIMEOUT_S = 3.0
 BIG_EVERY, BIG_ROWS = 50, 300
 ROW_VALUE = re.compile(r"s\d+-\d+")  # the scripted rows' "v" values: never in a probe's answer
-
-
-def _get(url: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
 
 
 class _Run:
@@ -81,7 +72,7 @@ class _Run:
                              f"failure {self.daemon.failure})")
 
     def readyz(self) -> tuple[int, dict]:
-        code, body = _get(self.base + "/readyz")
+        code, body = http_get(self.base + "/readyz")
         assert not ROW_VALUE.search(body.decode()), body
         return code, orjson.loads(body)
 

@@ -8,8 +8,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import fastavro
@@ -25,6 +23,7 @@ from cdc.publish.publisher import Publisher
 from cdc.publish.recovery import read_records
 from cdc.runtime.daemon import Daemon, SourceSpec
 from cdc.serde import get_serdes, get_table_key_serde
+from tests.fixtures.http import http_get
 from tests.integration.scripted_source import SCHEMAS, T1, ScriptedSource
 from tests.integration.stream_check import read_stream
 
@@ -130,14 +129,6 @@ def test_recovery_walks_back_past_a_large_cut_off_transaction(broker, topic_pref
     assert [(t, len(r)) for t, r, _ in stream.transactions] == [("tx-1", 1), ("tx-2", 1)]
 
 
-def _get(url: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
 def test_daemon_serves_readiness_and_metrics_and_stops_on_request(broker, topic_prefix):
     kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=topic_prefix)
     spec = SourceSpec("scripted", "scripted", lambda ctx: ScriptedSource(100_000, metrics=ctx.metrics, pace_s=0.005))
@@ -148,11 +139,11 @@ def test_daemon_serves_readiness_and_metrics_and_stops_on_request(broker, topic_
     try:
         base = f"http://127.0.0.1:{daemon.health.port}"
         deadline = time.monotonic() + 20
-        while _get(base + "/readyz")[0] != 200 and time.monotonic() < deadline:
+        while http_get(base + "/readyz")[0] != 200 and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert _get(base + "/readyz")[0] == 200
-        assert _get(base + "/healthz")[0] == 200
-        body = _get(base + "/metrics")[1].decode()
+        assert http_get(base + "/readyz")[0] == 200
+        assert http_get(base + "/healthz")[0] == 200
+        body = http_get(base + "/metrics")[1].decode()
         assert 'cdc_source_transactions_published_total{source="scripted"}' in body
         assert "process_resident_memory_bytes" in body
     finally:

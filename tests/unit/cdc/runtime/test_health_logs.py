@@ -6,20 +6,11 @@ import io
 import json
 import logging
 import threading
-import urllib.error
-import urllib.request
 
 from cdc.metrics import SourceMetrics, process_registry
 from cdc.runtime.health import HealthServer, source_readiness
 from cdc.runtime.logs import setup_logging
-
-
-def _get(url: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
+from tests.fixtures.http import http_get
 
 
 def test_readiness_needs_a_connected_source_that_progresses(monkeypatch):
@@ -38,15 +29,15 @@ def test_endpoints_serve_metrics_health_and_readiness():
     server = HealthServer(registry, lambda: dict(reasons), "127.0.0.1", 0).start()
     try:
         base = f"http://127.0.0.1:{server.port}"
-        assert _get(base + "/healthz") == (200, b"ok\n")
-        code, body = _get(base + "/readyz")
+        assert http_get(base + "/healthz") == (200, b"ok\n")
+        code, body = http_get(base + "/readyz")
         assert code == 503 and json.loads(body) == {"ready": False, "reasons": reasons}
         reasons.clear()
-        assert _get(base + "/readyz")[0] == 200
+        assert http_get(base + "/readyz")[0] == 200
         m.records_published(3, 100, 3)
-        code, body = _get(base + "/metrics")
+        code, body = http_get(base + "/metrics")
         assert code == 200 and b'cdc_source_records_published_total{source="shop"} 3.0' in body
-        assert _get(base + "/nope")[0] == 404
+        assert http_get(base + "/nope")[0] == 404
     finally:
         server.stop()
 
