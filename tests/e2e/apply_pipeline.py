@@ -38,6 +38,21 @@ def norm(v: Any) -> Any:
     return v
 
 
+def ledger_writer(mariadb, db: str, stop: threading.Event, pause_s: float) -> None:
+    """Until ``stop``: one transaction every ``pause_s`` inserting the SAME row twice into the keyless
+    table ``ledger (k INT, v VARCHAR(10))``: a replayed batch would show as a third copy."""
+    c, i = mariadb.connect(db, autocommit=False), 0
+    try:
+        while not stop.is_set():
+            with c.cursor() as cur:
+                cur.executemany("INSERT INTO ledger VALUES (%s, %s)", [(i, "x"), (i, "x")])
+            c.commit()
+            i += 1
+            time.sleep(pause_s)
+    finally:
+        c.close()
+
+
 class Pipeline:
     def __init__(self, tmp: Path, mariadb, broker, postgres, prefix: str, db: str, targets=("pg", "my", "duck")):
         self.tmp, self.mariadb, self.postgres, self.broker, self.db = tmp, mariadb, postgres, broker, db

@@ -18,7 +18,7 @@ import pytest
 from cdc.dev.procs import spawn
 from cdc.dev.workload import TABLES, run_workload
 from cdc.envelope import changes_topic
-from tests.e2e.apply_pipeline import Pipeline
+from tests.e2e.apply_pipeline import Pipeline, ledger_writer
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka, pytest.mark.spark, pytest.mark.postgres]
 
@@ -38,20 +38,8 @@ def test_kill_the_driver_five_times(tmp_path, mariadb_primary, broker, postgres,
         mariadb_primary.query(f"CREATE TABLE `{db}`.ledger (k INT, v VARCHAR(10))")  # keyless
         stop = threading.Event()
 
-        def ledger():
-            c, i = mariadb_primary.connect(db, autocommit=False), 0
-            try:
-                while not stop.is_set():
-                    with c.cursor() as cur:
-                        cur.executemany("INSERT INTO ledger VALUES (%s, %s)", [(i, "x"), (i, "x")])
-                    c.commit()
-                    i += 1
-                    time.sleep(0.02)
-            finally:
-                c.close()
-
         conn = lambda: mariadb_primary.connect(db)  # noqa: E731
-        writers = [threading.Thread(target=ledger, daemon=True),
+        writers = [threading.Thread(target=ledger_writer, args=(mariadb_primary, db, stop, 0.02), daemon=True),
                    threading.Thread(target=run_workload, args=(conn, db), daemon=True,
                                     kwargs={"seconds": 50, "threads": 2, "seed": 3})]
         for w in writers:

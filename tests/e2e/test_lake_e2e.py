@@ -28,7 +28,7 @@ from cdc.dev.procs import spawn
 from cdc.dev.workload import TABLES, run_workload
 from cdc.envelope import changes_topic
 from streaming.targets import make_target
-from tests.e2e.apply_pipeline import norm
+from tests.e2e.apply_pipeline import ledger_writer, norm
 from tests.fixtures.ops import DaemonProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka, pytest.mark.spark]
@@ -113,18 +113,6 @@ def test_lake_targets_through_three_driver_kills(tmp_path, mariadb_primary, brok
     p.daemon.start()
     stop, bad, checked, points = threading.Event(), [], [0], {"delta": [], "ice": []}
 
-    def ledger():
-        c, i = mariadb_primary.connect(db, autocommit=False), 0
-        try:
-            while not stop.is_set():
-                with c.cursor() as cur:
-                    cur.executemany("INSERT INTO ledger VALUES (%s, %s)", [(i, "x"), (i, "x")])
-                c.commit()
-                i += 1
-                time.sleep(0.03)
-        finally:
-            c.close()
-
     def transfers():
         r, c, n = random.Random(7), mariadb_primary.connect(db, autocommit=False), 0
         try:
@@ -168,7 +156,8 @@ def test_lake_targets_through_three_driver_kills(tmp_path, mariadb_primary, brok
             time.sleep(0.2)
 
     conn = lambda: mariadb_primary.connect(db)
-    threads = [threading.Thread(target=f, daemon=True) for f in (ledger, transfers, reader)]
+    threads = [threading.Thread(target=ledger_writer, args=(mariadb_primary, db, stop, 0.03), daemon=True)]
+    threads += [threading.Thread(target=f, daemon=True) for f in (transfers, reader)]
     threads.append(threading.Thread(target=run_workload, args=(conn, db), daemon=True,
                                     kwargs={"seconds": 25, "threads": 2, "seed": 18}))
     try:

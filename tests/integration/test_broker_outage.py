@@ -27,7 +27,6 @@ from prometheus_client import CollectorRegistry
 
 from cdc.config import KafkaConfig
 from cdc.dev.broker import Broker
-from cdc.dev.objstore import ObjectStore
 from cdc.envelope import changes_topic
 from cdc.publish.recovery import read_records
 from cdc.runtime.daemon import Daemon, SourceSpec
@@ -123,21 +122,10 @@ def _outage(run: _Run, broker, down_s: float) -> str:
     return reason
 
 
-@pytest.fixture
-def fixed_port_persistent_broker(tmp_path):
-    store = ObjectStore(tmp_path / "objstore").start()
-    b = Broker.persistent(store, log_dir=tmp_path / "broker")
-    try:
-        yield b.start()
-    finally:
-        b.stop()
-        store.stop()
-
-
 @pytest.mark.parametrize("idempotence", [True, False], ids=["idempotent", "non-idempotent"])
-def test_outage_longer_than_the_delivery_timeout_resumes_exactly_once(fixed_port_persistent_broker, topic_prefix,
+def test_outage_longer_than_the_delivery_timeout_resumes_exactly_once(persistent_broker, topic_prefix,
                                                                       idempotence, caplog):
-    broker = fixed_port_persistent_broker
+    broker = persistent_broker
     steps = 500
     run = _Run(broker, topic_prefix, steps, idempotence)
     reason = _outage(run, broker, down_s=DELIVERY_TIMEOUT_S + 3)
