@@ -13,6 +13,7 @@ pytest_plugins = [
     "tests.fixtures.spark",
     "tests.fixtures.prometheus",
     "tests.fixtures.services",
+    "tests.fixtures.tls",
 ]
 
 _skipped: list[str] = []
