@@ -31,6 +31,19 @@ Same run, same rows, same PostgreSQL (started here unless ``--postgres DSN``):
           primary key, like the real target table (what the table itself can
           take: index and WAL, no broker, decoding or Spark), as
           ``keyed_copy_rows_per_s`` and ``keyed_copy_ratio_to_copy``.
+- batched: what a Kafka-Connect-JDBC-style sink does: the same row changes,
+          decoded, written by ``executemany`` in batches of 500 (upserts as
+          ``INSERT ... ON CONFLICT DO UPDATE``, deletes as ``DELETE``; a batch
+          is flushed early where the kind changes, so order holds), one
+          commit per batch: ``batched_rows_per_s``, ``speedup_vs_batched``.
+          A per-row consumer is a weak baseline; this one is the usual
+          production sink.
+- mixed:  a realistic workload: ``--mixed-keys`` rows loaded first, then N
+          changes to EXISTING keys (60% updates, 20% deletes, 20% inserts of
+          deleted or new keys, seeded), applied by the job while they are
+          produced: ``mixed_apply_rows_per_s`` (first produce of the mixed
+          part .. its last commit; the load is not counted) and, for the same
+          changes, ``batched_mixed_rows_per_s`` / ``mixed_speedup_vs_batched``.
 - latency: a steady ``--tps`` single-row transactions per second for
           ``--latency-s`` seconds, produced with their commit time; a poller
           reads ``cdc_progress`` every 20 ms; latency = visible - commit.
@@ -53,6 +66,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rows", type=int, default=500_000)
     parser.add_argument("--tx-rows", type=int, default=100, help="rows per source transaction")
     parser.add_argument("--naive-rows", type=int, default=20_000, help="rows for the naive baseline")
+    parser.add_argument("--mixed-keys", type=int, default=100_000,
+                        help="rows loaded before the mixed workload (whose changes touch these keys)")
     parser.add_argument("--tps", type=int, default=1000, help="transactions/s for the latency run")
     parser.add_argument("--latency-s", type=float, default=20.0)
     parser.add_argument("--postgres", help="DSN of a PostgreSQL to use; default: start one")
@@ -93,6 +108,60 @@ def _stream(n: int, tx_rows: int):
         b.tx(*ops)
         i += tx_rows
     return b
+
+
+def _mixed_stream(keys: int, n: int, tx_rows: int, seed: int = 7):
+    """``keys`` inserts, then ``n`` changes to existing keys: 60% updates, 20% deletes, 20% inserts (a
+    deleted key again, or a new one). Returns the builder and the index of the first mixed item."""
+    import random
+
+    from streaming.testing import StreamBuilder
+
+    rnd = random.Random(seed)
+    b = StreamBuilder(source="bench")
+    b.schema("bench.t", COLS, ["id"])
+    for i in range(0, keys, tx_rows):
+        b.tx(*[("c", "bench.t", None, _row(j)) for j in range(i, min(keys, i + tx_rows))])
+    split = len(b.items)
+    live, dead, version = list(range(keys)), [], {}
+    pos = {k: k for k in live}  # key -> index in live (O(1) delete by swap)
+    next_key = keys
+    for i in range(0, n, tx_rows):
+        ops, touched = [], set()
+        for _ in range(min(tx_rows, n - i)):
+            roll = rnd.random()
+            if roll < 0.8 and live:
+                k = live[rnd.randrange(len(live))]
+                if k in touched:  # one change per key per transaction keeps the images simple
+                    continue
+                touched.add(k)
+                v = version.get(k, 0)
+                if roll < 0.6:
+                    version[k] = v + 1
+                    ops.append(("u", "bench.t", _row(k, v), _row(k, v + 1)))
+                else:
+                    ops.append(("d", "bench.t", _row(k, v), None))
+                    last = live.pop()
+                    if last != k:
+                        live[pos[k]] = last
+                        pos[last] = pos[k]
+                    del pos[k]
+                    dead.append(k)
+            else:
+                if dead and rnd.random() < 0.5:
+                    k = dead.pop(rnd.randrange(len(dead)))
+                else:
+                    k, next_key = next_key, next_key + 1
+                if k in touched:
+                    continue
+                touched.add(k)
+                version[k] = version.get(k, 0) + 1
+                ops.append(("c", "bench.t", None, _row(k, version[k])))
+                pos[k] = len(live)
+                live.append(k)
+        if ops:
+            b.tx(*ops)
+    return b, split
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -174,9 +243,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         stop.set()
         th.join(60)
+        mixed = _mixed(args, bootstrap, admin, dsn, spark, work)
         latency = _latency(args, bootstrap, admin, dsn, spark, work, b.schemas)
 
         naive_rate = _naive(dsn, b, args.naive_rows)
+        batched_rate = _batched(dsn, b.items)
         copy_rate = _copy(dsn, args.rows)
         keyed_rate = _copy(dsn, args.rows, keyed=True)
         read_limit = _spark_read(spark, 200_000)
@@ -193,6 +264,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "naive_rows_per_s": round(naive_rate),
                 "copy_rows_per_s": round(copy_rate), "ratio_to_copy": round(apply_rate / copy_rate, 3),
                 "speedup_vs_naive": round(apply_rate / naive_rate, 1),
+                "batched_rows_per_s": round(batched_rate), "speedup_vs_batched": round(apply_rate / batched_rate, 2),
+                **mixed,
                 "keyed_copy_rows_per_s": round(keyed_rate), "keyed_copy_ratio_to_copy": round(keyed_rate / copy_rate, 3),
                 "spark_read_rows_per_s": round(read_limit), "spark_read_ratio_to_copy": round(read_limit / copy_rate, 3),
                 **latency}
@@ -237,6 +310,134 @@ def _naive(dsn: str, b, n: int) -> float:
         rate = done / (time.monotonic() - t0)
     _say(f"naive: {done} rows -> {rate:,.0f} rows/s")
     return rate
+
+
+def _batched(dsn: str, items: list, start: int = 0, table: str = "bench_apply.batched", size: int = 500) -> float:
+    """A Kafka-Connect-JDBC-style sink over ``items[start:]`` (the rows before ``start`` are loaded first,
+    untimed): decoded row changes written by ``executemany`` in batches of ``size``, upserts and deletes
+    as separate statements (a batch flushes early where the kind changes, so per-key order holds), one
+    commit per batch. Rows/s of the timed part."""
+    import psycopg
+
+    upsert = (f"INSERT INTO {table} VALUES (%s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET "
+              "name = EXCLUDED.name, amount = EXCLUDED.amount, at = EXCLUDED.at")
+    delete = f"DELETE FROM {table} WHERE id = %s"
+
+    def changes(part):
+        for _k, v in part:
+            if "op" in v:
+                r = v["after"] if v["op"] != "d" else v["before"]
+                yield v["op"] == "d", ((r["id"],) if v["op"] == "d" else (r["id"], r["name"], r["amount"], r["at"]))
+
+    def write(c, part) -> int:
+        done, kind, batch = 0, None, []
+        with c.cursor() as cur:
+            for is_delete, params in changes(part):
+                if batch and (is_delete != kind or len(batch) >= size):
+                    cur.executemany(delete if kind else upsert, batch)
+                    if len(batch) >= size:
+                        c.commit()
+                    done += len(batch)
+                    batch = []
+                kind = is_delete
+                batch.append(params)
+            if batch:
+                cur.executemany(delete if kind else upsert, batch)
+                done += len(batch)
+        c.commit()
+        return done
+
+    with psycopg.connect(dsn) as c:
+        c.execute(f"DROP TABLE IF EXISTS {table}")
+        c.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, name varchar(40), amount numeric(12,2), "
+                  "at timestamp(6))")
+        c.commit()
+        write(c, items[:start])
+        t0 = time.monotonic()
+        done = write(c, items[start:])
+        rate = done / (time.monotonic() - t0)
+    _say(f"batched ({table}): {done} rows -> {rate:,.0f} rows/s")
+    return rate
+
+
+def _mixed(args, bootstrap: str, admin, dsn: str, spark, work: Path) -> dict[str, Any]:
+    """The apply job on the mixed workload (see the module docstring), and the batched sink on the same
+    changes; the loaded keys are applied first and not timed."""
+    import psycopg
+    from confluent_kafka import Producer
+
+    from cdc.config import parse_config
+    from cdc.publish.producer import DEFAULTS
+    from streaming.apply import job
+    from streaming.testing import produce
+
+    b, split = _mixed_stream(args.mixed_keys, args.rows, args.tx_rows)
+    encoded = b.encoded()
+    load_last = b.items[split - 1][1]["sequence"]
+    last = b.seq - 1
+    rows = sum(1 for _k, v in b.items[split:] if "op" in v)
+    topic = "mixed.bench.changes"
+    admin.create_topic(topic)
+    produce(bootstrap, topic, encoded[:split], timeout=300)
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("DROP SCHEMA IF EXISTS bench_mixed CASCADE")
+        c.execute("CREATE SCHEMA bench_mixed")
+    cfg = parse_config({
+        "kafka": {"bootstrap_servers": bootstrap, "topic_prefix": "mixed"},
+        "targets": [{"name": "pg", "kind": "postgres", "dsn": dsn, "schema": "bench_mixed"}],
+        "apply": [{"source": "bench", "target": "pg", "checkpoint_dir": str(work / "ck-mixed"),
+                   "max_records_per_batch": 200_000, "trigger_interval_s": 0.1}]})
+    stop = threading.Event()
+    th = threading.Thread(target=job.run, args=(cfg,), kwargs={"spark": spark, "stop_event": stop}, daemon=True)
+    th.start()
+
+    def wait_for(seq: int, c) -> None:
+        t0 = time.monotonic()
+        while True:
+            try:
+                row = c.execute("SELECT last_sequence FROM bench_mixed.cdc_progress").fetchone()
+            except psycopg.errors.UndefinedTable:
+                row = None
+            if row and row[0] >= seq:
+                return
+            if not th.is_alive() or time.monotonic() - t0 > 1800:
+                raise RuntimeError("the mixed apply job stopped or took over 30 minutes")
+            time.sleep(0.05)
+
+    with psycopg.connect(dsn, autocommit=True) as c:
+        _say(f"mixed: loading {args.mixed_keys} keys")
+        wait_for(load_last, c)
+        _say(f"mixed: {rows} changes to existing keys, applied while produced")
+        p = Producer({"bootstrap.servers": bootstrap, **DEFAULTS})
+        t0 = time.monotonic()
+        for k, v in encoded[split:]:
+            while True:
+                try:
+                    p.produce(topic, value=v, key=k, partition=0)
+                    break
+                except BufferError:
+                    p.poll(0.01)
+        p.flush(300)
+        wait_for(last, c)
+        apply_rate = rows / (time.monotonic() - t0)
+        held = dict(c.execute("SELECT id, name FROM bench_mixed.t").fetchall())
+    stop.set()
+    th.join(60)
+    want: dict[int, str] = {}
+    for _k, v in b.items:
+        if "op" in v:
+            if v["op"] == "d":
+                del want[v["before"]["id"]]
+            else:
+                want[v["after"]["id"]] = v["after"]["name"]
+    if held != want:
+        raise RuntimeError(f"mixed: the target holds {len(held)} rows, the source fold {len(want)}; "
+                           f"{sum(1 for k in want if held.get(k) != want[k])} differ")
+    _say(f"mixed: apply {apply_rate:,.0f} rows/s; the target equals the source ({len(held)} rows)")
+    batched_rate = _batched(dsn, b.items, start=split, table="bench_apply.batched_mixed")
+    return {"mixed_rows": rows, "mixed_apply_rows_per_s": round(apply_rate),
+            "batched_mixed_rows_per_s": round(batched_rate),
+            "mixed_speedup_vs_batched": round(apply_rate / batched_rate, 2)}
 
 
 def _copy(dsn: str, n: int, keyed: bool = False) -> float:
