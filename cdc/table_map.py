@@ -6,7 +6,7 @@ Config (one ``apply:`` item)::
     exclude: [shop.audit_tmp]
 
 - No ``tables``: every table of the source is applied.
-- A table entry is ``db.table`` (glob patterns allowed) or a mapping
+- A table entry is ``db.table`` (glob patterns, cdc/table_glob.py: the sources' rule too) or a mapping
   ``{source, target}`` that renames it.
 - ``exclude`` wins over ``tables``.
 - A source table ``db.t`` lands as ``t`` in the target's default schema
@@ -16,8 +16,8 @@ Config (one ``apply:`` item)::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 
+from cdc import table_glob
 from cdc.config import ApplyConfig, TableMapping
 
 
@@ -43,9 +43,9 @@ class TableMap:
         return cls(tuple(include) if include is not None else None, tuple(renames), tuple(apply.exclude))
 
     def wanted(self, source_table: str) -> bool:
-        if any(fnmatchcase(source_table, p) for p in self.exclude):
+        if table_glob.matches(source_table, self.exclude):
             return False
-        return self.include is None or any(fnmatchcase(source_table, p) for p in self.include)
+        return self.include is None or table_glob.matches(source_table, self.include)
 
     def target_name(self, source_table: str) -> str:
         for src, dst in self.renames:

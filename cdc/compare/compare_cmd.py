@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from fnmatch import fnmatchcase
 
+from cdc import table_glob
 from cdc.compare.errors import CompareError
 
 
@@ -64,7 +64,7 @@ def table_pairs(config, source: str, target: str, tables: list[str] | None, src_
 
 
 def _expand(patterns: list[str], src_ep) -> list[str]:
-    if not any("*" in p or "?" in p for p in patterns):
+    if all(table_glob.is_literal(p) for p in patterns):
         return patterns
     conn = src_ep.connect()
     try:
@@ -73,7 +73,7 @@ def _expand(patterns: list[str], src_ep) -> list[str]:
     finally:
         conn.close()
     names = sorted(f"{s}.{t}" for s, t in rows)
-    return [n for n in names if any(fnmatchcase(n, p) for p in patterns)]
+    return table_glob.select(names, patterns)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -25,11 +25,11 @@ import argparse
 import sys
 import time
 from datetime import datetime, timezone
-from fnmatch import fnmatchcase
 from typing import Any
 
 import orjson
 
+from cdc import table_glob
 from cdc.consumer.kafka_clients import CLIENTS
 
 
@@ -141,7 +141,7 @@ def _tail_stream(args: argparse.Namespace, config: Any, out: _Out) -> int:
     patterns = args.table
 
     def wanted(table: str | None) -> bool:
-        return not patterns or (table is not None and any(fnmatchcase(table, p) for p in patterns))
+        return not patterns or (table is not None and table_glob.matches(table, patterns))
 
     try:
         consumer.start()

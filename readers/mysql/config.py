@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from cdc.table_glob import check_pattern
+
 
 class MySqlSourceConfig(BaseModel):
     """``kind: mysql``. ``hosts`` lists the primary and its failover candidates."""
@@ -17,7 +19,7 @@ class MySqlSourceConfig(BaseModel):
     hosts: list[str] = Field(min_length=1)
     user: str
     password: SecretStr = SecretStr("")
-    tables: list[str] = Field(min_length=1)
+    tables: list[str] = Field(min_length=1, description="db.table patterns (globs, as apply[].tables: cdc/table_glob.py)")
     server_id: int = Field(default=0, ge=0, description="replica server_id; 0 = derived from the name")
     heartbeat_interval_s: float = Field(default=1.0, gt=0)
     connect_timeout_s: float = Field(default=5.0, gt=0)
@@ -39,8 +41,4 @@ class MySqlSourceConfig(BaseModel):
     @field_validator("tables")
     @classmethod
     def _db_table(cls, tables: list[str]) -> list[str]:
-        for t in tables:
-            db, sep, table = t.partition(".")
-            if not sep or not db or not table:
-                raise ValueError(f"table {t!r} is not of the form db.table or db.*")
-        return tables
+        return [check_pattern(t) for t in tables]

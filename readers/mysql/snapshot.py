@@ -33,6 +33,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from cdc import table_glob
 from cdc.compare.shapes import classify
 from cdc.events import Begin, Change, Commit, Event, Heartbeat, TableId, TableSchema
 from cdc.sql_dialects import MYSQL
@@ -49,17 +50,11 @@ q = MYSQL.quote
 
 
 def expand_tables(conn: Any, patterns: list[str]) -> list[TableId]:
-    """Configured ``db.table`` / ``db.*`` -> existing base tables, sorted."""
+    """Configured ``db.table`` patterns (cdc.table_glob) -> the existing base tables they match, sorted."""
     with conn.cursor() as cur:
         cur.execute("SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'")
         rows = cur.fetchall()
-    out = set()
-    for db, table in rows:
-        for p in patterns:
-            pdb, _, pt = p.partition(".")
-            if pdb == db and (pt == "*" or pt == table):
-                out.add(TableId(db, table))
-    return sorted(out)
+    return sorted(TableId(db, table) for db, table in rows if table_glob.matches(f"{db}.{table}", patterns))
 
 
 def open_snapshot(conn: Any, flavor: str) -> str:

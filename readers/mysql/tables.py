@@ -1,10 +1,11 @@
-"""Which tables a source captures (``tables: [db.table, db.*]``), which table a DDL names and which
+"""Which tables a source captures (``tables: [db.table, db.order_*]``, cdc.table_glob), which table a DDL names and which
 tables a statement-format DML names."""
 
 from __future__ import annotations
 
 import re
 
+from cdc import table_glob
 from cdc.events import TableId
 
 _IDENT = r"(?:`((?:[^`]|``)+)`|([A-Za-z0-9_$]+))"
@@ -26,28 +27,27 @@ _NON_TABLE = re.compile(r"^\s*(?:CREATE|ALTER|DROP)\s+(?:DATABASE|SCHEMA|USER|VI
 
 
 class TableFilter:
-    """Matches ``db.table`` against the configured list; ``db.*`` takes every table of db."""
+    """Matches ``db.table`` against the configured patterns (cdc.table_glob: the apply side's rule)."""
 
     def __init__(self, patterns: list[str]) -> None:
-        self.exact: set[tuple[str, str]] = set()
-        self.whole_dbs: set[str] = set()
-        for p in patterns:
-            db, _, table = p.partition(".")
-            if table == "*":
-                self.whole_dbs.add(db)
-            else:
-                self.exact.add((db, table))
+        self.patterns = list(patterns)
+        self._seen: dict[TableId, bool] = {}  # rows events name few tables: match each once
 
     def matches(self, table: TableId) -> bool:
-        return table.db in self.whole_dbs or (table.db, table.table) in self.exact
+        hit = self._seen.get(table)
+        if hit is None:
+            hit = self._seen[table] = table_glob.matches(f"{table.db}.{table.table}", self.patterns)
+        return hit
 
     def matches_db(self, db: str) -> bool:
-        return db in self.whole_dbs or any(d == db for d, _ in self.exact)
+        return table_glob.db_matches(db, self.patterns)
 
-    def library_filters(self) -> tuple[list[str] | None, list[str]]:
-        """(only_tables, only_schemas) for BinLogStreamReader: a coarse pre-filter, ``matches`` decides."""
-        schemas = sorted(self.whole_dbs | {d for d, _ in self.exact})
-        tables = None if self.whole_dbs else sorted({t for _, t in self.exact})
+    def library_filters(self) -> tuple[list[str] | None, list[str] | None]:
+        """(only_tables, only_schemas) for BinLogStreamReader: a coarse pre-filter, ``matches`` decides.
+        A glob in a part turns that part's pre-filter off (None: everything)."""
+        parts = [p.partition(".")[::2] for p in self.patterns]
+        schemas = sorted({d for d, _ in parts}) if all(table_glob.is_literal(d) for d, _ in parts) else None
+        tables = sorted({t for _, t in parts}) if all(table_glob.is_literal(t) for _, t in parts) else None
         return tables, schemas
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdc import table_glob
 from readers.oracle.errors import SupplementalLoggingMissing
 
 DATABASE_SQL = "SELECT SUPPLEMENTAL_LOG_DATA_MIN, SUPPLEMENTAL_LOG_DATA_ALL FROM V$DATABASE"
@@ -27,8 +28,8 @@ TABLES_SQL = "SELECT OWNER, TABLE_NAME FROM ALL_TABLES WHERE OWNER = :owner"
 def supplemental_problems(query: Any, patterns: list[str]) -> list[str]:
     """Each missing setting as ``what is wrong; fix: <statement>`` (empty: capture is safe).
 
-    ``query(sql, binds)`` runs on the standby; ``patterns`` are the configured ``SCHEMA.TABLE`` /
-    ``SCHEMA.*`` entries (a whole schema: every table it holds now)."""
+    ``query(sql, binds)`` runs on the standby; ``patterns`` are the configured ``SCHEMA.TABLE``
+    patterns (cdc.table_glob): every table of ``ALL_TABLES`` they match now."""
     problems: list[str] = []
     minimal, every_column = (str(v or "NO").upper() for v in query(DATABASE_SQL)[0])
     if minimal not in ("YES", "IMPLICIT"):
@@ -36,12 +37,11 @@ def supplemental_problems(query: Any, patterns: list[str]) -> list[str]:
                         f"{minimal}); fix on the primary: ALTER DATABASE ADD SUPPLEMENTAL LOG DATA;")
     if every_column == "YES":
         return problems
-    owners = sorted({p.upper().partition(".")[0] for p in patterns})
-    for owner in owners:
+    upper = [p.upper() for p in patterns]
+    for owner in sorted({p.partition(".")[0] for p in upper}):
         logged = {str(t) for _, t in query(GROUPS_SQL, {"owner": owner})}
-        wanted = sorted({p.upper().partition(".")[2] for p in patterns if p.upper().partition(".")[0] == owner})
-        if "*" in wanted:
-            wanted = sorted({str(t) for _, t in query(TABLES_SQL, {"owner": owner})})
+        wanted = [t for t in sorted({str(t) for _, t in query(TABLES_SQL, {"owner": owner})})
+                  if table_glob.matches(f"{owner}.{t}", upper)]
         for table in wanted:
             if table not in logged:
                 problems.append(f'table {owner}.{table} has no ALL COLUMNS supplemental logging (no log group of '

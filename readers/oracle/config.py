@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+from cdc.table_glob import check_pattern, is_literal
 
 
 class OracleSourceConfig(BaseModel):
@@ -25,7 +27,8 @@ class OracleSourceConfig(BaseModel):
     standby_dsn: str | None = None
     user: str = ""
     password: SecretStr = SecretStr("")
-    tables: list[str] = Field(min_length=1, description="SCHEMA.TABLE to capture; SCHEMA.* for a whole schema")
+    tables: list[str] = Field(min_length=1, description="SCHEMA.TABLE patterns (globs in the table part, as "
+                                                         "apply[].tables: cdc/table_glob.py); SCHEMA.* for a whole schema")
     dictionary: Literal["flat_file", "redo_log", "online_catalog"] = "flat_file"
     dictionary_path: str = Field(default="/home/oracle/logmnr", description="directory (12c+: directory object) on the standby host")
     dictionary_file: str = "dictionary.ora"
@@ -52,3 +55,11 @@ class OracleSourceConfig(BaseModel):
                                    "convert.py); redo_text: the SQL_REDO text and Oracle's type names")
     conversions: dict[str, Literal["text", "int", "decimal", "float", "date", "timestamp"]] = Field(
         default_factory=dict, description="'SCHEMA.TABLE.COLUMN' (or '*.*.COLUMN') -> type; default: literal text")
+
+    @field_validator("tables")
+    @classmethod
+    def _schema_table(cls, tables: list[str]) -> list[str]:
+        for t in tables:
+            if not is_literal(check_pattern(t).partition(".")[0]):
+                raise ValueError(f"table {t!r}: the schema part must be a schema name (globs only in the table part)")
+        return tables

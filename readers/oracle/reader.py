@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from cdc import table_glob
 from cdc.contract import SourceContext
 from cdc.events import Change, Commit, Event, Heartbeat, SchemaChange, TableSchema
 from cdc.spill import SpillPolicy, TransactionStore
@@ -54,8 +55,7 @@ class OracleSource:
         self.name = config.name
         self.metrics = context.metrics
         self._stop = threading.Event()
-        self._tables = {tuple(t.upper().split(".", 1)) for t in config.tables}
-        self._schemas = {s for s, t in self._tables if t == "*"}
+        self._patterns = [t.upper() for t in config.tables]  # cdc.table_glob, on Oracle's upper-case names
         self.standby: Standby | None = None
         self.miner: ParallelMiner | None = None
         self.store: TransactionStore | None = None
@@ -69,7 +69,9 @@ class OracleSource:
         self._snapshot: OracleSnapshot | None = None  # snapshot hook: the initial snapshot, until read
 
     def captured(self, owner: str, table: str) -> bool:
-        return (owner, table) in self._tables or owner in self._schemas
+        """The row filter (the dispatcher remembers the answer per table): LogMiner rows are filtered here,
+        not in SQL, so a pattern never meets LIKE's ``_``/``%`` rules."""
+        return table_glob.matches(f"{owner}.{table}", self._patterns)
 
     def start(self, resume: dict[str, Any] | None) -> None:
         c = self.config

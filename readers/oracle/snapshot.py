@@ -46,6 +46,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
+from cdc import table_glob
 from cdc.errors import CdcError, Terminal
 from cdc.events import Begin, Change, Column, Commit, Event, Heartbeat, TableId, TableSchema
 from cdc.values import stream_value
@@ -86,17 +87,15 @@ def redo_text(value: Any, data_type: str) -> Any:
 
 
 def expand_tables(conn: Any, patterns: list[str]) -> list[TableId]:
-    """Configured ``SCHEMA.TABLE`` / ``SCHEMA.*`` -> the tables (``ALL_TABLES``), sorted."""
+    """Configured ``SCHEMA.TABLE`` patterns (cdc.table_glob, upper-cased) -> the tables of ``ALL_TABLES``
+    they match, sorted (the schema part is a literal name, see OracleSourceConfig)."""
+    upper = [p.upper() for p in patterns]
     out: set[TableId] = set()
-    for p in patterns:
-        owner, _, table = p.upper().partition(".")
-        if table != "*":
-            out.add(TableId(owner, table))
-            continue
+    for owner in sorted({p.partition(".")[0] for p in upper}):
         cur = conn.cursor()
         try:
             cur.execute("SELECT OWNER, TABLE_NAME FROM ALL_TABLES WHERE OWNER = :owner", {"owner": owner})
-            out.update(TableId(o, t) for o, t in cur.fetchall())
+            out.update(TableId(o, t) for o, t in cur.fetchall() if table_glob.matches(f"{o}.{t}", upper))
         except Exception as exc:  # oracledb.DatabaseError
             raise FlashbackError(f"cannot list the tables of schema {owner}: {exc}", schema=owner) from exc
         finally:
