@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from cdc.errors import ConfigError
 from cdc.registry import SOURCE_CONFIGS
@@ -26,6 +26,30 @@ from cdc.registry import SOURCE_CONFIGS
 ENV_PREFIX = "CDC_"
 
 SourceConfig = Annotated[Union[tuple(SOURCE_CONFIGS.values())], Field(discriminator="kind")]
+
+
+class SchemaRegistryConfig(BaseModel):
+    """A Confluent Schema Registry (``kafka.avro_framing: schema_registry``): the SchemaRegistryClient's own
+    settings, under their own names; ``mock://<scope>`` is the client's in-memory registry (tests)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    url: str = Field(pattern=r"^(https?|mock)://")
+    basic_auth_user_info: SecretStr | None = Field(default=None, alias="basic.auth.user.info",
+                                                   description="user:password")
+    ssl_ca_location: str | None = Field(default=None, alias="ssl.ca.location")
+    ssl_certificate_location: str | None = Field(default=None, alias="ssl.certificate.location")
+    ssl_key_location: str | None = Field(default=None, alias="ssl.key.location")
+    ssl_key_password: SecretStr | None = Field(default=None, alias="ssl.key.password")
+
+    def client_settings(self) -> dict[str, Any]:
+        """The settings as SchemaRegistryClient takes them (secrets unwrapped here, at connect time)."""
+        out = {}
+        for name, field in type(self).model_fields.items():
+            value = getattr(self, name)
+            if value is not None:
+                out[field.alias or name] = value.get_secret_value() if isinstance(value, SecretStr) else value
+        return out
 
 
 class KafkaConfig(BaseModel):
@@ -37,11 +61,24 @@ class KafkaConfig(BaseModel):
     per_table_topics: bool = False
     dead_letter_topic: str | None = None
     producer: dict[str, Any] = Field(default_factory=dict, description="extra librdkafka settings")
-    avro_framing: Literal["confluent", "plain"] = "confluent"
+    avro_framing: Literal["confluent", "plain", "schema_registry"] = Field(
+        default="confluent", description="confluent/plain: the shipped .avsc schemas, no registry (a 5-byte header "
+        "whose id is a CRC32 of the schema, or none); schema_registry: per-table, transaction and schema-change "
+        "topics in per-table schemas registered in kafka.schema_registry (cdc/debezium/schema_registry.py)")
+    schema_registry: SchemaRegistryConfig | None = None
     idempotence: bool = Field(default=True, description="idempotent producer (false: brokers without "
                               "InitProducerId; retries may then append duplicate runs)")
     delivery_timeout_s: float = Field(default=120.0, gt=0, description="records unacknowledged this long: "
                                       "the source stops and restarts from the stream's tail")
+
+    @model_validator(mode="after")
+    def _registry_fits_framing(self) -> KafkaConfig:
+        if self.avro_framing == "schema_registry" and (self.schema_registry is None or self.encoding != "avro"):
+            raise ValueError("avro_framing: schema_registry needs encoding: avro and a schema_registry: {url: ...}")
+        if self.schema_registry is not None and self.avro_framing != "schema_registry":
+            raise ValueError(f"schema_registry is set but avro_framing is {self.avro_framing!r}: "
+                             "set avro_framing: schema_registry to use it, or remove it")
+        return self
 
 
 class TargetConfig(BaseModel):
