@@ -42,26 +42,34 @@ from streaming.targets import make_target
 log = logging.getLogger(__name__)
 
 
-def build_session(master: str = "local[*]", app_name: str = "cdc-apply") -> Any:
+def build_session(master: str = "local[*]", app_name: str = "cdc-apply", log_level: str = "INFO",
+                  json_logs: bool = False) -> Any:
+    """The driver's SparkSession; its JVM logs as ``logging:`` says (streaming.apply.spark_logs)."""
     from pyspark.sql import SparkSession
 
+    from streaming.apply.spark_logs import spark_settings, start_jvm
     from streaming.stream.datasource import register
 
     # Python workers (executors, the streaming source runner) must use this interpreter (pyarrow, our code)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.master(master).appName(app_name)
+    settings = {"spark.master": master, "spark.app.name": app_name}
     if master.startswith("local"):  # a local job listens on loopback only (not on whatever the hostname resolves to)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-    spark = (builder
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "4")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
-             # Python workers start slowly on a loaded machine: give them time to connect back
-             .config("spark.python.authenticate.socketTimeout", "180s")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("WARN")
+        settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
+    settings.update(spark_settings(log_level, json_logs))
+    settings.update({
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+        # Python workers start slowly on a loaded machine: give them time to connect back
+        "spark.python.authenticate.socketTimeout": "180s",
+    })
+    start_jvm(settings, json_logs)
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     register(spark)
     return spark
 
@@ -230,7 +238,7 @@ def run(config: Config, master: str = "local[*]", until_idle_s: float | None = N
         raise CdcError("nothing to apply: the config has no `apply:` items", key="apply")
     from streaming.stream.datasource import warm_up
 
-    spark = spark or build_session(master)
+    spark = spark or build_session(master, log_level=config.logging.level, json_logs=config.logging.json_)
     warm_up(spark, _cores(spark))
     streams = [start_stream(spark, config, a, metrics_registry) for a in config.apply]
     if streams_out is not None:
