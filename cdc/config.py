@@ -52,6 +52,20 @@ class SchemaRegistryConfig(BaseModel):
         return out
 
 
+class DebeziumConfig(BaseModel):
+    """How per-table topics encode Debezium records (cdc/debezium/). The defaults keep the values the
+    per-table topics carried before this option: the stream's ISO temporal text and decimal text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temporal: Literal["iso", "connect", "adaptive_micros"] = "iso"
+    decimal: Literal["string", "precise", "double"] = "string"
+    schemas: bool = Field(default=False, description="every key and value as Kafka Connect JsonConverter's "
+                          "{schema, payload}")
+    transaction_topic: bool = False
+    schema_change_topic: bool = False
+
+
 class KafkaConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -59,6 +73,7 @@ class KafkaConfig(BaseModel):
     topic_prefix: str = Field(default="cdc", pattern=r"^[A-Za-z0-9_\-.]+$")
     encoding: Literal["json", "avro"] = "json"
     per_table_topics: bool = False
+    debezium: DebeziumConfig = Field(default_factory=DebeziumConfig)
     dead_letter_topic: str | None = None
     producer: dict[str, Any] = Field(default_factory=dict, description="extra librdkafka settings")
     avro_framing: Literal["confluent", "plain", "schema_registry"] = Field(

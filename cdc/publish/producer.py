@@ -171,13 +171,17 @@ class OrderedProducer:
                                             bootstrap=self.bootstrap, code=err.name())
 
     # -- producing --
-    def produce(self, topic: str, value: bytes | None, key: bytes | None = None) -> None:
+    def produce(self, topic: str, value: bytes | None, key: bytes | None = None,
+                headers: tuple[tuple[str, bytes], ...] | None = None) -> None:
         """Queue one record; blocks (polling) while the local queue is full, up to the delivery timeout."""
         p = self._p
         partition = 0 if topic in self._single else -1  # -1: librdkafka's partitioner (RD_KAFKA_PARTITION_UA)
         while True:
             try:
-                p.produce(topic, value, key, partition)
+                if headers:
+                    p.produce(topic, value, key, partition, headers=list(headers))
+                else:
+                    p.produce(topic, value, key, partition)
                 break
             except BufferError:
                 p.poll(0.005)

@@ -39,6 +39,7 @@ from typing import Any
 import orjson
 
 from cdc.config import KafkaConfig
+from cdc.debezium.record import DebeziumRecords, TxContext, json_bytes
 from cdc.envelope import (
     aborted_record,
     begin_record,
@@ -104,6 +105,7 @@ class Publisher:
         self._names: dict[int, _TableOut] = {}  # id(TableId) -> _table_entry()
         self._json = kafka.encoding == "json"  # data records by the JSON template (_change)
         self._per_table = kafka.per_table_topics
+        self._debezium = DebeziumRecords(source_name, connector, kafka.topic_prefix, kafka.debezium)
         self._schemas: dict[str, TableSchema] = {}
         self._table_topics: set[str] = set()
         self._hb_min = heartbeat_min_interval_s
@@ -297,7 +299,7 @@ class Publisher:
             self._bytes += len(vbytes)
             self._producer.produce(self.topic, vbytes, kbytes)
             if self._per_table:
-                self._to_table_topic(ch, key_values, vbytes)
+                self._to_table_topic(ch, key_values, vbytes, TxContext(tx.txid, tx.ts_ms, total, n, seq, value["ts_ms"]))
         if seq >= self._check_at:
             self._check_at = seq + ACK_CHECK_EVERY
             produced = self._producer.produced
@@ -343,11 +345,19 @@ class Publisher:
                           {"table": name})
         self._schemas[name] = schema
 
-    def _to_table_topic(self, ch: Change, pk: dict[str, Any], vbytes: bytes) -> None:
+    def _to_table_topic(self, ch: Change, pk: dict[str, Any], vbytes: bytes, where: TxContext) -> None:
+        """The change on its per-table topic. JSON: Debezium's records (cdc.debezium.record: a key change
+        is delete + tombstone + create, a delete is followed by a tombstone, TRUNCATE is ``op: t``)."""
         topic = table_topic(self.kafka.topic_prefix, self.source_name, ch.table.db, ch.table.table)
         if topic not in self._table_topics:
             ensure_topic(self.kafka.bootstrap_servers, topic)
             self._table_topics.add(topic)
+        if self._json:
+            schemas = self.kafka.debezium.schemas
+            for rec in self._debezium.records(ch, where):
+                kbytes, value = json_bytes(rec, schemas)
+                self._producer.produce(topic, value, kbytes, rec.headers)
+            return
         kbytes = None if pk is None else self._tkser.encode(pk)
         self._produce_bytes(topic, vbytes, kbytes)
         if ch.op == "d":

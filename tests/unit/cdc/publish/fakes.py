@@ -13,6 +13,7 @@ class RecordingProducer:
 
     def __init__(self) -> None:
         self.records: list[tuple[str, bytes | None, bytes | None]] = []
+        self.headers: list[tuple[tuple[str, bytes], ...] | None] = []  # per record, as produced
         self.acked_upto: int | None = None  # None: everything acknowledged
         self.failure = None
 
@@ -20,8 +21,9 @@ class RecordingProducer:
     def produced(self) -> int:
         return len(self.records)
 
-    def produce(self, topic, value, key=None) -> None:
+    def produce(self, topic, value, key=None, headers=None) -> None:
         self.records.append((topic, value, key))
+        self.headers.append(headers)
 
     def acked(self) -> int:
         return self.produced if self.acked_upto is None else self.acked_upto

@@ -1,0 +1,88 @@
+"""Kafka Connect schemas of Debezium records, in JsonConverter's JSON form (``schemas.enable=true``).
+
+For one table (cdc.events.TableSchema) :class:`TableSchemas` holds the key schema (``<topic>.Key``: the
+primary-key columns; None for a table without one, whose records have a null key, as Debezium's), the
+row schema (``<topic>.Value``) and the envelope (``<topic>.Envelope``: before, after, source, transaction,
+op, ts_ms, ts_us, ts_ns), plus each column's value encoding. Field order and attribute order are those of
+Debezium 3.x as JsonConverter writes them (a captured MariaDB record of Debezium 3.5.2 is the reference in
+tests/unit/cdc/debezium/); the source blocks are MySqlSourceInfoStructMaker's and
+OracleSourceInfoStructMaker's: https://debezium.io/documentation/reference/stable/connectors/mysql.html
+("source metadata") and .../oracle.html.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from cdc.debezium.encodings import Codec, codec
+from cdc.events import TableSchema
+
+SNAPSHOT_ENUM = {"type": "string", "optional": True, "name": "io.debezium.data.Enum", "version": 1,
+                 "parameters": {"allowed": "true,first,first_in_data_collection,last_in_data_collection,last,"
+                                           "false,incremental"},
+                 "default": "false", "field": "snapshot"}
+
+
+def _f(type_: str, name: str, optional: bool = True) -> dict[str, Any]:
+    return {"type": type_, "optional": optional, "field": name}
+
+
+_COMMON = [_f("string", "version", False), _f("string", "connector", False), _f("string", "name", False),
+           _f("int64", "ts_ms", False), SNAPSHOT_ENUM, _f("string", "db", False), _f("string", "sequence"),
+           _f("int64", "ts_us"), _f("int64", "ts_ns")]
+
+# the fields after the common ones, per connector, with their Connect types
+SOURCE_FIELDS: dict[str, list[dict[str, Any]]] = {
+    "mysql": [_f("string", "table"), _f("int64", "server_id", False), _f("string", "gtid"),
+              _f("string", "file", False), _f("int64", "pos", False), _f("int32", "row", False),
+              _f("int64", "thread"), _f("string", "query")],
+    "oracle": [_f("string", "schema", False), _f("string", "table", False), _f("string", "txId"),
+               _f("string", "scn"), _f("string", "commit_scn"), _f("string", "lcr_position"), _f("string", "rs_id"),
+               _f("int32", "ssn"), _f("int32", "redo_thread"), _f("string", "user_name"), _f("string", "redo_sql"),
+               _f("string", "row_id")],
+}
+
+TRANSACTION = {"type": "struct", "fields": [_f("string", "id", False), _f("int64", "total_order", False),
+                                            _f("int64", "data_collection_order", False)],
+               "optional": True, "name": "event.block", "version": 1, "field": "transaction"}
+
+
+def source_schema(connector: str) -> dict[str, Any]:
+    """The ``source`` field's schema: io.debezium.connector.<connector>.Source (MariaDB as MySQL)."""
+    kind = "oracle" if connector == "oracle" else "mysql"
+    return {"type": "struct", "fields": _COMMON + SOURCE_FIELDS[kind], "optional": False,
+            "name": f"io.debezium.connector.{connector}.Source", "version": 1, "field": "source"}
+
+
+def schema_name(topic: str) -> str:
+    """Debezium's schema names are Avro names: characters outside [A-Za-z0-9_.] become '_'."""
+    name = re.sub(r"[^A-Za-z0-9_.]", "_", topic)
+    return "_" + name if name[:1].isdigit() else name
+
+
+class TableSchemas:
+    """The Connect schemas and column encodings of one table's per-table topic (see the module doc)."""
+
+    __slots__ = ("codecs", "envelope", "key", "key_columns", "row")
+
+    def __init__(self, table: TableSchema, topic: str, connector: str, temporal: str, decimal: str) -> None:
+        kind = "oracle" if connector == "oracle" else "mysql"
+        name = schema_name(topic)
+        self.codecs: dict[str, Codec] = {c.name: codec(c.type, kind, temporal, decimal) for c in table.columns}
+        columns = {c.name: c for c in table.columns}
+        self.key_columns = tuple(table.primary_key)
+        self.key: dict[str, Any] | None = None
+        if self.key_columns:
+            self.key = {"type": "struct",
+                        "fields": [self.codecs[k].schema(False, k) for k in self.key_columns if k in columns],
+                        "optional": False, "name": f"{name}.Key"}
+        row_fields = [self.codecs[c.name].schema(c.nullable and c.name not in self.key_columns, c.name)
+                      for c in table.columns]
+        self.row = {"type": "struct", "fields": row_fields, "optional": True, "name": f"{name}.Value"}
+        self.envelope = {
+            "type": "struct",
+            "fields": [{**self.row, "field": "before"}, {**self.row, "field": "after"}, source_schema(connector),
+                       TRANSACTION, _f("string", "op", False), _f("int64", "ts_ms"), _f("int64", "ts_us"),
+                       _f("int64", "ts_ns")],
+            "optional": False, "name": f"{name}.Envelope", "version": 2}
