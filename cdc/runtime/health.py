@@ -4,7 +4,9 @@ A stdlib ``ThreadingHTTPServer`` in a daemon thread, bound to
 ``metrics.host:metrics.port`` (port 0 picks a free port; see ``.port``).
 
 - ``/metrics``: Prometheus text exposition of the injected registry.
-- ``/healthz``: 200 ``ok`` while the process runs.
+- ``/healthz``: 200 ``ok`` while the process runs and ``alive()`` (when
+  given) returns no problems, else 503 with ``{"alive": false, "reasons":
+  {...}}`` (the apply job: a streaming query terminated with an error).
 - ``/readyz``: 200 when ``ready()`` returns no problems, else 503 with a
   JSON body ``{"ready": false, "reasons": {source: reason}}``.
   :func:`source_readiness` is the daemon's rule: the reader is connected
@@ -46,8 +48,8 @@ def source_readiness(metrics: SourceMetrics, heartbeat_interval_s: float) -> str
 
 class HealthServer:
     def __init__(self, registry: CollectorRegistry, ready: Callable[[], dict[str, str]],
-                 host: str = "127.0.0.1", port: int = 0) -> None:
-        self.registry, self.ready = registry, ready
+                 host: str = "127.0.0.1", port: int = 0, alive: Callable[[], dict[str, str]] | None = None) -> None:
+        self.registry, self.ready, self.alive = registry, ready, alive
         handler = _make_handler(self)
         self._server = ThreadingHTTPServer((host, port), handler)
         self._server.daemon_threads = True
@@ -69,14 +71,15 @@ def _make_handler(server: HealthServer) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
                 self._send(200, generate_latest(server.registry), CONTENT_TYPE_LATEST)
-            elif path == "/healthz":
+            elif path == "/healthz" and server.alive is None:
                 self._send(200, b"ok\n", "text/plain")
-            elif path == "/readyz":
+            elif path in ("/healthz", "/readyz"):
+                what = "alive" if path == "/healthz" else "ready"
                 try:
-                    reasons = server.ready()
+                    reasons = (server.alive if path == "/healthz" else server.ready)()
                 except Exception as exc:  # noqa: BLE001 - a probe must answer, not crash
-                    reasons = {"daemon": f"readiness check failed: {exc}"}
-                body = orjson.dumps({"ready": not reasons, "reasons": reasons})
+                    reasons = {"daemon": f"{what} check failed: {exc}"}
+                body = orjson.dumps({what: not reasons, "reasons": reasons})
                 self._send(503 if reasons else 200, body, "application/json")
             else:
                 self._send(404, b"not found\n", "text/plain")
