@@ -1,0 +1,160 @@
+"""Debezium's schema-change topic (``kafka.debezium.schema_change_topic: true``).
+
+Shape from the MySQL connector documentation, "Schema change topic"
+(https://debezium.io/documentation/reference/stable/connectors/mysql.html#mysql-schema-change-topic),
+schemas from Debezium's SchemaFactory (``io.debezium.connector.<connector>.SchemaChangeKey`` /
+``SchemaChangeValue``, ``io.debezium.connector.schema.Change`` / ``Table`` / ``Column``):
+
+- topic ``<kafka.topic_prefix>.<source>`` (Debezium: ``topic.prefix`` itself; ``<prefix>.<source>`` is
+  our per-source topic prefix, see cdc.debezium.tx_metadata);
+- key ``{databaseName}``; value ``{source, ts_ms, databaseName, schemaName, ddl, tableChanges: [{type:
+  CREATE|ALTER|DROP, id: '"db"."table"', table: {defaultCharsetName, primaryKeyColumnNames, columns:
+  [{name, jdbcType, nativeType, typeName, typeExpression, charsetName, length, scale, position, optional,
+  autoIncremented, generated, comment, defaultValueExpression, enumValues}], comment}}]}``.
+
+Built from what a SCHEMA record of the ordered stream holds (cdc.events.SchemaChange / TableSchema: the
+DDL text, and each column's name, type text and nullability). What that does not hold is left as its
+Connect schema allows: ``charsetName``, ``defaultCharsetName``, ``comment`` and ``defaultValueExpression``
+null, ``autoIncremented`` and ``generated`` false; ``source`` has the table, database, connector and
+commit time but no binlog file/pos or SCN (a SchemaChange does not carry them: required position fields
+are 0 / empty). MySQL: ``databaseName`` is the database, ``schemaName`` null; Oracle: ``schemaName`` is
+the schema and ``databaseName`` the source's name (the PDB name is not known here).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from cdc.debezium.connect_schema import source_schema
+from cdc.debezium.record import ConnectRecord
+from cdc.events import TableId, TableSchema
+
+_TYPE = re.compile(r"^([a-z0-9_ ]+?)\s*(?:\(([^)]*)\))?\s*(unsigned|with (?:local )?time zone)?\s*(zerofill)?$")
+
+# java.sql.Types (and oracle.jdbc.OracleTypes) code per type, as Debezium's DDL parsers assign them
+JDBC_TYPES = {
+    "bit": -7, "tinyint": -6, "smallint": 5, "mediumint": 4, "int": 4, "integer": 4, "bigint": -5,
+    "decimal": 3, "dec": 3, "numeric": 2, "fixed": 3, "float": 6, "double": 8, "double precision": 8, "real": 8,
+    "bool": 16, "boolean": 16, "date": 91, "time": 92, "datetime": 93, "timestamp": 93, "year": 4,
+    "char": 1, "varchar": 12, "tinytext": 12, "text": 12, "mediumtext": 12, "longtext": 12,
+    "binary": -2, "varbinary": -3, "tinyblob": 2004, "blob": 2004, "mediumblob": 2004, "longblob": 2004,
+    "enum": 1, "set": 1, "json": 1111, "geometry": 1111, "point": 1111,
+    # Oracle
+    "number": 2, "varchar2": 12, "nvarchar2": -9, "nchar": -15, "clob": 2005, "nclob": 2011, "raw": -3,
+    "binary_float": 100, "binary_double": 101,
+}
+_TIMESTAMP_TZ, _TIMESTAMP_LTZ = -101, -102  # OracleTypes
+_TEXT = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set",
+                   "varchar2", "nvarchar2", "nchar", "clob", "nclob"})
+
+KEY_SCHEMA_NAME, VALUE_SCHEMA_NAME = "io.debezium.connector.{}.SchemaChangeKey", "io.debezium.connector.{}.SchemaChangeValue"
+
+
+def _f(type_: str, name: str, optional: bool = True, **extra: Any) -> dict[str, Any]:
+    return {"type": type_, "optional": optional, **extra, "field": name}
+
+
+_STRINGS = {"type": "array", "items": {"type": "string", "optional": False}}
+COLUMN_SCHEMA = {
+    "type": "struct", "optional": False, "name": "io.debezium.connector.schema.Column", "version": 1, "fields": [
+        _f("string", "name", False), _f("int32", "jdbcType", False), _f("int32", "nativeType"),
+        _f("string", "typeName", False), _f("string", "typeExpression"), _f("string", "charsetName"),
+        _f("int32", "length"), _f("int32", "scale"), _f("int32", "position", False), _f("boolean", "optional"),
+        _f("boolean", "autoIncremented"), _f("boolean", "generated"), _f("string", "comment"),
+        _f("string", "defaultValueExpression"), {**_STRINGS, "optional": True, "field": "enumValues"}]}
+TABLE_SCHEMA = {
+    "type": "struct", "optional": True, "name": "io.debezium.connector.schema.Table", "version": 1, "fields": [
+        _f("string", "defaultCharsetName"), {**_STRINGS, "optional": True, "field": "primaryKeyColumnNames"},
+        {"type": "array", "items": COLUMN_SCHEMA, "optional": False, "field": "columns"},
+        _f("string", "comment")]}
+CHANGE_SCHEMA = {
+    "type": "struct", "optional": False, "name": "io.debezium.connector.schema.Change", "version": 1, "fields": [
+        _f("string", "type", False), _f("string", "id", False), {**TABLE_SCHEMA, "field": "table"}]}
+
+
+def schema_change_topic(prefix: str, source: str) -> str:
+    return f"{prefix}.{source}"
+
+
+def key_schema(connector: str) -> dict[str, Any]:
+    return {"type": "struct", "optional": False, "name": KEY_SCHEMA_NAME.format(connector), "version": 1,
+            "fields": [_f("string", "databaseName", False)]}
+
+
+def value_schema(connector: str) -> dict[str, Any]:
+    return {"type": "struct", "optional": False, "name": VALUE_SCHEMA_NAME.format(connector), "version": 1,
+            "fields": [source_schema(connector), _f("int64", "ts_ms", False), _f("string", "databaseName"),
+                       _f("string", "schemaName"), _f("string", "ddl"),
+                       {"type": "array", "items": CHANGE_SCHEMA, "optional": False, "field": "tableChanges"}]}
+
+
+def change_type(ddl: str | None, schema: TableSchema | None) -> str:
+    """CREATE, ALTER or DROP. A definition without DDL text (first sight of a table) is a CREATE."""
+    if schema is None:
+        return "DROP"
+    head = (ddl or "").lstrip().split(None, 1)[:1]
+    return "CREATE" if not head or head[0].upper() == "CREATE" else "ALTER"
+
+
+def column(col: Any, position: int) -> dict[str, Any]:
+    """One ``io.debezium.connector.schema.Column`` from a cdc.events.Column."""
+    text = col.type.strip().lower()
+    m = _TYPE.match(text)
+    base, args, suffix = (m.group(1), m.group(2), m.group(3)) if m else (text, None, None)
+    length = scale = None
+    enum_values = None
+    if base in ("enum", "set"):
+        enum_values = [v.replace("''", "'") for v in re.findall(r"'((?:[^']|'')*)'", args or "")]
+    elif args:
+        parts = [p.strip() for p in args.split(",")]
+        if parts[0].lstrip("-").isdigit():
+            length = int(parts[0])
+        if len(parts) > 1 and parts[1].lstrip("-").isdigit():
+            scale = int(parts[1])
+    jdbc = JDBC_TYPES.get(base, 1111)
+    if suffix and "time zone" in suffix:
+        jdbc = _TIMESTAMP_LTZ if "local" in suffix else _TIMESTAMP_TZ
+    type_name = " ".join(p for p in (base, suffix if suffix and "time zone" in suffix else None) if p).upper()
+    if suffix == "unsigned":
+        type_name += " UNSIGNED"
+    return {"name": col.name, "jdbcType": jdbc, "nativeType": None, "typeName": type_name,
+            "typeExpression": type_name, "charsetName": None, "length": length, "scale": scale,
+            "position": position, "optional": bool(col.nullable), "autoIncremented": False, "generated": False,
+            "comment": None, "defaultValueExpression": None, "enumValues": enum_values}
+
+
+def table_change(table: TableId, ddl: str | None, schema: TableSchema | None) -> dict[str, Any]:
+    """One ``tableChanges`` item; a dropped table carries its id and no ``table``."""
+    item: dict[str, Any] = {"type": change_type(ddl, schema), "id": f'"{table.db}"."{table.table}"', "table": None}
+    if schema is not None:
+        item["table"] = {"defaultCharsetName": None, "primaryKeyColumnNames": list(schema.primary_key),
+                         "columns": [column(c, i) for i, c in enumerate(schema.columns, 1)], "comment": None}
+    return item
+
+
+def source_block(connector: str, source_name: str, table: TableId | None, ts_ms: int) -> dict[str, Any]:
+    """The ``source`` payload: every field of the connector's Source schema, null where unknown, and the
+    required position fields 0 / empty (see the module doc)."""
+    known = {"version": "cdc-1", "connector": connector, "name": source_name, "ts_ms": ts_ms, "snapshot": "false",
+             "db": table.db if table is not None else "", "schema": table.db if table is not None else "",
+             "table": table.table if table is not None else None}
+    zero = {"string": "", "int64": 0, "int32": 0}
+    return {f["field"]: known.get(f["field"], None if f["optional"] else zero.get(f["type"]))
+            for f in source_schema(connector)["fields"]}
+
+
+def schema_change(topic: str, connector: str, source_name: str, table: TableId | None, ddl: str | None,
+                  schema: TableSchema | None, ts_ms: int, now_ms: int | None = None) -> ConnectRecord:
+    """The schema-change record of one DDL or table definition (``ts_ms``: its time at the source)."""
+    kind = "oracle" if connector == "oracle" else "mysql"
+    if kind == "oracle":
+        database, schema_name = source_name, table.db if table is not None else None
+    else:
+        database, schema_name = (table.db if table is not None else ""), None
+    value = {"source": source_block(connector, source_name, table, ts_ms),
+             "ts_ms": int(time.time() * 1000) if now_ms is None else now_ms,
+             "databaseName": database, "schemaName": schema_name, "ddl": ddl,
+             "tableChanges": [table_change(table, ddl, schema)] if table is not None else []}
+    return ConnectRecord(topic, key_schema(connector), {"databaseName": database}, value_schema(connector), value)
