@@ -93,6 +93,10 @@ class KafkaConfig(BaseModel):
         if self.schema_registry is not None and self.avro_framing != "schema_registry":
             raise ValueError(f"schema_registry is set but avro_framing is {self.avro_framing!r}: "
                              "set avro_framing: schema_registry to use it, or remove it")
+        extra = [k for k in ("transaction_topic", "schema_change_topic") if getattr(self.debezium, k)]
+        if extra and self.encoding == "avro" and self.avro_framing != "schema_registry":
+            raise ValueError(f"debezium.{extra[0]} with encoding: avro needs avro_framing: schema_registry (the "
+                             "shipped .avsc schemas have no shape for Debezium's transaction and schema-change topics)")
         return self
 
 

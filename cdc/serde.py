@@ -97,8 +97,10 @@ class AvroSerde(Serde):
     def __init__(self, schema_name: str, framing: str = "confluent") -> None:
         import fastavro  # imported here: JSON users never pay for it
 
-        if framing not in ("confluent", "plain"):
+        if framing not in ("confluent", "plain", "schema_registry"):
             raise CdcError(f"unknown Avro framing {framing!r}", key="kafka.avro_framing")
+        if framing == "schema_registry":  # that registry serves the Debezium-shaped topics (cdc.debezium);
+            framing = "confluent"  # the ordered stream keeps its shipped schemas, which its own readers know
         self.name = schema_name
         self.text = load_schema_text(schema_name)
         self.schema_id = schema_id(self.text)

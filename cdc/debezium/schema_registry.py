@@ -36,6 +36,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext, Se
 
 from cdc.debezium.avro import avro_datum, avro_schema
 from cdc.debezium.errors import SchemaRefused
+from cdc.debezium.record import ConnectRecord
 from cdc.errors import CdcError, PublishError
 
 _MOCK_SCOPES: dict[str, SchemaRegistryClient] = {}
@@ -66,6 +67,12 @@ class RegistryAvro:
         # (topic, field, id(connect schema)) -> (that schema object, its serializer); the object is kept
         # so its id cannot be reused while cached
         self._serializers: dict[tuple[str, str, int], tuple[dict, AvroSerializer]] = {}
+
+    def record_bytes(self, rec: ConnectRecord) -> tuple[bytes | None, bytes | None]:
+        """(key, value) bytes of ``rec``: None stays None (a null key, a tombstone)."""
+        key = None if rec.key is None else self.encode(rec.topic, "key", rec.key_schema, rec.key)
+        value = None if rec.value is None else self.encode(rec.topic, "value", rec.value_schema, rec.value)
+        return key, value
 
     def encode(self, topic: str, field: str, connect_schema: dict[str, Any], payload: Any) -> bytes:
         """The registry-framed Avro bytes of ``payload``; registers the schema on first use."""

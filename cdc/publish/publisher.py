@@ -39,7 +39,9 @@ from typing import Any
 import orjson
 
 from cdc.config import KafkaConfig
-from cdc.debezium.record import DebeziumRecords, TxContext, json_bytes
+from cdc.debezium import tx_metadata
+from cdc.debezium.record import ConnectRecord, DebeziumRecords, TxContext, json_bytes
+from cdc.debezium.schema_change import schema_change, schema_change_topic
 from cdc.envelope import (
     aborted_record,
     begin_record,
@@ -107,6 +109,15 @@ class Publisher:
         self._per_table = kafka.per_table_topics
         self._debezium = DebeziumRecords(source_name, connector, kafka.topic_prefix, kafka.debezium)
         self._schemas: dict[str, TableSchema] = {}
+        self._registry = None  # Avro through a Schema Registry for the Debezium-shaped topics (_produce_connect)
+        if kafka.avro_framing == "schema_registry":
+            from cdc.debezium.schema_registry import RegistryAvro  # its HTTP client only when configured
+
+            self._registry = RegistryAvro(kafka.schema_registry.client_settings())
+        self._tx_topic = (tx_metadata.transaction_topic(kafka.topic_prefix, source_name)
+                          if kafka.debezium.transaction_topic else None)
+        self._ddl_topic = schema_change_topic(kafka.topic_prefix, source_name) if kafka.debezium.schema_change_topic \
+            else None
         self._table_topics: set[str] = set()
         self._hb_min = heartbeat_min_interval_s
         self._last_hb = 0.0
@@ -223,6 +234,8 @@ class Publisher:
             else:
                 self._produce(self.topic, begin_record(self._take_seq(), event.txid, event.ts_ms), None)
         elif type(event) is Commit:
+            if self._tx_topic is not None:
+                self._produce_connect(tx_metadata.begin(self._tx_topic, event.txid, event.ts_ms))
             self._commit(event)
         elif type(event) is Heartbeat:
             self._heartbeat(event)
@@ -344,24 +357,45 @@ class Publisher:
             self._produce(self.topic, schema_record(self._take_seq(), name, None, schema, _now_ms(), resume),
                           {"table": name})
         self._schemas[name] = schema
+            self._to_schema_change_topic(schema.table, None, schema, _now_ms())
 
     def _to_table_topic(self, ch: Change, pk: dict[str, Any], vbytes: bytes, where: TxContext) -> None:
         """The change on its per-table topic. JSON: Debezium's records (cdc.debezium.record: a key change
         is delete + tombstone + create, a delete is followed by a tombstone, TRUNCATE is ``op: t``)."""
-        topic = table_topic(self.kafka.topic_prefix, self.source_name, ch.table.db, ch.table.table)
-        if topic not in self._table_topics:
-            ensure_topic(self.kafka.bootstrap_servers, topic)
-            self._table_topics.add(topic)
-        if self._json:
-            schemas = self.kafka.debezium.schemas
+        if self._json or self._registry is not None:
             for rec in self._debezium.records(ch, where):
-                kbytes, value = json_bytes(rec, schemas)
-                self._producer.produce(topic, value, kbytes, rec.headers)
+                self._produce_connect(rec)
             return
+        topic = table_topic(self.kafka.topic_prefix, self.source_name, ch.table.db, ch.table.table)
+        self._ensure_topic(topic)
         kbytes = None if pk is None else self._tkser.encode(pk)
         self._produce_bytes(topic, vbytes, kbytes)
         if ch.op == "d":
             self._produce_bytes(topic, None, kbytes)  # tombstone: compaction forgets the key
+
+    def _ensure_topic(self, topic: str) -> None:
+        """Create a per-table, transaction or schema-change topic at its first record in this process."""
+        if topic not in self._table_topics:
+            ensure_topic(self.kafka.bootstrap_servers, topic)
+            self._table_topics.add(topic)
+
+    def _produce_connect(self, rec: ConnectRecord) -> None:
+        """A Debezium-shaped record (per-table, transaction or schema-change topic) in the configured
+        encoding: Avro through the Schema Registry (cdc.debezium.schema_registry), else JSON, with Kafka
+        Connect's ``{schema, payload}`` when ``kafka.debezium.schemas``. Its delivery is checked like every
+        record's; it is produced before the marker that checkpoints it (END, SCHEMA) is acknowledged."""
+        self._ensure_topic(rec.topic)
+        if self._registry is not None:
+            kbytes, vbytes = self._registry.record_bytes(rec)
+        else:
+            kbytes, vbytes = json_bytes(rec, self.kafka.debezium.schemas)
+        self._producer.produce(rec.topic, vbytes, kbytes, rec.headers)
+
+    def _to_schema_change_topic(self, table: TableId | None, ddl: str | None, schema: TableSchema | None,
+                                ts_ms: int) -> None:
+        if self._ddl_topic is not None:
+            self._produce_connect(schema_change(self._ddl_topic, self.connector, self.source_name, table, ddl,
+                                                schema, ts_ms))
 
     def _commit(self, ev: Commit) -> None:
         tx = self._tx
@@ -370,6 +404,8 @@ class Publisher:
                                 open=None if tx is None else tx.txid)
         seq = self._take_seq()
         self._produce(self.topic, end_record(seq, ev.txid, ev.ts_ms, tx.counts, ev.resume, ev.position), None)
+        if self._tx_topic is not None:
+            self._produce_connect(tx_metadata.end(self._tx_topic, ev.txid, ev.ts_ms, tx.counts))
         self._tx = None
         self._acks.mark(END, (ev, tx.ops), self._bytes, seq)
         self._acks.maybe_check()
@@ -394,6 +430,7 @@ class Publisher:
         seq = self._take_seq()
         self._produce(self.topic, schema_record(seq, name, ev.ddl, ev.schema, ev.ts_ms, ev.resume),
                       {"table": name} if name else None)
+        self._to_schema_change_topic(ev.table, ev.ddl, ev.schema, ev.ts_ms)
         if name is not None and ev.schema is not None:
             self._schemas[name] = ev.schema
         elif name is not None:

@@ -1,0 +1,195 @@
+"""Debezium-shaped topics through the real broker from a real MariaDB: per-table topics in Avro through a
+Schema Registry, the transaction topic and the schema-change topic.
+
+The reader and publisher run in this process through the daemon's own ``run_source`` (not a ``cdc run``
+subprocess): the Schema Registry is the client's in-memory one (``mock://``; no registry server can run
+here), which only clients of the same process share. An ALTER TABLE ADD COLUMN in the middle of the
+workload makes a second version of the value subject; consumers read with confluent-kafka's
+``DeserializingConsumer`` + ``AvroDeserializer`` and fold the per-table topic into the table, which must
+equal what MariaDB holds. The JSON variant reads the same topics as Kafka Connect JSON.
+"""
+
+from __future__ import annotations
+
+import decimal
+import threading
+import time
+import uuid
+from datetime import date
+from typing import Any
+
+import avro.schema
+import orjson
+import pytest
+from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
+from confluent_kafka import OFFSET_BEGINNING, Consumer, DeserializingConsumer, TopicPartition
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+
+from cdc.config import KafkaConfig
+from cdc.contract import SourceContext
+from cdc.debezium.schema_registry import registry_client
+from cdc.envelope import table_topic
+from cdc.metrics import SourceMetrics
+from cdc.publish.publisher import Publisher
+from cdc.runtime.daemon import run_source
+from readers.mysql.config import MySqlSourceConfig
+from readers.mysql.reader import MySqlSource
+
+pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
+
+EPOCH = date(1970, 1, 1)
+
+
+def _read(broker, topic: str, count: int, deserializing: dict | None = None, timeout: float = 60) -> list[Any]:
+    """The first ``count`` records of partition 0 of ``topic`` as (key, value); fails after ``timeout``."""
+    conf = {"bootstrap.servers": broker.bootstrap, "group.id": f"t-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False, "log_level": 3}
+    consumer = DeserializingConsumer({**conf, **deserializing}) if deserializing else Consumer(conf)
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    out: list[Any] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < count:
+            assert time.monotonic() < deadline, f"{topic}: {len(out)} of {count} records after {timeout}s"
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            out.append((msg.key(), msg.value()))
+    finally:
+        consumer.close()
+    return out
+
+
+def _workload(db: str, conn) -> None:
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{db}`.items (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL, "
+                    "price DECIMAL(10,2), born DATE)")
+        for i in range(6):
+            cur.execute("BEGIN")
+            for j in range(3):
+                cur.execute(f"INSERT INTO `{db}`.items VALUES (%s, %s, %s, %s)",
+                            (i * 3 + j, f"n{i}.{j}", f"{i}.{j}5", date(2020 + j, 1 + i, 28)))
+            cur.execute("COMMIT")
+        cur.execute("BEGIN")
+        cur.execute(f"UPDATE `{db}`.items SET price = -12345678.90 WHERE id = 4")
+        cur.execute(f"DELETE FROM `{db}`.items WHERE id = 5")
+        cur.execute("COMMIT")
+        cur.execute(f"ALTER TABLE `{db}`.items ADD COLUMN note VARCHAR(10)")
+        cur.execute("BEGIN")
+        cur.execute(f"INSERT INTO `{db}`.items VALUES (100, 'after', 1.00, NULL, 'new')")
+        cur.execute(f"UPDATE `{db}`.items SET note = 'touched', born = NULL WHERE id = 7")
+        cur.execute("COMMIT")
+
+
+def _fold(records: list[Any]) -> dict[Any, dict]:
+    rows: dict[Any, dict] = {}
+    for key, value in records:
+        if value is None:  # tombstone
+            continue
+        if value["op"] == "d":
+            rows.pop(key["id"], None)
+        else:
+            rows[key["id"]] = value["after"]
+    return rows
+
+
+@pytest.mark.parametrize("encoding", ["avro_registry", "json"])
+def test_per_table_transaction_and_schema_change_topics_from_mariadb(broker, mariadb_primary, tmp_mysql_db,
+                                                                      topic_prefix, encoding):
+    db, registry = tmp_mysql_db, {"url": f"mock://{uuid.uuid4().hex}"}
+    avro_settings = {"encoding": "avro", "avro_framing": "schema_registry", "schema_registry": registry}
+    kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=topic_prefix, per_table_topics=True,
+                        debezium={"temporal": "adaptive_micros", "decimal": "precise", "transaction_topic": True,
+                                  "schema_change_topic": True},
+                        **(avro_settings if encoding == "avro_registry" else {}))
+    metrics = SourceMetrics("s1")
+    source = MySqlSource(MySqlSourceConfig(name="s1", hosts=[mariadb_primary.address], user="cdc", password="cdc",
+                                           tables=[f"{db}.*"], heartbeat_interval_s=0.3, reconnect_backoff_s=0.2),
+                         SourceContext(metrics=metrics))
+    publisher = Publisher("s1", "mysql", kafka, metrics, heartbeat_min_interval_s=0)
+    stop, failed = threading.Event(), []
+
+    def pump() -> None:
+        try:
+            run_source(source, publisher, stop, metrics=metrics)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            failed.append(exc)
+
+    worker = threading.Thread(target=pump, daemon=True)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 30
+        while publisher.next_sequence is None or publisher.last_resume is None:  # recovered and reading
+            assert not failed and time.monotonic() < deadline, f"the source did not start: {failed}"
+            time.sleep(0.1)
+        conn = mariadb_primary.connect()
+        try:
+            _workload(db, conn)
+        finally:
+            conn.close()
+        table = {r[0]: r for r in mariadb_primary.query(f"SELECT id, name, price, born, note FROM `{db}`.items")}
+        deser = {}
+        if encoding == "avro_registry":
+            client = registry_client(registry)
+            deser = {"key.deserializer": AvroDeserializer(client), "value.deserializer": AvroDeserializer(client)}
+        else:
+            deser = {"key.deserializer": lambda b, ctx: orjson.loads(b) if b is not None else None,
+                     "value.deserializer": lambda b, ctx: orjson.loads(b) if b is not None else None}
+        # 18 inserts, 1 update, delete + tombstone, 1 insert, 1 update
+        items = _read(broker, table_topic(topic_prefix, "s1", db, "items"), 18 + 1 + 2 + 2, deser)
+        # BEGIN/END of 6 + 1 + 1 + 1 transactions (the UPDATE and DELETE commit as one)
+        txs = _read(broker, f"{topic_prefix}.s1.transaction", 2 * 8, deser)
+        ddl = _read(broker, f"{topic_prefix}.s1", 2, deser)
+    finally:
+        stop.set()
+        worker.join(30)
+    assert not failed, failed
+    assert not worker.is_alive(), "run_source did not stop"
+
+    # the per-table topic folds into the table
+    rows = _fold(items)
+    assert sorted(rows) == sorted(table)
+    for pk, (_, name, price, born, note) in table.items():
+        after = rows[pk]
+        got_price = after["price"] if encoding == "avro_registry" else _unscaled(after["price"])
+        assert (after["name"], got_price, after.get("note")) == (name, price, note), pk
+        assert after["born"] == (None if born is None else (born - EPOCH).days), pk
+    assert all(isinstance(r["price"], decimal.Decimal) for r in rows.values() if encoding == "avro_registry")
+
+    # transaction topic: BEGIN/END pairs keyed by id, END counts = the data records carrying that id
+    assert [v["status"] for _, v in txs] == ["BEGIN", "END"] * 8
+    assert all(k == {"id": v["id"]} for k, v in txs)
+    per_tx: dict[str, int] = {}
+    for _, value in items:
+        if value is not None:
+            per_tx[value["transaction"]["id"]] = per_tx.get(value["transaction"]["id"], 0) + 1
+    ends = {v["id"]: v for _, v in txs if v["status"] == "END"}
+    assert {t: e["event_count"] for t, e in ends.items()} == per_tx
+    assert all(e["data_collections"] == [{"data_collection": f"{db}.items", "event_count": e["event_count"]}]
+               for e in ends.values())
+
+    # schema-change topic: the CREATE, then the ALTER with the added column, keyed by database
+    assert [k for k, _ in ddl] == [{"databaseName": db}] * 2
+    (_, create), (_, alter) = ddl
+    assert [c["type"] for c in create["tableChanges"] + alter["tableChanges"]] == ["CREATE", "ALTER"]
+    assert alter["ddl"].startswith("ALTER TABLE") and alter["databaseName"] == db
+    cols = alter["tableChanges"][0]["table"]["columns"]
+    assert [c["name"] for c in cols] == ["id", "name", "price", "born", "note"]
+    assert (cols[-1]["typeName"], cols[-1]["length"], cols[-1]["optional"]) == ("VARCHAR", 10, True)
+
+    if encoding == "avro_registry":  # the ADD COLUMN is a second, BACKWARD-compatible version
+        subject = f"{table_topic(topic_prefix, 's1', db, 'items')}-value"
+        versions = sorted(client.get_versions(subject))
+        assert versions == [1, 2]
+        old, new = (avro.schema.parse(client.get_version(subject, v).schema.schema_str) for v in versions)
+        result = ReaderWriterCompatibilityChecker().get_compatibility(new, old)
+        assert result.compatibility is SchemaCompatibilityType.compatible, result.messages
+
+
+def _unscaled(text: str | None) -> decimal.Decimal | None:
+    """A JSON Decimal (base64 of the unscaled two's complement, scale 2) back to its value."""
+    import base64
+
+    if text is None:
+        return None
+    return decimal.Decimal(int.from_bytes(base64.b64decode(text), "big", signed=True)).scaleb(-2)
