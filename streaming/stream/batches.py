@@ -14,6 +14,17 @@ nothing: a duplicated END is never a boundary inside the next transaction.
 Duplicated data records need no test here (they never make a boundary);
 the engine drops them and stops on a gap.
 
+Idle streams (``hold_beats_s``): a cut whose new records are only HEARTBEATs
+(no transaction, SCHEMA or ABORTED after the start) is held back (``cut``
+returns the start: Spark plans no batch, the target commits nothing) until
+``hold_beats_s`` passed since this partition's last cut. Held-back records are
+not skipped: the next cut begins at the same start and takes them, with
+whatever followed. Spark's checkpoint and the target's progress row therefore
+stay where they were (nothing is committed on either side), so a crash or a
+stop while a tail is held back resumes exactly as before; only the progress
+row's ``applied_at`` on an idle stream moves once per ``hold_beats_s`` instead
+of once per heartbeat.
+
 Executor side (:func:`read_range`): reads [start, end) of one partition with
 a fresh consumer and yields Arrow record batches of streaming.stream.records rows.
 It needs nothing but its :class:`RangePartition`. Offsets below the
@@ -70,6 +81,7 @@ class _PartitionScan:
     boundaries: list[int]  # offsets (next-to-read) just after each boundary record, ascending
     open_tx: bool = False
     last_seq: int | None = None  # highest sequence of a marker scanned (data records are not peeked)
+    last_real: int = -1  # the last boundary that is not a HEARTBEAT (a transaction, SCHEMA, ABORTED, ...)
 
 
 class BoundaryScanner:
@@ -91,6 +103,7 @@ class BoundaryScanner:
         self._ahead_stop = threading.Event()
         self._ahead_error: BaseException | None = None
         self._backlog: dict[int, bool] = {}  # per partition: the last cut left whole transactions behind
+        self._cut_at: dict[int, float] = {}  # per partition: monotonic time of the last cut that moved on
 
     def _client(self) -> Any:
         # metadata and watermark calls may run beside the scan ahead (librdkafka handles are thread-safe);
@@ -186,8 +199,11 @@ class BoundaryScanner:
                 if off > scan.scanned_to and scan.scanned_to == scan.base:
                     check_retention(c, self.topic, partition, scan.scanned_to)
                 scan.scanned_to = off + 1
-                if self._is_boundary(scan, m.key(), m.value()):
+                kind = self._boundary(scan, m.key(), m.value())
+                if kind is not None:
                     scan.boundaries.append(off + 1)
+                    if kind != "HEARTBEAT":
+                        scan.last_real = off + 1
 
     @staticmethod
     def _at_high(c: Any, tp: Any, position: int) -> bool:
@@ -195,28 +211,31 @@ class BoundaryScanner:
         high = c.get_watermark_offsets(tp, cached=True)
         return high is not None and 0 <= high[1] <= position
 
-    def _is_boundary(self, scan: _PartitionScan, key: bytes | None, value: bytes | None) -> bool:
+    def _boundary(self, scan: _PartitionScan, key: bytes | None, value: bytes | None) -> str | None:
+        """None when the record is not a batch boundary, else what ends there: its marker status, or
+        "DATA" (a record outside any transaction, or one that does not decode: the engine judges it)."""
+        outside = None if scan.open_tx else "DATA"
         if self._json_keys and key is not None and b'"key":' in key:
-            return not scan.open_tx
+            return outside
         try:
             k = self.key_serde.decode(key) if key is not None else None
             if isinstance(k, dict) and "key" in k:  # a data record: only its transaction state matters
-                return not scan.open_tx
+                return outside
             seq = self._peek(value)
             if seq is not None:
                 if scan.last_seq is not None and seq <= scan.last_seq:
-                    return False  # a duplicate marker (a retried produce): it neither opens nor closes anything
+                    return None  # a duplicate marker (a retried produce): it neither opens nor closes anything
                 scan.last_seq = seq
             status = self.value_serde.decode(value).get("status") if value is not None else None
         except Exception:  # noqa: BLE001 - the engine reports undecodable records with their offset
-            return not scan.open_tx
+            return outside
         if status == "BEGIN":
             scan.open_tx = True
-            return False
+            return None
         if status in ("END", "ABORTED"):
             scan.open_tx = False
-            return True
-        return not scan.open_tx
+            return status
+        return None if scan.open_tx else (status or "DATA")
 
     def scan_ahead(self, ends: dict[int, int], records: int) -> None:
         """Go on scanning past ``ends`` (per partition whose last cut left a backlog) in the background,
@@ -254,12 +273,19 @@ class BoundaryScanner:
             exc, self._ahead_error = self._ahead_error, None
             raise exc
 
-    def cut(self, partition: int, start: int, max_records: int | None, not_after: int | None = None) -> int:
-        """The end offset of the next micro-batch of ``partition`` (== start: nothing whole to read)."""
+    def cut(self, partition: int, start: int, max_records: int | None, not_after: int | None = None,
+            hold_beats_s: float = 0.0) -> int:
+        """The end offset of the next micro-batch of ``partition`` (== start: nothing whole to read, or
+        only heartbeats within ``hold_beats_s`` of the last cut: see the module docstring)."""
         enough = start + max_records if max_records is not None else None
         bounds = [b for b in self.boundaries(partition, start, enough) if not_after is None or b <= not_after]
         if not bounds:
             return start
+        now = time.monotonic()
+        if hold_beats_s > 0 and self._scans[partition].last_real <= start \
+                and now - self._cut_at.get(partition, -hold_beats_s) < hold_beats_s:
+            return start
+        self._cut_at[partition] = now
         if max_records is None:
             return bounds[-1]
         i = bisect.bisect_right(bounds, start + max_records)

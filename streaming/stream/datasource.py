@@ -14,6 +14,9 @@ Options (``spark.readStream.format("cdc-stream").option(...)``):
     records_per_partition   a batch range is split into input partitions of
                         this many records (read in parallel); default 50000
     startingOffsets     "earliest" (default) or an offset JSON (see offsets.py)
+    freshness_interval_s    an idle stream (only HEARTBEATs since the last
+                        batch) makes a batch at most this often (default 0:
+                        every heartbeat; streaming.stream.batches, "Idle streams")
     stream_id           the topic's id on the broker when the query starts
                         (cdc.publish.topics.topic_id): every offset carries it,
                         and an offset of another life of the topic (a
@@ -74,6 +77,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.per_split = int(options.get("records_per_partition", 50_000))
         self.starting = options.get("startingOffsets", "earliest")
         self.stream_id = options.get("stream_id") or None
+        self.freshness_s = float(options.get("freshness_interval_s", 0))
         self._id_checked = time.monotonic()
         self._scanner: BoundaryScanner | None = None
         self._until: StreamOffset | None = None
@@ -116,7 +120,8 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = {}
         for p, o in begin.next:
             not_after = self._until.get(p) if self._until is not None else None
-            end[p] = self.scanner.cut(p, o, per_part, not_after)
+            # AvailableNow runs to a fixed end: nothing held back there
+            end[p] = self.scanner.cut(p, o, per_part, not_after, self.freshness_s if self._until is None else 0.0)
         if self._until is None:  # scan on while Spark runs this batch (AvailableNow knows where it stops)
             self.scanner.scan_ahead(end, per_part or self.max_records)
         return StreamOffset.of(self.topic, end, self.stream_id).to_json()
