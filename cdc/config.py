@@ -162,6 +162,8 @@ class ApplyConfig(BaseModel):
     exclude: list[str] = Field(default_factory=list)
     max_records_per_batch: int = Field(default=100_000, gt=0)
     trigger_interval_s: float = Field(default=0.5, ge=0)
+    freshness_interval_s: float = Field(default=60.0, ge=0, description="an idle stream (heartbeats only) "
+                                        "commits its progress row at most this often (0: every heartbeat)")
     checkpoint_dir: str | None = None
     views: list[ViewConfig] = Field(default_factory=list)
 
@@ -171,6 +173,8 @@ class MetricsConfig(BaseModel):
 
     host: str = "127.0.0.1"
     port: int = Field(default=9108, ge=0, le=65535)
+    apply_port: int | None = Field(default=None, ge=0, le=65535,
+                                   description="the apply job's /metrics, /healthz, /readyz (none: port + 1; 0: off)")
 
 
 class LoggingConfig(BaseModel):

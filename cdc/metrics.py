@@ -67,6 +67,8 @@ class _Catalogue:
         self.apply_last_commit = Gauge("cdc_apply_last_commit_timestamp_seconds",
                                        "Source commit time of the last applied transaction", a, registry=r)
         self.apply_last_sequence = Gauge("cdc_apply_last_sequence", "Last applied stream sequence", a, registry=r)
+        self.apply_last_batch = Gauge("cdc_apply_last_batch_timestamp_seconds",
+                                      "Wall-clock time of the last target commit (data or progress row)", a, registry=r)
         self.apply_dead_letters = Counter("cdc_apply_dead_letter_rows_total", "Rows sent to the dead-letter table", at, registry=r)
         self._freshness: dict[tuple[str, str], float] = {}
         r.register(_FreshnessCollector(self._freshness))
@@ -101,14 +103,18 @@ class _SourceLagCollector:
 
 
 class _FreshnessCollector:
-    """``cdc_apply_target_freshness_seconds``: now - last applied commit, computed at scrape time."""
+    """``cdc_apply_target_freshness_seconds``: now - the source time the target is caught up to, computed
+    at scrape time: the commit time of the last applied transaction, or the source time of a later applied
+    HEARTBEAT (an idle source's target is as fresh as its last applied heartbeat; the apply job applies
+    those at most every ``apply[].freshness_interval_s``)."""
 
     def __init__(self, last_commit: dict[tuple[str, str], float]) -> None:
         self._last = last_commit
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
         fam = GaugeMetricFamily("cdc_apply_target_freshness_seconds",
-                                "Now minus the source commit time of the last applied transaction",
+                                "Now minus the source time the target is caught up to (last applied transaction "
+                                "or heartbeat)",
                                 labels=["source", "target"])
         now = time.time()
         for (source, target), ts in list(self._last.items()):
@@ -265,15 +271,20 @@ class ApplyMetrics:
         self._m.apply_errors.labels(*self.labels, "none")
         self._m.apply_duration.labels(*self.labels)
 
-    def batch_applied(self, seconds: float, transactions: int, last_sequence: int, last_commit_ts_ms: int | None) -> None:
+    def batch_applied(self, seconds: float, transactions: int, last_sequence: int, last_commit_ts_ms: int | None,
+                      heartbeat_ts_ms: int | None = None) -> None:
+        """A batch committed on the target; ``heartbeat_ts_ms``: its last heartbeat's source time, if any."""
         m = self._m
         m.apply_batches.labels(*self.labels).inc()
         m.apply_tx.labels(*self.labels).inc(transactions)
         m.apply_duration.labels(*self.labels).observe(seconds)
         m.apply_last_sequence.labels(*self.labels).set(last_sequence)
+        m.apply_last_batch.labels(*self.labels).set(time.time())
         if last_commit_ts_ms is not None:
             m.apply_last_commit.labels(*self.labels).set(last_commit_ts_ms / 1000.0)
-            m._freshness[self.labels] = last_commit_ts_ms / 1000.0
+        caught_up = max((t for t in (last_commit_ts_ms, heartbeat_ts_ms) if t is not None), default=None)
+        if caught_up is not None:
+            m._freshness[self.labels] = max(m._freshness.get(self.labels, 0.0), caught_up / 1000.0)
 
     def rows_applied(self, table: str, op: str, n: int) -> None:
         self._m.apply_rows.labels(*self.labels, table, op).inc(n)

@@ -5,9 +5,12 @@ master ``local[*]``; use ``--master`` or spark-submit for a cluster) until
 stopped: the first SIGTERM/SIGINT stops the queries (a batch in flight is one
 target transaction: it commits whole or not at all), the second exits at
 once. ``--until-idle S`` exits 0 once no new transaction arrived for S
-seconds. Prometheus metrics are served on 127.0.0.1:``--metrics-port``
-(default ``metrics.port`` + 1, so the daemon and the apply job can share one
-config file; 0 turns it off). Exit status: 0 done, 2 a CdcError (the message
+seconds. ``/metrics``, ``/healthz`` and ``/readyz`` (streaming.apply.probes)
+are served on ``metrics.host``:``--metrics-port`` (default
+``metrics.apply_port``, else ``metrics.port`` + 1, so the daemon and the
+apply job can share one config file; 0 turns them off). Logs follow
+``logging:``, Spark's JVM and Python warnings included
+(streaming.apply.spark_logs). Exit status: 0 done, 2 a CdcError (the message
 names table, key, sequence and value for bad input).
 """
 
@@ -25,28 +28,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
     parser.add_argument("--until-idle", type=float, nargs="?", const=5.0, default=None, metavar="SECONDS",
                         help="exit once no new transaction arrived for this long (bare flag: 5 s)")
-    parser.add_argument("--metrics-port", type=int, default=None, help="serve /metrics here (0: off)")
+    parser.add_argument("--metrics-port", type=int, default=None,
+                        help="serve /metrics, /healthz, /readyz here (0: off)")
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.metrics import process_registry
     from cdc.runtime.logs import setup_logging
-    from cdc.runtime.signals import TwoStageSignals
-    from streaming.apply import job
 
     config = load_config(args.config)
     setup_logging(config.logging.level, config.logging.json_)
+    logging.captureWarnings(True)  # pyspark's and pandas' warnings become log lines (JSON with logging.json)
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    registry = process_registry()
-    port = args.metrics_port if args.metrics_port is not None else config.metrics.port + 1
-    if port:
-        from prometheus_client import start_http_server
+    from cdc.metrics import process_registry
+    from cdc.runtime.health import HealthServer
+    from cdc.runtime.signals import TwoStageSignals
+    from streaming.apply import job, probes
 
-        start_http_server(port, addr=config.metrics.host, registry=registry)
+    registry = process_registry()
+    streams: list[job.ApplyStream] = []
+    port = next(p for p in (args.metrics_port, config.metrics.apply_port, config.metrics.port + 1) if p is not None)
+    server = HealthServer(registry, lambda: probes.readiness(streams), config.metrics.host, port,
+                          alive=lambda: probes.liveness(streams)).start() if port else None
     stop = threading.Event()
     signals = TwoStageSignals(stop.set).install()
     try:
         return job.run(config, master=args.master, until_idle_s=args.until_idle, stop_event=stop,
-                       metrics_registry=registry)
+                       metrics_registry=registry, streams_out=streams)
     finally:
         signals.restore()
+        if server is not None:
+            server.stop()

@@ -82,6 +82,7 @@ class BatchResult:
     last_sequence: int | None = None
     rows: dict[str, int] = field(default_factory=dict)
     dead_letters: int = 0
+    heartbeat_ts_ms: int | None = None  # source time of the batch's last new HEARTBEAT (caught up to then)
 
 
 class _Stop(Exception):
@@ -166,7 +167,8 @@ class ApplyEngine:
                 raise
         if not result.skipped:
             self.metrics.batch_applied(time.monotonic() - started, result.transactions, result.last_sequence or 0,
-                                       self.progress.last_commit_ts_ms if self.progress else None)
+                                       self.progress.last_commit_ts_ms if self.progress else None,
+                                       result.heartbeat_ts_ms)
         else:
             self.metrics.batch_skipped()
         return result
@@ -304,7 +306,7 @@ class ApplyEngine:
                     self._finish(batch_id, stop_at, position, commit_ts, None, deltas, truncated)
                     raise _Stop(err) from None
             elif rec.kind == HEARTBEAT:
-                pass
+                result.heartbeat_ts_ms = rec.ts_ms
         if pending is not None:
             raise StreamCorrupt("micro-batch ends inside a transaction (BEGIN without END/ABORTED)",
                                 sequence=result.last_sequence)

@@ -91,6 +91,7 @@ class ApplyStream:
     engine: ApplyEngine
     query: Any = None
     failure: BaseException | None = None
+    failed_batch: int | None = None  # the micro-batch that raised ``failure``
     last_activity: float = field(default_factory=time.monotonic)
     batches: int = 0
     engine_topic: str = ""
@@ -124,7 +125,7 @@ class ApplyStream:
                      table.num_rows, result.transactions, result.rows, " (skipped: replay)" if result.skipped else "",
                      t1 - t0, time.monotonic() - t1)
         except BaseException as exc:
-            self.failure = exc
+            self.failure, self.failed_batch = exc, batch_id
             raise
         finally:
             self.in_batch = False
@@ -173,6 +174,7 @@ def _start_query(spark: Any, config: Config, stream: ApplyStream) -> None:
               .option("encoding", config.kafka.encoding)
               .option("stream_id", stream.stream_id or "")
               .option("max_records_per_batch", str(apply.max_records_per_batch))
+              .option("freshness_interval_s", str(apply.freshness_interval_s))
               # a full batch becomes one input partition per core (a third, half-empty wave costs a whole task)
               .option("records_per_partition", str(-(-apply.max_records_per_batch // _cores(spark)))))
     if progress is not None and progress.next_offsets and progress.next_offsets.get("topic") == topic:
@@ -233,16 +235,17 @@ def run(config: Config, master: str = "local[*]", until_idle_s: float | None = N
         streams_out: list[ApplyStream] | None = None) -> int:
     """Run every apply stream of ``config``; return when stopped, idle or failed (raises the failure).
 
-    ``streams_out`` (optional) receives the ApplyStream objects (benches read their per-batch timings)."""
+    ``streams_out`` (optional) receives each ApplyStream as it starts (the probes of /readyz read them,
+    benches their per-batch timings)."""
     if not config.apply:
         raise CdcError("nothing to apply: the config has no `apply:` items", key="apply")
     from streaming.stream.datasource import warm_up
 
     spark = spark or build_session(master, log_level=config.logging.level, json_logs=config.logging.json_)
     warm_up(spark, _cores(spark))
-    streams = [start_stream(spark, config, a, metrics_registry) for a in config.apply]
-    if streams_out is not None:
-        streams_out.extend(streams)
+    streams: list[ApplyStream] = streams_out if streams_out is not None else []
+    for a in config.apply:
+        streams.append(start_stream(spark, config, a, metrics_registry))
     stop_event = stop_event or threading.Event()
     try:
         while not stop_event.is_set():
