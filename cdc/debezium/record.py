@@ -130,9 +130,11 @@ class DebeziumRecords:
 
     # ------------------------------------------------------------ parts
     def _key(self, ts: TableSchemas, row: dict[str, Any] | None) -> dict[str, Any] | None:
-        if row is None or not ts.key_columns:
+        """The key payload of a row image; None without a primary key or when the image lacks a key column
+        (an Oracle before image without supplemental key logging: never taken for a key change)."""
+        if row is None or not ts.key_columns or not all(k in row for k in ts.key_columns):
             return None
-        return {k: row.get(k) for k in ts.key_columns}
+        return {k: row[k] for k in ts.key_columns}
 
     def _value(self, before: Any, after: Any, source: dict[str, Any], tx: TxContext, op: str) -> dict[str, Any]:
         now = tx.now_ms

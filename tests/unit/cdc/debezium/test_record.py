@@ -232,3 +232,11 @@ def test_a_value_the_encoding_cannot_hold_names_table_column_and_position():
         builder.records(bad, TxContext("t", 1, 1, 1, 1, 1))
     assert err.value.table == "shop.types" and err.value.column == "dtm6" and err.value.type == "datetime(6)"
     assert err.value.position == "mariadb-bin.000003:81234 gtid 0-1-42 row 0" and "yesterday" in err.value.value
+
+
+def test_a_before_image_without_the_key_is_not_a_key_change():
+    """Oracle without supplemental key logging: the before image of an update may lack the key column."""
+    partial = Change(OR, "u", {"C_VC": "old"}, OR_ROW, REDO, OR_SCHEMA)
+    builder = DebeziumRecords("shop", "oracle", "cdc", SimpleNamespace(temporal="iso", decimal="string"))
+    [rec] = builder.records(partial, TxContext("t", 1, 1, 1, 1, 1))
+    assert rec.key == {"ID": "1"} and rec.value["op"] == "u" and rec.value["before"] == {"C_VC": "old"}
