@@ -38,6 +38,7 @@ import base64
 import binascii
 import decimal
 import re
+from collections.abc import Callable
 from typing import Any
 
 from cdc.errors import CdcError
@@ -129,29 +130,84 @@ def _field(f: dict[str, Any], seen: set[str]) -> dict[str, Any]:
 
 def avro_datum(connect: dict[str, Any], payload: Any, path: str = "") -> Any:
     """The JsonConverter ``payload`` of ``connect`` as an Avro writer takes it (see the module doc)."""
-    if payload is None:
-        if connect.get("optional") or connect.get("default") is not None:
-            return None if connect.get("default") is None else _datum(connect, connect["default"], path)
-        raise CdcError(f"field {path or '<root>'} is null but its schema is not optional",
-                       field=path or "<root>", schema=connect.get("name") or connect.get("type"))
-    return _datum(connect, payload, path)
+    return datum_converter(connect, path)(payload)
 
 
-def _datum(cs: dict[str, Any], value: Any, path: str) -> Any:
+Convert = Callable[[Any], Any]
+
+
+def datum_converter(cs: dict[str, Any], path: str = "") -> Convert:
+    """:func:`avro_datum` for one schema, worked out once (the publisher keeps it with the schema's
+    serializer): per struct, the fields that need a conversion (bytes, Decimal, nested structs, arrays,
+    maps) and the required ones whose null is an error naming the field; everything else is copied."""
+    return _nullable(cs, path, _value_converter(cs, path))
+
+
+def _nullable(cs: dict[str, Any], path: str, inner: Convert | None) -> Convert:
+    """``inner`` behind the null rule of ``cs``: null takes the default, else is an error when required."""
+    default = cs.get("default")
+    required = not cs.get("optional") and default is None
+    where = path or "<root>"
+
+    def convert(value: Any) -> Any:
+        if value is None:
+            if required:
+                raise CdcError(f"field {where} is null but its schema is not optional",
+                               field=where, schema=cs.get("name") or cs.get("type"))
+            value = default
+            if value is None:
+                return None
+        return value if inner is None else inner(value)
+    return convert
+
+
+def _value_converter(cs: dict[str, Any], path: str) -> Convert | None:
+    """The conversion of a non-null value of ``cs``; None: the value as it is."""
     ctype = cs.get("type")
     if ctype == "struct":
-        if not isinstance(value, dict):
-            raise CdcError(f"field {path or '<root>'} should be an object, got {value!r:.200}",
-                           field=path or "<root>", value=repr(value)[:200])
-        return {f["field"]: avro_datum(f, value.get(f["field"]), f"{path}.{f['field']}" if path else f["field"])
-                for f in cs.get("fields", [])}
+        return _struct_converter(cs, path)
     if ctype == "array":
-        return [avro_datum(cs["items"], v, f"{path}[{i}]") for i, v in enumerate(value)]
+        item = datum_converter(cs["items"], f"{path}[]")
+        return lambda v: [item(x) for x in v]
     if ctype == "map":
-        return {k: avro_datum(cs["values"], v, f"{path}.{k}") for k, v in value.items()}
+        values = datum_converter(cs["values"], f"{path}{{}}")
+        return lambda v: {k: values(x) for k, x in v.items()}
+    if ctype == "bytes" and cs.get("name") == DECIMAL:
+        scale = int((cs.get("parameters") or {}).get("scale", 0))
+        return lambda v: _decimal(scale, v, path)
     if ctype == "bytes":
-        return _decimal(cs, value, path) if cs.get("name") == DECIMAL else _bytes(value, path)
-    return value
+        return lambda v: _bytes(v, path)
+    return None
+
+
+def _struct_converter(cs: dict[str, Any], path: str) -> Convert:
+    plain, converted = [], []  # plain: (name, required, default); converted: (name, converter)
+    for f in cs.get("fields", []):
+        name = f["field"]
+        sub = f"{path}.{name}" if path else name
+        inner = _value_converter(f, sub)
+        if inner is None:
+            plain.append((name, not f.get("optional") and f.get("default") is None, f.get("default"), sub))
+        else:
+            converted.append((name, _nullable(f, sub, inner)))
+    where = path or "<root>"
+
+    def convert(value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise CdcError(f"field {where} should be an object, got {value!r:.200}", field=where,
+                           value=repr(value)[:200])
+        get, out = value.get, {}
+        for name, required, default, sub in plain:
+            v = get(name)
+            if v is None:
+                if required:
+                    raise CdcError(f"field {sub} is null but its schema is not optional", field=sub)
+                v = default
+            out[name] = v
+        for name, conv in converted:
+            out[name] = conv(get(name))
+        return out
+    return convert
 
 
 def _bytes(value: Any, path: str) -> bytes:
@@ -164,9 +220,8 @@ def _bytes(value: Any, path: str) -> bytes:
                        field=path, value=repr(value)[:200]) from None
 
 
-def _decimal(cs: dict[str, Any], value: Any, path: str) -> decimal.Decimal:
+def _decimal(scale: int, value: Any, path: str) -> decimal.Decimal:
     """A Decimal payload: base64 unscaled two's-complement bytes (JsonConverter's default), or a number."""
-    scale = int((cs.get("parameters") or {}).get("scale", 0))
     if isinstance(value, str):  # JsonConverter's decimal.format=BASE64; NUMERIC gives a JSON number
         unscaled = int.from_bytes(_bytes(value, path), "big", signed=True)
         return decimal.Decimal(unscaled).scaleb(-scale)
@@ -180,4 +235,3 @@ def _decimal(cs: dict[str, Any], value: Any, path: str) -> decimal.Decimal:
         raise CdcError(f"field {path}: {value} has more than the {scale} fraction digits its schema allows",
                        field=path, value=str(value), scale=scale)
     return exact
-

@@ -34,7 +34,7 @@ from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext, SerializationError
 
-from cdc.debezium.avro import avro_datum, avro_schema
+from cdc.debezium.avro import avro_schema, datum_converter
 from cdc.debezium.errors import SchemaRefused
 from cdc.debezium.record import ConnectRecord
 from cdc.errors import CdcError, PublishError
@@ -64,9 +64,9 @@ class RegistryAvro:
     def __init__(self, settings: dict[str, Any]) -> None:
         self.client = registry_client(settings)
         self.url = settings.get("url")
-        # (topic, field, id(connect schema)) -> (that schema object, its serializer); the object is kept
-        # so its id cannot be reused while cached
-        self._serializers: dict[tuple[str, str, int], tuple[dict, AvroSerializer]] = {}
+        # (topic, field, id(connect schema)) -> (that schema object, its serializer, its datum converter);
+        # the object is kept so its id cannot be reused while cached
+        self._serializers: dict[tuple[str, str, int], tuple[dict, AvroSerializer, Any]] = {}
 
     def record_bytes(self, rec: ConnectRecord) -> tuple[bytes | None, bytes | None]:
         """(key, value) bytes of ``rec``: None stays None (a null key, a tombstone)."""
@@ -82,9 +82,10 @@ class RegistryAvro:
             if len(self._serializers) > 10_000:  # a builder that makes a new schema object per record
                 self._serializers.clear()
             text = json.dumps(avro_schema(connect_schema))
-            entry = (connect_schema, AvroSerializer(self.client, text, conf={"auto.register.schemas": True}))
+            entry = (connect_schema, AvroSerializer(self.client, text, conf={"auto.register.schemas": True}),
+                     datum_converter(connect_schema, field))
             self._serializers[slot] = entry
-        datum = avro_datum(connect_schema, payload, field)
+        datum = entry[2](payload)
         try:
             return entry[1](datum, SerializationContext(topic, FIELDS[field]))
         except SchemaRegistryError as exc:
