@@ -118,6 +118,9 @@ class Publisher:
                           if kafka.debezium.transaction_topic else None)
         self._ddl_topic = schema_change_topic(kafka.topic_prefix, source_name) if kafka.debezium.schema_change_topic \
             else None
+        # data records per table on the per-table topics in the open transaction: the transaction topic's END
+        # counts these (a key change is two, a delete and a create, as Debezium counts it)
+        self._tx_records: dict[str, int] = {}
         self._table_topics: set[str] = set()
         self._hb_min = heartbeat_min_interval_s
         self._last_hb = 0.0
@@ -235,6 +238,7 @@ class Publisher:
                 self._produce(self.topic, begin_record(self._take_seq(), event.txid, event.ts_ms), None)
         elif type(event) is Commit:
             if self._tx_topic is not None:
+                self._tx_records = {}
                 self._produce_connect(tx_metadata.begin(self._tx_topic, event.txid, event.ts_ms))
             self._commit(event)
         elif type(event) is Heartbeat:
@@ -363,8 +367,11 @@ class Publisher:
         """The change on its per-table topic. JSON: Debezium's records (cdc.debezium.record: a key change
         is delete + tombstone + create, a delete is followed by a tombstone, TRUNCATE is ``op: t``)."""
         if self._json or self._registry is not None:
+            name = str(ch.table)
             for rec in self._debezium.records(ch, where):
                 self._produce_connect(rec)
+                if rec.value is not None:
+                    self._tx_records[name] = self._tx_records.get(name, 0) + 1
             return
         topic = table_topic(self.kafka.topic_prefix, self.source_name, ch.table.db, ch.table.table)
         self._ensure_topic(topic)
@@ -405,7 +412,8 @@ class Publisher:
         seq = self._take_seq()
         self._produce(self.topic, end_record(seq, ev.txid, ev.ts_ms, tx.counts, ev.resume, ev.position), None)
         if self._tx_topic is not None:
-            self._produce_connect(tx_metadata.end(self._tx_topic, ev.txid, ev.ts_ms, tx.counts))
+            counts = self._tx_records if self._per_table and (self._json or self._registry is not None) else tx.counts
+            self._produce_connect(tx_metadata.end(self._tx_topic, ev.txid, ev.ts_ms, counts))
         self._tx = None
         self._acks.mark(END, (ev, tx.ops), self._bytes, seq)
         self._acks.maybe_check()

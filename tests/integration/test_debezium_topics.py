@@ -79,6 +79,7 @@ def _workload(db: str, conn) -> None:
         cur.execute(f"INSERT INTO `{db}`.items VALUES (100, 'after', 1.00, NULL, 'new')")
         cur.execute(f"UPDATE `{db}`.items SET note = 'touched', born = NULL WHERE id = 7")
         cur.execute("COMMIT")
+        cur.execute(f"UPDATE `{db}`.items SET id = 200 WHERE id = 0")  # a key change: delete + tombstone + create
 
 
 def _fold(records: list[Any]) -> dict[Any, dict]:
@@ -135,10 +136,10 @@ def test_per_table_transaction_and_schema_change_topics_from_mariadb(broker, mar
         else:
             deser = {"key.deserializer": lambda b, ctx: orjson.loads(b) if b is not None else None,
                      "value.deserializer": lambda b, ctx: orjson.loads(b) if b is not None else None}
-        # 18 inserts, 1 update, delete + tombstone, 1 insert, 1 update
-        items = _read(broker, table_topic(topic_prefix, "s1", db, "items"), 18 + 1 + 2 + 2, deser)
-        # BEGIN/END of 6 + 1 + 1 + 1 transactions (the UPDATE and DELETE commit as one)
-        txs = _read(broker, f"{topic_prefix}.s1.transaction", 2 * 8, deser)
+        # 18 inserts, 1 update, delete + tombstone, 1 insert, 1 update, key change (3 records)
+        items = _read(broker, table_topic(topic_prefix, "s1", db, "items"), 18 + 1 + 2 + 2 + 3, deser)
+        # BEGIN/END of 6 + 1 + 1 + 1 + 1 transactions (the UPDATE and DELETE commit as one)
+        txs = _read(broker, f"{topic_prefix}.s1.transaction", 2 * 9, deser)
         ddl = _read(broker, f"{topic_prefix}.s1", 2, deser)
     finally:
         stop.set()
@@ -157,7 +158,7 @@ def test_per_table_transaction_and_schema_change_topics_from_mariadb(broker, mar
     assert all(isinstance(r["price"], decimal.Decimal) for r in rows.values() if encoding == "avro_registry")
 
     # transaction topic: BEGIN/END pairs keyed by id, END counts = the data records carrying that id
-    assert [v["status"] for _, v in txs] == ["BEGIN", "END"] * 8
+    assert [v["status"] for _, v in txs] == ["BEGIN", "END"] * 9
     assert all(k == {"id": v["id"]} for k, v in txs)
     per_tx: dict[str, int] = {}
     for _, value in items:
@@ -165,6 +166,7 @@ def test_per_table_transaction_and_schema_change_topics_from_mariadb(broker, mar
             per_tx[value["transaction"]["id"]] = per_tx.get(value["transaction"]["id"], 0) + 1
     ends = {v["id"]: v for _, v in txs if v["status"] == "END"}
     assert {t: e["event_count"] for t, e in ends.items()} == per_tx
+    assert list(per_tx.values())[-1] == 2, "a key change is two data records (delete, create), as Debezium counts"
     assert all(e["data_collections"] == [{"data_collection": f"{db}.items", "event_count": e["event_count"]}]
                for e in ends.values())
 
