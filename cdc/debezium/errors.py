@@ -13,3 +13,10 @@ class DebeziumValueError(CdcError, Terminal):
 class SchemaRefused(CdcError, Terminal):
     """The Schema Registry refused a table's schema (incompatible under its mode, or invalid): names the
     subject; the source stops at that change instead of writing records no consumer can decode."""
+
+
+class TruncateOnCompactedTopic(CdcError, Terminal):
+    """A TRUNCATE for a compacted per-table topic: Debezium's ``op: "t"`` record has a null key, which a
+    compacted topic refuses (the broker would fail the record again after every restart). The source stops
+    before it, naming the table and position; publishing resumes there once the per-table topics are not
+    compacted (``kafka.topics.per_table``)."""

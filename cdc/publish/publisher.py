@@ -40,6 +40,7 @@ import orjson
 
 from cdc.config import KafkaConfig
 from cdc.debezium import tx_metadata
+from cdc.debezium.errors import TruncateOnCompactedTopic
 from cdc.debezium.record import ConnectRecord, DebeziumRecords, TxContext, json_bytes
 from cdc.debezium.schema_change import schema_change, schema_change_topic
 from cdc.envelope import (
@@ -367,6 +368,12 @@ class Publisher:
         """The change on its per-table topic. JSON: Debezium's records (cdc.debezium.record: a key change
         is delete + tombstone + create, a delete is followed by a tombstone, TRUNCATE is ``op: t``)."""
         if self._json or self._registry is not None:
+            if ch.op == "t" and "compact" in topic_spec(self.kafka, "per_table").config.get("cleanup.policy", ""):
+                raise TruncateOnCompactedTopic(
+                    f"TRUNCATE of {ch.table} cannot go to its compacted per-table topic: Debezium's op 't' record "
+                    "has a null key, which compaction refuses. Set kafka.topics.per_table.cleanup.policy: delete "
+                    "(or turn kafka.per_table_topics off) and restart: the source resumes at this TRUNCATE",
+                    table=str(ch.table), position=ch.source, txid=where.txid)
             name = str(ch.table)
             for rec in self._debezium.records(ch, where):
                 self._produce_connect(rec)
