@@ -203,10 +203,26 @@ def _position(source: dict[str, Any]) -> str:
 
 
 def json_bytes(rec: ConnectRecord, schemas: bool) -> tuple[bytes | None, bytes | None]:
-    """(key, value) bytes of ``rec`` in JSON: the payloads, or JsonConverter's ``{schema, payload}``."""
+    """(key, value) bytes of ``rec`` in JSON: the payloads, or JsonConverter's ``{schema, payload}`` (the
+    same bytes as dumping that dict; a table's schema JSON is rendered once, see _schema_json)."""
     dumps = orjson.dumps
     if not schemas:
         return (None if rec.key is None else dumps(rec.key)), (None if rec.value is None else dumps(rec.value))
-    key = None if rec.key is None else dumps({"schema": rec.key_schema, "payload": rec.key})
-    value = None if rec.value is None else dumps({"schema": rec.value_schema, "payload": rec.value})
+    key = None if rec.key is None else b'{"schema":%b,"payload":%b}' % (_schema_json(rec.key_schema), dumps(rec.key))
+    value = None if rec.value is None else \
+        b'{"schema":%b,"payload":%b}' % (_schema_json(rec.value_schema), dumps(rec.value))
     return key, value
+
+
+_SCHEMA_JSON: dict[int, tuple[Any, bytes]] = {}  # id(schema dict) -> (the dict, its JSON): kept alive, so ids hold
+
+
+def _schema_json(schema: Any) -> bytes:
+    hit = _SCHEMA_JSON.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    if len(_SCHEMA_JSON) > 4096:
+        _SCHEMA_JSON.clear()
+    text = orjson.dumps(schema)
+    _SCHEMA_JSON[id(schema)] = (schema, text)
+    return text

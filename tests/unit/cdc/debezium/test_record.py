@@ -240,3 +240,13 @@ def test_a_before_image_without_the_key_is_not_a_key_change():
     builder = DebeziumRecords("shop", "oracle", "cdc", SimpleNamespace(temporal="iso", decimal="string"))
     [rec] = builder.records(partial, TxContext("t", 1, 1, 1, 1, 1))
     assert rec.key == {"ID": "1"} and rec.value["op"] == "u" and rec.value["before"] == {"C_VC": "old"}
+
+
+def test_json_bytes_with_schemas_are_the_bytes_of_the_schema_payload_dict():
+    builder = DebeziumRecords("shop", "mysql", "cdc", SimpleNamespace(temporal="connect", decimal="precise"))
+    for change, ts in _my_changes():
+        for rec in builder.records(change, TxContext("t", ts, 1, 1, 1, ts)):
+            key, value = json_bytes(rec, True)
+            assert key == (None if rec.key is None else orjson.dumps({"schema": rec.key_schema, "payload": rec.key}))
+            assert value == (None if rec.value is None else
+                             orjson.dumps({"schema": rec.value_schema, "payload": rec.value}))
