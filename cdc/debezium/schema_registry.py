@@ -85,7 +85,10 @@ class RegistryAvro:
             entry = (connect_schema, AvroSerializer(self.client, text, conf={"auto.register.schemas": True}),
                      datum_converter(connect_schema, field))
             self._serializers[slot] = entry
-        datum = entry[2](payload)
+        try:
+            datum = entry[2](payload)
+        except CdcError as exc:  # a payload that does not fit its schema: say which topic's record
+            raise CdcError(f"{exc.message} (a {field} record of {topic})", **{**exc.fields, "topic": topic}) from None
         try:
             return entry[1](datum, SerializationContext(topic, FIELDS[field]))
         except SchemaRegistryError as exc:

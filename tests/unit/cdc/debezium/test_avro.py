@@ -159,3 +159,6 @@ def test_a_payload_that_does_not_fit_names_the_field_and_value():
     with pytest.raises(CdcError, match=r"after\.price: 1\.234 has more than the 2 fraction digits"):
         avro_datum(cs, {"id": 1, "name": "x", "price": 1.234}, "after")
     assert avro_datum(cs, {"id": 1, "name": "x", "price": 12.5}, "after")["price"] == decimal.Decimal("12.50")
+    ser = RegistryAvro({"url": f"mock://{uuid.uuid4().hex}"})
+    with pytest.raises(CdcError, match=r"field value\.name is null .* \(a value record of cdc.s1.shop.orders\)"):
+        ser.encode("cdc.s1.shop.orders", "value", cs, {"id": 1, "name": None})
