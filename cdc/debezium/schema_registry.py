@@ -25,6 +25,7 @@ publisher registered. Nothing is shared across processes.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from typing import Any
 
@@ -39,6 +40,8 @@ from cdc.debezium.errors import SchemaRefused
 from cdc.debezium.record import ConnectRecord
 from cdc.errors import CdcError, PublishError
 
+log = logging.getLogger(__name__)
+
 _MOCK_SCOPES: dict[str, SchemaRegistryClient] = {}
 _MOCK_LOCK = threading.Lock()
 FIELDS = {"key": MessageField.KEY, "value": MessageField.VALUE}
@@ -52,6 +55,8 @@ def registry_client(settings: dict[str, Any]) -> SchemaRegistryClient:
             return SchemaRegistryClient(dict(settings))
         with _MOCK_LOCK:
             if url not in _MOCK_SCOPES:
+                log.warning("kafka.schema_registry.url %s is the client's in-memory registry: the schema ids in "
+                            "the records exist in this process only, no other consumer can decode them", url)
                 _MOCK_SCOPES[url] = SchemaRegistryClient.new_client(dict(settings))
             return _MOCK_SCOPES[url]
     except (ValueError, TypeError) as exc:
