@@ -47,6 +47,9 @@ class _Catalogue:
         self.failovers = Counter("cdc_source_failovers_total", "Switches to a new primary", s, registry=r)
         self.divergences = Counter("cdc_source_divergences_total",
                                    "Checkpoint not contained in the (new) primary's history: a loud stop", s, registry=r)
+        self.resnapshots = Counter("cdc_source_resnapshots_total",
+                                   "Automatic re-snapshots (snapshot: when_needed) because the source log was gone "
+                                   "past the checkpoint", s, registry=r)
         self.last_publish = Gauge("cdc_source_last_publish_timestamp_seconds",
                                   "Wall-clock time of the last broker acknowledgement (data, marker or heartbeat)",
                                   s, registry=r)
@@ -163,7 +166,7 @@ class SourceMetrics:
         for g in (m.open_tx, m.oldest_open, m.buffered, m.spilled, m.up):
             g.labels(s).set(0)
         for c in (m.tx_read, m.tx_published, m.records_published, m.bytes_published, m.schema_changes,
-                  m.heartbeats, m.reconnects, m.failovers, m.divergences):
+                  m.heartbeats, m.reconnects, m.failovers, m.divergences, m.resnapshots):
             c.labels(s)  # export at 0 from the start, so rate() has a series
         m.errors.labels(s, "none")
         m.publish_latency.labels(s)
@@ -204,6 +207,10 @@ class SourceMetrics:
     def divergence(self) -> None:
         """The checkpoint is not in the new primary's history (without an error() call)."""
         self._m.divergences.labels(self.source).inc()
+
+    def resnapshot(self) -> None:
+        """The source log no longer reaches the checkpoint and the source re-snapshots its tables instead."""
+        self._m.resnapshots.labels(self.source).inc()
 
     def seconds_since_progress(self) -> float:
         """Seconds since the broker last acknowledged anything (for /readyz "not stalled")."""

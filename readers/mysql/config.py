@@ -25,7 +25,9 @@ class MySqlSourceConfig(BaseModel):
     connect_timeout_s: float = Field(default=5.0, gt=0)
     reconnect_attempts: int = Field(default=10, ge=0)
     reconnect_backoff_s: float = Field(default=0.5, gt=0)
-    snapshot: Literal["never", "initial"] = "never"
+    snapshot: Literal["never", "initial", "when_needed"] = Field(
+        default="never", description="initial: a new stream starts with the tables' rows (op r); when_needed: that, "
+                                     "and a re-snapshot when the binlog is purged past the checkpoint")
     snapshot_chunk_rows: int = Field(default=5_000, gt=0, description="rows per snapshot chunk (initial, incremental)")
     signal_table: str | None = Field(default=None, description="db.table receiving `cdc snapshot` requests")
 

@@ -69,6 +69,7 @@ class HostInfo:
     is_replica: bool
     gtid_state: GtidSet  # every transaction in its binlog history (gtid_binlog_pos / gtid_executed)
     oldest: GtidSet  # MariaDB: state at the start of the oldest binlog; MySQL: gtid_purged
+    oldest_file: str = ""  # the oldest binlog file the host still has (named when our checkpoint is older)
 
     @property
     def writable_primary(self) -> bool:
@@ -103,11 +104,12 @@ def probe(address: str, user: str, password: str, timeout_s: float = 5.0) -> Hos
             read_only = bool(int(_scalar(cur, "SELECT @@read_only")))
             cur.execute("SHOW SLAVE STATUS" if flavor == "mariadb" else "SHOW REPLICA STATUS")
             is_replica = _replicating(cur)
+            cur.execute("SHOW BINARY LOGS")
+            logs = cur.fetchall()
+            oldest_file = str(logs[0][0]) if logs else ""
             if flavor == "mariadb":
                 state = GtidSet.parse(_scalar(cur, "SELECT @@gtid_binlog_pos") or "")
-                cur.execute("SHOW BINARY LOGS")
-                logs = cur.fetchall()
-                oldest = GtidSet.parse(_scalar(cur, "SELECT BINLOG_GTID_POS(%s, 4)", (logs[0][0],)) or "") \
+                oldest = GtidSet.parse(_scalar(cur, "SELECT BINLOG_GTID_POS(%s, 4)", (oldest_file,)) or "") \
                     if logs else state
             else:
                 state = GtidSet.parse(_scalar(cur, "SELECT @@GLOBAL.gtid_executed") or "")
@@ -116,4 +118,4 @@ def probe(address: str, user: str, password: str, timeout_s: float = 5.0) -> Hos
         raise classify(exc, address, user) from exc
     finally:
         conn.close()
-    return HostInfo(address, flavor, version, server_id, read_only, is_replica, state, oldest)
+    return HostInfo(address, flavor, version, server_id, read_only, is_replica, state, oldest, oldest_file)

@@ -40,10 +40,29 @@ def validate(info: HostInfo, checkpoint: GtidSet | None) -> None:
             f"{info.gtid_state or 'empty'}. Refusing to continue from an older position",
             host=info.address, missing=str(missing), checkpoint=str(checkpoint))
     if info.oldest and not checkpoint.issuperset(info.oldest):
+        missing = purged_range(checkpoint, info.oldest)
         raise BinlogPurged(
-            f"binlog purged past the checkpoint on {info.address}: its oldest binlog starts after "
-            f"{info.oldest}, the checkpoint is {checkpoint}; re-snapshot the source",
-            host=info.address, checkpoint=str(checkpoint), purged=str(info.oldest))
+            f"binlog purged past the checkpoint on {info.address}: the checkpoint is {checkpoint}, the oldest "
+            f"binlog still there ({info.oldest_file or '?'}) starts after {info.oldest}, so {missing} can no longer "
+            f"be read. {WAY_OUT}", host=info.address, checkpoint=str(checkpoint), purged=str(info.oldest),
+            missing=missing, oldest_file=info.oldest_file)
+
+
+WAY_OUT = ("Way out: set `snapshot: when_needed` on the source and restart (the captured tables are re-snapshotted "
+           "and streaming continues), or start the stream afresh (`cdc stream reset`, then rebuild the targets); "
+           "see the runbook 'binlog purged past the checkpoint'. Keep binlogs longer than the longest outage "
+           "(binlog_expire_logs_seconds / expire_logs_days).")
+
+
+def purged_range(checkpoint: GtidSet, oldest: GtidSet) -> str:
+    """The transactions between ``checkpoint`` and the start of the oldest binlog (``oldest``): gone with the
+    purged logs. MariaDB: ``domain D seq A..B`` per domain; MySQL: the GTID set ``gtid_purged - checkpoint``."""
+    gone = oldest - checkpoint
+    if not gone.mariadb:
+        return f"GTIDs {gone}"
+    have = checkpoint.domains()
+    return ", ".join(f"domain {d} seq {have.get(d, (0, 0))[1] + 1}..{n} (up to {d}-{srv}-{n})"
+                     for d, srv, n in gone.mariadb)
 
 
 def choose_primary(hosts: list[str], prober: Prober, checkpoint: GtidSet | None) -> HostInfo:

@@ -76,7 +76,7 @@ from readers.mysql.errors import (
     SourceUnavailable,
     TransactionInterrupted,
 )
-from readers.mysql.failover import choose_primary, default_prober
+from readers.mysql.failover import WAY_OUT, choose_primary, default_prober
 from readers.mysql.fastrows import install as _install_fast_rows
 from readers.mysql.guards import refuse_partial, refuse_statement, refuse_unlogged_ddl
 from readers.mysql.incremental import IncrementalSnapshots
@@ -128,7 +128,7 @@ def _server_refused(exc: Exception, address: str) -> Exception:
     code, msg = (exc.args + (None, ""))[:2]
     if code == 1236:
         if "purged" in str(msg).lower():
-            return BinlogPurged(f"binlog purged past the checkpoint on {address}: {msg}", host=address)
+            return BinlogPurged(f"binlog purged past the checkpoint on {address}: {msg}. {WAY_OUT}", host=address)
         return Divergence(f"{address} refused our GTID state: {msg}", host=address, server_error=str(msg))
     return exc
 
@@ -163,15 +163,24 @@ class MySqlSource:
     def start(self, resume: dict[str, Any] | None) -> None:
         """Pick the primary and the starting GTID state. Raises Terminal errors on bad checkpoints."""
         checkpoint = GtidSet.parse(resume["gtid_set"]) if resume and resume.get("gtid_set") is not None else None
-        info = self._choose(checkpoint)
+        try:
+            info = self._choose(checkpoint)
+            resnapshot = False
+        except BinlogPurged as exc:  # divergence was ruled out first (failover.validate)
+            if self.config.snapshot != "when_needed":
+                raise
+            log.warning("source %s: %s; snapshot: when_needed: re-snapshotting the captured tables", self.name, exc)
+            self.metrics.resnapshot()
+            info, resnapshot, checkpoint, resume = self._choose(None), True, None, None
         for host in refuse_unsafe_hosts(self.config, info.address):  # the chosen host and every candidate
             log.warning("source %s: failover candidate %s unreachable; its settings are checked if it is chosen",
                         self.name, host)
         self.state = checkpoint if checkpoint is not None else info.gtid_state
-        # -- snapshot hook: a new stream (or one cut off mid-snapshot) starts with the tables' rows --
-        if self.config.snapshot == "initial" and (resume is None or "snapshot" in resume):
+        # -- snapshot hook: a new stream (or one cut off mid-snapshot) starts with the tables' rows; a stream
+        #    whose log is gone past its checkpoint (when_needed) with them, each table replaced (snapshot.py) --
+        if self.config.snapshot != "never" and (resume is None or "snapshot" in resume):
             self._initial_snapshot = InitialSnapshot(self, (resume or {}).get("snapshot"),
-                                                     self.config.snapshot_chunk_rows)
+                                                     self.config.snapshot_chunk_rows, replace=resnapshot)
             self.state = GtidSet.parse(self._initial_snapshot.gtid_set)
         if self._incremental is not None:
             self._incremental.restore(resume)

@@ -17,6 +17,19 @@ With ``snapshot: initial`` and no stream yet, MySqlSource.start() calls
    streaming starts at that state, so every change after the snapshot
    follows its rows in the stream.
 
+Re-snapshot (``snapshot: when_needed``, readers/mysql/reader.py start()): when the binlog no longer
+reaches the stream's checkpoint, the same snapshot runs with ``replace``: each table's FIRST chunk
+transaction begins with an ``op: "t"`` record of that table, then the chunk's ``op: r`` rows (a table
+with no rows gets a transaction holding only the ``t``). Why: the target holds the table as of the old
+checkpoint, and rows deleted while the log was gone exist in no snapshot row, so upserting the snapshot
+would leave them behind; every consumer of the stream already applies ``t`` as "delete every row of the
+table" (the apply does it inside the batch's target transaction, before the rows that follow it).
+Rows committed after the checkpoint and before the snapshot are in it exactly once (their state at the
+snapshot), everything after it is streamed from the snapshot's GTID state, so nothing is lost or applied
+twice. While a table's chunks arrive the target table holds only the chunks so far (as during an initial
+snapshot); ``replace`` is kept in the resume state, so a restart continues with truncating tables not
+reached yet and never truncates a table whose first chunk is already in the stream.
+
 Restart in the middle: the stream's resume still names the snapshot state
 and the next chunk. The remaining chunks are read in a NEW consistent read
 (later than the first), then streaming replays from the original state, so
@@ -113,13 +126,14 @@ class TableReader:
 class InitialSnapshot:
     """Yields the snapshot chunks of a MySqlSource (see the module docstring)."""
 
-    def __init__(self, source: Any, progress: dict[str, Any] | None, chunk_rows: int = CHUNK_ROWS) -> None:
+    def __init__(self, source: Any, progress: dict[str, Any] | None, chunk_rows: int = CHUNK_ROWS,
+                 replace: bool = False) -> None:
         self.source, self.chunk_rows = source, chunk_rows
         cfg = source.config
         self.conn = open_connection(source.host, cfg.user, cfg.password.get_secret_value(), cfg.connect_timeout_s)
         gtid = open_snapshot(self.conn, source.flavor)
         if progress is None:
-            progress = {"gtid_set": gtid, "table": None, "after": None}
+            progress = {"gtid_set": gtid, "table": None, "after": None, **({"replace": True} if replace else {})}
         self.progress = dict(progress)
         self.tables = expand_tables(self.conn, cfg.tables)
         log.info("source %s: snapshot of %d tables at %s", source.name, len(self.tables), self.progress["gtid_set"])
@@ -138,14 +152,15 @@ class InitialSnapshot:
                 after = self.progress.get("after") if str(table) == start else None
                 reader = TableReader(self.conn, table)
                 n = 0
+                replace = after is None and bool(self.progress.get("replace"))  # the table's first chunk
                 while True:
                     rows = reader.chunk(after, self.chunk_rows)
-                    if not rows:
+                    if not rows and not replace:
                         break
-                    after = reader.key_of(rows[-1]) if reader.key else None
+                    after = reader.key_of(rows[-1]) if reader.key and rows else None
                     self.progress.update(table=str(table), after=after)
-                    yield from self._chunk(table, reader.schema, rows, n)
-                    n += 1
+                    yield from self._chunk(table, reader.schema, rows, n, replace)
+                    n, replace = n + 1, False
                     if not reader.key or len(rows) < self.chunk_rows or self.source._stop.is_set():
                         break
                 if self.source._stop.is_set():
@@ -163,10 +178,14 @@ class InitialSnapshot:
             except Exception:  # noqa: BLE001, S110 - the connection is already broken: nothing to end
                 pass
 
-    def _chunk(self, table: TableId, schema: TableSchema, rows: list[dict], n: int) -> Iterator[Event]:
+    def _chunk(self, table: TableId, schema: TableSchema, rows: list[dict], n: int,
+               replace: bool = False) -> Iterator[Event]:
+        """One chunk as a transaction; ``replace``: it starts with an ``op: "t"`` (see the module docstring)."""
         ts = int(time.time() * 1000)
         txid = f"snapshot:{table}:{n}"
         yield Begin(txid, ts)
+        if replace:
+            yield Change(table, "t", None, None, {"snapshot_gtid": self.gtid_set, "row": 0}, schema)
         for i, row in enumerate(rows):
             yield Change(table, "r", None, row, {"snapshot_gtid": self.gtid_set, "row": i}, schema)
         self.source.metrics.event_read(str(table), "r", len(rows))

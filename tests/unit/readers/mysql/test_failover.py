@@ -71,3 +71,22 @@ def test_table_filter_and_ddl_names():
     assert ddl_table("ALTER TABLE `a b` ADD c INT", "shop") == TableId("shop", "a b")
     assert ddl_table("CREATE TABLE IF NOT EXISTS crm.people (id int)", "x") == TableId("crm", "people")
     assert ddl_table("CREATE DATABASE z", "x") is None
+
+
+def test_purged_binlog_error_names_checkpoint_oldest_binlog_range_and_way_out():
+    info = HostInfo("a:1", "mariadb", "10.11", 1, False, False, GtidSet.parse("0-1-90,1-5-7"),
+                    GtidSet.parse("0-1-57,1-5-3"), "mariadb-bin.000007")
+    with pytest.raises(BinlogPurged) as err:
+        choose_primary(["a:1"], prober({"a:1": info}), GtidSet.parse("0-1-42"))
+    text = str(err.value)
+    assert "the checkpoint is 0-1-42" in text and "mariadb-bin.000007" in text and "starts after 0-1-57,1-5-3" in text
+    assert "domain 0 seq 43..57 (up to 0-1-57), domain 1 seq 1..3 (up to 1-5-3)" in text
+    assert "snapshot: when_needed" in text and "cdc stream reset" in text
+    assert err.value.fields["missing"].startswith("domain 0 seq 43..57")
+
+
+def test_purged_range_mysql_is_the_purged_set_minus_the_checkpoint():
+    from readers.mysql.failover import purged_range
+
+    u = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    assert purged_range(GtidSet.parse(f"{u}:1-10"), GtidSet.parse(f"{u}:1-25")) == f"GTIDs {u}:11-25"
