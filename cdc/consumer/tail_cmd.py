@@ -180,7 +180,13 @@ def _tail_table_topic(args: argparse.Namespace, config: Any, out: _Out) -> int:
     kafka = config.kafka
     db, _, table = args.table_topic.partition(".")
     topic = table_topic(kafka.topic_prefix, args.source, db, table)
-    kser, vser = get_table_key_serde(kafka.encoding, kafka.avro_framing), get_serde(kafka.encoding, kafka.avro_framing)
+    if kafka.avro_framing == "schema_registry":  # Debezium's Avro through the registry (cdc.debezium.schema_registry)
+        from cdc.debezium.schema_registry import registry_decoders
+
+        key_of, value_of = registry_decoders(kafka.schema_registry.client_settings(), topic)
+    else:
+        key_of = get_table_key_serde(kafka.encoding, kafka.avro_framing).decode
+        value_of = get_serde(kafka.encoding, kafka.avro_framing).decode
     client = open_client(args.client, kafka.bootstrap_servers, topic, None)
     try:
         low, high = client.watermarks()
@@ -193,7 +199,7 @@ def _tail_table_topic(args: argparse.Namespace, config: Any, out: _Out) -> int:
             elif args.idle_exit is not None and time.monotonic() - last >= args.idle_exit:
                 break
             for offset, k, v in raws:
-                out.record(offset, None if k is None else kser.decode(k), None if v is None else vser.decode(v))
+                out.record(offset, None if k is None else key_of(k), None if v is None else value_of(v))
             out.flush()
     finally:
         client.close()

@@ -24,14 +24,17 @@ publisher registered. Nothing is shared across processes.
 
 from __future__ import annotations
 
+import base64
+import decimal
 import json
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import httpx2
 from confluent_kafka.schema_registry import SchemaRegistryClient
-from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext, SerializationError
 
@@ -110,3 +113,23 @@ class RegistryAvro:
         except (httpx2.TransportError, OSError) as exc:  # the client's HTTP layer: connection refused, timeout
             raise PublishError(f"Schema Registry {self.url} unreachable: {exc}", topic=topic,
                                registry=self.url) from None
+
+
+def registry_decoders(settings: dict[str, Any], topic: str) -> tuple[Callable[[bytes], Any], Callable[[bytes], Any]]:
+    """(key, value) decoders of a topic RegistryAvro wrote, through confluent-kafka's AvroDeserializer (``cdc
+    tail``); the values come back JSON-ready: a Decimal as its text, bytes as base64."""
+    des = AvroDeserializer(registry_client(settings))
+    kctx, vctx = SerializationContext(topic, MessageField.KEY), SerializationContext(topic, MessageField.VALUE)
+    return (lambda data: _json_ready(des(data, kctx))), (lambda data: _json_ready(des(data, vctx)))
+
+
+def _json_ready(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return value

@@ -269,3 +269,37 @@ def test_oracle_transaction_and_schema_change_topics_in_avro(broker, topic_prefi
         assert first["type"] == "CREATE"
         assert [c["name"] for c in first["table"]["columns"]] == [c["name"] for c in schemas[name]["columns"]]
         assert first["table"]["primaryKeyColumnNames"] == schemas[name]["primary_key"]
+
+
+def test_cdc_tail_prints_a_registry_avro_per_table_topic(broker, topic_prefix, tmp_path, capsysbinary):
+    """``cdc tail --table-topic`` decodes registry-framed Avro with confluent-kafka's AvroDeserializer. It runs
+    in this process: the ``mock://`` registry the records were registered in exists only here."""
+    from confluent_kafka import Producer
+
+    from cdc.cli import main
+    from cdc.debezium.schema_registry import RegistryAvro
+
+    url, topic = f"mock://{uuid.uuid4().hex}", table_topic(topic_prefix, "s1", "d", "t")
+    broker.create_topic(topic)
+    key_schema = {"type": "struct", "name": f"{topic}.Key", "optional": False,
+                  "fields": [{"field": "id", "type": "int32", "optional": False}]}
+    value_schema = {"type": "struct", "name": f"{topic}.Value", "optional": False, "fields": [
+        {"field": "id", "type": "int32", "optional": False},
+        {"field": "price", "type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal",
+         "version": 1, "parameters": {"scale": "2", "connect.decimal.precision": "10"}}]}
+    ser = RegistryAvro({"url": url})
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    producer.produce(topic, ser.encode(topic, "value", value_schema, {"id": 1, "price": "MDk="}),  # 123.45
+                     ser.encode(topic, "key", key_schema, {"id": 1}))
+    producer.produce(topic, None, ser.encode(topic, "key", key_schema, {"id": 1}))  # a tombstone
+    assert producer.flush(30) == 0
+    cfg = tmp_path / "cdc.yaml"
+    cfg.write_text(f"sources: [{{name: s1, kind: mysql, hosts: ['127.0.0.1:1'], user: u, password: p, "
+                   f"tables: ['d.*']}}]\nkafka: {{bootstrap_servers: '{broker.bootstrap}', topic_prefix: "
+                   f"'{topic_prefix}', encoding: avro, avro_framing: schema_registry, schema_registry: {{url: '{url}'}}}}\n")
+    rc = main(["tail", "--config", str(cfg), "--source", "s1", "--table-topic", "d.t", "--from-beginning",
+               "--idle-exit", "1"])
+    out = capsysbinary.readouterr()
+    assert rc == 0, out.err.decode()
+    lines = [orjson.loads(line) for line in out.out.splitlines()]
+    assert [(ln["key"], ln["value"]) for ln in lines] == [({"id": 1}, {"id": 1, "price": "123.45"}), ({"id": 1}, None)]
