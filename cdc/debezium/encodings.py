@@ -185,14 +185,28 @@ def _twos_complement(n: int) -> bytes:
     return n.to_bytes(((n if n >= 0 else ~n).bit_length() // 8) + 1, "big", signed=True)
 
 
+def _unscaled(d: Decimal, scale: int) -> int:
+    """``d`` * 10**scale as an exact integer (Decimal.scaleb would round to the context's 28 digits);
+    ValueError when ``d`` has more than ``scale`` fraction digits."""
+    if not d.is_finite():
+        raise ValueError("not a finite number")
+    sign, digits, exponent = d.as_tuple()
+    n = int("".join(map(str, digits)) or "0")
+    shift = exponent + scale
+    if shift < 0:
+        n, rest = divmod(n, 10 ** -shift)
+        if rest:
+            raise ValueError(f"more than {scale} fraction digits")
+    else:
+        n *= 10 ** shift
+    return -n if sign else n
+
+
 def _unscaled_b64(scale: int) -> Convert:
     def convert(v: Any) -> Any:
         if v is None:
             return None
-        unscaled = Decimal(str(v)).scaleb(scale)
-        if unscaled != unscaled.to_integral_value():
-            raise ValueError(f"more than {scale} fraction digits")
-        return base64.b64encode(_twos_complement(int(unscaled))).decode()
+        return base64.b64encode(_twos_complement(_unscaled(Decimal(str(v)), scale))).decode()
     return convert
 
 
@@ -200,10 +214,8 @@ def _variable_scale(v: Any) -> Any:
     if v is None:
         return None
     d = Decimal(str(v))
-    if not d.is_finite():
-        raise ValueError("not a finite number")
-    scale = max(0, -d.as_tuple().exponent)
-    return {"scale": scale, "value": base64.b64encode(_twos_complement(int(d.scaleb(scale)))).decode()}
+    scale = max(0, -d.as_tuple().exponent) if d.is_finite() else 0
+    return {"scale": scale, "value": base64.b64encode(_twos_complement(_unscaled(d, scale))).decode()}
 
 
 # ---------------------------------------------------------------- bits, bytes, spatial
