@@ -7,10 +7,23 @@ own pydantic config model (readers/<kind>/config.py) and a SourceContext, and im
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol
+from typing import Annotated, Any, Callable, Iterator, Protocol
+
+from pydantic import Field
 
 from cdc.events import Event
 from cdc.metrics import SourceMetrics
+
+STOP_CHECK_S = 1.0  # an idle reader looks at request_stop() at least this often
+
+# ``sources[].heartbeat_interval_s`` of every reader. A HEARTBEAT record carries the reader's resume state
+# while nothing it captures happens: a restart then resumes there instead of re-reading the log since the
+# last transaction (filtered-out transactions, an Oracle low watermark that moved on), and consumers see
+# that the source is alive. Off (0 or null): no HEARTBEAT records; nothing is lost (the resume state of
+# the last END still holds), a restart re-reads more of the log, and /readyz stops judging the source by
+# acknowledgements (an idle source has nothing to acknowledge).
+HeartbeatInterval = Annotated[float | None, Field(ge=0, description="seconds between HEARTBEAT records while "
+                                                  "idle; 0 or null: no heartbeats")]
 
 
 class Source(Protocol):
@@ -22,12 +35,16 @@ class Source(Protocol):
     source's current position). The first event yielded is the first one
     AFTER that state, so nothing is yielded twice across a restart.
 
-    ``events()`` yields transactions in commit order (see cdc.events). It
-    never blocks forever: when idle it yields a Heartbeat at least every
-    ``heartbeat_interval`` seconds, so the caller can check for shutdown.
-    ``request_stop()`` may be called from another thread or a signal
-    handler; the iterator then ends at the next transaction boundary (it
-    never stops between Begin and Commit unless the source itself fails).
+    ``events()`` yields transactions in commit order (see cdc.events). When
+    idle it yields a Heartbeat every ``heartbeat_interval_s`` seconds (none
+    when heartbeats are off: :data:`HeartbeatInterval`). ``request_stop()``
+    may be called from another thread or a signal handler; the iterator then
+    ends at the next transaction boundary (it never stops between Begin and
+    Commit unless the source itself fails). While idle, a reader yields a
+    Heartbeat or else cdc.events.Idle (no record) at least every
+    :data:`STOP_CHECK_S`, so the caller takes in the broker's
+    acknowledgements and sees a stop request: shutdown never waits for a
+    heartbeat, whatever its interval.
     Reconnects and failover happen inside ``events()``; errors it cannot
     recover from are raised as cdc.errors.CdcError subclasses.
     """

@@ -141,4 +141,11 @@ class Heartbeat:
     resume: dict[str, Any] | None
 
 
-Event = Union[Begin, Change, Commit, SchemaChange, Heartbeat]
+@dataclass(slots=True)
+class Idle:
+    """Nothing to publish: a reader yields this while idle (at least every cdc.contract.STOP_CHECK_S) when
+    no Heartbeat is due, so whoever iterates it gets control back: the publisher takes in the broker's
+    acknowledgements (metrics, /readyz) and the daemon sees a stop request. It writes no record."""
+
+
+Event = Union[Begin, Change, Commit, SchemaChange, Heartbeat, Idle]

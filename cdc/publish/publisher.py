@@ -53,7 +53,7 @@ from cdc.envelope import (
     table_topic,
 )
 from cdc.errors import CdcError, StreamCorrupt
-from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange, TableId, TableSchema
+from cdc.events import Begin, Change, Commit, Heartbeat, Idle, SchemaChange, TableId, TableSchema
 from cdc.metrics import SourceMetrics
 from cdc.publish.acks import END, HEARTBEAT, PROGRESS, SCHEMA, AckTracker
 from cdc.publish.producer import DELIVERY_TIMEOUT_S, RECORD_OVERHEAD, OrderedProducer, RecordTooLarge
@@ -244,6 +244,8 @@ class Publisher:
             self._commit(event)
         elif type(event) is Heartbeat:
             self._heartbeat(event)
+        elif type(event) is Idle:
+            self._acks.check()  # take in acknowledgements while the source is quiet (cdc.events.Idle)
         elif type(event) is SchemaChange:
             self._schema_change(event)
         else:

@@ -121,7 +121,7 @@ class SourceSpec:
     name: str
     connector: str
     make: Callable[[SourceContext], Source]
-    heartbeat_interval_s: float = 1.0
+    heartbeat_interval_s: float | None = 1.0  # None or 0: the source writes no heartbeats
     context_args: dict[str, Any] = field(default_factory=dict)
 
 

@@ -11,7 +11,8 @@ A stdlib ``ThreadingHTTPServer`` in a daemon thread, bound to
   JSON body ``{"ready": false, "reasons": {source: reason}}``.
   :func:`source_readiness` is the daemon's rule: the reader is connected
   (``cdc_source_up`` = 1) and the broker acknowledged a heartbeat or a
-  transaction within ``READY_FACTOR`` x the source's heartbeat interval.
+  transaction within ``READY_FACTOR`` x the source's heartbeat interval
+  (with heartbeats off, only the connection counts).
   Before that rule the daemon (cdc.runtime.daemon) reports a broker that
   does not take records: ``"broker unreachable: N records not acknowledged
   for S s ..."`` (Publisher.broker_problem), or ``"broker unreachable:
@@ -34,11 +35,13 @@ from cdc.metrics import SourceMetrics
 READY_FACTOR = 5.0
 
 
-def source_readiness(metrics: SourceMetrics, heartbeat_interval_s: float) -> str | None:
+def source_readiness(metrics: SourceMetrics, heartbeat_interval_s: float | None) -> str | None:
     """None when the source is ready, else why not."""
     up = metrics.registry.get_sample_value("cdc_source_up", {"source": metrics.source})
     if up != 1:
         return "not connected to the source"
+    if not heartbeat_interval_s:  # heartbeats off: an idle source acknowledges nothing, and is fine
+        return None
     limit = READY_FACTOR * heartbeat_interval_s
     idle = metrics.seconds_since_progress()
     if idle > limit:

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from cdc.contract import HeartbeatInterval
 from cdc.table_glob import check_pattern
 
 
@@ -21,7 +22,7 @@ class MySqlSourceConfig(BaseModel):
     password: SecretStr = SecretStr("")
     tables: list[str] = Field(min_length=1, description="db.table patterns (globs, as apply[].tables: cdc/table_glob.py)")
     server_id: int = Field(default=0, ge=0, description="replica server_id; 0 = derived from the name")
-    heartbeat_interval_s: float = Field(default=1.0, gt=0)
+    heartbeat_interval_s: HeartbeatInterval = 1.0
     connect_timeout_s: float = Field(default=5.0, gt=0)
     reconnect_attempts: int = Field(default=10, ge=0)
     reconnect_backoff_s: float = Field(default=0.5, gt=0)

@@ -61,9 +61,9 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from cdc.contract import SourceContext
+from cdc.contract import STOP_CHECK_S, SourceContext
 from cdc.errors import CdcError, Terminal
-from cdc.events import Begin, Change, Commit, Event, Heartbeat, SchemaChange, TableId
+from cdc.events import Begin, Change, Commit, Event, Heartbeat, Idle, SchemaChange, TableId
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
@@ -264,9 +264,11 @@ class MySqlSource:
 
     def _open_stream(self) -> BinLogStreamReader:
         assert self.host is not None
-        hb = self.config.heartbeat_interval_s
+        # the server's heartbeat events wake the blocking read at least every STOP_CHECK_S: an idle reader sees
+        # request_stop() that soon, whatever our own heartbeat interval (or none)
+        wake = min(self.config.heartbeat_interval_s or STOP_CHECK_S, STOP_CHECK_S)
         settings = connection_settings(self.host, self.config.user, self.config.password.get_secret_value(),
-                                       self.config.connect_timeout_s, read_timeout_s=max(10.0, hb * 4 + 5))
+                                       self.config.connect_timeout_s, read_timeout_s=max(10.0, wake * 4 + 5))
         self._ctl = open_connection(self.host, self.config.user, self.config.password.get_secret_value(),
                                     self.config.connect_timeout_s)
         only_tables, only_schemas = self.filter.library_filters()
@@ -274,7 +276,7 @@ class MySqlSource:
             connection_settings=settings, server_id=self.server_id, blocking=True, resume_stream=True,
             auto_position=str(self.state) if (self.state or self.flavor == "mariadb") else None,
             is_mariadb=self.flavor == "mariadb", only_events=_EVENTS, only_tables=only_tables,
-            only_schemas=only_schemas, slave_heartbeat=hb, pymysql_wrapper=_guarded_connect,
+            only_schemas=only_schemas, slave_heartbeat=wake, pymysql_wrapper=_guarded_connect,
             enable_logging=False,
         )
         self.metrics.connected(True)
@@ -291,7 +293,7 @@ class MySqlSource:
 
     def _stream_events(self) -> Iterator[Event]:
         stream = self._open_stream()
-        hb_every = self.config.heartbeat_interval_s
+        hb_every = self.config.heartbeat_interval_s or None  # None: heartbeats off
         last_yield = time.monotonic()
         gtid: str | None = None  # GTID of the open transaction
         began = False
@@ -377,11 +379,17 @@ class MySqlSource:
                 elif isinstance(ev, TableMapEvent):
                     converters.pop(ev.table_id, None)
                     null_masks[ev.table_id] = ev.null_bitmask
-                if gtid is None and (now - last_yield >= hb_every or isinstance(ev, HeartbeatLogEvent)):
+                # the server's heartbeat is ours when it comes at our interval (<= STOP_CHECK_S); otherwise ours is
+                # due by time and a server heartbeat in between is only a wake-up (Idle)
+                beat = isinstance(ev, HeartbeatLogEvent)
+                if gtid is None and hb_every is not None and (now - last_yield >= hb_every
+                                                              or beat and hb_every <= STOP_CHECK_S):
                     yield Heartbeat(int(time.time() * 1000), self.resume_state())
                     last_yield = time.monotonic()
                     if self._stop.is_set():
                         return
+                elif gtid is None and beat:
+                    yield Idle()
                 if gtid is None and self._stop.is_set():
                     return
         except ConnectionLost:

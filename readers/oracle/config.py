@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from cdc.contract import HeartbeatInterval
 from cdc.table_glob import check_pattern, is_literal
 
 
@@ -37,7 +38,7 @@ class OracleSourceConfig(BaseModel):
     scn_overlap: int = Field(default=0, ge=0, description="SCNs mined before each range and dropped (context for LogMiner)")
     session_recycle_s: float = Field(default=600.0, gt=0, description="end and reopen a LogMiner session after this long (PGA)")
     poll_interval_s: float = Field(default=0.5, gt=0)
-    heartbeat_interval_s: float = Field(default=5.0, gt=0)
+    heartbeat_interval_s: HeartbeatInterval = 5.0
     fetch_size: int = Field(default=2000, gt=0)
     parse_workers: int | None = Field(
         default=None, ge=0, le=8,

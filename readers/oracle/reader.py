@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc import table_glob
-from cdc.contract import SourceContext
-from cdc.events import Change, Commit, Event, Heartbeat, SchemaChange, TableSchema
+from cdc.contract import STOP_CHECK_S, SourceContext
+from cdc.events import Change, Commit, Event, Heartbeat, Idle, SchemaChange, TableSchema
 from cdc.spill import SpillPolicy, TransactionStore
 from readers.oracle.check import refuse_unlogged
 from readers.oracle.config import OracleSourceConfig
@@ -180,10 +180,10 @@ class OracleSource:
                 yield event
             self._snapshot.close()
             self._snapshot = None
-        interval = self.config.heartbeat_interval_s
+        interval = self.config.heartbeat_interval_s or None  # None: heartbeats off
         last_beat = time.monotonic()
         try:
-            for rr in miner.results(idle_timeout_s=min(interval, 1.0)):
+            for rr in miner.results(idle_timeout_s=min(interval or STOP_CHECK_S, STOP_CHECK_S)):
                 if rr is not None:
                     for rows in rr.batches():
                         for event in d.feed(rows):
@@ -207,11 +207,13 @@ class OracleSource:
                     if self._pending_tx:
                         self._report(len(d.open))
                 now = time.monotonic()
-                if now - last_beat >= interval:
+                if interval is not None and now - last_beat >= interval:
                     for event in d.drain():  # normally empty here: the resume state below covers them
                         yield event
                     last_beat = now
                     yield Heartbeat(int(time.time() * 1000), d.state().to_json())
+                elif rr is None:
+                    yield Idle()
         except Exception:
             if d.pending and not d.failed:  # transactions committed before the failing row go out first
                 yield from d.drain()

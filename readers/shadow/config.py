@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cdc.contract import HeartbeatInterval
+
 
 class ShadowSourceConfig(BaseModel):
     """``kind: shadow``: periodic MD5 merge of tables against a shadow copy.
@@ -23,6 +25,6 @@ class ShadowSourceConfig(BaseModel):
     tables: list[str] = Field(min_length=1)
     interval_s: float = Field(default=10.0, gt=0, description="seconds between two merges")
     shadow_schema: str = Field(default="cdc_shadow", pattern=r"^[A-Za-z0-9_]+$")
-    heartbeat_interval_s: float = Field(default=1.0, gt=0)
+    heartbeat_interval_s: HeartbeatInterval = 1.0
     chunk_rows: int = Field(default=10_000, gt=0, description="rows per server-side cursor fetch")
     journal_cycles: int = Field(default=100, ge=1, description="merge cycles kept in the undo/redo journal")

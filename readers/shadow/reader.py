@@ -36,7 +36,7 @@ from cdc.compare.fingerprint import quote
 from cdc.compare.merge import DIFFERENT, EXTRA, MISSING, merge
 from cdc.compare.shapes import TableShape, describe
 from cdc.compare.table_diff import Side, split_name
-from cdc.events import Begin, Change, Column, Commit, Event, Heartbeat, TableId, TableSchema
+from cdc.events import Begin, Change, Column, Commit, Event, Heartbeat, Idle, TableId, TableSchema
 from cdc.values import select_expr, stream_value, value_kind
 from readers.shadow.config import ShadowSourceConfig
 from readers.shadow.errors import TableWithoutKey
@@ -103,9 +103,11 @@ class ShadowSource:
                 yield from self.run_cycle()
                 last_hb = time.monotonic()
                 continue
-            if now - last_hb >= self.config.heartbeat_interval_s:
+            if self.config.heartbeat_interval_s and now - last_hb >= self.config.heartbeat_interval_s:
                 last_hb = now
                 yield Heartbeat(int(time.time() * 1000), Cycle(self.cycle).to_resume())
+            else:
+                yield Idle()
             self._stop.wait(min(0.2, max(0.0, next_cycle - time.monotonic())))
 
     def run_cycle(self) -> Iterator[Event]:
