@@ -90,15 +90,15 @@ def codec(type_text: str, connector: str, temporal: str, decimal: str) -> Codec:
         return _zoned(int(zoned.group(1) or 6), typed)
     m = _TYPE.match(text)
     base, args, unsigned = (m.group(1), m.group(2), bool(m.group(3))) if m else (text, None, False)
+    if base == "bigint" and unsigned:
+        return _unsigned_bigint(decimal)
     if base in _INT_TYPES:
-        return Codec(_INT_TYPES[base][1 if unsigned else 0]) if not (base == "bigint" and unsigned) \
-            else _unsigned_bigint(decimal)
-    if base in ("decimal", "numeric", "dec", "fixed") or (base == "number" and args and "," in args
-                                                            and int(args.split(",")[1]) > 0):
-        precision, _, scale = (args or "10,0").partition(",")
-        return _decimal(int(precision), int(scale or 0), decimal)
-    if base == "number":
-        return _number(args, decimal, typed)
+        return Codec(_INT_TYPES[base][1 if unsigned else 0])
+    precision, _, scale = (args or "").partition(",")
+    if base in ("decimal", "numeric", "dec", "fixed") or (base == "number" and int(scale or 0) > 0):
+        return _decimal(int(precision or 10), int(scale or 0), decimal)
+    if base == "number":  # NUMBER(p[,0]) or NUMBER(p,-s): integers; NUMBER: any scale
+        return _number(int(precision) if precision else None, decimal, typed)
     if base in ("float", "double", "real", "double precision"):  # MySQL: numbers in the stream
         return Codec("float32" if base == "float" else "float64")
     if base in ("binary_float", "binary_double"):  # Oracle: SQL_REDO text ('1.1E+000', 'Nan', 'Inf')
@@ -109,10 +109,11 @@ def codec(type_text: str, connector: str, temporal: str, decimal: str) -> Codec:
         return Codec("int32", "io.debezium.time.Year", 1)
     if base == "date" and connector != "oracle":
         return _date(temporal)
-    if base in ("datetime", "timestamp", "date"):  # Oracle DATE: a timestamp to the second
-        precision = 0 if base == "date" else int(args) if args else (6 if connector == "oracle" else 0)
-        return _timestamp(precision, temporal) if base != "timestamp" or connector == "oracle" \
-            else _zoned(precision, typed)
+    if base == "timestamp" and connector != "oracle":  # MySQL TIMESTAMP: an instant, published in UTC
+        return _zoned(int(args or 0), typed)
+    if base in ("datetime", "timestamp", "date"):  # a wall clock; Oracle DATE is one to the second
+        return _timestamp(0 if base == "date" else int(args) if args else (6 if connector == "oracle" else 0),
+                          temporal)
     if base == "time":
         return _time(temporal)
     if base == "enum":
@@ -155,10 +156,9 @@ def _unsigned_bigint(mode: str) -> Codec:
     return Codec("int64")
 
 
-def _number(args: str | None, mode: str, typed: bool) -> Codec:
+def _number(p: int | None, mode: str, typed: bool) -> Codec:
     """Oracle NUMBER(p[,0]) -> an integer type by precision; NUMBER -> VariableScaleDecimal (``precise``)."""
-    if args:
-        p = int(args.split(",")[0])
+    if p is not None:
         if p < 19:
             kind = "int8" if p < 3 else "int16" if p < 5 else "int32" if p < 10 else "int64"
             return Codec(kind, convert=_int) if typed else Codec("string")
