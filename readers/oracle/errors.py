@@ -56,6 +56,11 @@ class MissingLog(OracleReaderError, Terminal):
     """No archived or standby redo log covers the SCN the reader must mine."""
 
 
+class ArchiveLogMissing(MissingLog):
+    """The logs from the SCN the reader must resume at were deleted (archive log gap past the checkpoint):
+    ``scn``, ``thread``, ``oldest_sequence``, ``oldest_scn``; the message says the way out."""
+
+
 class RedoGap(OracleReaderError, Terminal):
     """A redo thread's log sequence has a hole: ``thread``, ``missing_from``, ``missing_to``."""
 

@@ -33,7 +33,7 @@ import oracledb
 
 from cdc.events import Column, TableId, TableSchema
 from readers.oracle.config import OracleSourceConfig
-from readers.oracle.errors import LogMinerError, MissingLog, RedoGap, SessionError
+from readers.oracle.errors import ArchiveLogMissing, LogMinerError, MissingLog, RedoGap, SessionError
 
 NLS = {
     "NLS_DATE_FORMAT": "YYYY-MM-DD HH24:MI:SS",
@@ -62,6 +62,12 @@ class LogFile:
     first_scn: int
     next_scn: int
     name: str
+
+
+ARCHIVE_WAY_OUT = ("Way out: restore the missing archived logs to the standby (RMAN: RESTORE ARCHIVELOG FROM "
+                   "SEQUENCE <n> THREAD <t>; then restart), or start the stream afresh (`cdc stream reset`, "
+                   "snapshot: initial, rebuild the targets); see the runbook 'Oracle archive log gap'. Keep "
+                   "archived logs on the standby longer than the longest outage (RMAN retention / deletion policy).")
 
 
 def connect(dsn: str, config: OracleSourceConfig, role: str) -> Any:
@@ -153,9 +159,13 @@ class Standby:
         for thread in threads:
             mine = [log for log in logs if log.thread == thread]
             if mine[0].first_scn > lo:
-                raise MissingLog(f"redo thread {thread}: no log holds SCN {lo}; the oldest available is sequence "
-                                 f"{mine[0].sequence} from SCN {mine[0].first_scn} (sequences before it are missing)",
-                                 thread=thread, scn=lo, missing_to=mine[0].sequence - 1)
+                old = mine[0]
+                raise ArchiveLogMissing(
+                    f"archived logs gone past the checkpoint: redo thread {thread}: no log holds SCN {lo}; the "
+                    f"oldest available is sequence {old.sequence} from SCN {old.first_scn}, so SCN {lo}.."
+                    f"{old.first_scn - 1} (sequences before {old.sequence}) can no longer be mined. {ARCHIVE_WAY_OUT}",
+                    thread=thread, scn=lo, missing_to=old.sequence - 1, oldest_sequence=old.sequence,
+                    oldest_scn=old.first_scn)
             if mine[-1].next_scn <= hi:
                 last = mine[-1]
                 raise RedoGap(f"redo thread {thread}: no log after sequence {last.sequence} holds SCN {last.next_scn}.."

@@ -150,11 +150,11 @@ class Simulator:
         return (scn - self.workload.base_scn) // self.workload.log_scns + 1
 
     def archived(self, lo: int, hi: int) -> list[tuple]:
-        """Archived logs (complete, below the current log) overlapping [lo, hi]."""
+        """Archived logs (complete, below the current log, not deleted: ``purged_before``) overlapping [lo, hi]."""
         cur = self.seq_of(self.head)
         rows = []
         for thread in range(1, self.workload.threads + 1):
-            for seq in range(max(1, self.seq_of(lo)), min(cur - 1, self.seq_of(hi)) + 1):
+            for seq in range(max(1, self.seq_of(lo), self.workload.purged_before), min(cur - 1, self.seq_of(hi)) + 1):
                 if (thread, seq) == self.dropped:
                     continue
                 name, first, nxt = self.log(thread, seq)

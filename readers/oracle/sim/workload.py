@@ -69,6 +69,7 @@ class Workload:
     tables: int = 3
     head_step: int = 0        # 0: all redo is on the standby at once; else the head moves this many SCNs per poll
     drop_log: str = ""        # "thread:sequence" of an archived log that is missing (gap test)
+    purged_before: int = 0    # archived logs of a lower sequence are deleted (RMAN DELETE ARCHIVELOG): every thread
     unknown_table: int = -1   # table number the dictionary does not know ("UNKNOWN"."OBJ# n")
     process: int = 0          # 1: generate V$LOGMNR_CONTENTS rows in a child process, as a database server would
     ddl_at: str = ""          # "5:9": transactions 5 and 9 are an ALTER TABLE of table t % tables (DDL, COMMIT)

@@ -73,3 +73,20 @@ def test_resume_state_round_trip_and_filter():
     assert ResumeState.from_json(s.to_json()) == s
     assert s.already_published(19, "9.9.9") and s.already_published(20, "1.2.3")
     assert not s.already_published(20, "1.2.4") and not s.already_published(21, "1.2.3")
+
+
+def test_archived_logs_deleted_past_the_checkpoint_name_the_scn_range_and_the_way_out(tmp_path):
+    """The simulator deletes archived logs below sequence 3 (RMAN DELETE ARCHIVELOG); a resume state in
+    sequence 1 stops the reader at its first mining range, naming the SCN range it cannot mine and how to get out."""
+    from readers.oracle.errors import ArchiveLogMissing
+
+    resume = {"low_watermark_scn": 1_000_005, "commit_scn": 1_000_004, "xids_at_commit_scn": []}
+    with pytest.raises(ArchiveLogMissing) as err:
+        run(source("seed=3,transactions=60,log_scns=20,threads=1,purged_before=3", tmp_path), resume)
+    e = err.value
+    assert (e.scn, e.oldest_sequence, e.oldest_scn, e.thread) == (1_000_005, 3, 1_000_040, 1)
+    assert "SCN 1000005..1000039 (sequences before 3) can no longer be mined" in str(e)
+    assert "RESTORE ARCHIVELOG" in str(e) and "cdc stream reset" in str(e)
+    txs, _ = run(source("seed=3,transactions=60,log_scns=20,threads=1,purged_before=3", tmp_path),
+                 {"low_watermark_scn": 1_000_045, "commit_scn": 1_000_044, "xids_at_commit_scn": []})
+    assert txs and all(scn > 1_000_044 for scn, _, _ in txs)  # from inside the logs still there: it mines
