@@ -1,0 +1,33 @@
+"""Source table patterns on a real MariaDB follow the apply side's glob rule (cdc/table_glob.py).
+
+``db.order_*`` takes ``order_items`` (``_`` is a plain character, ``*`` any run of characters) and
+neither ``orders`` nor ``orders_archive``; the same tables in the initial snapshot and in the binlog."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc.events import Change
+from readers.mysql.position import GtidSet
+from tests.integration.mysql_helpers import collect, make_source, transactions
+
+pytestmark = pytest.mark.mysql
+
+
+def test_glob_pattern_captures_the_same_tables_in_snapshot_and_binlog(mariadb_primary, tmp_mysql_db):
+    db, q = tmp_mysql_db, mariadb_primary.query
+    for t in ("order_items", "orderXitems", "orders", "orders_archive"):
+        q(f"CREATE TABLE `{db}`.`{t}` (id INT PRIMARY KEY)")
+        q(f"INSERT INTO `{db}`.`{t}` VALUES (1)")
+    src = make_source([mariadb_primary.address], [f"{db}.order_*"], snapshot="initial")
+    src.start(None)
+    for t in ("order_items", "orderXitems", "orders", "orders_archive"):
+        q(f"INSERT INTO `{db}`.`{t}` VALUES (2)")
+    end = GtidSet.parse(mariadb_primary.gtid_binlog_pos())
+    try:
+        events = collect(src, lambda evs: src.state.issuperset(end), timeout=30)
+    finally:
+        src.close()
+    rows = [(ch.table.table, ch.op, ch.after["id"]) for _, chs in transactions(events) for ch in chs]
+    assert rows == [("order_items", "r", 1), ("order_items", "c", 2)]
+    assert all(ev.table.db == db for ev in events if isinstance(ev, Change))
