@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import logging
 import threading
+from typing import Any
 
 from cdc.config import load_config
 
@@ -40,15 +41,13 @@ def main(args: argparse.Namespace) -> int:
     logging.captureWarnings(True)  # pyspark's and pandas' warnings become log lines (JSON with logging.json)
     logging.getLogger("py4j").setLevel(logging.WARNING)
     from cdc.metrics import process_registry
-    from cdc.runtime.health import HealthServer
     from cdc.runtime.signals import TwoStageSignals
-    from streaming.apply import job, probes
+    from streaming.apply import job
 
     registry = process_registry()
     streams: list[job.ApplyStream] = []
     port = next(p for p in (args.metrics_port, config.metrics.apply_port, config.metrics.port + 1) if p is not None)
-    server = HealthServer(registry, lambda: probes.readiness(streams), config.metrics.host, port,
-                          alive=lambda: probes.liveness(streams)).start() if port else None
+    server = serve(registry, streams, config.metrics.host, port) if port else None
     stop = threading.Event()
     signals = TwoStageSignals(stop.set).install()
     try:
@@ -58,3 +57,13 @@ def main(args: argparse.Namespace) -> int:
         signals.restore()
         if server is not None:
             server.stop()
+
+
+def serve(registry: Any, streams: list[Any], host: str, port: int) -> Any:
+    """Start /metrics, /healthz, /readyz of the apply job (``streams``: the job's ApplyStreams, filled as they
+    start) on the daemon's HealthServer; returns it (``.port`` is the bound port, ``.stop()``)."""
+    from cdc.runtime.health import HealthServer
+    from streaming.apply import probes
+
+    return HealthServer(registry, lambda: probes.readiness(streams), host, port,
+                        alive=lambda: probes.liveness(streams)).start()
