@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, SecretStr, Tag, ValidationError, model_validator
 
 from cdc.errors import ConfigError
 from cdc.registry import SOURCE_CONFIGS
+from cdc.tls import MySqlTls, OracleTls, tls_kind
 
 ENV_PREFIX = "CDC_"
 
@@ -115,6 +116,23 @@ class TargetConfig(BaseModel):
     warehouse: str | None = Field(default=None, description="iceberg: where table files go")
     namespace: str = "cdc"
     catalog: dict[str, Any] = Field(default_factory=dict, description="iceberg: other pyiceberg catalog settings")
+    tls: Annotated[Union[Annotated[MySqlTls, Tag("mysql")], Annotated[OracleTls, Tag("oracle")]],
+                   Discriminator(tls_kind)] | None = Field(
+        default=None, description="mysql: {ca, cert, key, verify_identity}; oracle: wallet settings (cdc/tls.py); "
+                                  "postgres: libpq's sslmode/sslrootcert/sslcert/sslkey in the dsn instead")
+
+    @model_validator(mode="after")
+    def _tls_fits_kind(self) -> "TargetConfig":
+        if self.tls is not None and tls_kind(self.tls) != self.kind:
+            raise ValueError(f"tls: a {self.kind} target takes {_TLS_TAKES.get(self.kind, 'no tls block')}")
+        return self
+
+
+_TLS_TAKES = {
+    "mysql": "tls: {ca, cert, key, verify_identity}",
+    "oracle": "tls: {config_dir, wallet_location, wallet_password, ssl_server_dn_match, ssl_server_cert_dn}",
+    "postgres": "no tls block: libpq's settings go in the dsn (sslmode=verify-full&sslrootcert=/path/ca.pem)",
+}
 
 
 class TableMapping(BaseModel):
@@ -267,8 +285,8 @@ def _dotted(loc: tuple[Any, ...]) -> str:
     for item in loc:
         if isinstance(item, int):
             parts.append(f"[{item}]")
-        elif item in SOURCE_CONFIGS and parts and parts[-1].endswith("]"):
-            continue  # discriminator tag pydantic inserts for unions
+        elif item in SOURCE_CONFIGS and parts and (parts[-1].endswith("]") or parts[-1] == ".tls"):
+            continue  # discriminator tag pydantic inserts for unions (sources[i], targets[i].tls)
         else:
             parts.append(("." if parts else "") + str(item))
     return "".join(parts)

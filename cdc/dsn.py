@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from cdc.errors import ConfigError
+from cdc.tls import MySqlTls
 
 SCHEMES = ("mysql", "mariadb")
 DEFAULT_HOST, DEFAULT_PORT, DEFAULT_USER = "127.0.0.1", 3306, "root"
@@ -29,12 +30,23 @@ class MySqlDsn:
     password: str = field(default="", repr=False)
     database: str | None = None
 
-    def connect_args(self) -> dict[str, Any]:
+    def connect_args(self, tls: MySqlTls | None = None) -> dict[str, Any]:
         """Keyword arguments for ``pymysql.connect`` (``database`` only when the DSN names one)."""
-        args: dict[str, Any] = {"host": self.host, "port": self.port, "user": self.user, "password": self.password}
-        if self.database:
-            args["database"] = self.database
-        return args
+        return mysql_connect_args(self.host, self.port, self.user, self.password, self.database, tls)
+
+
+def mysql_connect_args(host: str, port: int, user: str, password: str, database: str | None = None,
+                       tls: MySqlTls | None = None) -> dict[str, Any]:
+    """The ONE builder of ``pymysql.connect`` keyword arguments, for every connection the product
+    opens to a MySQL/MariaDB server (source reader and binlog stream, snapshot, checks, compare,
+    MySQL target, views), so TLS reaches them all. ``tls`` None: PyMySQL's default (TLS when
+    the server offers it, unverified)."""
+    args: dict[str, Any] = {"host": host, "port": port, "user": user, "password": password}
+    if database:
+        args["database"] = database
+    if tls is not None:
+        args["ssl"] = tls.pymysql_ssl()
+    return args
 
 
 def is_mysql_dsn(dsn: str | None) -> bool:

@@ -109,6 +109,19 @@ def tls_kind(value: Any) -> str:
     return "oracle" if isinstance(value, dict) and set(value) & set(OracleTls.model_fields) else "mysql"
 
 
+def postgres_tls_problem(message: str) -> str | None:
+    """The fix for a libpq connection failure about TLS (``message``: its text); None when it is not."""
+    if "no encryption" in message:
+        return ("the server accepts only TLS connections (hostssl): set sslmode=verify-full&sslrootcert="
+                "/path/to/ca.pem in the dsn")
+    if "certificate verify failed" in message:
+        return "the server certificate failed verification: set the dsn's sslrootcert to the CA that signed it"
+    if "does not match host name" in message:
+        return ("the server certificate does not name the host in the dsn: connect by a name in its "
+                "subjectAltName, or use sslmode=verify-ca")
+    return None
+
+
 _CR_SSL_CONNECTION_ERROR = 2026
 _ER_ACCESS_DENIED = 1045
 

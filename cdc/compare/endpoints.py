@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc.compare.errors import CompareError
-from cdc.dsn import is_mysql_dsn, parse_mysql_dsn
+from cdc.dsn import is_mysql_dsn, mysql_connect_args, parse_mysql_dsn
 from cdc.sql_dialects import SqlDialect, sql_dialect
+from cdc.tls import MySqlTls
 
 
 @dataclass
@@ -101,11 +102,11 @@ class Endpoint:
         return sql_dialect(self.dialect)
 
 
-def from_dsn(name: str, dsn: str) -> Endpoint:
-    """An Endpoint for a DSN (see module docstring). Raises CompareError if unknown."""
+def from_dsn(name: str, dsn: str, tls: MySqlTls | None = None) -> Endpoint:
+    """An Endpoint for a DSN (see module docstring); ``tls``: a MySQL target's. Raises CompareError if unknown."""
     if is_mysql_dsn(dsn):
         parsed = parse_mysql_dsn(dsn, f"endpoint {name}")
-        return Endpoint(name, "mysql", parsed.connect_args(), parsed.database)
+        return Endpoint(name, "mysql", parsed.connect_args(tls), parsed.database)
     if dsn.startswith(("postgresql://", "postgres://")) or "host=" in dsn:
         schema = "public"
         return Endpoint(name, "postgres", {"dsn": dsn}, schema)
@@ -123,11 +124,11 @@ def from_config(config, name: str) -> Endpoint:
         if src.name == name:
             if src.kind == "mysql":
                 host, _, port = src.hosts[0].rpartition(":")
-                return Endpoint(name, "mysql", {"host": host, "port": int(port), "user": src.user,
-                                                "password": src.password.get_secret_value(),
+                return Endpoint(name, "mysql", {**mysql_connect_args(host, int(port), src.user,
+                                                                     src.password.get_secret_value(), tls=src.tls),
                                                 "connect_timeout": int(src.connect_timeout_s)})
             if src.kind == "shadow":
-                return from_dsn(name, src.dsn)
+                return from_dsn(name, src.dsn, src.tls)
             raise CompareError(f"source {name}: compare against a {src.kind} source is not supported here "
                                "(Oracle cannot run where this is built)", source=name)
     for tgt in config.targets:
@@ -137,7 +138,7 @@ def from_config(config, name: str) -> Endpoint:
             if tgt.kind == "postgres":
                 return Endpoint(name, "postgres", {"dsn": tgt.dsn}, tgt.schema_ or "public")
             if tgt.kind == "mysql":
-                ep = from_dsn(name, tgt.dsn or "")
+                ep = from_dsn(name, tgt.dsn or "", tgt.tls)
                 ep.default_schema = tgt.schema_ or ep.default_schema
                 return ep
             raise CompareError(f"target {name}: compare with a {tgt.kind} target is not supported",

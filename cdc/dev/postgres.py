@@ -53,7 +53,8 @@ class Postgres:
     host = HOST
 
     def __init__(self, base_dir: Path | None = None, port: int | None = None, os_user: str | None = None,
-                 die_with_parent: bool = True) -> None:
+                 die_with_parent: bool = True, extra: dict[str, str] | None = None, hba: str | None = None) -> None:
+        """``extra``: more ``-c name=value`` server settings (e.g. ``ssl=on``); ``hba``: the pg_hba.conf text."""
         self.os_user = os_user if os_user is not None else ("postgres" if os.geteuid() == 0 else None)
         if base_dir is not None and self.os_user and not _traversable(Path(base_dir).resolve().parent):
             base_dir = None  # e.g. under a 0700 directory: the postgres user could not reach it
@@ -61,6 +62,8 @@ class Postgres:
         self._auto_port = port is None
         self.port = port if port is not None else free_port()
         self.die_with_parent = die_with_parent
+        self.extra = dict(extra or {})
+        self.hba = hba
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -97,11 +100,14 @@ class Postgres:
         self._chown(self.dir)
         if not (self.datadir / "PG_VERSION").exists():
             self._initdb()
+        if self.hba is not None:
+            (self.datadir / "pg_hba.conf").write_text(self.hba)
         for attempt in range(3):
             argv = [_pg_bin("postgres"), "-D", str(self.datadir), "-p", str(self.port), "-c", f"listen_addresses={HOST}",
                     "-c", f"unix_socket_directories={self.datadir}", "-c", "fsync=off",
                     "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "shared_buffers=32MB",
-                    "-c", "max_connections=100", "-c", "max_prepared_transactions=20"]
+                    "-c", "max_connections=100", "-c", "max_prepared_transactions=20",
+                    *(arg for k, v in self.extra.items() for arg in ("-c", f"{k}={v}"))]
             log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
             self.proc = procs.spawn(argv, self.log_path, die_with_parent=self.die_with_parent,
                                     run_as=self.os_user, cwd=self.dir)

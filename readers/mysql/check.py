@@ -28,6 +28,7 @@ import sys
 from dataclasses import dataclass
 
 from cdc.errors import CdcError
+from cdc.tls import MySqlTls
 from readers.mysql.connection import open_connection
 from readers.mysql.errors import SettingsRefused
 
@@ -47,10 +48,11 @@ def _persist(name: str, value: str) -> str:
     return f"SET GLOBAL {name}={value}; and {name}={value} in the server's my.cnf [mysqld]"
 
 
-def check_host(address: str, user: str, password: str, candidate: bool, timeout_s: float = 5.0) -> list[Problem]:
+def check_host(address: str, user: str, password: str, candidate: bool, timeout_s: float = 5.0,
+               tls: MySqlTls | None = None) -> list[Problem]:
     """Problems of one host; ``candidate``: it may become the primary (needs log_slave_updates)."""
     try:
-        conn = open_connection(address, user, password, timeout_s)
+        conn = open_connection(address, user, password, timeout_s, tls=tls)
     except CdcError as exc:
         return [Problem(address, "connection", str(exc), "check host, port, user and password")]
     out: list[Problem] = []
@@ -102,7 +104,7 @@ def check_source(config, candidates_need_log_slave_updates: bool = True) -> list
     problems: list[Problem] = []
     for host in config.hosts:
         problems += check_host(host, config.user, password, several and candidates_need_log_slave_updates,
-                               config.connect_timeout_s)
+                               config.connect_timeout_s, config.tls)
     return problems
 
 
@@ -111,7 +113,7 @@ def refuse_unsafe(address: str, config, candidate: bool | None = None) -> None:
     naming every problem. ``candidate`` (default: the source has several hosts) adds log_slave_updates."""
     several = len(config.hosts) > 1 if candidate is None else candidate
     problems = [p for p in check_host(address, config.user, config.password.get_secret_value(), several,
-                                      config.connect_timeout_s) if p.setting != "connection"]
+                                      config.connect_timeout_s, config.tls) if p.setting != "connection"]
     if problems:
         raise SettingsRefused(f"source {config.name}: unsafe settings:\n  " + "\n  ".join(map(str, problems)),
                               source=config.name, host=address, problems=[str(p) for p in problems])
@@ -127,7 +129,7 @@ def refuse_unsafe_hosts(config, chosen: str) -> list[str]:
     for host in config.hosts:
         if host == chosen:
             continue
-        found = check_host(host, config.user, password, True, config.connect_timeout_s)
+        found = check_host(host, config.user, password, True, config.connect_timeout_s, config.tls)
         unreachable += [host for p in found if p.setting == "connection"]
         problems += [p for p in found if p.setting != "connection"]
     if problems:

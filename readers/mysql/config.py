@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from cdc.contract import HeartbeatInterval
 from cdc.table_glob import check_pattern
+from cdc.tls import MySqlTls
 
 
 class MySqlSourceConfig(BaseModel):
@@ -31,6 +32,8 @@ class MySqlSourceConfig(BaseModel):
                                      "and a re-snapshot when the binlog is purged past the checkpoint")
     snapshot_chunk_rows: int = Field(default=5_000, gt=0, description="rows per snapshot chunk (initial, incremental)")
     signal_table: str | None = Field(default=None, description="db.table receiving `cdc snapshot` requests")
+    tls: MySqlTls | None = Field(default=None, description="TLS for the binlog and every query connection "
+                                 "(cdc/tls.py); none: TLS only if the server offers it, unverified")
 
     @field_validator("hosts")
     @classmethod

@@ -15,7 +15,9 @@ from typing import Any
 
 import pymysql
 
-from readers.mysql.errors import AuthenticationFailed, ConnectionLost, SourceUnavailable
+from cdc.dsn import mysql_connect_args
+from cdc.tls import MySqlTls, mysql_tls_problem
+from readers.mysql.errors import AuthenticationFailed, ConnectionLost, SourceUnavailable, TlsFailed
 from readers.mysql.position import GtidSet
 
 ER_ACCESS_DENIED = 1045
@@ -29,32 +31,36 @@ def split_host(address: str) -> tuple[str, int]:
 
 
 def connection_settings(address: str, user: str, password: str, timeout_s: float,
-                        read_timeout_s: float | None = None) -> dict[str, Any]:
+                        read_timeout_s: float | None = None, tls: MySqlTls | None = None) -> dict[str, Any]:
+    """PyMySQL keyword arguments for one host: the binlog stream's and every query connection's."""
     host, port = split_host(address)
-    settings: dict[str, Any] = {"host": host, "port": port, "user": user, "passwd": password,
-                                "connect_timeout": max(1, round(timeout_s))}
+    settings = {**mysql_connect_args(host, port, user, password, tls=tls), "connect_timeout": max(1, round(timeout_s))}
     if read_timeout_s is not None:
         settings["read_timeout"] = max(1, round(read_timeout_s))
     return settings
 
 
-def classify(exc: BaseException, address: str, user: str) -> Exception:
+def classify(exc: BaseException, address: str, user: str, tls: MySqlTls | None = None) -> Exception:
     """Map a PyMySQL error to ours (the caller raises it ``from exc``)."""
     code = exc.args[0] if getattr(exc, "args", None) and isinstance(exc.args[0], int) else None
+    tls_problem = mysql_tls_problem(exc, tls)
     if code in (ER_ACCESS_DENIED, ER_DBACCESS_DENIED):
-        return AuthenticationFailed(f"{address} rejected user {user!r}: {exc.args[1]}", host=address, user=user)
+        hint = f" ({tls_problem})" if tls_problem else ""
+        return AuthenticationFailed(f"{address} rejected user {user!r}: {exc.args[1]}{hint}", host=address, user=user)
+    if tls_problem:
+        return TlsFailed(f"TLS to {address} failed: {tls_problem}", host=address)
     if code in CLIENT_ERRORS_LOST or isinstance(exc, (OSError, pymysql.err.InterfaceError)):
         return ConnectionLost(f"cannot reach {address}: {exc}", host=address)
     return SourceUnavailable(f"{address}: {exc}", host=address)
 
 
 def open_connection(address: str, user: str, password: str, timeout_s: float = 5.0,
-                    db: str | None = None, **kw: Any) -> pymysql.connections.Connection:
+                    db: str | None = None, tls: MySqlTls | None = None, **kw: Any) -> pymysql.connections.Connection:
     try:
-        return pymysql.connect(**connection_settings(address, user, password, timeout_s, timeout_s * 6),
-                               db=db, autocommit=True, **kw)
+        return pymysql.connect(**connection_settings(address, user, password, timeout_s, timeout_s * 6, tls),
+                               database=db, autocommit=True, **kw)
     except (pymysql.err.MySQLError, OSError) as exc:
-        raise classify(exc, address, user) from exc
+        raise classify(exc, address, user, tls) from exc
 
 
 @dataclass(frozen=True)
@@ -93,9 +99,10 @@ def _replicating(cur: Any) -> bool:
     return io in ("Yes", "Connecting") or sql == "Yes"
 
 
-def probe(address: str, user: str, password: str, timeout_s: float = 5.0) -> HostInfo:
+def probe(address: str, user: str, password: str, timeout_s: float = 5.0,
+          tls: MySqlTls | None = None) -> HostInfo:
     """Ask one host for its role and GTID state. Raises classified errors."""
-    conn = open_connection(address, user, password, timeout_s)
+    conn = open_connection(address, user, password, timeout_s, tls=tls)
     try:
         with conn.cursor() as cur:
             version = str(_scalar(cur, "SELECT VERSION()"))
@@ -115,7 +122,7 @@ def probe(address: str, user: str, password: str, timeout_s: float = 5.0) -> Hos
                 state = GtidSet.parse(_scalar(cur, "SELECT @@GLOBAL.gtid_executed") or "")
                 oldest = GtidSet.parse(_scalar(cur, "SELECT @@GLOBAL.gtid_purged") or "")
     except pymysql.err.MySQLError as exc:
-        raise classify(exc, address, user) from exc
+        raise classify(exc, address, user, tls) from exc
     finally:
         conn.close()
     return HostInfo(address, flavor, version, server_id, read_only, is_replica, state, oldest, oldest_file)

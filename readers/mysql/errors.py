@@ -42,6 +42,13 @@ class AuthenticationFailed(CdcError, Terminal):
     """The server rejected the user or password (``host``, ``user``)."""
 
 
+class TlsFailed(CdcError, Terminal):
+    """TLS to the server failed: certificate not trusted, wrong host name, no TLS offered (``host``).
+
+    Terminal: a certificate does not become valid by retrying, and a silent plaintext
+    fallback is exactly what a ``tls`` block forbids."""
+
+
 class Divergence(CdcError, Terminal):
     """The candidate primary lacks GTIDs we already published (``host``, ``missing``).
 

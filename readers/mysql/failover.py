@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from cdc.tls import MySqlTls
 from readers.mysql.connection import HostInfo, probe
 from readers.mysql.errors import AuthenticationFailed, BinlogPurged, CdcError, Divergence, NoPrimaryFound, Terminal
 from readers.mysql.position import GtidSet
@@ -96,5 +97,5 @@ def choose_primary(hosts: list[str], prober: Prober, checkpoint: GtidSet | None)
     return chosen
 
 
-def default_prober(user: str, password: str, timeout_s: float) -> Prober:
-    return lambda address: probe(address, user, password, timeout_s)
+def default_prober(user: str, password: str, timeout_s: float, tls: MySqlTls | None = None) -> Prober:
+    return lambda address: probe(address, user, password, timeout_s, tls)

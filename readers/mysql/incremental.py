@@ -166,7 +166,7 @@ class IncrementalSnapshots:
         if self._conn is None or not self._conn.open:
             cfg = self.source.config
             self._conn = open_connection(self.source.host, cfg.user, cfg.password.get_secret_value(),
-                                         cfg.connect_timeout_s)
+                                         cfg.connect_timeout_s, tls=cfg.tls)
             with self._conn.cursor() as cur:
                 cur.execute("SET SESSION time_zone = '+00:00'")
         return self._conn

@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from cdc.tls import MySqlTls
 from readers.mysql.connection import open_connection
 from readers.mysql.errors import CdcError, Divergence
 from readers.mysql.position import GtidSet
@@ -78,10 +79,11 @@ def find_state(cur: Any, wanted: GtidSet) -> tuple[str, int] | None:
     return None
 
 
-def locate(src: str, file: str, pos: int, dst: str, user: str, password: str) -> dict[str, Any]:
-    with open_connection(src, user, password) as a, a.cursor() as cur:
+def locate(src: str, file: str, pos: int, dst: str, user: str, password: str,
+           tls: MySqlTls | None = None) -> dict[str, Any]:
+    with open_connection(src, user, password, tls=tls) as a, a.cursor() as cur:
         wanted = state_at(cur, file, pos)
-    with open_connection(dst, user, password) as b, b.cursor() as cur:
+    with open_connection(dst, user, password, tls=tls) as b, b.cursor() as cur:
         found = find_state(cur, wanted)
     if found is None:
         raise Divergence(f"{dst} never reaches the GTID state {wanted or '<empty>'} of {src} {file}:{pos} "
@@ -98,11 +100,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--to", dest="dst", required=True, metavar="HOST:PORT")
     p.add_argument("--user", default="cdc")
     p.add_argument("--password", default="")
+    for name, what in (("ca", "CA file: require TLS and verify the servers (and their host names)"),
+                       ("cert", "client certificate (REQUIRE X509 accounts)"), ("key", "client certificate's key")):
+        p.add_argument(f"--ssl-{name}", metavar="FILE", help=what + "; as a source's tls block")
 
 
 def main(args: argparse.Namespace) -> int:
     try:
-        result = locate(args.src, args.file, args.pos, args.dst, args.user, args.password)
+        tls = MySqlTls(ca=args.ssl_ca, cert=args.ssl_cert, key=args.ssl_key) \
+            if args.ssl_ca or args.ssl_cert or args.ssl_key else None
+    except ValueError as exc:  # a missing file, a key without its certificate
+        print(f"cdc gtid locate: --ssl-*: {exc.errors()[0]['msg'] if hasattr(exc, 'errors') else exc}")
+        return 2
+    try:
+        result = locate(args.src, args.file, args.pos, args.dst, args.user, args.password, tls)
     except Divergence as exc:
         print(f"cdc gtid locate: {exc.message}")
         return 1

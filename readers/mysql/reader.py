@@ -157,7 +157,8 @@ class MySqlSource:
         self._dead_letter = getattr(context, "dead_letter", None)  # callable(error, raw) or None
         self._stream: BinLogStreamReader | None = None
         self._ctl: pymysql.connections.Connection | None = None
-        self._prober = default_prober(config.user, config.password.get_secret_value(), config.connect_timeout_s)
+        self._prober = default_prober(config.user, config.password.get_secret_value(), config.connect_timeout_s,
+                                      config.tls)
 
     # -- lifecycle ---------------------------------------------------------
     def start(self, resume: dict[str, Any] | None) -> None:
@@ -268,9 +269,10 @@ class MySqlSource:
         # request_stop() that soon, whatever our own heartbeat interval (or none)
         wake = min(self.config.heartbeat_interval_s or STOP_CHECK_S, STOP_CHECK_S)
         settings = connection_settings(self.host, self.config.user, self.config.password.get_secret_value(),
-                                       self.config.connect_timeout_s, read_timeout_s=max(10.0, wake * 4 + 5))
+                                       self.config.connect_timeout_s, read_timeout_s=max(10.0, wake * 4 + 5),
+                                       tls=self.config.tls)
         self._ctl = open_connection(self.host, self.config.user, self.config.password.get_secret_value(),
-                                    self.config.connect_timeout_s)
+                                    self.config.connect_timeout_s, tls=self.config.tls)
         only_tables, only_schemas = self.filter.library_filters()
         self._stream = BinLogStreamReader(
             connection_settings=settings, server_id=self.server_id, blocking=True, resume_stream=True,

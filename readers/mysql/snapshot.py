@@ -49,6 +49,7 @@ from typing import Any
 from cdc import table_glob
 from cdc.compare.shapes import classify
 from cdc.events import Begin, Change, Commit, Event, Heartbeat, TableId, TableSchema
+from cdc.snapshot_marks import row_mark, with_ends
 from cdc.sql_dialects import MYSQL
 from cdc.values import select_expr, stream_value, value_kind
 from readers.mysql.connection import open_connection
@@ -130,7 +131,8 @@ class InitialSnapshot:
                  replace: bool = False) -> None:
         self.source, self.chunk_rows = source, chunk_rows
         cfg = source.config
-        self.conn = open_connection(source.host, cfg.user, cfg.password.get_secret_value(), cfg.connect_timeout_s)
+        self.conn = open_connection(source.host, cfg.user, cfg.password.get_secret_value(), cfg.connect_timeout_s,
+                                    tls=cfg.tls)
         gtid = open_snapshot(self.conn, source.flavor)
         if progress is None:
             progress = {"gtid_set": gtid, "table": None, "after": None, **({"replace": True} if replace else {})}
@@ -143,32 +145,44 @@ class InitialSnapshot:
         return self.progress["gtid_set"]
 
     def events(self) -> Iterator[Event]:
-        """Chunks as transactions, then the Heartbeat that ends the snapshot; closes the connection."""
+        """Chunks as transactions, then the Heartbeat that ends the snapshot; closes the connection. The
+        snapshot's first and last rows carry ``snapshot: first`` / ``last`` (cdc.snapshot_marks)."""
         try:
-            start = self.progress.get("table")
-            for table in self.tables:
-                if start is not None and table < TableId.parse(start):
-                    continue  # finished before the restart
-                after = self.progress.get("after") if str(table) == start else None
-                reader = TableReader(self.conn, table)
-                n = 0
-                replace = after is None and bool(self.progress.get("replace"))  # the table's first chunk
-                while True:
-                    rows = reader.chunk(after, self.chunk_rows)
-                    if not rows and not replace:
-                        break
-                    after = reader.key_of(rows[-1]) if reader.key and rows else None
-                    self.progress.update(table=str(table), after=after)
-                    yield from self._chunk(table, reader.schema, rows, n, replace)
-                    n, replace = n + 1, False
-                    if not reader.key or len(rows) < self.chunk_rows or self.source._stop.is_set():
-                        break
-                if self.source._stop.is_set():
-                    return  # the resume state of the last chunk continues here
+            stopped = self.source._stop.is_set
+            for chunk, first, last in with_ends(self._chunks(), lambda c: bool(c[2]),
+                                                fresh=self.progress.get("table") is None,
+                                                complete=lambda: not stopped()):
+                yield from self._chunk(*chunk, first=first, last=last)
+            if stopped():
+                return  # the resume state of the last chunk continues here
             ts = int(time.time() * 1000)
             yield Heartbeat(ts, {"gtid_set": self.gtid_set})
         finally:
             self.close()
+
+    def _chunks(self) -> Iterator[tuple[TableId, TableSchema, list[dict], int, bool, dict[str, Any]]]:
+        """(table, schema, rows, chunk number, replace, the resume progress after this chunk), in order;
+        the progress is taken at reading time (events() reads one chunk ahead)."""
+        start = self.progress.get("table")
+        for table in self.tables:
+            if start is not None and table < TableId.parse(start):
+                continue  # finished before the restart
+            after = self.progress.get("after") if str(table) == start else None
+            reader = TableReader(self.conn, table)
+            n = 0
+            replace = after is None and bool(self.progress.get("replace"))  # the table's first chunk
+            while True:
+                rows = reader.chunk(after, self.chunk_rows)
+                if not rows and not replace:
+                    break
+                after = reader.key_of(rows[-1]) if reader.key and rows else None
+                self.progress.update(table=str(table), after=after)
+                yield table, reader.schema, rows, n, replace, dict(self.progress)
+                n, replace = n + 1, False
+                if not reader.key or len(rows) < self.chunk_rows or self.source._stop.is_set():
+                    break
+            if self.source._stop.is_set():
+                return
 
     def close(self) -> None:
         """End the consistent read (idempotent): an open snapshot holds metadata locks."""
@@ -178,16 +192,21 @@ class InitialSnapshot:
             except Exception:  # noqa: BLE001, S110 - the connection is already broken: nothing to end
                 pass
 
-    def _chunk(self, table: TableId, schema: TableSchema, rows: list[dict], n: int,
-               replace: bool = False) -> Iterator[Event]:
-        """One chunk as a transaction; ``replace``: it starts with an ``op: "t"`` (see the module docstring)."""
+    def _chunk(self, table: TableId, schema: TableSchema, rows: list[dict], n: int, replace: bool,
+               progress: dict[str, Any], *, first: bool = False, last: bool = False) -> Iterator[Event]:
+        """One chunk as a transaction; ``replace``: it starts with an ``op: "t"`` (see the module docstring);
+        ``first``/``last``: it holds the snapshot's first/last row."""
         ts = int(time.time() * 1000)
         txid = f"snapshot:{table}:{n}"
         yield Begin(txid, ts)
         if replace:
             yield Change(table, "t", None, None, {"snapshot_gtid": self.gtid_set, "row": 0}, schema)
         for i, row in enumerate(rows):
-            yield Change(table, "r", None, row, {"snapshot_gtid": self.gtid_set, "row": i}, schema)
+            src = {"snapshot_gtid": self.gtid_set, "row": i}
+            mark = row_mark(i, len(rows), first, last) if first or last else None
+            if mark is not None:
+                src["snapshot"] = mark
+            yield Change(table, "r", None, row, src, schema)
         self.source.metrics.event_read(str(table), "r", len(rows))
-        yield Commit(txid, ts, {"gtid_set": self.gtid_set, "snapshot": dict(self.progress)},
+        yield Commit(txid, ts, {"gtid_set": self.gtid_set, "snapshot": progress},
                      {"snapshot": str(table), "chunk": n})

@@ -68,7 +68,8 @@ def _primary(src, open_connection):
     last: Exception | None = None
     for host in src.hosts:
         try:
-            conn = open_connection(host, src.user, src.password.get_secret_value(), src.connect_timeout_s)
+            conn = open_connection(host, src.user, src.password.get_secret_value(), src.connect_timeout_s,
+                                   tls=src.tls)
         except Exception as exc:  # noqa: BLE001 - try the next host; the last error is reported
             last = exc
             continue

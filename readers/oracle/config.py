@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from cdc.contract import HeartbeatInterval
 from cdc.table_glob import check_pattern, is_literal
+from cdc.tls import OracleTls
 
 
 class OracleSourceConfig(BaseModel):
@@ -28,6 +29,8 @@ class OracleSourceConfig(BaseModel):
     standby_dsn: str | None = None
     user: str = ""
     password: SecretStr = SecretStr("")
+    tls: OracleTls | None = Field(default=None, description="wallet / server-DN settings for oracledb.connect "
+                                  "(cdc/tls.py); TCPS is chosen by the dsn")
     tables: list[str] = Field(min_length=1, description="SCHEMA.TABLE patterns (globs in the table part, as "
                                                          "apply[].tables: cdc/table_glob.py); SCHEMA.* for a whole schema")
     dictionary: Literal["flat_file", "redo_log", "online_catalog"] = "flat_file"

@@ -76,7 +76,8 @@ def connect(dsn: str, config: OracleSourceConfig, role: str) -> Any:
         from readers.oracle.sim import simulator
         return simulator.instance(dsn.partition(":")[2]).connect(role)
     try:
-        return oracledb.connect(user=config.user, password=config.password.get_secret_value(), dsn=dsn)
+        return oracledb.connect(user=config.user, password=config.password.get_secret_value(), dsn=dsn,
+                                **(config.tls.connect_kwargs() if config.tls else {}))
     except oracledb.Error as exc:
         raise SessionError(f"cannot connect to Oracle ({role}) at {dsn}: {exc}", dsn=dsn) from None
 

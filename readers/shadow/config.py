@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cdc.tls import MySqlTls
+
 from cdc.contract import HeartbeatInterval
 
 
@@ -28,3 +30,5 @@ class ShadowSourceConfig(BaseModel):
     heartbeat_interval_s: HeartbeatInterval = 1.0
     chunk_rows: int = Field(default=10_000, gt=0, description="rows per server-side cursor fetch")
     journal_cycles: int = Field(default=100, ge=1, description="merge cycles kept in the undo/redo journal")
+    tls: MySqlTls | None = Field(default=None, description="mysql:// DSNs: TLS as a MySQL source's (cdc/tls.py); "
+                                 "postgresql:// DSNs carry libpq's sslmode etc. themselves")

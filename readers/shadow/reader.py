@@ -53,7 +53,7 @@ class ShadowSource:
         self.config, self.context = config, context
         self.name = config.name
         self.metrics = getattr(context, "metrics", None)
-        self.ep = from_dsn(config.name, config.dsn)
+        self.ep = from_dsn(config.name, config.dsn, config.tls)
         self._stop = threading.Event()
         self.cycle = 0
         self.src_conn = self.shadow_conn = None

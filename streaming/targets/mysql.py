@@ -1,4 +1,5 @@
-"""MySQL / MariaDB target (PyMySQL). Config: ``{name, kind: mysql, dsn: mysql://user:pw@host:port/db}``.
+"""MySQL / MariaDB target (PyMySQL). Config: ``{name, kind: mysql, dsn: mysql://user:pw@host:port/db}``
+and optionally ``tls: {ca, cert, key, verify_identity}`` (cdc/tls.py), as a MySQL source's.
 
 Upserts are multi-row ``INSERT ... ON DUPLICATE KEY UPDATE`` (PyMySQL folds
 executemany into one statement per chunk); deletes are ``DELETE ... WHERE
@@ -18,6 +19,7 @@ import pymysql
 from cdc.config import TargetConfig
 from cdc.dsn import parse_mysql_dsn
 from cdc.sql_dialects import MYSQL
+from cdc.tls import mysql_tls_problem
 from streaming.errors import TargetError
 from streaming.targets.base import Row, Target
 
@@ -38,7 +40,8 @@ class MySqlTarget(Target):
             raise TargetError(f"target {config.name!r} (mysql) needs a dsn mysql://user:pw@host:port/db",
                               target=config.name)
         dsn = parse_mysql_dsn(config.dsn, f"target {config.name} dsn")
-        self._kw = {**dsn.connect_args(), "database": dsn.database, "charset": "utf8mb4", "autocommit": False}
+        self._kw = {**dsn.connect_args(config.tls), "database": dsn.database, "charset": "utf8mb4",
+                    "autocommit": False}
         if self.schema is None:
             self.schema = self._kw["database"]
 
@@ -46,7 +49,9 @@ class MySqlTarget(Target):
         try:
             con = pymysql.connect(**self._kw)
         except pymysql.MySQLError as exc:
-            raise TargetError(f"cannot connect to target {self.name!r}: {exc}", target=self.name) from None
+            problem = mysql_tls_problem(exc, self.config.tls)
+            raise TargetError(f"cannot connect to target {self.name!r}: {exc}" + (f" ({problem})" if problem else ""),
+                              target=self.name) from None
         with con.cursor() as cur:
             cur.execute("SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'")
         return con

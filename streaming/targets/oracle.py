@@ -1,4 +1,5 @@
-"""Oracle target (python-oracledb, thin mode). Config: ``{name, kind: oracle, dsn: user/pw@host:port/service}``.
+"""Oracle target (python-oracledb, thin mode). Config: ``{name, kind: oracle, dsn: user/pw@host:port/service}``
+and optionally ``tls:`` wallet settings (cdc/tls.py ``OracleTls``; TCPS via ``tcps://`` in the dsn).
 
 NOT RUN HERE: no Oracle server can run where this project is built and
 tested, so this module is written to the documented oracledb API and the
@@ -41,7 +42,8 @@ class OracleTarget(Target):
         user, _, rest = self.config.dsn.partition("/")
         password, _, address = rest.partition("@")
         try:
-            return oracledb.connect(user=user, password=password, dsn=address)
+            return oracledb.connect(user=user, password=password, dsn=address,
+                                    **(self.config.tls.connect_kwargs() if self.config.tls else {}))
         except oracledb.Error as exc:
             raise TargetError(f"cannot connect to target {self.name!r}: {exc}", target=self.name) from None
 

@@ -27,6 +27,7 @@ import psycopg
 
 from cdc.config import TargetConfig
 from cdc.sql_dialects import POSTGRES
+from cdc.tls import postgres_tls_problem
 from streaming.errors import TargetError
 from streaming.targets.base import Row, Target
 
@@ -50,7 +51,9 @@ class PostgresTarget(Target):
         try:
             return psycopg.connect(self.config.dsn, autocommit=False)
         except psycopg.OperationalError as exc:
-            raise TargetError(f"cannot connect to target {self.name!r}: {exc}", target=self.name) from None
+            problem = postgres_tls_problem(str(exc))
+            raise TargetError(f"cannot connect to target {self.name!r}: {exc}" + (f" ({problem})" if problem else ""),
+                              target=self.name) from None
 
     def close(self) -> None:
         try:

@@ -50,7 +50,7 @@ def open_target(cfg: Any) -> DbTarget:
         import pymysql
 
         dsn = parse_mysql_dsn(cfg.dsn, f"target {cfg.name} dsn")
-        conn = pymysql.connect(**dsn.connect_args(), autocommit=False)
+        conn = pymysql.connect(**dsn.connect_args(cfg.tls), autocommit=False)
         return DbTarget(conn, "mysql")
     raise ViewError(f"maintained views are not supported on target {cfg.name!r} of kind {cfg.kind!r}",
                     target=cfg.name, kind=cfg.kind)

@@ -54,7 +54,11 @@ def ledger_writer(mariadb, db: str, stop: threading.Event, pause_s: float) -> No
 
 
 class Pipeline:
-    def __init__(self, tmp: Path, mariadb, broker, postgres, prefix: str, db: str, targets=("pg", "my", "duck")):
+    def __init__(self, tmp: Path, mariadb, broker, postgres, prefix: str, db: str, targets=("pg", "my", "duck"),
+                 source_options: dict[str, Any] | None = None,
+                 target_options: dict[str, dict[str, Any]] | None = None, mysql_login: str = "cdc:cdc"):
+        """``source_options`` / ``target_options[name]``: merged into the source's / that target's config
+        (TLS settings); ``mysql_login`` (user:password): the MySQL target DSN's."""
         self.tmp, self.mariadb, self.postgres, self.broker, self.db = tmp, mariadb, postgres, broker, db
         self.tag = "t" + uuid.uuid4().hex[:10]
         tcfg = []
@@ -65,16 +69,18 @@ class Pipeline:
             tcfg.append({"name": "pg", "kind": "postgres", "dsn": postgres.dsn, "schema": self.tag})
         if "my" in targets:
             mariadb.query(f"CREATE DATABASE {self.tag}")
-            tcfg.append({"name": "my", "kind": "mysql", "dsn": f"mysql://cdc:cdc@{mariadb.host}:{mariadb.port}/{self.tag}"})
+            tcfg.append({"name": "my", "kind": "mysql",
+                         "dsn": f"mysql://{mysql_login}@{mariadb.host}:{mariadb.port}/{self.tag}"})
         if "duck" in targets:
             tcfg.append({"name": "duck", "kind": "duckdb", "path": str(tmp / "target.duckdb")})
         if "pq" in targets:  # a Parquet changelog (streaming/targets/parquet.py): no SQL, see has_sentinel
             tcfg.append({"name": "pq", "kind": "parquet", "path": str(tmp / "parquet")})
+        tcfg = [{**t, **(target_options or {}).get(t["name"], {})} for t in tcfg]
         self.targets = [t["name"] for t in tcfg]
         broker.create_topic(changes_topic(prefix, "src"))
         self.daemon = DaemonProcess(
             tmp, source="src", mariadb_hosts=[mariadb.address], tables=[f"{db}.*"], bootstrap=broker.bootstrap,
-            topic_prefix=prefix, extra={
+            topic_prefix=prefix, source_options=source_options, extra={
                 "targets": tcfg,
                 "apply": [{"source": "src", "target": t["name"], "checkpoint_dir": str(tmp / f"ck-{t['name']}"),
                            "trigger_interval_s": 0.2} for t in tcfg]})
