@@ -18,9 +18,21 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, SecretStr, Tag, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SecretStr,
+    Tag,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from cdc.errors import ConfigError
+from cdc.kafka_settings import KafkaConnection, parse_block
 from cdc.registry import SOURCE_CONFIGS
 from cdc.tls import MySqlTls, OracleTls, tls_kind
 
@@ -67,6 +79,27 @@ class DebeziumConfig(BaseModel):
     schema_change_topic: bool = False
 
 
+class TopicsConfig(BaseModel):
+    """How the service creates its topics (cdc.publish.topics.topic_spec). ``changes``, ``per_table``,
+    ``dead_letter``: topic config overrides (``partitions`` too, except for the changes topic: always 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    replication_factor: int | None = Field(default=None, ge=1, description="none: the broker's default")
+    min_insync_replicas: int | None = Field(default=None, ge=1, description="none: the broker's default")
+    changes: dict[str, str | int] = Field(default_factory=dict)
+    per_table: dict[str, str | int] = Field(default_factory=dict)
+    dead_letter: dict[str, str | int] = Field(default_factory=dict)
+
+    @field_validator("changes")
+    @classmethod
+    def _one_partition(cls, v: dict[str, str | int]) -> dict[str, str | int]:
+        if str(v.get("partitions", 1)) != "1":
+            raise ValueError(f"the changes topic has exactly 1 partition (it is ordered); got partitions="
+                             f"{v['partitions']}")
+        return v
+
+
 class KafkaConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -76,7 +109,11 @@ class KafkaConfig(BaseModel):
     per_table_topics: bool = False
     debezium: DebeziumConfig = Field(default_factory=DebeziumConfig)
     dead_letter_topic: str | None = None
-    producer: dict[str, Any] = Field(default_factory=dict, description="extra librdkafka settings")
+    client: dict[str, Any] = Field(default_factory=dict, description="librdkafka settings for EVERY Kafka client "
+                                   "(security.protocol, ssl.*, sasl.*; sasl.password_file: read from a file)")
+    producer: dict[str, Any] = Field(default_factory=dict, description="producer-only librdkafka settings")
+    consumer: dict[str, Any] = Field(default_factory=dict, description="consumer-only librdkafka settings")
+    topics: TopicsConfig = Field(default_factory=lambda: TopicsConfig())
     avro_framing: Literal["confluent", "plain", "schema_registry"] = Field(
         default="confluent", description="confluent/plain: the shipped .avsc schemas, no registry (a 5-byte header "
         "whose id is a CRC32 of the schema, or none); schema_registry: per-table, transaction and schema-change "
@@ -86,6 +123,18 @@ class KafkaConfig(BaseModel):
                               "InitProducerId; retries may then append duplicate runs)")
     delivery_timeout_s: float = Field(default=120.0, gt=0, description="records unacknowledged this long: "
                                       "the source stops and restarts from the stream's tail")
+
+    @field_validator("client", "producer", "consumer", mode="before")
+    @classmethod
+    def _settings_block(cls, raw: Any, info: ValidationInfo) -> dict[str, Any]:
+        """Secrets become SecretStr, ``<secret>_file`` is read (cdc.kafka_settings.parse_block)."""
+        if not isinstance(raw, dict):
+            raise ValueError("a mapping of librdkafka settings")  # noqa: TRY004 - pydantic reports ValueError
+        return parse_block(raw, f"kafka.{info.field_name}")
+
+    def connection(self) -> KafkaConnection:
+        """How every Kafka client reaches the brokers (cdc.kafka_settings)."""
+        return KafkaConnection(self.bootstrap_servers, self.client, self.producer, self.consumer)
 
     @model_validator(mode="after")
     def _registry_fits_framing(self) -> KafkaConfig:

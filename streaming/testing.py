@@ -84,12 +84,15 @@ class StreamBuilder:
         return out
 
 
-def produce(bootstrap: str, topic: str, encoded: list[tuple[bytes | None, bytes]], timeout: float = 30) -> None:
-    """Write records to ``topic`` partition 0 in order, waiting for every acknowledgement."""
+def produce(where: Any, topic: str, encoded: list[tuple[bytes | None, bytes]], timeout: float = 30) -> None:
+    """Write records to ``topic`` partition 0 in order, waiting for every acknowledgement. ``where``: bootstrap
+    servers or a cdc.kafka_settings.KafkaConnection (TLS, SASL)."""
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": False, "acks": "all",
-                  "max.in.flight.requests.per.connection": 1, "linger.ms": 5, "log_level": 3})
+    from cdc.kafka_settings import KafkaConnection
+
+    p = Producer(KafkaConnection.of(where).settings("producer", {
+        "enable.idempotence": False, "acks": "all", "max.in.flight.requests.per.connection": 1, "linger.ms": 5}))
     errors: list = []
     for k, v in encoded:
         while True:

@@ -177,10 +177,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result["peak_rss_mb"] = _rss_mb()  # before the baselines hold the records in memory
         same = _read_topic(bootstrap, publisher.topic)
         size = max(1, published // max(1, len(same)))
-        ensure_topic(bootstrap, f"{prefix}.same", partitions=1)
+        ensure_topic(bootstrap, f"{prefix}.same")
         same_rate = stats["rows"] / _raw_produce(bootstrap, f"{prefix}.same", same)
         del same
-        ensure_topic(bootstrap, f"{prefix}.x", partitions=1)
+        ensure_topic(bootstrap, f"{prefix}.x")
         x_rate = stats["rows"] / _raw_produce(bootstrap, f"{prefix}.x", ((None, b"x" * size)
                                                                          for _ in range(stats["rows"])))
         result.update({"same_records_rows_per_s": round(same_rate), "ratio_to_same_records": round(rows_s / same_rate, 3),

@@ -2,48 +2,25 @@
 
 from __future__ import annotations
 
-import logging
-import time
 import uuid
 from typing import Any
 
 from cdc.consumer.errors import BrokerUnreachable, CommitFailed, ReadFailed
 from cdc.consumer.kafka_clients import Raw
-
-RATE_LIMIT_S = 30.0
-
-
-class _OncePerFacility(logging.Filter):
-    """librdkafka repeats a line per retry (a broker down: one FAIL line per reconnect attempt, hundreds a
-    minute). Let one line per facility and level through every RATE_LIMIT_S seconds."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._last: dict[tuple[int, str], float] = {}
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        fac = str(record.args[0]) if isinstance(record.args, tuple) and record.args else str(record.msg)
-        key, now = (record.levelno, fac), time.monotonic()
-        if now - self._last.get(key, -RATE_LIMIT_S) < RATE_LIMIT_S:
-            return False
-        self._last[key] = now
-        return True
-
-
-LOG = logging.getLogger("cdc.consumer.librdkafka")
-LOG.addFilter(_OncePerFacility())
+from cdc.kafka_settings import KafkaConnection, LastError
 
 
 class ConfluentClient:
-    def __init__(self, bootstrap_servers: str, topic: str, group_id: str | None,
+    def __init__(self, where: str | KafkaConnection, topic: str, group_id: str | None,
                  config: dict[str, Any] | None = None) -> None:
         from confluent_kafka import Consumer
 
         self.topic = topic
         self.group_id = group_id
-        self.bootstrap = bootstrap_servers
+        conn = KafkaConnection.of(where)
+        self.bootstrap = conn.bootstrap
+        self.errors = LastError()  # a TLS or SASL failure, named in BrokerUnreachable
         conf = {
-            "bootstrap.servers": bootstrap_servers,
             # librdkafka needs a group id even to assign(); without a group nothing is ever committed to it
             "group.id": group_id or f"cdc-consumer-{uuid.uuid4().hex[:12]}",
             "enable.auto.commit": False,
@@ -52,10 +29,9 @@ class ConfluentClient:
             "enable.partition.eof": False,
             "fetch.wait.max.ms": 100,
             "isolation.level": "read_uncommitted",
-            "logger": LOG,
-            **(config or {}),
+            "error_cb": self.errors,
         }
-        self._c = Consumer(conf)
+        self._c = Consumer({**conn.settings("consumer", conf), **(config or {})})
         self._offset = 0
 
     def _tp(self, offset: int = -1001):
@@ -84,8 +60,9 @@ class ConfluentClient:
         try:
             meta = self._c.list_topics(self.topic, timeout=10)
         except KafkaException as exc:
-            raise BrokerUnreachable(f"no metadata for {self.topic} from {self.bootstrap}: {exc}", topic=self.topic,
-                                    client="confluent") from None
+            self._c.poll(0)  # serves error_cb (before any assign(): no record can be taken here)
+            raise BrokerUnreachable(f"no metadata for {self.topic} from {self.bootstrap}: {exc}"
+                                    f"{self.errors.explain()}", topic=self.topic, client="confluent") from None
         t = meta.topics.get(self.topic)
         return t is not None and t.error is None and 0 in t.partitions
 
@@ -95,8 +72,8 @@ class ConfluentClient:
         try:
             return self._c.get_watermark_offsets(self._tp(), timeout=10, cached=False)
         except KafkaException as exc:
-            raise BrokerUnreachable(f"cannot read the offsets of {self.topic}: {exc}", topic=self.topic,
-                                    client="confluent") from None
+            raise BrokerUnreachable(f"cannot read the offsets of {self.topic} on {self.bootstrap}: {exc}"
+                                    f"{self.errors.explain()}", topic=self.topic, client="confluent") from None
 
     def committed(self) -> int | None:
         from confluent_kafka import KafkaException

@@ -55,16 +55,18 @@ class KafkaClient(Protocol):
     def close(self) -> None: ...
 
 
-def open_client(client: str, bootstrap_servers: str, topic: str, group_id: str | None,
+def open_client(client: str, where: Any, topic: str, group_id: str | None,
                 config: dict[str, Any] | None = None) -> KafkaClient:
-    """A connected client of kind ``client`` (see CLIENTS). ``config``: extra settings in that client's own
-    vocabulary (librdkafka keys for confluent, KafkaConsumer keyword arguments for kafka-python)."""
+    """A connected client of kind ``client`` (see CLIENTS). ``where``: bootstrap servers or a
+    cdc.kafka_settings.KafkaConnection (``kafka.client`` / ``kafka.consumer``, translated for kafka-python).
+    ``config``: extra settings in that client's own vocabulary (librdkafka keys for confluent, KafkaConsumer
+    keyword arguments for kafka-python)."""
     if client == "confluent":
         from cdc.consumer.confluent_client import ConfluentClient
 
-        return ConfluentClient(bootstrap_servers, topic, group_id, config)
+        return ConfluentClient(where, topic, group_id, config)
     if client == "kafka-python":
         from cdc.consumer.kafka_python_client import KafkaPythonClient
 
-        return KafkaPythonClient(bootstrap_servers, topic, group_id, config)
+        return KafkaPythonClient(where, topic, group_id, config)
     raise ConsumerError(f"unknown Kafka client {client!r} (one of {', '.join(CLIENTS)})", client=client)

@@ -6,10 +6,11 @@ from typing import Any
 
 from cdc.consumer.errors import BrokerUnreachable, CommitFailed, ReadFailed
 from cdc.consumer.kafka_clients import Raw
+from cdc.kafka_settings import KafkaConnection
 
 
 class KafkaPythonClient:
-    def __init__(self, bootstrap_servers: str, topic: str, group_id: str | None,
+    def __init__(self, where: str | KafkaConnection, topic: str, group_id: str | None,
                  config: dict[str, Any] | None = None) -> None:
         from kafka import KafkaConsumer, TopicPartition
         from kafka.errors import KafkaError
@@ -17,19 +18,21 @@ class KafkaPythonClient:
         self.topic = topic
         self.group_id = group_id
         self._tp = TopicPartition(topic, 0)
+        conn = KafkaConnection.of(where)
         conf = {
-            "bootstrap_servers": bootstrap_servers,
+            "bootstrap_servers": conn.bootstrap,
             "group_id": group_id,  # None: no coordinator, nothing committed
             "enable_auto_commit": False,
             "auto_offset_reset": "none",
             "fetch_max_wait_ms": 100,
             "isolation_level": "read_uncommitted",
+            **conn.kafka_python(),  # kafka.client and kafka.consumer, translated from librdkafka's names
             **(config or {}),
         }
         try:
             self._c = KafkaConsumer(**conf)
         except KafkaError as exc:
-            raise BrokerUnreachable(f"cannot connect to {bootstrap_servers}: {exc!r}", topic=topic,
+            raise BrokerUnreachable(f"cannot connect to {conn.bootstrap}: {exc!r}", topic=topic,
                                     client="kafka-python") from None
         self._offset = 0
 

@@ -60,7 +60,7 @@ LOOKUP_S = 15.0  # default wait for one record at a known offset (the record bef
 class ChangeStreamConsumer:
     """See the module docstring. Not thread-safe: one thread polls and commits."""
 
-    def __init__(self, bootstrap_servers: str, topic: str, *, group_id: str | None = None,
+    def __init__(self, bootstrap_servers: Any, topic: str, *, group_id: str | None = None,
                  client: str = "confluent", encoding: str = "json", avro_framing: str = "confluent",
                  start: str = "committed", client_config: dict[str, Any] | None = None,
                  max_poll_records: int = 500, lookup_timeout_s: float = LOOKUP_S) -> None:
@@ -89,7 +89,8 @@ class ChangeStreamConsumer:
     @classmethod
     def from_config(cls, config: Any, source: str, **kwargs: Any) -> ChangeStreamConsumer:
         """A consumer of ``source``'s change stream as configured in ``config`` (a cdc.config.Config or the
-        path of the YAML file): bootstrap servers, topic prefix, encoding and Avro framing."""
+        path of the YAML file): bootstrap servers and client settings (``kafka.client``, ``kafka.consumer``),
+        topic prefix, encoding and Avro framing."""
         if not hasattr(config, "kafka"):
             from cdc.config import load_config
 
@@ -98,7 +99,7 @@ class ChangeStreamConsumer:
         k = config.kafka
         kwargs.setdefault("encoding", k.encoding)
         kwargs.setdefault("avro_framing", k.avro_framing)
-        return cls(k.bootstrap_servers, changes_topic(k.topic_prefix, source), **kwargs)
+        return cls(k.connection(), changes_topic(k.topic_prefix, source), **kwargs)
 
     # ------------------------------------------------------------------ where to start
     def start_after(self, position: Position | str | None = None, *, sequence: int | None = None,

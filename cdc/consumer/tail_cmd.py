@@ -187,7 +187,7 @@ def _tail_table_topic(args: argparse.Namespace, config: Any, out: _Out) -> int:
     else:
         key_of = get_table_key_serde(kafka.encoding, kafka.avro_framing).decode
         value_of = get_serde(kafka.encoding, kafka.avro_framing).decode
-    client = open_client(args.client, kafka.bootstrap_servers, topic, None)
+    client = open_client(args.client, kafka.connection(), topic, None)
     try:
         low, high = client.watermarks()
         client.seek(low if args.from_beginning else high)  # the reported high may lie a batch before the end

@@ -13,6 +13,11 @@ may depend on them): the high watermark it reports is the base offset of the
 last record batch, not last offset + 1; it does not hide aborted
 transactional records. Create topics explicitly.
 
+``Broker(tls=TlsFront(...))`` serves TLS (and, with ``client_auth``, requires a
+client certificate) through a TLS front on its port (cdc.dev.tls_proxy: the
+shipped tansu cannot serve TLS itself); :attr:`Broker.client` holds the
+librdkafka settings a client needs to reach it (``kafka.client``).
+
 ``ExternalBroker`` wraps a broker someone else runs (``CDC_TEST_KAFKA``).
 """
 
@@ -22,10 +27,11 @@ import os
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from cdc.dev import procs
 from cdc.dev.ports import HOST, free_port, wait_until
+from cdc.dev.tls_proxy import TlsFront, TlsProxy
 
 if TYPE_CHECKING:
     from cdc.dev.objstore import ObjectStore
@@ -49,11 +55,13 @@ def tansu_bin() -> str:
 
 class _AdminMixin:
     bootstrap: str
+    client: ClassVar[dict[str, str]] = {}  # librdkafka settings a client of this broker needs (TLS)
 
     def admin(self):
         from confluent_kafka.admin import AdminClient
 
-        return AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000, "log_level": 3})
+        return AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000, "log_level": 3,
+                            **self.client})
 
     def create_topic(self, name: str, partitions: int = 1, timeout: float = 15) -> None:
         """Create ``name`` with ``partitions`` partitions; an existing topic is not an error."""
@@ -80,7 +88,8 @@ class Broker(_AdminMixin):
     host = HOST
 
     def __init__(self, port: int | None = None, storage: str = "memory://tansu/", log_dir: Path | None = None,
-                 die_with_parent: bool = True, env: dict[str, str] | None = None) -> None:
+                 die_with_parent: bool = True, env: dict[str, str] | None = None,
+                 tls: TlsFront | None = None) -> None:
         self._auto_port = port is None
         self.port = port if port is not None else free_port()
         self.storage = storage
@@ -90,6 +99,8 @@ class Broker(_AdminMixin):
         self.die_with_parent = die_with_parent
         self.env = dict(env or {})
         self.proc: subprocess.Popen | None = None
+        self.tls = tls
+        self._proxy: TlsProxy | None = None
 
     @classmethod
     def persistent(cls, store: "ObjectStore", **kw) -> "Broker":
@@ -101,6 +112,10 @@ class Broker(_AdminMixin):
         return f"{self.host}:{self.port}"
 
     @property
+    def client(self) -> dict[str, str]:  # type: ignore[override]
+        return {} if self.tls is None else self.tls.client()
+
+    @property
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
@@ -110,18 +125,22 @@ class Broker(_AdminMixin):
             return self
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for attempt in range(3):
-            url = f"tcp://{self.host}:{self.port}"
-            argv = [tansu_bin(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+            url = f"tcp://{self.host}:{self.port}"  # advertised: with TLS, the front's port
+            listen = f"tcp://{self.host}:{free_port()}" if self.tls else url
+            argv = [tansu_bin(), "broker", "--listener-url", listen, "--advertised-listener-url", url,
                     "--storage-engine", self.storage]
             env = dict(os.environ, RUST_LOG=os.environ.get("CDC_TANSU_LOG", "warn"), **self.env)
             self.proc = procs.spawn(argv, self.log_path, die_with_parent=self.die_with_parent, env=env)
             procs.register(self)
             try:
+                if self.tls is not None:
+                    self._proxy = TlsProxy(self.tls, self.port, int(listen.rpartition(":")[2])).start()
                 wait_until(self._metadata_ok, timeout, f"tansu broker on {self.bootstrap}", interval=0.2,
                            alive=self._exit_reason)
                 return self
-            except (RuntimeError, TimeoutError) as exc:
+            except (RuntimeError, TimeoutError, OSError) as exc:
                 procs.terminate(self.proc, timeout=5)
+                self._stop_proxy()
                 log = procs.tail(self.log_path)
                 if self._auto_port and "in use" in log.lower() and attempt < 2:
                     self.port = free_port()
@@ -137,6 +156,7 @@ class Broker(_AdminMixin):
         import signal
 
         procs.terminate(self.proc, timeout=timeout, sig=signal.SIGINT)
+        self._stop_proxy()
         procs.unregister(self)
         if self._own_log_dir:
             import shutil
@@ -147,7 +167,13 @@ class Broker(_AdminMixin):
         import signal
 
         procs.terminate(self.proc, timeout=5, sig=signal.SIGKILL)
+        self._stop_proxy()
         procs.unregister(self)
+
+    def _stop_proxy(self) -> None:
+        proxy, self._proxy = self._proxy, None
+        if proxy is not None:
+            proxy.stop()
 
     def restart(self, timeout: float = 30) -> "Broker":
         self.stop()
@@ -157,7 +183,7 @@ class Broker(_AdminMixin):
         from confluent_kafka.admin import AdminClient
 
         # log_level 0: while tansu is still binding, librdkafka would print a "connection refused" per retry
-        AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0}).list_topics(timeout=1)
+        AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0, **self.client}).list_topics(timeout=1)
         return True
 
     def _exit_reason(self) -> str | None:

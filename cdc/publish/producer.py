@@ -69,6 +69,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from cdc.errors import CdcError, ConfigError, PublishError, Terminal
+from cdc.kafka_settings import KafkaConnection
 
 # Measured on tansu (2 cores): lz4 + only-error reports ~480k rec/s, a Python
 # callback per record halves that, no compression is 4x slower (broker-bound).
@@ -100,16 +101,19 @@ class RecordTooLarge(CdcError, Terminal):
     publisher, ``table``, ``key``, ``position``). Never carries row values."""
 
 
-def producer_config(bootstrap: str, extra: dict[str, Any] | None = None, *, idempotence: bool = True) -> dict[str, Any]:
-    """librdkafka settings: DEFAULTS, then ``kafka.producer`` (``extra``). The settings the guarantees
-    rest on are ours: ``extra`` naming them is a ConfigError naming the key."""
-    extra = dict(extra or {})
-    for key in _OURS:
-        if key in extra:
-            hint = ("kafka.delivery_timeout_s" if "timeout" in key else "kafka.idempotence")
-            raise ConfigError(f"kafka.producer.{key} is set by the service (use {hint} instead): "
-                              f"see cdc.publish.producer", key=f"kafka.producer.{key}")
-    conf = {"bootstrap.servers": bootstrap, **DEFAULTS, **extra}
+def producer_config(where: str | KafkaConnection, extra: dict[str, Any] | None = None, *,
+                    idempotence: bool = True) -> dict[str, Any]:
+    """librdkafka settings: DEFAULTS, then ``kafka.client``, ``kafka.producer`` and ``extra``
+    (cdc.kafka_settings). The settings the guarantees rest on are ours: a block naming them is a
+    ConfigError naming the key."""
+    conn = KafkaConnection.of(where)
+    for block, given in (("kafka.client", conn.client), ("kafka.producer", {**conn.producer, **(extra or {})})):
+        for key in _OURS:
+            if key in given:
+                hint = ("kafka.delivery_timeout_s" if "timeout" in key else "kafka.idempotence")
+                raise ConfigError(f"{block}.{key} is set by the service (use {hint} instead): "
+                                  f"see cdc.publish.producer", key=f"{block}.{key}")
+    conf = {**conn.settings("producer", DEFAULTS), **(extra or {})}
     if not idempotence:
         conf["enable.idempotence"] = False
         del conf["enable.gapless.guarantee"]
@@ -121,10 +125,11 @@ class OrderedProducer:
     """Wraps one confluent_kafka.Producer; see the module docstring. Used from one thread, except
     :meth:`unacked_for` and :attr:`broker_down` (read by the /readyz thread)."""
 
-    def __init__(self, bootstrap: str, extra: dict[str, Any] | None = None, *,
+    def __init__(self, where: str | KafkaConnection, extra: dict[str, Any] | None = None, *,
                  single_partition: tuple[str, ...] = (), idempotence: bool = True,
                  delivery_timeout_s: float = DELIVERY_TIMEOUT_S) -> None:
-        conf = producer_config(bootstrap, extra, idempotence=idempotence)
+        conf = producer_config(where, extra, idempotence=idempotence)
+        bootstrap = conf["bootstrap.servers"]
         conf["delivery.report.only.error"] = True  # acked() depends on it
         conf["on_delivery"] = self._on_error
         conf["error_cb"] = self._on_client_error

@@ -58,7 +58,7 @@ from cdc.metrics import SourceMetrics
 from cdc.publish.acks import END, HEARTBEAT, PROGRESS, SCHEMA, AckTracker
 from cdc.publish.producer import DELIVERY_TIMEOUT_S, RECORD_OVERHEAD, OrderedProducer, RecordTooLarge
 from cdc.publish.recovery import read_tail
-from cdc.publish.topics import KEEP_FOREVER, ensure_topic, retention_warnings
+from cdc.publish.topics import admin_client, ensure_topic, retention_warnings, topic_spec
 from cdc.serde import get_serdes, get_table_key_serde
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class Publisher:
         self._kser, self._vser = get_serdes(kafka.encoding, framing)
         self._tkser = get_table_key_serde(kafka.encoding, framing)
         self._kenc, self._venc = self._kser.encode, self._vser.encode
-        self._producer = OrderedProducer(kafka.bootstrap_servers, {**kafka.producer, **(producer_config or {})},
+        self._producer = OrderedProducer(kafka.connection(), producer_config,
                                          single_partition=(self.topic,),
                                          idempotence=getattr(kafka, "idempotence", True),
                                          delivery_timeout_s=getattr(kafka, "delivery_timeout_s", DELIVERY_TIMEOUT_S))
@@ -177,12 +177,12 @@ class Publisher:
         records it does not deliver: neither is ever a new stream (the way
         out is ``cdc stream reset``).
         """
-        bs = self.kafka.bootstrap_servers
-        ensure_topic(bs, self.topic, partitions=1, config=KEEP_FOREVER)
+        bs = self.kafka.connection()
+        ensure_topic(bs, self.topic, topic_spec(self.kafka, "changes"))
         for warning in retention_warnings(bs, self.topic):
             log.warning(warning, extra={"source": self.source_name})
         if self.kafka.dead_letter_topic:
-            ensure_topic(bs, self.kafka.dead_letter_topic)
+            ensure_topic(bs, self.kafka.dead_letter_topic, topic_spec(self.kafka, "dead_letter"))
         if self.kafka.encoding == "avro":
             self._publish_avro_schemas()
         tail = read_tail(bs, self.topic, self._kser, self._vser, source=self.source_name)
@@ -203,7 +203,7 @@ class Publisher:
         sequence (returned) and learns the topic's record size limit."""
         self._recovered_to = (self._seq or 1) - 1
         self._producer.settle()
-        limit, cluster_id = _broker_facts(self.kafka.bootstrap_servers, self.topic)
+        limit, cluster_id = _broker_facts(self.kafka.connection(), self.topic)
         self._record_limit = min(self._record_limit, limit)
         if self._producer.idempotence and (cluster_id or "").startswith("tansu"):
             log.warning("broker cluster %r looks like tansu: with persistent storage, a restart of it can drop a "
@@ -215,7 +215,7 @@ class Publisher:
     def _publish_avro_schemas(self) -> None:
         """Write the writer schemas to the compacted ``<prefix>._schemas`` topic, keyed by id."""
         topic = f"{self.kafka.topic_prefix}._schemas"
-        ensure_topic(self.kafka.bootstrap_servers, topic, compacted=True)
+        ensure_topic(self.kafka.connection(), topic, topic_spec(self.kafka, "schemas"))
         for serde in (self._kser, self._vser, self._tkser):
             doc = {"id": serde.schema_id, "name": serde.name, "schema": serde.text, "framing": serde.framing}
             self._producer.produce(topic, orjson.dumps(doc), str(serde.schema_id).encode())
@@ -392,7 +392,7 @@ class Publisher:
     def _ensure_topic(self, topic: str) -> None:
         """Create a per-table, transaction or schema-change topic at its first record in this process."""
         if topic not in self._table_topics:
-            ensure_topic(self.kafka.bootstrap_servers, topic)
+            ensure_topic(self.kafka.connection(), topic, topic_spec(self.kafka, "per_table"))
             self._table_topics.add(topic)
 
     def _produce_connect(self, rec: ConnectRecord) -> None:
@@ -542,15 +542,15 @@ def _source_base(table: TableId, source_name: str, connector: str) -> dict[str, 
             "db": table.db, "schema": table.db, "table": table.table, "snapshot": "false"}
 
 
-def _broker_facts(bootstrap: str, topic: str) -> tuple[int, str | None]:
+def _broker_facts(conn: KafkaConnection, topic: str) -> tuple[int, str | None]:
     """The topic's ``max.message.bytes`` less the record overhead (a large number when the broker does
     not report it: tansu reports no topic configs), and the broker's cluster id (None if unknown)."""
-    from confluent_kafka.admin import AdminClient, ConfigResource
+    from confluent_kafka.admin import ConfigResource
 
     limit, cluster_id = 1 << 62, None
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    admin = admin_client(conn)
     try:
-        res = admin.describe_configs([ConfigResource("topic", topic)], request_timeout=10)
+        res = admin.client.describe_configs([ConfigResource("topic", topic)], request_timeout=10)
         entry = next(iter(res.values())).result(10).get("max.message.bytes")
         if entry is not None and entry.value:
             limit = int(entry.value) - RECORD_OVERHEAD
@@ -558,9 +558,10 @@ def _broker_facts(bootstrap: str, topic: str) -> tuple[int, str | None]:
         log.warning("cannot read max.message.bytes of %s (%s): rows are checked against the producer's "
                     "message.max.bytes only", topic, exc)
     try:
-        cluster_id = admin.describe_cluster(request_timeout=10).result(10).cluster_id
+        cluster_id = admin.client.describe_cluster(request_timeout=10).result(10).cluster_id
     except Exception:  # noqa: BLE001, S110 - only used for a warning
         pass
+    admin.done()
     return limit, cluster_id
 
 

@@ -36,24 +36,24 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from cdc.envelope import ABORTED, BEGIN, CHECKPOINT_STATUSES
 from cdc.errors import CdcError, PublishError, StreamCorrupt
+from cdc.kafka_settings import KafkaConnection
 from cdc.sequence import SequenceWatch, gap_error, sequence_peeker
 from cdc.serde import Serde
 
 TAIL_WINDOW = 2000
 
 
-def make_consumer(bootstrap: str, extra: dict[str, Any] | None = None) -> Consumer:
+def make_consumer(where: str | KafkaConnection, extra: dict[str, Any] | None = None) -> Consumer:
+    """A consumer that only assign()s and never commits, with the connection's settings (cdc.kafka_settings)."""
     conf = {
-        "bootstrap.servers": bootstrap,
         "group.id": f"cdc-tail-{uuid.uuid4().hex[:12]}",  # never committed: we only assign()
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "fetch.wait.max.ms": 100,
         "enable.partition.eof": False,
         "isolation.level": "read_uncommitted",
-        **(extra or {}),
     }
-    return Consumer(conf)
+    return Consumer({**KafkaConnection.of(where).settings("consumer", conf), **(extra or {})})
 
 
 def watermarks(consumer: Consumer, topic: str, timeout_s: float = 10) -> tuple[int, int]:
@@ -215,7 +215,7 @@ def _join(before: _Window, after: _Window) -> _Window:
                    duplicates=before.duplicates + after.duplicates)
 
 
-def read_tail(bootstrap: str, topic: str, key_serde: Serde, value_serde: Serde, *,
+def read_tail(where: str | KafkaConnection, topic: str, key_serde: Serde, value_serde: Serde, *,
               consumer_config: dict[str, Any] | None = None, deadline_s: float = 300.0,
               source: str | None = None) -> TailState:
     """Find the true end, the last sequence, the last checkpoint and any open transaction.
@@ -230,7 +230,7 @@ def read_tail(bootstrap: str, topic: str, key_serde: Serde, value_serde: Serde, 
     open transaction. A tail the broker reports but does not deliver, or a topic emptied by
     retention, raises (:func:`unreadable_tail`): it is never taken for an empty stream.
     """
-    consumer = make_consumer(bootstrap, consumer_config)
+    consumer = make_consumer(where, consumer_config)
     try:
         low, high = watermarks(consumer, topic)
         size = TAIL_WINDOW
@@ -287,11 +287,11 @@ def unreadable_tail(topic: str, low: int, high: int, start: int, source: str | N
                          f"deleted (retention or delete-records). {way_out}", **fields)
 
 
-def read_records(bootstrap: str, topic: str, key_serde: Serde, value_serde: Serde, *, start: int | None = None,
+def read_records(where: str | KafkaConnection, topic: str, key_serde: Serde, value_serde: Serde, *, start: int | None = None,
                  deadline_s: float = 120.0) -> Iterator[tuple[int, Any, Any]]:
     """Every record of partition 0 from ``start`` (default: the low watermark) to the true end,
     decoded: ``(offset, key or None, value or None)``. For tools and tests."""
-    consumer = make_consumer(bootstrap)
+    consumer = make_consumer(where)
     try:
         low, high = watermarks(consumer, topic)
         for m in read_range(consumer, topic, low if start is None else start, None, reported_high=high,

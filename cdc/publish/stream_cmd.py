@@ -35,13 +35,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from cdc.config import load_config
     from cdc.envelope import changes_topic
-    from cdc.publish.topics import KEEP_FOREVER, recreate_topic, topic_id
+    from cdc.publish.topics import recreate_topic, topic_id, topic_spec
 
     config = load_config(args.config)
     config.source(args.source)  # names the known sources if it is not one
-    bootstrap = config.kafka.bootstrap_servers
+    conn, bootstrap = config.kafka.connection(), config.kafka.bootstrap_servers
     topic = changes_topic(config.kafka.topic_prefix, args.source)
-    old_id = topic_id(bootstrap, topic)
+    old_id = topic_id(conn, topic)
     state = _describe(config, topic) if old_id is not None else "it does not exist"
     print(f"cdc stream reset: source {args.source!r}, topic {topic} (broker {bootstrap}): {state}.")
     print(f"This DELETES {topic} with every record in it and creates it again, empty (1 partition, "
@@ -55,8 +55,8 @@ def main(args: argparse.Namespace) -> int:
     if not args.yes:
         print("Nothing was changed. Run again with --yes to do it.")
         return 1
-    recreate_topic(bootstrap, topic, config=KEEP_FOREVER)
-    print(f"Done: {topic} was deleted and created again (topic id {old_id} -> {topic_id(bootstrap, topic)}). "
+    recreate_topic(conn, topic, topic_spec(config.kafka, "changes"))
+    print(f"Done: {topic} was deleted and created again (topic id {old_id} -> {topic_id(conn, topic)}). "
           f"Start `cdc run` to begin the new stream.")
     return 0
 
@@ -68,14 +68,14 @@ def _describe(config: object, topic: str) -> str:
     from cdc.serde import get_serdes
 
     kafka = config.kafka  # type: ignore[attr-defined]
-    consumer = make_consumer(kafka.bootstrap_servers)
+    consumer = make_consumer(kafka.connection())
     try:
         low, high = watermarks(consumer, topic)
     finally:
         consumer.close()
     kser, vser = get_serdes(kafka.encoding, kafka.avro_framing)
     try:
-        tail = read_tail(kafka.bootstrap_servers, topic, kser, vser, deadline_s=60)
+        tail = read_tail(kafka.connection(), topic, kser, vser, deadline_s=60)
     except CdcError as exc:
         return f"watermarks {low}..{high}; its tail cannot be used: {exc.message}"
     if tail.last_sequence is None:

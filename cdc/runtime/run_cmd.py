@@ -35,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
     setup_logging(config.logging.level, config.logging.json_)
     chosen = [config.source(n) for n in args.source] if args.source else list(config.sources)
     if not chosen:
-        print("cdc run: error: the config has no sources", file=sys.stderr)
+        log.error("cdc run: error: the config has no sources")  # through logging: JSON with logging.json
         return 2
     context_args = {"spill_dir": config.spill_dir, "max_buffer_bytes": config.max_buffer_bytes}
     specs = [SourceSpec(name=s.name, connector=s.kind,
@@ -50,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
     finally:
         signals.restore()
     if status == 2 and daemon.failure:
-        print(f"cdc run: error: {daemon.failure}", file=sys.stderr)
+        log.error("cdc run: error: %s", daemon.failure)
     log.info("exiting with status %d", status)
     if status == 1:  # a worker thread is still inside its reader: do not wait for it at exit
         logging.shutdown()

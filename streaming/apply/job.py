@@ -160,7 +160,7 @@ def start_stream(spark: Any, config: Config, apply: ApplyConfig, metrics_registr
 def _start_query(spark: Any, config: Config, stream: ApplyStream) -> None:
     apply, topic = stream.apply, stream.engine_topic
     try:
-        stream.stream_id = topic_id(config.kafka.bootstrap_servers, topic)
+        stream.stream_id = topic_id(config.kafka.connection(), topic)
     except PublishError as exc:  # the query's own read then reports the broker
         log.warning("cannot learn the id of %s: %s", topic, exc)
         stream.stream_id = None
@@ -169,7 +169,7 @@ def _start_query(spark: Any, config: Config, stream: ApplyStream) -> None:
     check(checkpoint=read_checkpoint(location), progress=progress, topic=topic, stream_id=stream.stream_id,
           target=apply.target, source=apply.source)
     reader = (spark.readStream.format("cdc-stream")
-              .option("bootstrap_servers", config.kafka.bootstrap_servers)
+              .options(**config.kafka.connection().spark_options())  # kafka.client reaches the executors too
               .option("topic", topic)
               .option("encoding", config.kafka.encoding)
               .option("stream_id", stream.stream_id or "")

@@ -6,6 +6,12 @@ by streaming.stream.batches (cutting, reading) and streaming.stream.offsets.
 Options (``spark.readStream.format("cdc-stream").option(...)``):
 
     bootstrap_servers   broker address (required)
+    kafka.<setting>     a librdkafka setting of every consumer, driver and
+                        executors (``kafka.client``: security.protocol, ssl.*,
+                        sasl.*; ``kafka.sasl.password_file`` is read on the
+                        driver and travels to executors in the partitions);
+                        kafka.consumer.<setting>: consumer-only
+                        (cdc.kafka_settings.KafkaConnection.spark_options)
     topic               the changes topic, ``<prefix>.<source>.changes`` (required)
     encoding            json (default) | avro
     max_records_per_batch   admission control: records per micro-batch (a
@@ -39,6 +45,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from cdc.errors import ConfigError, StreamCorrupt
+from cdc.kafka_settings import KafkaConnection
 from streaming.stream.batches import BoundaryScanner, RangePartition, read_range, split_range
 from streaming.stream.offsets import StreamOffset
 from streaming.stream.records import SCHEMA_DDL
@@ -70,7 +77,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for req in ("bootstrap_servers", "topic"):
             if not options.get(req):
                 raise ConfigError(f"cdc-stream source needs option {req!r}", key=req)
-        self.bootstrap = options["bootstrap_servers"]
+        self.kafka = KafkaConnection.from_options(options)
         self.topic = options["topic"]
         self.encoding = options.get("encoding", "json")
         self.max_records = int(options.get("max_records_per_batch", 100_000))
@@ -91,7 +98,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def scanner(self) -> BoundaryScanner:
         if self._scanner is None:
-            self._scanner = BoundaryScanner(self.bootstrap, self.topic, self.encoding)
+            self._scanner = BoundaryScanner(self.kafka, self.topic, self.encoding)
         return self._scanner
 
     # ---- Spark API -------------------------------------------------------------------
@@ -137,7 +144,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from cdc.publish.topics import topic_id
 
         try:
-            current = topic_id(self.bootstrap, self.topic)
+            current = topic_id(self.kafka, self.topic)
         except PublishError:
             return  # the broker is away: the scan reports that
         if current is not None and current != self.stream_id:
@@ -168,7 +175,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         out: list[InputPartition] = []
         for p, e in b.next:
             s = a.get(p) or 0
-            out.extend(_Partition(r) for r in split_range(self.bootstrap, self.topic, p, s, e, self.encoding,
+            out.extend(_Partition(r) for r in split_range(self.kafka, self.topic, p, s, e, self.encoding,
                                                           self.per_split))
         return out
 

@@ -55,7 +55,7 @@ def ledger_writer(mariadb, db: str, stop: threading.Event, pause_s: float) -> No
 
 class Pipeline:
     def __init__(self, tmp: Path, mariadb, broker, postgres, prefix: str, db: str, targets=("pg", "my", "duck"),
-                 source_options: dict[str, Any] | None = None,
+                 kafka: dict[str, Any] | None = None, source_options: dict[str, Any] | None = None,
                  target_options: dict[str, dict[str, Any]] | None = None, mysql_login: str = "cdc:cdc"):
         """``source_options`` / ``target_options[name]``: merged into the source's / that target's config
         (TLS settings); ``mysql_login`` (user:password): the MySQL target DSN's."""
@@ -81,6 +81,7 @@ class Pipeline:
         self.daemon = DaemonProcess(
             tmp, source="src", mariadb_hosts=[mariadb.address], tables=[f"{db}.*"], bootstrap=broker.bootstrap,
             topic_prefix=prefix, source_options=source_options, extra={
+                "kafka": kafka or {},  # more kafka: keys (kafka.client for a TLS broker)
                 "targets": tcfg,
                 "apply": [{"source": "src", "target": t["name"], "checkpoint_dir": str(tmp / f"ck-{t['name']}"),
                            "trigger_interval_s": 0.2} for t in tcfg]})

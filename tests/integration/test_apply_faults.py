@@ -112,7 +112,7 @@ def test_a_sequence_gap_stops_the_apply_before_it(spark, broker, postgres, topic
 
 def test_a_checkpoint_or_a_target_from_another_life_of_the_topic_is_a_loud_stop(
         spark, broker, postgres, topic_prefix, tmp_path):
-    from cdc.publish.topics import KEEP_FOREVER, recreate_topic
+    from cdc.publish.topics import KEEP_FOREVER, TopicSpec, recreate_topic
 
     topic = f"{topic_prefix}.src.changes"
     old, _ = _stream(8)
@@ -125,7 +125,7 @@ def test_a_checkpoint_or_a_target_from_another_life_of_the_topic_is_a_loud_stop(
 
     # a NEW stream under the same topic name (deleted and created again), into a fresh target of the same
     # name, with the same checkpoint directory: the old offsets would land mid-stream (or skip records)
-    recreate_topic(broker.bootstrap, topic, config=KEEP_FOREVER)
+    recreate_topic(broker.bootstrap, topic, TopicSpec(config=KEEP_FOREVER))
     new, model = _stream(5)
     produce(broker.bootstrap, topic, new.encoded())
     second = topic_prefix.replace("-", "_")[:36] + "_b"
@@ -155,7 +155,7 @@ def test_a_topic_recreated_while_the_apply_runs_stops_it(spark, broker, postgres
     import threading
     import time
 
-    from cdc.publish.topics import KEEP_FOREVER, recreate_topic
+    from cdc.publish.topics import KEEP_FOREVER, TopicSpec, recreate_topic
 
     topic = f"{topic_prefix}.src.changes"
     old, model = _stream(6)
@@ -183,7 +183,7 @@ def test_a_topic_recreated_while_the_apply_runs_stops_it(spark, broker, postgres
             break
         time.sleep(0.5)
     assert not outcome and _pg(postgres, schema)[1] == old.seq - 1, outcome
-    recreate_topic(broker.bootstrap, topic, config=KEEP_FOREVER)  # `cdc stream reset` under a running apply
+    recreate_topic(broker.bootstrap, topic, TopicSpec(config=KEEP_FOREVER))  # `cdc stream reset` under a running apply
     new, _ = _stream(12)
     produce(broker.bootstrap, topic, new.encoded())
     th.join(90)

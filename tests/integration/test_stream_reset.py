@@ -84,10 +84,10 @@ def test_reset_of_an_unknown_source_names_the_known_ones(broker, topic_prefix, t
 
 
 def test_a_finite_retention_of_the_changes_topic_is_named_at_start(broker, topic_prefix, caplog):
-    from cdc.publish.topics import ensure_topic
+    from cdc.publish.topics import TopicSpec, ensure_topic
 
     topic = changes_topic(topic_prefix, "src")
-    ensure_topic(broker.bootstrap, topic, config={"retention.ms": "604800000"})
+    ensure_topic(broker.bootstrap, topic, TopicSpec(config={"retention.ms": "604800000"}))
     with caplog.at_level("WARNING", logger="cdc.publish.publisher"):
         _publish(broker, topic_prefix, 1).close()
     warned = [r.getMessage() for r in caplog.records if "retention.ms" in r.getMessage()]

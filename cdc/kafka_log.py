@@ -1,0 +1,56 @@
+"""librdkafka's own log lines, through Python logging, rate-limited.
+
+Every confluent-kafka client the product creates gets ``logger: KAFKA_LOG``
+(cdc.kafka_settings), so librdkafka's lines honour ``logging.level`` and
+``logging.json`` (cdc.runtime.logs) instead of going raw to stderr. A
+producer's and a consumer's lines are served by their poll(); an admin
+client's only by ``AdminClient.poll()``, which our admin helpers call when
+they are done (cdc.publish.topics).
+
+librdkafka repeats a line per retry: during a broker outage an admin client
+logs ``Connect to ... failed: Connection refused`` every ~50 ms, and every new
+producer repeats the CONFWARN about ``enable.gapless.guarantee`` being
+experimental. :class:`RepeatLimit` lets the first line of a kind through, then
+at most one per ``RATE_LIMIT_S`` seconds, carrying how many like it were
+dropped meanwhile. "Of a kind": same level, facility and text once digits are
+ignored (``after 0ms`` and ``after 3ms``, ``rdkafka#producer-1`` and ``-2``
+are the same line).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+
+RATE_LIMIT_S = 30.0
+_DIGITS = re.compile(r"\d+")
+
+
+class RepeatLimit(logging.Filter):
+    """See the module docstring. Thread-safe (librdkafka lines arrive on whichever thread polls)."""
+
+    def __init__(self, interval_s: float = RATE_LIMIT_S) -> None:
+        super().__init__()
+        self.interval_s = interval_s
+        self._seen: dict[tuple[int, str], tuple[float, int]] = {}  # kind -> (last emitted at, dropped since)
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kind = (record.levelno, _DIGITS.sub("#", record.getMessage()))
+        now = time.monotonic()
+        with self._lock:
+            last, dropped = self._seen.get(kind, (-self.interval_s, 0))
+            if now - last < self.interval_s:
+                self._seen[kind] = (last, dropped + 1)
+                return False
+            self._seen[kind] = (now, 0)
+        if dropped:
+            record.msg = f"{record.getMessage()} (repeated {dropped} more times in the last {now - last:.0f}s)"
+            record.args = None
+        return True
+
+
+KAFKA_LOG = logging.getLogger("cdc.kafka")
+KAFKA_LOG.addFilter(RepeatLimit())
