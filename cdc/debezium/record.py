@@ -167,8 +167,8 @@ class DebeziumRecords:
 
     def _source(self, change: Change, commit_ts_ms: int) -> dict[str, Any]:
         src = change.source
-        if change.op == "r":
-            snapshot = "incremental" if src.get("incremental_snapshot") else "true"
+        if change.op == "r":  # the readers mark a snapshot's first and last rows (cdc.snapshot_marks)
+            snapshot = src.get("snapshot") or ("incremental" if src.get("incremental_snapshot") else "true")
         else:
             snapshot = "false"
         head = {"version": VERSION, "connector": self.connector, "name": self.source_name, "ts_ms": commit_ts_ms,

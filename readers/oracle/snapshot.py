@@ -49,6 +49,7 @@ from typing import Any
 from cdc import table_glob
 from cdc.errors import CdcError, Terminal
 from cdc.events import Begin, Change, Column, Commit, Event, Heartbeat, TableId, TableSchema
+from cdc.snapshot_marks import row_mark, with_ends
 from cdc.values import stream_value
 from readers.oracle.convert import stream_schema
 
@@ -149,6 +150,25 @@ class OracleSnapshot:
         return {"low_watermark_scn": self.low_watermark, "commit_scn": self.scn + 1, "xids_at_commit_scn": []}
 
     def events(self) -> Iterator[Event]:
+        """Chunks as transactions, then the Heartbeat that hands over to streaming. The snapshot's first and
+        last rows carry ``snapshot: first`` / ``last`` (cdc.snapshot_marks)."""
+        for (table, stream, rows, n, progress), first, last in with_ends(
+                self._chunks(), lambda c: bool(c[2]), fresh=self.progress.get("table") is None, complete=lambda: True):
+            ts = int(time.time() * 1000)
+            txid = f"snapshot:{table}:{self.scn}:{n}"
+            yield Begin(txid, ts)
+            for i, row in enumerate(rows):
+                src = {"scn": self.scn, "snapshot_row": i}
+                mark = row_mark(i, len(rows), first, last) if first or last else None
+                if mark is not None:
+                    src["snapshot"] = mark
+                yield Change(table, "r", None, row, src, stream)
+            yield Commit(txid, ts, {**self.streaming_resume(), "snapshot": progress}, {"scn": self.scn})
+        yield Heartbeat(int(time.time() * 1000), self.streaming_resume())
+
+    def _chunks(self) -> Iterator[tuple[TableId, TableSchema | None, list[dict], int, dict[str, Any]]]:
+        """(table, stream schema, rows, chunk number, the resume progress after this chunk), in order; the
+        progress is taken at reading time (events() reads one chunk ahead)."""
         start = self.progress.get("table")
         for table in self.tables:
             if start is not None and table < TableId.parse(start):
@@ -163,17 +183,10 @@ class OracleSnapshot:
                     break
                 after = [rows[-1][k] for k in schema.primary_key]
                 self.progress.update(table=str(table), after=after)
-                ts = int(time.time() * 1000)
-                txid = f"snapshot:{table}:{self.scn}:{n}"
-                yield Begin(txid, ts)
-                for i, row in enumerate(rows):
-                    yield Change(table, "r", None, row, {"scn": self.scn, "snapshot_row": i}, stream)
-                yield Commit(txid, ts, {**self.streaming_resume(), "snapshot": dict(self.progress)},
-                             {"scn": self.scn})
+                yield table, stream, rows, n, dict(self.progress)
                 n += 1
                 if len(rows) < self.chunk_rows:
                     break
-        yield Heartbeat(int(time.time() * 1000), self.streaming_resume())
 
     # ---------------------------------------------------------------- SQL
     def _query(self, sql: str, binds: dict | None = None) -> list[tuple]:

@@ -250,3 +250,13 @@ def test_json_bytes_with_schemas_are_the_bytes_of_the_schema_payload_dict():
             assert key == (None if rec.key is None else orjson.dumps({"schema": rec.key_schema, "payload": rec.key}))
             assert value == (None if rec.value is None else
                              orjson.dumps({"schema": rec.value_schema, "payload": rec.value}))
+
+
+def test_snapshot_marks_of_the_readers_become_the_source_flag():
+    builder = DebeziumRecords("shop", "mysql", "cdc", SimpleNamespace(temporal="iso", decimal="string"))
+    flags = []
+    for mark in ("first", None, "last"):
+        src = {"snapshot_gtid": "0-1-41", "row": 0, **({"snapshot": mark} if mark else {})}
+        [rec] = builder.records(Change(MY, "r", None, MY_ROW, src, MY_SCHEMA), TxContext("t", 1, 1, 1, 1, 1))
+        flags.append(rec.value["source"]["snapshot"])
+    assert flags == ["first", "true", "last"]

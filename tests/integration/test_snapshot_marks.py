@@ -1,0 +1,29 @@
+"""A real MariaDB initial snapshot marks its first and last rows ``snapshot: first`` / ``last``
+(cdc.snapshot_marks; Debezium's source.snapshot flag), across chunks and an empty table at the end."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc.events import Change, Heartbeat
+from tests.integration.mysql_helpers import collect, make_source
+
+pytestmark = pytest.mark.mysql
+
+
+def test_initial_snapshot_marks_its_first_and_last_rows(mariadb_primary, tmp_mysql_db):
+    db, q = tmp_mysql_db, mariadb_primary.query
+    for table in ("a", "b", "c"):
+        q(f"CREATE TABLE `{db}`.{table} (id INT PRIMARY KEY)")
+    q(f"INSERT INTO `{db}`.a VALUES " + ", ".join(f"({i})" for i in range(1, 8)))  # 3 chunks of 3
+    q(f"INSERT INTO `{db}`.b VALUES (1), (2), (3)")  # a full chunk, then an empty read
+    src = make_source([mariadb_primary.address], [f"{db}.*"], snapshot="initial", snapshot_chunk_rows=3)
+    src.start(None)
+    try:
+        events = collect(src, lambda evs: isinstance(evs[-1], Heartbeat) and "snapshot" not in (evs[-1].resume or {}))
+    finally:
+        src.close()
+    rows = [(str(c.table).split(".")[1], c.after["id"], c.source.get("snapshot")) for c in events
+            if isinstance(c, Change) and c.op == "r"]
+    assert [(t, i) for t, i, _ in rows] == [("a", i) for i in range(1, 8)] + [("b", 1), ("b", 2), ("b", 3)]
+    assert [m for _, _, m in rows] == ["first"] + [None] * 8 + ["last"]  # table c is empty: b holds the last
