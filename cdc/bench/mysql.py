@@ -71,8 +71,10 @@ def _raw_loop(db, start: str, rows: int) -> float:
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.row_event import WriteRowsEvent
 
+    from readers.mysql.connection import connection_settings
+
     stream = BinLogStreamReader(
-        connection_settings={"host": db.host, "port": db.port, "user": "cdc", "passwd": "cdc"},
+        connection_settings=connection_settings(db.address, "cdc", "cdc", 5),
         server_id=990001, blocking=False, auto_position=start, is_mariadb=True, only_events=[WriteRowsEvent],
         only_schemas=["bench"], enable_logging=False)
     seen = 0
