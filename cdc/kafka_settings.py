@@ -86,6 +86,9 @@ def parse_block(raw: Mapping[str, Any] | None, key: str) -> dict[str, Any]:
                 raise ValueError(f"{where}: give {key}.{secret} or {where}, not both")
             out[secret] = value if isinstance(value, FileSecret) else _file_secret(str(value), where)
         elif name in SECRET_KEYS:
+            if not isinstance(value, (str, int, SecretStr)):  # never shown: it may be the secret, mis-parsed
+                raise ValueError(f"{where}: a secret is text; quote it (a value in [...] or {{...}} reads as a "
+                                 f"list or mapping), or use {where}_file")
             out[name] = value if isinstance(value, SecretStr) else SecretStr(str(value))
         elif isinstance(value, (str, int, float, bool)):
             out[name] = value

@@ -60,6 +60,12 @@ def test_an_unreadable_password_file_names_the_key_and_the_file(tmp_path):
         _kafka(tmp_path, consumer={"sasl.password_file": str(empty)})
 
 
+def test_a_secret_that_parsed_as_a_list_is_refused_without_showing_it(tmp_path):
+    with pytest.raises(ConfigError) as e:
+        _kafka(tmp_path, client={"sasl.password": ["hunter2"]})
+    assert "kafka.client.sasl.password: a secret is text" in str(e.value) and "hunter2" not in str(e.value)
+
+
 def test_a_secret_given_twice_or_a_service_setting_is_refused_by_name(tmp_path):
     f = tmp_path / "kafka"
     f.write_text(PASSWORD)
