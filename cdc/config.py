@@ -34,6 +34,7 @@ from pydantic import (
 from cdc.errors import ConfigError
 from cdc.kafka_settings import KafkaConnection, parse_block
 from cdc.registry import SOURCE_CONFIGS
+from cdc.spill_dir import default_spill_dir
 from cdc.tls import MySqlTls, OracleTls, tls_kind
 
 ENV_PREFIX = "CDC_"
@@ -260,7 +261,8 @@ class Config(BaseModel):
     apply: list[ApplyConfig] = Field(default_factory=list)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
-    spill_dir: str = "/tmp/cdc-spill"
+    spill_dir: str = Field(default_factory=default_spill_dir, description="parent of each source's private "
+                           "spill directory (cdc/spill_dir.py)")
     max_buffer_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
     drain_timeout_s: float = Field(default=30.0, gt=0, description="SIGTERM: budget to reach a transaction boundary")
 

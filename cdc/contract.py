@@ -13,6 +13,7 @@ from pydantic import Field
 
 from cdc.events import Event
 from cdc.metrics import SourceMetrics
+from cdc.spill_dir import default_spill_dir
 
 STOP_CHECK_S = 1.0  # an idle reader looks at request_stop() at least this often
 
@@ -65,7 +66,7 @@ class SourceContext:
     """What the daemon hands a reader besides its own config."""
 
     metrics: SourceMetrics
-    spill_dir: str = "/tmp/cdc-spill"
+    spill_dir: str = field(default_factory=default_spill_dir)  # the config key's one default
     max_buffer_bytes: int = 64 * 1024 * 1024
     extra: dict[str, Any] = field(default_factory=dict)
     # Set by the daemon only when kafka.dead_letter_topic is configured:

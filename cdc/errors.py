@@ -61,5 +61,9 @@ class PublishError(CdcError, Transient):
     """The broker did not acknowledge a record."""
 
 
+class SpillError(CdcError, Terminal):
+    """The spill directory is not private, or a chunk file could not be written or read back."""
+
+
 class StreamCorrupt(CdcError, Terminal):
     """The change stream in Kafka is not what the contract says it is."""

@@ -9,7 +9,8 @@ the store's writer thread and read back by a reader thread per iteration,
 each behind a bounded queue (count AND bytes); an exception in either thread
 is handed to the caller on its next call, never swallowed.
 
-Items are opaque picklable objects with a ``key`` (Oracle: the ROW_ID) so
+Items are values of the spill format (cdc.spill_codec: row tuples of scalars; sequences come back
+as tuples) with a ``key`` (Oracle: the ROW_ID) so
 that ``undo(key)`` can remove the latest earlier item with that key (a
 partial rollback) wherever that item is: in memory (removed at once) or on
 disk (resolved by a pre-pass over the chunks when the buffer is iterated).
@@ -36,27 +37,30 @@ being iterated (its commit) is never spilled under it. Bytes are the
 sizes the caller passes to ``append`` (the Oracle dispatcher: the
 SQL_REDO's length + 120), not Python's object sizes.
 
-Files are removed on ``discard()`` (commit done or rollback); leftovers of
-an earlier process are removed when the store is created.
+DATA AT REST: the files live in a private directory (cdc.spill_dir: 0700, owner and mode checked
+when the store is created, refused otherwise), are created exclusively with mode 0600 under
+unpredictable names, hold one checked frame each (cdc.spill_codec: msgpack, a digest per chunk, no
+code runs when read), are removed on ``discard()`` (commit done or rollback) and at ``close()``;
+leftovers of an earlier process are swept when the store is created (logged: files and bytes).
 """
 
 from __future__ import annotations
 
-import os
-import pickle
-import shutil
+import logging
+import secrets
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
-from cdc.errors import CdcError, Terminal
+from cdc import spill_codec
+from cdc.errors import SpillError
+from cdc.spill_dir import PrivateDir
 
+__all__ = ["SpillError", "SpillPolicy", "TransactionStore", "TxBuffer"]
 
-class SpillError(CdcError, Terminal):
-    """A chunk file could not be written or read back: ``path``."""
-
+log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SpillPolicy:
@@ -134,9 +138,10 @@ class TransactionStore:
         self._writer: threading.Thread | None = None
         self._writer_error: BaseException | None = None
         self._seq = 0
-        if os.path.isdir(directory):  # leftovers of an earlier process: their transactions will be re-mined
-            shutil.rmtree(directory, ignore_errors=True)
-        os.makedirs(directory, exist_ok=True)
+        self.dir = PrivateDir(directory)
+        files, nbytes = self.dir.sweep()  # an earlier process's: their transactions will be read again
+        if files:
+            log.info("swept %d stale spill files (%d bytes) from %s", files, nbytes, directory)
 
     @property
     def memory_bytes(self) -> int:
@@ -155,7 +160,8 @@ class TransactionStore:
             self._writes.put(_STOP, 0)
             self._writer.join(timeout=10)
             self._writer = None
-        shutil.rmtree(self.directory, ignore_errors=True)
+        self.dir.sweep()
+        self.dir.close()
 
     # -- internals -------------------------------------------------------------------------------------
 
@@ -181,15 +187,14 @@ class TransactionStore:
                 while buf._mem:  # in chunks of chunk_rows: each one waits for room in the writer queue
                     buf._flush(self.policy.chunk_rows if len(buf._mem) > self.policy.chunk_rows else None)
 
-    def _submit(self, buf: TxBuffer, path: str, chunk: list, nbytes: int) -> None:
-        self.check()
+    def _submit(self, buf: TxBuffer, name: str, chunk: list, nbytes: int) -> None:
         if self._writer is None:
             self._writer = threading.Thread(target=self._write_loop, name="spill-writer", daemon=True)
             self._writer.start()
         with self._lock:
             self._queued += nbytes
             self._held -= nbytes
-        self._writes.put((buf, path, chunk, nbytes), nbytes)
+        self._writes.put((buf, name, chunk, nbytes), nbytes)
         self._report()
 
     def _write_loop(self) -> None:
@@ -197,16 +202,20 @@ class TransactionStore:
             job = self._writes.get()
             if job is _STOP:
                 return
-            buf, path, chunk, nbytes = job
+            buf, name, chunk, nbytes = job
             try:
                 if not buf.discarded:
-                    with open(path, "wb") as fh:
-                        pickle.dump(chunk, fh, protocol=5)
+                    try:
+                        frame = spill_codec.encode(chunk)
+                    except TypeError as exc:
+                        raise SpillError(f"cannot spill transaction {buf.txid}: {exc}", txid=buf.txid) from None
+                    self.dir.create(name, frame)
                     self._account(queued=-nbytes, spilled=nbytes)
                 else:
                     self._account(queued=-nbytes)
             except BaseException as exc:  # noqa: BLE001 -- handed to the producer on its next call
-                self._writer_error = SpillError(f"cannot write spill chunk {path}: {exc}", path=path)
+                self._writer_error = exc if isinstance(exc, SpillError) else SpillError(
+                    f"cannot write spill file {self.dir.where(name)}: {exc!r}", path=self.dir.where(name))
                 self._account(queued=-nbytes)
             finally:
                 buf._chunk_done()
@@ -221,11 +230,11 @@ class TxBuffer:
 
     def __init__(self, store: TransactionStore, txid: str, seq: int) -> None:
         self.store, self.txid, self.seq = store, txid, seq
-        self._prefix = os.path.join(store.directory, f"tx{seq:08d}")
+        self._prefix = f"tx{seq:08d}"
         self._mem: list[list] = []          # [index, key, item, nbytes]; item None = undone
         self._mem_bytes = 0                 # bytes of _mem (also counted in store._held)
         self._count = 0                     # items appended (undone ones included)
-        self._chunks: list[tuple[str, int]] = []  # (path, bytes) in order
+        self._chunks: list[tuple[str, int]] = []  # (file name, bytes) in order
         self._pending_undo: list[tuple[Any, int]] = []  # (key, items appended before the undo)
         self._in_flight = 0
         self._cv: threading.Condition | None = None  # created on the first spill: most buffers never spill
@@ -264,18 +273,19 @@ class TxBuffer:
         self._pending_undo.append((key, self._count))
 
     def _flush(self, n: int | None = None) -> None:
+        self.store.check()  # before anything moves: a failed writer stops the producer here
         part = self._mem if n is None else self._mem[:n]
         self._mem = [] if n is None else self._mem[n:]
         chunk = [(e[0], e[1], e[2]) for e in part if e[2] is not None]
         nbytes = sum(e[3] for e in part)
         self._mem_bytes -= nbytes  # the chunk stays counted in store.memory_bytes until written
-        path = f"{self._prefix}.{len(self._chunks):06d}.chunk"
-        self._chunks.append((path, nbytes))
+        name = f"{self._prefix}.{len(self._chunks):06d}.{secrets.token_hex(8)}.chunk"  # unpredictable
+        self._chunks.append((name, nbytes))
         if self._cv is None:
             self._cv = threading.Condition()
         with self._cv:
             self._in_flight += 1
-        self.store._submit(self, path, chunk, nbytes)
+        self.store._submit(self, name, chunk, nbytes)
 
     def _chunk_done(self) -> None:
         with self._cv:
@@ -283,24 +293,32 @@ class TxBuffer:
             self._cv.notify_all()
 
     def _wait_written(self) -> None:
+        """Until the writer is done with this buffer's chunks; raises its error if it failed."""
         with self._cv:
             while self._in_flight:
                 self._cv.wait(timeout=1.0)
         self.store.check()
 
-    def _read_chunk(self, path: str) -> list:
+    def _read_chunk(self, number: int) -> tuple:
+        """Chunk ``number`` as written, or SpillError naming file, chunk and offset: never other rows."""
+        name = self._chunks[number][0]
+        where = self.store.dir.where(name)
         try:
-            with open(path, "rb") as fh:
-                return pickle.load(fh)
-        except (OSError, pickle.UnpicklingError, EOFError) as exc:
-            raise SpillError(f"cannot read spill chunk {path}: {exc}", path=path) from None
+            return spill_codec.decode(self.store.dir.read(name))
+        except OSError as exc:
+            raise SpillError(f"cannot read spill chunk {number} of transaction {self.txid} from {where}: "
+                             f"{exc.strerror}", path=where, chunk=number) from None
+        except spill_codec.ChunkCorrupt as exc:
+            raise SpillError(f"spill chunk {number} of transaction {self.txid} in {where} is corrupt: {exc}; "
+                             f"the source stops before this transaction's END, a restart reads it again from the source",
+                             path=where, chunk=number, offset=exc.offset) from None
 
     def _resolve_pending(self) -> set[int]:
         """Pre-pass: the indices removed by undos whose target had already left memory."""
         keys = {k for k, _ in self._pending_undo}
         where: dict[Any, list[int]] = {k: [] for k in keys}
-        for path, _ in self._chunks:
-            for index, key, _item in self._read_chunk(path):
+        for number in range(len(self._chunks)):
+            for index, key, _item in self._read_chunk(number):
                 if key in where:
                     where[key].append(index)
         for e in self._mem:
@@ -326,8 +344,8 @@ class TxBuffer:
 
             def read_all() -> None:
                 try:
-                    for path, nbytes in self._chunks:
-                        q.put(self._read_chunk(path), nbytes)
+                    for number, (_name, nbytes) in enumerate(self._chunks):
+                        q.put(self._read_chunk(number), nbytes)
                     q.put(_STOP, 0)
                 except BaseException as exc:  # noqa: BLE001 -- handed to the consumer
                     q.put(exc, 0)
@@ -353,13 +371,12 @@ class TxBuffer:
     def discard(self) -> None:
         """Forget the transaction: memory released, chunk files removed (commit done or rollback)."""
         if self._chunks:
-            self._wait_written()
+            with self._cv:  # the writer's error (if any) was handed to the producer: cleaning up goes on
+                while self._in_flight:
+                    self._cv.wait(timeout=1.0)
         self.discarded = True
-        for path, _ in self._chunks:
-            try:
-                os.remove(path)
-            except FileNotFoundError:
-                pass
+        for name, _ in self._chunks:
+            self.store.dir.remove(name)
         spilled = sum(n for _, n in self._chunks)
         store = self.store
         store._open.pop(self.seq, None)

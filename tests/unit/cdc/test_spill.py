@@ -29,12 +29,16 @@ def test_spills_in_chunks_and_cleans_up(tmp_path):
     store.close()
 
 
-def test_leftovers_of_an_earlier_process_are_removed(tmp_path):
+def test_leftovers_of_an_earlier_process_are_removed(tmp_path, caplog):
     d = tmp_path / "s"
-    d.mkdir()
+    d.mkdir(mode=0o700)
     (d / "tx00000001.000000.chunk").write_bytes(b"old")
-    TransactionStore(str(d)).close()
-    assert not d.exists() or os.listdir(d) == []
+    (d / "tx00000001.000001.chunk").write_bytes(b"older")
+    with caplog.at_level("INFO", logger="cdc.spill"):
+        store = TransactionStore(str(d))
+    assert os.listdir(d) == []
+    assert f"swept 2 stale spill files (8 bytes) from {d}" in caplog.text
+    store.close()
 
 
 @settings(max_examples=60, deadline=None)
