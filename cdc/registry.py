@@ -2,6 +2,7 @@
 
 - ``READERS``: source ``kind`` -> the reader class (``cls(config, context)``, cdc.contract.Source);
 - ``SOURCE_CONFIGS``: the pydantic config model of each kind (cdc.config builds its union from it);
+- ``CHECKS``: what `cdc check` runs for each source kind and for targets;
 - ``COMMANDS``: the `cdc` sub-commands and the module that implements each.
 
 Everything else in ``cdc/`` depends on neither ``readers`` nor ``streaming``; only this module and
@@ -30,10 +31,17 @@ SOURCE_CONFIGS: dict[str, type] = {
     "shadow": ShadowSourceConfig,
 }
 
+CHECKS: dict[str, str] = {  # `cdc check` (cdc/checks.py): source kind (or "target") -> checks(config, key)
+    "mysql": "readers.mysql.check:checks",
+    "oracle": "readers.oracle.check:checks",
+    "shadow": "readers.shadow.reader:checks",
+    "target": "streaming.apply.target_check:checks",
+}
+
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("cdc.runtime.run_cmd", "run the capture daemon (readers + publisher)"),
     "apply": ("streaming.apply.apply_cmd", "run the Spark apply job into the targets"),
-    "check": ("readers.mysql.check", "validate source settings (binlog format, GTIDs, ...)"),
+    "check": ("cdc.checks", "check sources (settings, table patterns), Kafka (topic settings) and targets (writes)"),
     "gtid": ("readers.mysql.locate", "GTID tools: `cdc gtid locate`"),
     "oracle": ("readers.oracle.tools", "Oracle tools: `cdc oracle parse`"),
     "compare": ("cdc.compare.compare_cmd", "prove a target equals its source (MD5 merge)"),
@@ -51,3 +59,9 @@ def open_source(config: Any, context: Any):
     """The reader of ``config.kind``, constructed (not started)."""
     module, _, cls = READERS[config.kind].partition(":")
     return getattr(importlib.import_module(module), cls)(config, context)
+
+
+def checker(kind: str):
+    """The ``checks(config, key) -> list[cdc.checks.Check]`` function of a source kind or of "target"."""
+    module, _, fn = CHECKS[kind].partition(":")
+    return getattr(importlib.import_module(module), fn)

@@ -1,15 +1,13 @@
-"""`cdc check --config FILE [--source NAME]`: refuse sources whose settings make capture unsafe.
+"""Source settings that make capture unsafe: refused by the reader at start, reported by `cdc check`.
 
-Oracle sources get the supplemental-logging check of readers/oracle/check.py.
-
-For every host of every MySQL/MariaDB source it checks: binary log on,
-binlog_format=ROW, binlog_row_image=FULL, binlog_row_metadata=FULL, GTIDs
+:func:`checks` is this kind's part of `cdc check` (cdc/checks.py): the settings below on every
+host, and that each ``tables`` pattern matches at least one table. On every host it checks: binary
+log on, binlog_format=ROW, binlog_row_image=FULL, binlog_row_metadata=FULL, GTIDs
 (MySQL gtid_mode=ON + enforce_gtid_consistency=ON; MariaDB: gtid_strict_mode
 ON), log_slave_updates on every failover candidate (sources with several
 hosts), and the user's privileges (REPLICATION SLAVE, REPLICATION CLIENT /
 BINLOG MONITOR, SELECT). Each problem names the host, the setting, what it
-is and the statement that fixes it. Exit status 1 when anything is wrong,
-2 on a bad config file, 0 when every source is fine.
+is and the statement that fixes it.
 
 The reader runs the same check on every host it may stream from: at start on
 the host it chose and on every other configured host (:func:`refuse_unsafe_hosts`;
@@ -23,10 +21,9 @@ StatementFormatDml in readers/mysql/reader.py).
 
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import dataclass
 
+from cdc.checks import Check, pattern_checks
 from cdc.errors import CdcError
 from cdc.tls import MySqlTls
 from readers.mysql.connection import open_connection
@@ -98,14 +95,36 @@ def check_host(address: str, user: str, password: str, candidate: bool, timeout_
     return out
 
 
-def check_source(config, candidates_need_log_slave_updates: bool = True) -> list[Problem]:
-    password = config.password.get_secret_value()
+def checks(config, key: str) -> list[Check]:
+    """`cdc check` (cdc/checks.py) of one source: the settings of every host, then each ``tables`` pattern
+    against the tables of the first host that answers (``key``: where the source is in the config file)."""
+    name, password = f"source {config.name}", config.password.get_secret_value()
     several = len(config.hosts) > 1
-    problems: list[Problem] = []
+    out: list[Check] = []
+    tables: list[str] | None = None
     for host in config.hosts:
-        problems += check_host(host, config.user, password, several and candidates_need_log_slave_updates,
-                               config.connect_timeout_s, config.tls)
-    return problems
+        problems = check_host(host, config.user, password, several, config.connect_timeout_s, config.tls)
+        out += [Check(f"{name}: host {host}", False, f"{p.setting} is {p.found}", p.fix) for p in problems]
+        if not problems:
+            out.append(Check(f"{name}: host {host}", True, "log settings and privileges"))
+        if tables is None and not any(p.setting == "connection" for p in problems):
+            tables = [f"{db}.{t}" for db, t in _base_tables(host, config)]
+            out += pattern_checks(name, config.tables, tables, host, f"{key}.tables")
+    if tables is None:
+        out.append(Check(f"{name}: tables", False, "not checked: no host answered", "see the connection failures"))
+    return out
+
+
+def _base_tables(host: str, config) -> list[tuple[str, str]]:
+    conn = open_connection(host, config.user, config.password.get_secret_value(), config.connect_timeout_s,
+                           tls=config.tls)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
+                        "AND table_schema NOT IN ('mysql', 'sys', 'performance_schema', 'information_schema')")
+            return list(cur.fetchall())
+    finally:
+        conn.close()
 
 
 def refuse_unsafe(address: str, config, candidate: bool | None = None) -> None:
@@ -137,34 +156,3 @@ def refuse_unsafe_hosts(config, chosen: str) -> list[str]:
                               + "\n  ".join(map(str, problems)), source=config.name,
                               host=problems[0].host, problems=[str(p) for p in problems])
     return unreachable
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="the service YAML file")
-    parser.add_argument("--source", help="check only this source (default: every MySQL and Oracle source)")
-
-
-def main(args: argparse.Namespace) -> int:
-    from cdc.config import load_config
-
-    cfg = load_config(args.config)
-    sources = [cfg.source(args.source)] if args.source else [s for s in cfg.sources if s.kind in ("mysql", "oracle")]
-    bad = 0
-    for src in sources:
-        if src.kind == "oracle":  # supplemental logging (readers/oracle/check.py)
-            from readers.oracle.check import check_source as oracle_problems
-            problems: list = oracle_problems(src)
-        elif src.kind != "mysql":
-            print(f"source {src.name}: kind {src.kind} has no log settings to check")
-            continue
-        else:
-            problems = check_source(src)
-        if problems:
-            bad += 1
-            print(f"source {src.name}: REFUSED ({len(problems)} problem(s))")
-            for p in problems:
-                print(f"  {p}")
-        else:
-            print(f"source {src.name}: ok ({', '.join(getattr(src, 'hosts', None) or [src.dsn])})")
-    sys.stdout.flush()
-    return 1 if bad else 0

@@ -50,21 +50,32 @@ def supplemental_problems(query: Any, patterns: list[str]) -> list[str]:
     return problems
 
 
-def check_source(config: Any) -> list[str]:
-    """``cdc check`` for a ``kind: oracle`` source: the problems on its standby (connection included)."""
+def checks(config: Any, key: str) -> list[Any]:
+    """`cdc check` (cdc/checks.py) of a ``kind: oracle`` source, on its standby: supplemental logging, then each
+    ``tables`` pattern against ``ALL_TABLES`` of its schema (``key``: where the source is in the config file)."""
+    from cdc.checks import Check, pattern_checks
     from cdc.errors import CdcError
     from readers.oracle.session import Standby
 
+    name = f"source {config.name}"
     try:
         standby = Standby(config)
     except CdcError as exc:
-        return [f"cannot connect to the standby: {exc}"]
+        return [Check(f"{name}: standby", False, f"cannot connect: {exc}", f"check {key}.standby_dsn / dsn, user "
+                                                                           "and password")]
     try:
-        return supplemental_problems(standby.query, config.tables)
+        problems = supplemental_problems(standby.query, config.tables)
+        owners = sorted({p.upper().partition(".")[0] for p in config.tables})
+        tables = [f"{o}.{t}" for owner in owners for o, t in standby.query(TABLES_SQL, {"owner": owner})]
     except CdcError as exc:
-        return [f"cannot read the supplemental logging settings: {exc}"]
+        return [Check(f"{name}: standby", False, f"cannot read the catalog: {exc}", "grant SELECT_CATALOG_ROLE")]
     finally:
         standby.close()
+    out = [Check(f"{name}: supplemental logging", False, p.partition("; fix on the primary: ")[0],
+                 "on the primary: " + p.partition("; fix on the primary: ")[2]) for p in problems]
+    if not problems:
+        out.append(Check(f"{name}: supplemental logging", True, "minimal + ALL COLUMNS on every captured table"))
+    return out + pattern_checks(name, [p.upper() for p in config.tables], tables, "the standby", f"{key}.tables")
 
 
 def refuse_unlogged(query: Any, source: str, patterns: list[str]) -> None:

@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from cdc import table_glob
 from cdc.compare.endpoints import from_dsn
 from cdc.compare.fingerprint import quote
 from cdc.compare.merge import DIFFERENT, EXTRA, MISSING, merge
@@ -63,7 +64,7 @@ class ShadowSource:
         """Connect, create/reconcile the shadow copy with the stream's checkpoint."""
         self.src_conn, self.shadow_conn = self.ep.connect(), self.ep.connect()
         self.shapes: list[TableShape] = []
-        for t in self.config.tables:
+        for t in captured_tables(self.ep, self.src_conn, self.config.tables):
             shape = describe(self.ep.dialect, self.src_conn, *split_name(t, self.ep.default_schema))
             if not shape.primary_key:
                 raise TableWithoutKey(f"shadow source {self.name}: table {t} has no primary key; the shadow method "
@@ -212,3 +213,34 @@ class ShadowSource:
         finally:
             if cur is not self.src_conn:
                 cur.close()
+
+
+def _base_tables(ep: Any, conn: Any) -> list[str]:
+    rows = ep.query(conn, "SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'")
+    return [f"{s}.{t}" for s, t in rows]
+
+
+def captured_tables(ep: Any, conn: Any, patterns: list[str]) -> list[str]:
+    """``tables`` patterns (cdc.table_glob, as every source) -> the tables they name: a literal name as given
+    (a missing table fails in describe(), naming it), a glob the existing base tables it matches."""
+    literal = [p for p in patterns if table_glob.is_literal(p)]
+    globs = [p for p in patterns if not table_glob.is_literal(p)]
+    return sorted(set(literal) | set(table_glob.select(_base_tables(ep, conn), globs) if globs else set()))
+
+
+def checks(config: ShadowSourceConfig, key: str) -> list[Any]:
+    """`cdc check` (cdc/checks.py) of a shadow source: the database answers and each pattern matches a table."""
+    from cdc.checks import Check, pattern_checks
+
+    ep = ShadowSource(config, None).ep  # the endpoint the source reads (nothing is opened yet)
+    name = f"source {config.name}"
+    try:
+        conn = ep.connect()
+    except Exception as exc:  # noqa: BLE001 - any driver's connection error is the finding
+        return [Check(f"{name}: database", False, f"cannot connect: {exc}", f"check {key}.dsn and the login")]
+    try:
+        tables = _base_tables(ep, conn)
+    finally:
+        conn.close()
+    return [Check(f"{name}: database", True, "reachable")] + pattern_checks(name, config.tables, tables, "the database",
+                                                                          f"{key}.tables")

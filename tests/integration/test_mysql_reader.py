@@ -130,9 +130,12 @@ def test_reconnect_after_restart_then_purged_and_unsafe_settings_are_refused(mar
     cfg = tmp_path / "cdc.yaml"
     cfg.write_text(f"sources: [{{name: s, kind: mysql, hosts: ['{primary.address}'], user: cdc, password: cdc,"
                    f" tables: [test.*]}}]\nkafka: {{bootstrap_servers: '127.0.0.1:1'}}\n")
-    import argparse
+    from cdc.checks import run_checks
+    from cdc.config import load_config
 
-    assert check.main(argparse.Namespace(config=str(cfg), source=None)) == 1
+    found = {c.detail.split(" is ")[0]: c for c in run_checks(load_config(cfg)) if not c.ok}
+    assert {"binlog_format", "binlog_row_metadata"} <= set(found)
+    assert found["binlog_format"].check == f"source s: host {primary.address}"
 
 
 def test_connection_killed_inside_a_transaction_continues_without_duplicates(mariadb_primary, tmp_mysql_db):

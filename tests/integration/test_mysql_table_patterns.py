@@ -31,3 +31,25 @@ def test_glob_pattern_captures_the_same_tables_in_snapshot_and_binlog(mariadb_pr
     rows = [(ch.table.table, ch.op, ch.after["id"]) for _, chs in transactions(events) for ch in chs]
     assert rows == [("order_items", "r", 1), ("order_items", "c", 2)]
     assert all(ev.table.db == db for ev in events if isinstance(ev, Change))
+
+
+def test_shadow_source_expands_the_same_glob(mariadb_primary, tmp_mysql_db):
+    from cdc.contract import SourceContext
+    from cdc.metrics import SourceMetrics
+    from readers.shadow.config import ShadowSourceConfig
+    from readers.shadow.reader import ShadowSource
+
+    db, q = tmp_mysql_db, mariadb_primary.query
+    for t in ("order_items", "orders_archive"):
+        q(f"CREATE TABLE `{db}`.`{t}` (id INT PRIMARY KEY)")
+        q(f"INSERT INTO `{db}`.`{t}` VALUES (1)")
+    cfg = ShadowSourceConfig(name="sh", dsn=f"mysql://cdc:cdc@{mariadb_primary.address}/{db}",
+                             tables=[f"{db}.order_*"], shadow_schema=f"{db}_shadow"[:60])
+    src = ShadowSource(cfg, SourceContext(metrics=SourceMetrics("sh")))
+    src.start(None)
+    try:
+        rows = [(ev.table.table, ev.op) for ev in src.run_cycle() if isinstance(ev, Change)]
+    finally:
+        src.close()
+        q(f"DROP DATABASE IF EXISTS `{db}_shadow`")
+    assert rows == [("order_items", "r")]

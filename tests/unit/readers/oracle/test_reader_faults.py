@@ -144,7 +144,7 @@ def test_cdc_check_names_the_missing_supplemental_logging(tmp_path, capsys):
 
     import yaml
 
-    from readers.mysql import check
+    from cdc.checks import main
 
     cfg = tmp_path / "cdc.yaml"
     cfg.write_text(yaml.safe_dump({"kafka": {"bootstrap_servers": "127.0.0.1:1"}, "sources": [
@@ -152,7 +152,8 @@ def test_cdc_check_names_the_missing_supplemental_logging(tmp_path, capsys):
          "tables": ["APP.*"], "dictionary_path": str(tmp_path)},
         {"name": "good", "kind": "oracle", "dsn": "simulator:seed=26,transactions=3", "tables": ["APP.*"],
          "dictionary_path": str(tmp_path)}]}))
-    assert check.main(argparse.Namespace(config=str(cfg), source=None)) == 1
+    assert main(argparse.Namespace(config=str(cfg), source=None, json=False)) == 1
     out = capsys.readouterr().out
-    assert "source bad: REFUSED (2 problem(s))" in out and "source good: ok" in out
-    assert 'ALTER TABLE "APP"."T2" ADD SUPPLEMENTAL LOG DATA (ALL) COLUMNS;' in out
+    assert out.count("FAIL  source bad: supplemental logging") == 2
+    assert "ok    source good: supplemental logging" in out and "ok    source good: tables APP.*: matches" in out
+    assert 'fix: on the primary: ALTER TABLE "APP"."T2" ADD SUPPLEMENTAL LOG DATA (ALL) COLUMNS;' in out
