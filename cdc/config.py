@@ -166,13 +166,13 @@ class TargetConfig(BaseModel):
     warehouse: str | None = Field(default=None, description="iceberg: where table files go")
     namespace: str = "cdc"
     catalog: dict[str, Any] = Field(default_factory=dict, description="iceberg: other pyiceberg catalog settings")
-    tls: Annotated[Union[Annotated[MySqlTls, Tag("mysql")], Annotated[OracleTls, Tag("oracle")]],
+    tls: Annotated[Annotated[MySqlTls, Tag("mysql")] | Annotated[OracleTls, Tag("oracle")],
                    Discriminator(tls_kind)] | None = Field(
         default=None, description="mysql: {ca, cert, key, verify_identity}; oracle: wallet settings (cdc/tls.py); "
                                   "postgres: libpq's sslmode/sslrootcert/sslcert/sslkey in the dsn instead")
 
     @model_validator(mode="after")
-    def _tls_fits_kind(self) -> "TargetConfig":
+    def _tls_fits_kind(self) -> TargetConfig:
         if self.tls is not None and tls_kind(self.tls) != self.kind:
             raise ValueError(f"tls: a {self.kind} target takes {_TLS_TAKES.get(self.kind, 'no tls block')}")
         return self

@@ -49,7 +49,7 @@ class MySqlTls(BaseModel):
         return _existing(path, f"tls.{info.field_name} file")
 
     @model_validator(mode="after")
-    def _consistent(self) -> "MySqlTls":
+    def _consistent(self) -> MySqlTls:
         if self.key and not self.cert:
             raise ValueError("tls.key is set but tls.cert is not: a client key needs its certificate")
         if self.verify_identity and not self.ca:

@@ -22,7 +22,7 @@ def test_tls_source_to_tls_targets_row_for_row(tmp_path, tls_mariadb, tls_mysql_
                                  "snapshot": "initial"},
                  target_options={"pg": {"dsn": verify_full_dsn(tls_postgres, c.ca)}, "my": {"tls": client_tls}},
                  mysql_login=f"{X509_USER}:{TLS_PASSWORD}")
-    conn = lambda: tls_mariadb.connect(tls_mysql_db)  # noqa: E731
+    conn = lambda: tls_mariadb.connect(tls_mysql_db)
     before = run_workload(conn, tls_mysql_db, transactions=40, threads=2, seed=3)  # snapshotted at start
     p.start()
     try:

@@ -153,3 +153,17 @@ def test_gtid_locate_connects_with_the_ssl_flags(tls_mariadb, tls_certs, capsys,
                               password_file=None, ssl_ca=str(c.ca), ssl_cert=None, ssl_key=str(c.client_key))
     assert locate_main(args) == 2
     assert "tls.key is set but tls.cert is not" in capsys.readouterr().out
+
+
+def test_verify_identity_refuses_a_host_name_the_certificate_does_not_hold(tls_mariadb, tls_certs):
+    # "127.1" reaches 127.0.0.1 (inet_aton form) but is not a name in the certificate (IP:127.0.0.1, localhost)
+    other_name = f"127.1:{tls_mariadb.port}"
+    with pytest.raises(TlsFailed) as err:
+        open_connection(other_name, SSL_USER, TLS_PASSWORD, tls=MySqlTls(ca=str(tls_certs.ca)))
+    assert other_name in str(err.value) and "does not name the host connected to" in str(err.value)
+    unchecked = MySqlTls(ca=str(tls_certs.ca), verify_identity=False)
+    conn = open_connection(other_name, SSL_USER, TLS_PASSWORD, tls=unchecked)
+    try:
+        assert _cipher(conn).startswith("TLS_")  # the chain is still verified against the CA
+    finally:
+        conn.close()

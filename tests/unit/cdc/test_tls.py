@@ -87,15 +87,11 @@ def test_oracle_settings_become_connect_keywords_with_the_wallet_password_unwrap
         OracleTls(wallet_location="/no/wallet")
 
 
-def _failed_connect(cause: BaseException) -> pymysql.err.OperationalError:
-    """The shape PyMySQL gives a failed handshake: 2003 raised while handling the ssl error."""
-    try:
-        try:
-            raise cause
-        except BaseException as inner:
-            raise pymysql.err.OperationalError(2003, f"Can't connect to MySQL server on 'h' ({inner})")
-    except pymysql.err.OperationalError as outer:
-        return outer
+def _failed_connect(cause: Exception) -> pymysql.err.OperationalError:
+    """The shape PyMySQL gives a failed handshake: 2003, raised while handling the ssl error."""
+    exc = pymysql.err.OperationalError(2003, f"Can't connect to MySQL server on 'h' ({cause})")
+    exc.__context__ = cause
+    return exc
 
 
 def test_mysql_tls_failures_get_their_fix(pem):
