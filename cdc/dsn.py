@@ -1,4 +1,6 @@
-"""The one MySQL / MariaDB DSN parser: ``mysql://user:password@host:port/db``.
+"""DSNs: the one MySQL / MariaDB DSN parser, and the one place that finds a password in a DSN.
+
+``mysql://user:password@host:port/db`` is parsed by ``parse_mysql_dsn``.
 
 Used wherever a DSN names a MySQL database (compare endpoints, the shadow
 source, the MySQL target, maintained views outside the apply job), so every
@@ -7,10 +9,18 @@ password, no database. User and password may be percent-encoded
 (``p%40ss`` for ``p@ss``); ``mariadb://`` is the same. A DSN that is not a
 MySQL URL, or whose port is not a number, is a ConfigError naming where the
 DSN came from (the password is masked in the message).
+
+A password written into a DSN is found in the three forms our targets
+accept: a URL (``scheme://user:password@host/...`` or ``?password=``, percent-encoded),
+libpq keywords (``host=h password='p w'``) and Oracle's
+``user/password@address``. ``split_password`` takes it out (the config
+keeps it as a SecretStr, the DSN without it); ``mask`` shows a DSN with
+``***`` in its place, for messages and logs.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -53,6 +63,18 @@ def is_mysql_dsn(dsn: str | None) -> bool:
     return bool(dsn) and dsn.split("://", 1)[0].lower() in SCHEMES and "://" in dsn
 
 
+def database_kind(dsn: str) -> str | None:
+    """``mysql``, ``postgres`` (a URL or libpq ``host=...`` keywords), ``duckdb`` (``duckdb://``, a
+    ``.duckdb``/``.db`` path, ``:memory:``), or None when the DSN does not say."""
+    if is_mysql_dsn(dsn):
+        return "mysql"
+    if dsn.startswith(("postgresql://", "postgres://")) or "host=" in dsn:
+        return "postgres"
+    if dsn.startswith("duckdb://") or dsn.endswith((".duckdb", ".db")) or dsn == ":memory:":
+        return "duckdb"
+    return None
+
+
 def parse_mysql_dsn(dsn: str | None, where: str = "dsn") -> MySqlDsn:
     """``dsn`` parsed; ``where`` names its origin for errors (e.g. ``targets[2].dsn``, ``--source``)."""
     if not is_mysql_dsn(dsn):
@@ -67,11 +89,45 @@ def parse_mysql_dsn(dsn: str | None, where: str = "dsn") -> MySqlDsn:
                     password=unquote(u.password or ""), database=unquote(u.path.lstrip("/")) or None)
 
 
+_URL_PASSWORD = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^:@/?#]*):(?P<pw>[^@/?#]*)@")
+_QUERY_PASSWORD = re.compile(r"(?P<head>[?&]password=)(?P<pw>[^&#]*)")
+_KEYWORD_PASSWORD = re.compile(r"(?P<head>(?:^|\s)password\s*=\s*)(?P<pw>'(?:[^'\\]|\\.)*'|[^\s']\S*)")
+_ORACLE_PASSWORD = re.compile(r"^(?P<head>[^/@\s=:]+)/(?P<pw>[^@\s]*)@")
+
+
+def _password_match(dsn: str) -> re.Match[str] | None:
+    if "://" in dsn:
+        return _URL_PASSWORD.search(dsn) or _QUERY_PASSWORD.search(dsn)
+    return (_KEYWORD_PASSWORD if "=" in dsn else _ORACLE_PASSWORD).search(dsn)
+
+
+def split_password(dsn: str) -> tuple[str, str | None]:
+    """``(dsn without its password, the password)``; ``(dsn, None)`` when it holds none.
+
+    The URL form keeps ``user@``, the keyword form loses the ``password=`` item, Oracle's
+    ``user/password@address`` becomes ``user@address``. The password comes back decoded
+    (percent-encoding, libpq quoting), as the driver would have read it.
+    """
+    m = _password_match(dsn)
+    if m is None:
+        return dsn, None
+    pw = m["pw"]
+    if m.re is _KEYWORD_PASSWORD:
+        if pw.startswith("'"):
+            pw = re.sub(r"\\(.)", r"\1", pw[1:-1])
+        return (dsn[:m.start()] + dsn[m.end():]).strip(), pw
+    if m.re is _QUERY_PASSWORD:
+        rest = dsn[m.end():]
+        head = dsn[:m.start()] + (m["head"][0] if rest.startswith("&") else "")
+        return head + rest[1:] if rest.startswith("&") else head + rest, unquote(pw)
+    if m.re is _URL_PASSWORD:
+        pw = unquote(pw)
+    return m["head"] + dsn[m.end() - 1:], pw
+
+
 def mask(dsn: str | None) -> str | None:
     """``dsn`` with its password replaced by ``***`` (for messages and logs)."""
-    if not dsn or "://" not in dsn or "@" not in dsn:
+    m = _password_match(dsn) if dsn else None
+    if m is None:
         return dsn
-    scheme, rest = dsn.split("://", 1)
-    creds, at, tail = rest.rpartition("@")
-    user, colon, _ = creds.partition(":")
-    return f"{scheme}://{user}{':***' if colon else ''}{at}{tail}"
+    return dsn[:m.start("pw")] + "***" + dsn[m.end("pw"):]

@@ -17,11 +17,11 @@ chunks of ``chunk`` rows, so a table of any size costs bounded memory.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cdc.compare.errors import CompareError
-from cdc.dsn import is_mysql_dsn, mysql_connect_args, parse_mysql_dsn
+from cdc.dsn import database_kind, mask, mysql_connect_args, parse_mysql_dsn
 from cdc.sql_dialects import SqlDialect, sql_dialect
 from cdc.tls import MySqlTls
 
@@ -30,7 +30,7 @@ from cdc.tls import MySqlTls
 class Endpoint:
     name: str
     dialect: str  # mysql | postgres | duckdb | oracle
-    params: dict[str, Any]
+    params: dict[str, Any] = field(repr=False)  # connect() keywords: may hold a password
     default_schema: str | None = None
 
     def connect(self):
@@ -44,7 +44,8 @@ class Endpoint:
             return conn
         if self.dialect == "postgres":
             import psycopg
-            conn = psycopg.connect(self.params["dsn"], autocommit=True)
+            login = {k: v for k, v in self.params.items() if k != "dsn"}  # user, password: conninfo keywords
+            conn = psycopg.connect(self.params["dsn"], autocommit=True, **login)
             conn.execute("SET TIME ZONE 'UTC'")
             conn.execute("SET DateStyle = 'ISO, YMD'")
             return conn
@@ -102,19 +103,19 @@ class Endpoint:
         return sql_dialect(self.dialect)
 
 
-def from_dsn(name: str, dsn: str, tls: MySqlTls | None = None) -> Endpoint:
-    """An Endpoint for a DSN (see module docstring); ``tls``: a MySQL target's. Raises CompareError if unknown."""
-    if is_mysql_dsn(dsn):
+def from_dsn(name: str, dsn: str, tls: MySqlTls | None = None, **login: Any) -> Endpoint:
+    """An Endpoint for a DSN (see module docstring); ``tls``: a MySQL target's; ``login``: ``user``/
+    ``password`` over the DSN's (a config's ``login_kwargs()``). Raises CompareError if unknown."""
+    kind = database_kind(dsn)
+    if kind == "mysql":
         parsed = parse_mysql_dsn(dsn, f"endpoint {name}")
-        return Endpoint(name, "mysql", parsed.connect_args(tls), parsed.database)
-    if dsn.startswith(("postgresql://", "postgres://")) or "host=" in dsn:
-        schema = "public"
-        return Endpoint(name, "postgres", {"dsn": dsn}, schema)
-    if dsn.startswith("duckdb://"):
-        return Endpoint(name, "duckdb", {"path": dsn[len("duckdb://"):] or ":memory:"}, "main")
-    if dsn.endswith((".duckdb", ".db")) or dsn == ":memory:":
-        return Endpoint(name, "duckdb", {"path": dsn}, "main")
-    raise CompareError(f"endpoint {name}: cannot tell the database kind of DSN {dsn!r} "
+        return Endpoint(name, "mysql", {**parsed.connect_args(tls), **login}, parsed.database)
+    if kind == "postgres":
+        return Endpoint(name, "postgres", {"dsn": dsn, **login}, "public")
+    if kind == "duckdb":
+        path = dsn[len("duckdb://"):] or ":memory:" if dsn.startswith("duckdb://") else dsn
+        return Endpoint(name, "duckdb", {"path": path}, "main")
+    raise CompareError(f"endpoint {name}: cannot tell the database kind of DSN {mask(dsn)!r} "
                        "(use mysql://, postgresql:// or duckdb:///path)", endpoint=name)
 
 
@@ -128,7 +129,7 @@ def from_config(config, name: str) -> Endpoint:
                                                                      src.password.get_secret_value(), tls=src.tls),
                                                 "connect_timeout": int(src.connect_timeout_s)})
             if src.kind == "shadow":
-                return from_dsn(name, src.dsn, src.tls)
+                return from_dsn(name, src.dsn, src.tls, **src.login_kwargs())
             raise CompareError(f"source {name}: compare against a {src.kind} source is not supported here "
                                "(Oracle cannot run where this is built)", source=name)
     for tgt in config.targets:
@@ -136,9 +137,9 @@ def from_config(config, name: str) -> Endpoint:
             if tgt.kind == "duckdb":
                 return Endpoint(name, "duckdb", {"path": tgt.path or tgt.dsn}, tgt.schema_ or "main")
             if tgt.kind == "postgres":
-                return Endpoint(name, "postgres", {"dsn": tgt.dsn}, tgt.schema_ or "public")
+                return Endpoint(name, "postgres", {"dsn": tgt.dsn, **tgt.login_kwargs()}, tgt.schema_ or "public")
             if tgt.kind == "mysql":
-                ep = from_dsn(name, tgt.dsn or "", tgt.tls)
+                ep = from_dsn(name, tgt.dsn or "", tgt.tls, **tgt.login_kwargs())
                 ep.default_schema = tgt.schema_ or ep.default_schema
                 return ep
             raise CompareError(f"target {name}: compare with a {tgt.kind} target is not supported",

@@ -7,8 +7,11 @@ it). The data directory lives in a fresh directory under /tmp unless
 ``postgres`` could not reach into them.
 
 After ``start()``: listens on 127.0.0.1 only (plus a socket in the data
-directory), trust authentication, ``fsync=off``; a superuser role ``cdc`` and
-a database ``cdc`` exist. ``dsn`` is ``postgresql://cdc@127.0.0.1:PORT/cdc``.
+directory), ``fsync=off``; a superuser role ``cdc`` with password ``cdc`` and a
+database ``cdc`` exist. ``dsn`` is ``postgresql://cdc:cdc@127.0.0.1:PORT/cdc``.
+Authentication is by password over TCP (as a production server's, so a wrong
+password fails here too), except for the ``postgres`` superuser our own
+bootstrap uses (trust).
 """
 
 from __future__ import annotations
@@ -24,6 +27,14 @@ from typing import Any
 
 from cdc.dev import procs
 from cdc.dev.ports import HOST, free_port, wait_until
+
+
+PASSWORD = "cdc"
+HBA = f"""# written by cdc.dev.postgres at every start
+local all all trust
+host all postgres {HOST}/32 trust
+host all all {HOST}/32 scram-sha-256
+"""
 
 
 def _pg_bin(name: str) -> str:
@@ -53,7 +64,7 @@ class Postgres:
     host = HOST
 
     def __init__(self, base_dir: Path | None = None, port: int | None = None, os_user: str | None = None,
-                 die_with_parent: bool = True, extra: dict[str, str] | None = None, hba: str | None = None) -> None:
+                 die_with_parent: bool = True, extra: dict[str, str] | None = None, hba: str = HBA) -> None:
         """``extra``: more ``-c name=value`` server settings (e.g. ``ssl=on``); ``hba``: the pg_hba.conf text."""
         self.os_user = os_user if os_user is not None else ("postgres" if os.geteuid() == 0 else None)
         if base_dir is not None and self.os_user and not _traversable(Path(base_dir).resolve().parent):
@@ -82,7 +93,7 @@ class Postgres:
 
     @property
     def dsn(self) -> str:
-        return f"postgresql://cdc@{self.host}:{self.port}/cdc"
+        return f"postgresql://cdc:{PASSWORD}@{self.host}:{self.port}/cdc"
 
     @property
     def address(self) -> str:
@@ -100,8 +111,7 @@ class Postgres:
         self._chown(self.dir)
         if not (self.datadir / "PG_VERSION").exists():
             self._initdb()
-        if self.hba is not None:
-            (self.datadir / "pg_hba.conf").write_text(self.hba)
+        (self.datadir / "pg_hba.conf").write_text(self.hba)  # also for a data directory made by an older version
         for attempt in range(3):
             argv = [_pg_bin("postgres"), "-D", str(self.datadir), "-p", str(self.port), "-c", f"listen_addresses={HOST}",
                     "-c", f"unix_socket_directories={self.datadir}", "-c", "fsync=off",
@@ -178,6 +188,7 @@ class Postgres:
         with psycopg.connect(host=HOST, port=self.port, user="postgres", dbname="postgres", autocommit=True) as c:
             if not c.execute("SELECT 1 FROM pg_roles WHERE rolname = 'cdc'").fetchone():
                 c.execute("CREATE ROLE cdc LOGIN SUPERUSER")
+            c.execute(f"ALTER ROLE cdc PASSWORD '{PASSWORD}'")
             if not c.execute("SELECT 1 FROM pg_database WHERE datname = 'cdc'").fetchone():
                 c.execute("CREATE DATABASE cdc OWNER cdc")
 

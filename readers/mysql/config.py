@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from cdc.contract import HeartbeatInterval
+from cdc.secrets import PasswordLogin
 from cdc.table_glob import check_pattern
 from cdc.tls import MySqlTls
 
 
-class MySqlSourceConfig(BaseModel):
-    """``kind: mysql``. ``hosts`` lists the primary and its failover candidates."""
+class MySqlSourceConfig(PasswordLogin):
+    """``kind: mysql``. ``hosts`` lists the primary and its failover candidates; the login's password
+    comes from ``password``, ``password_file`` or ``passwordless: true`` (cdc.secrets)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -20,7 +22,6 @@ class MySqlSourceConfig(BaseModel):
     kind: Literal["mysql"] = "mysql"
     hosts: list[str] = Field(min_length=1)
     user: str
-    password: SecretStr = SecretStr("")
     tables: list[str] = Field(min_length=1, description="db.table patterns (globs, as apply[].tables: cdc/table_glob.py)")
     server_id: int = Field(default=0, ge=0, description="replica server_id; 0 = derived from the name")
     heartbeat_interval_s: HeartbeatInterval = 1.0

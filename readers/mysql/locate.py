@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
 
+from cdc.secrets import read_secret_file
 from cdc.tls import MySqlTls
 from readers.mysql.connection import open_connection
 from readers.mysql.errors import CdcError, Divergence
@@ -99,7 +101,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--pos", required=True, type=int)
     p.add_argument("--to", dest="dst", required=True, metavar="HOST:PORT")
     p.add_argument("--user", default="cdc")
-    p.add_argument("--password", default="")
+    # never a --password: a process argument is visible to every user of the host (ps, /proc)
+    p.add_argument("--password-file", metavar="FILE",
+                   help="file holding the password (default: the MYSQL_PWD environment variable, else none)")
     for name, what in (("ca", "CA file: require TLS and verify the servers (and their host names)"),
                        ("cert", "client certificate (REQUIRE X509 accounts)"), ("key", "client certificate's key")):
         p.add_argument(f"--ssl-{name}", metavar="FILE", help=what + "; as a source's tls block")
@@ -107,13 +111,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     try:
+        password = read_secret_file(args.password_file) if args.password_file else os.environ.get("MYSQL_PWD", "")
+    except ValueError as exc:
+        print(f"cdc gtid locate: --password-file: {exc}")
+        return 2
+    try:
         tls = MySqlTls(ca=args.ssl_ca, cert=args.ssl_cert, key=args.ssl_key) \
             if args.ssl_ca or args.ssl_cert or args.ssl_key else None
     except ValueError as exc:  # a missing file, a key without its certificate
         print(f"cdc gtid locate: --ssl-*: {exc.errors()[0]['msg'] if hasattr(exc, 'errors') else exc}")
         return 2
     try:
-        result = locate(args.src, args.file, args.pos, args.dst, args.user, args.password, tls)
+        result = locate(args.src, args.file, args.pos, args.dst, args.user, password, tls)
     except Divergence as exc:
         print(f"cdc gtid locate: {exc.message}")
         return 1

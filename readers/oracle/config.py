@@ -4,31 +4,33 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from cdc.contract import HeartbeatInterval
+from cdc.secrets import PasswordLogin
 from cdc.table_glob import check_pattern, is_literal
 from cdc.tls import OracleTls
 
 
-class OracleSourceConfig(BaseModel):
+class OracleSourceConfig(PasswordLogin):
     """``kind: oracle``.
 
     ``dsn`` is the separate LogMiner instance co-located with the ADG standby
     (``host:1521/LOGMNR``); ``standby_dsn`` the standby itself (dictionary
     build, log lists). ``dsn: simulator`` or ``simulator:<workload options>``
     (e.g. ``simulator:transactions=1000,lanes=8``) selects the built-in
-    LogMiner simulator for both.
+    LogMiner simulator for both, which needs no login. The password: ``password``,
+    ``password_file``, a ``user/password@`` DSN or ``passwordless: true`` (cdc.secrets).
     """
 
     model_config = ConfigDict(extra="forbid")
+    dsn_field = "dsn"
 
     name: str = Field(pattern=r"^[A-Za-z0-9_\-]+$")
     kind: Literal["oracle"] = "oracle"
     dsn: str = Field(description="mining instance, e.g. host:1521/MINER, or 'simulator' for the built-in LogMiner simulator")
     standby_dsn: str | None = None
     user: str = ""
-    password: SecretStr = SecretStr("")
     tls: OracleTls | None = Field(default=None, description="wallet / server-DN settings for oracledb.connect "
                                   "(cdc/tls.py); TCPS is chosen by the dsn")
     tables: list[str] = Field(min_length=1, description="SCHEMA.TABLE patterns (globs in the table part, as "
@@ -59,6 +61,9 @@ class OracleSourceConfig(BaseModel):
                                    "convert.py); redo_text: the SQL_REDO text and Oracle's type names")
     conversions: dict[str, Literal["text", "int", "decimal", "float", "date", "timestamp"]] = Field(
         default_factory=dict, description="'SCHEMA.TABLE.COLUMN' (or '*.*.COLUMN') -> type; default: literal text")
+
+    def needs_login(self) -> bool:
+        return not self.dsn.startswith("simulator")
 
     @field_validator("tables")
     @classmethod

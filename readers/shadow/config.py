@@ -4,22 +4,25 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from cdc.tls import MySqlTls
+from pydantic import ConfigDict, Field
 
 from cdc.contract import HeartbeatInterval
+from cdc.dsn import database_kind
+from cdc.secrets import PasswordLogin
+from cdc.tls import MySqlTls
 
 
-class ShadowSourceConfig(BaseModel):
+class ShadowSourceConfig(PasswordLogin):
     """``kind: shadow``: periodic MD5 merge of tables against a shadow copy.
 
     ``dsn`` names the database (mysql://, postgresql://, duckdb:///path; see
-    cdc.compare.endpoints). The shadow copy (key, MD5, last row image) and
+    cdc.compare.endpoints); the password of a database login: ``password``, ``password_file``, the
+    DSN's own or ``passwordless: true`` (cdc.secrets). The shadow copy (key, MD5, last row image) and
     the undo/redo journal live in ``shadow_schema`` of the same database.
     """
 
     model_config = ConfigDict(extra="forbid")
+    dsn_field = "dsn"
 
     name: str = Field(pattern=r"^[A-Za-z0-9_\-]+$")
     kind: Literal["shadow"] = "shadow"
@@ -32,3 +35,6 @@ class ShadowSourceConfig(BaseModel):
     journal_cycles: int = Field(default=100, ge=1, description="merge cycles kept in the undo/redo journal")
     tls: MySqlTls | None = Field(default=None, description="mysql:// DSNs: TLS as a MySQL source's (cdc/tls.py); "
                                  "postgresql:// DSNs carry libpq's sslmode etc. themselves")
+
+    def needs_login(self) -> bool:
+        return database_kind(self.dsn) != "duckdb"

@@ -54,7 +54,7 @@ class ShadowSource:
         self.config, self.context = config, context
         self.name = config.name
         self.metrics = getattr(context, "metrics", None)
-        self.ep = from_dsn(config.name, config.dsn, config.tls)
+        self.ep = from_dsn(config.name, config.dsn, config.tls, **config.login_kwargs())
         self._stop = threading.Event()
         self.cycle = 0
         self.src_conn = self.shadow_conn = None

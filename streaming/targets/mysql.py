@@ -1,5 +1,6 @@
-"""MySQL / MariaDB target (PyMySQL). Config: ``{name, kind: mysql, dsn: mysql://user:pw@host:port/db}``
-and optionally ``tls: {ca, cert, key, verify_identity}`` (cdc/tls.py), as a MySQL source's.
+"""MySQL / MariaDB target (PyMySQL). Config: ``{name, kind: mysql, dsn: mysql://user@host:port/db}``
+plus the password (``password_file``, ``password``, or in the dsn: cdc.secrets), and optionally
+``tls: {ca, cert, key, verify_identity}`` (cdc/tls.py), as a MySQL source's.
 
 Upserts are multi-row ``INSERT ... ON DUPLICATE KEY UPDATE`` (PyMySQL folds
 executemany into one statement per chunk); deletes are ``DELETE ... WHERE
@@ -47,7 +48,7 @@ class MySqlTarget(Target):
 
     def _connect(self) -> Any:
         try:
-            con = pymysql.connect(**self._kw)
+            con = pymysql.connect(**{**self._kw, **self.config.login_kwargs()})
         except pymysql.MySQLError as exc:
             problem = mysql_tls_problem(exc, self.config.tls)
             raise TargetError(f"cannot connect to target {self.name!r}: {exc}" + (f" ({problem})" if problem else ""),

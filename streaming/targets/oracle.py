@@ -1,4 +1,5 @@
-"""Oracle target (python-oracledb, thin mode). Config: ``{name, kind: oracle, dsn: user/pw@host:port/service}``
+"""Oracle target (python-oracledb, thin mode). Config: ``{name, kind: oracle, dsn: user@host:port/service,
+password_file: ...}`` (or ``user``/``password`` keys; a ``user/pw@host:port/service`` DSN still works: cdc.secrets)
 and optionally ``tls:`` wallet settings (cdc/tls.py ``OracleTls``; TCPS via ``tcps://`` in the dsn).
 
 NOT RUN HERE: no Oracle server can run where this project is built and
@@ -33,16 +34,15 @@ class OracleTarget(Target):
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)
         if not config.dsn:
-            raise TargetError(f"target {config.name!r} (oracle) needs a dsn user/password@host:port/service",
+            raise TargetError(f"target {config.name!r} (oracle) needs a dsn [user@]host:port/service",
                               target=config.name)
 
     def _connect(self) -> Any:
         import oracledb
 
-        user, _, rest = self.config.dsn.partition("/")
-        password, _, address = rest.partition("@")
+        user, _, address = self.config.dsn.rpartition("@")  # the password was taken out at config load
         try:
-            return oracledb.connect(user=user, password=password, dsn=address,
+            return oracledb.connect(**{"user": user, **self.config.login_kwargs()}, dsn=address,
                                     **(self.config.tls.connect_kwargs() if self.config.tls else {}))
         except oracledb.Error as exc:
             raise TargetError(f"cannot connect to target {self.name!r}: {exc}", target=self.name) from None

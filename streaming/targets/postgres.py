@@ -3,7 +3,8 @@
 Bulk path: rows are COPYed into a temporary staging table (``LIKE`` the
 target, dropped at commit) and merged with one ``INSERT ... ON CONFLICT DO
 UPDATE`` or ``DELETE ... USING`` statement; small sets go through
-executemany. Config: ``{name, kind: postgres, dsn, schema (optional)}``.
+executemany. Config: ``{name, kind: postgres, dsn, schema (optional)}`` plus the
+password (``password_file``, ``password``, or in the dsn: cdc.secrets), passed as a conninfo keyword.
 
 Columnar path (``delete_json``/``upsert_json``, used by the engine for a
 batch's net rows): the row images arrive as JSON text; an in-process DuckDB
@@ -49,7 +50,7 @@ class PostgresTarget(Target):
 
     def _connect(self) -> Any:
         try:
-            return psycopg.connect(self.config.dsn, autocommit=False)
+            return psycopg.connect(self.config.dsn, autocommit=False, **self.config.login_kwargs())
         except psycopg.OperationalError as exc:
             problem = postgres_tls_problem(str(exc))
             raise TargetError(f"cannot connect to target {self.name!r}: {exc}" + (f" ({problem})" if problem else ""),

@@ -41,7 +41,7 @@ def open_target(cfg: Any) -> DbTarget:
     if cfg.kind == "postgres":
         import psycopg
 
-        return DbTarget(psycopg.connect(cfg.dsn), "postgres")
+        return DbTarget(psycopg.connect(cfg.dsn, **cfg.login_kwargs()), "postgres")
     if cfg.kind == "duckdb":
         import duckdb
 
@@ -50,7 +50,7 @@ def open_target(cfg: Any) -> DbTarget:
         import pymysql
 
         dsn = parse_mysql_dsn(cfg.dsn, f"target {cfg.name} dsn")
-        conn = pymysql.connect(**dsn.connect_args(cfg.tls), autocommit=False)
+        conn = pymysql.connect(**{**dsn.connect_args(cfg.tls), **cfg.login_kwargs()}, autocommit=False)
         return DbTarget(conn, "mysql")
     raise ViewError(f"maintained views are not supported on target {cfg.name!r} of kind {cfg.kind!r}",
                     target=cfg.name, kind=cfg.kind)

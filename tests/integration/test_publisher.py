@@ -177,7 +177,7 @@ def test_cdc_tail_prints_decoded_records(broker, topic_prefix, tmp_path):
     pub.flush()
     pub.close()
     cfg = tmp_path / "cdc.yaml"
-    cfg.write_text(f"sources: [{{name: src, kind: mysql, hosts: ['127.0.0.1:1'], user: u, tables: ['d.*']}}]\n"
+    cfg.write_text(f"sources: [{{name: src, kind: mysql, hosts: ['127.0.0.1:1'], user: u, passwordless: true, tables: ['d.*']}}]\n"
                    f"kafka: {{bootstrap_servers: '{broker.bootstrap}', topic_prefix: '{topic_prefix}'}}\n")
     out = subprocess.run([sys.executable, "-m", "cdc.cli", "tail", "--config", str(cfg), "--source", "src",
                           "--from-beginning", "--max", "4"], capture_output=True, text=True, timeout=60, cwd=ROOT,

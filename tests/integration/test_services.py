@@ -108,7 +108,7 @@ def test_postgres_role_and_database(postgres):
         user, db, superuser = conn.execute(
             "SELECT current_user, current_database(), rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
     assert (user, db, superuser) == ("cdc", "cdc", True)
-    assert postgres.dsn == f"postgresql://cdc@127.0.0.1:{postgres.port}/cdc"
+    assert postgres.dsn == f"postgresql://cdc:cdc@127.0.0.1:{postgres.port}/cdc"
 
 
 def test_a_skipped_test_fails_the_run(tmp_path):

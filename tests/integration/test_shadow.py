@@ -64,7 +64,7 @@ def db(request, tmp_path):
 
 def source(db, name="sh") -> ShadowSource:
     cfg = ShadowSourceConfig(name=name, dsn=db.dsn, tables=[db.table], interval_s=0.1,
-                             shadow_schema=db.shadow_schema)
+                             shadow_schema=db.shadow_schema, passwordless=db.kind == "mariadb")  # fixture root
     return ShadowSource(cfg, SourceContext(metrics=SourceMetrics(name)))
 
 

@@ -27,7 +27,7 @@ def test_crash_between_shadow_update_and_stream_write(mariadb_primary, tmp_mysql
     mariadb_primary.query(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(10))")
     mariadb_primary.query(f"INSERT INTO {db}.t VALUES (1, 'a'), (2, 'b'), (3, NULL)")
     cfg = ShadowSourceConfig(name="sh", dsn=f"mysql://root@127.0.0.1:{mariadb_primary.port}/{db}",
-                             tables=[f"{db}.t"], shadow_schema=f"{db}_shadow")
+                             tables=[f"{db}.t"], shadow_schema=f"{db}_shadow", passwordless=True)
 
     def run(publish: bool) -> None:
         pub = publisher(broker, topic_prefix)

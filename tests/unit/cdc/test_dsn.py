@@ -23,7 +23,7 @@ def test_defaults_are_the_same_for_every_user_of_a_dsn():
     assert d.connect_args() == {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
     # compare endpoints and the MySQL target read the DSN the same way
     assert from_dsn("e", "mysql://h:1/db").params == {**parse_mysql_dsn("mysql://h:1/db").connect_args()}
-    target = MySqlTarget(TargetConfig(name="t", kind="mysql", dsn="mysql://h:1/db"))
+    target = MySqlTarget(TargetConfig(name="t", kind="mysql", dsn="mysql://h:1/db", passwordless=True))
     assert (target._kw["user"], target._kw["database"], target.schema) == ("root", "db", "db")
 
 

@@ -10,7 +10,7 @@ import re
 import pytest
 import yaml
 
-from cdc.config import Config, load_config
+from cdc.config import load_config
 from cdc.metrics import ApplyMetrics, SourceMetrics, process_registry
 from tests.fixtures.prometheus import (
     ALERTS_YML,
@@ -170,7 +170,8 @@ def test_compose_has_the_services_and_valid_cdc_config():
     for setting in ("binlog_format = ROW", "binlog_row_image = FULL", "binlog_row_metadata = FULL",
                     "log_slave_updates = ON"):
         assert setting in cnf
-    config = load_config(DEPLOY / "cdc.yaml", env={})
+    config = load_config(DEPLOY / "cdc.yaml", env=services["cdc-daemon"]["environment"])
+    assert load_config(DEPLOY / "cdc.yaml", env=services["cdc-apply"]["environment"]).targets[0].login_kwargs()
     assert config.metrics.host == "0.0.0.0"
     grace = int(services["cdc-daemon"]["stop_grace_period"].rstrip("s"))
     assert grace >= config.drain_timeout_s + 10
@@ -189,7 +190,7 @@ def test_dockerfile_is_multistage_nonroot_with_java_and_cdc_entrypoint():
     assert re.search(r'^ENTRYPOINT \["tini", "--", "cdc"\]', text, re.MULTILINE)
 
 
-def test_kubernetes_manifests():
+def test_kubernetes_manifests(tmp_path):
     k8s = DEPLOY / "kubernetes"
     docs = {}
     kust = yaml.safe_load((k8s / "kustomization.yaml").read_text())
@@ -204,9 +205,12 @@ def test_kubernetes_manifests():
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert pod["securityContext"]["runAsNonRoot"] is True
-    cfg = yaml.safe_load(docs["ConfigMap"]["data"]["cdc.yaml"])
-    assert pod["terminationGracePeriodSeconds"] >= Config.model_validate(cfg).drain_timeout_s + 10
+    secret = docs["Secret"]["stringData"]  # the config as the pod reads it: with its environment
+    env = {e["name"]: secret[e["valueFrom"]["secretKeyRef"]["key"]] if "valueFrom" in e else e["value"]
+           for e in container["env"]}
+    (tmp_path / "cdc.yaml").write_text(docs["ConfigMap"]["data"]["cdc.yaml"])
+    config = load_config(tmp_path / "cdc.yaml", env=env)
+    assert pod["terminationGracePeriodSeconds"] >= config.drain_timeout_s + 10
     assert docs["Service"]["spec"]["ports"][0]["port"] == container["ports"][0]["containerPort"]
-    Config.model_validate(cfg)
     assert "CDC_SOURCES__0__PASSWORD" in {e["name"] for e in container["env"]}
     assert "password" not in docs["ConfigMap"]["data"]["cdc.yaml"]

@@ -48,8 +48,8 @@ def test_library_prefilter_is_coarse_never_narrower():
 
 def test_config_refuses_a_pattern_without_a_database_part():
     with pytest.raises(ValueError, match="not of the form db.table"):
-        MySqlSourceConfig(name="s", hosts=["h:1"], user="u", tables=["orders"])
-    assert MySqlSourceConfig(name="s", hosts=["h:1"], user="u", tables=["shop.order_*"]).tables == ["shop.order_*"]
+        MySqlSourceConfig(name="s", hosts=["h:1"], user="u", password="p", tables=["orders"])
+    assert MySqlSourceConfig(name="s", hosts=["h:1"], user="u", password="p", tables=["shop.order_*"]).tables == ["shop.order_*"]
     with pytest.raises(ValueError, match="schema part must be a schema name"):
         OracleSourceConfig(name="o", dsn="simulator", tables=["AP*.T0"])
     assert OracleSourceConfig(name="o", dsn="simulator", tables=["APP.T*"]).tables == ["APP.T*"]
