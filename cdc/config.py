@@ -6,14 +6,21 @@ items by index. Examples::
     CDC_KAFKA__BOOTSTRAP_SERVERS=127.0.0.1:9092
     CDC_SOURCES__0__PASSWORD=secret
 
-The value is parsed as a YAML scalar/flow value (``[a, b]`` gives a list).
-Validation errors name the key, the file and, for overridden keys, the
-environment variable.
+The value of a string field (``str``, ``SecretStr``, a ``Literal`` of strings)
+is taken verbatim: a password ``123456``, ``#s3cret`` or ``*Xk9!pq`` is that
+text. Only where the field expects a structured value (a list, mapping,
+number, boolean, model) is it parsed as a YAML flow value (``[a, b]`` gives a
+list, ``5`` a number); a field that takes either (``str | list[str]``) keeps
+the parsed value only when it is a list or mapping. Validation errors name
+the key, the file and, for overridden keys, the environment variable; they
+never show the value of a secret (``***``) nor a DSN's password.
 """
 
 from __future__ import annotations
 
 import os
+import types
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Union
 
@@ -31,9 +38,11 @@ from pydantic import (
     model_validator,
 )
 
+from cdc.dsn import mask
 from cdc.errors import ConfigError
 from cdc.kafka_settings import KafkaConnection, parse_block
 from cdc.registry import SOURCE_CONFIGS
+from cdc.secrets import PasswordLogin
 from cdc.spill_dir import default_spill_dir
 from cdc.tls import MySqlTls, OracleTls, tls_kind
 
@@ -151,12 +160,17 @@ class KafkaConfig(BaseModel):
         return self
 
 
-class TargetConfig(BaseModel):
+class TargetConfig(PasswordLogin):
+    """One target. Database targets (postgres, mysql, oracle) log in: ``user`` (else the DSN's) and
+    a password from ``password``, ``password_file`` or the DSN (cdc.secrets), else ``passwordless``."""
+
     model_config = ConfigDict(extra="forbid")
+    dsn_field = "dsn"
 
     name: str
     kind: Literal["postgres", "mysql", "duckdb", "oracle", "parquet", "delta", "iceberg"]
     dsn: str | None = None
+    user: str | None = Field(default=None, description="login user (default: the DSN's)")
     path: str | None = None
     schema_: str | None = Field(default=None, alias="schema")
     dead_letter_table: str | None = None
@@ -170,6 +184,13 @@ class TargetConfig(BaseModel):
                    Discriminator(tls_kind)] | None = Field(
         default=None, description="mysql: {ca, cert, key, verify_identity}; oracle: wallet settings (cdc/tls.py); "
                                   "postgres: libpq's sslmode/sslrootcert/sslcert/sslkey in the dsn instead")
+
+    def needs_login(self) -> bool:
+        return self.kind in ("postgres", "mysql", "oracle")
+
+    def login_kwargs(self) -> dict[str, Any]:
+        """``user`` (when set) and the unwrapped password, as driver keywords, for connect() only."""
+        return {**({"user": self.user} if self.user else {}), **super().login_kwargs()}
 
     @model_validator(mode="after")
     def _tls_fits_kind(self) -> TargetConfig:
@@ -306,7 +327,7 @@ def parse_config(raw: dict[str, Any], origin: str = "<dict>", overridden: dict[s
         for err in exc.errors():
             key = _dotted(err["loc"])
             where = f"env {overridden[key]}" if key in overridden else origin
-            value = f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else ""
+            value = f" (got {_shown(err)})" if err.get("input") is not None and not isinstance(err["input"], dict) else ""
             problems.append(f"key '{key}' in {where}: {err['msg']}{value}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems), file=origin,
                           key=_dotted(exc.errors()[0]["loc"])) from None
@@ -364,6 +385,80 @@ def _apply_env(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
                 node = node.setdefault(key, {})
             loc.append(key)
         leaf: Any = int(path[-1]) if path[-1].isdigit() else path[-1]
-        node[leaf] = yaml.safe_load(env[name]) if env[name] != "" else ""
-        overridden[_dotted(tuple(loc + [leaf]))] = name
+        key = _dotted(tuple(loc + [leaf]))
+        node[leaf] = _env_value(env[name], _field_types(loc + [leaf]), name, key)
+        overridden[key] = name
     return overridden
+
+
+def _env_value(text: str, alternatives: list[Any] | None, name: str, key: str) -> Any:
+    """The value an environment variable gives a field whose type ``alternatives`` lists (module
+    docstring: verbatim for text, YAML for structured values). The value is never echoed."""
+    takes_text = alternatives is None or any(_is_text(t) for t in alternatives)
+    if takes_text and alternatives and all(_is_text(t) for t in alternatives):
+        return text
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        if takes_text:
+            return text
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"env {name}: the value of key '{key}' is not a valid YAML value{where}",
+                          key=key, env=name) from None
+    return parsed if not takes_text or isinstance(parsed, (list, dict)) else text
+
+
+def _is_text(tp: Any) -> bool:
+    if typing.get_origin(tp) is Literal:
+        return all(isinstance(a, str) for a in typing.get_args(tp))
+    return isinstance(tp, type) and issubclass(tp, (str, SecretStr, os.PathLike))
+
+
+def _members(tp: Any) -> list[Any]:
+    """The alternatives of a type annotation: Annotated unwrapped, unions flattened, None dropped."""
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        return _members(typing.get_args(tp)[0])
+    if origin in (Union, types.UnionType):
+        return [m for arg in typing.get_args(tp) for m in _members(arg)]
+    return [] if tp is type(None) else [tp]
+
+
+def _field_types(path: list[Any]) -> list[Any] | None:
+    """The type alternatives of the field at ``path`` (keys and list indexes from ``Config`` down),
+    found by walking the models; None where any value is possible (``Any``, a path off the models).
+
+    A union of models (the ``sources`` kinds, a target's ``tls``) contributes the field from every
+    member that has it; a path item naming no field of such a union is a discriminator tag of a
+    validation error's location and is passed over.
+    """
+    current: list[Any] = [Config]
+    for part in path:
+        found: list[Any] = []
+        for tp in current:
+            origin = typing.get_origin(tp)
+            if isinstance(tp, type) and issubclass(tp, BaseModel):
+                field = next((f for n, f in tp.model_fields.items() if part in (n, f.alias)), None)
+                found += _members(field.annotation) if field is not None else []
+            elif origin is list and isinstance(part, int):
+                found += _members(typing.get_args(tp)[0])
+            elif origin is dict and isinstance(part, str):
+                found += _members(typing.get_args(tp)[1])
+        if not found:
+            if isinstance(part, str) and all(isinstance(t, type) and issubclass(t, BaseModel) for t in current):
+                continue
+            return None
+        if any(t is Any for t in found):
+            return None
+        current = found
+    return current
+
+
+def _shown(err: Mapping[str, Any]) -> str:
+    """The rejected value as a config error shows it: ``***`` for a secret, a DSN masked."""
+    alternatives = _field_types(list(err["loc"])) or []
+    if any(isinstance(t, type) and issubclass(t, SecretStr) for t in alternatives):
+        return "***"
+    value = err["input"]
+    return repr(mask(value) if isinstance(value, str) else value)
