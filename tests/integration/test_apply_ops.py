@@ -156,3 +156,41 @@ def test_readyz_says_which_batch_failed_without_row_values(spark, broker, postgr
         reason = doc["reasons"]["src->pg"]
         assert code == 503 and "BadRecord" in reason and "shop.orders" in reason and "sequence" in reason, doc
         assert SECRET not in body.decode(), body
+
+
+@pytest.mark.slow
+def test_cdc_apply_runs_under_spark_submit_with_the_shipped_log4j2(broker, postgres, topic_prefix, tmp_path):
+    """The README's cluster recipe, on a local master: spark-submit starts the driver JVM, `cdc apply`
+    takes spark-submit's master and the log4j2 file given by -D options."""
+    import pyspark
+
+    from streaming.apply.spark_logs import java_options
+
+    topic = f"{topic_prefix}.src.changes"
+    broker.create_topic(topic)
+    produce(broker.bootstrap, topic, _stream(5).encoded())
+    schema = _schema(postgres, topic_prefix)
+    raw = _apply_config(broker, postgres, topic_prefix, tmp_path, schema)
+    raw["logging"] = {"level": "INFO", "json": False}
+    cfg = tmp_path / "apply.yaml"
+    cfg.write_text(yaml.safe_dump(raw))
+    # the README's launcher (spark-submit runs a file; cdc/cli.py itself would put cdc/ first on sys.path)
+    launcher = tmp_path / "cdc_apply.py"
+    launcher.write_text("import sys\nfrom cdc.cli import main\nsys.exit(main())\n")
+    submit = str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
+    log = tmp_path / "submit.log"
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_LOCAL_IP=HOST, CDC_PROGRESS="off", PYTHONUNBUFFERED="1")
+    proc = spawn([submit, "--master", "local[2]", "--conf", f"spark.driver.extraJavaOptions={java_options('INFO')}",
+                  "--conf", "spark.ui.enabled=false", str(launcher), "apply", "--config", str(cfg),
+                  "--until-idle", "5", "--metrics-port", "0"], log, env=env)
+    try:
+        code = proc.wait(timeout=300)
+    finally:
+        terminate(proc)
+    text = log.read_text(errors="replace")
+    assert code == 0, text[-3000:]
+    with postgres.connect() as c:
+        assert c.execute(f'SELECT count(*) FROM "{schema}".orders').fetchone()[0] == 5
+    assert "Using Spark's default log4j profile" not in text and "Setting default log level" not in text, text[:2000]
+    assert "streaming.apply.job" in text  # the Python side logs as configured
