@@ -111,7 +111,7 @@ def test_an_idle_stream_commits_at_most_once_per_freshness_interval(spark, broke
 
     # control: without the interval every heartbeat is a target commit, and the counter sees them
     control_idle = 8.0
-    writes0, applied0, produced0 = _idle_run(spark, broker, postgres, topic_prefix + "-c", tmp_path,
+    writes0, _, _ = _idle_run(spark, broker, postgres, topic_prefix + "-c", tmp_path,
                                              "idle0_" + topic_prefix[-8:], 0.0, control_idle)
     assert writes0 >= 5, f"control: only {writes0} commits for {control_idle:.0f} heartbeats"
     print(orjson.dumps({"idle_s": idle, "freshness_s": freshness, "target_commits": writes,

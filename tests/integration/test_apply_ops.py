@@ -72,7 +72,9 @@ def test_cdc_apply_writes_only_json_lines_and_serves_its_probes(broker, postgres
                   "--until-idle", "6"], log, env=dict(os.environ, CDC_PROGRESS="off", PYTHONUNBUFFERED="1"))
     base = f"http://{HOST}:{port}"
     try:
-        died = lambda: f"cdc apply exited {proc.returncode}: {log.read_text()[-3000:]}" if proc.poll() is not None else None  # noqa: E731
+        def died() -> str | None:
+            return None if proc.poll() is None else f"cdc apply exited {proc.returncode}: {log.read_text()[-3000:]}"
+
         wait_until(lambda: http_get(base + "/healthz")[0] == 200, 60, "apply /healthz", interval=0.2, alive=died)
         first_ready = http_get(base + "/readyz")
         wait_until(lambda: http_get(base + "/readyz")[0] == 200, 180, "apply /readyz", interval=0.3, alive=died)

@@ -30,7 +30,7 @@ def _named(docs: list[dict], kind: str, name: str) -> dict:
 
 def _served_paths() -> dict[str, int]:
     """Status of each probe path on a real HealthServer wired as `cdc apply` wires it (ready, alive)."""
-    server = HealthServer(CollectorRegistry(), lambda: {}, "127.0.0.1", 0, alive=lambda: {}).start()
+    server = HealthServer(CollectorRegistry(), dict, "127.0.0.1", 0, alive=dict).start()
     try:
         out = {}
         for path in ("/metrics", "/healthz", "/readyz", "/nothing"):
