@@ -6,6 +6,7 @@
 #   openjdk-17       java for Spark (pyspark)
 #   prometheus       prometheus + promtool (rules tests, deploy/)
 #   python3-venv     `python3 -m venv` for the project's .venv
+#   openssl          the command line that makes the TLS tests' certificates (tests/fixtures/tls.py)
 # Safe to re-run: does nothing when everything is present.
 set -euo pipefail
 need=()
@@ -16,6 +17,7 @@ getent passwd postgres >/dev/null 2>&1 || need+=(postgresql)
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 py=python3; [ -x /usr/bin/python3 ] && py=/usr/bin/python3  # the Makefile builds .venv on this one
 "$py" -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
