@@ -367,7 +367,7 @@ def _mixed(args, bootstrap: str, admin, dsn: str, spark, work: Path) -> dict[str
     from confluent_kafka import Producer
 
     from cdc.config import parse_config
-    from cdc.publish.producer import DEFAULTS
+    from cdc.publish.producer import producer_config
     from streaming.apply import job
     from streaming.testing import produce
 
@@ -408,7 +408,7 @@ def _mixed(args, bootstrap: str, admin, dsn: str, spark, work: Path) -> dict[str
         _say(f"mixed: loading {args.mixed_keys} keys")
         wait_for(load_last, c)
         _say(f"mixed: {rows} changes to existing keys, applied while produced")
-        p = Producer({"bootstrap.servers": bootstrap, **DEFAULTS})
+        p = Producer(producer_config(bootstrap))
         t0 = time.monotonic()
         for k, v in encoded[split:]:
             while True:
@@ -483,6 +483,7 @@ def _latency(args, bootstrap: str, admin, dsn: str, spark, work: Path, schemas) 
     from confluent_kafka import Producer
 
     from cdc.config import parse_config
+    from cdc.kafka_settings import KafkaConnection
     from streaming.apply import job
     from streaming.testing import StreamBuilder
 
@@ -501,7 +502,7 @@ def _latency(args, bootstrap: str, admin, dsn: str, spark, work: Path, schemas) 
     th = threading.Thread(target=job.run, args=(cfg,), kwargs={"spark": spark, "stop_event": stop,
                                                                "streams_out": streams}, daemon=True)
     th.start()
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "log_level": 3})
+    p = Producer(KafkaConnection.of(bootstrap).settings("producer", {"linger.ms": 2}))
     b = StreamBuilder(source="bench")
     b.schemas = dict(schemas)
     b.schema("bench.t", COLS, ["id"])

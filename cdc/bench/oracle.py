@@ -91,8 +91,10 @@ def _read_topic(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes]]:
     """Every record of ``topic`` partition 0, in order (the pipeline's own output, for the baseline)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:6]}",
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    from cdc.kafka_settings import KafkaConnection
+
+    c = Consumer(KafkaConnection.of(bootstrap).settings("consumer", {
+        "group.id": f"bench-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False, "auto.offset.reset": "earliest"}))
     try:
         low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
         c.assign([TopicPartition(topic, 0, low)])

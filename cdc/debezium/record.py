@@ -183,7 +183,8 @@ class DebeziumRecords:
                     "user_name": None, "redo_sql": None, "row_id": None}
         file, pos = src.get("file"), src.get("pos")
         return {**head, "table": change.table.table, "server_id": src.get("server_id") or 0, "gtid": src.get("gtid"),
-                "file": file or "", "pos": pos or 0, "row": self._event_row(file, pos, src.get("row")),
+                "file": file or "", "pos": pos or 0,
+                "row": 0 if change.op == "r" else self._event_row(file, pos, src.get("row")),
                 "thread": src.get("thread"), "query": None}
 
     def _event_row(self, file: Any, pos: Any, row: Any) -> int:

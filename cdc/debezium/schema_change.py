@@ -90,12 +90,15 @@ def value_schema(connector: str) -> dict[str, Any]:
                        {"type": "array", "items": CHANGE_SCHEMA, "optional": False, "field": "tableChanges"}]}
 
 
-def change_type(ddl: str | None, schema: TableSchema | None) -> str:
-    """CREATE, ALTER or DROP. A definition without DDL text (first sight of a table) is a CREATE."""
+def change_type(ddl: str | None, schema: TableSchema | None, known: bool) -> str:
+    """CREATE, ALTER or DROP, from the DDL's first word. A definition without DDL text (the publisher saw the
+    table's rows change shape) is a CREATE the first time, an ALTER when a definition was published before."""
     if schema is None:
         return "DROP"
     head = (ddl or "").lstrip().split(None, 1)[:1]
-    return "CREATE" if not head or head[0].upper() == "CREATE" else "ALTER"
+    if not head:
+        return "ALTER" if known else "CREATE"
+    return "CREATE" if head[0].upper() == "CREATE" else "ALTER"
 
 
 def column(col: Any, position: int) -> dict[str, Any]:
@@ -125,9 +128,9 @@ def column(col: Any, position: int) -> dict[str, Any]:
             "comment": None, "defaultValueExpression": None, "enumValues": enum_values}
 
 
-def table_change(table: TableId, ddl: str | None, schema: TableSchema | None) -> dict[str, Any]:
+def table_change(table: TableId, ddl: str | None, schema: TableSchema | None, known: bool) -> dict[str, Any]:
     """One ``tableChanges`` item; a dropped table carries its id and no ``table``."""
-    item: dict[str, Any] = {"type": change_type(ddl, schema), "id": f'"{table.db}"."{table.table}"', "table": None}
+    item: dict[str, Any] = {"type": change_type(ddl, schema, known), "id": f'"{table.db}"."{table.table}"', "table": None}
     if schema is not None:
         item["table"] = {"defaultCharsetName": None, "primaryKeyColumnNames": list(schema.primary_key),
                          "columns": [column(c, i) for i, c in enumerate(schema.columns, 1)], "comment": None}
@@ -146,8 +149,10 @@ def source_block(connector: str, source_name: str, table: TableId | None, ts_ms:
 
 
 def schema_change(topic: str, connector: str, source_name: str, table: TableId | None, ddl: str | None,
-                  schema: TableSchema | None, ts_ms: int, now_ms: int | None = None) -> ConnectRecord:
-    """The schema-change record of one DDL or table definition (``ts_ms``: its time at the source)."""
+                  schema: TableSchema | None, ts_ms: int, *, known: bool = False,
+                  now_ms: int | None = None) -> ConnectRecord:
+    """The schema-change record of one DDL or table definition (``ts_ms``: its time at the source;
+    ``known``: a definition of the table was published before, see :func:`change_type`)."""
     kind = "oracle" if connector == "oracle" else "mysql"
     if kind == "oracle":
         database, schema_name = source_name, table.db if table is not None else None
@@ -156,5 +161,5 @@ def schema_change(topic: str, connector: str, source_name: str, table: TableId |
     value = {"source": source_block(connector, source_name, table, ts_ms),
              "ts_ms": int(time.time() * 1000) if now_ms is None else now_ms,
              "databaseName": database, "schemaName": schema_name, "ddl": ddl,
-             "tableChanges": [table_change(table, ddl, schema)] if table is not None else []}
+             "tableChanges": [table_change(table, ddl, schema, known)] if table is not None else []}
     return ConnectRecord(topic, key_schema(connector), {"databaseName": database}, value_schema(connector), value)

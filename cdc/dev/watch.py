@@ -62,12 +62,13 @@ class StreamWatcher:
     def _run(self) -> None:
         from confluent_kafka import Consumer, TopicPartition
 
+        from cdc.kafka_settings import KafkaConnection
         from cdc.serde import get_serde
 
         serde = get_serde(self.encoding)
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"cdc-demo-{uuid.uuid4().hex[:8]}",
-                             "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                             "fetch.wait.max.ms": 100, "log_level": 3})
+        consumer = Consumer(KafkaConnection.of(self.bootstrap).settings("consumer", {
+            "group.id": f"cdc-demo-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100}))
         try:
             consumer.assign([TopicPartition(self.topic, 0, 0)])
             while not self._stop.is_set():

@@ -409,9 +409,10 @@ class Publisher:
 
     def _to_schema_change_topic(self, table: TableId | None, ddl: str | None, schema: TableSchema | None,
                                 ts_ms: int) -> None:
-        if self._ddl_topic is not None:
+        if self._ddl_topic is not None:  # called before self._schemas takes the new definition
+            known = table is not None and str(table) in self._schemas
             self._produce_connect(schema_change(self._ddl_topic, self.connector, self.source_name, table, ddl,
-                                                schema, ts_ms))
+                                                schema, ts_ms, known=known))
 
     def _commit(self, ev: Commit) -> None:
         tx = self._tx

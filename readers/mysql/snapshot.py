@@ -71,8 +71,9 @@ def expand_tables(conn: Any, patterns: list[str]) -> list[TableId]:
     return sorted(TableId(db, table) for db, table in rows if table_glob.matches(f"{db}.{table}", patterns))
 
 
-def open_snapshot(conn: Any, flavor: str) -> str:
-    """Start a consistent-snapshot transaction on ``conn``; return the GTID state it sees."""
+def open_snapshot(conn: Any, flavor: str) -> tuple[str, dict[str, Any]]:
+    """Start a consistent-snapshot transaction on ``conn``; return the GTID state it sees and its binlog
+    position ``{"file", "pos"}`` (snapshot rows carry it, as Debezium's do; {} when the server has none)."""
     with conn.cursor() as cur:
         cur.execute("SET SESSION time_zone = '+00:00'")
         cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -80,14 +81,17 @@ def open_snapshot(conn: Any, flavor: str) -> str:
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
             status = {k.lower(): v for k, v in cur.fetchall()}
-            cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (status["binlog_snapshot_file"],
-                                                          int(status["binlog_snapshot_position"])))
-            return cur.fetchone()[0] or ""
+            at = {"file": status["binlog_snapshot_file"], "pos": int(status["binlog_snapshot_position"])}
+            cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (at["file"], at["pos"]))
+            return cur.fetchone()[0] or "", at
         cur.execute("FLUSH TABLES WITH READ LOCK")  # MySQL: hold writes only while the snapshot opens
         try:
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             cur.execute("SELECT @@GLOBAL.gtid_executed")
-            return cur.fetchone()[0] or ""
+            gtid = cur.fetchone()[0] or ""
+            cur.execute("SHOW MASTER STATUS")
+            row = cur.fetchone()
+            return gtid, ({"file": row[0], "pos": int(row[1])} if row else {})
         finally:
             cur.execute("UNLOCK TABLES")
 
@@ -133,10 +137,12 @@ class InitialSnapshot:
         cfg = source.config
         self.conn = open_connection(source.host, cfg.user, cfg.password.get_secret_value(), cfg.connect_timeout_s,
                                     tls=cfg.tls)
-        gtid = open_snapshot(self.conn, source.flavor)
+        gtid, at = open_snapshot(self.conn, source.flavor)
         if progress is None:
-            progress = {"gtid_set": gtid, "table": None, "after": None, **({"replace": True} if replace else {})}
+            progress = {"gtid_set": gtid, "table": None, "after": None, "binlog": at,
+                        **({"replace": True} if replace else {})}
         self.progress = dict(progress)
+        self.binlog = self.progress.get("binlog") or {}  # where the FIRST read began (kept across restarts)
         self.tables = expand_tables(self.conn, cfg.tables)
         log.info("source %s: snapshot of %d tables at %s", source.name, len(self.tables), self.progress["gtid_set"])
 
@@ -200,9 +206,9 @@ class InitialSnapshot:
         txid = f"snapshot:{table}:{n}"
         yield Begin(txid, ts)
         if replace:
-            yield Change(table, "t", None, None, {"snapshot_gtid": self.gtid_set, "row": 0}, schema)
+            yield Change(table, "t", None, None, {"snapshot_gtid": self.gtid_set, "row": 0, **self.binlog}, schema)
         for i, row in enumerate(rows):
-            src = {"snapshot_gtid": self.gtid_set, "row": i}
+            src = {"snapshot_gtid": self.gtid_set, "row": i, **self.binlog}
             mark = row_mark(i, len(rows), first, last) if first or last else None
             if mark is not None:
                 src["snapshot"] = mark

@@ -26,7 +26,8 @@ from cdc.config import load_config
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="the service YAML file")
-    parser.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    parser.add_argument("--master", default=None,
+                        help="Spark master URL (default local[*]; under spark-submit, spark-submit's)")
     parser.add_argument("--until-idle", type=float, nargs="?", const=5.0, default=None, metavar="SECONDS",
                         help="exit once no new transaction arrived for this long (bare flag: 5 s)")
     parser.add_argument("--metrics-port", type=int, default=None,

@@ -42,9 +42,12 @@ from streaming.targets import make_target
 log = logging.getLogger(__name__)
 
 
-def build_session(master: str = "local[*]", app_name: str = "cdc-apply", log_level: str = "INFO",
+def build_session(master: str | None = None, app_name: str = "cdc-apply", log_level: str = "INFO",
                   json_logs: bool = False) -> Any:
-    """The driver's SparkSession; its JVM logs as ``logging:`` says (streaming.apply.spark_logs)."""
+    """The driver's SparkSession; its JVM logs as ``logging:`` says (streaming.apply.spark_logs).
+
+    ``master`` None: spark-submit's master when spark-submit started this process (it set
+    PYSPARK_GATEWAY_PORT and runs the driver JVM already), else ``local[*]``."""
     from pyspark.sql import SparkSession
 
     from streaming.apply.spark_logs import spark_settings, start_jvm
@@ -52,8 +55,10 @@ def build_session(master: str = "local[*]", app_name: str = "cdc-apply", log_lev
 
     # Python workers (executors, the streaming source runner) must use this interpreter (pyarrow, our code)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    settings = {"spark.master": master, "spark.app.name": app_name}
-    if master.startswith("local"):  # a local job listens on loopback only (not on whatever the hostname resolves to)
+    if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        master = "local[*]"
+    settings = {"spark.app.name": app_name, **({"spark.master": master} if master else {})}
+    if master and master.startswith("local"):  # a local job listens on loopback only (not on whatever the hostname resolves to)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
     settings.update(spark_settings(log_level, json_logs))
@@ -230,7 +235,7 @@ def _failure_text(exc: Any) -> str:
     return "\n".join(parts)
 
 
-def run(config: Config, master: str = "local[*]", until_idle_s: float | None = None,
+def run(config: Config, master: str | None = None, until_idle_s: float | None = None,
         stop_event: threading.Event | None = None, spark: Any = None, metrics_registry: Any = None,
         streams_out: list[ApplyStream] | None = None) -> int:
     """Run every apply stream of ``config``; return when stopped, idle or failed (raises the failure).

@@ -1,5 +1,6 @@
 """A real MariaDB initial snapshot marks its first and last rows ``snapshot: first`` / ``last``
-(cdc.snapshot_marks; Debezium's source.snapshot flag), across chunks and an empty table at the end."""
+(cdc.snapshot_marks; Debezium's source.snapshot flag), across chunks and an empty table at the end, and
+its rows carry the binlog ``file``/``pos`` of the snapshot's start."""
 
 from __future__ import annotations
 
@@ -23,7 +24,10 @@ def test_initial_snapshot_marks_its_first_and_last_rows(mariadb_primary, tmp_mys
         events = collect(src, lambda evs: isinstance(evs[-1], Heartbeat) and "snapshot" not in (evs[-1].resume or {}))
     finally:
         src.close()
-    rows = [(str(c.table).split(".")[1], c.after["id"], c.source.get("snapshot")) for c in events
-            if isinstance(c, Change) and c.op == "r"]
+    snap = [c for c in events if isinstance(c, Change) and c.op == "r"]
+    rows = [(str(c.table).split(".")[1], c.after["id"], c.source.get("snapshot")) for c in snap]
+    # every snapshot row carries the binlog position the consistent read began at, as Debezium's do
+    at = {(c.source["file"], c.source["pos"]) for c in snap}
+    assert len(at) == 1 and next(iter(at))[0] == mariadb_primary.query("SHOW MASTER STATUS")[0][0]
     assert [(t, i) for t, i, _ in rows] == [("a", i) for i in range(1, 8)] + [("b", 1), ("b", 2), ("b", 3)]
     assert [m for _, _, m in rows] == ["first"] + [None] * 8 + ["last"]  # table c is empty: b holds the last

@@ -68,7 +68,9 @@ def run_demo(where: Any = None, *, workload: str = DEMO_WORKLOAD, out: Callable[
             from cdc.config import load_config
             bootstrap = load_config(Path(where) / "cdc.yaml").kafka.bootstrap_servers
             from confluent_kafka.admin import AdminClient
-            AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=3)
+
+            from cdc.kafka_settings import KafkaConnection
+            AdminClient(KafkaConnection.of(bootstrap).settings("admin")).list_topics(timeout=3)
         except Exception:  # dev stack not up: use our own broker  # noqa: BLE001 -- any failure: use our own broker
             bootstrap = None
     broker = None

@@ -52,6 +52,8 @@ def test_create_drop_types_decimals_enums_and_oracle_names():
     assert (p["jdbcType"], p["typeName"], p["length"], p["scale"]) == (3, "DECIMAL", 10, 2)
     assert (e["jdbcType"], e["enumValues"]) == (1, ["a", "b'c"])
     assert (u["jdbcType"], u["typeName"], u["optional"]) == (-5, "BIGINT UNSIGNED", False)
+    reshaped = schema_change("cdc.s1", "mysql", "s1", table, None, schema, 1, known=True).value["tableChanges"][0]
+    assert reshaped["type"] == "ALTER"  # no DDL text, but a definition was published before
     dropped = schema_change("cdc.s1", "mysql", "s1", table, "DROP TABLE t", None, 2).value["tableChanges"][0]
     assert dropped == {"type": "DROP", "id": '"shop"."t"', "table": None}
 
