@@ -15,7 +15,7 @@ import os
 import ssl
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator, model_validator
 
 
 def _existing(path: str | None, what: str) -> str | None:
@@ -45,7 +45,7 @@ class MySqlTls(BaseModel):
 
     @field_validator("ca", "cert", "key")
     @classmethod
-    def _file_exists(cls, path: str | None, info: Any) -> str | None:
+    def _file_exists(cls, path: str | None, info: ValidationInfo) -> str | None:
         return _existing(path, f"tls.{info.field_name} file")
 
     @model_validator(mode="after")
@@ -91,7 +91,7 @@ class OracleTls(BaseModel):
 
     @field_validator("config_dir", "wallet_location")
     @classmethod
-    def _dir_exists(cls, path: str | None, info: Any) -> str | None:
+    def _dir_exists(cls, path: str | None, info: ValidationInfo) -> str | None:
         return _existing(path, f"tls.{info.field_name} directory")
 
     def connect_kwargs(self) -> dict[str, Any]:

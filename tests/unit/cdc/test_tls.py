@@ -74,6 +74,9 @@ def test_targets_take_the_block_of_their_kind(pem):
         config(pem, target={"name": "my", "kind": "mysql", "dsn": "mysql://cdc:x@h/db",
                             "tls": {"wallet_location": str(pem)}})
     assert "a mysql target takes tls: {ca, cert, key, verify_identity}" in str(mixed.value)
+    with pytest.raises(ConfigError) as missing:  # the union's tag is not part of the key named
+        config(pem, target={"name": "my", "kind": "mysql", "dsn": "mysql://cdc:x@h/db", "tls": {"ca": "/no/ca.pem"}})
+    assert "key 'targets[0].tls.ca'" in str(missing.value) and "'/no/ca.pem' does not exist" in str(missing.value)
 
 
 def test_oracle_settings_become_connect_keywords_with_the_wallet_password_unwrapped(pem):
