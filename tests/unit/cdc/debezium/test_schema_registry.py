@@ -65,3 +65,13 @@ def test_a_schema_the_registry_refuses_stops_the_source_naming_the_subject():
                        r": Schema being registered is incompatible") as info:
         ser.encode("cdc.s1.shop.t", "key", KEY, {"id": 1})
     assert isinstance(info.value, Terminal) and info.value.subject == "cdc.s1.shop.t-key"
+
+
+def test_the_secret_comes_from_the_environment_as_documented(tmp_path):
+    from cdc.config import load_config
+
+    path = tmp_path / "cdc.yaml"
+    path.write_text("kafka: {bootstrap_servers: 'b:9092', encoding: avro, avro_framing: schema_registry, "
+                    "schema_registry: {url: 'https://r:8081'}}\n")
+    config = load_config(path, {"CDC_KAFKA__SCHEMA_REGISTRY__BASIC_AUTH_USER_INFO": "cdc:from-env"})
+    assert config.kafka.schema_registry.client_settings()["basic.auth.user.info"] == "cdc:from-env"
