@@ -58,6 +58,7 @@ import orjson
 
 from cdc.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
 from cdc.errors import CdcError
+from cdc.kafka_log import RepeatLimit
 from cdc.metrics import ApplyMetrics
 from cdc.table_map import TableMap
 from streaming.apply.catalog import Catalog, TableInfo
@@ -70,6 +71,7 @@ from streaming.targets.base import Target
 from streaming.targets.progress_row import Progress
 
 log = logging.getLogger(__name__)
+log.addFilter(RepeatLimit())  # a target that keeps refusing the bulk path: one warning per kind every 30 s
 MAX_DEAD_LETTERS_PER_BATCH = 1000
 
 

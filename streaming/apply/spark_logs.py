@@ -14,7 +14,9 @@ What log4j2 does not print (the JVM's own start-up warnings, a Python
 worker's stderr, which Spark copies to the JVM's stderr as it is) is caught
 by :func:`start_jvm`: with JSON lines it starts the driver JVM with its
 stdout and stderr piped into a relay thread that passes JSON lines through
-and logs any other line through Python logging (logger ``spark.stderr``).
+and logs any other line through Python logging (logger ``spark.stderr``;
+a line repeated, digits aside, at most every 30 s with the count it stood for:
+cdc.kafka_log.RepeatLimit).
 
 JVM levels are one step quieter than the Python side's: Spark's INFO lines
 are per task and per stage, so ``logging.level: INFO`` gives WARN in the JVM,
@@ -30,8 +32,12 @@ from pathlib import Path
 from subprocess import PIPE
 from typing import IO
 
+from cdc.kafka_log import RepeatLimit
+
 CONFIG_FILE = Path(__file__).with_name("log4j2.properties")
 JVM_LEVEL = {"DEBUG": "INFO", "INFO": "WARN", "WARNING": "WARN", "ERROR": "ERROR"}
+_RELAY_LOG = logging.getLogger("spark.stderr")
+_RELAY_LOG.addFilter(RepeatLimit())
 
 
 def java_options(level: str = "INFO", json_lines: bool = False, config_file: str | Path = CONFIG_FILE) -> str:
@@ -68,7 +74,7 @@ def start_jvm(settings: dict[str, str], json_lines: bool) -> None:
 
 def _relay(pipe: IO[bytes]) -> None:
     """Copy the JVM's output to our stderr: JSON lines as they are, any other line as a log record."""
-    log = logging.getLogger("spark.stderr")
+    log = _RELAY_LOG
     for raw in iter(pipe.readline, b""):
         line = raw.decode("utf-8", "replace").rstrip("\r\n")
         if line.startswith("{") and line.endswith("}"):
