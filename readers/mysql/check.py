@@ -104,7 +104,8 @@ def checks(config, key: str) -> list[Check]:
     tables: list[str] | None = None
     for host in config.hosts:
         problems = check_host(host, config.user, password, several, config.connect_timeout_s, config.tls)
-        out += [Check(f"{name}: host {host}", False, f"{p.setting} is {p.found}", p.fix) for p in problems]
+        out += [Check(f"{name}: host {host}", False, p.found if p.setting == "connection" else f"{p.setting} is {p.found}",
+                      p.fix) for p in problems]
         if not problems:
             out.append(Check(f"{name}: host {host}", True, "log settings and privileges"))
         if tables is None and not any(p.setting == "connection" for p in problems):
