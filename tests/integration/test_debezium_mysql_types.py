@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import struct
+import uuid
 from datetime import date, datetime, timedelta
 from decimal import Context, Decimal
 from types import SimpleNamespace
@@ -83,9 +84,8 @@ def _back(field: dict, v, stream_value):
 
 @pytest.fixture(scope="module")
 def binlog_rows(mariadb_primary):
-    db = "dbz_types"
+    db = f"dbz_types_{uuid.uuid4().hex[:8]}"
     q = mariadb_primary.query
-    q(f"DROP DATABASE IF EXISTS `{db}`")
     q(f"CREATE DATABASE `{db}`")
     src = make_source([mariadb_primary.address], [f"{db}.*"])
     src.start(None)
