@@ -49,9 +49,14 @@ def test_all_pass_then_each_failure_names_its_fix(tmp_path, capsys, mariadb_prim
     mariadb_primary.query(f"CREATE TABLE `{db}`.order_items (id INT PRIMARY KEY)")
     mariadb_primary.query(f"CREATE TABLE `{db}`.orders (id INT PRIMARY KEY)")
     cfg = config(mariadb_primary, db, broker, topic_prefix, postgres, pg_schema)
+    cfg["targets"] += [{"name": "my", "kind": "mysql", "dsn": f"mysql://cdc:cdc@{mariadb_primary.address}/{db}"},
+                       {"name": "duck", "kind": "duckdb", "path": str(tmp_path / "t.duckdb")}]
 
     code, checks = run_check(tmp_path, capsys, cfg)
     assert code == 0, [c for c in checks.values() if not c["ok"]]
+    assert checks["target my: write"]["ok"] and checks["target duck: write"]["ok"]
+    assert not mariadb_primary.query(f"SHOW TABLES FROM `{db}` LIKE '\\_cdc\\_check%'")  # scratch table gone
+    cfg["targets"] = cfg["targets"][:1]
     assert checks[f"source shop: tables {db}.order_*"]["detail"] == f"matches {db}.order_items"
     assert checks[f"source shop: host {mariadb_primary.address}"]["ok"]
     assert checks[f"kafka {broker.bootstrap}"]["detail"].startswith("reachable")
