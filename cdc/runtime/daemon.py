@@ -43,7 +43,7 @@ from cdc.contract import Source, SourceContext
 from cdc.errors import ConfigError, PublishError, StreamCorrupt
 from cdc.metrics import SourceMetrics
 from cdc.publish.publisher import Publisher
-from cdc.runtime.health import HealthServer, source_readiness
+from cdc.runtime.health import HealthServer, describe, source_readiness
 from cdc.runtime.logs import THREAD_PREFIX, bind_source_state
 
 log = logging.getLogger(__name__)
@@ -163,10 +163,13 @@ class Daemon:
                               key="metrics.port") from None
 
     def readiness(self) -> dict[str, str]:
+        """{source: why it is not ready} for /readyz: classes and positions only (cdc.runtime.health);
+        the error's message, which may quote row values, is in the log line of the failure."""
         reasons = {}
         for w in self.workers:
             if w.done or w.error is not None:
-                reasons[w.spec.name] = "stopped" if w.error is None else f"failed: {w.error}"
+                reasons[w.spec.name] = "stopped" if w.error is None else \
+                    f"failed: {describe(w.error)}; stream position {_where(w)}"
                 continue
             pub = w.publisher
             why = w.waiting or (pub.broker_problem() if pub is not None else None) \
@@ -252,7 +255,8 @@ class Daemon:
         delay = min(RESTART_MAX_S, RESTART_BASE_S * 2 ** (w.restarts - 1))
         w.metrics.reconnect()  # run_source counted the error itself in cdc_source_errors_total
         # stays the /readyz reason until the next publisher has read the stream's tail
-        w.waiting = f"broker unreachable: restart {w.restarts} of the publisher (backoff {delay:g}s) after: {exc}"
+        w.waiting = (f"broker unreachable: restart {w.restarts} of the publisher (backoff {delay:g}s) after: "
+                     f"{describe(exc)}")
         log.warning("broker failure at position %s, restarting the source from the stream's tail in %gs "
                     "(restart %d): %s", pub.last_resume, delay, w.restarts, exc,
                     extra={"source": w.spec.name, "position": pub.last_resume})

@@ -15,14 +15,23 @@ A stdlib ``ThreadingHTTPServer`` in a daemon thread, bound to
   (with heartbeats off, only the connection counts).
   Before that rule the daemon (cdc.runtime.daemon) reports a broker that
   does not take records: ``"broker unreachable: N records not acknowledged
-  for S s ..."`` (Publisher.broker_problem), or ``"broker unreachable:
-  restart K of the publisher ..."`` while the source waits to restart. A
-  reason names the source (its key), the broker and positions, never row
-  values.
+  for S s ..."`` (Publisher.broker_problem), ``"broker unreachable:
+  restart K of the publisher ..."`` while the source waits to restart, and
+  ``"failed: <ErrorClass> (<where>); stream position <resume state>"`` for a
+  source that stopped on an error.
+
+WHAT A PROBE BODY MAY SHOW: names (source, table, column, topic), classes
+and positions, never row values. An error's message may quote a value (a
+key, a column value, a database's error text), and these endpoints are
+unauthenticated and scraped into monitoring systems, so an error appears
+only through :func:`describe` (its class and its :data:`SAFE_FIELDS`); the
+full error goes to the log. The bind address defaults to loopback
+(``metrics.host: 127.0.0.1``); the container image sets 0.0.0.0.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,9 +39,22 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from cdc.errors import CdcError
 from cdc.metrics import SourceMetrics
 
+log = logging.getLogger(__name__)
+
 READY_FACTOR = 5.0
+# error fields that say where and what kind, never what value: the ones a probe body may show
+SAFE_FIELDS = ("table", "column", "sequence", "offset", "partition", "topic", "target", "source", "position",
+               "gtid", "scn", "txid", "code", "bootstrap")
+
+
+def describe(exc: BaseException) -> str:
+    """``exc`` as a probe may show it: its class and its :data:`SAFE_FIELDS`, no message text."""
+    fields = exc.fields if isinstance(exc, CdcError) else {}
+    where = ", ".join(f"{k} {fields[k]}" for k in SAFE_FIELDS if fields.get(k) is not None)
+    return f"{type(exc).__name__}" + (f" ({where})" if where else "")
 
 
 def source_readiness(metrics: SourceMetrics, heartbeat_interval_s: float | None) -> str | None:
@@ -80,8 +102,9 @@ def _make_handler(server: HealthServer) -> type[BaseHTTPRequestHandler]:
                 what = "alive" if path == "/healthz" else "ready"
                 try:
                     reasons = (server.alive if path == "/healthz" else server.ready)()
-                except Exception as exc:  # noqa: BLE001 - a probe must answer, not crash
-                    reasons = {"daemon": f"{what} check failed: {exc}"}
+                except Exception as exc:  # a probe must answer, not crash
+                    log.exception("the %s check failed", what)
+                    reasons = {"daemon": f"{what} check failed: {describe(exc)}"}
                 body = orjson.dumps({what: not reasons, "reasons": reasons})
                 self._send(503 if reasons else 200, body, "application/json")
             else:

@@ -23,16 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cdc.errors import CdcError
-
-SAFE_FIELDS = ("table", "column", "sequence", "offset", "partition", "topic", "target", "source")
-
-
-def describe(exc: BaseException) -> str:
-    """``exc`` as a probe may show it: its class and its position fields, no message text."""
-    fields = exc.fields if isinstance(exc, CdcError) else {}
-    where = ", ".join(f"{k} {fields[k]}" for k in SAFE_FIELDS if fields.get(k) is not None)
-    return f"{type(exc).__name__}" + (f" ({where})" if where else "")
+from cdc.runtime.health import describe  # the daemon's rule: an error's class and position fields only
 
 
 def _name(stream: Any) -> str:

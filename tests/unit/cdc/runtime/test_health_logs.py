@@ -66,3 +66,25 @@ def _check_logs():
     setup_logging("INFO", json_lines=False, stream=buf)
     log.info("plain", extra={"source": "shop", "txid": "u:4"})
     assert "[shop tx u:4]: plain" in buf.getvalue().splitlines()[-1]
+
+
+def test_a_probe_shows_an_error_by_class_and_position_fields_never_its_message(caplog):
+    from cdc.errors import DecodeError
+    from cdc.runtime.health import describe
+
+    err = DecodeError("cannot decode 'alice@example.com' in shop.users", table="shop.users", column="email",
+                      position="bin.000003:1234", value="alice@example.com")
+    assert describe(err) == "DecodeError (table shop.users, column email, position bin.000003:1234)"
+    assert describe(ValueError("secret 42")) == "ValueError"
+
+    def ready():
+        raise err
+
+    server = HealthServer(process_registry(), ready, "127.0.0.1", 0).start()
+    try:
+        with caplog.at_level("ERROR", logger="cdc.runtime.health"):
+            code, body = http_get(f"http://127.0.0.1:{server.port}/readyz")
+    finally:
+        server.stop()
+    assert code == 503 and b"alice" not in body and b"DecodeError (table shop.users" in body
+    assert "alice@example.com" in caplog.text  # the full error goes to the log
