@@ -72,6 +72,9 @@ class _Catalogue:
         self.apply_last_sequence = Gauge("cdc_apply_last_sequence", "Last applied stream sequence", a, registry=r)
         self.apply_last_batch = Gauge("cdc_apply_last_batch_timestamp_seconds",
                                       "Wall-clock time of the last target commit (data or progress row)", a, registry=r)
+        self.apply_lag_records = Gauge("cdc_apply_lag_records",
+                                       "Records of the changes topic the planner has seen but no micro-batch holds yet",
+                                       a, registry=r)
         self.apply_dead_letters = Counter("cdc_apply_dead_letter_rows_total", "Rows sent to the dead-letter table", at, registry=r)
         self._freshness: dict[tuple[str, str], float] = {}
         r.register(_FreshnessCollector(self._freshness))
@@ -292,6 +295,10 @@ class ApplyMetrics:
         caught_up = max((t for t in (last_commit_ts_ms, heartbeat_ts_ms) if t is not None), default=None)
         if caught_up is not None:
             m._freshness[self.labels] = max(m._freshness.get(self.labels, 0.0), caught_up / 1000.0)
+
+    def records_behind(self, n: int) -> None:
+        """Records between the last planned batch's end and the stream head the planner has seen."""
+        self._m.apply_lag_records.labels(*self.labels).set(n)
 
     def rows_applied(self, table: str, op: str, n: int) -> None:
         self._m.apply_rows.labels(*self.labels, table, op).inc(n)

@@ -136,6 +136,29 @@ class ApplyStream:
             self.in_batch = False
 
 
+def records_behind(progress: dict[str, Any] | None) -> int | None:
+    """Records the planner has seen beyond the last planned batch, from a query's progress (the source's
+    ``latestOffset``, reported by cdc-stream, minus its ``endOffset``); None when the progress says nothing."""
+    sources = (progress or {}).get("sources") or []
+    if not sources:
+        return None
+    ends = []
+    for key in ("endOffset", "latestOffset"):
+        off = sources[0].get(key)
+        off = orjson.loads(off) if isinstance(off, str) else off
+        if not isinstance(off, dict) or not isinstance(off.get("next"), dict):
+            return None
+        ends.append(off["next"])
+    end, latest = ends
+    return sum(max(0, int(o) - int(end.get(p, o))) for p, o in latest.items())
+
+
+def _report_lag(s: ApplyStream) -> None:
+    behind = records_behind(s.query.lastProgress)
+    if behind is not None:
+        s.engine.metrics.records_behind(behind)
+
+
 def _idle(s: ApplyStream, until_idle_s: float) -> bool:
     if s.in_batch:
         return False  # a micro-batch is being read or applied (a big first batch can take longer than the idle time)
@@ -207,6 +230,7 @@ def _cores(spark: Any) -> int:
 TRANSIENT_SPARK = ("failed to connect back", "Connection reset", "SocketTimeoutException", "Broken pipe",
                    "java.io.EOFException")
 MAX_RESTARTS = 5
+LAG_EVERY_S = 2.0  # cdc_apply_lag_records from the queries' progress (each look is a call into the JVM)
 
 
 def _restart_or_raise(spark: Any, config: Config, s: ApplyStream) -> None:
@@ -252,6 +276,7 @@ def run(config: Config, master: str | None = None, until_idle_s: float | None = 
     for a in config.apply:
         streams.append(start_stream(spark, config, a, metrics_registry))
     stop_event = stop_event or threading.Event()
+    lag_at = 0.0
     try:
         while not stop_event.is_set():
             for s in streams:
@@ -259,6 +284,10 @@ def run(config: Config, master: str | None = None, until_idle_s: float | None = 
                     raise s.failure
                 if not s.query.isActive:
                     _restart_or_raise(spark, config, s)
+            if time.monotonic() - lag_at >= LAG_EVERY_S:
+                lag_at = time.monotonic()
+                for s in streams:
+                    _report_lag(s)
             if until_idle_s is not None and all(_idle(s, until_idle_s) for s in streams):
                 log.info("no new transaction for %.1fs: stopping", until_idle_s)
                 return 0

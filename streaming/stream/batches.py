@@ -294,6 +294,11 @@ class BoundaryScanner:
         self._backlog[partition] = i < len(bounds)  # whole transactions left beyond this batch's limit
         return bounds[i - 1] if i > 0 else bounds[0]
 
+    def seen_to(self) -> dict[int, int]:
+        """Per partition scanned: the offset after the last record the scan has seen (the stream head as far
+        as the planner knows; reported to Spark's progress as the source's latest offset)."""
+        return {p: scan.scanned_to for p, scan in self._scans.items()}
+
     def close(self) -> None:
         with contextlib.suppress(Exception):  # closing: the scan ahead's failure no longer matters
             self._settle()

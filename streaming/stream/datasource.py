@@ -168,7 +168,10 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._until = StreamOffset.of(self.topic, {p: s.true_end(p) for p in s.partitions()})
 
     def reportLatestOffset(self) -> dict | None:
-        return None
+        """The head of the topic as far as the planner scanned (``latestOffset`` in Spark's progress: the job
+        reports records not yet in a batch, cdc_apply_lag_records)."""
+        seen = self._scanner.seen_to() if self._scanner is not None else {}
+        return StreamOffset.of(self.topic, seen, self.stream_id).to_json() if seen else None
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         a, b = StreamOffset.from_json(start), StreamOffset.from_json(end)
