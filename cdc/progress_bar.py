@@ -11,9 +11,14 @@ One small API::
 
 In a terminal (the stream is a TTY) it draws a ``rich`` progress bar. Otherwise
 (CI, pipes, log files) it prints one plain line at most every ``interval_s``
-seconds, plus a final line, so logs stay readable::
+seconds, plus a final line, so logs stay readable (no carriage returns, no
+terminal escapes)::
 
-    insert rows: 120000/500000 (24.0%) 61234/s elapsed 2.0s
+    insert rows: 120000/500000 (24.0%) 61234/s elapsed 2.0s eta 6s
+
+``log=<logger>`` sends those lines through logging instead (INFO), whatever
+the stream: the daemon's long work (an initial snapshot) reports in its own
+log format (JSON with ``logging.json``) rather than drawing on a terminal.
 
 ``total=None`` means unknown: counts and rates are shown without a
 percentage. ``advance`` is cheap (no I/O unless a line is due) and
@@ -25,6 +30,7 @@ silence it.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -62,18 +68,31 @@ class Progress:
     def line(self) -> str:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         rate = self.completed / elapsed
+        eta = ""
         if self.total:
             pct = 100.0 * self.completed / self.total
             head = f"{self.completed}/{self.total} ({pct:.1f}%)"
+            if 0 < self.completed < self.total:
+                eta = f" eta {_duration((self.total - self.completed) / rate)}"
         else:
             head = f"{self.completed}"
-        return f"{self.description}: {head} {rate:.0f}/s elapsed {elapsed:.1f}s"
+        return f"{self.description}: {head} {rate:.0f}/s elapsed {elapsed:.1f}s{eta}"
 
     def _changed(self) -> None:  # overridden by the renderers
         pass
 
     def _finish(self) -> None:
         pass
+
+
+def _duration(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``2h07m``: an ETA reads at a glance."""
+    s = int(seconds + 0.5)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 class _Silent(Progress):
@@ -83,9 +102,10 @@ class _Silent(Progress):
 class _PlainLines(Progress):
     """Non-TTY renderer: a line every ``interval_s`` seconds and one at the end."""
 
-    def __init__(self, total: int | None, description: str, stream: IO[str], interval_s: float) -> None:
+    def __init__(self, total: int | None, description: str, stream: IO[str], interval_s: float,
+                 log: logging.Logger | None = None) -> None:
         super().__init__(total, description)
-        self._stream = stream
+        self._stream, self._log = stream, log
         self._interval = interval_s
         self._next = self.started + interval_s
 
@@ -96,7 +116,10 @@ class _PlainLines(Progress):
             self._emit()
 
     def _emit(self) -> None:
-        print(self.line(), file=self._stream, flush=True)
+        if self._log is not None:
+            self._log.info("%s", self.line())
+        else:
+            print(self.line(), file=self._stream, flush=True)
 
     def _finish(self) -> None:
         self._emit()
@@ -142,7 +165,7 @@ def _mode(stream: IO[str]) -> str:
 
 @contextmanager
 def progress(total: int | None, description: str, *, stream: IO[str] | None = None,
-             interval_s: float = 5.0) -> Iterator[Progress]:
+             interval_s: float = 5.0, log: logging.Logger | None = None) -> Iterator[Progress]:
     """Report progress of a long operation; see the module docstring.
 
     The final state is always written (bar completed, or a last plain line),
@@ -153,10 +176,10 @@ def progress(total: int | None, description: str, *, stream: IO[str] | None = No
     bar: Progress
     if mode == "off":
         bar = _Silent(total, description)
-    elif mode == "rich":
+    elif mode == "rich" and log is None:
         bar = _RichBar(total, description, out)
     else:
-        bar = _PlainLines(total, description, out, interval_s)
+        bar = _PlainLines(total, description, out, interval_s, log)
     try:
         yield bar
     finally:
