@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import sys
 import threading
 import time
@@ -34,6 +33,7 @@ from cdc.envelope import changes_topic
 from cdc.errors import CdcError, PublishError
 from cdc.metrics import ApplyMetrics
 from cdc.publish.topics import topic_id
+from cdc.secrets import LOGIN_FIELDS
 from cdc.table_map import TableMap
 from streaming.apply.checkpoint import check, default_location, read_checkpoint
 from streaming.apply.engine import ApplyEngine
@@ -81,9 +81,8 @@ def build_session(master: str | None = None, app_name: str = "cdc-apply", log_le
 
 def default_checkpoint(config: Config, apply: ApplyConfig, stream_id: str | None = None) -> str:
     """The checkpoint directory of ``apply`` when the config names none (streaming.apply.checkpoint)."""
-    target = config.target(apply.target).model_dump(by_alias=True)
-    if target.get("dsn"):  # a password is not part of the target's identity (and stays out of files)
-        target["dsn"] = re.sub(r"(://[^:/@]*):[^@]*@", r"\1@", target["dsn"])
+    # who logs in is not the target's identity (and no password goes into a path); the DSN holds none
+    target = config.target(apply.target).model_dump(by_alias=True, exclude=LOGIN_FIELDS)
     return default_location(None, config.kafka.topic_prefix, apply.source, apply.target, target,
                             config.kafka.bootstrap_servers, stream_id)
 
