@@ -122,11 +122,14 @@ class LastError:
 
         if self.error is None:
             return ""
-        hint = {KafkaError._SSL: "check kafka.client ssl.* (ssl.ca.location: the CA that signed the broker's "
-                                 "certificate; ssl.certificate.location / ssl.key.location / ssl.key.password)",
-                KafkaError._AUTHENTICATION: "check kafka.client sasl.mechanism, sasl.username and "
-                                            "sasl.password"}.get(self.error.code())
-        return f"; client error: {self.error.str()}" + (f" ({hint})" if hint else "")
+        code, text = self.error.code(), self.error.str()
+        hint = None
+        if code == KafkaError._SSL or "SSL" in text:  # a TLS failure may come as a transport error too
+            hint = ("check kafka.client ssl.* (ssl.ca.location: the CA that signed the broker's certificate; "
+                    "ssl.certificate.location / ssl.key.location / ssl.key.password)")
+        elif code == KafkaError._AUTHENTICATION or "SASL" in text:
+            hint = "check kafka.client sasl.mechanism, sasl.username and sasl.password"
+        return f"; client error: {text}" + (f" ({hint})" if hint else "")
 
 
 @dataclass(frozen=True)

@@ -40,12 +40,13 @@ def main(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     config.source(args.source)  # names the known sources if it is not one
     conn, bootstrap = config.kafka.connection(), config.kafka.bootstrap_servers
-    topic = changes_topic(config.kafka.topic_prefix, args.source)
+    topic, spec = changes_topic(config.kafka.topic_prefix, args.source), topic_spec(config.kafka, "changes")
     old_id = topic_id(conn, topic)
     state = _describe(config, topic) if old_id is not None else "it does not exist"
     print(f"cdc stream reset: source {args.source!r}, topic {topic} (broker {bootstrap}): {state}.")
+    settings = ", ".join(f"{k}={v}" for k, v in sorted(spec.config.items()))
     print(f"This DELETES {topic} with every record in it and creates it again, empty (1 partition, "
-          f"retention.ms=-1, retention.bytes=-1).\n"
+          f"{settings}).\n"
           f"The next `cdc run` then begins a NEW stream of {args.source!r}: sequence 1, from the source's current "
           f"position. Changes made between the old stream's last position and then are NOT in the new stream.\n"
           f"Targets applied from the old stream refuse the new one (their progress row names the old topic id) "
@@ -55,7 +56,7 @@ def main(args: argparse.Namespace) -> int:
     if not args.yes:
         print("Nothing was changed. Run again with --yes to do it.")
         return 1
-    recreate_topic(conn, topic, topic_spec(config.kafka, "changes"))
+    recreate_topic(conn, topic, spec)
     print(f"Done: {topic} was deleted and created again (topic id {old_id} -> {topic_id(conn, topic)}). "
           f"Start `cdc run` to begin the new stream.")
     return 0

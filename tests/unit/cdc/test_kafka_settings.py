@@ -121,3 +121,17 @@ def test_spark_options_carry_a_secret_file_as_its_path_and_come_back_whole(tmp_p
 def test_a_bare_bootstrap_string_is_a_plaintext_connection():
     assert KafkaConnection.of("h:1").settings("admin")["bootstrap.servers"] == "h:1"
     assert set(KafkaConnection.of("h:1").settings("admin")) == {"bootstrap.servers", "logger"}
+
+
+def test_the_last_client_error_names_the_settings_to_check():
+    from confluent_kafka import KafkaError
+
+    from cdc.kafka_settings import LastError
+
+    errors = LastError()
+    assert errors.explain() == ""
+    errors(KafkaError(KafkaError._TRANSPORT, "ssl://b1:9093/bootstrap: SSL handshake failed: certificate verify failed"))
+    errors(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))  # does not hide the cause
+    assert "certificate verify failed" in errors.explain() and "ssl.ca.location" in errors.explain()
+    errors(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error: invalid credentials"))
+    assert "sasl.username and sasl.password" in errors.explain()
