@@ -20,11 +20,10 @@ class OracleSourceConfig(PasswordLogin):
     build, log lists). ``dsn: simulator`` or ``simulator:<workload options>``
     (e.g. ``simulator:transactions=1000,lanes=8``) selects the built-in
     LogMiner simulator for both, which needs no login. The password: ``password``,
-    ``password_file``, a ``user/password@`` DSN or ``passwordless: true`` (cdc.secrets).
+    ``password_file`` or ``passwordless: true`` (cdc.secrets); ``user`` is its own key.
     """
 
     model_config = ConfigDict(extra="forbid")
-    dsn_field = "dsn"
 
     name: str = Field(pattern=r"^[A-Za-z0-9_\-]+$")
     kind: Literal["oracle"] = "oracle"
