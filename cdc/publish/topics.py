@@ -131,8 +131,8 @@ def retention_warnings(where: str | KafkaConnection, topic: str, timeout_s: floa
         res = admin.client.describe_configs([ConfigResource("topic", topic)], request_timeout=timeout_s)
         entries = next(iter(res.values())).result(timeout_s)
     except KafkaException as exc:
-        return [f"cannot read the retention of {topic} ({admin.failure(exc)}); make sure retention.ms=-1 and "
-                f"retention.bytes=-1"]
+        return [(f"cannot read the retention of {topic} ({admin.failure(exc)}); make sure retention.ms=-1 and "
+                 f"retention.bytes=-1")]
     finally:
         admin.done()
     out = []
