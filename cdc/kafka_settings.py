@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import SecretStr
 
 from cdc.errors import ConfigError
+from cdc.secrets import read_secret_file
 
 Role = Literal["producer", "consumer", "admin"]
 SECRET_KEYS = frozenset({"sasl.password", "ssl.key.password", "ssl.keystore.password",
@@ -62,8 +63,6 @@ class FileSecret(SecretStr):
 
 
 def _file_secret(path: str, key: str) -> FileSecret:
-    from cdc.secrets import read_secret_file  # the one reader of secret files (database logins use it too)
-
     try:
         return FileSecret(read_secret_file(path), path)
     except ValueError as exc:
