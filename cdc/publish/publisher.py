@@ -54,6 +54,7 @@ from cdc.envelope import (
 )
 from cdc.errors import CdcError, StreamCorrupt
 from cdc.events import Begin, Change, Commit, Heartbeat, Idle, SchemaChange, TableId, TableSchema
+from cdc.kafka_settings import KafkaConnection
 from cdc.metrics import SourceMetrics
 from cdc.publish.acks import END, HEARTBEAT, PROGRESS, SCHEMA, AckTracker
 from cdc.publish.producer import DELIVERY_TIMEOUT_S, RECORD_OVERHEAD, OrderedProducer, RecordTooLarge
@@ -109,7 +110,6 @@ class Publisher:
         self._json = kafka.encoding == "json"  # data records by the JSON template (_change)
         self._per_table = kafka.per_table_topics
         self._debezium = DebeziumRecords(source_name, connector, kafka.topic_prefix, kafka.debezium)
-        self._schemas: dict[str, TableSchema] = {}
         self._registry = None  # Avro through a Schema Registry for the Debezium-shaped topics (_produce_connect)
         if kafka.avro_framing == "schema_registry":
             from cdc.debezium.schema_registry import RegistryAvro  # its HTTP client only when configured
@@ -122,6 +122,7 @@ class Publisher:
         # data records per table on the per-table topics in the open transaction: the transaction topic's END
         # counts these (a key change is two, a delete and a create, as Debezium counts it)
         self._tx_records: dict[str, int] = {}
+        self._schemas: dict[str, TableSchema] = {}
         self._table_topics: set[str] = set()
         self._hb_min = heartbeat_min_interval_s
         self._last_hb = 0.0
@@ -237,10 +238,10 @@ class Publisher:
                 self._produce_bytes(self.topic, _BEGIN % (self._take_seq(), tx.id_json, tx.ts_json), None)
             else:
                 self._produce(self.topic, begin_record(self._take_seq(), event.txid, event.ts_ms), None)
-        elif type(event) is Commit:
             if self._tx_topic is not None:
                 self._tx_records = {}
                 self._produce_connect(tx_metadata.begin(self._tx_topic, event.txid, event.ts_ms))
+        elif type(event) is Commit:
             self._commit(event)
         elif type(event) is Heartbeat:
             self._heartbeat(event)
@@ -363,8 +364,8 @@ class Publisher:
             resume = None if self._tx is not None else self.last_resume
             self._produce(self.topic, schema_record(self._take_seq(), name, None, schema, _now_ms(), resume),
                           {"table": name})
-        self._schemas[name] = schema
             self._to_schema_change_topic(schema.table, None, schema, _now_ms())
+        self._schemas[name] = schema
 
     def _to_table_topic(self, ch: Change, pk: dict[str, Any], vbytes: bytes, where: TxContext) -> None:
         """The change on its per-table topic. JSON: Debezium's records (cdc.debezium.record: a key change
