@@ -3,9 +3,10 @@ cdc.dev.tls_proxy), the client key encrypted with a password read from a file (s
 client the product creates reaches it from the config alone, and a wrong CA / key password is a clear error
 naming the broker and the setting, never the password.
 
-SASL is not tested: tansu 0.6.0 (the shipped broker) answers every mechanism librdkafka offers (PLAIN,
-SCRAM-SHA-256, SCRAM-SHA-512) with ``Auth(Sasl(NoSharedMechanism))`` under ``--authentication``, and refuses
-the AlterUserScramCredentials request that would create a user before one is logged in (``NotAuthenticated``).
+SASL is not tested: under ``--authentication`` tansu 0.6.0 (the shipped broker) offers SCRAM-SHA-256/512
+(PLAIN: ``NoSharedMechanism``) but no user can be provisioned: AlterUserScramCredentials is refused before a
+login (``NotAuthenticated``), and a user created on the same s3 storage by the broker started without
+``--authentication`` is gone after the restart with it (``broker responded with unknown-user``).
 """
 
 from __future__ import annotations
