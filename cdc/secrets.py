@@ -69,7 +69,10 @@ class PasswordLogin(BaseModel):
 
     @model_validator(mode="after")
     def _resolve_password(self) -> PasswordLogin:
+        no_password = self.passwordless or not self.needs_login()
         given = [key for key in ("password", "password_file") if getattr(self, key) is not None]
+        if "password" in given and no_password and not self.password.get_secret_value():
+            given.remove("password")  # "" where none is needed says the same (and a dumped config reloads)
         if self.dsn_field and getattr(self, self.dsn_field):
             dsn, embedded = split_password(getattr(self, self.dsn_field))
             if embedded is not None:
@@ -89,7 +92,7 @@ class PasswordLogin(BaseModel):
             _fail(self, given[0], "the password is empty (an unset variable?); for a login without "
                                   "password declare passwordless: true")
         elif not given:
-            if self.needs_login() and not self.passwordless:
+            if not no_password:
                 _fail(self, "password", "no password given: set password or password_file (or the environment "
                                         "variable of this key), or declare passwordless: true")
             self.password = SecretStr("")

@@ -148,3 +148,11 @@ def test_a_target_without_login_needs_no_password_and_a_database_target_does():
 ])
 def test_one_function_finds_a_dsn_password_in_every_form(dsn, masked, stripped, password):
     assert mask(dsn) == masked and split_password(dsn) == (stripped, password)
+
+
+def test_a_loaded_login_reloads_from_its_dump():
+    for t in (TargetConfig(name="pg", kind="postgres", dsn="postgresql://cdc@pg/cdc", passwordless=True),
+              TargetConfig(name="d", kind="duckdb", path="/tmp/x.duckdb"),
+              TargetConfig(name="pg", kind="postgres", dsn="postgresql://cdc:pw@pg/cdc")):
+        again = TargetConfig(**t.model_dump(by_alias=True))
+        assert again.login_kwargs() == t.login_kwargs() and again.dsn == t.dsn
