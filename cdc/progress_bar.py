@@ -17,8 +17,9 @@ terminal escapes)::
     insert rows: 120000/500000 (24.0%) 61234/s elapsed 2.0s eta 6s
 
 ``log=<logger>`` sends those lines through logging instead (INFO), whatever
-the stream: the daemon's long work (an initial snapshot) reports in its own
-log format (JSON with ``logging.json``) rather than drawing on a terminal.
+the stream and ``CDC_PROGRESS`` (the logging level decides): the daemon's
+long work (an initial snapshot) reports in its own log format (JSON with
+``logging.json``) rather than drawing on a terminal.
 
 ``total=None`` means unknown: counts and rates are shown without a
 percentage. ``advance`` is cheap (no I/O unless a line is due) and
@@ -73,7 +74,7 @@ class Progress:
             pct = 100.0 * self.completed / self.total
             head = f"{self.completed}/{self.total} ({pct:.1f}%)"
             if 0 < self.completed < self.total:
-                eta = f" eta {_duration((self.total - self.completed) / rate)}"
+                eta = f" eta {duration((self.total - self.completed) / rate)}"
         else:
             head = f"{self.completed}"
         return f"{self.description}: {head} {rate:.0f}/s elapsed {elapsed:.1f}s{eta}"
@@ -85,7 +86,7 @@ class Progress:
         pass
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     """``42s``, ``3m05s``, ``2h07m``: an ETA reads at a glance."""
     s = int(seconds + 0.5)
     if s < 60:
@@ -172,11 +173,11 @@ def progress(total: int | None, description: str, *, stream: IO[str] | None = No
     also when the body raises.
     """
     out = stream if stream is not None else sys.stderr
-    mode = _mode(out)
+    mode = "log" if log is not None else _mode(out)
     bar: Progress
     if mode == "off":
         bar = _Silent(total, description)
-    elif mode == "rich" and log is None:
+    elif mode == "rich":
         bar = _RichBar(total, description, out)
     else:
         bar = _PlainLines(total, description, out, interval_s, log)

@@ -49,6 +49,7 @@ from typing import Any
 from cdc import table_glob
 from cdc.compare.shapes import classify
 from cdc.events import Begin, Change, Commit, Event, Heartbeat, TableId, TableSchema
+from cdc.progress_bar import progress as progress_lines
 from cdc.snapshot_marks import row_mark, with_ends
 from cdc.sql_dialects import MYSQL
 from cdc.values import select_expr, stream_value, value_kind
@@ -69,6 +70,19 @@ def expand_tables(conn: Any, patterns: list[str]) -> list[TableId]:
         cur.execute("SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'")
         rows = cur.fetchall()
     return sorted(TableId(db, table) for db, table in rows if table_glob.matches(f"{db}.{table}", patterns))
+
+
+def estimated_rows(conn: Any, tables: list[TableId]) -> int | None:
+    """The server's row estimate (information_schema TABLE_ROWS) summed over ``tables``; None when it
+    has none. An estimate: exact counts would scan every table before the first row is read."""
+    if not tables:
+        return None
+    with conn.cursor() as cur:
+        cur.execute("SELECT table_schema, table_name, table_rows FROM information_schema.tables "
+                    "WHERE table_type = 'BASE TABLE'")
+        rows = {TableId(db, t): n for db, t, n in cur.fetchall()}
+    total = sum(int(rows.get(t) or 0) for t in tables)
+    return total or None
 
 
 def open_snapshot(conn: Any, flavor: str) -> tuple[str, dict[str, Any]]:
@@ -153,12 +167,16 @@ class InitialSnapshot:
     def events(self) -> Iterator[Event]:
         """Chunks as transactions, then the Heartbeat that ends the snapshot; closes the connection. The
         snapshot's first and last rows carry ``snapshot: first`` / ``last`` (cdc.snapshot_marks)."""
+        start = self.progress.get("table")
+        left = [t for t in self.tables if start is None or t >= TableId.parse(start)]
         try:
             stopped = self.source._stop.is_set
-            for chunk, first, last in with_ends(self._chunks(), lambda c: bool(c[2]),
-                                                fresh=self.progress.get("table") is None,
-                                                complete=lambda: not stopped()):
-                yield from self._chunk(*chunk, first=first, last=last)
+            with progress_lines(estimated_rows(self.conn, left), f"source {self.source.name}: snapshot rows",
+                                interval_s=10.0, log=log) as bar:  # log lines with percentage and ETA
+                for chunk, first, last in with_ends(self._chunks(), lambda c: bool(c[2]),
+                                                    fresh=start is None, complete=lambda: not stopped()):
+                    yield from self._chunk(*chunk, first=first, last=last)
+                    bar.advance(len(chunk[2]))
             if stopped():
                 return  # the resume state of the last chunk continues here
             ts = int(time.time() * 1000)

@@ -1,4 +1,5 @@
 """`cdc snapshot --config FILE --source S --table db.t [--table ...]`: re-snapshot tables live.
+`cdc snapshot status --config FILE --source S`: how far a snapshot is (readers/mysql/snapshot_status.py).
 
 Asks the RUNNING daemon of source S for an incremental snapshot (watermark
 method, readers/mysql/incremental.py) by inserting one row into the
@@ -20,9 +21,13 @@ from cdc.errors import ConfigError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", nargs="?", choices=["request", "status"], default="request",
+                        help="request (default): snapshot the --table tables; status: rows done/total per table")
     parser.add_argument("--config", required=True, help="service config YAML")
     parser.add_argument("--source", required=True, help="source name (a kind: mysql source)")
-    parser.add_argument("--table", action="append", required=True, metavar="DB.TABLE", help="table to re-snapshot")
+    parser.add_argument("--table", action="append", metavar="DB.TABLE", help="table to re-snapshot (request)")
+    parser.add_argument("--interval", type=float, default=5.0,
+                        help="status: seconds between two reads of the stream, for the rate and ETA (0: none)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -32,6 +37,11 @@ def main(args: argparse.Namespace) -> int:
     from readers.mysql.incremental import EXECUTE, SIGNAL_DDL
     from readers.mysql.snapshot import q
 
+    if args.action == "status":
+        from readers.mysql.snapshot_status import main as status
+        return status(args)
+    if not args.table:
+        raise ConfigError("cdc snapshot: name at least one --table db.table to snapshot", key="--table")
     config = load_config(args.config)
     src = config.source(args.source)
     if src.kind != "mysql":

@@ -1,0 +1,67 @@
+"""Snapshot progress (#17) on real MariaDB, the broker and the daemon: the initial snapshot logs
+progress lines, and `cdc snapshot status` (output piped) reports per table what the stream holds."""
+
+from __future__ import annotations
+
+import collections
+import os
+import re
+import subprocess
+
+import pytest
+
+from cdc.envelope import changes_topic
+from tests.fixtures.ops import CDC, DaemonProcess, read_stream, total, wait_for
+
+pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
+
+ROWS_A, ROWS_B = 200_000, 1_000
+ANSI = re.compile(r"\x1b\[")
+
+
+def test_status_of_a_snapshot_stopped_halfway_counts_what_the_stream_holds(mariadb_primary, broker, topic_prefix,
+                                                                            tmp_mysql_db, tmp_path):
+    db, q = tmp_mysql_db, mariadb_primary.query
+    for t, n in (("a", ROWS_A), ("b", ROWS_B)):
+        q(f"CREATE TABLE `{db}`.{t} (id INT PRIMARY KEY, v VARCHAR(20))")
+        q(f"INSERT INTO `{db}`.{t} SELECT seq, CONCAT('v', seq) FROM `{db}`.seq_1_to_{n}")
+    daemon = DaemonProcess(tmp_path, source="shop", mariadb_hosts=[mariadb_primary.address], tables=[f"{db}.*"],
+                           bootstrap=broker.bootstrap, topic_prefix=topic_prefix,
+                           source_options={"snapshot": "initial", "snapshot_chunk_rows": 200})
+    try:
+        daemon.start(ready_timeout=None)  # ready only once the snapshot is done: stop it before that
+        wait_for(lambda: total(_scrape(daemon), "cdc_source_records_published_total") >= 5_000, 60,
+                 "the first snapshot chunks published", daemon)
+        daemon.signal()  # drains at the next chunk boundary: the stream's tail is halfway through table a
+        assert daemon.wait_exit(60) == 0, daemon.log_tail()
+    finally:
+        daemon.stop()
+    records = read_stream(broker.bootstrap, changes_topic(topic_prefix, "shop"), timeout=120)
+    published = collections.Counter(r["source"]["table"] for r in records if r.get("op") == "r")
+    assert 0 < published["a"] < ROWS_A and published["b"] == 0, published
+
+    env = {k: v for k, v in os.environ.items() if k != "CDC_PROGRESS"}
+    done = subprocess.run([CDC, "snapshot", "status", "--config", str(daemon.config_path), "--source", "shop",
+                           "--interval", "0"], capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "\r" not in out + done.stderr and not ANSI.search(out + done.stderr)
+    assert out.splitlines()[0] == "source shop: initial snapshot", out
+    rows = {line.split()[0]: line.split()[1:4] for line in out.splitlines()[3:] if not line.startswith("-")}
+    pct_a = f"{100.0 * published['a'] / ROWS_A:.1f}%"
+    assert rows[f"{db}.a"] == [str(published["a"]), str(ROWS_A), pct_a], out
+    assert rows[f"{db}.b"] == ["0", str(ROWS_B), "0.0%"], out
+    assert rows["all"][:2] == ["tables", str(published["a"])], out
+
+    logged = [d.get("msg", "") for d in daemon.log_lines()]
+    progress = [m for m in logged if m.startswith("source shop: snapshot rows: ")]
+    assert progress and progress[-1].startswith(f"source shop: snapshot rows: {published['a']}/"), logged[-20:]
+    assert re.search(r"\(\d+\.\d%\)", progress[-1]), progress
+
+
+def _scrape(daemon: DaemonProcess) -> dict:
+    """/metrics, or nothing while the daemon does not answer yet."""
+    try:
+        return daemon.scrape()
+    except OSError:
+        return {}
