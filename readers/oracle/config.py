@@ -51,8 +51,10 @@ class OracleSourceConfig(PasswordLogin):
     spill_threshold_rows: int = Field(default=10_000, gt=0)
     spill_chunk_rows: int = Field(default=1_000, gt=0)
     start_scn: int | None = Field(default=None, description="first SCN to mine when there is no stream yet")
-    snapshot: Literal["never", "initial"] = Field(
-        default="never", description="initial: a new stream starts with the tables' rows AS OF one SCN (op 'r')")
+    snapshot: Literal["never", "initial", "when_needed"] = Field(
+        default="never", description="initial: a new stream starts with the tables' rows AS OF one SCN (op 'r'); "
+                                     "when_needed: that, and a re-snapshot when the archived logs are gone past the "
+                                     "checkpoint")
     snapshot_chunk_rows: int = Field(default=5_000, gt=0, description="rows per initial-snapshot chunk")
     unsupported: Literal["fail", "skip"] = "fail"
     temporal: Literal["iso", "redo_text"] = Field(

@@ -19,6 +19,7 @@ Start refuses a source whose primary does not log whole row images
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -33,11 +34,14 @@ from readers.oracle.check import refuse_unlogged
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.convert import Converter, stream_schema
 from readers.oracle.dispatcher import Dispatcher
+from readers.oracle.errors import ArchiveLogMissing, MissingLog, RedoGap
 from readers.oracle.miner import ParallelMiner
 from readers.oracle.parse_pool import ParsePool
 from readers.oracle.position import ResumeState
 from readers.oracle.session import LogMinerSession, Standby
 from readers.oracle.snapshot import OracleSnapshot
+
+log = logging.getLogger(__name__)
 
 
 def default_parse_workers() -> int:
@@ -78,11 +82,16 @@ class OracleSource:
         state = ResumeState.from_json(resume) if resume else None
         # -- snapshot hook (readers/oracle/snapshot.py): a new stream, or one cut off mid-snapshot, starts
         #    with the tables' rows AS OF one SCN; mining then starts at the snapshot's streaming resume state
-        if c.snapshot == "initial" and (resume is None or "snapshot" in resume):
+        if c.snapshot != "never" and (resume is None or "snapshot" in resume):
             self._snapshot = OracleSnapshot.open(c, (resume or {}).get("snapshot"))  # c.temporal: its schemas
             state = ResumeState.from_json(self._snapshot.streaming_resume())
         self.standby = Standby(c)
         refuse_unlogged(self.standby.query, c.name, c.tables)  # whole row images, or no start
+        if state is not None and self._logs_gone(state.low_watermark_scn):  # snapshot: when_needed
+            if self._snapshot is not None:  # a snapshot cut off with its logs gone too: a new one replaces it
+                self._snapshot.close()
+            self._snapshot = OracleSnapshot.open(c, None, replace=True)
+            state = ResumeState.from_json(self._snapshot.streaming_resume())
         if c.dictionary == "flat_file":
             self._dictfile = self.standby.build_dictionary()
         if state is not None:
@@ -110,6 +119,23 @@ class OracleSource:
                                    staged=c.staged_ranges, poll_interval_s=c.poll_interval_s)
         self.miner.start(from_scn)
         self.metrics.connected(True)
+
+    def _logs_gone(self, scn: int) -> bool:
+        """True when the archived logs from ``scn`` on were deleted and ``snapshot: when_needed`` re-snapshots
+        instead (counted); without it ArchiveLogMissing stops the start. Other log problems are left to the
+        miner, which names them where they are (a resume SCN at the head has no log yet)."""
+        assert self.standby is not None
+        try:
+            self.standby.logs_for(scn, max(scn, self.standby.head_scn()))
+            return False
+        except ArchiveLogMissing as exc:
+            if self.config.snapshot != "when_needed":
+                raise
+            log.warning("source %s: %s; snapshot: when_needed: re-snapshotting the captured tables", self.name, exc)
+            self.metrics.resnapshot()
+            return True
+        except (RedoGap, MissingLog):
+            return False
 
     def _after_ddl(self, scn: int) -> None:
         """A captured table changed shape: rebuild the flat-file dictionary for the next LogMiner starts.

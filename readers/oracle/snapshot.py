@@ -21,6 +21,11 @@ Resume: each chunk's END carries the streaming resume state above plus
 the remaining chunks AS OF the same S (flashback needs the undo to still
 cover S: ORA-01555 otherwise, reported with the table and SCN).
 
+Re-snapshot (``snapshot: when_needed``): when the archived logs from the resume state's low watermark
+on were deleted (ArchiveLogMissing at start), the same snapshot runs at the head SCN with ``replace``:
+each table's first chunk begins with an ``op: "t"`` record (readers/mysql/snapshot.py says why: rows
+deleted while the logs were gone must leave the target), and mining continues after it.
+
 Wiring: with ``snapshot: initial`` and no stream yet (or a stream cut off
 mid-snapshot), OracleSource.start() opens :meth:`OracleSnapshot.open` and
 starts mining at its streaming resume state; OracleSource.events() yields the
@@ -108,29 +113,34 @@ class OracleSnapshot:
     """Chunks of every table AS OF one SCN, as Begin/Change('r')/Commit transactions."""
 
     def __init__(self, conn: Any, tables: list[TableId], progress: dict[str, Any] | None = None,
-                 chunk_rows: int = 5_000, scn: int | None = None, temporal: str = "redo_text") -> None:
+                 chunk_rows: int = 5_000, scn: int | None = None, temporal: str = "redo_text",
+                 replace: bool = False) -> None:
         self.conn, self.tables, self.chunk_rows, self.temporal = conn, sorted(tables), chunk_rows, temporal
         self.progress = dict(progress or {})
         if "scn" not in self.progress:
-            self.progress.update(scn=scn if scn is not None else self._current_scn(), table=None, after=None)
+            self.progress.update(scn=scn if scn is not None else self._current_scn(), table=None, after=None,
+                                 **({"replace": True} if replace else {}))
         self.scn = int(self.progress["scn"])
         if "low_watermark_scn" not in self.progress:  # a resumed snapshot keeps the one of its first start
             self.progress["low_watermark_scn"] = self._oldest_open(self.scn)
         self.low_watermark = int(self.progress["low_watermark_scn"])
 
     @classmethod
-    def open(cls, config: Any, progress: dict[str, Any] | None) -> OracleSnapshot:
+    def open(cls, config: Any, progress: dict[str, Any] | None, replace: bool = False) -> OracleSnapshot:
         """The initial snapshot of an Oracle source (OracleSourceConfig) on its own standby connection.
 
         ``progress`` is the ``snapshot`` entry of the stream's last resume state when a
         snapshot was cut off (same SCN, next chunk), else None (a new SCN: the head).
+        ``replace``: a re-snapshot (``snapshot: when_needed``, logs gone past the checkpoint) at the head,
+        each table's first chunk starting with ``op: "t"`` (readers/mysql/snapshot.py says why).
         """
         from readers.oracle.session import connect
 
         conn = connect(config.standby_dsn or config.dsn, config, "standby")
         try:
             snap = cls(conn, expand_tables(conn, config.tables), progress, chunk_rows=config.snapshot_chunk_rows,
-                       scn=config.start_scn if progress is None else None, temporal=config.temporal)
+                       scn=config.start_scn if progress is None and not replace else None,
+                       temporal=config.temporal, replace=replace)
         except BaseException:
             conn.close()
             raise
@@ -152,11 +162,13 @@ class OracleSnapshot:
     def events(self) -> Iterator[Event]:
         """Chunks as transactions, then the Heartbeat that hands over to streaming. The snapshot's first and
         last rows carry ``snapshot: first`` / ``last`` (cdc.snapshot_marks)."""
-        for (table, stream, rows, n, progress), first, last in with_ends(
+        for (table, stream, rows, n, replace, progress), first, last in with_ends(
                 self._chunks(), lambda c: bool(c[2]), fresh=self.progress.get("table") is None, complete=lambda: True):
             ts = int(time.time() * 1000)
             txid = f"snapshot:{table}:{self.scn}:{n}"
             yield Begin(txid, ts)
+            if replace:
+                yield Change(table, "t", None, None, {"scn": self.scn, "snapshot_row": 0}, stream)
             for i, row in enumerate(rows):
                 src = {"scn": self.scn, "snapshot_row": i}
                 mark = row_mark(i, len(rows), first, last) if first or last else None
@@ -166,9 +178,10 @@ class OracleSnapshot:
             yield Commit(txid, ts, {**self.streaming_resume(), "snapshot": progress}, {"scn": self.scn})
         yield Heartbeat(int(time.time() * 1000), self.streaming_resume())
 
-    def _chunks(self) -> Iterator[tuple[TableId, TableSchema | None, list[dict], int, dict[str, Any]]]:
-        """(table, stream schema, rows, chunk number, the resume progress after this chunk), in order; the
-        progress is taken at reading time (events() reads one chunk ahead)."""
+    def _chunks(self) -> Iterator[tuple[TableId, TableSchema | None, list[dict], int, bool, dict[str, Any]]]:
+        """(table, stream schema, rows, chunk number, replace, the resume progress after this chunk), in order;
+        the progress is taken at reading time (events() reads one chunk ahead). ``replace``: the table's first
+        chunk of a re-snapshot (also when the table is empty)."""
         start = self.progress.get("table")
         for table in self.tables:
             if start is not None and table < TableId.parse(start):
@@ -177,14 +190,15 @@ class OracleSnapshot:
             schema = self._schema(table)
             stream = stream_schema(schema, self.temporal)
             n = 0
+            replace = after is None and bool(self.progress.get("replace"))
             while True:
                 rows = self._chunk(table, schema, after)
-                if not rows:
+                if not rows and not replace:
                     break
-                after = [rows[-1][k] for k in schema.primary_key]
+                after = [rows[-1][k] for k in schema.primary_key] if rows else None
                 self.progress.update(table=str(table), after=after)
-                yield table, stream, rows, n, dict(self.progress)
-                n += 1
+                yield table, stream, rows, n, replace, dict(self.progress)
+                n, replace = n + 1, False
                 if len(rows) < self.chunk_rows:
                     break
 
