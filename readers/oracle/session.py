@@ -65,8 +65,9 @@ class LogFile:
 
 
 ARCHIVE_WAY_OUT = ("Way out: restore the missing archived logs to the standby (RMAN: RESTORE ARCHIVELOG FROM "
-                   "SEQUENCE <n> THREAD <t>; then restart), or start the stream afresh (`cdc stream reset`, "
-                   "snapshot: initial, rebuild the targets); see the runbook 'Oracle archive log gap'. Keep "
+                   "SEQUENCE <n> THREAD <t>; then restart), or set `snapshot: when_needed` on the source and restart "
+                   "(the captured tables are re-snapshotted and mining continues), or start the stream afresh "
+                   "(`cdc stream reset`, rebuild the targets); see the runbook 'Oracle archive log gap'. Keep "
                    "archived logs on the standby longer than the longest outage (RMAN retention / deletion policy).")
 
 

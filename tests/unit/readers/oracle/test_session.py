@@ -86,7 +86,7 @@ def test_archived_logs_deleted_past_the_checkpoint_name_the_scn_range_and_the_wa
     e = err.value
     assert (e.scn, e.oldest_sequence, e.oldest_scn, e.thread) == (1_000_005, 3, 1_000_040, 1)
     assert "SCN 1000005..1000039 (sequences before 3) can no longer be mined" in str(e)
-    assert "RESTORE ARCHIVELOG" in str(e) and "cdc stream reset" in str(e)
+    assert "RESTORE ARCHIVELOG" in str(e) and "snapshot: when_needed" in str(e) and "cdc stream reset" in str(e)
     txs, _ = run(source("seed=3,transactions=60,log_scns=20,threads=1,purged_before=3", tmp_path),
                  {"low_watermark_scn": 1_000_045, "commit_scn": 1_000_044, "xids_at_commit_scn": []})
     assert txs and all(scn > 1_000_044 for scn, _, _ in txs)  # from inside the logs still there: it mines
