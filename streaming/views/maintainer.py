@@ -30,7 +30,7 @@ with MIN/MAX folds into a table first, to find the groups to recompute.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
 from typing import Any
 
@@ -110,8 +110,10 @@ def prepare(target: Any, views: Iterable[dict[str, Any]] | None = None) -> list[
 
 
 def rebuild(target: Any, views: Iterable[dict[str, Any]] | None = None, names: Iterable[str] | None = None,
-            batch_id: int | None = None, last_sequence: int | None = None) -> list[str]:
-    """Recompute views from their base tables and reset all counts; returns the names rebuilt."""
+            batch_id: int | None = None, last_sequence: int | None = None,
+            on_view: Callable[[str], None] | None = None) -> list[str]:
+    """Recompute views from their base tables and reset all counts; returns the names rebuilt.
+    ``on_view(name)`` after each view's table is rebuilt (progress: one statement per view reports no rows)."""
     defs = view_defs(views)
     wanted = set(names or [v.name for v in defs])
     unknown = wanted - {v.name for v in defs}
@@ -123,6 +125,8 @@ def rebuild(target: Any, views: Iterable[dict[str, Any]] | None = None, names: I
     done = [(v, "rebuild") for v in defs if v.name in wanted]
     for view, _ in done:
         build.create_view_table(cur, view, d)
+        if on_view is not None:
+            on_view(view.name)
     build.record(cur, d, done, batch_id, last_sequence)
     return [v.name for v, _ in done]
 

@@ -17,6 +17,7 @@ import json
 import sys
 
 from cdc.config import load_config
+from cdc.progress_bar import progress
 from streaming.views import maintainer
 from streaming.views.build import REGISTRY
 from streaming.views.definition import parse_views
@@ -57,7 +58,8 @@ def main(args: argparse.Namespace) -> int:
         try:
             if args.views_command == "rebuild":
                 target.begin()
-                done = maintainer.rebuild(target, job.views, names)
+                with progress(len(names), f"rebuild views in target {job.target}") as bar:
+                    done = maintainer.rebuild(target, job.views, names, on_view=lambda _name: bar.advance())
                 target.commit()
                 print(f"rebuilt {', '.join(done)} in target {job.target}", file=sys.stderr)
             else:

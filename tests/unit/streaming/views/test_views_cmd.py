@@ -50,3 +50,19 @@ def test_unknown_view_is_an_error(tmp_path, capsys):
     path, _ = _config(tmp_path, [VIEW])
     assert main(["views", "rebuild", "--config", path, "--view", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+def test_rebuild_piped_reports_progress_lines_without_bar_fragments(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path, _ = _config(tmp_path, [VIEW, dict(VIEW, name="per_cust2")])
+    env = {k: v for k, v in os.environ.items() if k != "CDC_PROGRESS"}
+    cdc = str(Path(sys.executable).with_name("cdc"))
+    done = subprocess.run([cdc, "views", "rebuild", "--config", path], capture_output=True, text=True, timeout=120,
+                          env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "rebuild views in target wh: 2/2 (100.0%)" in done.stderr, done.stderr
+    assert "\r" not in done.stderr and "\x1b" not in done.stderr
