@@ -101,6 +101,26 @@ def _reveal(block: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v.get_secret_value() if isinstance(v, SecretStr) else v for k, v in block.items()}
 
 
+def create_client(role: Role, conf: dict[str, Any]) -> Any:
+    """A confluent-kafka Producer, Consumer or AdminClient (``role``) from ``conf`` (built by
+    :meth:`KafkaConnection.settings`). librdkafka refusing the settings (a key it cannot read or decrypt, a
+    CA file that is not one, an unknown setting) is a ConfigError naming the broker and librdkafka's reason,
+    which names the setting; a secret's value never appears in it."""
+    from confluent_kafka import Consumer, KafkaException, Producer
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        return {"producer": Producer, "consumer": Consumer, "admin": AdminClient}[role](conf)
+    except (KafkaException, ValueError, TypeError) as exc:
+        text = str(exc)
+        for key in SECRET_KEYS:
+            if conf.get(key):
+                text = text.replace(str(conf[key]), "***")
+        raise ConfigError(f"cannot create a Kafka {role} client for broker {conf.get('bootstrap.servers')}: {text} "
+                          f"(check kafka.client and kafka.{'consumer' if role == 'consumer' else 'producer'})",
+                          key="kafka.client") from None
+
+
 class LastError:
     """An ``error_cb`` that remembers librdkafka's last client error, so that a failed request's error can
     say WHY the broker was unreachable (a TLS handshake or SASL failure, with the settings to check) rather

@@ -7,14 +7,12 @@ from typing import Any
 
 from cdc.consumer.errors import BrokerUnreachable, CommitFailed, ReadFailed
 from cdc.consumer.kafka_clients import Raw
-from cdc.kafka_settings import KafkaConnection, LastError
+from cdc.kafka_settings import KafkaConnection, LastError, create_client
 
 
 class ConfluentClient:
     def __init__(self, where: str | KafkaConnection, topic: str, group_id: str | None,
                  config: dict[str, Any] | None = None) -> None:
-        from confluent_kafka import Consumer
-
         self.topic = topic
         self.group_id = group_id
         conn = KafkaConnection.of(where)
@@ -31,7 +29,7 @@ class ConfluentClient:
             "isolation.level": "read_uncommitted",
             "error_cb": self.errors,
         }
-        self._c = Consumer({**conn.settings("consumer", conf), **(config or {})})
+        self._c = create_client("consumer", {**conn.settings("consumer", conf), **(config or {})})
         self._offset = 0
 
     def _tp(self, offset: int = -1001):

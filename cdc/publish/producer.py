@@ -66,10 +66,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException
 
 from cdc.errors import CdcError, ConfigError, PublishError, Terminal
-from cdc.kafka_settings import KafkaConnection
+from cdc.kafka_settings import KafkaConnection, create_client
 
 # Measured on tansu (2 cores): lz4 + only-error reports ~480k rec/s, a Python
 # callback per record halves that, no compression is 4x slower (broker-bound).
@@ -138,7 +138,7 @@ class OrderedProducer:
         # topics of ONE partition by contract (the change stream): records go to partition 0 explicitly,
         # which also skips the partitioner's key hash (~0.1-0.3 us per record)
         self._single = frozenset(single_partition)
-        self._p = Producer(conf)
+        self._p = create_client("producer", conf)
         self.produced = 0
         self.failure: CdcError | None = None
         self._fatal = False  # failure is a fatal client error (a later size refusal explains it: RecordTooLarge)

@@ -36,7 +36,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from cdc.envelope import ABORTED, BEGIN, CHECKPOINT_STATUSES
 from cdc.errors import CdcError, PublishError, StreamCorrupt
-from cdc.kafka_settings import KafkaConnection
+from cdc.kafka_settings import KafkaConnection, create_client
 from cdc.sequence import SequenceWatch, gap_error, sequence_peeker
 from cdc.serde import Serde
 
@@ -53,7 +53,7 @@ def make_consumer(where: str | KafkaConnection, extra: dict[str, Any] | None = N
         "enable.partition.eof": False,
         "isolation.level": "read_uncommitted",
     }
-    return Consumer({**KafkaConnection.of(where).settings("consumer", conf), **(extra or {})})
+    return create_client("consumer", {**KafkaConnection.of(where).settings("consumer", conf), **(extra or {})})
 
 
 def watermarks(consumer: Consumer, topic: str, timeout_s: float = 10) -> tuple[int, int]:

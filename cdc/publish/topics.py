@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import ConfigResource, NewTopic
 
 from cdc.errors import PublishError
-from cdc.kafka_settings import KafkaConnection, LastError
+from cdc.kafka_settings import KafkaConnection, LastError, create_client
 
 KEEP_FOREVER = {"retention.ms": "-1", "retention.bytes": "-1"}
 TopicKind = Literal["changes", "per_table", "dead_letter", "schemas"]
@@ -61,7 +61,7 @@ class _Admin:
     def __init__(self, where: str | KafkaConnection) -> None:
         self.conn = KafkaConnection.of(where)
         self.errors = LastError()
-        self.client = AdminClient(self.conn.settings("admin", {"error_cb": self.errors}))
+        self.client = create_client("admin", self.conn.settings("admin", {"error_cb": self.errors}))
 
     def failure(self, exc: Exception) -> str:
         """``exc`` and the cause librdkafka reported meanwhile (served by poll, as its log lines are)."""

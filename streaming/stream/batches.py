@@ -43,7 +43,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cdc.kafka_settings import KafkaConnection
+from cdc.kafka_settings import KafkaConnection, create_client
 from streaming.errors import ApplyError, OffsetsGone
 
 IDLE_POLL_S = 0.15  # no message for this long = we are at the end of the topic
@@ -111,9 +111,7 @@ class BoundaryScanner:
         # metadata and watermark calls may run beside the scan ahead (librdkafka handles are thread-safe);
         # whatever assigns and consumes settles it first
         if self._consumer is None:
-            from confluent_kafka import Consumer
-
-            self._consumer = Consumer(self._conf)
+            self._consumer = create_client("consumer", self._conf)
         return self._consumer
 
     def partitions(self) -> list[int]:
@@ -328,14 +326,14 @@ def split_range(kafka: str | KafkaConnection, topic: str, partition: int, start:
 
 def read_range(p: RangePartition, consumer_extra: dict[str, Any] | None = None) -> Iterator[Any]:
     """Yield pyarrow RecordBatches (streaming.stream.records schema) of records [p.start, p.end)."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from confluent_kafka import KafkaError, TopicPartition
 
     if p.end <= p.start:
         return
     decode = _chunk_decoder(p)
     # the range is read whole: fetch big (measured on tansu: half the wall time of the defaults for 200k records)
     fetch = {"fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760, **(consumer_extra or {})}
-    c = Consumer(consumer_config(p.kafka, fetch))
+    c = create_client("consumer", consumer_config(p.kafka, fetch))
     try:
         check_retention(c, p.topic, p.partition, p.start)
         c.assign([TopicPartition(p.topic, p.partition, p.start)])

@@ -23,7 +23,7 @@ import yaml
 from cdc.config import load_config
 from cdc.consumer import ChangeStreamConsumer
 from cdc.consumer.transactions import Transaction
-from cdc.errors import PublishError
+from cdc.errors import ConfigError, PublishError
 from cdc.publish.recovery import read_tail
 from cdc.publish.topics import ensure_topic, retention_warnings, topic_id, topic_spec
 from cdc.serde import get_serdes
@@ -118,9 +118,11 @@ def test_a_wrong_key_password_names_the_key_setting_and_never_the_password(tls_b
     wrong = "wrong-" + uuid.uuid4().hex[:8]
     client, password = secured_client(tmp_path, tls_certs, key_password=wrong)
     cfg = write_config(tmp_path, tls_broker, topic_prefix, client)
-    with pytest.raises(Exception) as e:  # librdkafka refuses the client at creation
+    with pytest.raises(ConfigError) as e:  # librdkafka refuses the client at creation: no retry can help
         ensure_topic(load_config(cfg).kafka.connection(), f"{topic_prefix}.src.changes", timeout_s=5)
-    assert "ssl.key" in str(e.value) and wrong not in str(e.value) and password not in str(e.value), str(e.value)
+    msg = str(e.value)
+    assert tls_broker.bootstrap in msg and "ssl.key.location" in msg and "kafka.client" in msg, msg
+    assert wrong not in msg and password not in msg
     out = cli(cfg, "tail", "--from-beginning", "--idle-exit", "1")
     assert out.returncode != 0 and "ssl.key" in out.stderr, out.stderr
     assert wrong not in out.stdout + out.stderr and password not in out.stdout + out.stderr

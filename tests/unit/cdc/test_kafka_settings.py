@@ -135,3 +135,12 @@ def test_the_last_client_error_names_the_settings_to_check():
     assert "certificate verify failed" in errors.explain() and "ssl.ca.location" in errors.explain()
     errors(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error: invalid credentials"))
     assert "sasl.username and sasl.password" in errors.explain()
+
+
+def test_a_client_librdkafka_refuses_is_a_config_error_naming_the_broker_never_a_secret():
+    from cdc.kafka_settings import create_client
+
+    conf = KafkaConnection("b1:9093", {"sasl.password": PASSWORD, "no.such.setting": 1}).settings("admin")
+    with pytest.raises(ConfigError) as e:
+        create_client("admin", conf)
+    assert "b1:9093" in str(e.value) and "no.such.setting" in str(e.value) and PASSWORD not in str(e.value)
