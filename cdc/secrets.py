@@ -47,8 +47,8 @@ def read_secret_file(path: str) -> str:
 class PasswordLogin(BaseModel):
     """``password`` / ``password_file`` / ``passwordless`` of one database login (module docstring).
 
-    After validation ``password`` is always a SecretStr (empty for a declared passwordless login
-    or a component that needs none, see ``needs_login``).
+    After validation ``password`` is a SecretStr (empty for a declared passwordless login), or None
+    for a component that logs in nowhere (``needs_login``) and was given none.
     """
 
     dsn_field: ClassVar[str | None] = None  # a DSN field that may embed the password
@@ -95,7 +95,7 @@ class PasswordLogin(BaseModel):
             if not no_password:
                 _fail(self, "password", "no password given: set password or password_file (or the environment "
                                         "variable of this key), or declare passwordless: true")
-            self.password = SecretStr("")
+            self.password = SecretStr("") if self.needs_login() else None
         return self
 
 
