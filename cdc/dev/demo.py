@@ -34,6 +34,7 @@ from cdc.dev.stack import DevStack
 from cdc.dev.watch import StreamWatcher
 from cdc.dev.workload import TABLES, run_workload
 from cdc.envelope import changes_topic
+from cdc.progress_bar import progress
 
 SOURCE, PREFIX, DB = "demo", "cdc", "demo"
 
@@ -49,22 +50,6 @@ class DemoReport:
     @property
     def failed(self) -> bool:
         return any(s == "FAILED" for _, s, _ in self.steps)
-
-
-class _Ticker:
-    """Redraws one status line in a terminal; prints it every few seconds when piped to a file."""
-
-    def __init__(self, line, every_s: float = 3.0) -> None:
-        self.line, self.every_s, self.last = line, every_s, 0.0
-        self.tty = sys.stdout.isatty()
-
-    def __call__(self, final: bool = False) -> None:
-        now = time.monotonic()
-        if self.tty:
-            print("\r\x1b[2K    " + self.line(), end="\n" if final else "", flush=True)
-        elif final or now - self.last >= self.every_s:
-            print("    " + self.line(), flush=True)
-            self.last = now
 
 
 def _say(text: str) -> None:
@@ -105,10 +90,17 @@ def run_demo(state_dir: Path, seconds: float = 8.0, wait_s: float = 90.0) -> int
             report.add("daemon", "skipped", "cdc.runtime.run_cmd is not installed yet: no stream will be written")
 
         _say(f"3. schema `{DB}` and a {seconds:.0f}s concurrent write workload on the primary")
-        ticker = _Ticker(watcher.line) if watcher else None
-        summary = run_workload(stack.primary.connect, DB, seconds=seconds, seed=42, on_progress=ticker)
-        if ticker:
-            ticker(final=True)
+        total_ms = int(seconds * 1000)  # the workload runs for a time: its progress is in milliseconds
+        with progress(total_ms, "workload ms", stream=sys.stdout, interval_s=3.0) as bar:
+            t0 = time.monotonic()
+
+            def tick() -> None:
+                if watcher is not None:
+                    bar.set_description(f"workload ms ({watcher.line()})")
+                bar.update(min(total_ms, int((time.monotonic() - t0) * 1000)))
+
+            summary = run_workload(stack.primary.connect, DB, seconds=seconds, seed=42, on_progress=tick)
+            bar.update(total_ms)
         report.add("workload", "ok", f"{summary.committed} committed, {summary.rolled_back} rolled back, "
                                      f"{sum(summary.rows.values())} rows changed in {summary.seconds:.1f}s")
         stack.replica.wait_caught_up(stack.primary, timeout=60)
@@ -116,8 +108,11 @@ def run_demo(state_dir: Path, seconds: float = 8.0, wait_s: float = 90.0) -> int
 
         if watcher is not None:
             _say("4. waiting until the stream holds every committed transaction")
-            done = watcher.wait_for(summary.committed, wait_s, on_tick=ticker)
-            ticker(final=True)
+            with progress(summary.committed, "committed transactions in the stream", stream=sys.stdout,
+                          interval_s=3.0) as bar:
+                done = watcher.wait_for(summary.committed, wait_s, on_tick=lambda: bar.update(watcher.transactions))
+                bar.update(watcher.transactions)
+            print(f"    {watcher.line()}")
             report.add("stream", "ok" if done else "FAILED",
                        f"{watcher.transactions} END markers for {summary.committed} committed transactions")
             if watcher.sample:
