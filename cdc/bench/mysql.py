@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from cdc.progress_bar import progress
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rows", type=int, default=500_000)
@@ -47,12 +49,14 @@ def _load(db, rows: int, batch: int) -> tuple[str, str]:
              "note VARCHAR(255))")
     start = db.gtid_binlog_pos()
     done = 0
-    while done < rows:
-        n = min(batch, rows - done)
-        db.query(f"INSERT INTO bench.orders SELECT seq, CONCAT('customer-', seq % 9973), (seq % 100000) / 100, "
-                 f"seq % 17, TIMESTAMP('2024-01-01') + INTERVAL seq SECOND, 1 + seq % 3, "
-                 f"REPEAT('x', 20 + seq % 40) FROM bench.seq_{done + 1}_to_{done + n}")
-        done += n
+    with progress(rows, "[bench mysql] load rows") as bar:
+        while done < rows:
+            n = min(batch, rows - done)
+            db.query(f"INSERT INTO bench.orders SELECT seq, CONCAT('customer-', seq % 9973), (seq % 100000) / 100, "
+                     f"seq % 17, TIMESTAMP('2024-01-01') + INTERVAL seq SECOND, 1 + seq % 3, "
+                     f"REPEAT('x', 20 + seq % 40) FROM bench.seq_{done + 1}_to_{done + n}")
+            done += n
+            bar.advance(n)
     return start, db.gtid_binlog_pos()
 
 
@@ -93,7 +97,7 @@ def _raw_loop(db, start: str, rows: int) -> float:
     return elapsed
 
 
-def _pipeline(db, broker, start: str, end: str, rows: int) -> float:
+def _pipeline(db, broker, start: str, end: str, rows: int, batch: int) -> float:
     from cdc.config import KafkaConfig
     from cdc.contract import SourceContext
     from cdc.events import Commit
@@ -113,11 +117,14 @@ def _pipeline(db, broker, start: str, end: str, rows: int) -> float:
     src.start({"gtid_set": start})
     target = GtidSet.parse(end)
     t0 = time.perf_counter()
-    for ev in src.events():
-        pub.publish(ev)
-        if type(ev) is Commit and src.state.issuperset(target):
-            break
-    pub.flush()
+    with progress(rows, "[bench mysql] pipeline rows") as bar:  # a transaction is one load batch
+        for ev in src.events():
+            pub.publish(ev)
+            if type(ev) is Commit:
+                bar.advance(min(batch, rows - bar.completed))
+                if src.state.issuperset(target):
+                    break
+        pub.flush()
     elapsed = time.perf_counter() - t0
     src.close()
     pub.close()
@@ -141,7 +148,7 @@ def run(args: argparse.Namespace) -> dict:
                 _say(f"run {i + 1}: raw decode loop")
                 raw_runs.append(_raw(db, start, args.rows))
                 _say(f"run {i + 1}: pipeline (reader -> publisher -> broker ack)")
-                pipe_runs.append(_pipeline(db, broker, start, end, args.rows))
+                pipe_runs.append(_pipeline(db, broker, start, end, args.rows, args.batch))
             raw_s, pipe_s = min(raw_runs), min(pipe_runs)
         finally:
             broker.stop()
