@@ -115,6 +115,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdc.config import KafkaConfig
     from cdc.dev.broker import Broker
     from cdc.metrics import SourceMetrics
+    from cdc.progress_bar import progress
     from cdc.publish.publisher import Publisher
     from cdc.publish.topics import ensure_topic
     from readers.oracle.reader import default_parse_workers
@@ -156,7 +157,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             gc.collect()
             gc.freeze()
             try:
-                stats = pump(src, publisher, resume)
+                with progress(args.big_txn or args.rows or 100_000, "[bench oracle] rows published") as bar:
+                    stats = pump(src, publisher, resume, on_commit=bar.update)  # per transaction: total approximate
             finally:
                 gc.unfreeze()
             published = publisher._bytes

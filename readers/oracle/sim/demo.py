@@ -30,8 +30,10 @@ def make_source(name: str, options: str, workdir: str, metrics: SourceMetrics, *
     return OracleSource(config, SourceContext(metrics, spill_dir=f"{workdir}/spill"))
 
 
-def pump(source: OracleSource, publisher: Any, resume: Any = None) -> dict[str, int | float]:
-    """Start the source, publish until it is idle (first heartbeat after all redo), flush; returns counts."""
+def pump(source: OracleSource, publisher: Any, resume: Any = None,
+         on_commit: Callable[[int], None] | None = None) -> dict[str, int | float]:
+    """Start the source, publish until it is idle (first heartbeat after all redo), flush; returns counts.
+    ``on_commit(rows so far)`` after each transaction (progress)."""
     source.start(resume)
     rows = txs = 0
     t0, c0 = time.perf_counter(), time.thread_time()
@@ -47,6 +49,8 @@ def pump(source: OracleSource, publisher: Any, resume: Any = None) -> dict[str, 
                 rows += 1
             elif type(ev) is Commit:
                 txs += 1
+                if on_commit is not None:
+                    on_commit(rows)
         publisher.flush(timeout_s=120)
     finally:
         source.close()
