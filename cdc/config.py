@@ -91,7 +91,8 @@ class DebeziumConfig(BaseModel):
 
 class TopicsConfig(BaseModel):
     """How the service creates its topics (cdc.publish.topics.topic_spec). ``changes``, ``per_table``,
-    ``dead_letter``: topic config overrides (``partitions`` too, except for the changes topic: always 1)."""
+    ``dead_letter``, ``transaction`` and ``schema_change`` (the Debezium-shaped topics of kafka.debezium):
+    topic config overrides (``partitions`` too, except for the changes topic: always 1)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -100,6 +101,8 @@ class TopicsConfig(BaseModel):
     changes: dict[str, str | int] = Field(default_factory=dict)
     per_table: dict[str, str | int] = Field(default_factory=dict)
     dead_letter: dict[str, str | int] = Field(default_factory=dict)
+    transaction: dict[str, str | int] = Field(default_factory=dict)
+    schema_change: dict[str, str | int] = Field(default_factory=dict)
 
     @field_validator("changes")
     @classmethod

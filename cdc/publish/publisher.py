@@ -391,9 +391,12 @@ class Publisher:
             self._produce_bytes(topic, None, kbytes)  # tombstone: compaction forgets the key
 
     def _ensure_topic(self, topic: str) -> None:
-        """Create a per-table, transaction or schema-change topic at its first record in this process."""
+        """Create a per-table, transaction or schema-change topic at its first record in this process, as
+        kafka.topics says for its kind (per-table topics are compacted; the other two are not: compaction
+        would keep one record per transaction id / database)."""
         if topic not in self._table_topics:
-            ensure_topic(self.kafka.connection(), topic, topic_spec(self.kafka, "per_table"))
+            kind = {self._tx_topic: "transaction", self._ddl_topic: "schema_change"}.get(topic, "per_table")
+            ensure_topic(self.kafka.connection(), topic, topic_spec(self.kafka, kind))
             self._table_topics.add(topic)
 
     def _produce_connect(self, rec: ConnectRecord) -> None:

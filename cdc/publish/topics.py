@@ -29,7 +29,7 @@ from cdc.errors import PublishError
 from cdc.kafka_settings import KafkaConnection, LastError, create_client
 
 KEEP_FOREVER = {"retention.ms": "-1", "retention.bytes": "-1"}
-TopicKind = Literal["changes", "per_table", "dead_letter", "schemas"]
+TopicKind = Literal["changes", "per_table", "dead_letter", "schemas", "transaction", "schema_change"]
 
 
 
@@ -44,11 +44,13 @@ class TopicSpec:
 
 def topic_spec(kafka: Any, kind: TopicKind) -> TopicSpec:
     """The settings the service creates a ``kind`` topic with, from ``kafka.topics`` (cdc.config.TopicsConfig)
-    over the defaults: changes 1 partition + KEEP_FOREVER; per_table and schemas compacted."""
+    over the defaults: changes 1 partition + KEEP_FOREVER; per_table and schemas compacted; dead_letter and the
+    Debezium transaction and schema_change topics the broker's defaults."""
     t = kafka.topics
-    base = {"changes": dict(KEEP_FOREVER), "per_table": {"cleanup.policy": "compact"},
-            "schemas": {"cleanup.policy": "compact"}, "dead_letter": {}}[kind]
-    given = {"changes": t.changes, "per_table": t.per_table, "dead_letter": t.dead_letter, "schemas": {}}[kind]
+    compact = {"cleanup.policy": "compact"}
+    base = {"changes": dict(KEEP_FOREVER), "per_table": compact, "schemas": compact}.get(kind, {})
+    given = {"changes": t.changes, "per_table": t.per_table, "dead_letter": t.dead_letter,
+             "transaction": t.transaction, "schema_change": t.schema_change}.get(kind, {})
     config = {**base, **{k: str(v) for k, v in given.items() if k != "partitions"}}
     if t.min_insync_replicas is not None:
         config.setdefault("min.insync.replicas", str(t.min_insync_replicas))

@@ -19,6 +19,8 @@ def test_defaults_keep_the_changes_topic_forever_and_compact_per_table_topics():
     assert topic_spec(k, "per_table") == TopicSpec(1, None, {"cleanup.policy": "compact"})
     assert topic_spec(k, "schemas") == TopicSpec(1, None, {"cleanup.policy": "compact"})
     assert topic_spec(k, "dead_letter") == TopicSpec(1, None, {})
+    # Debezium's transaction and schema-change topics: one key per transaction / database, so never compacted
+    assert topic_spec(k, "transaction") == topic_spec(k, "schema_change") == TopicSpec(1, None, {})
 
 
 def test_replication_min_insync_partitions_and_overrides_come_from_the_config():
