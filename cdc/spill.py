@@ -310,7 +310,8 @@ class TxBuffer:
                              f"{exc.strerror}", path=where, chunk=number) from None
         except spill_codec.ChunkCorrupt as exc:
             raise SpillError(f"spill chunk {number} of transaction {self.txid} in {where} is corrupt: {exc}; "
-                             f"the source stops before this transaction's END, a restart reads it again from the source",
+                             f"the source stops before this transaction's END, a restart reads it again from the "
+                             f"source",
                              path=where, chunk=number, offset=exc.offset) from None
 
     def _resolve_pending(self) -> set[int]:

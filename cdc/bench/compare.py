@@ -35,6 +35,8 @@ import tempfile
 import time
 from typing import Any
 
+from cdc.progress_bar import progress
+
 COLUMNS = ("id BIGINT PRIMARY KEY, name VARCHAR(40) NOT NULL, qty INT NOT NULL, price DECIMAL(12,2), "
            "ts DATETIME(6), note VARCHAR(100)")
 NON_KEY = ("name", "qty", "price", "ts", "note")
@@ -171,26 +173,34 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         cur.execute(f"CREATE DATABASE IF NOT EXISTS {db}")
         cur.execute(f"USE {db}")
         ep = from_dsn("bench", f"mysql://root@{host}:{port}/{db}")
-        for n in sizes_for(args.rows):
-            print(f"compare bench: loading {n} rows", file=sys.stderr, flush=True)
-            injected = _load(cur, db, n, args.diff_fraction)
-            t_merge, report, cpu_merge = _best(
-                lambda: TableCompare(ep, f"{db}.src", ep, f"{db}.tgt", parallel=args.parallel).run(), args.repeat, pid)
-            found = len(report.diffs)
-            t_anti, anti_found, cpu_anti = _best(lambda: _anti_join(cur, db), args.repeat, pid)
-            t_left, left_found, _ = _best(lambda: _left_join(cur, db), args.repeat, pid)
-            if not (found == anti_found == left_found == injected):
-                raise RuntimeError(f"methods disagree at {n} rows: injected {injected}, merge found {found}, "
-                                   f"anti-join found {anti_found}, left join found {left_found}")
-            row = {"rows": n, "differences": injected, "merge_s": round(t_merge, 3), "anti_join_s": round(t_anti, 3),
-                   "merge_rows_per_s": round(n / t_merge), "anti_join_rows_per_s": round(n / t_anti),
-                   "speedup": round(t_anti / t_merge, 2), "left_join_s": round(t_left, 3),
-                   "speedup_vs_left_join": round(t_left / t_merge, 2), "load_avg_1m": round(os.getloadavg()[0], 2)}
-            if pid is not None:  # the database's own CPU time: the work each method costs, whatever the load
-                row.update(merge_db_cpu_s=round(cpu_merge, 2), anti_join_db_cpu_s=round(cpu_anti, 2),
-                           db_cpu_ratio=round(cpu_anti / cpu_merge, 2) if cpu_merge else None)
-            print(f"compare bench: {row}", file=sys.stderr, flush=True)
-            sizes.append(row)
+        sizes_run = sizes_for(args.rows)
+        with progress(4 * len(sizes_run), "[bench compare] steps (load, merge, anti-join, left join per size)") as bar:
+            for n in sizes_run:
+                print(f"compare bench: loading {n} rows", file=sys.stderr, flush=True)
+                injected = _load(cur, db, n, args.diff_fraction)
+                bar.advance()
+                t_merge, report, cpu_merge = _best(
+                    lambda: TableCompare(ep, f"{db}.src", ep, f"{db}.tgt", parallel=args.parallel).run(), args.repeat,
+                    pid)
+                found = len(report.diffs)
+                bar.advance()
+                t_anti, anti_found, cpu_anti = _best(lambda: _anti_join(cur, db), args.repeat, pid)
+                bar.advance()
+                t_left, left_found, _ = _best(lambda: _left_join(cur, db), args.repeat, pid)
+                bar.advance()
+                if not (found == anti_found == left_found == injected):
+                    raise RuntimeError(f"methods disagree at {n} rows: injected {injected}, merge found {found}, "
+                                       f"anti-join found {anti_found}, left join found {left_found}")
+                row = {"rows": n, "differences": injected, "merge_s": round(t_merge, 3),
+                       "anti_join_s": round(t_anti, 3),
+                       "merge_rows_per_s": round(n / t_merge), "anti_join_rows_per_s": round(n / t_anti),
+                       "speedup": round(t_anti / t_merge, 2), "left_join_s": round(t_left, 3),
+                       "speedup_vs_left_join": round(t_left / t_merge, 2), "load_avg_1m": round(os.getloadavg()[0], 2)}
+                if pid is not None:  # the database's own CPU time: the work each method costs, whatever the load
+                    row.update(merge_db_cpu_s=round(cpu_merge, 2), anti_join_db_cpu_s=round(cpu_anti, 2),
+                               db_cpu_ratio=round(cpu_anti / cpu_merge, 2) if cpu_merge else None)
+                print(f"compare bench: {row}", file=sys.stderr, flush=True)
+                sizes.append(row)
         cur.execute(f"DROP DATABASE {db}")
     finally:
         conn.close()

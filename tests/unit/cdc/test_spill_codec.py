@@ -41,7 +41,8 @@ def same(a, b) -> bool:
                                        or str(a) == str(b))
     if isinstance(a, (dt.datetime, dt.time)):
         # the wall time and its offset (an inter-zone == is False at a DST fold, whatever the instant)
-        return type(b) is type(a) and a.replace(tzinfo=None) == b.replace(tzinfo=None) and a.utcoffset() == b.utcoffset()
+        return (type(b) is type(a) and a.replace(tzinfo=None) == b.replace(tzinfo=None)
+                and a.utcoffset() == b.utcoffset())
     return type(a) is type(b) and a == b
 
 

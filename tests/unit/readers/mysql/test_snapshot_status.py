@@ -23,4 +23,5 @@ def test_the_state_comes_from_the_resume_of_the_stream_tail():
     assert snapshot_state({"gtid_set": "0-1-5", "snapshot": {"table": "d.a", "after": [7]}}) == \
         {"kind": "initial", "table": "d.a", "after": [7], "tables": None}
     inc = snapshot_state({"gtid_set": "0-1-5", "incremental": {"queue": ["d.c"], "table": "d.b", "after": None}})
-    assert inc == {"kind": "incremental", "table": "d.b", "after": None, "tables": [TableId("d", "b"), TableId("d", "c")]}
+    assert inc == {"kind": "incremental", "table": "d.b", "after": None,
+                   "tables": [TableId("d", "b"), TableId("d", "c")]}
