@@ -47,6 +47,8 @@ import sys
 import time
 from typing import Any
 
+from cdc.progress_bar import Progress, progress
+
 VIEW = {"name": "bench_sales", "sql": (
     "SELECT c.region, o.product_id, COUNT(*) AS orders, SUM(o.amount) AS total, AVG(o.qty) AS avg_qty "
     "FROM orders o JOIN customers c ON o.customer_id = c.id GROUP BY c.region, o.product_id")}
@@ -105,17 +107,19 @@ def _bench(target, args) -> dict[str, Any]:
                            "batches": args.batches, "repeat": args.repeat if args.db == "postgres" else 1}
     rng = random.Random(args.seed)
     state = {"ids": list(range(1, orders + 1)), "next_id": orders + 1, "customers": customers}
-    for key, view, moves in (("", VIEW, False), ("mixed_", VIEW, True), ("minmax_", MINMAX_VIEW, False)):
-        m = _measure(target, view, state, rng, args, moves, rebuild=not key)
-        inc, rec = statistics.median(m["incremental"]), statistics.median(m["recompute"])
-        out[f"{key}incremental_s"] = round(inc, 4)
-        out[f"{key}recompute_s"] = round(rec, 4)
-        out[f"{key}speedup"] = round(rec / inc, 1)
-        if not key:
-            out["recompute_select_s"] = round(_time_select(target, view), 4)
-            out["rebuild_s"] = round(statistics.median(m["rebuild"]), 4)
-            out["rebuild_speedup"] = round(out["rebuild_s"] / inc, 1)
-            out["changed_rows_per_batch"] = m["touched"]
+    runs = (("", VIEW, False), ("mixed_", VIEW, True), ("minmax_", MINMAX_VIEW, False))
+    with progress(len(runs) * args.batches, "[bench views] batches measured") as bar:
+        for key, view, moves in runs:
+            m = _measure(target, view, state, rng, args, moves, bar, rebuild=not key)
+            inc, rec = statistics.median(m["incremental"]), statistics.median(m["recompute"])
+            out[f"{key}incremental_s"] = round(inc, 4)
+            out[f"{key}recompute_s"] = round(rec, 4)
+            out[f"{key}speedup"] = round(rec / inc, 1)
+            if not key:
+                out["recompute_select_s"] = round(_time_select(target, view), 4)
+                out["rebuild_s"] = round(statistics.median(m["rebuild"]), 4)
+                out["rebuild_speedup"] = round(out["rebuild_s"] / inc, 1)
+                out["changed_rows_per_batch"] = m["touched"]
     out["consistent"] = True  # _measure raises if a maintained view differs from its recomputation
     return out
 
@@ -142,8 +146,9 @@ def _load(target, orders: int, customers: int, seed: int) -> None:
         target.conn.autocommit = False
 
 
-def _measure(target, view, state, rng, args, moves: bool, rebuild: bool = False) -> dict[str, Any]:
-    """Per batch: {"incremental": [...], "recompute": [...], ("rebuild": [...]), "touched": n}."""
+def _measure(target, view, state, rng, args, moves: bool, bar: Progress, rebuild: bool = False) -> dict[str, Any]:
+    """Per batch: {"incremental": [...], "recompute": [...], ("rebuild": [...]), "touched": n}; ``bar`` advances
+    by one per batch."""
     from streaming.views import build, maintainer
     from streaming.views.definition import parse_view
     from streaming.views.dialect import dialect_for
@@ -168,6 +173,7 @@ def _measure(target, view, state, rng, args, moves: bool, rebuild: bool = False)
             out[name].append(took)
         _log(f"{view['name']}{' (region moves)' if moves else ''} batch {batch}: {out['touched']} changed rows, "
              + ", ".join(f"{name} {took:.3f}s" for name, took in best.items()))
+        bar.advance()
     return out
 
 
