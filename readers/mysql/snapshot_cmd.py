@@ -37,7 +37,7 @@ def main(args: argparse.Namespace) -> int:
     from readers.mysql.incremental import EXECUTE, SIGNAL_DDL
     from readers.mysql.snapshot import q
 
-    if args.action == "status":
+    if getattr(args, "action", "request") == "status":  # callers that build args by hand mean a request
         from readers.mysql.snapshot_status import main as status
         return status(args)
     if not args.table:
