@@ -51,10 +51,14 @@ def test_all_pass_then_each_failure_names_its_fix(tmp_path, capsys, mariadb_prim
     cfg = config(mariadb_primary, db, broker, topic_prefix, postgres, pg_schema)
     cfg["targets"] += [{"name": "my", "kind": "mysql", "dsn": f"mysql://cdc:cdc@{mariadb_primary.address}/{db}"},
                        {"name": "duck", "kind": "duckdb", "path": str(tmp_path / "t.duckdb")}]
+    cfg["sources"].append({"name": "legacy", "kind": "shadow", "dsn": f"mysql://cdc:cdc@{mariadb_primary.address}/{db}",
+                           "tables": [f"{db}.order*"]})
 
     code, checks = run_check(tmp_path, capsys, cfg)
     assert code == 0, [c for c in checks.values() if not c["ok"]]
     assert checks["target my: write"]["ok"] and checks["target duck: write"]["ok"]
+    assert checks[f"source legacy: tables {db}.order*"]["detail"] == f"matches {db}.order_items, {db}.orders"
+    cfg["sources"].pop()
     assert not mariadb_primary.query(f"SHOW TABLES FROM `{db}` LIKE '\\_cdc\\_check%'")  # scratch table gone
     cfg["targets"] = cfg["targets"][:1]
     assert checks[f"source shop: tables {db}.order_*"]["detail"] == f"matches {db}.order_items"
