@@ -61,6 +61,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cdc.progress_bar import progress
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rows", type=int, default=500_000)
@@ -212,7 +214,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         th = threading.Thread(target=job.run, args=(cfg,), kwargs={"spark": spark, "stop_event": stop,
                                                                    "streams_out": streams}, daemon=True)
         th.start()
-        with psycopg.connect(dsn, autocommit=True) as c:
+        with psycopg.connect(dsn, autocommit=True) as c, \
+                progress(last_seq, "[bench apply] stream sequence applied") as bar:
             first = None
             while True:
                 try:
@@ -221,6 +224,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     row = None
                 if row and first is None:
                     first = time.monotonic()
+                if row:
+                    bar.update(row[0])
                 if row and row[0] >= last_seq:
                     break
                 if not th.is_alive() or time.monotonic() - t0 > 1800:
