@@ -166,12 +166,13 @@ def run_checks(cfg: Any, source: str | None = None) -> list[Check]:
     """Every check of ``cfg`` (see the module docstring), in order: sources, Kafka, targets."""
     from cdc.registry import checker
 
-    sources = [cfg.source(source)] if source else list(cfg.sources)
+    if source:
+        cfg.source(source)  # an unknown name: ConfigError naming it and the known ones
+    sources = [(i, s) for i, s in enumerate(cfg.sources) if source in (None, s.name)]
     out: list[Check] = []
-    for i, src in enumerate(sources):
-        out += checker(src.kind)(src, f"sources[{cfg.sources.index(src) if source else i}]")
-    if cfg.kafka is not None:
-        out += kafka_checks(cfg, sources)
+    for i, src in sources:
+        out += checker(src.kind)(src, f"sources[{i}]")
+    out += kafka_checks(cfg, [s for _, s in sources])
     if not source:
         for target in cfg.targets:
             out += checker("target")(target, target.name)
