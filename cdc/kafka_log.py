@@ -14,7 +14,7 @@ experimental. :class:`RepeatLimit` lets the first line of a kind through, then
 at most one per ``RATE_LIMIT_S`` seconds, carrying how many like it were
 dropped meanwhile. "Of a kind": same level, facility and text once digits are
 ignored (``after 0ms`` and ``after 3ms``, ``rdkafka#producer-1`` and ``-2``
-are the same line).
+are the same line), and librdkafka's own ``, N identical error(s) suppressed``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import time
 
 RATE_LIMIT_S = 30.0
 _DIGITS = re.compile(r"\d+")
+_SUPPRESSED = re.compile(r", \d+ identical error\(s\) suppressed")  # librdkafka's own count, not another line
 
 
 class RepeatLimit(logging.Filter):
@@ -38,7 +39,7 @@ class RepeatLimit(logging.Filter):
         self._lock = threading.Lock()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        kind = (record.levelno, _DIGITS.sub("#", record.getMessage()))
+        kind = (record.levelno, _DIGITS.sub("#", _SUPPRESSED.sub("", record.getMessage())))
         now = time.monotonic()
         with self._lock:
             last, dropped = self._seen.get(kind, (-self.interval_s, 0))

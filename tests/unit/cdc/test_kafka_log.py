@@ -32,6 +32,7 @@ def test_lines_differing_only_in_numbers_are_one_kind_and_other_lines_still_pass
     f = RepeatLimit(interval_s=60)
     assert f.filter(_record("Connect failed (after 0ms in state CONNECT)"))
     assert not f.filter(_record("Connect failed (after 3ms in state CONNECT)"))
+    assert not f.filter(_record("Connect failed (after 0ms in state CONNECT, 1 identical error(s) suppressed)"))
     assert f.filter(_record("Connect failed (after 3ms in state CONNECT)", logging.WARNING))  # another level
     assert f.filter(_record("SSL handshake failed"))
 
