@@ -29,6 +29,7 @@ Signal rows are left in the table (they are also in the stream, harmless).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -36,8 +37,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc.events import Begin, Change, Commit, Event, TableId
+from cdc.progress_bar import Progress, progress
 from readers.mysql.connection import open_connection
-from readers.mysql.snapshot import TableReader, q
+from readers.mysql.snapshot import TableReader, estimated_rows, q
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,8 @@ class IncrementalSnapshots:
         self.in_window = False
         self.emit_due = False
         self._conn = None
+        self._lines = contextlib.ExitStack()  # the progress log lines of the table being snapshotted
+        self._bar: Progress | None = None
 
     # ---------------------------------------------------------------- resume
     def progress(self) -> dict[str, Any]:
@@ -120,6 +124,11 @@ class IncrementalSnapshots:
         while self.table is not None:
             conn = self._connection()
             self.reader = TableReader(conn, TableId.parse(self.table))
+            if self._bar is None:  # log lines: rows read of the server's estimate, percent, ETA
+                self._bar = self._lines.enter_context(progress(
+                    estimated_rows(conn, [TableId.parse(self.table)]),
+                    f"source {self.source.name}: incremental snapshot of {self.table} rows read", interval_s=10.0,
+                    log=log))
             if not self.reader.key:
                 log.error("source %s: %s has no primary key: incremental snapshot refused", self.source.name,
                           self.table)
@@ -135,9 +144,12 @@ class IncrementalSnapshots:
             self.chunk_id = chunk_id
             self.chunk_after = self.reader.key_of(rows[-1])
             self.buffer = {tuple(self.reader.key_of(r)): r for r in rows}
+            self._bar.advance(len(rows))
             return
 
     def _finish_table(self) -> None:
+        self._lines.close()  # the table's last progress line
+        self._bar = None
         log.info("source %s: incremental snapshot of %s done", self.source.name, self.table)
         self.table, self.after, self.chunk_id, self.reader = None, None, None, None
         if self.queue:
@@ -172,6 +184,7 @@ class IncrementalSnapshots:
         return self._conn
 
     def close(self) -> None:
+        self._lines.close()
         if self._conn is not None:
             try:
                 self._conn.close()

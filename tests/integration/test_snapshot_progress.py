@@ -65,3 +65,29 @@ def _scrape(daemon: DaemonProcess) -> dict:
         return daemon.scrape()
     except OSError:
         return {}
+
+
+def test_a_requested_snapshot_logs_rows_read_of_each_table(mariadb_primary, broker, topic_prefix, tmp_mysql_db,
+                                                           tmp_path):
+    db, q = tmp_mysql_db, mariadb_primary.query
+    q(f"CREATE TABLE `{db}`.c (id INT PRIMARY KEY, v VARCHAR(20))")
+    q(f"INSERT INTO `{db}`.c SELECT seq, CONCAT('v', seq) FROM `{db}`.seq_1_to_{ROWS_B}")
+    daemon = DaemonProcess(tmp_path, source="shop", mariadb_hosts=[mariadb_primary.address], tables=[f"{db}.c"],
+                           bootstrap=broker.bootstrap, topic_prefix=topic_prefix,
+                           source_options={"signal_table": f"{db}.cdc_signal", "snapshot_chunk_rows": 100})
+    try:
+        daemon.start()
+        env = {k: v for k, v in os.environ.items() if k != "CDC_PROGRESS"}
+        asked = subprocess.run([CDC, "snapshot", "--config", str(daemon.config_path), "--source", "shop", "--table",
+                                f"{db}.c"], capture_output=True, text=True, timeout=60, env=env, check=False)
+        assert asked.returncode == 0, asked.stderr
+
+        def lines() -> list[str]:
+            return [m for m in (d.get("msg", "") for d in daemon.log_lines())
+                    if m.startswith(f"source shop: incremental snapshot of {db}.c rows read: ")]
+
+        wait_for(lambda: any(m.startswith(f"source shop: incremental snapshot of {db}.c rows read: {ROWS_B}/")
+                             for m in lines()), 60, "the snapshot's last progress line", daemon)
+    finally:
+        daemon.stop()
+    assert re.search(r"\(\d+\.\d%\)", lines()[-1]), lines()
