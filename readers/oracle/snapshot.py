@@ -46,6 +46,7 @@ real database.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import time
 from collections.abc import Iterator
 from decimal import Decimal
@@ -54,9 +55,12 @@ from typing import Any
 from cdc import table_glob
 from cdc.errors import CdcError, Terminal
 from cdc.events import Begin, Change, Column, Commit, Event, Heartbeat, TableId, TableSchema
+from cdc.progress_bar import progress as progress_lines
 from cdc.snapshot_marks import row_mark, with_ends
 from cdc.values import stream_value
 from readers.oracle.convert import stream_schema
+
+log = logging.getLogger(__name__)
 
 
 class FlashbackError(CdcError, Terminal):
@@ -161,7 +165,13 @@ class OracleSnapshot:
 
     def events(self) -> Iterator[Event]:
         """Chunks as transactions, then the Heartbeat that hands over to streaming. The snapshot's first and
-        last rows carry ``snapshot: first`` / ``last`` (cdc.snapshot_marks)."""
+        last rows carry ``snapshot: first`` / ``last`` (cdc.snapshot_marks). Progress: a log line of rows
+        read every 10 s and at the end (no total: table statistics may be missing or stale)."""
+        with progress_lines(None, f"snapshot as of SCN {self.scn}: rows", interval_s=10.0, log=log) as bar:
+            yield from self._events(bar)
+        yield Heartbeat(int(time.time() * 1000), self.streaming_resume())
+
+    def _events(self, bar: Any) -> Iterator[Event]:
         for (table, stream, rows, n, replace, progress), first, last in with_ends(
                 self._chunks(), lambda c: bool(c[2]), fresh=self.progress.get("table") is None, complete=lambda: True):
             ts = int(time.time() * 1000)
@@ -176,7 +186,7 @@ class OracleSnapshot:
                     src["snapshot"] = mark
                 yield Change(table, "r", None, row, src, stream)
             yield Commit(txid, ts, {**self.streaming_resume(), "snapshot": progress}, {"scn": self.scn})
-        yield Heartbeat(int(time.time() * 1000), self.streaming_resume())
+            bar.advance(len(rows))
 
     def _chunks(self) -> Iterator[tuple[TableId, TableSchema | None, list[dict], int, bool, dict[str, Any]]]:
         """(table, stream schema, rows, chunk number, replace, the resume progress after this chunk), in order;
