@@ -160,8 +160,9 @@ class TransactionStore:
             self._writes.put(_STOP, 0)
             self._writer.join(timeout=10)
             self._writer = None
-        self.dir.sweep()
-        self.dir.close()
+        if not self.dir.closed:  # close() twice (a reader closed after a failed start) is fine
+            self.dir.sweep()
+            self.dir.close()
 
     # -- internals -------------------------------------------------------------------------------------
 

@@ -114,6 +114,10 @@ class PrivateDir:
                 files += 1
         return files, nbytes
 
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
