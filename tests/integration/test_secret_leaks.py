@@ -3,7 +3,7 @@
 Covered: config errors (a bad value next to the password, the password from an environment
 variable, an unreadable password_file, two passwords for one login), connection failures
 (MariaDB refusing the password in `cdc run` and `cdc check`, PostgreSQL refusing a target's
-password in `cdc compare`, Kafka unreachable), a daemon running for a few seconds against real
+password in `cdc compare` and `cdc check`, Kafka unreachable), a daemon running for a few seconds against real
 MariaDB and the broker at logging level DEBUG (its whole log, /metrics, /healthz, /readyz, and the
 command lines of it and its children), and the loaded Config's repr, str and JSON dump.
 """
@@ -138,6 +138,9 @@ def test_postgres_refusing_a_target_password_never_shows_it(tmp_path, mariadb_pr
                        "--tables", f"{tmp_mysql_db}.t=public.t"])
     assert rc != 0 and "password authentication failed" in out, out
     assert_no_leak(out, "`cdc compare` against a target refusing the password")
+    rc, out = run_cdc(["check", "--config", str(config)])  # checks the targets too, through the apply's connect
+    assert rc != 0 and "password authentication failed" in out, out
+    assert_no_leak(out, "`cdc check` of a target refusing the password")
 
 
 def test_kafka_unreachable_never_shows_the_password(tmp_path, mariadb_primary, leak_user):
