@@ -172,7 +172,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return apply_lake.run(args)
     import psycopg
 
-    from cdc.config import parse_config
     from cdc.dev.broker import Broker
     from cdc.dev.postgres import Postgres
     from streaming.apply import job
@@ -201,11 +200,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         with psycopg.connect(dsn, autocommit=True) as c:
             c.execute("DROP SCHEMA IF EXISTS bench_apply CASCADE")
             c.execute("CREATE SCHEMA bench_apply")
-        cfg = parse_config({
-            "kafka": {"bootstrap_servers": bootstrap, "topic_prefix": "bench"},
-            "targets": [{"name": "pg", "kind": "postgres", "dsn": dsn, "schema": "bench_apply"}],
-            "apply": [{"source": "bench", "target": "pg", "checkpoint_dir": str(work / "ck"),
-                       "max_records_per_batch": 200_000, "trigger_interval_s": 0.1}]})
+        cfg = _config(bootstrap, "bench", dsn, "bench_apply", work / "ck", max_records_per_batch=200_000)
         spark = job.build_session("local[2]", "cdc-bench-apply")
         _say("apply: running the Spark job")
         t0 = time.monotonic()
@@ -216,21 +211,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         th.start()
         with psycopg.connect(dsn, autocommit=True) as c, \
                 progress(last_seq, "[bench apply] stream sequence applied") as bar:
-            first = None
-            while True:
-                try:
-                    row = c.execute("SELECT last_sequence FROM bench_apply.cdc_progress").fetchone()
-                except psycopg.errors.UndefinedTable:
-                    row = None
-                if row and first is None:
-                    first = time.monotonic()
-                if row:
-                    bar.update(row[0])
-                if row and row[0] >= last_seq:
-                    break
-                if not th.is_alive() or time.monotonic() - t0 > 1800:
-                    raise RuntimeError("the apply job stopped or took over 30 minutes")
-                time.sleep(0.05)
+            _wait_applied(c, "bench_apply", last_seq, th, on_progress=bar.update)
         t_end = time.monotonic()
         applied_s = t_end - t0
         wait_until = time.monotonic() + 30  # the last batch's timing is noted just after its commit
@@ -365,13 +346,42 @@ def _batched(dsn: str, items: list, start: int = 0, table: str = "bench_apply.ba
     return rate
 
 
+def _config(bootstrap: str, prefix: str, dsn: str, schema: str, checkpoint: Path, **apply: Any):
+    """The config of one bench apply run: stream ``<prefix>.bench.changes`` into ``schema`` of the PostgreSQL."""
+    from cdc.config import parse_config
+
+    return parse_config({
+        "kafka": {"bootstrap_servers": bootstrap, "topic_prefix": prefix},
+        "targets": [{"name": "pg", "kind": "postgres", "dsn": dsn, "schema": schema}],
+        "apply": [{"source": "bench", "target": "pg", "checkpoint_dir": str(checkpoint), "trigger_interval_s": 0.1,
+                   **apply}]})
+
+
+def _wait_applied(c, schema: str, sequence: int, job_thread: threading.Thread, on_progress=None) -> None:
+    """Until the progress row in ``schema`` reaches ``sequence`` (30 minutes at most; the job must live)."""
+    import psycopg
+
+    t0 = time.monotonic()
+    while True:
+        try:
+            row = c.execute(f"SELECT last_sequence FROM {schema}.cdc_progress").fetchone()
+        except psycopg.errors.UndefinedTable:
+            row = None
+        if row and on_progress:
+            on_progress(row[0])
+        if row and row[0] >= sequence:
+            return
+        if not job_thread.is_alive() or time.monotonic() - t0 > 1800:
+            raise RuntimeError(f"the apply job into {schema} stopped or took over 30 minutes")
+        time.sleep(0.05)
+
+
 def _mixed(args, bootstrap: str, admin, dsn: str, spark, work: Path) -> dict[str, Any]:
     """The apply job on the mixed workload (see the module docstring), and the batched sink on the same
     changes; the loaded keys are applied first and not timed."""
     import psycopg
     from confluent_kafka import Producer
 
-    from cdc.config import parse_config
     from cdc.publish.producer import producer_config
     from streaming.apply import job
     from streaming.testing import produce
@@ -387,31 +397,13 @@ def _mixed(args, bootstrap: str, admin, dsn: str, spark, work: Path) -> dict[str
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("DROP SCHEMA IF EXISTS bench_mixed CASCADE")
         c.execute("CREATE SCHEMA bench_mixed")
-    cfg = parse_config({
-        "kafka": {"bootstrap_servers": bootstrap, "topic_prefix": "mixed"},
-        "targets": [{"name": "pg", "kind": "postgres", "dsn": dsn, "schema": "bench_mixed"}],
-        "apply": [{"source": "bench", "target": "pg", "checkpoint_dir": str(work / "ck-mixed"),
-                   "max_records_per_batch": 200_000, "trigger_interval_s": 0.1}]})
+    cfg = _config(bootstrap, "mixed", dsn, "bench_mixed", work / "ck-mixed", max_records_per_batch=200_000)
     stop = threading.Event()
     th = threading.Thread(target=job.run, args=(cfg,), kwargs={"spark": spark, "stop_event": stop}, daemon=True)
     th.start()
-
-    def wait_for(seq: int, c) -> None:
-        t0 = time.monotonic()
-        while True:
-            try:
-                row = c.execute("SELECT last_sequence FROM bench_mixed.cdc_progress").fetchone()
-            except psycopg.errors.UndefinedTable:
-                row = None
-            if row and row[0] >= seq:
-                return
-            if not th.is_alive() or time.monotonic() - t0 > 1800:
-                raise RuntimeError("the mixed apply job stopped or took over 30 minutes")
-            time.sleep(0.05)
-
     with psycopg.connect(dsn, autocommit=True) as c:
         _say(f"mixed: loading {args.mixed_keys} keys")
-        wait_for(load_last, c)
+        _wait_applied(c, "bench_mixed", load_last, th)
         _say(f"mixed: {rows} changes to existing keys, applied while produced")
         p = Producer(producer_config(bootstrap))
         t0 = time.monotonic()
@@ -423,7 +415,7 @@ def _mixed(args, bootstrap: str, admin, dsn: str, spark, work: Path) -> dict[str
                 except BufferError:
                     p.poll(0.01)
         p.flush(300)
-        wait_for(last, c)
+        _wait_applied(c, "bench_mixed", last, th)
         apply_rate = rows / (time.monotonic() - t0)
         held = dict(c.execute("SELECT id, name FROM bench_mixed.t").fetchall())
     stop.set()
@@ -487,7 +479,6 @@ def _latency(args, bootstrap: str, admin, dsn: str, spark, work: Path, schemas) 
     import psycopg
     from confluent_kafka import Producer
 
-    from cdc.config import parse_config
     from cdc.kafka_settings import KafkaConnection
     from streaming.apply import job
     from streaming.testing import StreamBuilder
@@ -497,11 +488,7 @@ def _latency(args, bootstrap: str, admin, dsn: str, spark, work: Path, schemas) 
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("DROP SCHEMA IF EXISTS bench_lat CASCADE")
         c.execute("CREATE SCHEMA bench_lat")
-    cfg = parse_config({
-        "kafka": {"bootstrap_servers": bootstrap, "topic_prefix": "lat"},
-        "targets": [{"name": "pg", "kind": "postgres", "dsn": dsn, "schema": "bench_lat"}],
-        "apply": [{"source": "bench", "target": "pg", "checkpoint_dir": str(work / "ck-lat"),
-                   "trigger_interval_s": 0.1}]})
+    cfg = _config(bootstrap, "lat", dsn, "bench_lat", work / "ck-lat")
     stop = threading.Event()
     streams: list = []
     th = threading.Thread(target=job.run, args=(cfg,), kwargs={"spark": spark, "stop_event": stop,
