@@ -42,7 +42,7 @@ from cdc.dsn import mask
 from cdc.errors import ConfigError
 from cdc.kafka_settings import KafkaConnection, parse_block
 from cdc.registry import SOURCE_CONFIGS
-from cdc.secrets import PasswordLogin
+from cdc.credentials import PasswordLogin
 from cdc.spill_dir import default_spill_dir
 from cdc.tls import MySqlTls, OracleTls, tls_kind
 
@@ -165,7 +165,7 @@ class KafkaConfig(BaseModel):
 
 class TargetConfig(PasswordLogin):
     """One target. Database targets (postgres, mysql, oracle) log in: ``user`` (else the DSN's) and
-    a password from ``password``, ``password_file`` or the DSN (cdc.secrets), else ``passwordless``."""
+    a password from ``password``, ``password_file`` or the DSN (cdc.credentials), else ``passwordless``."""
 
     model_config = ConfigDict(extra="forbid")
     dsn_field = "dsn"

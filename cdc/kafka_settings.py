@@ -30,7 +30,7 @@ from typing import Any, Literal
 from pydantic import SecretStr
 
 from cdc.errors import ConfigError
-from cdc.secrets import read_secret_file
+from cdc.credentials import read_secret_file
 
 Role = Literal["producer", "consumer", "admin"]
 SECRET_KEYS = frozenset({"sasl.password", "ssl.key.password", "ssl.keystore.password",

@@ -7,14 +7,14 @@ from typing import Literal
 from pydantic import ConfigDict, Field, field_validator
 
 from cdc.contract import HeartbeatInterval
-from cdc.secrets import PasswordLogin
+from cdc.credentials import PasswordLogin
 from cdc.table_glob import check_pattern
 from cdc.tls import MySqlTls
 
 
 class MySqlSourceConfig(PasswordLogin):
     """``kind: mysql``. ``hosts`` lists the primary and its failover candidates; the login's password
-    comes from ``password``, ``password_file`` or ``passwordless: true`` (cdc.secrets)."""
+    comes from ``password``, ``password_file`` or ``passwordless: true`` (cdc.credentials)."""
 
     model_config = ConfigDict(extra="forbid")
 

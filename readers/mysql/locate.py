@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from cdc.secrets import read_secret_file
+from cdc.credentials import read_secret_file
 from cdc.tls import MySqlTls
 from readers.mysql.connection import open_connection
 from readers.mysql.errors import CdcError, Divergence

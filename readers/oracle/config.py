@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field, field_validator
 
 from cdc.contract import HeartbeatInterval
-from cdc.secrets import PasswordLogin
+from cdc.credentials import PasswordLogin
 from cdc.table_glob import check_pattern, is_literal
 from cdc.tls import OracleTls
 
@@ -20,7 +20,7 @@ class OracleSourceConfig(PasswordLogin):
     build, log lists). ``dsn: simulator`` or ``simulator:<workload options>``
     (e.g. ``simulator:transactions=1000,lanes=8``) selects the built-in
     LogMiner simulator for both, which needs no login. The password: ``password``,
-    ``password_file`` or ``passwordless: true`` (cdc.secrets); ``user`` is its own key.
+    ``password_file`` or ``passwordless: true`` (cdc.credentials); ``user`` is its own key.
     """
 
     model_config = ConfigDict(extra="forbid")

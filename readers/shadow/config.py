@@ -8,7 +8,7 @@ from pydantic import ConfigDict, Field
 
 from cdc.contract import HeartbeatInterval
 from cdc.dsn import database_kind
-from cdc.secrets import PasswordLogin
+from cdc.credentials import PasswordLogin
 from cdc.tls import MySqlTls
 
 
@@ -17,7 +17,7 @@ class ShadowSourceConfig(PasswordLogin):
 
     ``dsn`` names the database (mysql://, postgresql://, duckdb:///path; see
     cdc.compare.endpoints); the password of a database login: ``password``, ``password_file``, the
-    DSN's own or ``passwordless: true`` (cdc.secrets). The shadow copy (key, MD5, last row image) and
+    DSN's own or ``passwordless: true`` (cdc.credentials). The shadow copy (key, MD5, last row image) and
     the undo/redo journal live in ``shadow_schema`` of the same database.
     """
 

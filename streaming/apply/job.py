@@ -33,7 +33,7 @@ from cdc.envelope import changes_topic
 from cdc.errors import CdcError, PublishError
 from cdc.metrics import ApplyMetrics
 from cdc.publish.topics import topic_id
-from cdc.secrets import LOGIN_FIELDS
+from cdc.credentials import LOGIN_FIELDS
 from cdc.table_map import TableMap
 from streaming.apply.checkpoint import check, default_location, read_checkpoint
 from streaming.apply.engine import ApplyEngine

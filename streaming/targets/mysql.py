@@ -1,5 +1,5 @@
 """MySQL / MariaDB target (PyMySQL). Config: ``{name, kind: mysql, dsn: mysql://user@host:port/db}``
-plus the password (``password_file``, ``password``, or in the dsn: cdc.secrets), and optionally
+plus the password (``password_file``, ``password``, or in the dsn: cdc.credentials), and optionally
 ``tls: {ca, cert, key, verify_identity}`` (cdc/tls.py), as a MySQL source's.
 
 Upserts are multi-row ``INSERT ... ON DUPLICATE KEY UPDATE`` (PyMySQL folds

@@ -1,5 +1,5 @@
 """Oracle target (python-oracledb, thin mode). Config: ``{name, kind: oracle, dsn: user@host:port/service,
-password_file: ...}`` (or ``user``/``password`` keys; a ``user/pw@host:port/service`` DSN still works: cdc.secrets)
+password_file: ...}`` (or ``user``/``password`` keys; a ``user/pw@host:port/service`` DSN still works: cdc.credentials)
 and optionally ``tls:`` wallet settings (cdc/tls.py ``OracleTls``; TCPS via ``tcps://`` in the dsn).
 
 NOT RUN HERE: no Oracle server can run where this project is built and

@@ -4,7 +4,7 @@ Bulk path: rows are COPYed into a temporary staging table (``LIKE`` the
 target, dropped at commit) and merged with one ``INSERT ... ON CONFLICT DO
 UPDATE`` or ``DELETE ... USING`` statement; small sets go through
 executemany. Config: ``{name, kind: postgres, dsn, schema (optional)}`` plus the
-password (``password_file``, ``password``, or in the dsn: cdc.secrets), passed as a conninfo keyword.
+password (``password_file``, ``password``, or in the dsn: cdc.credentials), passed as a conninfo keyword.
 
 Columnar path (``delete_json``/``upsert_json``, used by the engine for a
 batch's net rows): the row images arrive as JSON text; an in-process DuckDB

@@ -1,4 +1,4 @@
-"""Database logins (cdc.secrets): password, password_file, a DSN's password, passwordless; and the
+"""Database logins (cdc.credentials): password, password_file, a DSN's password, passwordless; and the
 environment override rule of cdc.config (string fields verbatim, structured fields as YAML)."""
 
 from __future__ import annotations
