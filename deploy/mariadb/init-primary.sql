@@ -1,7 +1,7 @@
 -- Runs once on the primary's first start (docker-entrypoint-initdb.d).
 -- The CDC user reads the binlog over the replication protocol and reads
--- table definitions; it never writes. Passwords come from the compose
--- environment; this file uses the demo default and is replaced in production.
+-- table definitions; it never writes. Its password here is the demo value of
+-- deploy/secrets/source-shop-password: change both together (or create the user yourself).
 CREATE DATABASE IF NOT EXISTS shop;
 CREATE USER IF NOT EXISTS 'cdc'@'%' IDENTIFIED BY 'cdc-password';
 GRANT REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER ADMIN, SLAVE MONITOR ON *.* TO 'cdc'@'%';

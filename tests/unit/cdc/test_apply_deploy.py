@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from cdc.config import load_config
 from cdc.runtime.health import HealthServer
+from tests.fixtures.deploy import k8s_secret_files, rewrite
 from tests.fixtures.prometheus import DEPLOY
 
 K8S = DEPLOY / "kubernetes"
@@ -55,15 +56,14 @@ def test_the_apply_pod_probes_the_paths_and_port_cdc_apply_serves(tmp_path):
     mount = next(m for m in container["volumeMounts"] if m["mountPath"] == "/etc/cdc")
     volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
     cm = _named(docs, "ConfigMap", volume["configMap"]["name"])
-    secret = _named(docs, "Secret", "cdc-secrets")["stringData"]
-    env = {}
-    for e in container["env"]:
-        ref = e.get("valueFrom", {}).get("secretKeyRef")
-        env[e["name"]] = secret[ref["key"]] if ref else e["value"]
-    assert "password" not in cm["data"]["cdc.yaml"] and "change-me" not in cm["data"]["cdc.yaml"]
-    (tmp_path / "cdc.yaml").write_text(cm["data"]["cdc.yaml"])
+    env = {e["name"]: e["value"] for e in container["env"]}  # no secretKeyRef: secrets are files
+    text = cm["data"]["cdc.yaml"]
+    assert "password:" not in text and "change-me" not in text
+    files = k8s_secret_files(docs, pod, container, tmp_path / "mounted")
+    (tmp_path / "cdc.yaml").write_text(rewrite(text, files))
     config = load_config(tmp_path / "cdc.yaml", env=env)
     assert config.apply and not config.sources  # an apply-only config
+    assert config.targets[0].login_kwargs()["password"] == "change-me"  # read from the mounted Secret
     args = container["args"]
     port = int(args[args.index("--metrics-port") + 1]) if "--metrics-port" in args else \
         config.metrics.apply_port if config.metrics.apply_port is not None else config.metrics.port + 1

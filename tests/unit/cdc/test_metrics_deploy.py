@@ -12,6 +12,7 @@ import yaml
 
 from cdc.config import load_config
 from cdc.metrics import ApplyMetrics, SourceMetrics, process_registry
+from tests.fixtures.deploy import compose_secret_files, k8s_secret_files, rewrite
 from tests.fixtures.prometheus import (
     ALERTS_YML,
     DASHBOARDS,
@@ -156,7 +157,7 @@ def test_prometheus_config_scrapes_daemon_and_apply():
     assert cfg["rule_files"] == ["alerts.yml"]
 
 
-def test_compose_has_the_services_and_valid_cdc_config():
+def test_compose_has_the_services_and_valid_cdc_config(tmp_path):
     compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
     services = compose["services"]
     for name in ("kafka", "mariadb-primary", "mariadb-replica", "postgres", "prometheus", "grafana",
@@ -170,8 +171,13 @@ def test_compose_has_the_services_and_valid_cdc_config():
     for setting in ("binlog_format = ROW", "binlog_row_image = FULL", "binlog_row_metadata = FULL",
                     "log_slave_updates = ON"):
         assert setting in cnf
-    config = load_config(DEPLOY / "cdc.yaml", env=services["cdc-daemon"]["environment"])
-    assert load_config(DEPLOY / "cdc.yaml", env=services["cdc-apply"]["environment"]).targets[0].login_kwargs()
+    text = (DEPLOY / "cdc.yaml").read_text()
+    for service in ("cdc-daemon", "cdc-apply"):  # the config as each container reads it: secrets mounted
+        (tmp_path / f"{service}.yaml").write_text(rewrite(text, compose_secret_files(compose, service)))
+    config = load_config(tmp_path / "cdc-daemon.yaml", env=services["cdc-daemon"]["environment"])
+    assert config.sources[0].password.get_secret_value() == "cdc-password"
+    applied = load_config(tmp_path / "cdc-apply.yaml", env=services["cdc-apply"].get("environment", {}))
+    assert applied.targets[0].login_kwargs()["password"] == "pg-password"
     assert config.metrics.host == "0.0.0.0"
     grace = int(services["cdc-daemon"]["stop_grace_period"].rstrip("s"))
     assert grace >= config.drain_timeout_s + 10
@@ -194,8 +200,10 @@ def test_kubernetes_manifests(tmp_path):
     k8s = DEPLOY / "kubernetes"
     docs = {}
     kust = yaml.safe_load((k8s / "kustomization.yaml").read_text())
+    all_docs = []
     for name in kust["resources"]:
         for doc in yaml.safe_load_all((k8s / name).read_text()):
+            all_docs.append(doc)
             docs.setdefault(doc["kind"], doc)  # the daemon's (listed first); the apply job's: test_apply_deploy.py
     assert {"Deployment", "ConfigMap", "Secret", "Service", "Namespace"} <= set(docs)
     dep = docs["Deployment"]["spec"]
@@ -205,12 +213,12 @@ def test_kubernetes_manifests(tmp_path):
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert pod["securityContext"]["runAsNonRoot"] is True
-    secret = docs["Secret"]["stringData"]  # the config as the pod reads it: with its environment
-    env = {e["name"]: secret[e["valueFrom"]["secretKeyRef"]["key"]] if "valueFrom" in e else e["value"]
-           for e in container["env"]}
-    (tmp_path / "cdc.yaml").write_text(docs["ConfigMap"]["data"]["cdc.yaml"])
+    env = {e["name"]: e["value"] for e in container["env"]}  # the config as the pod reads it: env, mounted secrets
+    files = k8s_secret_files(list(all_docs), pod, container, tmp_path / "mounted")
+    (tmp_path / "cdc.yaml").write_text(rewrite(docs["ConfigMap"]["data"]["cdc.yaml"], files))
     config = load_config(tmp_path / "cdc.yaml", env=env)
+    assert config.sources[0].password.get_secret_value() == "change-me"  # read from the mounted Secret
     assert pod["terminationGracePeriodSeconds"] >= config.drain_timeout_s + 10
     assert docs["Service"]["spec"]["ports"][0]["port"] == container["ports"][0]["containerPort"]
-    assert "CDC_SOURCES__0__PASSWORD" in {e["name"] for e in container["env"]}
-    assert "password" not in docs["ConfigMap"]["data"]["cdc.yaml"]
+    assert "CDC_SOURCES__0__PASSWORD" not in {e["name"] for e in container["env"]}
+    assert "password:" not in docs["ConfigMap"]["data"]["cdc.yaml"]
