@@ -42,7 +42,14 @@ from cdc.dsn import mask
 from cdc.errors import ConfigError
 from cdc.kafka_settings import KafkaConnection, parse_block
 from cdc.registry import SOURCE_CONFIGS
-from cdc.credentials import PasswordLogin
+from cdc.credentials import (
+    STORE_FILE_SETTINGS,
+    PasswordLogin,
+    SecretDsn,
+    file_secret,
+    is_store_secret,
+    resolve_secrets,
+)
 from cdc.spill_dir import default_spill_dir
 from cdc.tls import MySqlTls, OracleTls, tls_kind
 
@@ -177,9 +184,13 @@ class TargetConfig(PasswordLogin):
     path: str | None = None
     schema_: str | None = Field(default=None, alias="schema")
     dead_letter_table: str | None = None
-    # lakehouse targets (streaming/targets/delta.py, iceberg.py)
-    storage_options: dict[str, str] = Field(default_factory=dict, description="object-store settings (s3://...)")
-    catalog_uri: str | None = Field(default=None, description="iceberg: SQL catalog URI (sqlite:///..., postgresql://...)")
+    # lakehouse targets (streaming/targets/delta.py, iceberg.py). Secrets among the settings (a name matching
+    # cdc.credentials.STORE_SECRET) are SecretStr, <name>_file reads one from a file; the catalog_uri's password
+    # is masked wherever the URI is shown (SecretDsn). Unwrapped only where handed to deltalake / pyiceberg.
+    storage_options: dict[str, str | SecretStr] = Field(default_factory=dict,
+                                                        description="object-store settings (s3://...)")
+    catalog_uri: SecretDsn | None = Field(default=None, description="iceberg: SQL catalog URI (sqlite:///..., "
+                                          "postgresql://...; its password: better catalog_uri_file)")
     warehouse: str | None = Field(default=None, description="iceberg: where table files go")
     namespace: str = "cdc"
     catalog: dict[str, Any] = Field(default_factory=dict, description="iceberg: other pyiceberg catalog settings")
@@ -190,6 +201,33 @@ class TargetConfig(PasswordLogin):
 
     def needs_login(self) -> bool:
         return self.kind in ("postgres", "mysql", "oracle")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _catalog_uri_file(cls, data: Any) -> Any:
+        """``catalog_uri_file``: the whole catalog URI (with its password) read from a file."""
+        if isinstance(data, dict) and "catalog_uri_file" in data:
+            data = dict(data)
+            path = data.pop("catalog_uri_file")
+            if data.get("catalog_uri") is not None:
+                raise ValueError("give catalog_uri or catalog_uri_file, not both")
+            if path is not None:
+                data["catalog_uri"] = SecretDsn(file_secret(str(path), "catalog_uri_file").get_secret_value())
+        return data
+
+    @field_validator("storage_options", "catalog", mode="before")
+    @classmethod
+    def _store_secrets(cls, raw: Any, info: ValidationInfo) -> Any:
+        """Secret settings become SecretStr, ``<secret>_file`` is read (cdc.credentials.resolve_secrets)."""
+        if not isinstance(raw, dict):
+            return raw  # pydantic reports a mapping is expected
+        out = resolve_secrets(raw, info.field_name, is_store_secret, STORE_FILE_SETTINGS)
+        if info.field_name == "storage_options":  # deltalake takes text only
+            for name, value in out.items():
+                if not isinstance(value, (str, SecretStr)):  # the value is not shown: it may be a secret, mis-parsed
+                    raise ValueError(f"storage_options.{name}: an object-store setting is text (got "  # noqa: TRY004
+                                     f"{type(value).__name__}); quote it")
+        return out
 
     def login_kwargs(self) -> dict[str, Any]:
         """``user`` (when set) and the unwrapped password, as driver keywords, for connect() only."""

@@ -16,16 +16,26 @@ or password file is an error too: an unset shell variable looks exactly like tha
 
 The password is a pydantic ``SecretStr`` (``**********`` in repr, str and model dumps);
 connecting code unwraps it with ``login_kwargs()`` at the moment it connects.
+
+Secrets in blocks of library settings (``kafka.client``, a lake target's ``storage_options`` and
+Iceberg ``catalog``) follow one rule, :func:`resolve_secrets`: a setting the block calls secret is
+held as a SecretStr, ``<secret>_file`` reads it from a file into a :class:`FileSecret`, and
+:func:`reveal` unwraps the block only where it is handed to the library. :class:`SecretDsn` is a
+URI that may embed a password (an Iceberg ``catalog_uri``): shown with the password masked.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from cdc.dsn import split_password
+from cdc.dsn import mask, split_password
+
+FILE_SUFFIX = "_file"  # <secret>_file: the secret is read from that file (any case: _FILE too)
 
 
 def read_secret_file(path: str) -> str:
@@ -42,6 +52,93 @@ def read_secret_file(path: str) -> str:
     if not text:
         raise ValueError(f"{path} is empty")
     return text
+
+
+class FileSecret(SecretStr):
+    """A secret read from a file: the value (masked like any SecretStr) and the ``path`` it came from."""
+
+    def __init__(self, value: str, path: str) -> None:
+        super().__init__(value)
+        self.path = path
+
+
+def file_secret(path: str, where: str) -> FileSecret:
+    """The secret in the file ``path``; ValueError naming ``where`` (the setting) and the file."""
+    try:
+        return FileSecret(read_secret_file(path), path)
+    except ValueError as exc:
+        raise ValueError(f"{where}: secret file {exc}") from None
+
+
+class SecretDsn(SecretStr):
+    """A DSN or URI that may hold a password (``postgresql://u:pw@host/db``): repr and str show it
+    with the password masked (``cdc.dsn.mask``), JSON dumps as ``**********``; the library gets
+    ``get_secret_value()``."""
+
+    def _display(self) -> str:
+        return mask(self.get_secret_value()) or ""
+
+
+def secret_file_of(name: str, is_secret: Callable[[str], bool], plain: Collection[str] = ()) -> str | None:
+    """The secret ``name`` reads from a file (``sasl.password`` for ``sasl.password_file``), or None."""
+    if name.lower().endswith(FILE_SUFFIX) and name.lower() not in plain:
+        base = name[: -len(FILE_SUFFIX)]
+        return base if is_secret(base) else None
+    return None
+
+
+def resolve_secrets(raw: Mapping[str, Any], key: str, is_secret: Callable[[str], bool],
+                    plain: Collection[str] = ()) -> dict[str, Any]:
+    """A block of library settings with its secrets held: a setting ``is_secret`` names becomes a SecretStr,
+    ``<secret>_file`` (suffix in any case) is read into a FileSecret under the secret's name; every other
+    setting is returned unchanged (the caller checks them). ``plain``: lower-case names that end in
+    ``_file`` but are the library's own settings (a path the library reads itself), kept as they are.
+    ValueError naming ``key.<setting>`` (never the value) for a secret given twice, a secret that is not
+    text, or a secret file that cannot be read."""
+    out: dict[str, Any] = {}
+    for name, value in raw.items():
+        where = f"{key}.{name}"
+        secret = secret_file_of(name, is_secret, plain)
+        if secret is not None:
+            if secret in raw:
+                raise ValueError(f"{where}: give {key}.{secret} or {where}, not both")
+            out[secret] = value if isinstance(value, FileSecret) else file_secret(str(value), where)
+        elif is_secret(name) and name.lower() not in plain:
+            if not isinstance(value, (str, int, SecretStr)) or isinstance(value, bool):  # never shown: a mis-parsed secret
+                raise ValueError(f"{where}: a secret is text; quote it (a value in [...] or {{...}} reads as a "
+                                 f"list or mapping), or use {where}_file")
+            out[name] = value if isinstance(value, SecretStr) else SecretStr(str(value))
+        else:
+            out[name] = value
+    return out
+
+
+def reveal(block: Mapping[str, Any]) -> dict[str, Any]:
+    """``block`` with its SecretStr values unwrapped: only for handing it to the library that uses it."""
+    return {k: v.get_secret_value() if isinstance(v, SecretStr) else v for k, v in block.items()}
+
+
+def scrub(text: str, secrets: Collection[str], dsn: str | None = None) -> str:
+    """``text`` (a library's error message) with ``dsn`` shown masked and every secret replaced by ``***``."""
+    if dsn:
+        text = text.replace(dsn, mask(dsn) or "")
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+# Object-store and catalog settings (a lake target's storage_options, an Iceberg catalog): a setting is a
+# secret when its name, in any case, contains secret, password, passwd, token, credential or sas_key,
+# or ends in "key" (AWS_SECRET_ACCESS_KEY, azure_storage_account_key, AWS_SESSION_TOKEN, s3.secret-access-key,
+# adls.account-key, credential, token). Ids are not (AWS_ACCESS_KEY_ID, s3.access-key-id).
+STORE_SECRET = re.compile(r"secret|passw(or)?d|token|credential|sas_key|key$", re.IGNORECASE)
+# settings the libraries define that name a file they read themselves: passed as they are
+STORE_FILE_SETTINGS = frozenset({"aws_web_identity_token_file", "azure_federated_token_file"})
+
+
+def is_store_secret(name: str) -> bool:
+    """True for an object-store or catalog setting that holds a secret (rule at STORE_SECRET)."""
+    return name.lower() not in STORE_FILE_SETTINGS and bool(STORE_SECRET.search(name))
 
 
 class PasswordLogin(BaseModel):

@@ -29,13 +29,12 @@ from typing import Any, Literal
 
 from pydantic import SecretStr
 
+from cdc.credentials import FILE_SUFFIX, FileSecret, resolve_secrets, reveal, secret_file_of
 from cdc.errors import ConfigError
-from cdc.credentials import read_secret_file
 
 Role = Literal["producer", "consumer", "admin"]
 SECRET_KEYS = frozenset({"sasl.password", "ssl.key.password", "ssl.keystore.password",
                          "sasl.oauthbearer.client.secret"})
-FILE_SUFFIX = "_file"
 _SERVICE_KEYS = ("bootstrap.servers", "logger", "error_cb", "on_delivery", "stats_cb")
 OPTION_PREFIX = "kafka."  # Spark data source options: kafka.<setting> (every client), kafka.consumer.<setting>
 _CONSUMER_OPTION = OPTION_PREFIX + "consumer."
@@ -54,51 +53,21 @@ _KAFKA_PYTHON_NAMES = {
 }
 
 
-class FileSecret(SecretStr):
-    """A secret read from a file: the value (masked like any SecretStr) and the ``path`` it came from."""
-
-    def __init__(self, value: str, path: str) -> None:
-        super().__init__(value)
-        self.path = path
-
-
-def _file_secret(path: str, key: str) -> FileSecret:
-    try:
-        return FileSecret(read_secret_file(path), path)
-    except ValueError as exc:
-        raise ValueError(f"{key}: secret file {exc}") from None
-
-
 def parse_block(raw: Mapping[str, Any] | None, key: str) -> dict[str, Any]:
     """One settings block (``kafka.client``, ``kafka.producer``, ``kafka.consumer``) as given in the YAML:
-    scalar values, secrets as SecretStr, ``<secret>_file`` read into a FileSecret under the secret's name.
-    ValueError naming ``key.<setting>`` for a non-scalar value, a setting the service owns, a secret given
-    twice or a secret file that cannot be read."""
-    out: dict[str, Any] = {}
-    for name, value in (raw or {}).items():
+    scalar values, secrets as SecretStr, ``<secret>_file`` read into a FileSecret under the secret's name
+    (cdc.credentials.resolve_secrets). ValueError naming ``key.<setting>`` for a non-scalar value, a setting
+    the service owns, a secret given twice or a secret file that cannot be read."""
+    raw = raw or {}
+    for name, value in raw.items():
         where = f"{key}.{name}"
         if name in _SERVICE_KEYS:
             raise ValueError(f"{where} is set by the service (bootstrap servers: kafka.bootstrap_servers)")
-        if name.endswith(FILE_SUFFIX) and name[: -len(FILE_SUFFIX)] in SECRET_KEYS:
-            secret = name[: -len(FILE_SUFFIX)]
-            if secret in (raw or {}):
-                raise ValueError(f"{where}: give {key}.{secret} or {where}, not both")
-            out[secret] = value if isinstance(value, FileSecret) else _file_secret(str(value), where)
-        elif name in SECRET_KEYS:
-            if not isinstance(value, (str, int, SecretStr)):  # never shown: it may be the secret, mis-parsed
-                raise ValueError(f"{where}: a secret is text; quote it (a value in [...] or {{...}} reads as a "
-                                 f"list or mapping), or use {where}_file")
-            out[name] = value if isinstance(value, SecretStr) else SecretStr(str(value))
-        elif isinstance(value, (str, int, float, bool)):
-            out[name] = value
-        else:
+        secret = name in SECRET_KEYS or secret_file_of(name, SECRET_KEYS.__contains__) is not None
+        if not secret and not isinstance(value, (str, int, float, bool)):
             raise ValueError(f"{where}: a Kafka client setting is a string, number or boolean "
                              f"(got {type(value).__name__})")
-    return out
-
-
-def _reveal(block: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v.get_secret_value() if isinstance(v, SecretStr) else v for k, v in block.items()}
+    return resolve_secrets(raw, key, SECRET_KEYS.__contains__)
 
 
 def create_client(role: Role, conf: dict[str, Any]) -> Any:
@@ -179,7 +148,7 @@ class KafkaConnection:
         from cdc.kafka_log import KAFKA_LOG
 
         extras = {"producer": self.producer, "consumer": self.consumer}.get(role, {})
-        return {"bootstrap.servers": self.bootstrap, **(defaults or {}), **_reveal(self.client), **_reveal(extras),
+        return {"bootstrap.servers": self.bootstrap, **(defaults or {}), **reveal(self.client), **reveal(extras),
                 "logger": KAFKA_LOG}
 
     def kafka_python(self) -> dict[str, Any]:
@@ -189,7 +158,7 @@ class KafkaConnection:
 
         out: dict[str, Any] = {}
         for block, extras in (("kafka.client", self.client), ("kafka.consumer", self.consumer)):
-            for name, value in _reveal(extras).items():
+            for name, value in reveal(extras).items():
                 if name == "ssl.endpoint.identification.algorithm":
                     out["ssl_check_hostname"] = str(value).lower() == "https"
                     continue

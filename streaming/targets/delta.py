@@ -1,5 +1,9 @@
 """Delta Lake target (delta-rs, no JVM). Config: ``{name, kind: delta, path: DIR_OR_URI, storage_options: {...}}``.
 
+``storage_options`` settings named like a secret (``AWS_SECRET_ACCESS_KEY``,
+cdc.credentials.STORE_SECRET) are SecretStr, ``<key>_file`` reads one from a file;
+:attr:`DeltaTarget.storage` unwraps them for each deltalake call only.
+
 One Delta table per source table at ``<path>/<table>``; the progress log at
 ``<path>/_cdc_progress`` and the schema log at ``<path>/_cdc_schema``
 (streaming.targets.lake has the commit protocol). Types: streaming.targets.lake_types.
@@ -25,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from cdc.config import TargetConfig
+from cdc.credentials import reveal
 from streaming.errors import TargetError
 from streaming.targets.lake import LakeTarget
 
@@ -41,8 +46,12 @@ class DeltaTarget(LakeTarget):
             raise TargetError(f"target {config.name!r} (delta) needs a path (a directory or s3://... URI)",
                               target=config.name, key=f"targets.{config.name}.path")
         self.root = config.path.rstrip("/")
-        self.storage = dict(config.storage_options) or None
         self._tables: dict[str, Any] = {}  # table -> DeltaTable (we are its only writer: kept, not reloaded)
+
+    @property
+    def storage(self) -> dict[str, str] | None:
+        """``storage_options`` as deltalake takes them: secrets unwrapped here, for the call at hand only."""
+        return reveal(self.config.storage_options) or None
 
     def _connect(self) -> Any:
         if "://" not in self.root:

@@ -8,7 +8,11 @@ Config::
 ``catalog_uri`` is any pyiceberg SQL catalog URI (SQLite, PostgreSQL);
 ``warehouse`` a directory or an object-store URI (settings such as
 ``s3.endpoint`` go in ``catalog``; ``catalog.name``, default ``default``, is
-the catalog name readers open it with). One Iceberg table per source table
+the catalog name readers open it with). Secrets: ``catalog_uri`` is a SecretDsn
+(its password masked in every message; ``catalog_uri_file`` reads the whole URI
+from a file) and a ``catalog`` setting named like a secret (``s3.secret-access-key``,
+cdc.credentials.STORE_SECRET) is a SecretStr (``<key>_file`` reads it); both are
+unwrapped only in the props handed to SqlCatalog. One Iceberg table per source table
 ``<namespace>.<table>``, plus the progress log ``<namespace>._cdc_progress``
 and the schema log ``<namespace>._cdc_schema`` (streaming.targets.lake has
 the commit protocol; streaming.targets.lake_types the types).
@@ -33,8 +37,11 @@ import os
 from typing import Any
 
 import pyarrow as pa
+from pydantic import SecretStr
 
 from cdc.config import TargetConfig
+from cdc.credentials import reveal, scrub
+from cdc.dsn import mask, split_password
 from streaming.errors import TargetError
 from streaming.targets.lake import LakeTarget
 
@@ -60,14 +67,18 @@ class IcebergTarget(LakeTarget):
         if "://" not in wh:
             os.makedirs(wh, exist_ok=True)
             wh = "file://" + os.path.abspath(wh)
-        extra = {k: str(v) for k, v in self.config.catalog.items() if k != "name"}
-        props = {"uri": self.config.catalog_uri, "warehouse": wh, **extra}
+        # secrets unwrapped here, for pyiceberg only; messages show the URI masked and never a secret
+        extra = {k: str(v) for k, v in reveal(self.config.catalog).items() if k != "name"}
+        uri = self.config.catalog_uri.get_secret_value()
+        props = {"uri": uri, "warehouse": wh, **extra}
         try:
             self._catalog = SqlCatalog(str(self.config.catalog.get("name", "default")), **props)
             self._catalog.create_namespace_if_not_exists(self.namespace)
         except Exception as exc:  # noqa: BLE001 - the catalog's own error classes
-            raise TargetError(f"cannot open the Iceberg catalog of target {self.name!r} at {self.config.catalog_uri}: "
-                              f"{exc}", target=self.name) from None
+            secrets = [split_password(uri)[1] or "",
+                       *(v.get_secret_value() for v in self.config.catalog.values() if isinstance(v, SecretStr))]
+            raise TargetError(f"cannot open the Iceberg catalog of target {self.name!r} at {mask(uri)}: "
+                              f"{scrub(str(exc), secrets, uri)}", target=self.name) from None
         return self
 
     @property

@@ -19,7 +19,7 @@ import pytest
 from cdc.config import ApplyConfig, TargetConfig
 from cdc.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
-from streaming.errors import BadRecord
+from streaming.errors import BadRecord, TargetError
 from streaming.targets import lake, make_target
 from streaming.testing import StreamBuilder
 
@@ -252,3 +252,48 @@ def test_dead_letter_table_takes_the_bad_row_and_the_batch_applies(kind, tmp_pat
     assert len(dead) == 1 and dead[0]["source_table"] == "shop.acct" and "1e40" in dead[0]["record_value"]
     assert target.latest_point()["last_sequence"] == b.seq - 1
     e.close()
+
+
+def test_secret_store_settings_reach_the_libraries_unchanged_and_are_never_shown(tmp_path):
+    """storage_options / catalog secrets are masked in the config but deltalake and pyiceberg get the real
+    values: a local-path Delta target with object-store keys (the local store ignores them, deltalake keeps
+    them on the table), an Iceberg SQL catalog whose URI holds a password (``?password=``: SQLite ignores it,
+    SQLAlchemy keeps it on the engine's URL) and a secret catalog property read from a ``_file``."""
+    secret, token, pw = "aws-Secret-9f1c", "sess-Token-77ab", "cat-Pw-31d0"
+    (tmp_path / "key").write_text(secret + "\n")
+    (tmp_path / "s3key").write_text(secret + "\n")
+    delta = TargetConfig(name="lake", kind="delta", path=str(tmp_path / "lake"),
+                         storage_options={"AWS_SECRET_ACCESS_KEY_FILE": str(tmp_path / "key"),
+                                          "AWS_SESSION_TOKEN": token, "AWS_REGION": "eu-west-1"})
+    ice = TargetConfig(name="ice", kind="iceberg", catalog_uri=f"sqlite:///{tmp_path}/catalog.db?password={pw}",
+                       warehouse=str(tmp_path / "warehouse"),
+                       catalog={"s3.secret-access-key_file": str(tmp_path / "s3key"), "s3.region": "eu-west-1"})
+    for cfg in (delta, ice):
+        for shown in (repr(cfg), str(cfg), cfg.model_dump_json()):
+            assert secret not in shown and token not in shown and pw not in shown, shown
+    assert "eu-west-1" in repr(delta) and "password=***" in repr(ice)  # the settings are shown, masked
+    b = StreamBuilder().schema("shop.acct", ACCT, ["id"])
+    b.tx(("c", "shop.acct", None, _acct(1, random.Random(1))))
+    for cfg in (delta, ice):
+        target = make_target(cfg)
+        e = engine(target)
+        e.apply_records(b.as_records(), 0)
+        assert len(read(target, "acct")) == 1
+        if cfg.kind == "delta":
+            assert target._tables["acct"]._storage_options == {
+                "AWS_SECRET_ACCESS_KEY": secret, "AWS_SESSION_TOKEN": token, "AWS_REGION": "eu-west-1"}
+        else:
+            assert target.catalog.engine.url.query["password"] == pw
+            assert target.catalog.properties["s3.secret-access-key"] == secret
+            assert target.catalog.properties["s3.region"] == "eu-west-1"
+        e.close()
+
+
+def test_an_iceberg_catalog_error_masks_the_uri_password(tmp_path):
+    pw = "cat-Pw-31d0"
+    target = make_target(TargetConfig(name="ice", kind="iceberg", warehouse=str(tmp_path / "wh"),
+                                      catalog_uri=f"postgresql://cdc:{pw}@127.0.0.1:1/catalog?connect_timeout=2"))
+    with pytest.raises(TargetError) as info:
+        target.catalog  # noqa: B018 - opening the catalog is what fails
+    text = str(info.value)
+    assert "postgresql://cdc:***@127.0.0.1:1/catalog" in text and pw not in text, text

@@ -11,6 +11,7 @@ import sys
 import pytest
 import yaml
 
+from cdc.credentials import reveal
 from cdc.errors import ConfigError
 from streaming.targets import lake_cmd, make_target
 from streaming.testing import StreamBuilder
@@ -23,7 +24,8 @@ def applied(request, tmp_path):
     cfg = config(request.param, tmp_path)
     path = tmp_path / "cdc.yaml"
     path.write_text(yaml.safe_dump({"kafka": {"bootstrap_servers": "127.0.0.1:9"},
-                                    "targets": [cfg.model_dump(by_alias=True, exclude_none=True)]}))
+                                    # the config as written: catalog_uri (a SecretDsn) unwrapped
+                                    "targets": [reveal(cfg.model_dump(by_alias=True, exclude_none=True))]}))
     rng = random.Random(5)
     b = StreamBuilder().schema("shop.acct", ACCT, ["id"])
     target = make_target(cfg)
