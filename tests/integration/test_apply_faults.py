@@ -8,10 +8,10 @@ import re
 import orjson
 import pytest
 
-from cdc.config import parse_config
 from cdc.errors import StreamCorrupt
 from streaming.apply import job
 from streaming.testing import StreamBuilder, produce
+from tests.fixtures.spark import pg_apply_config
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.postgres]
 
@@ -19,15 +19,7 @@ COLS = [("id", "int"), ("name", "varchar(20)")]
 
 
 def _config(broker, postgres, prefix: str, tmp_path, schema: str, **apply_extra):
-    with postgres.connect() as c:
-        c.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-        c.commit()
-    return parse_config({
-        "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": prefix},
-        "targets": [{"name": "pg", "kind": "postgres", "dsn": postgres.dsn, "schema": schema}],
-        "apply": [{"source": "src", "target": "pg", "checkpoint_dir": str(tmp_path / "ck"),
-                   "trigger_interval_s": 0.2, **apply_extra}],
-    })
+    return pg_apply_config(broker, postgres, prefix, schema, tmp_path / "ck", **apply_extra)
 
 
 def _stream(n_tx: int) -> tuple[StreamBuilder, dict[int, str]]:

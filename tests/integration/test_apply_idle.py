@@ -17,23 +17,11 @@ import time
 import orjson
 import pytest
 
-from cdc.config import parse_config
 from streaming.apply import job
 from streaming.testing import StreamBuilder, produce
+from tests.fixtures.spark import pg_apply_config
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.postgres]
-
-
-def _config(broker, postgres, prefix: str, tmp_path, schema: str, freshness_s: float):
-    with postgres.connect() as c:
-        c.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-        c.commit()
-    return parse_config({
-        "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": prefix},
-        "targets": [{"name": "pg", "kind": "postgres", "dsn": postgres.dsn, "schema": schema}],
-        "apply": [{"source": "src", "target": "pg", "checkpoint_dir": str(tmp_path / f"ck-{schema}"),
-                   "trigger_interval_s": 0.2, "freshness_interval_s": freshness_s}],
-    })
 
 
 def _idle_run(spark, broker, postgres, prefix: str, tmp_path, schema: str, freshness_s: float,
@@ -45,7 +33,8 @@ def _idle_run(spark, broker, postgres, prefix: str, tmp_path, schema: str, fresh
     topic = f"{prefix}.src.changes"
     broker.create_topic(topic)
     produce(broker.bootstrap, topic, b.encoded())
-    cfg = _config(broker, postgres, prefix, tmp_path, schema, freshness_s)
+    cfg = pg_apply_config(broker, postgres, prefix, schema, tmp_path / f"ck-{schema}",
+                          freshness_interval_s=freshness_s)
     stop, outcome = threading.Event(), {}
 
     def apply() -> None:
