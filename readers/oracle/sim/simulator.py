@@ -314,13 +314,13 @@ def _replay(path: str) -> Iterator[list[tuple]]:
             yield rows
 
 
-def contents_schema(names: list[str], number: pa.DataType = pa.float64()) -> pa.Schema:
+def contents_schema(names: list[str], number: pa.DataType | None = None) -> pa.Schema:
     """The Arrow schema python-oracledb gives a V$LOGMNR_CONTENTS query's data frames: NUMBER columns as
     ``number`` (float64 by default, int64 when a requested schema asks), TIMESTAMP as timestamp[ms] (a
     DATE: seconds on Oracle; the simulator's rows carry milliseconds), the rest as strings."""
     def kind(name: str) -> pa.DataType:
         if name in NUMBER_CONTENT_COLUMNS:
-            return number
+            return number or pa.float64()
         return pa.timestamp("ms") if name == "TIMESTAMP" else pa.string()
     return pa.schema([pa.field(n, kind(n)) for n in names])
 
