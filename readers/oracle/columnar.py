@@ -33,8 +33,7 @@ transaction and no half-joined DDL.
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -143,7 +142,7 @@ class ColumnarFeed:
             ok[i] = got
         return ok[inv]
 
-    def _kernel(self, work: pa.Table, n_old: int) -> Iterator[Event]:  # noqa: C901,PLR0912,PLR0915 -- one pass, kept together
+    def _kernel(self, work: pa.Table, n_old: int) -> Iterator[Event]:
         d = self.d
         n = work.num_rows
         op = _ints(work.column("OPERATION_CODE"))
@@ -161,7 +160,13 @@ class ColumnarFeed:
         # -- transaction keys
         xkey, raws = _codes(work.column("XID"))
         sqn = _ints(work.column("XIDSQN"))
-        slot_key = (_ints(work.column("XIDUSN")) << 16) | _ints(work.column("XIDSLT"))
+        usn, slt = _ints(work.column("XIDUSN")), _ints(work.column("XIDSLT"))
+        slot_key = (usn << 16) | slt
+        self._k = {"owner": owner, "owners": np.array([*owners, None], dtype=object), "table": tabl,
+                   "tables": np.array([*tables, None], dtype=object), "xkey": xkey,
+                   "raws": np.array(raws, dtype=object), "usn": usn, "slt": slt, "sqn": sqn,
+                   "ssn": _ints(work.column("SSN")) if work.column("SSN").null_count == 0 else
+                   np.array(work.column("SSN").to_pylist(), dtype=object)}
         ff = sqn == _FFFFFFFF
         opener = rel | (op == 6)
         term = (op == 7) | (op == 36)
@@ -190,8 +195,8 @@ class ColumnarFeed:
         rare[ffrows] |= (ekey[ffrows] < 0) | (pos[ffrows] > end[np.where(ekey[ffrows] >= 0, ekey[ffrows], nk)])
         rare |= opener & valid & (pos > end[np.where(valid, ekey, nk)])
         cut = int(np.argmax(rare)) if rare.any() else n
-        if cut < n_old:  # cannot happen: pending rows passed the checks before
-            cut = n_old
+        if cut < n_old:  # not expected (pending rows passed these checks before): all of it to the row path
+            cut = 0
         if cut < n:
             # the columnar part: rows before the cut (the ends computed above may lie past it)
             end = np.where(end < cut, end, big)
@@ -268,56 +273,49 @@ class ColumnarFeed:
                     stack.append(i)
         keep = rows[alive]
         kept_keys = keyed[alive]
-        # item tuples (scn, sql, owner, table, rs_id, ssn) of every surviving row, by transaction
-        taken = work.select(["SCN", "SQL_REDO", "SEG_OWNER", "TABLE_NAME", "RS_ID", "SSN"]).take(
-            pa.array(keep, type=pa.int64()))
-        cols = [c.to_pylist() for c in taken.columns]
+        # item tuples (scn, sql, owner, table, rs_id, ssn) of every surviving row, by transaction: integer and
+        # dictionary columns through numpy, only the two text columns through Arrow -> str
+        k = self._k
+        take = pa.array(keep, type=pa.int64())
+        text = work.column("SQL_REDO").take(take).to_pylist()
         if sql_of:
-            text = cols[1]
             for i, r in enumerate(keep.tolist()):
                 joined = sql_of.get(r)
                 if joined is not None:
                     text[i] = joined
-        items = list(zip(*cols, strict=True))
-        bounds = np.searchsorted(kept_keys, committed, side="left"), np.searchsorted(kept_keys, committed, side="right")
-        # commit order, and the low watermark at each commit: the earliest-opened transaction still open
+        items = list(zip(scn[keep].tolist(), text, k["owners"][k["owner"][keep]].tolist(),
+                         k["tables"][k["table"][keep]].tolist(), work.column("RS_ID").take(take).to_pylist(),
+                         k["ssn"][keep].tolist(), strict=True))
+        lo_b = np.searchsorted(kept_keys, committed, side="left").tolist()
+        hi_b = np.searchsorted(kept_keys, committed, side="right").tolist()
+        # the open transactions at each commit c (opened before c, ending after it: committed, rolled back or
+        # still open), all at once: with the transactions sorted by start, the first whose end lies past c
+        # is found on the prefix maximum of the ends; the count is (starts before c) - (ends at or before c)
         commit_pos = end[committed]
-        by_commit = np.argsort(commit_pos, kind="stable")
-        opened = np.concatenate([committed, still_open])
-        ends_all = np.concatenate([commit_pos, np.full(len(still_open), np.iinfo(np.int64).max)])
-        # rolled-back transactions also hold the watermark until their ROLLBACK row
+        never = np.int64(np.iinfo(np.int64).max)
         rolled = np.flatnonzero((first_open[:-1] < n + 1) & (end[:-1] < cut))
         rolled = rolled[~np.isin(rolled, committed)]
-        opened = np.concatenate([opened, rolled])
-        ends_all = np.concatenate([ends_all, end[rolled]])
+        opened = np.concatenate([committed, still_open, rolled])
+        ends = np.concatenate([commit_pos, np.full(len(still_open), never), end[rolled]])
         starts = first_open[opened]
-        heap: list[tuple[int, int]] = []
-        order_open = np.argsort(starts, kind="stable").tolist()
-        starts_l, ends_l = starts.tolist(), ends_all.tolist()
-        nxt = 0
-        xid_col = ["XID", "XIDUSN", "XIDSLT", "XIDSQN"]
-        commit_rows = work.select(work.column_names).take(pa.array(commit_pos[by_commit], type=pa.int64()))
-        crow = to_rows(commit_rows)
-        first_rows = to_rows(work.select(xid_col).take(pa.array(first_open[committed[by_commit]], type=pa.int64())))
-        base_open = len(d.open)
-        for k, idx in enumerate(by_commit.tolist()):
-            c = int(commit_pos[idx])
-            while nxt < len(order_open) and starts_l[order_open[nxt]] < c:
-                j = order_open[nxt]
-                heapq.heappush(heap, (starts_l[j], ends_l[j]))
-                nxt += 1
-            while heap and heap[0][1] <= c:  # ended at or before this commit (this one included)
-                heapq.heappop(heap)
-            low = int(scn[heap[0][0]] if heap else scn[c])  # nothing else open: the commit's own SCN
-            raw, usn, slot, sq = first_rows[k]
-            tx = _Tx(raw, int(scn[first_open[committed[idx]]]), usn, slot, sq)
-            lo, hi = bounds[0][idx], bounds[1][idx]
-            tx.items = items[lo:hi]
-            open_now = base_open + sum(1 for _s, e in heap if e > c)
-            if d.pool is None:
-                yield from d._commit(tx, crow[k], low=low, open_count=open_now)
-            else:
-                yield from d._release(tx, crow[k], low=low, open_count=open_now)
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
+        first_past = np.searchsorted(np.maximum.accumulate(ends), commit_pos, side="right")
+        before = np.searchsorted(starts, commit_pos, side="left")
+        has_low = first_past < before
+        low_pos = np.where(has_low, starts[np.minimum(first_past, len(starts) - 1)], commit_pos)
+        lows = scn[low_pos].tolist()
+        open_now = (before - np.searchsorted(np.sort(ends), commit_pos, side="right") + len(d.open)).tolist()
+        by_commit = np.argsort(commit_pos, kind="stable").tolist()
+        cscn, cts = scn[commit_pos].tolist(), work.column("TIMESTAMP").take(pa.array(commit_pos)).to_pylist()
+        fo = first_open[committed]
+        raws = k["raws"][k["xkey"][fo]].tolist()
+        usn, slt, sqn, start = k["usn"][fo].tolist(), k["slt"][fo].tolist(), k["sqn"][fo].tolist(), scn[fo].tolist()
+        commit = d._commit if d.pool is None else d._release  # row: (SCN, TIMESTAMP) is all they read of it
+        for i in by_commit:
+            tx = _Tx(raws[i], start[i], usn[i], slt[i], sqn[i])
+            tx.items = items[lo_b[i]:hi_b[i]]
+            yield from commit(tx, (cscn[i], cts[i]), low=lows[i], open_count=open_now[i])
         if d.pool is not None:
             if d._job:
                 yield from d._submit()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from cdc.events import Commit, Heartbeat, Idle
-
 from tests.unit.readers.oracle.helpers import source
 
 
