@@ -26,7 +26,8 @@ The batch is cut, and ``Dispatcher.feed`` takes over from the open transactions'
 onwards, at any rare row: DDL (5), LOB operations (9, 10, 11, 28, 29), UNSUPPORTED (255),
 MISSING_SCN (34), an ``"UNKNOWN"`` owner, a DML row without SQL_REDO, an ``ffffffff`` row whose
 transaction is not open, or an XID seen again after its end; also when the open transactions'
-raw rows pass ``max_pending_rows`` (the row path spills them to disk: memory stays bounded).
+raw rows pass ``max_pending_rows`` or ``max_pending_bytes`` (Arrow buffer bytes; the row path
+spills to disk: memory stays bounded).
 The row path hands back to the columnar one at the first batch boundary where it holds no open
 transaction and no half-joined DDL.
 """
@@ -74,9 +75,10 @@ class ColumnarFeed:
     """Feeds Arrow batches (in SCN order) to ``dispatcher``; yields the same events ``Dispatcher.feed``
     would for the same rows. ``open_count`` / ``low_watermark()`` cover the transactions it holds."""
 
-    def __init__(self, dispatcher: Dispatcher, max_pending_rows: int = 10_000) -> None:
+    def __init__(self, dispatcher: Dispatcher, max_pending_rows: int = 10_000,
+                 max_pending_bytes: int = 64 << 20) -> None:
         self.d = dispatcher
-        self.max_pending_rows = max_pending_rows
+        self.max_pending_rows, self.max_pending_bytes = max_pending_rows, max_pending_bytes
         self.pending: pa.Table | None = None   # raw rows of the open transactions (columnar mode)
         self._pending_start: list[int] = []    # their start SCNs
         self.rows_mode = False                 # True while Dispatcher.feed owns the open transactions
@@ -216,7 +218,8 @@ class ColumnarFeed:
         self.pending = work.take(pa.array(keep_rows, type=pa.int64())) if len(keep_rows) else None
         self._pending_start = [int(scn[first_open[k]]) for k in still_open]
         self._publish_outside()
-        if self.pending is not None and self.pending.num_rows > self.max_pending_rows:
+        if self.pending is not None and (self.pending.num_rows > self.max_pending_rows
+                                         or self.pending.nbytes > self.max_pending_bytes):
             self.pending, keep, self._pending_start = None, self.pending, []
             self._publish_outside()
             self.rows_mode = True

@@ -108,7 +108,9 @@ class OracleSource:
                                      on_refused=self.metrics.error)
         self.dispatcher.mined_through = from_scn - 1
         if c.pipeline == "columnar":
-            self.columnar = ColumnarFeed(self.dispatcher, max_pending_rows=c.spill_threshold_rows)
+            budget = self.store.outside_budget  # max_buffer_bytes' share for rows held outside the store
+            self.columnar = ColumnarFeed(self.dispatcher, max_pending_rows=c.spill_threshold_rows,
+                                         max_pending_bytes=budget if budget is not None else 64 << 20)
         self.miner = ParallelMiner(self.standby, lambda: LogMinerSession(c, lambda: self._dictfile),
                                    sessions=c.sessions, range_size=c.scn_range_size, overlap=c.scn_overlap,
                                    staged=c.staged_ranges, poll_interval_s=c.poll_interval_s)

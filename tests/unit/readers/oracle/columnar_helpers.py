@@ -6,10 +6,13 @@ from cdc.events import Commit, Heartbeat, Idle
 from tests.unit.readers.oracle.helpers import source
 
 
-def events(options: str, tmp, resume=None, stop_after: int | None = None, **cfg):
-    """(events, last resume state): everything but Heartbeat/Idle, until caught up or ``stop_after`` commits."""
+def events(options: str, tmp, resume=None, stop_after: int | None = None, after_start=None, **cfg):
+    """(events, last resume state): everything but Heartbeat/Idle, until caught up or ``stop_after`` commits.
+    ``after_start(source)`` runs once the source started (to set a bound, say)."""
     src = source(options, tmp, **cfg)
     src.start(resume)
+    if after_start is not None:
+        after_start(src)
     out, last, commits = [], resume, 0
     try:
         for ev in src.events():

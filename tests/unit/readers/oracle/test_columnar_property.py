@@ -61,6 +61,22 @@ def test_columnar_restarts_are_exactly_once(tmp_path_factory, opts, sessions, si
     assert got == want
 
 
+def test_open_transactions_over_the_byte_bound_go_to_the_row_path(tmp_path):
+    """max_pending_bytes: open transactions' Arrow rows past it are handed to the row path (which spills);
+    the events stay the row pipeline's."""
+    opts = "seed=11,transactions=60,lanes=6,threads=2,rows_max=6,rollback_rate=0.2,partial_rollback_rate=0.3,csf_rate=0.2"
+    feeds = []
+
+    def tiny(src):
+        src.columnar.max_pending_bytes = 1
+        feeds.append(src.columnar)
+
+    rows, _ = events(opts, tmp_path, fetch_size=7, parse_workers=0)
+    cols, _ = events(opts, tmp_path, fetch_size=7, parse_workers=0, pipeline="columnar", after_start=tiny)
+    assert cols == rows
+    assert feeds[0].batches_rows > 0 and feeds[0].batches_columnar > 0
+
+
 def _txs(evs):
     from cdc.events import Begin, Change, Commit
     out, cur = [], None
