@@ -19,7 +19,7 @@ Per batch (``work`` = rows of transactions still open after the last batch + the
   table) are its rows; CSF pieces are joined and ``ROLLBACK = 1`` rows cancel the latest earlier
   row of the same ROW_ID (a short loop over the few rows of such (XID, ROW_ID) groups);
 * the low watermark at a commit: the start SCN of the earliest-opened transaction still open
-  there (one sweep over transactions, not rows);
+  there, for all commits at once (prefix maximum of the ends + ``searchsorted``);
 * transactions still open at the end of the batch keep their raw rows (Arrow) for the next one.
 
 The batch is cut, and ``Dispatcher.feed`` takes over from the open transactions' raw rows
@@ -29,7 +29,10 @@ transaction is not open, or an XID seen again after its end; also when the open 
 raw rows pass ``max_pending_rows`` or ``max_pending_bytes`` (Arrow buffer bytes; the row path
 spills to disk: memory stays bounded).
 The row path hands back to the columnar one at the first batch boundary where it holds no open
-transaction and no half-joined DDL.
+transaction and no half-joined DDL (with many concurrent transactions that may take long).
+
+The parse, the Change and the record are still built per row (the release path); the kernels stop
+at the choice of rows.
 """
 
 from __future__ import annotations
