@@ -16,6 +16,9 @@ baselines produced with confluent-kafka and flushed in the same run:
   costing zero would score ~0.4 against it.
 ``reader_rows_per_cpu_s`` divides by the CPU time of the reading thread alone
 and ``load_avg_1m`` shows how busy the shared machine was during the run.
+``--pipeline columnar``: the source fetches Arrow batches (``fetch_df_batches``; the prerendered ranges are
+replayed from Arrow IPC files, as python-oracledb fills Arrow buffers natively) and routes them with
+readers/oracle/columnar.py.
 ``--big-txn N``: one N-row UPDATE transaction (spills to disk); reports rows/s
 and the peak RSS of the process (target < 300 MB for 1,000,000 rows).
 
@@ -57,6 +60,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prebuilt-rows", action="store_true",
                         help="keep the prerendered rows decoded in memory: fetchmany hands out prebuilt tuples "
                              "(no fetch cost at all; ~1 kB of RSS per row)")
+    parser.add_argument("--pipeline", choices=("rows", "columnar"), default="rows",
+                        help="the Oracle source's pipeline: rows (fetchmany) or columnar (fetch_df_batches, Arrow)")
     parser.add_argument("--parse-workers", type=int, default=None,
                         help="SQL_REDO parse processes (0: in the reader; default: the source's default)")
 
@@ -141,7 +146,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="cdc-bench-oracle-") as work:
             resume = publisher.recover()
             src = make_source("oracle_bench", options, work, metrics, sessions=args.sessions,
-                              scn_range_size=20_000, fetch_size=5000, parse_workers=workers)
+                              scn_range_size=20_000, fetch_size=5000, parse_workers=workers, pipeline=args.pipeline)
             print(f"bench oracle: simulator workload {options}", file=sys.stderr)
             prerender_s = None
             if not args.live_sim:
@@ -150,7 +155,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 sim = simulator.instance(options)
                 t0 = time.perf_counter()
                 sim.prerender(work, CONTENTS_SQL, sim.workload.base_scn, 20_000, 5000,
-                              in_memory=args.prebuilt_rows and not args.big_txn)
+                              in_memory=args.prebuilt_rows and not args.big_txn, arrow=args.pipeline == "columnar")
                 prerender_s = round(time.perf_counter() - t0, 2)
             # The simulator's model of the database (millions of objects) lives in this process; a
             # real reader's heap does not hold the database. Keep it out of the collector's scans.
@@ -172,7 +177,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                   "simulator": "live" if args.live_sim else
                                   "prebuilt" if args.prebuilt_rows and not args.big_txn else "prerendered",
                                   "prerender_s": prerender_s,
-                                  "parse_workers": workers}
+                                  "parse_workers": workers, "pipeline": args.pipeline}
         # the parse workers (and live simulator processes) have ended by now: their peak, separately
         result["children_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
         if args.big_txn:

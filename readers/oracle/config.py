@@ -44,6 +44,9 @@ class OracleSourceConfig(PasswordLogin):
     poll_interval_s: float = Field(default=0.5, gt=0)
     heartbeat_interval_s: HeartbeatInterval = 5.0
     fetch_size: int = Field(default=2000, gt=0)
+    pipeline: Literal["rows", "columnar"] = Field(
+        default="rows", description="columnar: fetch V$LOGMNR_CONTENTS as Arrow batches (fetch_df_batches) and "
+                                    "route them with array kernels (readers/oracle/columnar.py)")
     parse_workers: int | None = Field(
         default=None, ge=0, le=8,
         description="processes parsing SQL_REDO (0: in the reader thread; default: 1 with 2+ CPUs, else 0)")

@@ -173,6 +173,8 @@ class Dispatcher:
         self._counts: dict[tuple[str, str, str], int] = {}  # (owner, table, op) -> changes, see take_counts
         self._ddl_pieces: dict[str, list[str]] = {}  # XID -> SQL_REDO pieces of a DDL split with CSF = 1
         self.failed = False
+        # lowest start SCN of open transactions held outside ``open`` (readers/oracle/columnar.py), or None
+        self.outside_low_watermark: int | None = None
 
     @property
     def pending(self) -> bool:
@@ -184,13 +186,21 @@ class Dispatcher:
     def state(self, at_scn: int | None = None) -> ResumeState:
         """Resume state now: see readers.oracle.position for the guarantee."""
         lw = min((tx.start_scn for tx in self.open.values()), default=None)
+        if self.outside_low_watermark is not None:
+            lw = self.outside_low_watermark if lw is None else min(lw, self.outside_low_watermark)
         if lw is None:
             lw = at_scn if at_scn is not None else self.mined_through + 1
         return ResumeState(lw, self.commit_scn, frozenset(self.xids_at_commit))
 
-    def _resume_at(self, scn: int) -> dict[str, Any]:
-        """``state(at_scn=scn).to_json()`` without the intermediate object (once per commit)."""
-        lw = min(map(_START_SCN, self.open.values()), default=scn)
+    def _resume_at(self, scn: int, low: int | None = None) -> dict[str, Any]:
+        """``state(at_scn=scn).to_json()`` without the intermediate object (once per commit). ``low``: the
+        lowest start SCN of the open transactions, when the caller knows it (the columnar feed)."""
+        if low is not None:
+            lw = low
+        elif self.outside_low_watermark is not None:
+            lw = min(min(map(_START_SCN, self.open.values()), default=scn), self.outside_low_watermark)
+        else:
+            lw = min(map(_START_SCN, self.open.values()), default=scn)
         return {"low_watermark_scn": lw, "commit_scn": self.commit_scn,
                 "xids_at_commit_scn": sorted(self.xids_at_commit)}
 
@@ -346,11 +356,12 @@ class Dispatcher:
             self._refuse(tx, scn)
         return tx.buf is None and not tx.items
 
-    def _commit(self, tx: _Tx, row: tuple) -> Iterator[Event]:
+    def _commit(self, tx: _Tx, row: tuple, low: int | None = None, open_count: int | None = None) -> Iterator[Event]:
         """COMMIT: Begin, one Change per surviving row (parsed now), Commit with the resume state.
 
         The per-row part is the reader's hot loop: kept flat (no call per row
-        but the parser's and the Change's)."""
+        but the parser's and the Change's). ``low`` / ``open_count``: the open transactions' lowest
+        start SCN and number when they are not all in ``open`` (the columnar feed knows them)."""
         scn, xid = row[SCN], tx.xid
         self._forget(tx)
         try:
@@ -383,8 +394,8 @@ class Dispatcher:
                 self.commit_scn, self.xids_at_commit = scn, set()
             self.xids_at_commit.add(xid)
             if self.on_commit is not None:
-                self.on_commit(len(self.open))
-            yield Commit(xid, when, self._resume_at(scn), {"scn": scn, "commit_scn": scn, "txId": xid})
+                self.on_commit(len(self.open) if open_count is None else open_count)
+            yield Commit(xid, when, self._resume_at(scn, low), {"scn": scn, "commit_scn": scn, "txId": xid})
         finally:
             tx.discard()
 
@@ -401,7 +412,7 @@ class Dispatcher:
 
     # -- pool mode: parse in worker processes while the next rows are dispatched ----------------------
 
-    def _release(self, tx: _Tx, row: tuple) -> Iterator[Event]:
+    def _release(self, tx: _Tx, row: tuple, low: int | None = None, open_count: int | None = None) -> Iterator[Event]:
         """COMMIT in pool mode: the transaction's entries join the job being built (same checks,
         same resume state as _commit, taken now); full jobs go to the pool. Entries: a _Mark
         (Begin: sets the commit SCN and XID of the rows after it; Commit; a DDL's event) or a
@@ -431,8 +442,8 @@ class Dispatcher:
             if scn != self.commit_scn:
                 self.commit_scn, self.xids_at_commit = scn, set()
             self.xids_at_commit.add(xid)
-            job.append(_Mark(Commit(xid, when, self._resume_at(scn), {"scn": scn, "commit_scn": scn, "txId": xid}),
-                             scn, xid, len(self.open)))
+            job.append(_Mark(Commit(xid, when, self._resume_at(scn, low), {"scn": scn, "commit_scn": scn, "txId": xid}),
+                             scn, xid, len(self.open) if open_count is None else open_count))
             if len(sqls) >= job_rows:
                 yield from self._submit()
         finally:

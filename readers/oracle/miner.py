@@ -25,11 +25,15 @@ import collections
 import threading
 from collections.abc import Callable, Iterator
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from readers.oracle.session import LogMinerSession, Standby
 
 
 class RangeResult:
-    """The rows of one SCN range, staged as the session fetches them."""
+    """The rows of one SCN range, staged as the session fetches them (lists of tuples, or Arrow tables with
+    ``pipeline: columnar``)."""
 
     def __init__(self, lo: int, hi: int) -> None:
         self.lo, self.hi = lo, hi
@@ -126,8 +130,9 @@ class ParallelMiner:
                 logs = self.standby.logs_for(lo, rr.hi)
                 for rows in session.mine(lo, rr.hi, logs):
                     if lo < rr.lo:
-                        rows = [r for r in rows if r[0] >= rr.lo]
-                    if rows:
+                        rows = (rows.filter(pc.greater_equal(rows.column(0), rr.lo)) if isinstance(rows, pa.Table)
+                                else [r for r in rows if r[0] >= rr.lo])
+                    if len(rows):
                         rr.put(rows)
                     if self._stop.is_set():
                         break

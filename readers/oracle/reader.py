@@ -31,6 +31,7 @@ from cdc.contract import STOP_CHECK_S, SourceContext
 from cdc.events import Change, Commit, Event, Heartbeat, Idle, SchemaChange, TableSchema
 from cdc.spill import SpillPolicy, TransactionStore
 from readers.oracle.check import refuse_unlogged
+from readers.oracle.columnar import ColumnarFeed
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.convert import Converter, stream_schema
 from readers.oracle.dispatcher import Dispatcher
@@ -65,6 +66,7 @@ class OracleSource:
         self.store: TransactionStore | None = None
         self.dispatcher: Dispatcher | None = None
         self.pool: ParsePool | None = None
+        self.columnar: ColumnarFeed | None = None  # pipeline: columnar
         self._dictfile: str | None = None
         self._pending_tx = 0
         self._last_report = 0.0
@@ -114,6 +116,10 @@ class OracleSource:
                                      dead_letter=getattr(self.context, "dead_letter", None),
                                      on_refused=self.metrics.error)
         self.dispatcher.mined_through = from_scn - 1
+        if c.pipeline == "columnar":
+            budget = self.store.outside_budget  # max_buffer_bytes' share for rows held outside the store
+            self.columnar = ColumnarFeed(self.dispatcher, max_pending_rows=c.spill_threshold_rows,
+                                         max_pending_bytes=budget if budget is not None else 64 << 20)
         self.miner = ParallelMiner(self.standby, lambda: LogMinerSession(c, lambda: self._dictfile),
                                    sessions=c.sessions, range_size=c.scn_range_size, overlap=c.scn_overlap,
                                    staged=c.staged_ranges, poll_interval_s=c.poll_interval_s)
@@ -198,6 +204,7 @@ class OracleSource:
         """
         assert self.miner is not None and self.dispatcher is not None
         d, miner, stop = self.dispatcher, self.miner, self._stop
+        feed = self.columnar.feed if self.columnar is not None else d.feed
         if self._snapshot is not None:  # snapshot hook: op 'r' chunks before the first streamed transaction
             convert = d.convert
             for event in self._snapshot.events():
@@ -212,7 +219,7 @@ class OracleSource:
             for rr in miner.results(idle_timeout_s=min(interval or STOP_CHECK_S, STOP_CHECK_S)):
                 if rr is not None:
                     for rows in rr.batches():
-                        for event in d.feed(rows):
+                        for event in feed(rows):
                             yield event
                             if type(event) is Commit or type(event) is SchemaChange:
                                 last_beat = time.monotonic()
@@ -231,7 +238,7 @@ class OracleSource:
                 if rr is None:  # idle: report what the throttles held back
                     self._flush_bytes()
                     if self._pending_tx:
-                        self._report(len(d.open))
+                        self._report(self._open_count())
                 now = time.monotonic()
                 if interval is not None and now - last_beat >= interval:
                     for event in d.drain():  # normally empty here: the resume state below covers them
@@ -250,7 +257,14 @@ class OracleSource:
         d = self.dispatcher
         if d is None or self.standby is None or d.open or d.pending:
             return False
+        if self.columnar is not None and self.columnar.holds_open():
+            return False
         return d.mined_through >= self.standby.head_scn() - 1
+
+    def _open_count(self) -> int:
+        if self.columnar is not None:
+            return self.columnar.open_count
+        return len(self.dispatcher.open) if self.dispatcher else 0
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -260,7 +274,7 @@ class OracleSource:
             self._snapshot.close()
         self._flush_bytes()
         if self._pending_tx:
-            self._report(len(self.dispatcher.open) if self.dispatcher else 0)
+            self._report(self._open_count())
         if self.miner is not None:
             self.miner.stop()
         if self.pool is not None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import oracledb
+import pyarrow as pa
 
 from cdc.events import Column, TableId, TableSchema
 from readers.oracle.config import OracleSourceConfig
@@ -45,6 +46,13 @@ NLS = {
 CONTENTS_SQL = ("SELECT SCN, TIMESTAMP, THREAD#, RAWTOHEX(XID), XIDUSN, XIDSLT, XIDSQN, OPERATION_CODE, SEG_OWNER, "
                 "TABLE_NAME, ROW_ID, ROLLBACK, CSF, SQL_REDO, RS_ID, SSN, INFO, STATUS "
                 "FROM V$LOGMNR_CONTENTS WHERE SCN >= :1 AND SCN <= :2")
+CONTENTS_COLUMNS = ("SCN", "TIMESTAMP", "THREAD#", "XID", "XIDUSN", "XIDSLT", "XIDSQN", "OPERATION_CODE", "SEG_OWNER",
+                    "TABLE_NAME", "ROW_ID", "ROLLBACK", "CSF", "SQL_REDO", "RS_ID", "SSN", "INFO", "STATUS")
+_NUMBERS = frozenset({"SCN", "THREAD#", "XIDUSN", "XIDSLT", "XIDSQN", "OPERATION_CODE", "ROLLBACK", "CSF", "SSN", "STATUS"})
+# fetch_df_batches' requested schema for CONTENTS_SQL: NUMBER columns as int64 (every one holds an integer);
+# TIMESTAMP in milliseconds (an Oracle DATE has seconds; the simulator's rows carry milliseconds)
+CONTENTS_SCHEMA = pa.schema([(name, pa.int64() if name in _NUMBERS else pa.timestamp("ms") if name == "TIMESTAMP"
+                              else pa.string()) for name in CONTENTS_COLUMNS])
 STANDBY_LOGS_SQL = ("SELECT MIN(F.MEMBER) AS FILE_NAME, L.FIRST_CHANGE# AS FIRST_CHANGE, L.LAST_CHANGE# AS LAST_CHANGE, "
                     "L.THREAD#, L.SEQUENCE#, L.STATUS FROM V$STANDBY_LOG L, V$LOGFILE F "
                     "WHERE F.GROUP# = L.GROUP# AND (L.ARCHIVED = 'NO' OR L.STATUS = 'ACTIVE') "
@@ -220,8 +228,9 @@ class LogMinerSession:
         if self.conn is None:
             self._open()
 
-    def mine(self, lo: int, hi: int, logs: list[LogFile]) -> Iterator[list[tuple]]:
-        """Rows with lo <= SCN <= hi, in SCN order, in batches of ``fetch_size``."""
+    def mine(self, lo: int, hi: int, logs: list[LogFile]) -> Iterator[Any]:
+        """Rows with lo <= SCN <= hi, in SCN order, in batches of ``fetch_size``: lists of tuples, or with
+        ``pipeline: columnar`` Arrow tables (``fetch_df_batches``, NUMBER columns as int64)."""
         try:
             self._ensure()
             names = tuple(log.name for log in logs)
@@ -235,6 +244,13 @@ class LogMinerSession:
                          {"name": name})
                 self.added = names
             self._start(lo, hi)
+            if self.config.pipeline == "columnar":  # Arrow batches, no Python object per row
+                for frame in self.conn.fetch_df_batches(CONTENTS_SQL, [lo, hi], self.config.fetch_size,
+                                                        requested_schema=CONTENTS_SCHEMA):
+                    table = pa.table(frame)
+                    if table.num_rows:
+                        yield table
+                return
             cur = self.conn.cursor()
             cur.arraysize = self.config.fetch_size
             cur.execute(CONTENTS_SQL, [lo, hi])

@@ -20,6 +20,8 @@ the workload model (readers/oracle/sim/workload.py):
                                                      dictionary file (ORA-01284) and that the added logs
                                                      cover the SCN range on every thread (ORA-01291)
 * ``SELECT <cols> FROM V$LOGMNR_CONTENTS WHERE SCN > :1 AND SCN <= :2``  rows, lazily, in SCN order
+                                                     (also as Arrow batches: ``SimConnection.fetch_df_batches``,
+                                                     the shape of python-oracledb's ``Connection.fetch_df_batches``)
 * ``ALL_TAB_COLUMNS`` / ``ALL_CONS_COLUMNS``           table definitions for the change schema
 * ``... FROM ALL_TABLES WHERE OWNER = :owner``       the dictionary's tables of that schema
 * ``SELECT MIN(START_SCN) FROM V$TRANSACTION``       start SCN of the oldest transaction open at the head
@@ -50,6 +52,7 @@ from decimal import Decimal
 from typing import Any
 
 import oracledb
+import pyarrow as pa
 
 from readers.oracle.sim.workload import (
     COLUMN_TYPES,
@@ -67,6 +70,10 @@ from readers.oracle.sim.workload import (
 CONTENT_COLUMNS = ("SCN", "TIMESTAMP", "THREAD#", "XID", "XIDUSN", "XIDSLT", "XIDSQN", "OPERATION_CODE",
                    "OPERATION", "SEG_OWNER", "TABLE_NAME", "ROW_ID", "ROLLBACK", "CSF", "SQL_REDO", "RS_ID",
                    "SSN", "INFO", "STATUS")
+# V$LOGMNR_CONTENTS columns of type NUMBER: python-oracledb's data frames give them as float64 unless a
+# requested schema asks for another type (int64 here: every one of them is an integer)
+NUMBER_CONTENT_COLUMNS = frozenset({"SCN", "THREAD#", "XIDUSN", "XIDSLT", "XIDSQN", "OPERATION_CODE", "ROLLBACK",
+                                    "CSF", "SSN", "STATUS"})
 _EPOCH = dt.datetime(2024, 1, 1)
 _LOCK = threading.Lock()
 _INSTANCES: dict[str, Simulator] = {}
@@ -93,11 +100,12 @@ class Simulator:
         drop = w.drop_log.split(":") if w.drop_log else None
         self.dropped = (int(drop[0]), int(drop[1])) if drop else None
         self._rendered: dict[tuple, str] = {}  # (lo, hi, column indices, known tables) -> batch file
+        self._rendered_arrow: dict[tuple, str] = {}  # the same key -> Arrow IPC file (prerender(arrow=True))
         self._prebuilt: dict[str, list[list[tuple]]] = {}  # batch file -> its batches, decoded (prerender)
         self._states: dict[int, dict[str, list[dict]]] = {}  # scn -> table -> rows (flashback reads)
 
     def prerender(self, directory: str, select: str, first_scn: int, range_size: int, batch: int = 5000,
-                  in_memory: bool = False) -> int:
+                  in_memory: bool = False, arrow: bool = False) -> int:
         """Render the V$LOGMNR_CONTENTS rows of the ranges ``[first_scn + k * range_size, ...]`` (up to the
         head) into pickled batch files in ``directory``; a later query for exactly one of those ranges, with
         the same columns and dictionary, replays its file instead of generating the rows (any other query
@@ -105,6 +113,8 @@ class Simulator:
         database's own work stays out of the reader's timing. Needs a fixed head (``head_step=0``).
         ``in_memory``: also keep the decoded batches, so that a replay hands out prebuilt row tuples (no
         decoding at all: a fetch that costs nothing, which no real driver does; memory: ~1 kB per row).
+        ``arrow``: also write each range as an Arrow IPC file (NUMBER columns int64), which
+        ``fetch_df_batches`` replays memory-mapped, as python-oracledb fills Arrow buffers natively.
         Returns the number of rows rendered."""
         if self.workload.head_step:
             raise ValueError("prerender needs head_step=0 (all redo on the standby at once)")
@@ -126,6 +136,13 @@ class Simulator:
                     pickle.dump(rows, fh, protocol=pickle.HIGHEST_PROTOCOL)
                     total += len(rows)
             self._rendered[(lo, hi, tuple(idx), known)] = path
+            if arrow:
+                apath = path[:-len(".pickle")] + ".arrow"
+                schema = contents_schema([CONTENT_COLUMNS[i] for i in idx], pa.int64())
+                with pa.OSFile(apath, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+                    for rows in _replay(path):
+                        writer.write_batch(_record_batch(rows, schema))
+                self._rendered_arrow[(lo, hi, tuple(idx), known)] = apath
             if in_memory:
                 self._prebuilt[path] = list(_replay(path))
         return total
@@ -297,6 +314,49 @@ def _replay(path: str) -> Iterator[list[tuple]]:
             yield rows
 
 
+def contents_schema(names: list[str], number: pa.DataType | None = None) -> pa.Schema:
+    """The Arrow schema python-oracledb gives a V$LOGMNR_CONTENTS query's data frames: NUMBER columns as
+    ``number`` (float64 by default, int64 when a requested schema asks), TIMESTAMP as timestamp[ms] (a
+    DATE: seconds on Oracle; the simulator's rows carry milliseconds), the rest as strings."""
+    def kind(name: str) -> pa.DataType:
+        if name in NUMBER_CONTENT_COLUMNS:
+            return number or pa.float64()
+        return pa.timestamp("ms") if name == "TIMESTAMP" else pa.string()
+    return pa.schema([pa.field(n, kind(n)) for n in names])
+
+
+def _record_batch(rows: list[tuple], schema: pa.Schema) -> pa.RecordBatch:
+    columns = list(zip(*rows)) if rows else [()] * len(schema)
+    return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema)
+
+
+class SimDataFrame:
+    """One batch of ``fetch_df_batches``: the calls of python-oracledb's DataFrame (``column_names``,
+    ``num_rows``, ``num_columns``, ``column_arrays``, ``get_column_by_name``) and the Arrow PyCapsule
+    stream interface, so ``pyarrow.table(df)`` takes it without a copy."""
+
+    def __init__(self, batch: pa.RecordBatch) -> None:
+        self._batch = batch
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return pa.Table.from_batches([self._batch]).__arrow_c_stream__(requested_schema)
+
+    def column_names(self) -> list[str]:
+        return list(self._batch.schema.names)
+
+    def num_rows(self) -> int:
+        return self._batch.num_rows
+
+    def num_columns(self) -> int:
+        return self._batch.num_columns
+
+    def column_arrays(self) -> list[pa.Array]:
+        return list(self._batch.columns)
+
+    def get_column_by_name(self, name: str) -> pa.Array:
+        return self._batch.column(name)
+
+
 class _Batches:
     """Rows that arrive in batches (a replayed range): ``take(n)`` hands a whole batch over as it is
     when it fits, as a driver's fetchmany returns the rows it decoded, instead of re-listing rows one
@@ -382,6 +442,39 @@ class SimConnection:
     def commit(self) -> None:
         pass
 
+    def fetch_df_batches(self, statement: str, parameters: Any = None, size: int | None = None, *,
+                         fetch_decimals: bool | None = None, requested_schema: Any = None) -> Iterator[SimDataFrame]:
+        """python-oracledb's ``Connection.fetch_df_batches``: the query's rows as data frames of ``size`` rows
+        (the last one shorter; none when there are no rows). Columns are typed as python-oracledb types them
+        (:func:`contents_schema` for V$LOGMNR_CONTENTS), or as ``requested_schema`` (any object with the
+        Arrow PyCapsule schema interface) says. A prerendered range (``prerender(arrow=True)``) is replayed
+        from its Arrow file when the requested types match it."""
+        size = size or oracledb.defaults.arraysize
+        cur = self.cursor()
+        try:
+            cur.execute(statement, parameters)
+            names = [d[0] for d in cur.description or ()]
+            wanted = pa.schema(requested_schema) if requested_schema is not None else None
+            if wanted is not None and len(wanted) != len(names):
+                raise _err(f"DPY-2069: requested schema has {len(wanted)} columns; the query has {len(names)}")
+            schema = wanted or contents_schema(names)
+            reader = pa.ipc.open_file(pa.memory_map(cur._arrow)) if cur._arrow is not None else None
+            if reader is not None and schema.equals(reader.schema):
+                whole = pa.Table.from_batches([reader.get_batch(i) for i in range(reader.num_record_batches)],
+                                              schema=schema)
+                for offset in range(0, whole.num_rows, size):  # a driver's batches are ``size`` rows each
+                    part = whole.slice(offset, size)
+                    yield SimDataFrame(part.combine_chunks().to_batches()[0] if part.column(0).num_chunks > 1
+                                       else part.to_batches()[0])
+                return
+            while True:
+                rows = cur.fetchmany(size)
+                if not rows:
+                    return
+                yield SimDataFrame(_record_batch(rows, schema))
+        finally:
+            cur.close()
+
 
 class SimCursor:
     arraysize = 1000
@@ -390,6 +483,7 @@ class SimCursor:
         self.conn = conn
         self._rows: Iterator[tuple] = iter(())
         self._batches: _Batches | None = None  # a replayed range (fetchmany hands over whole batches)
+        self._arrow: str | None = None  # a prerendered range's Arrow file (fetch_df_batches replays it)
         self.description: list[tuple] | None = None
 
     def __enter__(self) -> SimCursor:  # noqa: PYI034
@@ -421,7 +515,7 @@ class SimCursor:
             raise _err("DPY-1001: not connected to database")
         up = " ".join(sql.upper().split())
         binds = params if isinstance(params, dict) else {str(i + 1): v for i, v in enumerate(params or ())}
-        self._rows, self._batches = iter(()), None
+        self._rows, self._batches, self._arrow = iter(()), None, None
         self.description = None
         if up.startswith("ALTER SESSION SET "):
             key, _, value = up[len("ALTER SESSION SET "):].partition("=")
@@ -569,6 +663,7 @@ class SimCursor:
         self.description = [(n, None, None, None, None, None, None) for n in names]
         known = set((dictionary or {}).get("tables", {}))
         rendered = self.conn.sim._rendered.get((lo, hi, tuple(idx), frozenset(known))) if self.conn.sim._rendered else None
+        self._arrow = self.conn.sim._rendered_arrow.get((lo, hi, tuple(idx), frozenset(known)))
         if rendered is not None:
             prebuilt = self.conn.sim._prebuilt.get(rendered)
             self._batches = _Batches(_replay(rendered) if prebuilt is None else map(list, prebuilt))

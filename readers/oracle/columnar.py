@@ -1,0 +1,328 @@
+"""The columnar dispatch stage (``pipeline: columnar``): Arrow batches of V$LOGMNR_CONTENTS -> released transactions.
+
+Sessions fetch with ``fetch_df_batches`` (readers/oracle/session.py), so rows arrive as Arrow record
+batches with no Python object per row. :class:`ColumnarFeed` routes each batch as array arithmetic
+(numpy over the batch's columns) instead of a Python step per row, then hands every committed
+transaction to the row dispatcher's own release path (``Dispatcher._commit`` / ``_release``: parse,
+Change, Commit with the resume state). There is ONE dispatcher semantics: this module decides
+which rows survive, which transactions commit and the low watermark at each commit exactly as
+``Dispatcher.feed`` does (tests/unit/readers/oracle/test_columnar_property.py holds them equal on
+random streams), and every row kind it cannot vouch for goes through ``Dispatcher.feed`` itself.
+
+Per batch (``work`` = rows of transactions still open after the last batch + the new batch):
+
+* transaction key: the raw XID, dictionary-encoded; a row whose XID sequence is ``ffffffff``
+  belongs to the latest transaction that opened with the same undo segment + slot (the
+  dispatcher's ``by_slot``), found with one ``searchsorted``;
+* a transaction opens at its first START or captured DML row (its start SCN) and ends at its
+  first COMMIT / ROLLBACK after that; DML rows of captured tables (decided once per distinct
+  table) are its rows; CSF pieces are joined and ``ROLLBACK = 1`` rows cancel the latest earlier
+  row of the same ROW_ID (a short loop over the few rows of such (XID, ROW_ID) groups);
+* the low watermark at a commit: the start SCN of the earliest-opened transaction still open
+  there, for all commits at once (prefix maximum of the ends + ``searchsorted``);
+* transactions still open at the end of the batch keep their raw rows (Arrow) for the next one.
+
+The batch is cut, and ``Dispatcher.feed`` takes over from the open transactions' raw rows
+onwards, at any rare row: DDL (5), LOB operations (9, 10, 11, 28, 29), UNSUPPORTED (255),
+MISSING_SCN (34), an ``"UNKNOWN"`` owner, a DML row without SQL_REDO, an ``ffffffff`` row whose
+transaction is not open, or an XID seen again after its end; also when the open transactions'
+raw rows pass ``max_pending_rows`` or ``max_pending_bytes`` (Arrow buffer bytes; the row path
+spills to disk: memory stays bounded).
+The row path hands back to the columnar one at the first batch boundary where it holds no open
+transaction and no half-joined DDL (with many concurrent transactions that may take long).
+
+The parse, the Change and the record are still built per row (the release path); the kernels stop
+at the choice of rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdc.events import Event
+from readers.oracle.dispatcher import LOB_OPS, Dispatcher, _Tx
+
+# the row kinds the columnar routing cannot vouch for (see the module docstring)
+RARE_OPS = np.array(sorted({5, 34, 255, *LOB_OPS}), dtype=np.int64)
+_FFFFFFFF = 0xFFFFFFFF
+
+
+def to_rows(table: pa.Table | pa.RecordBatch) -> list[tuple]:
+    """The rows as fetchmany returns them (the row path's input)."""
+    if table.num_rows == 0:
+        return []
+    return list(zip(*(c.to_pylist() for c in table.columns), strict=True))
+
+
+def _codes(column: Any) -> tuple[np.ndarray, list[Any]]:
+    """Dictionary codes of a column (-1 for null) and its distinct values."""
+    enc = pc.dictionary_encode(column)
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.combine_chunks()
+    codes = enc.indices.to_numpy(zero_copy_only=False)
+    codes = np.where(np.isnan(codes), -1, codes).astype(np.int64) if codes.dtype.kind == "f" else codes.astype(np.int64)
+    return codes, enc.dictionary.to_pylist()
+
+
+def _ints(column: Any) -> np.ndarray:
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64) if column.null_count == 0 else \
+        np.asarray(pc.fill_null(column, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+class ColumnarFeed:
+    """Feeds Arrow batches (in SCN order) to ``dispatcher``; yields the same events ``Dispatcher.feed``
+    would for the same rows. ``open_count`` / ``low_watermark()`` cover the transactions it holds."""
+
+    def __init__(self, dispatcher: Dispatcher, max_pending_rows: int = 10_000,
+                 max_pending_bytes: int = 64 << 20) -> None:
+        self.d = dispatcher
+        self.max_pending_rows, self.max_pending_bytes = max_pending_rows, max_pending_bytes
+        self.pending: pa.Table | None = None   # raw rows of the open transactions (columnar mode)
+        self._pending_start: list[int] = []    # their start SCNs
+        self.rows_mode = False                 # True while Dispatcher.feed owns the open transactions
+        self._captured: dict[Any, bool] = {}
+        self.batches_columnar = self.batches_rows = 0
+
+    # -- state the reader asks for ------------------------------------------------------------------
+
+    @property
+    def open_count(self) -> int:
+        return len(self._pending_start) + len(self.d.open)
+
+    def holds_open(self) -> bool:
+        return bool(self._pending_start) or bool(self.d.open)
+
+    def _publish_outside(self) -> None:
+        """Tell the dispatcher the lowest start SCN of the transactions held here (its resume states)."""
+        self.d.outside_low_watermark = min(self._pending_start) if self._pending_start else None
+
+    # -- feeding ------------------------------------------------------------------------------------
+
+    def feed(self, batch: pa.Table | pa.RecordBatch) -> Iterator[Event]:
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        if table.num_rows == 0:
+            return
+        d = self.d
+        if self.rows_mode:
+            self.batches_rows += 1
+            yield from d.feed(to_rows(table))
+            if not d.open and not d._ddl_pieces and not d.by_slot:
+                self.rows_mode = False
+            return
+        self.batches_columnar += 1
+        work = table if self.pending is None else pa.concat_tables([self.pending, table])
+        n_old = 0 if self.pending is None else self.pending.num_rows
+        yield from self._kernel(work, n_old)
+
+    def _to_rows_mode(self, work: pa.Table, keep: np.ndarray, cut: int) -> Iterator[Event]:
+        """Hand over: the open transactions' raw rows, then everything from ``cut`` on, to Dispatcher.feed."""
+        rows = to_rows(work.take(pa.array(keep, type=pa.int64()))) if len(keep) else []
+        rows += to_rows(work.slice(cut))
+        self.pending, self._pending_start = None, []
+        self._publish_outside()
+        self.rows_mode = True
+        mined = self.d.mined_through
+        yield from self.d.feed(rows)
+        self.d.mined_through = max(mined, self.d.mined_through)
+        if not self.d.open and not self.d._ddl_pieces and not self.d.by_slot:
+            self.rows_mode = False
+
+    def _captured_codes(self, owner: np.ndarray, owners: list, table: np.ndarray, tables: list) -> np.ndarray:
+        """captured(owner, table) per row, decided once per distinct pair."""
+        pair = owner * (len(tables) + 1) + (table + 1)
+        uniq, inv = np.unique(pair, return_inverse=True)
+        seen, captured = self._captured, self.d.captured
+        ok = np.zeros(len(uniq), dtype=bool)
+        for i, p in enumerate(uniq.tolist()):
+            o, t = divmod(p, len(tables) + 1)
+            key = (owners[o] if o >= 0 else None, tables[t - 1] if t > 0 else None)
+            got = seen.get(key)
+            if got is None:
+                got = seen[key] = bool(key[0]) and key[0] != "UNKNOWN" and bool(captured(key[0], key[1] or ""))
+            ok[i] = got
+        return ok[inv]
+
+    def _kernel(self, work: pa.Table, n_old: int) -> Iterator[Event]:
+        d = self.d
+        n = work.num_rows
+        op = _ints(work.column("OPERATION_CODE"))
+        scn = _ints(work.column("SCN"))
+        owner, owners = _codes(work.column("SEG_OWNER"))
+        tabl, tables = _codes(work.column("TABLE_NAME"))
+        dml = (op == 1) | (op == 2) | (op == 3)
+        # -- rare rows cut the batch
+        rare = np.isin(op, RARE_OPS)
+        if "UNKNOWN" in owners:
+            rare |= dml & (owner == owners.index("UNKNOWN"))
+        rel = dml & self._captured_codes(owner, owners, tabl, tables)
+        sql_null = np.asarray(work.column("SQL_REDO").is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        rare |= rel & sql_null
+        # -- transaction keys
+        xkey, raws = _codes(work.column("XID"))
+        sqn = _ints(work.column("XIDSQN"))
+        usn, slt = _ints(work.column("XIDUSN")), _ints(work.column("XIDSLT"))
+        slot_key = (usn << 16) | slt
+        self._k = {"owner": owner, "owners": np.array([*owners, None], dtype=object), "table": tabl,
+                   "tables": np.array([*tables, None], dtype=object), "xkey": xkey,
+                   "raws": np.array(raws, dtype=object), "usn": usn, "slt": slt, "sqn": sqn,
+                   "ssn": _ints(work.column("SSN")) if work.column("SSN").null_count == 0 else
+                   np.array(work.column("SSN").to_pylist(), dtype=object)}
+        ff = sqn == _FFFFFFFF
+        opener = rel | (op == 6)
+        term = (op == 7) | (op == 36)
+        rare |= ff & (op == 7)
+        pos = np.arange(n, dtype=np.int64)
+        ekey = xkey.copy()
+        ffrows = np.flatnonzero(ff & (opener | (op == 36)))
+        if len(ffrows):  # by_slot: the latest transaction opened on this undo slot
+            cand = np.flatnonzero(opener & ~ff)
+            sk = np.sort(slot_key[cand] * (n + 1) + cand)
+            j = np.searchsorted(sk, slot_key[ffrows] * (n + 1) + ffrows) - 1
+            hit = (j >= 0) & (sk[np.maximum(j, 0)] // (n + 1) == slot_key[ffrows])
+            found = sk[np.maximum(j, 0)] % (n + 1)
+            ekey[ffrows] = np.where(hit, xkey[found], -2)
+            rare[ffrows[~hit]] = True
+        nk = len(raws)
+        big = np.int64(n + 1)
+        first_open = np.full(nk + 1, big)
+        valid = ekey >= 0
+        m = opener & valid
+        np.minimum.at(first_open, ekey[m], pos[m])
+        m = term & valid & (pos > first_open[np.where(valid, ekey, nk)])
+        end = np.full(nk + 1, big)
+        np.minimum.at(end, ekey[m], pos[m])
+        # an FF row must meet its transaction open; no row may open a transaction after its end
+        rare[ffrows] |= (ekey[ffrows] < 0) | (pos[ffrows] > end[np.where(ekey[ffrows] >= 0, ekey[ffrows], nk)])
+        rare |= opener & valid & (pos > end[np.where(valid, ekey, nk)])
+        cut = int(np.argmax(rare)) if rare.any() else n
+        if cut < n_old:  # not expected (pending rows passed these checks before): all of it to the row path
+            cut = 0
+        if cut < n:
+            # the columnar part: rows before the cut (the ends computed above may lie past it)
+            end = np.where(end < cut, end, big)
+            first_open = np.where(first_open < cut, first_open, big)
+        # -- per transaction: opened before the cut; committed (7), rolled back (36), or still open
+        opened = np.flatnonzero(first_open[:nk] < big)
+        ends = end[opened]
+        committed = opened[(ends < big) & (op[np.minimum(ends, n - 1)] == 7)]
+        still_open = opened[ends >= big]
+        keep_rows = np.flatnonzero((opener | ff) & valid & (pos < cut) & np.isin(ekey, still_open))
+        if cut < n:
+            yield from self._release(work, committed, first_open, end, scn, ekey, rel, still_open, cut)
+            yield from self._to_rows_mode(work, keep_rows, cut)
+            return
+        yield from self._release(work, committed, first_open, end, scn, ekey, rel, still_open, n)
+        d.mined_through = int(scn[-1])
+        self.pending = work.take(pa.array(keep_rows, type=pa.int64())) if len(keep_rows) else None
+        self._pending_start = [int(scn[first_open[k]]) for k in still_open]
+        self._publish_outside()
+        if self.pending is not None and (self.pending.num_rows > self.max_pending_rows
+                                         or self.pending.nbytes > self.max_pending_bytes):
+            self.pending, keep, self._pending_start = None, self.pending, []
+            self._publish_outside()
+            self.rows_mode = True
+            mined = d.mined_through
+            yield from d.feed(to_rows(keep))
+            d.mined_through = mined
+
+    def _release(self, work: pa.Table, committed: np.ndarray, first_open: np.ndarray, end: np.ndarray,
+                 scn: np.ndarray, ekey: np.ndarray, rel: np.ndarray, still_open: np.ndarray,
+                 cut: int) -> Iterator[Event]:
+        """Committed transactions in commit order through the dispatcher's release path."""
+        d = self.d
+        if len(committed) == 0:
+            return
+        n = work.num_rows
+        pos = np.arange(n, dtype=np.int64)
+        in_tx = rel & (ekey >= 0) & (pos < cut)
+        in_tx &= np.isin(ekey, committed)
+        in_tx &= pos < end[np.where(ekey >= 0, ekey, len(end) - 1)]
+        rows = np.flatnonzero(in_tx)
+        csf = _ints(work.column("CSF"))[rows] != 0
+        rb = _ints(work.column("ROLLBACK"))[rows] != 0
+        keyed = ekey[rows]
+        order = np.argsort(keyed, kind="stable")  # transaction by transaction, each in row order
+        rows, csf, rb, keyed = rows[order], csf[order], rb[order], keyed[order]
+        alive = np.ones(len(rows), dtype=bool)
+        sql_of: dict[int, str] = {}
+        sqls = work.column("SQL_REDO")
+        if csf.any():  # join CSF pieces into the next row of the same transaction (rare: a short loop)
+            pieces: list[str] = []
+            for i in np.flatnonzero(csf | np.roll(csf, 1)).tolist():
+                if i > 0 and csf[i - 1] and keyed[i - 1] != keyed[i]:
+                    pieces = []  # a transaction's trailing pieces never joined: dropped with it at COMMIT
+                text = sqls[int(rows[i])].as_py()
+                if csf[i]:
+                    pieces.append(text)
+                    alive[i] = False
+                elif pieces:
+                    sql_of[int(rows[i])] = "".join([*pieces, text])
+                    pieces = []
+        undo = alive & rb
+        if undo.any():  # ROLLBACK = 1: cancel the latest earlier row of the same ROW_ID (short loop)
+            rid, _ = _codes(work.column("ROW_ID").take(pa.array(rows, type=pa.int64())))
+            group = keyed * (int(rid.max()) + 2) + (rid + 1)
+            touched = np.isin(group, group[undo])
+            stacks: dict[int, list[int]] = {}
+            for i in np.flatnonzero(touched & alive).tolist():
+                stack = stacks.setdefault(int(group[i]), [])
+                if rb[i]:
+                    alive[i] = False
+                    if stack:
+                        alive[stack.pop()] = False
+                else:
+                    stack.append(i)
+        keep = rows[alive]
+        kept_keys = keyed[alive]
+        # item tuples (scn, sql, owner, table, rs_id, ssn) of every surviving row, by transaction: integer and
+        # dictionary columns through numpy, only the two text columns through Arrow -> str
+        k = self._k
+        take = pa.array(keep, type=pa.int64())
+        text = work.column("SQL_REDO").take(take).to_pylist()
+        if sql_of:
+            for i, r in enumerate(keep.tolist()):
+                joined = sql_of.get(r)
+                if joined is not None:
+                    text[i] = joined
+        items = list(zip(scn[keep].tolist(), text, k["owners"][k["owner"][keep]].tolist(),
+                         k["tables"][k["table"][keep]].tolist(), work.column("RS_ID").take(take).to_pylist(),
+                         k["ssn"][keep].tolist(), strict=True))
+        lo_b = np.searchsorted(kept_keys, committed, side="left").tolist()
+        hi_b = np.searchsorted(kept_keys, committed, side="right").tolist()
+        # the open transactions at each commit c (opened before c, ending after it: committed, rolled back or
+        # still open), all at once: with the transactions sorted by start, the first whose end lies past c
+        # is found on the prefix maximum of the ends; the count is (starts before c) - (ends at or before c)
+        commit_pos = end[committed]
+        never = np.int64(np.iinfo(np.int64).max)
+        rolled = np.flatnonzero((first_open[:-1] < n + 1) & (end[:-1] < cut))
+        rolled = rolled[~np.isin(rolled, committed)]
+        opened = np.concatenate([committed, still_open, rolled])
+        ends = np.concatenate([commit_pos, np.full(len(still_open), never), end[rolled]])
+        starts = first_open[opened]
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
+        first_past = np.searchsorted(np.maximum.accumulate(ends), commit_pos, side="right")
+        before = np.searchsorted(starts, commit_pos, side="left")
+        has_low = first_past < before
+        low_pos = np.where(has_low, starts[np.minimum(first_past, len(starts) - 1)], commit_pos)
+        lows = scn[low_pos].tolist()
+        open_now = (before - np.searchsorted(np.sort(ends), commit_pos, side="right") + len(d.open)).tolist()
+        by_commit = np.argsort(commit_pos, kind="stable").tolist()
+        cscn, cts = scn[commit_pos].tolist(), work.column("TIMESTAMP").take(pa.array(commit_pos)).to_pylist()
+        fo = first_open[committed]
+        raws = k["raws"][k["xkey"][fo]].tolist()
+        usn, slt, sqn, start = k["usn"][fo].tolist(), k["slt"][fo].tolist(), k["sqn"][fo].tolist(), scn[fo].tolist()
+        commit = d._commit if d.pool is None else d._release  # row: (SCN, TIMESTAMP) is all they read of it
+        for i in by_commit:
+            tx = _Tx(raws[i], start[i], usn[i], slt[i], sqn[i])
+            tx.items = items[lo_b[i]:hi_b[i]]
+            yield from commit(tx, (cscn[i], cts[i]), low=lows[i], open_count=open_now[i])
+        if d.pool is not None:
+            if d._job:
+                yield from d._submit()
+            yield from d.ready()

@@ -1,0 +1,33 @@
+"""Run OracleSource with both pipelines and collect every event it yields (heartbeats and idles aside)."""
+
+from __future__ import annotations
+
+from cdc.events import Commit, Heartbeat, Idle
+from tests.unit.readers.oracle.helpers import source
+
+
+def events(options: str, tmp, resume=None, stop_after: int | None = None, after_start=None, **cfg):
+    """(events, last resume state): everything but Heartbeat/Idle, until caught up or ``stop_after`` commits.
+    ``after_start(source)`` runs once the source started (to set a bound, say)."""
+    src = source(options, tmp, **cfg)
+    src.start(resume)
+    if after_start is not None:
+        after_start(src)
+    out, last, commits = [], resume, 0
+    try:
+        for ev in src.events():
+            if isinstance(ev, Idle):
+                continue
+            if isinstance(ev, Heartbeat):
+                last = ev.resume or last
+                if src.caught_up():
+                    break
+                continue
+            out.append(ev)
+            if isinstance(ev, Commit):
+                last, commits = ev.resume, commits + 1
+                if stop_after is not None and commits >= stop_after:
+                    break
+    finally:
+        src.close()
+    return out, last
