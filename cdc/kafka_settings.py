@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import SecretStr
 
-from cdc.credentials import FILE_SUFFIX, FileSecret, resolve_secrets, reveal, secret_file_of
+from cdc.credentials import FILE_SUFFIX, FileSecret, resolve_secrets, reveal, scrub, secret_file_of
 from cdc.errors import ConfigError
 
 Role = Literal["producer", "consumer", "admin"]
@@ -81,10 +81,7 @@ def create_client(role: Role, conf: dict[str, Any]) -> Any:
     try:
         return {"producer": Producer, "consumer": Consumer, "admin": AdminClient}[role](conf)
     except (KafkaException, ValueError, TypeError) as exc:
-        text = str(exc)
-        for key in SECRET_KEYS:
-            if conf.get(key):
-                text = text.replace(str(conf[key]), "***")
+        text = scrub(str(exc), [str(conf[key]) for key in SECRET_KEYS if conf.get(key)])
         raise ConfigError(f"cannot create a Kafka {role} client for broker {conf.get('bootstrap.servers')}: {text} "
                           f"(check kafka.client and kafka.{'consumer' if role == 'consumer' else 'producer'})",
                           key="kafka.client") from None
