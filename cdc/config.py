@@ -49,6 +49,7 @@ from cdc.credentials import (
     file_secret,
     is_store_secret,
     resolve_secrets,
+    reveal,
 )
 from cdc.spill_dir import default_spill_dir
 from cdc.tls import MySqlTls, OracleTls, tls_kind
@@ -74,12 +75,7 @@ class SchemaRegistryConfig(BaseModel):
 
     def client_settings(self) -> dict[str, Any]:
         """The settings as SchemaRegistryClient takes them (secrets unwrapped here, at connect time)."""
-        out = {}
-        for name, field in type(self).model_fields.items():
-            value = getattr(self, name)
-            if value is not None:
-                out[field.alias or name] = value.get_secret_value() if isinstance(value, SecretStr) else value
-        return out
+        return reveal(self.model_dump(by_alias=True, exclude_none=True))
 
 
 class DebeziumConfig(BaseModel):
