@@ -64,10 +64,11 @@ def schema_name(topic: str) -> str:
 class TableSchemas:
     """The Connect schemas and column encodings of one table's per-table topic (see the module doc)."""
 
-    __slots__ = ("codecs", "envelope", "key", "key_columns", "row")
+    __slots__ = ("codecs", "envelope", "key", "key_columns", "row", "topic")
 
     def __init__(self, table: TableSchema, topic: str, connector: str, temporal: str, decimal: str) -> None:
         kind = "oracle" if connector == "oracle" else "mysql"
+        self.topic = topic
         name = schema_name(topic)
         self.codecs: dict[str, Codec] = {c.name: codec(c.type, kind, temporal, decimal) for c in table.columns}
         columns = {c.name: c for c in table.columns}

@@ -107,7 +107,7 @@ class DebeziumRecords:
         Raises DebeziumValueError naming table, column, type, value and position when a value does not
         fit the configured encoding (the source stops there)."""
         ts = self.table_schemas(change)
-        topic = table_topic(self.prefix, self.source_name, change.table.db, change.table.table)
+        topic = ts.topic  # worked out once per table schema (table_schemas)
         source = self._source(change, tx.commit_ts_ms)
         before = self._row(change, ts, change.before, source)
         after = self._row(change, ts, change.after, source)
