@@ -23,6 +23,7 @@ the schema and ``databaseName`` the source's name (the PDB name is not known her
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from typing import Any
@@ -78,11 +79,13 @@ def schema_change_topic(prefix: str, source: str) -> str:
     return f"{prefix}.{source}"
 
 
+@functools.cache  # one object per connector: the JSON and registry encoders cache by schema object
 def key_schema(connector: str) -> dict[str, Any]:
     return {"type": "struct", "optional": False, "name": KEY_SCHEMA_NAME.format(connector), "version": 1,
             "fields": [_f("string", "databaseName", False)]}
 
 
+@functools.cache
 def value_schema(connector: str) -> dict[str, Any]:
     return {"type": "struct", "optional": False, "name": VALUE_SCHEMA_NAME.format(connector), "version": 1,
             "fields": [source_schema(connector), _f("int64", "ts_ms", False), _f("string", "databaseName"),
