@@ -547,7 +547,8 @@ class ApplyEngine:
                 raise BadRecord(f"row of {info.source_table} has columns {sorted(extra)} not in its known schema",
                                 table=info.source_table, key=None, sequence=src.sequence, offset=src.offset,
                                 value=row)
-            missing = [c for c in info.columns if c not in row]
+            # no extra key, so a key is missing only when the row is shorter (not per row on full images)
+            missing = [c for c in info.columns if c not in row] if len(row) < len(info.columns) else None
             if missing:  # a partial row image (binlog_row_image MINIMAL/NOBLOB): never written as NULLs
                 raise BadRecord(f"row image of {info.source_table} lacks columns {missing} of its schema (a partial "
                                 f"row image; the source must log full images)", table=info.source_table, key=None,
