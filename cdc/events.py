@@ -2,7 +2,8 @@
 
 A reader turns its log into a flat, ordered iterator of these events:
 
-    Begin, Change*, Commit        one committed source transaction
+    Begin, Change*, Commit        one committed source transaction (a ChangeBatch may stand
+                                  for consecutive Changes: a reader's serialized batch path)
     SchemaChange                  a DDL (outside any transaction)
     Heartbeat                     "nothing captured happened up to here"
 
@@ -20,8 +21,11 @@ the tail of the stream is the checkpoint.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
+
+import orjson
 
 Op = Literal["c", "u", "d", "r", "t"]
 
@@ -112,6 +116,45 @@ class Change:
 
 
 @dataclass(slots=True)
+class ChangeBatch:
+    """Consecutive changes of the open transaction, mostly already serialized: a reader's batch path
+    (the Oracle columnar pipeline) yields one per transaction instead of a Change per row.
+
+    Row i is ``rows[i]``: either a Change (``tables[i]`` and ``sources[i]`` None), or the tuple
+    ``(op, key, before, after)`` of JSON bytes exactly as ``orjson.dumps`` writes the Change's record
+    key values (cdc.envelope.row_key: one column's value, an object of several, or the row image),
+    ``before`` and ``after`` (``null`` when absent), with ``tables[i] = (TableId, TableSchema | None)``
+    and ``sources[i]`` the JSON of the Change's ``source`` fields after their opening brace
+    (``,"scn":..}``). The JSON publisher splices these bytes into records without decoding them;
+    :meth:`changes` gives the Change objects (every other consumer)."""
+
+    tables: list[Any]
+    rows: list[Any]
+    sources: list[bytes | None]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def changes(self) -> Iterator[Change]:
+        loads = orjson.loads
+        for known, row, source in zip(self.tables, self.rows, self.sources, strict=True):
+            if source is None:
+                yield row
+            else:
+                op, _key, before, after = row
+                yield Change(known[0], op, loads(before), loads(after), loads(b"{" + source[1:]), known[1])
+
+
+def expand(events: Iterable[Any]) -> Iterator[Any]:
+    """``events`` with every ChangeBatch replaced by its Changes (for consumers that want one per row)."""
+    for event in events:
+        if type(event) is ChangeBatch:
+            yield from event.changes()
+        else:
+            yield event
+
+
+@dataclass(slots=True)
 class Commit:
     txid: str
     ts_ms: int
@@ -148,4 +191,4 @@ class Idle:
     acknowledgements (metrics, /readyz) and the daemon sees a stop request. It writes no record."""
 
 
-Event = Union[Begin, Change, Commit, SchemaChange, Heartbeat, Idle]
+Event = Union[Begin, Change, ChangeBatch, Commit, SchemaChange, Heartbeat, Idle]

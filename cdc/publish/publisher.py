@@ -53,7 +53,7 @@ from cdc.envelope import (
     table_topic,
 )
 from cdc.errors import CdcError, StreamCorrupt
-from cdc.events import Begin, Change, Commit, Heartbeat, Idle, SchemaChange, TableId, TableSchema
+from cdc.events import Begin, Change, ChangeBatch, Commit, Heartbeat, Idle, SchemaChange, TableId, TableSchema
 from cdc.kafka_settings import KafkaConnection
 from cdc.metrics import SourceMetrics
 from cdc.publish.acks import END, HEARTBEAT, PROGRESS, SCHEMA, AckTracker
@@ -229,6 +229,8 @@ class Publisher:
             raise CdcError("Publisher.publish() before recover()", source=self.source_name)
         if type(event) is Change:
             self._change(event)
+        elif type(event) is ChangeBatch:
+            self._batch(event)
         elif type(event) is Begin:
             if self._tx is not None:
                 raise StreamCorrupt("BEGIN inside an open transaction", source=self.source_name,
@@ -256,71 +258,113 @@ class Publisher:
         tx = self._tx
         if tx is None:
             raise StreamCorrupt("row change outside a transaction", source=self.source_name, table=str(ch.table))
-        table = ch.table
+        before, after, src = ch.before, ch.after, ch.source
+        row = after if after is not None else before
+        if self._json and not self._per_table and row is not None and (not src or _BASE_KEYS.isdisjoint(src)):
+            # The per-row hot path: the same bytes orjson.dumps gives for the dicts of
+            # cdc.envelope.data_record (a unit test holds them equal), spliced from per-table and
+            # per-transaction constants with one dumps per row image.
+            pk = ch.schema.primary_key if ch.schema is not None else ()
+            if not pk:
+                kv = dumps(row)
+            elif len(pk) == 1:
+                kv = dumps(row.get(pk[0]))
+            else:
+                kv = dumps({c: row.get(c) for c in pk})
+            self._splice(ch.table, ch.schema, ch.op, kv, b"null" if before is None else dumps(before),
+                         b"null" if after is None else dumps(after), b"," + dumps(src)[1:] if src else b"}")
+            return
+        entry = self._entry(ch.table, ch.schema)
+        name = entry.name
+        n, total, seq = self._count(tx, name, ch.op)
+        # Same dicts as cdc.envelope.data_record, built from per-table constants. (Keys keep the base's order.)
+        op = ch.op
+        if op == "r":
+            source = {**entry.base, "ts_ms": tx.ts_ms, "snapshot": "true", **src}
+        else:
+            source = {**entry.base, "ts_ms": tx.ts_ms, **src}
+        pk = ch.schema.primary_key if ch.schema is not None else ()
+        if row is None:  # op "t" (TRUNCATE): no row image and, as in Debezium, no key
+            key_values = None
+        elif len(pk) == 1:
+            key_values = {pk[0]: row.get(pk[0])}
+        else:
+            key_values = {c: row.get(c) for c in pk} if pk else dict(row)
+        value = {"sequence": seq, "before": before, "after": after, "op": op,
+                 "ts_ms": int(time.time() * 1000), "source": source,
+                 "transaction": {"id": tx.txid, "total_order": total, "data_collection_order": n}}
+        vbytes = self._venc(value)
+        kbytes = self._kenc({"table": name, "key": key_values})
+        if len(vbytes) + len(kbytes) > self._record_limit:
+            return self._too_large(op, src, name, key_values, len(vbytes) + len(kbytes), seq)
+        self._bytes += len(vbytes)
+        self._producer.produce(self.topic, vbytes, kbytes)
+        if self._per_table:
+            self._to_table_topic(ch, key_values, vbytes, TxContext(tx.txid, tx.ts_ms, total, n, seq, value["ts_ms"]))
+        self._after_row(seq)
+
+    def _batch(self, ev: ChangeBatch) -> None:
+        """A reader's serialized changes (cdc.events.ChangeBatch): spliced into records as they are on the
+        JSON changes topic; every other configuration takes them one Change at a time."""
+        if not self._json or self._per_table:
+            for ch in ev.changes():
+                self._change(ch)
+            return
+        if self._tx is None:
+            raise StreamCorrupt("row change outside a transaction", source=self.source_name)
+        splice, change = self._splice, self._change
+        for known, row, src in zip(ev.tables, ev.rows, ev.sources):
+            if src is None:
+                change(row)
+            else:
+                splice(known[0], known[1], row[0], row[1], row[2], row[3], src)
+
+    def _entry(self, table: TableId, schema: TableSchema | None) -> _TableOut:
+        """The table's record constants; writes its SCHEMA record first when ``schema`` is new."""
         entry = self._names.get(id(table))  # by identity: TableId's dataclass __hash__ is slow
         if entry is None or entry.table is not table:
             entry = self._table_entry(table)
-        name = entry.name
-        schema = ch.schema
-        if schema is not None and self._schemas.get(name) is not schema:
-            self._table_schema(name, schema)
+        if schema is not None and self._schemas.get(entry.name) is not schema:
+            self._table_schema(entry.name, schema)
+        return entry
+
+    def _count(self, tx: _Tx, name: str, op: str) -> tuple[int, int, int]:
+        """One more row of ``name`` in the transaction: its data_collection_order, total_order, sequence."""
         counts = tx.counts
-        n = counts.get(name, 0) + 1
-        counts[name] = n
-        op = ch.op
+        n = counts[name] = counts.get(name, 0) + 1
         ops, opkey = tx.ops, (name, op)
         ops[opkey] = ops.get(opkey, 0) + 1
         total = tx.total = tx.total + 1
         seq = self._seq
         self._seq = seq + 1
-        before, after, src = ch.before, ch.after, ch.source
-        row = after if after is not None else before
-        if self._json and not self._per_table and row is not None and (not src or entry.base_keys.isdisjoint(src)):
-            # The per-row hot path: the same bytes orjson.dumps gives for the dicts of
-            # cdc.envelope.data_record (a unit test holds them equal), spliced from per-table and
-            # per-transaction constants with one dumps per row image.
-            if schema is not entry.key_schema:
-                entry.key_for(schema)
-            pk = entry.pk
-            if pk is None:
-                kbytes = entry.key_head + dumps(row) + b"}"
-            elif type(pk) is str:
-                kbytes = entry.key_head + dumps(row.get(pk)) + b"}}"
-            else:
-                kbytes = entry.key_head + dumps({c: row.get(c) for c in pk}) + b"}"
-            vbytes = _VALUE % (seq, b"null" if before is None else dumps(before),
-                               b"null" if after is None else dumps(after), _OPS.get(op) or dumps(op),
-                               int(time.time() * 1000), entry.source_head, tx.ts_json,
-                               entry.source_tail_r if op == "r" else entry.source_tail,
-                               b"," + dumps(src)[1:] if src else b"}", tx.id_json, total, n)
-            if len(vbytes) + len(kbytes) > self._record_limit:
-                return self._too_large(ch, name, orjson.loads(kbytes)["key"], len(vbytes) + len(kbytes), seq)
-            self._bytes += len(vbytes)
-            self._producer.produce(self.topic, vbytes, kbytes)
-        else:
-            # Same dicts as cdc.envelope.data_record, built from per-table constants. (Keys keep the base's order.)
-            if op == "r":
-                source = {**entry.base, "ts_ms": tx.ts_ms, "snapshot": "true", **src}
-            else:
-                source = {**entry.base, "ts_ms": tx.ts_ms, **src}
-            pk = schema.primary_key if schema is not None else ()
-            if row is None:  # op "t" (TRUNCATE): no row image and, as in Debezium, no key
-                key_values = None
-            elif len(pk) == 1:
-                key_values = {pk[0]: row.get(pk[0])}
-            else:
-                key_values = {c: row.get(c) for c in pk} if pk else dict(row)
-            value = {"sequence": seq, "before": before, "after": after, "op": op,
-                     "ts_ms": int(time.time() * 1000), "source": source,
-                     "transaction": {"id": tx.txid, "total_order": total, "data_collection_order": n}}
-            vbytes = self._venc(value)
-            kbytes = self._kenc({"table": name, "key": key_values})
-            if len(vbytes) + len(kbytes) > self._record_limit:
-                return self._too_large(ch, name, key_values, len(vbytes) + len(kbytes), seq)
-            self._bytes += len(vbytes)
-            self._producer.produce(self.topic, vbytes, kbytes)
-            if self._per_table:
-                self._to_table_topic(ch, key_values, vbytes, TxContext(tx.txid, tx.ts_ms, total, n, seq, value["ts_ms"]))
+        return n, total, seq
+
+    def _splice(self, table: TableId, schema: TableSchema | None, op: str, kv: bytes, before: bytes, after: bytes,
+                src: bytes) -> None:
+        """One data record on the JSON changes topic from the JSON of its parts: ``kv`` the key values (as
+        cdc.envelope.row_key gives them for ``schema``), the row images, ``src`` the ``source`` fields after
+        the opening brace (``}`` when none)."""
+        tx = self._tx
+        entry = self._entry(table, schema)
+        if schema is not entry.key_schema:
+            entry.key_for(schema)
+        name = entry.name
+        n, total, seq = self._count(tx, name, op)
+        kbytes = entry.key_head + kv + (b"}}" if type(entry.pk) is str else b"}")
+        vbytes = _VALUE % (seq, before, after, _OPS.get(op) or dumps(op), int(time.time() * 1000),
+                           entry.source_head, tx.ts_json, entry.source_tail_r if op == "r" else entry.source_tail,
+                           src, tx.id_json, total, n)
+        if len(vbytes) + len(kbytes) > self._record_limit:
+            position = orjson.loads(b"{" + src[1:]) if len(src) > 1 else {}
+            return self._too_large(op, position, name, orjson.loads(kbytes)["key"], len(vbytes) + len(kbytes), seq)
+        self._bytes += len(vbytes)
+        self._producer.produce(self.topic, vbytes, kbytes)
+        if seq >= self._check_at:
+            self._after_row(seq)
+
+    def _after_row(self, seq: int) -> None:
+        """Every ACK_CHECK_EVERY records: a look at the acknowledged prefix (and a progress mark inside a
+        long transaction)."""
         if seq >= self._check_at:
             self._check_at = seq + ACK_CHECK_EVERY
             produced = self._producer.produced
@@ -329,7 +373,7 @@ class Publisher:
                 self._acks.mark(PROGRESS, None, self._bytes, seq)
             self._acks.check()
 
-    def _too_large(self, ch: Change, name: str, key: Any, size: int, seq: int) -> None:
+    def _too_large(self, op: str, position: dict[str, Any], name: str, key: Any, size: int, seq: int) -> None:
         """A row whose record exceeds the broker's limit: take it back out of the transaction's counts
         and its sequence, then dead-letter it (``kafka.dead_letter_topic``: the reason, table, key, size
         and position, never the row) or raise RecordTooLarge (Terminal: the source stops here)."""
@@ -337,16 +381,16 @@ class Publisher:
         tx.counts[name] -= 1
         if not tx.counts[name]:
             del tx.counts[name]
-        tx.ops[(name, ch.op)] -= 1
-        if not tx.ops[(name, ch.op)]:
-            del tx.ops[(name, ch.op)]
+        tx.ops[(name, op)] -= 1
+        if not tx.ops[(name, op)]:
+            del tx.ops[(name, op)]
         tx.total -= 1
         self._seq = seq
         key_text = orjson.dumps(key, default=str).decode()
         err = RecordTooLarge(f"a change of {name} with key {key_text} is {size} bytes as a record, above the "
                              f"broker's limit of {self._record_limit} bytes (message.max.bytes less "
                              f"{RECORD_OVERHEAD} bytes of overhead)", table=name, key=key_text, size=size,
-                             limit=self._record_limit, op=ch.op, position=ch.source, txid=tx.txid)
+                             limit=self._record_limit, op=op, position=position, txid=tx.txid)
         if not self.kafka.dead_letter_topic:
             raise err
         self.dead_letter(err, None)
@@ -515,13 +559,12 @@ class _TableOut:
     """A table's constant parts of data records: its name, the base of the ``source`` block (as a
     dict, and as JSON cut around ``ts_ms``), and the JSON head of record keys for the last schema."""
 
-    __slots__ = ("base", "base_keys", "key_head", "key_schema", "name", "pk", "source_head", "source_tail",
+    __slots__ = ("base", "key_head", "key_schema", "name", "pk", "source_head", "source_tail",
                  "source_tail_r", "table")
 
     def __init__(self, table: TableId, source_name: str, connector: str) -> None:
         self.table, self.name = table, str(table)
         base = self.base = _source_base(table, source_name, connector)
-        self.base_keys = frozenset(base)
         keys = list(base)
         cut = keys.index("ts_ms")
         self.source_head = dumps({k: base[k] for k in keys[:cut]})[:-1] + b',"ts_ms":'
@@ -545,6 +588,9 @@ def _source_base(table: TableId, source_name: str, connector: str) -> dict[str, 
     """The constant part of a data record's ``source`` block for ``table`` (see envelope.data_record)."""
     return {"version": "cdc-1", "connector": connector, "name": source_name, "ts_ms": 0,
             "db": table.db, "schema": table.db, "table": table.table, "snapshot": "false"}
+
+
+_BASE_KEYS = frozenset(_source_base(TableId("db", "table"), "source", "connector"))  # a Change's own source fields
 
 
 def _broker_facts(conn: KafkaConnection, topic: str) -> tuple[int, str | None]:

@@ -44,12 +44,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc.events import Event
-from readers.oracle.dispatcher import LOB_OPS, Dispatcher, _Tx
+import orjson
+
+from cdc.events import Begin, ChangeBatch, Commit, Event
+from readers.oracle import redo_json
+from readers.oracle.convert import Converter
+from readers.oracle.dispatcher import LOB_OPS, Dispatcher, _Tx, ts_ms
 
 # the row kinds the columnar routing cannot vouch for (see the module docstring)
 RARE_OPS = np.array(sorted({5, 34, 255, *LOB_OPS}), dtype=np.int64)
 _FFFFFFFF = 0xFFFFFFFF
+# a Change's source fields as the publisher splices them (cdc.events.ChangeBatch.sources)
+_SOURCE = b',"scn":%d,"commit_scn":%d,"txId":%b,"rs_id":%b,"ssn":%b}'
 
 
 def to_rows(table: pa.Table | pa.RecordBatch) -> list[tuple]:
@@ -79,7 +85,7 @@ class ColumnarFeed:
     would for the same rows. ``open_count`` / ``low_watermark()`` cover the transactions it holds."""
 
     def __init__(self, dispatcher: Dispatcher, max_pending_rows: int = 10_000,
-                 max_pending_bytes: int = 64 << 20) -> None:
+                 max_pending_bytes: int = 64 << 20, serialize: bool | None = None) -> None:
         self.d = dispatcher
         self.max_pending_rows, self.max_pending_bytes = max_pending_rows, max_pending_bytes
         self.pending: pa.Table | None = None   # raw rows of the open transactions (columnar mode)
@@ -87,6 +93,9 @@ class ColumnarFeed:
         self.rows_mode = False                 # True while Dispatcher.feed owns the open transactions
         self._captured: dict[Any, bool] = {}
         self.batches_columnar = self.batches_rows = 0
+        # the native pass (readers/oracle/redo_json.py) builds the records' JSON; without it, the row path
+        self.serialize = redo_json.NATIVE if serialize is None else serialize
+        self._specs: dict[tuple[str, str], tuple[Any, redo_json.Spec | None]] = {}
 
     # -- state the reader asks for ------------------------------------------------------------------
 
@@ -317,6 +326,15 @@ class ColumnarFeed:
         fo = first_open[committed]
         raws = k["raws"][k["xkey"][fo]].tolist()
         usn, slt, sqn, start = k["usn"][fo].tolist(), k["slt"][fo].tolist(), k["sqn"][fo].tolist(), scn[fo].tolist()
+        if self.serialize:  # the native pass: records' JSON built per batch, one ChangeBatch per transaction
+            if d.pending:  # transactions the row path released to the parse pool go out first
+                yield from d.drain()
+            built = self._build(keep, text)
+            for i in by_commit:
+                lo, hi = lo_b[i], hi_b[i]
+                yield from self._commit_serialized(f"{usn[i]}.{slt[i]}.{sqn[i]}", cscn[i], cts[i], items[lo:hi],
+                                                   built[lo:hi], lows[i], open_now[i])
+            return
         commit = d._commit if d.pool is None else d._release  # row: (SCN, TIMESTAMP) is all they read of it
         for i in by_commit:
             tx = _Tx(raws[i], start[i], usn[i], slt[i], sqn[i])
@@ -326,3 +344,84 @@ class ColumnarFeed:
             if d._job:
                 yield from d._submit()
             yield from d.ready()
+
+    # -- the serialized release (readers/oracle/redo_json.py) ---------------------------------------
+
+    def _spec(self, owner: str, table: str) -> redo_json.Spec | None:
+        """The native pass's description of a table (temporal columns, key), None when its conversions are
+        more than ``temporal: iso`` (the row path converts those rows); cached per table schema."""
+        d = self.d
+        schema = (d._schemas.get((owner, table)) or d._table(owner, table))[1]
+        known = self._specs.get((owner, table))
+        if known is not None and known[0] is schema:
+            return known[1]
+        convert = d.convert
+        if convert is None:
+            temporal: tuple[str, ...] | None = ()
+        elif isinstance(convert, Converter):
+            temporal = convert.temporal_only(owner, table, schema)
+        else:
+            temporal = None
+        pk = tuple(schema.primary_key) if schema is not None and schema.primary_key else None
+        spec = None if temporal is None else (temporal, pk)
+        self._specs[(owner, table)] = (schema, spec)
+        return spec
+
+    def _build(self, keep: np.ndarray, text: list[str]) -> list[Any]:
+        """``redo_json.build`` of the released rows ``keep`` (SQL_REDO ``text``, CSF pieces joined); None for
+        rows of tables the native pass does not convert."""
+        k = self._k
+        width = len(k["tables"])
+        pair = k["owner"][keep] * width + (k["table"][keep] + 1)
+        uniq, inv = np.unique(pair, return_inverse=True)
+        specs: list[redo_json.Spec] = []
+        index = np.full(len(uniq), -1, dtype=np.int64)
+        for i, p in enumerate(uniq.tolist()):
+            o, t = divmod(p, width)
+            spec = self._spec(k["owners"][o], k["tables"][t - 1])
+            if spec is not None:
+                index[i] = len(specs)
+                specs.append(spec)
+        of_row = index[inv]
+        if len(specs) == len(uniq):
+            return redo_json.build(text, of_row.tolist(), specs)
+        out: list[Any] = [None] * len(text)
+        if specs:
+            sel = np.flatnonzero(of_row >= 0).tolist()
+            for i, got in zip(sel, redo_json.build([text[i] for i in sel], of_row[sel].tolist(), specs), strict=True):
+                out[i] = got
+        return out
+
+    def _commit_serialized(self, xid: str, scn: int, ts: Any, items: list[tuple], built: list[Any], low: int,
+                           open_count: int) -> Iterator[Event]:
+        """``Dispatcher._commit`` for the native pass: Begin, one ChangeBatch, Commit with the resume state (the
+        same checks and bookkeeping). Rows the pass returned None for are parsed by the row path here."""
+        d = self.d
+        if not items or (d.resume is not None and d.resume.already_published(scn, xid)):
+            return
+        when = ts_ms(ts)
+        yield Begin(xid, when)
+        xj = orjson.dumps(xid)
+        tables: list[Any] = []
+        sources: list[bytes | None] = []
+        rows: list[Any] = []
+        counts, schemas, dumps = d._counts, d._schemas, orjson.dumps
+        for item, got in zip(items, built, strict=True):
+            if got is None:
+                rows.append(d.change_of(item, scn, xid))
+                tables.append(None)
+                sources.append(None)
+                continue
+            row_scn, _sql, owner, table, rs_id, ssn = item
+            tables.append(schemas.get((owner, table)) or d._table(owner, table))
+            rows.append(got)
+            sources.append(_SOURCE % (row_scn, scn, xj, dumps(rs_id), dumps(ssn)))
+            key = (owner, table, got[0])
+            counts[key] = counts.get(key, 0) + 1
+        yield ChangeBatch(tables, rows, sources)
+        if scn != d.commit_scn:
+            d.commit_scn, d.xids_at_commit = scn, set()
+        d.xids_at_commit.add(xid)
+        if d.on_commit is not None:
+            d.on_commit(open_count)
+        yield Commit(xid, when, d._resume_at(scn, low), {"scn": scn, "commit_scn": scn, "txId": xid})

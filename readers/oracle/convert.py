@@ -151,6 +151,12 @@ class Converter:
                 out.append((c, fn))
         return out
 
+    def temporal_only(self, db: str, table: str, schema: TableSchema | None) -> tuple[str, ...] | None:
+        """The columns ``temporal: iso`` converts in this table when that is all this converter does to it
+        (the native pass of readers/oracle/redo_json.py does it), None when other conversions apply."""
+        rules = self._for(db, table, schema)
+        return tuple(c for c, _ in rules) if all(fn is iso_temporal for _, fn in rules) else None
+
     def __call__(self, change: Change) -> None:
         key = (change.table.db, change.table.table)
         known = self._cache.get(key)

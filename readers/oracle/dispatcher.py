@@ -369,27 +369,9 @@ class Dispatcher:
                 return
             when = ts_ms(row[TS])
             yield Begin(xid, when)
-            counts, schemas, convert, lobs = self._counts, self._schemas, self.convert, tx.lobs
-            last_owner = last_table = tid = schema = None
+            change_of, lobs = self.change_of, tx.lobs
             for item in tx.rows():
-                row_scn, sql, owner, table, rs_id, ssn = item
-                try:
-                    op, _schema, _table, before, after = parse_redo(sql)
-                except (RedoParseError, DictionaryMismatch) as exc:
-                    error = (ERROR, type(exc).__name__, exc.message, exc.fields.get("offset"))
-                    raise self._parse_failed(item, xid, error) from None
-                if table != last_table or owner != last_owner:
-                    tid, schema = schemas.get((owner, table)) or self._table(owner, table)
-                    last_owner, last_table = owner, table
-                if lobs is not None and op == "c":
-                    lobs.patch(owner, table, after)
-                change = Change(tid, op, before, after,
-                                {"scn": row_scn, "commit_scn": scn, "txId": xid, "rs_id": rs_id, "ssn": ssn}, schema)
-                if convert is not None:
-                    convert(change)
-                key = (owner, table, op)
-                counts[key] = counts.get(key, 0) + 1
-                yield change
+                yield change_of(item, scn, xid, lobs)
             if scn != self.commit_scn:
                 self.commit_scn, self.xids_at_commit = scn, set()
             self.xids_at_commit.add(xid)
@@ -398,6 +380,26 @@ class Dispatcher:
             yield Commit(xid, when, self._resume_at(scn, low), {"scn": scn, "commit_scn": scn, "txId": xid})
         finally:
             tx.discard()
+
+    def change_of(self, item: tuple, scn: int, xid: str, lobs: LobAssembler | None = None) -> Change:
+        """The Change of one released row (parsed now, converted, counted) of transaction ``xid`` committed
+        at ``scn``; a row that does not parse raises naming SCN, XID, table and offset."""
+        row_scn, sql, owner, table, rs_id, ssn = item
+        try:
+            op, _schema, _table, before, after = parse_redo(sql)
+        except (RedoParseError, DictionaryMismatch) as exc:
+            error = (ERROR, type(exc).__name__, exc.message, exc.fields.get("offset"))
+            raise self._parse_failed(item, xid, error) from None
+        tid, schema = self._schemas.get((owner, table)) or self._table(owner, table)
+        if lobs is not None and op == "c":
+            lobs.patch(owner, table, after)
+        change = Change(tid, op, before, after,
+                        {"scn": row_scn, "commit_scn": scn, "txId": xid, "rs_id": rs_id, "ssn": ssn}, schema)
+        if self.convert is not None:
+            self.convert(change)
+        key = (owner, table, op)
+        self._counts[key] = self._counts.get(key, 0) + 1
+        return change
 
     def _table(self, owner: str, table: str) -> tuple[TableId, TableSchema | None]:
         known = self._schemas[(owner, table)] = (TableId(owner, table), self.schema_of(owner, table))

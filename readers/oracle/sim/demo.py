@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc.contract import SourceContext
-from cdc.events import Change, Commit, Heartbeat
+from cdc.events import Change, ChangeBatch, Commit, Heartbeat
 from cdc.metrics import SourceMetrics
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.reader import OracleSource
@@ -47,6 +47,8 @@ def pump(source: OracleSource, publisher: Any, resume: Any = None,
             publish(ev)
             if type(ev) is Change:
                 rows += 1
+            elif type(ev) is ChangeBatch:
+                rows += len(ev)
             elif type(ev) is Commit:
                 txs += 1
                 if on_commit is not None:

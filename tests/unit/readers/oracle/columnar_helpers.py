@@ -1,8 +1,9 @@
-"""Run OracleSource with both pipelines and collect every event it yields (heartbeats and idles aside)."""
+"""Run OracleSource with both pipelines and collect every event it yields (heartbeats and idles aside;
+a ChangeBatch of the serialized release as its Changes, so both pipelines compare event for event)."""
 
 from __future__ import annotations
 
-from cdc.events import Commit, Heartbeat, Idle
+from cdc.events import ChangeBatch, Commit, Heartbeat, Idle
 from tests.unit.readers.oracle.helpers import source
 
 
@@ -22,6 +23,9 @@ def events(options: str, tmp, resume=None, stop_after: int | None = None, after_
                 last = ev.resume or last
                 if src.caught_up():
                     break
+                continue
+            if isinstance(ev, ChangeBatch):
+                out.extend(ev.changes())
                 continue
             out.append(ev)
             if isinstance(ev, Commit):
