@@ -120,28 +120,27 @@ class ChangeBatch:
     """Consecutive changes of the open transaction, mostly already serialized: a reader's batch path
     (the Oracle columnar pipeline) yields one per transaction instead of a Change per row.
 
-    Row i is ``rows[i]``: either a Change (``tables[i]`` and ``sources[i]`` None), or the tuple
-    ``(op, key, before, after)`` of JSON bytes exactly as ``orjson.dumps`` writes the Change's record
-    key values (cdc.envelope.row_key: one column's value, an object of several, or the row image),
-    ``before`` and ``after`` (``null`` when absent), with ``tables[i] = (TableId, TableSchema | None)``
-    and ``sources[i]`` the JSON of the Change's ``source`` fields after their opening brace
-    (``,"scn":..}``). The JSON publisher splices these bytes into records without decoding them;
-    :meth:`changes` gives the Change objects (every other consumer)."""
+    Row i is ``rows[i]``: either a Change (``tables[i]`` None), or the tuple ``(op, key, before,
+    after, source)`` of JSON bytes exactly as ``orjson.dumps`` writes the Change's record key values
+    (cdc.envelope.row_key: one column's value, an object of several, or the row image), ``before``
+    and ``after`` (``null`` when absent) and its ``source`` fields after the opening brace
+    (``,"scn":..}``), with ``tables[i] = (TableId, TableSchema | None)``. The JSON publisher splices
+    these bytes into records without decoding them; :meth:`changes` gives the Change objects (every
+    other consumer)."""
 
     tables: list[Any]
     rows: list[Any]
-    sources: list[bytes | None]
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def changes(self) -> Iterator[Change]:
         loads = orjson.loads
-        for known, row, source in zip(self.tables, self.rows, self.sources, strict=True):
-            if source is None:
+        for known, row in zip(self.tables, self.rows, strict=True):
+            if known is None:
                 yield row
             else:
-                op, _key, before, after = row
+                op, _key, before, after, source = row
                 yield Change(known[0], op, loads(before), loads(after), loads(b"{" + source[1:]), known[1])
 
 

@@ -192,17 +192,48 @@ class OrderedProducer:
                 p.poll(0.005)
                 self.check()
             except KafkaException as exc:
-                err = exc.args[0] if exc.args else None
-                if isinstance(err, KafkaError) and err.code() in _TOO_LARGE:
-                    size = len(value or b"") + len(key or b"")
-                    raise RecordTooLarge(f"a record of {size} bytes is larger than message.max.bytes="
-                                         f"{self.max_message_bytes} on {topic}", topic=topic, size=size,
-                                         limit=self.max_message_bytes) from None
-                raise PublishError(f"produce to {topic} failed: {exc}", topic=topic) from None
+                raise self._refused(exc, topic, value, key) from None
         if self.produced == self._acked:  # nothing was pending: the delivery timeout starts now
             self._progress_t = time.monotonic()
         self.produced += 1
         if not self.produced % POLL_EVERY:
+            p.poll(0)
+
+    def _refused(self, exc: KafkaException, topic: str, value: bytes | None, key: bytes | None) -> CdcError:
+        """The error for a record librdkafka refused to queue."""
+        err = exc.args[0] if exc.args else None
+        if isinstance(err, KafkaError) and err.code() in _TOO_LARGE:
+            size = len(value or b"") + len(key or b"")
+            return RecordTooLarge(f"a record of {size} bytes is larger than message.max.bytes="
+                                  f"{self.max_message_bytes} on {topic}", topic=topic, size=size,
+                                  limit=self.max_message_bytes)
+        return PublishError(f"produce to {topic} failed: {exc}", topic=topic)
+
+    def produce_all(self, topic: str, values: list[bytes], keys: list[bytes]) -> None:
+        """:meth:`produce` of each (value, key) in order, in one loop (the publisher's batch path)."""
+        if len(values) <= 1:
+            if values:
+                self.produce(topic, values[0], keys[0])
+            return
+        p = self._p
+        partition = 0 if topic in self._single else -1
+        if self.produced == self._acked:  # nothing was pending: the delivery timeout starts now
+            self._progress_t = time.monotonic()
+        start, i, n = self.produced, 0, len(values)
+        while i < n:
+            try:
+                while i < n:
+                    p.produce(topic, values[i], keys[i], partition)
+                    i += 1
+            except BufferError:  # the local queue is full: serve deliveries, then resume at record i
+                self.produced = start + i
+                p.poll(0.005)
+                self.check()
+            except KafkaException as exc:
+                self.produced = start + i  # the records before it are queued
+                raise self._refused(exc, topic, values[i], keys[i]) from None
+        self.produced = start + n
+        if start // POLL_EVERY != self.produced // POLL_EVERY:
             p.poll(0)
 
     def poll(self, timeout: float = 0) -> None:

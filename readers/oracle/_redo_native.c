@@ -1,7 +1,10 @@
 /* SQL_REDO -> JSON of the record key and row images, for the shapes LogMiner writes for ordinary
  * values. The contract and its Python definition: readers/oracle/redo_json.py (``reference``).
  *
- * build(sqls, spec_of_row, specs) -> [(op, key, before, after) | None, ...]
+ * build(sqls, spec_of_row, specs[, sources]) -> [(op, key, before, after[, source]) | None, ...]
+ *   sources: (scns, commit_scns, xids, rs_ids, ssns), one entry per statement (xids: the txId as JSON
+ *   bytes); then each tuple also holds the Change's source fields as JSON after the opening brace:
+ *   ,"scn":N,"commit_scn":N,"txId":"..","rs_id":"..","ssn":N}
  *
  * Shapes taken (anything else: None, and the row path decides, with its own errors):
  *   insert into "S"."T"("A","B") values (V, V);         values separated by "," or ", "
@@ -437,15 +440,61 @@ static void free_specs(spec_t *specs, Py_ssize_t n) {
 
 static PyObject *bytes_of(buf_t *b) { return PyBytes_FromStringAndSize(b->p, b->n); }
 
+/* ---- the source fields ---------------------------------------------------------------------- */
+
+static int put_int(buf_t *b, PyObject *v) {
+    if (v == Py_None) return put(b, "null", 4);
+    if (!PyLong_CheckExact(v)) {
+        PyErr_SetString(PyExc_TypeError, "build: an SCN / SSN must be an int or None");
+        return -1;
+    }
+    long long x = PyLong_AsLongLong(v);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    char tmp[32];
+    int len = snprintf(tmp, sizeof tmp, "%lld", x);
+    return put(b, tmp, len);
+}
+
+/* 0 ok, 1 not encodable (the row path decides), -1 error */
+static int put_source(buf_t *b, PyObject *const *src, Py_ssize_t i) {
+    PyObject *scn = PySequence_Fast_GET_ITEM(src[0], i), *cscn = PySequence_Fast_GET_ITEM(src[1], i),
+             *xid = PySequence_Fast_GET_ITEM(src[2], i), *rs = PySequence_Fast_GET_ITEM(src[3], i),
+             *ssn = PySequence_Fast_GET_ITEM(src[4], i);
+    if (!PyBytes_Check(xid)) {
+        PyErr_SetString(PyExc_TypeError, "build: a txId is its JSON bytes");
+        return -1;
+    }
+    if (put(b, ",\"scn\":", 7) || put_int(b, scn) || put(b, ",\"commit_scn\":", 14) || put_int(b, cscn) ||
+        put(b, ",\"txId\":", 8) || put(b, PyBytes_AS_STRING(xid), PyBytes_GET_SIZE(xid)) || put(b, ",\"rs_id\":", 9))
+        return -1;
+    if (rs == Py_None) {
+        if (put(b, "null", 4)) return -1;
+    } else if (PyUnicode_Check(rs)) {
+        Py_ssize_t len;
+        const char *t = PyUnicode_AsUTF8AndSize(rs, &len);
+        if (!t) {
+            PyErr_Clear();
+            return 1;
+        }
+        if (put_str(b, t, len, 0)) return -1;
+    } else {
+        PyErr_SetString(PyExc_TypeError, "build: an RS_ID must be a str or None");
+        return -1;
+    }
+    if (put(b, ",\"ssn\":", 7) || put_int(b, ssn)) return -1;
+    return put(b, "}", 1);
+}
+
 /* ---- build --------------------------------------------------------------------------------- */
 
 static PyObject *build(PyObject *self, PyObject *args) {
-    PyObject *sqls, *rows_spec, *spec_list, *result = NULL, *fs = NULL, *fr = NULL, *fspecs = NULL;
+    PyObject *sqls, *rows_spec, *spec_list, *sources = Py_None, *result = NULL, *fs = NULL, *fr = NULL,
+             *fspecs = NULL, *src[5] = {0};
     spec_t *specs = NULL;
     Py_ssize_t nspecs = 0;
     items_t before = {0}, after = {0}, tmp = {0};
-    buf_t kb = {0}, bb = {0}, ab = {0};
-    if (!PyArg_ParseTuple(args, "OOO:build", &sqls, &rows_spec, &spec_list)) return NULL;
+    buf_t kb = {0}, bb = {0}, ab = {0}, sb = {0};
+    if (!PyArg_ParseTuple(args, "OOO|O:build", &sqls, &rows_spec, &spec_list, &sources)) return NULL;
     if (!(fs = PySequence_Fast(sqls, "build: sqls must be a sequence"))) goto done;
     if (!(fr = PySequence_Fast(rows_spec, "build: spec_of_row must be a sequence"))) goto done;
     if (!(fspecs = PySequence_Fast(spec_list, "build: specs must be a sequence"))) goto done;
@@ -453,6 +502,20 @@ static PyObject *build(PyObject *self, PyObject *args) {
     if (PySequence_Fast_GET_SIZE(fr) != n) {
         PyErr_SetString(PyExc_ValueError, "build: sqls and spec_of_row differ in length");
         goto done;
+    }
+    if (sources != Py_None) {
+        if (!PyTuple_Check(sources) || PyTuple_GET_SIZE(sources) != 5) {
+            PyErr_SetString(PyExc_TypeError, "build: sources is (scns, commit_scns, xids, rs_ids, ssns)");
+            goto done;
+        }
+        for (int j = 0; j < 5; j++) {
+            if (!(src[j] = PySequence_Fast(PyTuple_GET_ITEM(sources, j), "build: sources must be sequences")))
+                goto done;
+            if (PySequence_Fast_GET_SIZE(src[j]) != n) {
+                PyErr_SetString(PyExc_ValueError, "build: sources and sqls differ in length");
+                goto done;
+            }
+        }
     }
     nspecs = PySequence_Fast_GET_SIZE(fspecs);
     specs = PyMem_Calloc(nspecs ? nspecs : 1, sizeof(spec_t));
@@ -532,12 +595,28 @@ static PyObject *build(PyObject *self, PyObject *args) {
             Py_XDECREF(ko);
             goto fail;
         }
+        PyObject *so = NULL;
+        if (src[0]) {
+            sb.n = 0;
+            int r = put_source(&sb, src, i);
+            if (r == 0) so = bytes_of(&sb);
+            if (r != 0 || !so) {
+                Py_DECREF(ko);
+                Py_DECREF(bo);
+                Py_DECREF(ao);
+                if (r < 0 || (r == 0 && !so)) goto fail;
+                Py_INCREF(Py_None);
+                PyList_SET_ITEM(result, i, Py_None);
+                continue;
+            }
+        }
         Py_INCREF(opo);
-        PyObject *t = PyTuple_Pack(4, opo, ko, bo, ao);
+        PyObject *t = so ? PyTuple_Pack(5, opo, ko, bo, ao, so) : PyTuple_Pack(4, opo, ko, bo, ao);
         Py_DECREF(opo);
         Py_DECREF(ko);
         Py_DECREF(bo);
         Py_DECREF(ao);
+        Py_XDECREF(so);
         if (!t) goto fail;
         PyList_SET_ITEM(result, i, t);
     }
@@ -548,6 +627,7 @@ done:
     Py_XDECREF(fs);
     Py_XDECREF(fr);
     Py_XDECREF(fspecs);
+    for (int j = 0; j < 5; j++) Py_XDECREF(src[j]);
     if (specs) free_specs(specs, nspecs);
     PyMem_Free(before.v);
     PyMem_Free(after.v);
@@ -555,12 +635,14 @@ done:
     PyMem_Free(kb.p);
     PyMem_Free(bb.p);
     PyMem_Free(ab.p);
+    PyMem_Free(sb.p);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"build", build, METH_VARARGS,
-     "build(sqls, spec_of_row, specs) -> [(op, key, before, after) | None]: see readers/oracle/redo_json.py"},
+     "build(sqls, spec_of_row, specs[, sources]) -> [(op, key, before, after[, source]) | None]: see "
+     "readers/oracle/redo_json.py"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_redo_native", NULL, -1, methods};

@@ -54,8 +54,6 @@ from readers.oracle.dispatcher import LOB_OPS, Dispatcher, _Tx, ts_ms
 # the row kinds the columnar routing cannot vouch for (see the module docstring)
 RARE_OPS = np.array(sorted({5, 34, 255, *LOB_OPS}), dtype=np.int64)
 _FFFFFFFF = 0xFFFFFFFF
-# a Change's source fields as the publisher splices them (cdc.events.ChangeBatch.sources)
-_SOURCE = b',"scn":%d,"commit_scn":%d,"txId":%b,"rs_id":%b,"ssn":%b}'
 
 
 def to_rows(table: pa.Table | pa.RecordBatch) -> list[tuple]:
@@ -298,9 +296,9 @@ class ColumnarFeed:
                 joined = sql_of.get(r)
                 if joined is not None:
                     text[i] = joined
-        items = list(zip(scn[keep].tolist(), text, k["owners"][k["owner"][keep]].tolist(),
-                         k["tables"][k["table"][keep]].tolist(), work.column("RS_ID").take(take).to_pylist(),
-                         k["ssn"][keep].tolist(), strict=True))
+        row_scns, rs_ids, ssns = scn[keep].tolist(), work.column("RS_ID").take(take).to_pylist(), k["ssn"][keep].tolist()
+        items = list(zip(row_scns, text, k["owners"][k["owner"][keep]].tolist(), k["tables"][k["table"][keep]].tolist(),
+                         rs_ids, ssns, strict=True))
         lo_b = np.searchsorted(kept_keys, committed, side="left").tolist()
         hi_b = np.searchsorted(kept_keys, committed, side="right").tolist()
         # the open transactions at each commit c (opened before c, ending after it: committed, rolled back or
@@ -329,11 +327,19 @@ class ColumnarFeed:
         if self.serialize:  # the native pass: records' JSON built per batch, one ChangeBatch per transaction
             if d.pending:  # transactions the row path released to the parse pool go out first
                 yield from d.drain()
-            built = self._build(keep, text)
+            xids = [f"{usn[i]}.{slt[i]}.{sqn[i]}" for i in range(len(committed))]
+            # per kept row: its transaction's commit SCN and txId (JSON), by the transaction key
+            of_key = np.zeros(len(end), dtype=np.int64)
+            of_key[committed] = np.arange(len(committed))
+            tx_of_row = of_key[kept_keys]
+            xj = np.array([orjson.dumps(x) for x in xids], dtype=object)
+            sources = (row_scns, np.asarray(cscn, dtype=np.int64)[tx_of_row].tolist(), xj[tx_of_row].tolist(),
+                       rs_ids, ssns)
+            built, knowns = self._build(keep, text, sources)
             for i in by_commit:
                 lo, hi = lo_b[i], hi_b[i]
-                yield from self._commit_serialized(f"{usn[i]}.{slt[i]}.{sqn[i]}", cscn[i], cts[i], items[lo:hi],
-                                                   built[lo:hi], lows[i], open_now[i])
+                yield from self._commit_serialized(xids[i], cscn[i], cts[i], items[lo:hi], built[lo:hi],
+                                                   knowns[lo:hi], lows[i], open_now[i])
             return
         commit = d._commit if d.pool is None else d._release  # row: (SCN, TIMESTAMP) is all they read of it
         for i in by_commit:
@@ -367,33 +373,38 @@ class ColumnarFeed:
         self._specs[(owner, table)] = (schema, spec)
         return spec
 
-    def _build(self, keep: np.ndarray, text: list[str]) -> list[Any]:
-        """``redo_json.build`` of the released rows ``keep`` (SQL_REDO ``text``, CSF pieces joined); None for
-        rows of tables the native pass does not convert."""
-        k = self._k
+    def _build(self, keep: np.ndarray, text: list[str], sources: redo_json.Sources) -> tuple[list[Any], list[Any]]:
+        """``redo_json.build`` of the released rows ``keep`` (SQL_REDO ``text``, CSF pieces joined; None for rows
+        of tables the native pass does not convert), and each row's (TableId, TableSchema)."""
+        d, k = self.d, self._k
         width = len(k["tables"])
         pair = k["owner"][keep] * width + (k["table"][keep] + 1)
         uniq, inv = np.unique(pair, return_inverse=True)
         specs: list[redo_json.Spec] = []
         index = np.full(len(uniq), -1, dtype=np.int64)
+        known = np.empty(len(uniq), dtype=object)
         for i, p in enumerate(uniq.tolist()):
             o, t = divmod(p, width)
-            spec = self._spec(k["owners"][o], k["tables"][t - 1])
+            owner, table = k["owners"][o], k["tables"][t - 1]
+            known[i] = d._schemas.get((owner, table)) or d._table(owner, table)
+            spec = self._spec(owner, table)
             if spec is not None:
                 index[i] = len(specs)
                 specs.append(spec)
-        of_row = index[inv]
+        of_row, knowns = index[inv], known[inv].tolist()
         if len(specs) == len(uniq):
-            return redo_json.build(text, of_row.tolist(), specs)
+            return redo_json.build(text, of_row.tolist(), specs, sources), knowns
         out: list[Any] = [None] * len(text)
         if specs:
             sel = np.flatnonzero(of_row >= 0).tolist()
-            for i, got in zip(sel, redo_json.build([text[i] for i in sel], of_row[sel].tolist(), specs), strict=True):
+            part = tuple([col[i] for i in sel] for col in sources)
+            for i, got in zip(sel, redo_json.build([text[i] for i in sel], of_row[sel].tolist(), specs, part),
+                              strict=True):
                 out[i] = got
-        return out
+        return out, knowns
 
-    def _commit_serialized(self, xid: str, scn: int, ts: Any, items: list[tuple], built: list[Any], low: int,
-                           open_count: int) -> Iterator[Event]:
+    def _commit_serialized(self, xid: str, scn: int, ts: Any, items: list[tuple], built: list[Any],
+                           knowns: list[Any], low: int, open_count: int) -> Iterator[Event]:
         """``Dispatcher._commit`` for the native pass: Begin, one ChangeBatch, Commit with the resume state (the
         same checks and bookkeeping). Rows the pass returned None for are parsed by the row path here."""
         d = self.d
@@ -401,24 +412,14 @@ class ColumnarFeed:
             return
         when = ts_ms(ts)
         yield Begin(xid, when)
-        xj = orjson.dumps(xid)
-        tables: list[Any] = []
-        sources: list[bytes | None] = []
-        rows: list[Any] = []
-        counts, schemas, dumps = d._counts, d._schemas, orjson.dumps
-        for item, got in zip(items, built, strict=True):
+        counts = d._counts
+        for i, (item, got) in enumerate(zip(items, built, strict=True)):
             if got is None:
-                rows.append(d.change_of(item, scn, xid))
-                tables.append(None)
-                sources.append(None)
-                continue
-            row_scn, _sql, owner, table, rs_id, ssn = item
-            tables.append(schemas.get((owner, table)) or d._table(owner, table))
-            rows.append(got)
-            sources.append(_SOURCE % (row_scn, scn, xj, dumps(rs_id), dumps(ssn)))
-            key = (owner, table, got[0])
-            counts[key] = counts.get(key, 0) + 1
-        yield ChangeBatch(tables, rows, sources)
+                built[i], knowns[i] = d.change_of(item, scn, xid), None
+            else:
+                key = (item[2], item[3], got[0])
+                counts[key] = counts.get(key, 0) + 1
+        yield ChangeBatch(knowns, built)
         if scn != d.commit_scn:
             d.commit_scn, d.xids_at_commit = scn, set()
         d.xids_at_commit.add(xid)

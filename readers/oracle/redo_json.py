@@ -3,7 +3,9 @@
 The columnar pipeline's per-row work (readers/oracle/columnar.py): for each surviving DML row,
 :func:`build` returns ``(op, key, before, after)``: the op letter and the exact bytes
 ``orjson.dumps`` gives for the record key's values and the two row images that the row path
-(``parse_redo`` -> ``Converter`` -> ``cdc.envelope.data_record``) would publish. :func:`reference`
+(``parse_redo`` -> ``Converter`` -> ``cdc.envelope.data_record``) would publish; given the rows'
+positions (``sources``), also the JSON of the Change's ``source`` fields after the opening brace
+(:func:`reference_source`). :func:`reference`
 is that definition in Python; the native module ``_redo_native`` (readers/oracle/_redo_native.c,
 built by ``make setup``) computes the same bytes in C for the shapes it can vouch for and returns
 None for any other row (``UNISTR``, ``||`` chains, bare numbers, table aliases, a ROWID inside the
@@ -34,14 +36,24 @@ except ImportError:  # not compiled here: the row path for every row
 
 NATIVE = _redo_native is not None
 Spec = tuple[tuple[str, ...], "tuple[str, ...] | None"]
-Built = tuple[str, bytes, bytes, bytes]
+Built = tuple[Any, ...]  # (op, key, before, after[, source])
+# (SCNs, commit SCNs, txIds as JSON bytes, RS_IDs, SSNs): one per statement
+Sources = tuple[Sequence[int], Sequence[int], Sequence[bytes], Sequence["str | None"], Sequence["int | None"]]
 
 
-def build(sqls: Sequence[str], spec_of_row: Sequence[int], specs: Sequence[Spec]) -> list[Built | None]:
-    """``(op, key, before, after)`` JSON bytes per statement, or None where the row path must decide."""
+def build(sqls: Sequence[str], spec_of_row: Sequence[int], specs: Sequence[Spec],
+          sources: Sources | None = None) -> list[Built | None]:
+    """``(op, key, before, after)`` JSON bytes per statement (``+ (source,)`` with ``sources``), or None
+    where the row path must decide."""
     if _redo_native is None:
         return [None] * len(sqls)
-    return _redo_native.build(sqls, spec_of_row, specs)
+    return _redo_native.build(sqls, spec_of_row, specs, sources)
+
+
+def reference_source(scn: int, commit_scn: int, xid: str, rs_id: str | None, ssn: int | None) -> bytes:
+    """The ``source`` part :func:`build` adds: a Change's source fields (readers/oracle/dispatcher.py) as the
+    publisher splices them, ``b"," + dumps(source)[1:]``."""
+    return b"," + orjson.dumps({"scn": scn, "commit_scn": commit_scn, "txId": xid, "rs_id": rs_id, "ssn": ssn})[1:]
 
 
 def reference(sql: str, spec: Spec) -> Built:

@@ -25,6 +25,10 @@ class RecordingProducer:
         self.records.append((topic, value, key))
         self.headers.append(headers)
 
+    def produce_all(self, topic, values, keys) -> None:
+        for value, key in zip(values, keys, strict=True):
+            self.produce(topic, value, key)
+
     def acked(self) -> int:
         return self.produced if self.acked_upto is None else self.acked_upto
 
