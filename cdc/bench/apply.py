@@ -31,19 +31,25 @@ Same run, same rows, same PostgreSQL (started here unless ``--postgres DSN``):
           primary key, like the real target table (what the table itself can
           take: index and WAL, no broker, decoding or Spark), as
           ``keyed_copy_rows_per_s`` and ``keyed_copy_ratio_to_copy``.
-- batched: what a Kafka-Connect-JDBC-style sink does: the same row changes,
-          decoded, written by ``executemany`` in batches of 500 (upserts as
-          ``INSERT ... ON CONFLICT DO UPDATE``, deletes as ``DELETE``; a batch
-          is flushed early where the kind changes, so order holds), one
-          commit per batch: ``batched_rows_per_s``, ``speedup_vs_batched``.
-          A per-row consumer is a weak baseline; this one is the usual
-          production sink.
+- batched: a Kafka-Connect-JDBC-style sink, the usual production consumer (a per-row consumer is a
+          weak baseline): it reads the SAME records of the changes topic from the broker
+          (confluent-kafka, ``consume`` of up to 5,000 at a time, the same large fetch settings as the
+          job's executors), decodes each value with ``orjson.loads``, and writes the row changes by
+          ``executemany`` in batches of 500 (upserts as ``INSERT ... ON CONFLICT DO UPDATE``, deletes as
+          ``DELETE``; a batch is flushed early where the kind changes, so order holds), one commit per
+          batch: ``batched_rows_per_s``, ``speedup_vs_batched`` (timed from creating the consumer to the
+          last commit; no Kafka offset commits, no dedup by sequence: an at-least-once sink, as Connect's).
+          ``batched_predecoded_rows_per_s`` / ``speedup_vs_batched_predecoded``: the same write loop handed
+          the row changes already decoded in memory (no broker read, no JSON decode), i.e. only the
+          PostgreSQL side of such a sink (an upper bound no real consumer reaches).
 - mixed:  a realistic workload: ``--mixed-keys`` rows loaded first, then N
           changes to EXISTING keys (60% updates, 20% deletes, 20% inserts of
           deleted or new keys, seeded), applied by the job while they are
           produced: ``mixed_apply_rows_per_s`` (first produce of the mixed
           part .. its last commit; the load is not counted) and, for the same
-          changes, ``batched_mixed_rows_per_s`` / ``mixed_speedup_vs_batched``.
+          changes, the batched consumer from the broker (``batched_mixed_rows_per_s`` /
+          ``mixed_speedup_vs_batched``; the loaded keys are written first, untimed) and the pre-decoded
+          write loop (``batched_mixed_predecoded_rows_per_s`` / ``mixed_speedup_vs_batched_predecoded``).
 - latency: a steady ``--tps`` single-row transactions per second for
           ``--latency-s`` seconds, produced with their commit time; a poller
           reads ``cdc_progress`` every 20 ms; latency = visible - commit.
@@ -233,7 +239,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         latency = _latency(args, bootstrap, admin, dsn, spark, work, b.schemas)
 
         naive_rate = _naive(dsn, b, args.naive_rows)
-        batched_rate = _batched(dsn, b.items)
+        batched_rate = _batched_consumer(dsn, bootstrap, topic, b.items)
+        predecoded_rate = _batched(dsn, b.items)
         copy_rate = _copy(dsn, args.rows)
         keyed_rate = _copy(dsn, args.rows, keyed=True)
         read_limit = _spark_read(spark, 200_000)
@@ -251,6 +258,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "copy_rows_per_s": round(copy_rate), "ratio_to_copy": round(apply_rate / copy_rate, 3),
                 "speedup_vs_naive": round(apply_rate / naive_rate, 1),
                 "batched_rows_per_s": round(batched_rate), "speedup_vs_batched": round(apply_rate / batched_rate, 2),
+                "batched_predecoded_rows_per_s": round(predecoded_rate),
+                "speedup_vs_batched_predecoded": round(apply_rate / predecoded_rate, 2),
                 **mixed,
                 "keyed_copy_rows_per_s": round(keyed_rate), "keyed_copy_ratio_to_copy": round(keyed_rate / copy_rate, 3),
                 "spark_read_rows_per_s": round(read_limit), "spark_read_ratio_to_copy": round(read_limit / copy_rate, 3),
@@ -298,51 +307,116 @@ def _naive(dsn: str, b, n: int) -> float:
     return rate
 
 
-def _batched(dsn: str, items: list, start: int = 0, table: str = "bench_apply.batched", size: int = 500) -> float:
-    """A Kafka-Connect-JDBC-style sink over ``items[start:]`` (the rows before ``start`` are loaded first,
-    untimed): decoded row changes written by ``executemany`` in batches of ``size``, upserts and deletes
-    as separate statements (a batch flushes early where the kind changes, so per-key order holds), one
-    commit per batch. Rows/s of the timed part."""
+_UPSERT = ("INSERT INTO {} VALUES (%s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET "
+           "name = EXCLUDED.name, amount = EXCLUDED.amount, at = EXCLUDED.at")
+
+
+def _sink_changes(values) -> Any:
+    """(is_delete, parameters) of each data record among the decoded record ``values`` (markers skipped)."""
+    for v in values:
+        op = v.get("op")
+        if op is None:
+            continue
+        if op == "d":
+            yield True, (v["before"]["id"],)
+        else:
+            r = v["after"]
+            yield False, (r["id"], r["name"], r["amount"], r["at"])
+
+
+def _sink_write(c, changes, table: str, size: int) -> int:
+    """The JDBC-sink write loop: ``executemany`` batches of ``size`` row changes (upserts as
+    ``INSERT ... ON CONFLICT DO UPDATE``, deletes as ``DELETE``; a batch flushes early where the kind
+    changes, so per-key order holds), one commit per full batch and at the end. Returns the rows written."""
+    upsert, delete = _UPSERT.format(table), f"DELETE FROM {table} WHERE id = %s"
+    done, kind, batch = 0, None, []
+    with c.cursor() as cur:
+        for is_delete, params in changes:
+            if batch and (is_delete != kind or len(batch) >= size):
+                cur.executemany(delete if kind else upsert, batch)
+                if len(batch) >= size:
+                    c.commit()
+                done += len(batch)
+                batch = []
+            kind = is_delete
+            batch.append(params)
+        if batch:
+            cur.executemany(delete if kind else upsert, batch)
+            done += len(batch)
+    c.commit()
+    return done
+
+
+def _sink_table(c, table: str) -> None:
+    c.execute(f"DROP TABLE IF EXISTS {table}")
+    c.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, name varchar(40), amount numeric(12,2), "
+              "at timestamp(6))")
+    c.commit()
+
+
+def _batched(dsn: str, items: list, start: int = 0, table: str = "bench_apply.batched_predecoded",
+             size: int = 500) -> float:
+    """The JDBC-sink write loop (:func:`_sink_write`) over ``items[start:]``, handed the row changes already
+    decoded (no broker read, no JSON decode: only the PostgreSQL side of a sink); the rows before ``start``
+    are loaded first, untimed. Rows/s of the timed part."""
     import psycopg
 
-    upsert = (f"INSERT INTO {table} VALUES (%s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET "
-              "name = EXCLUDED.name, amount = EXCLUDED.amount, at = EXCLUDED.at")
-    delete = f"DELETE FROM {table} WHERE id = %s"
+    with psycopg.connect(dsn) as c:
+        _sink_table(c, table)
+        _sink_write(c, _sink_changes(v for _k, v in items[:start]), table, size)
+        t0 = time.monotonic()
+        done = _sink_write(c, _sink_changes(v for _k, v in items[start:]), table, size)
+        rate = done / (time.monotonic() - t0)
+    _say(f"batched, pre-decoded ({table}): {done} rows -> {rate:,.0f} rows/s")
+    return rate
 
-    def changes(part):
-        for _k, v in part:
-            if "op" in v:
-                r = v["after"] if v["op"] != "d" else v["before"]
-                yield v["op"] == "d", ((r["id"],) if v["op"] == "d" else (r["id"], r["name"], r["amount"], r["at"]))
 
-    def write(c, part) -> int:
-        done, kind, batch = 0, None, []
-        with c.cursor() as cur:
-            for is_delete, params in changes(part):
-                if batch and (is_delete != kind or len(batch) >= size):
-                    cur.executemany(delete if kind else upsert, batch)
-                    if len(batch) >= size:
-                        c.commit()
-                    done += len(batch)
-                    batch = []
-                kind = is_delete
-                batch.append(params)
-            if batch:
-                cur.executemany(delete if kind else upsert, batch)
-                done += len(batch)
-        c.commit()
-        return done
+def _batched_consumer(dsn: str, bootstrap: str, topic: str, items: list, start: int = 0,
+                      table: str = "bench_apply.batched", size: int = 500) -> float:
+    """A Kafka-Connect-JDBC-style consumer: reads records ``start ..`` of ``topic`` (partition 0, the same
+    records the apply job read) from the broker with confluent-kafka (``consume`` of up to 5,000 records at
+    a time, librdkafka fetching ahead in its own thread), decodes each value with ``orjson.loads`` and
+    writes through :func:`_sink_write` (500-row ``executemany``, one commit per batch). No Kafka offset
+    commits (a Connect worker commits them every ``offset.flush.interval.ms``, 60 s by default) and no
+    dedup by ``sequence`` (an at-least-once sink). The rows before ``start`` (``items[:start]``) are
+    loaded first, untimed. Rows/s of the timed part: from creating the consumer to the last commit."""
+    import orjson
+    import psycopg
+    from confluent_kafka import TopicPartition
+
+    from cdc.kafka_settings import KafkaConnection, create_client
+
+    end = len(items)  # the topic holds exactly these records, at offsets 0..len-1
+
+    def records(consumer):
+        at = start
+        while at < end:
+            # consume() waits for num_messages or the timeout: never ask for more than are left
+            msgs = consumer.consume(num_messages=min(5000, end - at), timeout=1.0)
+            for m in msgs:
+                if m.error() is not None:
+                    raise RuntimeError(f"batched consumer: {m.error()}")
+                if m.offset() >= at:
+                    at = m.offset() + 1
+                    yield orjson.loads(m.value())
+                    if at >= end:
+                        return
 
     with psycopg.connect(dsn) as c:
-        c.execute(f"DROP TABLE IF EXISTS {table}")
-        c.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, name varchar(40), amount numeric(12,2), "
-                  "at timestamp(6))")
-        c.commit()
-        write(c, items[:start])
+        _sink_table(c, table)
+        _sink_write(c, _sink_changes(v for _k, v in items[:start]), table, size)
         t0 = time.monotonic()
-        done = write(c, items[start:])
+        consumer = create_client("consumer", KafkaConnection.of(bootstrap).settings("consumer", {
+            "group.id": f"bench-jdbc-sink-{time.time_ns()}", "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "fetch.max.bytes": 52_428_800,
+            "max.partition.fetch.bytes": 10_485_760}))
+        try:
+            consumer.assign([TopicPartition(topic, 0, start)])
+            done = _sink_write(c, _sink_changes(records(consumer)), table, size)
+        finally:
+            consumer.close()
         rate = done / (time.monotonic() - t0)
-    _say(f"batched ({table}): {done} rows -> {rate:,.0f} rows/s")
+    _say(f"batched consumer ({table}, from {topic}): {done} rows -> {rate:,.0f} rows/s")
     return rate
 
 
@@ -431,10 +505,13 @@ def _mixed(args, bootstrap: str, admin, dsn: str, spark, work: Path) -> dict[str
         raise RuntimeError(f"mixed: the target holds {len(held)} rows, the source fold {len(want)}; "
                            f"{sum(1 for k in want if held.get(k) != want[k])} differ")
     _say(f"mixed: apply {apply_rate:,.0f} rows/s; the target equals the source ({len(held)} rows)")
-    batched_rate = _batched(dsn, b.items, start=split, table="bench_apply.batched_mixed")
+    batched_rate = _batched_consumer(dsn, bootstrap, topic, b.items, start=split, table="bench_apply.batched_mixed")
+    predecoded_rate = _batched(dsn, b.items, start=split, table="bench_apply.batched_mixed_predecoded")
     return {"mixed_rows": rows, "mixed_apply_rows_per_s": round(apply_rate),
             "batched_mixed_rows_per_s": round(batched_rate),
-            "mixed_speedup_vs_batched": round(apply_rate / batched_rate, 2)}
+            "mixed_speedup_vs_batched": round(apply_rate / batched_rate, 2),
+            "batched_mixed_predecoded_rows_per_s": round(predecoded_rate),
+            "mixed_speedup_vs_batched_predecoded": round(apply_rate / predecoded_rate, 2)}
 
 
 def _copy(dsn: str, n: int, keyed: bool = False) -> float:
