@@ -38,7 +38,7 @@ class TableId:
     table: str
 
     @classmethod
-    def parse(cls, text: str) -> "TableId":
+    def parse(cls, text: str) -> TableId:
         db, sep, table = text.partition(".")
         if not sep or not db or not table:
             raise ValueError(f"table name {text!r} is not of the form db.table")
@@ -76,7 +76,7 @@ class TableSchema:
         }
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "TableSchema":
+    def from_json(cls, obj: dict[str, Any]) -> TableSchema:
         return cls(
             TableId.parse(obj["table"]),
             tuple(Column(c["name"], c["type"], c.get("nullable", True)) for c in obj["columns"]),

@@ -16,9 +16,18 @@ baselines produced with confluent-kafka and flushed in the same run:
   costing zero would score ~0.4 against it.
 ``reader_rows_per_cpu_s`` divides by the CPU time of the reading thread alone
 and ``load_avg_1m`` shows how busy the shared machine was during the run.
-``--pipeline columnar``: the source fetches Arrow batches (``fetch_df_batches``; the prerendered ranges are
-replayed from Arrow IPC files, as python-oracledb fills Arrow buffers natively) and routes them with
-readers/oracle/columnar.py.
+``--pipeline columnar`` (the source's default): the source fetches Arrow batches (``fetch_df_batches``; the
+prerendered ranges are replayed from Arrow IPC files, as python-oracledb fills Arrow buffers natively),
+routes them with readers/oracle/columnar.py and builds the records' JSON in the native pass
+(readers/oracle/redo_json.py; ``native`` says whether it was compiled here). ``--pipeline rows``: fetchmany
+tuples and the per-row dispatcher.
+
+``cpu_us_per_row`` splits the CPU by stage with two more passes over the same prerendered rows (``--rows``
+only; ``--no-stages`` skips them): ``fetch`` (the LogMiner session threads handing out batches, nothing
+consumed: process CPU), ``reader`` (the reader thread taking every event of the source, nothing published:
+routing, the native pass, the Begin/ChangeBatch/Commit events; of which ``native_pass``), and ``publish``
+(the timed run's reader-thread CPU less ``reader``: records, producer calls, acknowledgement bookkeeping).
+librdkafka's own threads and the broker are in none of them.
 ``--big-txn N``: one N-row UPDATE transaction (spills to disk); reports rows/s
 and the peak RSS of the process (target < 300 MB for 1,000,000 rows).
 
@@ -60,8 +69,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prebuilt-rows", action="store_true",
                         help="keep the prerendered rows decoded in memory: fetchmany hands out prebuilt tuples "
                              "(no fetch cost at all; ~1 kB of RSS per row)")
-    parser.add_argument("--pipeline", choices=("rows", "columnar"), default="rows",
-                        help="the Oracle source's pipeline: rows (fetchmany) or columnar (fetch_df_batches, Arrow)")
+    parser.add_argument("--pipeline", choices=("rows", "columnar"), default=None,
+                        help="the Oracle source's pipeline: rows (fetchmany) or columnar (fetch_df_batches, Arrow); "
+                             "default: the source's default (columnar)")
+    parser.add_argument("--no-stages", action="store_true",
+                        help="skip the two extra passes that split the CPU per row by stage")
     parser.add_argument("--parse-workers", type=int, default=None,
                         help="SQL_REDO parse processes (0: in the reader; default: the source's default)")
 
@@ -116,6 +128,52 @@ def _read_topic(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes]]:
         c.close()
 
 
+def _stages(options: str, args: argparse.Namespace, workers: int, timed: dict[str, Any],
+            work: str) -> dict[str, float]:
+    """CPU microseconds per published row by stage (module docstring), from two passes over the rows
+    prerendered in ``work``."""
+    from cdc.events import Change, ChangeBatch, Heartbeat
+    from cdc.metrics import SourceMetrics
+    from readers.oracle.sim.demo import make_source
+
+    def source(work: str) -> Any:
+        return make_source("oracle_bench", options, work, SourceMetrics("oracle_bench"), sessions=args.sessions,
+                           scn_range_size=20_000, fetch_size=5000, parse_workers=workers, pipeline=args.pipeline)
+
+    out: dict[str, float] = {}
+    src = source(tempfile.mkdtemp(dir=work))  # fetch: the session threads alone, their batches dropped
+    src.start(None)
+    c0 = time.process_time()
+    try:
+        for rr in src.miner.results(idle_timeout_s=0.5):
+            if rr is None:
+                break
+            for _batch in rr.batches():
+                pass
+    finally:
+        src.close()
+    out["fetch"] = round((time.process_time() - c0) / max(timed["rows"], 1) * 1e6, 2)
+    src = source(tempfile.mkdtemp(dir=work))  # reader: every event taken, nothing published
+    src.start(None)
+    c0, rows = time.thread_time(), 0
+    try:
+        for ev in src.events():
+            if type(ev) is ChangeBatch:
+                rows += len(ev)
+            elif type(ev) is Change:
+                rows += 1
+            elif type(ev) is Heartbeat and src.caught_up():
+                break
+        reader = time.thread_time() - c0
+        native = src.columnar.native_cpu_s if src.columnar is not None else 0.0
+    finally:
+        src.close()
+    out["reader"] = round(reader / max(rows, 1) * 1e6, 2)
+    out["native_pass"] = round(native / max(rows, 1) * 1e6, 2)
+    out["publish"] = round(timed["cpu_seconds"] / max(timed["rows"], 1) * 1e6 - out["reader"], 2)
+    return out
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdc.config import KafkaConfig
     from cdc.dev.broker import Broker
@@ -123,6 +181,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdc.progress_bar import progress
     from cdc.publish.publisher import Publisher
     from cdc.publish.topics import ensure_topic
+    from readers.oracle import redo_json
+    from readers.oracle.config import OracleSourceConfig
     from readers.oracle.reader import default_parse_workers
     from readers.oracle.sim.demo import make_source, pump
 
@@ -133,6 +193,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         options = (f"seed=1,transactions={max(1, rows // 5)},lanes=8,threads=2,rows_min=4,rows_max=6,"
                    "rollback_rate=0.01,partial_rollback_rate=0.02,csf_rate=0.001,log_scns=50000,process=1")
     workers = args.parse_workers if args.parse_workers is not None else default_parse_workers()
+    pipeline = args.pipeline or OracleSourceConfig.model_fields["pipeline"].default
+    args.pipeline = pipeline
     broker = None
     bootstrap = args.bootstrap
     if bootstrap is None:
@@ -168,6 +230,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 gc.unfreeze()
             published = publisher._bytes
             publisher.close()
+            stages = None if args.big_txn or args.no_stages else _stages(options, args, workers, stats, work)
         rows_s = stats["rows"] / stats["seconds"]
         result: dict[str, Any] = {"rows": stats["rows"], "transactions": stats["transactions"],
                                   "reader_rows_per_s": round(rows_s), "seconds": round(stats["seconds"], 2),
@@ -177,13 +240,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                   "simulator": "live" if args.live_sim else
                                   "prebuilt" if args.prebuilt_rows and not args.big_txn else "prerendered",
                                   "prerender_s": prerender_s,
-                                  "parse_workers": workers, "pipeline": args.pipeline}
+                                  "parse_workers": workers, "pipeline": pipeline, "native": redo_json.NATIVE}
         # the parse workers (and live simulator processes) have ended by now: their peak, separately
         result["children_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
         if args.big_txn:
             result["peak_rss_mb"] = _rss_mb()
             return result
         result["peak_rss_mb"] = _rss_mb()  # before the baselines hold the records in memory
+        if stages is not None:
+            result["cpu_us_per_row"] = stages
         same = _read_topic(bootstrap, publisher.topic)
         size = max(1, published // max(1, len(same)))
         ensure_topic(bootstrap, f"{prefix}.same")

@@ -353,6 +353,9 @@ class Publisher:
         last = None
         for known, row in zip(tables, rows):
             if known is not last:
+                if values:  # a SCHEMA record _entry may write comes after the rows before it
+                    self._producer.produce_all(self.topic, values, keys)
+                    values, keys = [], []
                 table, schema = last = known
                 entry = self._entry(table, schema)
                 if schema is not entry.key_schema:

@@ -21,6 +21,7 @@
  * rest as UTF-8.
  */
 #define PY_SSIZE_T_CLEAN
+#define _GNU_SOURCE /* memmem */
 #include <Python.h>
 #include <string.h>
 
@@ -331,6 +332,9 @@ static int parse(const char *s, Py_ssize_t n, const spec_t *sp, items_t *before,
             break;
         }
         if (!at(s, n, p, ") values (", 10)) return 0;
+        /* the row path takes the first '") values (' as the end of the names (a name may hold that text) */
+        const char *first = memmem(s, n, "\") values (", 11);
+        if (first != s + p - 1) return 0;
         p += 10;
         for (Py_ssize_t i = 0; i < tmp->n; i++) {
             item_t it = tmp->v[i];
@@ -390,6 +394,10 @@ static int put_key(buf_t *b, const spec_t *sp, const items_t *row) {
     if (put(b, "{", 1)) return -1;
     for (Py_ssize_t i = 0; i < sp->pk.n; i++) {
         const item_t *it = find(row, sp->pk.names[i], sp->pk.lens[i]);
+        int again = 0; /* a name repeated in the key: once, in its first place (a dict) */
+        for (Py_ssize_t j = 0; j < i && !again; j++)
+            again = sp->pk.lens[j] == sp->pk.lens[i] && memcmp(sp->pk.names[j], sp->pk.names[i], sp->pk.lens[i]) == 0;
+        if (again) continue;
         if ((i && put(b, ",", 1)) || put_str(b, sp->pk.names[i], sp->pk.lens[i], 0) || put(b, ":", 1) ||
             (it ? put_value(b, it) : put(b, "null", 4)))
             return -1;

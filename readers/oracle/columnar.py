@@ -37,14 +37,14 @@ at the choice of rows.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-
-import orjson
 
 from cdc.events import Begin, ChangeBatch, Commit, Event
 from readers.oracle import redo_json
@@ -94,6 +94,7 @@ class ColumnarFeed:
         # the native pass (readers/oracle/redo_json.py) builds the records' JSON; without it, the row path
         self.serialize = redo_json.NATIVE if serialize is None else serialize
         self._specs: dict[tuple[str, str], tuple[Any, redo_json.Spec | None]] = {}
+        self.native_cpu_s = 0.0  # CPU seconds in the native pass (cdc bench oracle's stage figures)
 
     # -- state the reader asks for ------------------------------------------------------------------
 
@@ -392,15 +393,18 @@ class ColumnarFeed:
                 index[i] = len(specs)
                 specs.append(spec)
         of_row, knowns = index[inv], known[inv].tolist()
+        t0 = time.thread_time()
         if len(specs) == len(uniq):
-            return redo_json.build(text, of_row.tolist(), specs, sources), knowns
-        out: list[Any] = [None] * len(text)
-        if specs:
-            sel = np.flatnonzero(of_row >= 0).tolist()
-            part = tuple([col[i] for i in sel] for col in sources)
-            for i, got in zip(sel, redo_json.build([text[i] for i in sel], of_row[sel].tolist(), specs, part),
-                              strict=True):
-                out[i] = got
+            out = redo_json.build(text, of_row.tolist(), specs, sources)
+        else:
+            out = [None] * len(text)
+            if specs:
+                sel = np.flatnonzero(of_row >= 0).tolist()
+                part = tuple([col[i] for i in sel] for col in sources)
+                for i, got in zip(sel, redo_json.build([text[i] for i in sel], of_row[sel].tolist(), specs, part),
+                                  strict=True):
+                    out[i] = got
+        self.native_cpu_s += time.thread_time() - t0
         return out, knowns
 
     def _commit_serialized(self, xid: str, scn: int, ts: Any, items: list[tuple], built: list[Any],

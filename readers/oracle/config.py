@@ -45,7 +45,7 @@ class OracleSourceConfig(PasswordLogin):
     heartbeat_interval_s: HeartbeatInterval = 5.0
     fetch_size: int = Field(default=2000, gt=0)
     pipeline: Literal["rows", "columnar"] = Field(
-        default="rows", description="columnar: fetch V$LOGMNR_CONTENTS as Arrow batches (fetch_df_batches) and "
+        default="columnar", description="columnar: fetch V$LOGMNR_CONTENTS as Arrow batches (fetch_df_batches) and "
                                     "route them with array kernels (readers/oracle/columnar.py)")
     parse_workers: int | None = Field(
         default=None, ge=0, le=8,

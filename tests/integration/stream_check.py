@@ -82,12 +82,12 @@ def oracle_publisher(broker: Any, prefix: str) -> Any:
 def publish_then_crash(src: Any, pub: Any, after_commits: int) -> None:
     """Publish ``src``'s events until the first row change after ``after_commits`` commits, then stop as a
     crash would: the open transaction has its BEGIN and some rows in the stream but no END."""
-    from cdc.events import Change, Commit, Heartbeat
+    from cdc.events import Change, Commit, Heartbeat, expand
 
     src.start(None)
     commits = 0
     try:
-        for ev in src.events():
+        for ev in expand(src.events()):  # a ChangeBatch as its Changes
             if isinstance(ev, Heartbeat):
                 continue
             pub.publish(ev)

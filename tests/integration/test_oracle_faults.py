@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import Commit, Heartbeat, SchemaChange
+from cdc.events import Commit, Heartbeat, SchemaChange, expand
 from cdc.metrics import SourceMetrics
 from readers.oracle.sim.demo import make_source, pump
 from tests.integration.stream_check import oracle_publisher, read_stream
@@ -21,7 +21,7 @@ def _publish_until(src, pub, stop) -> None:
     """Publish until ``stop(event)`` holds for a published event, flush, close: a clean stop right there."""
     src.start(pub.recover())
     try:
-        for ev in src.events():
+        for ev in expand(src.events()):  # a ChangeBatch as its Changes
             if isinstance(ev, Heartbeat):
                 continue
             pub.publish(ev)

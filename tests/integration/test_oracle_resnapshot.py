@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from cdc.events import Change, Heartbeat
+from cdc.events import Change, Heartbeat, expand
 from cdc.metrics import SourceMetrics
 from readers.oracle.errors import ArchiveLogMissing
 from readers.oracle.sim import simulator
@@ -44,7 +44,7 @@ def test_archived_logs_gone_when_needed_resnapshots_and_the_target_converges(tmp
     src.start(dict(resume))
     ops, deadline = [], time.monotonic() + 60
     try:
-        for ev in src.events():
+        for ev in expand(src.events()):  # a ChangeBatch as its Changes
             if isinstance(ev, Change):
                 ops.append((ev.table.table, ev.op))
                 if ev.op == "t":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from cdc.contract import SourceContext
-from cdc.events import Begin, Change, Commit, Heartbeat
+from cdc.events import Begin, Change, Commit, Heartbeat, expand
 from cdc.metrics import SourceMetrics
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.reader import OracleSource
@@ -27,7 +27,7 @@ def run(src: OracleSource, resume=None, stop_after: int | None = None, stop_afte
     src.start(resume)
     txs, cur, last, beats = [], None, resume, 0
     try:
-        for ev in src.events():
+        for ev in expand(src.events()):  # a ChangeBatch as its Changes
             if isinstance(ev, Begin):
                 cur = []
             elif isinstance(ev, Change):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from cdc.contract import SourceContext
-from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange
+from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange, expand
 from cdc.metrics import SourceMetrics
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.errors import SupplementalLoggingMissing, UnsupportedLob
@@ -26,7 +26,7 @@ def _read(src, resume=None, until=None):
     src.start(resume)
     txs, ddls, cur, last, evs = [], [], None, resume, []
     try:
-        for ev in src.events():
+        for ev in expand(src.events()):  # a ChangeBatch as its Changes
             evs.append(ev)
             if isinstance(ev, Begin):
                 cur = []
