@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
+import orjson
 import pytest
 
 from cdc import envelope
 from cdc.errors import DecodeError, PublishError, StreamCorrupt
-from cdc.events import Begin, Change, Column, Commit, Heartbeat, SchemaChange, TableId, TableSchema
+from cdc.events import Begin, Change, ChangeBatch, Column, Commit, Heartbeat, SchemaChange, TableId, TableSchema
 from tests.unit.cdc.publish.fakes import decoded, publisher
 
 A, B = TableId("shop", "orders"), TableId("shop", "items")
@@ -135,3 +138,38 @@ def test_dead_letter_without_a_topic_raises_the_error():
     err = DecodeError("cannot decode column", table="shop.orders", column="v", position="b.1:4", value="\\xff")
     with pytest.raises(DecodeError):
         pub.dead_letter(err, b"\xff")
+
+
+def _as_batch(changes: list[Change], mixed: bool = False) -> ChangeBatch:
+    """The serialized form a reader's batch path yields (cdc.events.ChangeBatch); ``mixed``: every other row
+    left as a Change, as the Oracle reader leaves the rows its native pass cannot vouch for."""
+    dumps = orjson.dumps
+    tables, rows = [], []
+    for i, ch in enumerate(changes):
+        if mixed and i % 2:
+            tables.append(None)
+            rows.append(ch)
+            continue
+        row = ch.after if ch.after is not None else ch.before
+        pk = ch.schema.primary_key if ch.schema is not None else ()
+        key = row[pk[0]] if len(pk) == 1 else {c: row.get(c) for c in pk} if pk else row
+        tables.append((ch.table, ch.schema))
+        rows.append((ch.op, dumps(key), dumps(ch.before), dumps(ch.after), b"," + dumps(ch.source)[1:]))
+    return ChangeBatch(tables, rows)
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_a_change_batch_writes_the_records_of_its_changes(mixed):
+    """Two tables (each with its first SCHEMA record inside the transaction), keys of one and two columns:
+    the batch gives the bytes the Changes give (but the publish times), with every sequence in produce order."""
+    changes = [ins(A, SA, {"id": 1, "v": "a"}), ins(B, SB, {"oid": 1, "n": 1, "q": 2}),
+               Change(B, "d", {"oid": 1, "n": 2, "q": 3}, None, {"scn": 4, "txId": "1.2.3"}, SB),
+               Change(A, "u", {"id": 1, "v": "a"}, {"id": 1, "v": "é\"\n"}, {"scn": 5}, SA)]
+    outs = []
+    for events in (tx("t1", changes, {"r": 1}), tx("t1", [_as_batch(changes, mixed)], {"r": 1})):
+        pub, fake, _ = publisher()
+        for ev in events:
+            pub.publish(ev)
+        assert [v["sequence"] for _, _, v in decoded(fake)] == list(range(1, len(fake.records) + 1))
+        outs.append([(t, k, re.sub(rb'"ts_ms":\d{13}', b'"ts_ms":0', v)) for t, v, k in fake.records])  # now
+    assert outs[0] == outs[1]
