@@ -70,9 +70,13 @@ ACK_CHECK_EVERY = 1_000  # records between looks at the acknowledged prefix insi
 
 dumps = orjson.dumps
 # A data record's value (JSON): orjson.dumps of cdc.envelope.data_record's dict, as a template.
-_VALUE = (b'{"sequence":%d,"before":%b,"after":%b,"op":%b,"ts_ms":%d,"source":%b%b%b%b,'
+# (the source block: its constant head with the commit ts_ms and tail, then the Change's own fields)
+_VALUE = (b'{"sequence":%d,"before":%b,"after":%b,"op":%b,"ts_ms":%d,"source":%b%b,'
           b'"transaction":{"id":%b,"total_order":%d,"data_collection_order":%d}}')
 _OPS = {op: dumps(op) for op in ("c", "u", "d", "r", "t")}
+_END = (b'{"sequence":%d,"status":"END","id":%b,"event_count":%d,"data_collections":[%b],"ts_ms":%b,'
+        b'"position":%b,"resume":%b}')
+_COLLECTION = b'{"data_collection":%b,"event_count":%d}'
 _BEGIN = b'{"sequence":%d,"status":"BEGIN","id":%b,"event_count":null,"data_collections":null,"ts_ms":%b}'
 
 
@@ -344,44 +348,65 @@ class Publisher:
         """Data records on the JSON changes topic from the JSON of their parts. ``tables[i]``: (TableId,
         TableSchema | None); ``rows[i]``: (op, key values as cdc.envelope.row_key gives them for that schema,
         before, after, the ``source`` fields after the opening brace or ``}`` when none). The per-row hot
-        path: only bytes formatting between the reader's JSON and the producer."""
+        path: only bytes formatting between the reader's JSON and the producer, the counters in locals
+        (written back where anything else may read them)."""
         tx = self._tx
-        counts, ops, limit = tx.counts, tx.ops, self._record_limit
-        now = int(time.time() * 1000)
+        counts, ops, limit, produce_all, topic = tx.counts, tx.ops, self._record_limit, \
+            self._producer.produce_all, self.topic
+        now, idj = int(time.time() * 1000), tx.id_json
         values: list[bytes] = []
         keys: list[bytes] = []
-        last = None
+        seq, total, nbytes, n = self._seq, tx.total, 0, 0
+        last = name = None
+        opc: dict[str, int] = {}
         for known, row in zip(tables, rows):
             if known is not last:
+                if name is not None:  # the run of rows of the last table ends
+                    counts[name] = n
+                    _add_ops(ops, name, opc)
+                    opc = {}
+                self._seq, tx.total = seq, total
                 if values:  # a SCHEMA record _entry may write comes after the rows before it
-                    self._producer.produce_all(self.topic, values, keys)
-                    values, keys = [], []
+                    self._bytes += nbytes
+                    produce_all(topic, values, keys)
+                    values, keys, nbytes = [], [], 0
                 table, schema = last = known
                 entry = self._entry(table, schema)
+                seq = self._seq
                 if schema is not entry.key_schema:
                     entry.key_for(schema)
                 name, head, close = entry.name, entry.key_head, b"}}" if type(entry.pk) is str else b"}"
-                shead, stail, stail_r = entry.source_head, entry.source_tail, entry.source_tail_r
+                mid = entry.source_head + tx.ts_json + entry.source_tail
+                mid_r = entry.source_head + tx.ts_json + entry.source_tail_r
+                n = counts.get(name, 0)
             op, kv, before, after, src = row
-            n = counts[name] = counts.get(name, 0) + 1
-            opkey = (name, op)
-            ops[opkey] = ops.get(opkey, 0) + 1
-            total = tx.total = tx.total + 1
-            seq = self._seq
-            self._seq = seq + 1
+            n += 1
+            total += 1
+            opc[op] = opc.get(op, 0) + 1
             kbytes = head + kv + close
-            vbytes = _VALUE % (seq, before, after, _OPS.get(op) or dumps(op), now, shead, tx.ts_json,
-                               stail_r if op == "r" else stail, src, tx.id_json, total, n)
-            if len(vbytes) + len(kbytes) > limit:
+            vbytes = _VALUE % (seq, before, after, _OPS[op], now, mid_r if op == "r" else mid, src, idj, total, n)
+            size = len(vbytes) + len(kbytes)
+            if size > limit:  # rare: _too_large takes the row back out of the counters
+                counts[name] = n
+                _add_ops(ops, name, opc)
+                opc = {}
+                self._seq, tx.total = seq + 1, total
                 position = orjson.loads(b"{" + src[1:]) if len(src) > 1 else {}
-                self._too_large(op, position, name, orjson.loads(kbytes)["key"], len(vbytes) + len(kbytes), seq)
+                self._too_large(op, position, name, orjson.loads(kbytes)["key"], size, seq)
+                n, total, seq = counts.get(name, 0), tx.total, self._seq
                 continue
-            self._bytes += len(vbytes)
+            seq += 1
+            nbytes += len(vbytes)
             values.append(vbytes)
             keys.append(kbytes)
-        self._producer.produce_all(self.topic, values, keys)
-        if self._seq - 1 >= self._check_at:
-            self._after_row(self._seq - 1)
+        if name is not None:
+            counts[name] = n
+            _add_ops(ops, name, opc)
+        self._seq, tx.total = seq, total
+        self._bytes += nbytes
+        produce_all(topic, values, keys)
+        if seq - 1 >= self._check_at:
+            self._after_row(seq - 1)
 
     def _after_row(self, seq: int) -> None:
         """Every ACK_CHECK_EVERY records: a look at the acknowledged prefix (and a progress mark inside a
@@ -489,7 +514,12 @@ class Publisher:
             raise StreamCorrupt("COMMIT without its BEGIN", source=self.source_name, txid=ev.txid,
                                 open=None if tx is None else tx.txid)
         seq = self._take_seq()
-        self._produce(self.topic, end_record(seq, ev.txid, ev.ts_ms, tx.counts, ev.resume, ev.position), None)
+        if self._json:  # the bytes of end_record's dict (a unit test holds them equal)
+            collections = b",".join([_COLLECTION % (dumps(t), n) for t, n in tx.counts.items()])
+            self._produce_bytes(self.topic, _END % (seq, tx.id_json, sum(tx.counts.values()), collections, dumps(ev.ts_ms),
+                                                    dumps(ev.position), dumps(ev.resume)), None)
+        else:
+            self._produce(self.topic, end_record(seq, ev.txid, ev.ts_ms, tx.counts, ev.resume, ev.position), None)
         if self._tx_topic is not None:
             counts = self._tx_records if self._per_table and (self._json or self._registry is not None) else tx.counts
             self._produce_connect(tx_metadata.end(self._tx_topic, ev.txid, ev.ts_ms, counts))
@@ -612,6 +642,11 @@ def _source_base(table: TableId, source_name: str, connector: str) -> dict[str, 
 
 
 _BASE_KEYS = frozenset(_source_base(TableId("db", "table"), "source", "connector"))  # a Change's own source fields
+
+
+def _add_ops(ops: dict[tuple[str, str], int], name: str, counted: dict[str, int]) -> None:
+    for op, n in counted.items():
+        ops[(name, op)] = ops.get((name, op), 0) + n
 
 
 def _broker_facts(conn: KafkaConnection, topic: str) -> tuple[int, str | None]:

@@ -54,3 +54,23 @@ def test_begin_record_bytes(txid, ts):
     pub.publish(Begin(txid, ts))
     _, vbytes, kbytes = fake.records[0]
     assert kbytes is None and vbytes == get_serdes("json")[1].encode(envelope.begin_record(1, txid, ts))
+
+
+@pytest.mark.parametrize("tables", [[], [A], [A, B, A]])
+def test_end_record_bytes(tables):
+    """END (spliced from constants) is orjson of envelope.end_record's dict: counts per table in first-row
+    order, the resume state and the native position as given."""
+    pub, fake, _ = publisher()
+    resume = {"low_watermark_scn": 5, "commit_scn": 7, "xids_at_commit_scn": ["1.2.3", "x\"é"]}
+    position = {"scn": 7, "commit_scn": 7, "txId": "x\"é"}
+    schemas = {A: SA, B: SB}
+    rows = [Change(t, "c", None, {"id": i, "oid": i, "n": i, "v": "x"}, {"row": i}, schemas[t])
+            for i, t in enumerate(tables)]
+    for ev in [Begin("x\"é", 1000), *rows, Commit("x\"é", 1001, resume, position)]:
+        pub.publish(ev)
+    counts: dict[str, int] = {}
+    for t in tables:
+        counts[str(t)] = counts.get(str(t), 0) + 1
+    value = fake.records[-1][1]
+    seq = 2 + len(tables) + len(set(tables))  # BEGIN, a SCHEMA record per table, the rows, then END
+    assert value == get_serdes("json")[1].encode(envelope.end_record(seq, "x\"é", 1001, counts, resume, position))
