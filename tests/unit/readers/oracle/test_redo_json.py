@@ -783,3 +783,189 @@ def test_lone_surrogates(sql: str, spec: Any) -> None:
         return
     assert got[0] is None or (exc is None and got[0] == want), f"{got[0]!r} vs {want!r} / {exc!r} for {sql!r}"
     assert got[1] is None or got[1] == redo_json.reference(GOOD, spec)
+
+
+# ---- sources: the Change's source fields, when the caller passes the rows' positions -----------------------------
+
+I64 = st.integers(-(2**63), 2**63 - 1)
+rs_ids = st.one_of(st.none(), st.just(" 0x0000a1.00000012.0010 "), texts,
+                   st.sampled_from(["\ud800", "a\udfffb"]))  # lone surrogates: not UTF-8 (the row path's error)
+
+
+@st.composite
+def batches_with_sources(draw: Any) -> tuple[list[str], list[int], list[Any], tuple[list, ...]]:
+    rows = draw(st.lists(st.one_of(logminer_rows(), logminer_rows(), hostile().map(lambda c: (*c, False))),
+                         min_size=1, max_size=12))
+    n = len(rows)
+    xids = [orjson.dumps(x) for x in draw(st.lists(st.one_of(st.just("0a.1f.0000022b"), texts), min_size=n, max_size=n))]
+    sources = (draw(st.lists(I64, min_size=n, max_size=n)), draw(st.lists(I64, min_size=n, max_size=n)), xids,
+               draw(st.lists(rs_ids, min_size=n, max_size=n)),
+               draw(st.lists(st.one_of(st.none(), I64), min_size=n, max_size=n)))
+    return [r[0] for r in rows], list(range(n)), [r[1] for r in rows], sources
+
+
+def _source(sources: tuple[list, ...], i: int) -> tuple[bytes | None, BaseException | None]:
+    scn, commit, xid, rs, ssn = (col[i] for col in sources)
+    try:
+        return redo_json.reference_source(scn, commit, orjson.loads(xid), rs, ssn), None
+    except Exception as exc:  # noqa: BLE001
+        return None, exc
+
+
+@settings(SETTINGS, max_examples=120)
+@given(batch=batches_with_sources())
+def test_sources_are_the_reference_source(batch: Any) -> None:
+    """With ``sources`` every answer is ``reference(..) + (reference_source(..),)`` or None; a row taken without
+    sources is taken with them unless its RS_ID is not UTF-8 (a lone surrogate: None, the row path errs)."""
+    sqls, idx, specs, sources = batch
+    plain = check(sqls, idx, specs)
+    got = redo_json.build(sqls, idx, specs, sources)
+    assert isinstance(got, list) and len(got) == len(sqls)
+    for i, (sql, answer) in enumerate(zip(sqls, got)):
+        want_source, exc = _source(sources, i)
+        if answer is None:
+            assert plain[i] is None or exc is not None, (
+                f"taken without sources, not with them (source {want_source!r}): {sql!r}")
+            continue
+        assert type(answer) is tuple and len(answer) == 5, f"{answer!r} for {sql!r}"
+        assert answer[:4] == plain[i], f"with sources {answer[:4]!r}, without {plain[i]!r}: {sql!r}"
+        assert exc is None, f"build answered {answer!r} where reference_source raises {exc!r}"
+        assert type(answer[4]) is bytes and answer[4] == want_source, (
+            f"source {answer[4]!r} != {want_source!r} for {[col[i] for col in sources]!r}")
+
+
+def test_sources_of_the_simulator_rows() -> None:
+    sqls = [sql_insert(0, base_row(1)), sql_update(0, {"NAME": "x"}, base_row(1), "AAAx"),
+            sql_delete(0, base_row(1), "AAAx")]
+    sources = ([10, 11, 2**63 - 1], [12, 12, 0], [orjson.dumps("0a.1f.0000022b")] * 3,
+               [" 0x0000a1.00000012.0010 ", None, "é\x01\""], [0, None, 7])
+    got = redo_json.build(sqls, [0, 0, 0], [SIM_SPECS[0]], sources)
+    for i, (sql, answer) in enumerate(zip(sqls, got)):
+        want = (*redo_json.reference(sql, SIM_SPECS[0]), _source(sources, i)[0])
+        assert answer is None and not redo_json.NATIVE or answer == want, (answer, want)
+    assert redo_json.build([], [], [SIM_SPECS[0]], ([], [], [], [], [])) == []
+
+
+GOOD_SOURCES = ([1], [2], [b'"x"'], [None], [3])
+
+
+@pytest.mark.parametrize("sources", [
+    [[1], [2], [b'"x"'], [None], [3]],                  # not a tuple
+    ([1], [2], [b'"x"'], [None]),                       # four columns
+    ([1], [2], [b'"x"'], [None], [3], [4]),             # six
+    ([1, 2], [2], [b'"x"'], [None], [3]),               # a column longer than sqls
+    ([], [], [], [], []),                               # shorter
+    ([1], [2], ['"x"'], [None], [3]),                   # a txId as str, not its JSON bytes
+    ([1.0], [2], [b'"x"'], [None], [3]),                # an SCN that is not an int
+    (["1"], [2], [b'"x"'], [None], [3]),
+    ([1], [None], [b'"x"'], [None], [3.5]),
+    ([2**64], [2], [b'"x"'], [None], [3]),              # beyond 64 bits
+    ([1], [2], [b'"x"'], [5], [3]),                     # an RS_ID that is not a str
+    ([1], [2], [b'"x"'], [b"rs"], [3]),
+    (5, [2], [b'"x"'], [None], [3]),                    # a column that is not a sequence
+    "abcde",
+])
+def test_bad_sources_raise(sources: Any) -> None:
+    """Malformed sources: TypeError / ValueError / OverflowError, or the contract's answer; never a crash."""
+    if not redo_json.NATIVE:
+        return
+    try:
+        got = redo_json.build([GOOD], [0], [((), None)], sources)
+    except (TypeError, ValueError, OverflowError, IndexError):
+        return
+    assert isinstance(got, list) and len(got) == 1
+    if got[0] is not None:
+        scn, commit, xid, rs, ssn = (col[0] for col in sources)
+        assert got[0] == (*redo_json.reference(GOOD, ((), None)),
+                          redo_json.reference_source(scn, commit, orjson.loads(xid), rs, ssn))
+
+
+def test_sources_keep_reference_counts() -> None:
+    sql = 'insert into "S"."T"("A") values (\'1\');'[:-1] + ";"
+    specs = [((), None)]
+    xid, rs = orjson.dumps("0a.1f.0000022b"), " 0x0000a1.00000012.0010 "[:-1] + " "
+    sources = ([12345678901], [12345678902], [xid], [rs], [77777777777])
+    objs = (sql, xid, rs, sources, *sources, specs)
+    redo_json.build([sql], [0], specs, sources)
+    before = [sys.getrefcount(x) for x in objs]
+    for _ in range(200):
+        out = redo_json.build([sql], [0], specs, sources)
+    del out
+    assert [sys.getrefcount(x) for x in objs] == before
+
+
+# ---- memory safety: argument objects the C side must not outlive or trust ---------------------------------------
+
+def _run(code: str) -> str:
+    """``code`` in a fresh interpreter (a crash there is a failed test here, not a dead test run)."""
+    import subprocess
+    import textwrap
+
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120, check=False,
+                          cwd=Path(redo_json.__file__).parents[2])
+    assert proc.returncode == 0, f"exit status {proc.returncode} (-11: SIGSEGV)\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def test_spec_names_from_temporary_objects() -> None:
+    """temporal / pk given as a str, a generator or a map (Python reads each as a sequence of names): their
+    str objects live only as long as the C side's copy of the sequence. The answer must be an error or the
+    contract's, never names read from freed memory."""
+    out = _run('''
+        from readers.oracle import redo_json as R
+        cases = [
+            ('insert into "S"."T"("你","好") values (\\'1\\',\\'2\\');', lambda: ((), "你好"), ((), ("你", "好"))),
+            ('insert into "S"."T"("你","好") values (\\'1\\',\\'2\\');', lambda: ((), "好"), ((), ("好",))),
+            ('insert into "S"."T"("IDENTIFIER_1","B") values (\\'1\\',\\'2\\');',
+             lambda: ((), map("".join, [["IDENTIFIER", "_1"], ["B"]])), ((), ("IDENTIFIER_1", "B"))),
+            ('insert into "S"."T"("DATE_COLUMN_1") values (TO_DATE(\\'2024-02-29 13:14:15\\', \\'YYYY-MM-DD HH24:MI:SS\\'));',
+             lambda: ((f"DATE_COLUMN_{i}" for i in (1,)), None), (("DATE_COLUMN_1",), None)),
+        ]
+        bad = []
+        for sql, spec, same in cases:
+            want = R.reference(sql, same)
+            for _ in range(30):
+                try:
+                    got = R.build([sql] * 40, [0] * 40, [spec()])
+                except (TypeError, ValueError):
+                    continue
+                bad += [(sql, g, want) for g in got if g is not None and g != want]
+        print(len(bad), bad[:1])
+    ''')
+    assert out.startswith("0 "), out
+
+
+def test_arguments_changed_while_read() -> None:
+    """An iterable among the arguments runs Python code while build reads them (here: it empties the
+    statement / spec lists): an exception or an answer, never a read past the end of a list."""
+    _run('''
+        from readers.oracle import redo_json as R
+        GOOD = 'insert into "S"."T"("A") values (\\'1\\');'
+
+        class Emptying:
+            def __init__(self, *victims, names=("A",)):
+                self.victims, self.names = victims, names
+            def __iter__(self):
+                for v in self.victims:
+                    v.clear()
+                return iter(self.names)
+
+        def attempt(make):
+            sqls, idx, specs = [GOOD] * 500, [0] * 500, [((), None), ((), None)]
+            args = make(sqls, idx, specs)
+            try:
+                R.build(*args)
+            except Exception:
+                pass
+
+        attempt(lambda s, i, p: (s, i, [((), None), (Emptying(s), None)]))
+        attempt(lambda s, i, p: (s, i, [((), None), ((), Emptying(s))]))
+        attempt(lambda s, i, p: (s, i, p.__setitem__(0, (Emptying(p), None)) or p))  # the specs themselves
+        attempt(lambda s, i, p: (s, i, p.__setitem__(0, (Emptying(i), None)) or p))  # the spec indices
+        attempt(lambda s, i, p: (s, i, p.__setitem__(1, ((), Emptying(i, s, p))) or p))
+        attempt(lambda s, i, p: (s, i, p, (Emptying(s, names=[1] * 500), [1] * 500, [b'"x"'] * 500, [None] * 500,
+                                           [None] * 500)))
+        attempt(lambda s, i, p: (s, i, p, ([1] * 500, [1] * 500, [b'"x"'] * 500, [None] * 500,
+                                           Emptying(s, names=[None] * 500))))
+        print("ok")
+    ''')
