@@ -129,7 +129,7 @@ def _read_topic(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes]]:
 
 
 def _stages(options: str, args: argparse.Namespace, workers: int, timed: dict[str, Any],
-            work: str) -> dict[str, float]:
+            work: str) -> dict[str, Any]:
     """CPU microseconds per published row by stage (module docstring), from two passes over the rows
     prerendered in ``work``."""
     from cdc.events import Change, ChangeBatch, Heartbeat
@@ -140,18 +140,23 @@ def _stages(options: str, args: argparse.Namespace, workers: int, timed: dict[st
         return make_source("oracle_bench", options, work, SourceMetrics("oracle_bench"), sessions=args.sessions,
                            scn_range_size=20_000, fetch_size=5000, parse_workers=workers, pipeline=args.pipeline)
 
-    out: dict[str, float] = {}
+    out: dict[str, Any] = {}
     src = source(tempfile.mkdtemp(dir=work))  # fetch: the session threads alone, their batches dropped
     src.start(None)
-    c0 = time.process_time()
+    c0, fetched, last_hi, head = time.process_time(), 0, 0, src.standby.head_scn()
+    deadline = time.monotonic() + 600
     try:
         for rr in src.miner.results(idle_timeout_s=0.5):
             if rr is None:
-                break
-            for _batch in rr.batches():
-                pass
+                if last_hi >= head - 1 or time.monotonic() > deadline:  # every range mined (or give up)
+                    break
+                continue
+            for batch in rr.batches():
+                fetched += len(batch) if isinstance(batch, list) else batch.num_rows
+            last_hi = rr.hi
     finally:
         src.close()
+    out["fetched_rows"] = fetched
     out["fetch"] = round((time.process_time() - c0) / max(timed["rows"], 1) * 1e6, 2)
     src = source(tempfile.mkdtemp(dir=work))  # reader: every event taken, nothing published
     src.start(None)
