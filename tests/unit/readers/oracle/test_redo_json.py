@@ -339,7 +339,7 @@ def hostile(draw: Any) -> tuple[str, Any]:
     return sql, draw(specs_for(cols))
 
 
-@settings(SETTINGS, max_examples=600)
+@settings(SETTINGS, max_examples=450)
 @given(case=hostile())
 @example(case=('insert into "S"."T"("A","B") values (\'1\',NULL);', (("A",), ("A",))))
 @example(case=('update "S"."T" set "A" = \'2\', "B" = NULL where "A" = \'1\' and "B" IS NULL and ROWID = \'AAAx\';',
@@ -403,7 +403,7 @@ def logminer_rows(draw: Any) -> tuple[str, Any, bool]:
             new = draw(st.lists(st.tuples(names, st.booleans()), max_size=2))  # SET columns not in the WHERE
             for name, date in new:
                 must = must and '"' not in name and name != ""
-                known = [c for c in cols if c[0] == name]
+                known = [c for c in cols + sets if c[0] == name]
                 date = known[0][2] if known else date or name in temporal_cols
                 sets.append((name, "", date))
                 if date and name not in temporal_cols:
@@ -812,7 +812,7 @@ def _source(sources: tuple[list, ...], i: int) -> tuple[bytes | None, BaseExcept
         return None, exc
 
 
-@settings(SETTINGS, max_examples=120)
+@settings(SETTINGS, max_examples=80)
 @given(batch=batches_with_sources())
 def test_sources_are_the_reference_source(batch: Any) -> None:
     """With ``sources`` every answer is ``reference(..) + (reference_source(..),)`` or None; a row taken without
