@@ -44,6 +44,7 @@ typedef struct {
 } buf_t;
 
 typedef struct {
+    PyObject *owner; /* the tuple holding the str objects the pointers below point into */
     const char **names;
     Py_ssize_t *lens;
     Py_ssize_t n;
@@ -408,36 +409,32 @@ static int put_key(buf_t *b, const spec_t *sp, const items_t *row) {
 /* ---- specs --------------------------------------------------------------------------------- */
 
 static int names_of(PyObject *seq, names_t *out, const char *what) {
-    PyObject *fast = PySequence_Fast(seq, what);
-    if (!fast) return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject *names = out->owner = PySequence_Tuple(seq); /* a copy no caller code can change under us */
+    if (!names) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
     out->names = PyMem_Calloc(n ? n : 1, sizeof(char *));
     out->lens = PyMem_Calloc(n ? n : 1, sizeof(Py_ssize_t));
     out->n = n;
     if (!out->names || !out->lens) {
-        Py_DECREF(fast);
         PyErr_NoMemory();
         return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *name = PySequence_Fast_GET_ITEM(fast, i);
+        PyObject *name = PyTuple_GET_ITEM(names, i);
         if (!PyUnicode_Check(name)) {
-            Py_DECREF(fast);
             PyErr_Format(PyExc_TypeError, "%s: column names must be str", what);
             return -1;
         }
-        out->names[i] = PyUnicode_AsUTF8AndSize(name, &out->lens[i]); /* kept alive by the spec tuple */
-        if (!out->names[i]) {
-            Py_DECREF(fast);
-            return -1;
-        }
+        out->names[i] = PyUnicode_AsUTF8AndSize(name, &out->lens[i]); /* kept alive by ``owner`` */
+        if (!out->names[i]) return -1;
     }
-    Py_DECREF(fast); /* the str objects stay referenced by the caller's spec */
     return 0;
 }
 
 static void free_specs(spec_t *specs, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
+        Py_XDECREF(specs[i].temporal.owner);
+        Py_XDECREF(specs[i].pk.owner);
         PyMem_Free(specs[i].temporal.names);
         PyMem_Free(specs[i].temporal.lens);
         PyMem_Free(specs[i].pk.names);
@@ -503,9 +500,10 @@ static PyObject *build(PyObject *self, PyObject *args) {
     items_t before = {0}, after = {0}, tmp = {0};
     buf_t kb = {0}, bb = {0}, ab = {0}, sb = {0};
     if (!PyArg_ParseTuple(args, "OOO|O:build", &sqls, &rows_spec, &spec_list, &sources)) return NULL;
-    if (!(fs = PySequence_Fast(sqls, "build: sqls must be a sequence"))) goto done;
-    if (!(fr = PySequence_Fast(rows_spec, "build: spec_of_row must be a sequence"))) goto done;
-    if (!(fspecs = PySequence_Fast(spec_list, "build: specs must be a sequence"))) goto done;
+    /* tuples: copies that Python code run while reading them (an __index__, say) cannot shrink */
+    if (!(fs = PySequence_Tuple(sqls))) goto done;
+    if (!(fr = PySequence_Tuple(rows_spec))) goto done;
+    if (!(fspecs = PySequence_Tuple(spec_list))) goto done;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fs);
     if (PySequence_Fast_GET_SIZE(fr) != n) {
         PyErr_SetString(PyExc_ValueError, "build: sqls and spec_of_row differ in length");
@@ -517,8 +515,7 @@ static PyObject *build(PyObject *self, PyObject *args) {
             goto done;
         }
         for (int j = 0; j < 5; j++) {
-            if (!(src[j] = PySequence_Fast(PyTuple_GET_ITEM(sources, j), "build: sources must be sequences")))
-                goto done;
+            if (!(src[j] = PySequence_Tuple(PyTuple_GET_ITEM(sources, j)))) goto done;
             if (PySequence_Fast_GET_SIZE(src[j]) != n) {
                 PyErr_SetString(PyExc_ValueError, "build: sources and sqls differ in length");
                 goto done;
