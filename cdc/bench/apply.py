@@ -25,7 +25,8 @@ Same run, same rows, same PostgreSQL (started here unless ``--postgres DSN``):
           (the target's bulk-load limit).
 - spark read: the Spark read path alone (streaming.stream.datasource.warm_up): 200,000
           decoded rows already in Arrow in the Python workers, through a Python
-          data source to ``toArrow()`` on the driver (best of 3), as
+          data source to ``toArrow()`` on the driver, packed and unpacked as the
+          job moves them (streaming.stream.records.pack; best of 3), as
           ``spark_read_rows_per_s``: no apply that reads through Spark is faster.
 - keyed copy: ``COPY`` of the same N rows into a logged table with the
           primary key, like the real target table (what the table itself can
@@ -541,13 +542,14 @@ def _spark_read(spark: Any, rows: int, repeat: int = 3) -> float:
     """The Spark read path's own rate: ``rows`` decoded rows, prepared as Arrow in the Python workers (no
     broker, no decoding, no target), through a Python data source to ``toArrow()`` on the driver, the way
     the apply job gets each micro-batch; best of ``repeat`` after one read to warm the path."""
+    from streaming.apply.job import PACKED
     from streaming.stream.datasource import warm_up
 
-    warm_up(spark, 2, rows)
+    warm_up(spark, 2, rows, packed=PACKED)
     best = float("inf")
     for _ in range(repeat):
         t0 = time.monotonic()
-        n = warm_up(spark, 2, rows).num_rows
+        n = warm_up(spark, 2, rows, packed=PACKED).num_rows
         best = min(best, time.monotonic() - t0)
     return n / best
 

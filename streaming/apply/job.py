@@ -37,9 +37,18 @@ from cdc.credentials import LOGIN_FIELDS
 from cdc.table_map import TableMap
 from streaming.apply.checkpoint import check, default_location, read_checkpoint
 from streaming.apply.engine import ApplyEngine
+from streaming.stream.records import unpack
 from streaming.targets import make_target
 
 log = logging.getLogger(__name__)
+
+
+# the source hands each micro-batch over in packed rows (runs of records as Arrow IPC, streaming.stream.records
+# .pack): Spark moves a few large values instead of converting every record into its row and back
+PACKED = True
+# packed rows per Arrow batch that Spark collects to the driver: 64 x records.PACK_BYTES stays far below
+# the 2 GiB a binary Arrow column can hold (Spark's maxBytesPerBatch is not applied to toArrow)
+PACKED_ARROW_ROWS = 64
 
 
 def build_session(master: str | None = None, app_name: str = "cdc-apply", log_level: str = "INFO",
@@ -66,6 +75,7 @@ def build_session(master: str | None = None, app_name: str = "cdc-apply", log_le
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        **({"spark.sql.execution.arrow.maxRecordsPerBatch": str(PACKED_ARROW_ROWS)} if PACKED else {}),
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
         # Python workers start slowly on a loaded machine: give them time to connect back
         "spark.python.authenticate.socketTimeout": "180s",
@@ -109,7 +119,7 @@ class ApplyStream:
         self.in_batch = True
         try:
             t0 = time.monotonic()
-            table = df.toArrow()
+            table = unpack(df.toArrow()) if PACKED else df.toArrow()
             t1 = time.monotonic()
             end = None
             if table.num_rows:
@@ -200,6 +210,7 @@ def _start_query(spark: Any, config: Config, stream: ApplyStream) -> None:
               .option("topic", topic)
               .option("encoding", config.kafka.encoding)
               .option("stream_id", stream.stream_id or "")
+              .option("packed", str(PACKED).lower())
               .option("max_records_per_batch", str(apply.max_records_per_batch))
               .option("freshness_interval_s", str(apply.freshness_interval_s))
               # a full batch becomes one input partition per core (a third, half-empty wave costs a whole task)
@@ -270,7 +281,7 @@ def run(config: Config, master: str | None = None, until_idle_s: float | None = 
     from streaming.stream.datasource import warm_up
 
     spark = spark or build_session(master, log_level=config.logging.level, json_logs=config.logging.json_)
-    warm_up(spark, _cores(spark))
+    warm_up(spark, _cores(spark), packed=PACKED)
     streams: list[ApplyStream] = streams_out if streams_out is not None else []
     for a in config.apply:
         streams.append(start_stream(spark, config, a, metrics_registry))

@@ -23,6 +23,14 @@ Options (``spark.readStream.format("cdc-stream").option(...)``):
     freshness_interval_s    an idle stream (only HEARTBEATs since the last
                         batch) makes a batch at most this often (default 0:
                         every heartbeat; streaming.stream.batches, "Idle streams")
+    packed              "true": each row carries a run of records of one input
+                        partition (up to records.PACK_BYTES of Arrow buffers) as
+                        an Arrow IPC stream, schema records.PACKED_DDL, and
+                        records.unpack turns a collected batch back into the
+                        record rows (the apply job reads this way: Spark then
+                        moves a few large values instead of converting every
+                        record into its rows and back, about a third less JVM
+                        CPU); default "false": one row per record, SCHEMA_DDL
     stream_id           the topic's id on the broker when the query starts
                         (cdc.publish.topics.topic_id): every offset carries it,
                         and an offset of another life of the topic (a
@@ -48,7 +56,7 @@ from cdc.errors import ConfigError, StreamCorrupt
 from cdc.kafka_settings import KafkaConnection
 from streaming.stream.batches import BoundaryScanner, RangePartition, read_range, split_range
 from streaming.stream.offsets import StreamOffset
-from streaming.stream.records import SCHEMA_DDL
+from streaming.stream.records import PACKED_DDL, SCHEMA_DDL, pack
 
 NAME = "cdc-stream"
 ID_CHECK_S = 10.0  # how often the planner makes sure the topic was not recreated under the query
@@ -60,7 +68,7 @@ class CdcStreamDataSource(DataSource):
         return NAME
 
     def schema(self) -> str:
-        return SCHEMA_DDL
+        return PACKED_DDL if _packed(self.options) else SCHEMA_DDL
 
     def streamReader(self, schema: Any) -> CdcStreamReader:
         return CdcStreamReader(dict(self.options))
@@ -85,6 +93,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.starting = options.get("startingOffsets", "earliest")
         self.stream_id = options.get("stream_id") or None
         self.freshness_s = float(options.get("freshness_interval_s", 0))
+        self.packed = _packed(options)
         self._id_checked = time.monotonic()
         self._scanner: BoundaryScanner | None = None
         self._until: StreamOffset | None = None
@@ -183,7 +192,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return out
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        return read_range(partition.rng)
+        return pack(read_range(partition.rng)) if self.packed else read_range(partition.rng)
 
     def commit(self, end: dict) -> None:
         pass  # progress lives in the target (cdc_progress), written with the data
@@ -193,9 +202,13 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._scanner.close()
 
 
+def _packed(options: Any) -> bool:
+    return str(options.get("packed", "false")).lower() == "true"
+
+
 class _WarmUpReader(DataSourceReader):
-    def __init__(self, parts: int, rows: int) -> None:
-        self.parts, self.rows = parts, rows
+    def __init__(self, parts: int, rows: int, packed: bool = False) -> None:
+        self.parts, self.rows, self.packed = parts, rows, packed
 
     def partitions(self) -> Sequence[InputPartition]:
         return [InputPartition(i) for i in range(self.parts)]
@@ -214,22 +227,29 @@ class _WarmUpReader(DataSourceReader):
               "after": f'{{"id":{i},"name":"name {i} v0","amount":"{i}.00","at":"2024-05-06T07:08:01.000001"}}'}
              for i in range(size)], schema=arrow_schema())
         for start in range(0, n, size):
-            yield batch.slice(0, min(size, n - start))
+            if self.packed:
+                from streaming.stream.records import pack
+
+                yield from pack([batch.slice(0, min(size, n - start))])
+            else:
+                yield batch.slice(0, min(size, n - start))
 
 
 class WarmUpDataSource(DataSource):
-    """A batch source of prepared data rows in the ``cdc-stream`` schema (options ``partitions``, ``rows``):
-    the warm-up read of :func:`warm_up`, and `cdc bench apply`'s measure of the Spark read path alone."""
+    """A batch source of prepared data rows in the ``cdc-stream`` schema (options ``partitions``, ``rows``,
+    ``packed`` as for ``cdc-stream``): the warm-up read of :func:`warm_up`, and `cdc bench apply`'s measure
+    of the Spark read path alone."""
 
     @classmethod
     def name(cls) -> str:
         return "cdc-warm-up"
 
     def schema(self) -> str:
-        return SCHEMA_DDL
+        return PACKED_DDL if _packed(self.options) else SCHEMA_DDL
 
     def reader(self, schema: Any) -> _WarmUpReader:
-        return _WarmUpReader(int(self.options.get("partitions", "2")), int(self.options.get("rows", "1")))
+        return _WarmUpReader(int(self.options.get("partitions", "2")), int(self.options.get("rows", "1")),
+                             _packed(self.options))
 
 
 def _warm_decoder() -> None:
@@ -242,14 +262,18 @@ def _warm_decoder() -> None:
                                [b'{"sequence":1,"op":"c","before":null,"after":{"id":0}}'])
 
 
-def warm_up(spark: Any, partitions: int, rows: int = 1) -> Any:
+def warm_up(spark: Any, partitions: int, rows: int = 1, packed: bool = False) -> Any:
     """Start what Spark starts on its first Python data source read (the executors' Python workers,
     the data source planner, the Arrow path back to the driver) before the stream's first batch, so a
     one-time start-up of several seconds is not paid inside the first micro-batch (and its latency).
-    Returns what the read collected (a pyarrow Table of ``rows`` rows)."""
+    Returns what the read collected (a pyarrow Table of ``rows`` rows; ``packed``: read packed, then
+    unpacked as the apply job does)."""
+    from streaming.stream.records import unpack
+
     _warm_decoder()  # the driver's engine converts row images with DuckDB's JSON functions too
-    return (spark.read.format(WarmUpDataSource.name()).option("partitions", str(partitions))
-            .option("rows", str(rows)).load().toArrow())
+    table = (spark.read.format(WarmUpDataSource.name()).option("partitions", str(partitions))
+             .option("rows", str(rows)).option("packed", str(packed).lower()).load().toArrow())
+    return unpack(table) if packed else table
 
 
 def register(spark: Any) -> None:

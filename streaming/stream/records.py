@@ -32,6 +32,12 @@ FIELDS = ("part", "offset", "sequence", "kind", "txid", "tbl", "op", "key", "bef
           "meta", "error", "bkey")
 RAW_CAP = 4096
 
+# packed rows (the ``packed`` option of the cdc-stream source): each row carries a run of records of one
+# input partition as an Arrow IPC stream in :data:`FIELDS` order, so Spark moves a few large values
+# instead of converting every record into its row and back again; :func:`unpack` restores the rows
+PACKED_DDL = "part int, records int, arrow binary"
+PACK_BYTES = 16 << 20  # at most this many bytes of Arrow buffers in one packed row
+
 
 def arrow_schema() -> Any:
     import pyarrow as pa
@@ -39,6 +45,36 @@ def arrow_schema() -> Any:
     return pa.schema([("part", i), ("offset", l), ("sequence", l), ("kind", s), ("txid", s), ("tbl", s),
                       ("op", s), ("key", s), ("before", s), ("after", s), ("ts_ms", l), ("meta", s), ("error", s),
                       ("bkey", s)])
+
+
+def pack(batches: Any) -> Any:
+    """Yield one packed row (a one-row RecordBatch of PACKED_DDL) per run of at most PACK_BYTES of the
+    record ``batches`` (RecordBatches of :func:`arrow_schema`), in order."""
+    import pyarrow as pa
+
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        per = max(1, int(batch.num_rows * PACK_BYTES // max(1, batch.nbytes)))
+        for start in range(0, batch.num_rows, per):
+            part = batch.slice(start, per)
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, part.schema) as w:
+                w.write_batch(part)
+            buf = sink.getvalue()
+            blob = pa.Array.from_buffers(pa.binary(), 1, [None, pa.array([0, buf.size], pa.int32()).buffers()[1], buf])
+            yield pa.RecordBatch.from_arrays([pa.array([part.column(0)[0].as_py()], pa.int32()),
+                                              pa.array([part.num_rows], pa.int32()), blob],
+                                             names=["part", "records", "arrow"])
+
+
+def unpack(table: Any) -> Any:
+    """The record rows (a pyarrow Table of :func:`arrow_schema`) of a collected table of packed rows."""
+    import pyarrow as pa
+
+    parts = [pa.ipc.open_stream(v.as_buffer()).read_all()
+             for chunk in table.column("arrow").chunks for v in chunk if v.is_valid]
+    return pa.concat_tables(parts) if parts else arrow_schema().empty_table()
 
 
 def _dumps(v: Any) -> str | None:
