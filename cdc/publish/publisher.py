@@ -70,8 +70,7 @@ ACK_CHECK_EVERY = 1_000  # records between looks at the acknowledged prefix insi
 
 dumps = orjson.dumps
 # A data record's value (JSON): orjson.dumps of cdc.envelope.data_record's dict, as a template.
-# (the source block: its constant head with the commit ts_ms and tail, then the Change's own fields)
-_VALUE = (b'{"sequence":%d,"before":%b,"after":%b,"op":%b,"ts_ms":%d,"source":%b%b,'
+_VALUE = (b'{"sequence":%d,"before":%b,"after":%b,"op":%b,"ts_ms":%d,"source":%b%b%b%b,'
           b'"transaction":{"id":%b,"total_order":%d,"data_collection_order":%d}}')
 _OPS = {op: dumps(op) for op in ("c", "u", "d", "r", "t")}
 _END = (b'{"sequence":%d,"status":"END","id":%b,"event_count":%d,"data_collections":[%b],"ts_ms":%b,'
@@ -127,6 +126,7 @@ class Publisher:
         # counts these (a key change is two, a delete and a create, as Debezium counts it)
         self._tx_records: dict[str, int] = {}
         self._schemas: dict[str, TableSchema] = {}
+        self._consts: dict[int, tuple] = {}  # id(TableId) -> _constants(): _splice's per-table parts
         self._table_topics: set[str] = set()
         self._hb_min = heartbeat_min_interval_s
         self._last_hb = 0.0
@@ -348,65 +348,66 @@ class Publisher:
         """Data records on the JSON changes topic from the JSON of their parts. ``tables[i]``: (TableId,
         TableSchema | None); ``rows[i]``: (op, key values as cdc.envelope.row_key gives them for that schema,
         before, after, the ``source`` fields after the opening brace or ``}`` when none). The per-row hot
-        path: only bytes formatting between the reader's JSON and the producer, the counters in locals
-        (written back where anything else may read them)."""
+        path: only bytes formatting between the reader's JSON and the producer, with each table's constant
+        parts made once per transaction and the counters in locals (written back wherever anything else
+        may read them)."""
         tx = self._tx
-        counts, ops, limit, produce_all, topic = tx.counts, tx.ops, self._record_limit, \
-            self._producer.produce_all, self.topic
-        now, idj = int(time.time() * 1000), tx.id_json
+        counts, ops, limit, consts = tx.counts, tx.ops, self._record_limit, self._consts
+        now, idj, ts = int(time.time() * 1000), tx.id_json, tx.ts_json
         values: list[bytes] = []
         keys: list[bytes] = []
-        seq, total, nbytes, n = self._seq, tx.total, 0, 0
-        last = name = None
-        opc: dict[str, int] = {}
+        seq, total, nbytes = self._seq, tx.total, 0
+        last = None
         for known, row in zip(tables, rows):
             if known is not last:
-                if name is not None:  # the run of rows of the last table ends
-                    counts[name] = n
-                    _add_ops(ops, name, opc)
-                    opc = {}
-                self._seq, tx.total = seq, total
-                if values:  # a SCHEMA record _entry may write comes after the rows before it
-                    self._bytes += nbytes
-                    produce_all(topic, values, keys)
-                    values, keys, nbytes = [], [], 0
                 table, schema = last = known
-                entry = self._entry(table, schema)
-                seq = self._seq
-                if schema is not entry.key_schema:
-                    entry.key_for(schema)
-                name, head, close = entry.name, entry.key_head, b"}}" if type(entry.pk) is str else b"}"
-                mid = entry.source_head + tx.ts_json + entry.source_tail
-                mid_r = entry.source_head + tx.ts_json + entry.source_tail_r
-                n = counts.get(name, 0)
+                c = consts.get(id(table))
+                if c is None or c[0] is not table or c[1] is not schema:
+                    if schema is not None and self._schemas.get(str(table)) is not schema and values:
+                        self._producer.produce_all(self.topic, values, keys)  # before the SCHEMA record
+                        self._bytes += nbytes
+                        values, keys, nbytes = [], [], 0
+                    self._seq, tx.total = seq, total
+                    c = self._constants(table, schema)
+                    seq = self._seq
+                _, _, name, head, close, shead, stail, stail_r = c
             op, kv, before, after, src = row
-            n += 1
+            n = counts[name] = counts.get(name, 0) + 1
+            opkey = (name, op)
+            ops[opkey] = ops.get(opkey, 0) + 1
             total += 1
-            opc[op] = opc.get(op, 0) + 1
             kbytes = head + kv + close
-            vbytes = _VALUE % (seq, before, after, _OPS[op], now, mid_r if op == "r" else mid, src, idj, total, n)
-            size = len(vbytes) + len(kbytes)
-            if size > limit:  # rare: _too_large takes the row back out of the counters
-                counts[name] = n
-                _add_ops(ops, name, opc)
-                opc = {}
+            vbytes = _VALUE % (seq, before, after, _OPS[op], now, shead, ts, stail_r if op == "r" else stail, src, idj,
+                               total, n)
+            if len(vbytes) + len(kbytes) > limit:  # rare: _too_large takes the row back out of the counters
                 self._seq, tx.total = seq + 1, total
                 position = orjson.loads(b"{" + src[1:]) if len(src) > 1 else {}
-                self._too_large(op, position, name, orjson.loads(kbytes)["key"], size, seq)
-                n, total, seq = counts.get(name, 0), tx.total, self._seq
+                self._too_large(op, position, name, orjson.loads(kbytes)["key"], len(vbytes) + len(kbytes), seq)
+                seq, total = self._seq, tx.total
                 continue
             seq += 1
             nbytes += len(vbytes)
             values.append(vbytes)
             keys.append(kbytes)
-        if name is not None:
-            counts[name] = n
-            _add_ops(ops, name, opc)
         self._seq, tx.total = seq, total
         self._bytes += nbytes
-        produce_all(topic, values, keys)
+        self._producer.produce_all(self.topic, values, keys)
         if seq - 1 >= self._check_at:
             self._after_row(seq - 1)
+
+    def _constants(self, table: TableId, schema: TableSchema | None) -> tuple:
+        """A table's constant record parts (cached in ``_consts`` by the TableId's identity until a schema
+        record changes what is known): (table, schema, name, key head, key close, source head, source
+        tail, source tail of op 'r'). Writes the table's SCHEMA record first when ``schema`` is new."""
+        entry = self._entry(table, schema)
+        if schema is not entry.key_schema:
+            entry.key_for(schema)
+        if len(self._consts) > 10_000:  # a reader that makes a new TableId per row
+            self._consts.clear()
+        c = self._consts[id(table)] = (table, schema, entry.name, entry.key_head,
+                                       b"}}" if type(entry.pk) is str else b"}", entry.source_head,
+                                       entry.source_tail, entry.source_tail_r)
+        return c
 
     def _after_row(self, seq: int) -> None:
         """Every ACK_CHECK_EVERY records: a look at the acknowledged prefix (and a progress mark inside a
@@ -450,6 +451,7 @@ class Publisher:
         return entry
 
     def _table_schema(self, name: str, schema: TableSchema) -> None:
+        self._consts.clear()  # what _splice's cache assumed about the table's schema record
         if self._schemas.get(name) != schema:
             resume = None if self._tx is not None else self.last_resume
             self._produce(self.topic, schema_record(self._take_seq(), name, None, schema, _now_ms(), resume),
@@ -548,6 +550,7 @@ class Publisher:
         self._produce(self.topic, schema_record(seq, name, ev.ddl, ev.schema, ev.ts_ms, ev.resume),
                       {"table": name} if name else None)
         self._to_schema_change_topic(ev.table, ev.ddl, ev.schema, ev.ts_ms)
+        self._consts.clear()
         if name is not None and ev.schema is not None:
             self._schemas[name] = ev.schema
         elif name is not None:
