@@ -144,7 +144,7 @@ def _as_batch(changes: list[Change], mixed: bool = False) -> ChangeBatch:
     """The serialized form a reader's batch path yields (cdc.events.ChangeBatch); ``mixed``: every other row
     left as a Change, as the Oracle reader leaves the rows its native pass cannot vouch for."""
     dumps = orjson.dumps
-    tables, rows = [], []
+    tables, rows, known = [], [], {}
     for i, ch in enumerate(changes):
         if mixed and i % 2:
             tables.append(None)
@@ -153,7 +153,7 @@ def _as_batch(changes: list[Change], mixed: bool = False) -> ChangeBatch:
         row = ch.after if ch.after is not None else ch.before
         pk = ch.schema.primary_key if ch.schema is not None else ()
         key = row[pk[0]] if len(pk) == 1 else {c: row.get(c) for c in pk} if pk else row
-        tables.append((ch.table, ch.schema))
+        tables.append(known.setdefault(ch.table, (ch.table, ch.schema)))  # one tuple per table, as readers do
         rows.append((ch.op, dumps(key), dumps(ch.before), dumps(ch.after), b"," + dumps(ch.source)[1:]))
     return ChangeBatch(tables, rows)
 
@@ -173,3 +173,4 @@ def test_a_change_batch_writes_the_records_of_its_changes(mixed):
         assert [v["sequence"] for _, _, v in decoded(fake)] == list(range(1, len(fake.records) + 1))
         outs.append([(t, k, re.sub(rb'"ts_ms":\d{13}', b'"ts_ms":0', v)) for t, v, k in fake.records])  # now
     assert outs[0] == outs[1]
+
