@@ -38,6 +38,7 @@ at the choice of rows.
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections.abc import Iterator
 from typing import Any
 
@@ -54,6 +55,7 @@ from readers.oracle.dispatcher import LOB_OPS, Dispatcher, _Tx, ts_ms
 # the row kinds the columnar routing cannot vouch for (see the module docstring)
 RARE_OPS = np.array(sorted({5, 34, 255, *LOB_OPS}), dtype=np.int64)
 _FFFFFFFF = 0xFFFFFFFF
+_OP_LETTER = {1: "c", 2: "d", 3: "u"}  # OPERATION_CODE -> the change's op
 
 
 def to_rows(table: pa.Table | pa.RecordBatch) -> list[tuple]:
@@ -175,7 +177,7 @@ class ColumnarFeed:
         sqn = _ints(work.column("XIDSQN"))
         usn, slt = _ints(work.column("XIDUSN")), _ints(work.column("XIDSLT"))
         slot_key = (usn << 16) | slt
-        self._k = {"owner": owner, "owners": np.array([*owners, None], dtype=object), "table": tabl,
+        self._k = {"op": op, "owner": owner, "owners": np.array([*owners, None], dtype=object), "table": tabl,
                    "tables": np.array([*tables, None], dtype=object), "xkey": xkey,
                    "raws": np.array(raws, dtype=object), "usn": usn, "slt": slt, "sqn": sqn,
                    "ssn": _ints(work.column("SSN")) if work.column("SSN").null_count == 0 else
@@ -298,8 +300,6 @@ class ColumnarFeed:
                 if joined is not None:
                     text[i] = joined
         row_scns, rs_ids, ssns = scn[keep].tolist(), work.column("RS_ID").take(take).to_pylist(), k["ssn"][keep].tolist()
-        items = list(zip(row_scns, text, k["owners"][k["owner"][keep]].tolist(), k["tables"][k["table"][keep]].tolist(),
-                         rs_ids, ssns, strict=True))
         lo_b = np.searchsorted(kept_keys, committed, side="left").tolist()
         hi_b = np.searchsorted(kept_keys, committed, side="right").tolist()
         # the open transactions at each commit c (opened before c, ending after it: committed, rolled back or
@@ -336,12 +336,27 @@ class ColumnarFeed:
             xj = np.array([orjson.dumps(x) for x in xids], dtype=object)
             sources = (row_scns, np.asarray(cscn, dtype=np.int64)[tx_of_row].tolist(), xj[tx_of_row].tolist(),
                        rs_ids, ssns)
-            built, knowns = self._build(keep, text, sources)
-            for i in by_commit:
-                lo, hi = lo_b[i], hi_b[i]
-                yield from self._commit_serialized(xids[i], cscn[i], cts[i], items[lo:hi], built[lo:hi],
-                                                   knowns[lo:hi], lows[i], open_now[i])
+            built, knowns, table_of_row, names = self._build(keep, text, sources)
+            declined = [j for j, got in enumerate(built) if got is None] if None in built else []
+            if declined:  # rows the native pass left to the row path: their items as Dispatcher.feed makes them
+                owners, tables = k["owners"][k["owner"][keep]].tolist(), k["tables"][k["table"][keep]].tolist()
+                for j in declined:
+                    built[j] = (row_scns[j], text[j], owners[j], tables[j], rs_ids[j], ssns[j])
+            emitted = np.zeros(len(committed), dtype=bool)
+            try:
+                for i in by_commit:
+                    lo, hi = lo_b[i], hi_b[i]
+                    mixed = bool(declined) and bisect_left(declined, hi) > bisect_left(declined, lo)
+                    emitted[i] = yield from self._commit_serialized(xids[i], cscn[i], cts[i], built[lo:hi],
+                                                                    knowns[lo:hi], lows[i], open_now[i], mixed)
+            finally:  # the metrics' changes per (owner, table, op): the rows of the transactions emitted
+                counted = emitted[tx_of_row]
+                if declined:
+                    counted[declined] = False  # Dispatcher.change_of counted those
+                self._count(table_of_row[counted] * 4 + k["op"][keep][counted], names)
             return
+        items = list(zip(row_scns, text, k["owners"][k["owner"][keep]].tolist(), k["tables"][k["table"][keep]].tolist(),
+                         rs_ids, ssns, strict=True))
         commit = d._commit if d.pool is None else d._release  # row: (SCN, TIMESTAMP) is all they read of it
         for i in by_commit:
             tx = _Tx(raws[i], start[i], usn[i], slt[i], sqn[i])
@@ -374,9 +389,11 @@ class ColumnarFeed:
         self._specs[(owner, table)] = (schema, spec)
         return spec
 
-    def _build(self, keep: np.ndarray, text: list[str], sources: redo_json.Sources) -> tuple[list[Any], list[Any]]:
+    def _build(self, keep: np.ndarray, text: list[str],
+               sources: redo_json.Sources) -> tuple[list[Any], list[Any], np.ndarray, list[tuple[str, str]]]:
         """``redo_json.build`` of the released rows ``keep`` (SQL_REDO ``text``, CSF pieces joined; None for rows
-        of tables the native pass does not convert), and each row's (TableId, TableSchema)."""
+        of tables the native pass does not convert), each row's (TableId, TableSchema), and each row's table
+        as an index into the (owner, table) names of the batch."""
         d, k = self.d, self._k
         width = len(k["tables"])
         pair = k["owner"][keep] * width + (k["table"][keep] + 1)
@@ -393,6 +410,7 @@ class ColumnarFeed:
                 index[i] = len(specs)
                 specs.append(spec)
         of_row, knowns = index[inv], known[inv].tolist()
+        names = [(k["owners"][p // width], k["tables"][p % width - 1]) for p in uniq.tolist()]
         t0 = time.thread_time()
         if len(specs) == len(uniq):
             out = redo_json.build(text, of_row.tolist(), specs, sources)
@@ -405,24 +423,32 @@ class ColumnarFeed:
                                   strict=True):
                     out[i] = got
         self.native_cpu_s += time.thread_time() - t0
-        return out, knowns
+        return out, knowns, inv, names
 
-    def _commit_serialized(self, xid: str, scn: int, ts: Any, items: list[tuple], built: list[Any],
-                           knowns: list[Any], low: int, open_count: int) -> Iterator[Event]:
+    def _count(self, codes: np.ndarray, names: list[tuple[str, str]]) -> None:
+        """Add rows to the dispatcher's changes per (owner, table, op) (its ``take_counts``): ``codes`` is
+        table index * 4 + OPERATION_CODE (1 INSERT, 2 DELETE, 3 UPDATE)."""
+        if len(codes):
+            counts = self.d._counts
+            for code, n in zip(*(a.tolist() for a in np.unique(codes, return_counts=True)), strict=True):
+                t, op = divmod(code, 4)
+                key = (*names[t], _OP_LETTER[op])
+                counts[key] = counts.get(key, 0) + n
+
+    def _commit_serialized(self, xid: str, scn: int, ts: Any, built: list[Any], knowns: list[Any], low: int,
+                           open_count: int, mixed: bool) -> Iterator[Event]:
         """``Dispatcher._commit`` for the native pass: Begin, one ChangeBatch, Commit with the resume state (the
-        same checks and bookkeeping). Rows the pass returned None for are parsed by the row path here."""
+        same checks and bookkeeping); returns whether it emitted the transaction. ``built``: the pass's rows,
+        and (``mixed``) in place of those it declined their items, parsed by the row path here."""
         d = self.d
-        if not items or (d.resume is not None and d.resume.already_published(scn, xid)):
-            return
+        if not built or (d.resume is not None and d.resume.already_published(scn, xid)):
+            return False
         when = ts_ms(ts)
         yield Begin(xid, when)
-        counts = d._counts
-        for i, (item, got) in enumerate(zip(items, built, strict=True)):
-            if got is None:
-                built[i], knowns[i] = d.change_of(item, scn, xid), None
-            else:
-                key = (item[2], item[3], got[0])
-                counts[key] = counts.get(key, 0) + 1
+        if mixed:
+            for i, got in enumerate(built):
+                if len(got) == 6:  # an item: the native pass declined the row
+                    built[i], knowns[i] = d.change_of(got, scn, xid), None
         yield ChangeBatch(knowns, built)
         if scn != d.commit_scn:
             d.commit_scn, d.xids_at_commit = scn, set()
@@ -430,3 +456,4 @@ class ColumnarFeed:
         if d.on_commit is not None:
             d.on_commit(open_count)
         yield Commit(xid, when, d._resume_at(scn, low), {"scn": scn, "commit_scn": scn, "txId": xid})
+        return True
