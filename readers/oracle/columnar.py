@@ -50,7 +50,7 @@ import pyarrow.compute as pc
 from cdc.events import Begin, ChangeBatch, Commit, Event
 from readers.oracle import redo_json
 from readers.oracle.convert import Converter
-from readers.oracle.dispatcher import LOB_OPS, Dispatcher, _Tx, ts_ms
+from readers.oracle.dispatcher import LOB_OPS, Dispatcher, _Tx
 
 # the row kinds the columnar routing cannot vouch for (see the module docstring)
 RARE_OPS = np.array(sorted({5, 34, 255, *LOB_OPS}), dtype=np.int64)
@@ -73,6 +73,12 @@ def _codes(column: Any) -> tuple[np.ndarray, list[Any]]:
     codes = enc.indices.to_numpy(zero_copy_only=False)
     codes = np.where(np.isnan(codes), -1, codes).astype(np.int64) if codes.dtype.kind == "f" else codes.astype(np.int64)
     return codes, enc.dictionary.to_pylist()
+
+
+def _epoch_ms(column: Any) -> list[int]:
+    """``dispatcher.ts_ms`` of a timestamp column (naive: UTC; null: 0), for all rows at once."""
+    us = pc.cast(column, pa.timestamp("us", column.type.tz), safe=False).cast(pa.int64())
+    return (np.asarray(pc.fill_null(us, 0).to_numpy(zero_copy_only=False), dtype=np.int64) // 1000).tolist()
 
 
 def _ints(column: Any) -> np.ndarray:
@@ -342,12 +348,13 @@ class ColumnarFeed:
                 owners, tables = k["owners"][k["owner"][keep]].tolist(), k["tables"][k["table"][keep]].tolist()
                 for j in declined:
                     built[j] = (row_scns[j], text[j], owners[j], tables[j], rs_ids[j], ssns[j])
+            when = _epoch_ms(work.column("TIMESTAMP").take(pa.array(commit_pos)))  # dispatcher.ts_ms, per batch
             emitted = np.zeros(len(committed), dtype=bool)
             try:
                 for i in by_commit:
                     lo, hi = lo_b[i], hi_b[i]
                     mixed = bool(declined) and bisect_left(declined, hi) > bisect_left(declined, lo)
-                    emitted[i] = yield from self._commit_serialized(xids[i], cscn[i], cts[i], built[lo:hi],
+                    emitted[i] = yield from self._commit_serialized(xids[i], cscn[i], when[i], built[lo:hi],
                                                                     knowns[lo:hi], lows[i], open_now[i], mixed)
             finally:  # the metrics' changes per (owner, table, op): the rows of the transactions emitted
                 counted = emitted[tx_of_row]
@@ -435,7 +442,7 @@ class ColumnarFeed:
                 key = (*names[t], _OP_LETTER[op])
                 counts[key] = counts.get(key, 0) + n
 
-    def _commit_serialized(self, xid: str, scn: int, ts: Any, built: list[Any], knowns: list[Any], low: int,
+    def _commit_serialized(self, xid: str, scn: int, when: int, built: list[Any], knowns: list[Any], low: int,
                            open_count: int, mixed: bool) -> Iterator[Event]:
         """``Dispatcher._commit`` for the native pass: Begin, one ChangeBatch, Commit with the resume state (the
         same checks and bookkeeping); returns whether it emitted the transaction. ``built``: the pass's rows,
@@ -443,7 +450,6 @@ class ColumnarFeed:
         d = self.d
         if not built or (d.resume is not None and d.resume.already_published(scn, xid)):
             return False
-        when = ts_ms(ts)
         yield Begin(xid, when)
         if mixed:
             for i, got in enumerate(built):

@@ -126,3 +126,22 @@ def test_the_metrics_count_every_emitted_change_once(tmp_path_factory, opts, fet
         finally:
             src.close()
         assert read == seen, pipeline
+
+
+def test_commit_times_per_batch_are_the_row_paths():
+    """The columnar release reads every commit's ts_ms from the TIMESTAMP column at once: the same
+    milliseconds as ``dispatcher.ts_ms`` of each value, whatever the unit, before 1970, null, zoned."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from readers.oracle.columnar import _epoch_ms
+    from readers.oracle.dispatcher import ts_ms
+
+    values = [dt.datetime(2024, 2, 29, 13, 14, 15, 123456), None, dt.datetime(1969, 12, 31, 23, 59, 59, 999999),
+              dt.datetime(1970, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59)]
+    for unit in ("s", "ms", "us"):
+        column = pa.chunked_array([pa.array(values, type=pa.timestamp("us")).cast(pa.timestamp(unit), safe=False)])
+        assert _epoch_ms(column) == [ts_ms(v) for v in column.to_pylist()], unit
+    zoned = pa.array([dt.datetime(2024, 1, 1, 5, tzinfo=dt.timezone.utc)], type=pa.timestamp("ms", "UTC"))
+    assert _epoch_ms(zoned) == [ts_ms(v) for v in zoned.to_pylist()] == [1704085200000]
