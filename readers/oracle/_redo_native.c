@@ -136,12 +136,7 @@ static item_t *find(const items_t *im, const char *name, Py_ssize_t nlen) {
     return NULL;
 }
 
-static int add(items_t *im, const item_t *it) {
-    item_t *had = find(im, it->name, it->nlen);
-    if (had) {
-        *had = *it;
-        return 0;
-    }
+static int push(items_t *im, const item_t *it) {
     if (im->n == im->cap) {
         Py_ssize_t cap = im->cap ? im->cap * 2 : 32;
         item_t *v = PyMem_Realloc(im->v, cap * sizeof(item_t));
@@ -151,6 +146,15 @@ static int add(items_t *im, const item_t *it) {
     }
     im->v[im->n++] = *it;
     return 0;
+}
+
+static int add(items_t *im, const item_t *it) {
+    item_t *had = find(im, it->name, it->nlen);
+    if (had) {
+        *had = *it;
+        return 0;
+    }
+    return push(im, it);
 }
 
 /* ---- scanning (0: ok, 1: not a shape taken here, -1: out of memory) ------------------------- */
@@ -318,14 +322,7 @@ static int parse(const char *s, Py_ssize_t n, const spec_t *sp, items_t *before,
         for (;;) { /* the column names, kept in tmp */
             item_t it;
             if (ident(s, n, &p, &it.name, &it.nlen)) return 0;
-            if (tmp->n == tmp->cap) {
-                Py_ssize_t cap = tmp->cap ? tmp->cap * 2 : 32;
-                item_t *v = PyMem_Realloc(tmp->v, cap * sizeof(item_t));
-                if (!v) return -1;
-                tmp->v = v;
-                tmp->cap = cap;
-            }
-            tmp->v[tmp->n++] = it;
+            if (push(tmp, &it)) return -1;
             if (p < n && s[p] == ',') {
                 p++;
                 continue;
