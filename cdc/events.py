@@ -141,7 +141,8 @@ class ChangeBatch:
                 yield row
             else:
                 op, _key, before, after, source = row
-                yield Change(known[0], op, loads(before), loads(after), loads(b"{" + source[1:]), known[1])
+                fields = loads(b"{" + source[1:]) if len(source) > 1 else {}  # b"}": no fields of its own
+                yield Change(known[0], op, loads(before), loads(after), fields, known[1])
 
 
 def expand(events: Iterable[Any]) -> Iterator[Any]:

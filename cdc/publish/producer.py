@@ -220,19 +220,20 @@ class OrderedProducer:
         if self.produced == self._acked:  # nothing was pending: the delivery timeout starts now
             self._progress_t = time.monotonic()
         start, i, n = self.produced, 0, len(values)
-        while i < n:
-            try:
-                while i < n:
-                    p.produce(topic, values[i], keys[i], partition)
-                    i += 1
-            except BufferError:  # the local queue is full: serve deliveries, then resume at record i
-                self.produced = start + i
-                p.poll(0.005)
-                self.check()
-            except KafkaException as exc:
-                self.produced = start + i  # the records before it are queued
-                raise self._refused(exc, topic, values[i], keys[i]) from None
-        self.produced = start + n
+        try:
+            while i < n:
+                try:
+                    while i < n:
+                        p.produce(topic, values[i], keys[i], partition)
+                        i += 1
+                except BufferError:  # the local queue is full: serve deliveries, then resume at record i
+                    self.produced = start + i
+                    p.poll(0.005)
+                    self.check()
+                except KafkaException as exc:
+                    raise self._refused(exc, topic, values[i], keys[i]) from None
+        finally:
+            self.produced = start + i  # the records queued, whatever stopped the loop
         if start // POLL_EVERY != self.produced // POLL_EVERY:
             p.poll(0)
 

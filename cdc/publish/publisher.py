@@ -66,6 +66,7 @@ log = logging.getLogger(__name__)
 
 PROGRESS_EVERY = 10_000  # records between progress marks inside a long transaction
 ACK_CHECK_EVERY = 1_000  # records between looks at the acknowledged prefix inside a transaction
+SPLICE_CHUNK = 4_096  # records of a ChangeBatch formatted before they are handed to the producer
 
 
 dumps = orjson.dumps
@@ -311,6 +312,8 @@ class Publisher:
     def _batch(self, ev: ChangeBatch) -> None:
         """A reader's serialized changes (cdc.events.ChangeBatch): spliced into records as they are on the
         JSON changes topic; every other configuration takes them one Change at a time."""
+        if self._tx is None:
+            raise StreamCorrupt("row changes outside a transaction", source=self.source_name, rows=len(ev))
         if not self._json or self._per_table:
             for ch in ev.changes():
                 self._change(ch)
@@ -318,7 +321,7 @@ class Publisher:
         if None not in ev.tables:
             self._splice(ev.tables, ev.rows)
             return
-        for known, row in zip(ev.tables, ev.rows):  # rows the reader left as Changes, in their places
+        for known, row in zip(ev.tables, ev.rows, strict=True):  # rows the reader left as Changes, in their places
             if known is None:
                 self._change(row)
             else:
@@ -358,7 +361,7 @@ class Publisher:
         keys: list[bytes] = []
         seq, total, nbytes = self._seq, tx.total, 0
         last = None
-        for known, row in zip(tables, rows):
+        for known, row in zip(tables, rows, strict=True):
             if known is not last:
                 table, schema = last = known
                 c = consts.get(id(table))
@@ -380,6 +383,10 @@ class Publisher:
             vbytes = _VALUE % (seq, before, after, _OPS[op], now, shead, ts, stail_r if op == "r" else stail, src, idj,
                                total, n)
             if len(vbytes) + len(kbytes) > limit:  # rare: _too_large takes the row back out of the counters
+                if values:  # the rows before it go first (its stop or dead letter names what precedes it)
+                    self._producer.produce_all(self.topic, values, keys)
+                    self._bytes += nbytes
+                    values, keys, nbytes = [], [], 0
                 self._seq, tx.total = seq + 1, total
                 position = orjson.loads(b"{" + src[1:]) if len(src) > 1 else {}
                 self._too_large(op, position, name, orjson.loads(kbytes)["key"], len(vbytes) + len(kbytes), seq)
@@ -389,6 +396,10 @@ class Publisher:
             nbytes += len(vbytes)
             values.append(vbytes)
             keys.append(kbytes)
+            if len(values) >= SPLICE_CHUNK:  # a long batch: never all its records held at once
+                self._producer.produce_all(self.topic, values, keys)
+                self._bytes += nbytes
+                values, keys, nbytes = [], [], 0
         self._seq, tx.total = seq, total
         self._bytes += nbytes
         self._producer.produce_all(self.topic, values, keys)

@@ -282,7 +282,7 @@ static int at_end(const char *s, Py_ssize_t n, Py_ssize_t p) { return p == n || 
 static int where(const char *s, Py_ssize_t n, Py_ssize_t p, const spec_t *sp, items_t *out) {
     int first = 1, r;
     for (;;) {
-        item_t it;
+        item_t it = {0};
         if (!first && at(s, n, p, "ROWID = '", 9)) { /* the row address: last, no quote inside */
             const char *q = memchr(s + p + 9, '\'', n - p - 9);
             return !(q && at_end(s, n, q - s + 1));
@@ -320,7 +320,7 @@ static int parse(const char *s, Py_ssize_t n, const spec_t *sp, items_t *before,
         if (p >= n || s[p] != '(') return 0;
         p++;
         for (;;) { /* the column names, kept in tmp */
-            item_t it;
+            item_t it = {0};
             if (ident(s, n, &p, &it.name, &it.nlen)) return 0;
             if (push(tmp, &it)) return -1;
             if (p < n && s[p] == ',') {
@@ -353,7 +353,7 @@ static int parse(const char *s, Py_ssize_t n, const spec_t *sp, items_t *before,
         if (table(s, n, &p) || !at(s, n, p, " set ", 5)) return 0;
         p += 5;
         for (;;) {
-            item_t it;
+            item_t it = {0};
             if (ident(s, n, &p, &it.name, &it.nlen) || !at(s, n, p, " = ", 3)) return 0;
             p += 3;
             if (value(s, n, &p, &it) || temporal(sp, &it)) return 0;
@@ -497,7 +497,7 @@ static PyObject *build(PyObject *self, PyObject *args) {
     items_t before = {0}, after = {0}, tmp = {0};
     buf_t kb = {0}, bb = {0}, ab = {0}, sb = {0};
     if (!PyArg_ParseTuple(args, "OOO|O:build", &sqls, &rows_spec, &spec_list, &sources)) return NULL;
-    /* tuples: copies that Python code run while reading them (an __index__, say) cannot shrink */
+    /* tuples: copies, so that nothing the caller holds can change under the loop */
     if (!(fs = PySequence_Tuple(sqls))) goto done;
     if (!(fr = PySequence_Tuple(rows_spec))) goto done;
     if (!(fspecs = PySequence_Tuple(spec_list))) goto done;

@@ -2,9 +2,13 @@
 
 Sessions fetch with ``fetch_df_batches`` (readers/oracle/session.py), so rows arrive as Arrow record
 batches with no Python object per row. :class:`ColumnarFeed` routes each batch as array arithmetic
-(numpy over the batch's columns) instead of a Python step per row, then hands every committed
-transaction to the row dispatcher's own release path (``Dispatcher._commit`` / ``_release``: parse,
-Change, Commit with the resume state). There is ONE dispatcher semantics: this module decides
+(numpy over the batch's columns) instead of a Python step per row, then releases the committed
+transactions: with the native record pass (readers/oracle/redo_json.py, the default where it is
+compiled) all their rows' JSON in one call and each transaction as Begin, one ChangeBatch, Commit with
+the resume state (``_commit_serialized``, the same checks as ``Dispatcher._commit``; rows the pass
+declines are parsed by ``Dispatcher.change_of`` in their places); without it through the row
+dispatcher's own release path (``Dispatcher._commit`` / ``_release``: parse, Change, Commit). There is
+ONE dispatcher semantics: this module decides
 which rows survive, which transactions commit and the low watermark at each commit exactly as
 ``Dispatcher.feed`` does (tests/unit/readers/oracle/test_columnar_property.py holds them equal on
 random streams), and every row kind it cannot vouch for goes through ``Dispatcher.feed`` itself.
@@ -30,9 +34,6 @@ raw rows pass ``max_pending_rows`` or ``max_pending_bytes`` (Arrow buffer bytes;
 spills to disk: memory stays bounded).
 The row path hands back to the columnar one at the first batch boundary where it holds no open
 transaction and no half-joined DDL (with many concurrent transactions that may take long).
-
-The parse, the Change and the record are still built per row (the release path); the kernels stop
-at the choice of rows.
 """
 
 from __future__ import annotations
@@ -327,7 +328,7 @@ class ColumnarFeed:
         lows = scn[low_pos].tolist()
         open_now = (before - np.searchsorted(np.sort(ends), commit_pos, side="right") + len(d.open)).tolist()
         by_commit = np.argsort(commit_pos, kind="stable").tolist()
-        cscn, cts = scn[commit_pos].tolist(), work.column("TIMESTAMP").take(pa.array(commit_pos)).to_pylist()
+        cscn = scn[commit_pos].tolist()
         fo = first_open[committed]
         raws = k["raws"][k["xkey"][fo]].tolist()
         usn, slt, sqn, start = k["usn"][fo].tolist(), k["slt"][fo].tolist(), k["sqn"][fo].tolist(), scn[fo].tolist()
@@ -354,9 +355,10 @@ class ColumnarFeed:
                 for i in by_commit:
                     lo, hi = lo_b[i], hi_b[i]
                     mixed = bool(declined) and bisect_left(declined, hi) > bisect_left(declined, lo)
-                    emitted[i] = yield from self._commit_serialized(xids[i], cscn[i], when[i], built[lo:hi],
-                                                                    knowns[lo:hi], lows[i], open_now[i], mixed)
-            finally:  # the metrics' changes per (owner, table, op): the rows of the transactions emitted
+                    yield from self._commit_serialized(xids[i], cscn[i], when[i], built[lo:hi], knowns[lo:hi],
+                                                       lows[i], open_now[i], mixed, emitted, i)
+            finally:  # the metrics' changes per (owner, table, op): the rows of the transactions emitted (their
+                # ChangeBatch taken, as the row path counts each Change it yields), added once per batch
                 counted = emitted[tx_of_row]
                 if declined:
                     counted[declined] = False  # Dispatcher.change_of counted those
@@ -364,6 +366,7 @@ class ColumnarFeed:
             return
         items = list(zip(row_scns, text, k["owners"][k["owner"][keep]].tolist(), k["tables"][k["table"][keep]].tolist(),
                          rs_ids, ssns, strict=True))
+        cts = work.column("TIMESTAMP").take(pa.array(commit_pos)).to_pylist()
         commit = d._commit if d.pool is None else d._release  # row: (SCN, TIMESTAMP) is all they read of it
         for i in by_commit:
             tx = _Tx(raws[i], start[i], usn[i], slt[i], sqn[i])
@@ -443,18 +446,19 @@ class ColumnarFeed:
                 counts[key] = counts.get(key, 0) + n
 
     def _commit_serialized(self, xid: str, scn: int, when: int, built: list[Any], knowns: list[Any], low: int,
-                           open_count: int, mixed: bool) -> Iterator[Event]:
+                           open_count: int, mixed: bool, emitted: np.ndarray, i: int) -> Iterator[Event]:
         """``Dispatcher._commit`` for the native pass: Begin, one ChangeBatch, Commit with the resume state (the
-        same checks and bookkeeping); returns whether it emitted the transaction. ``built``: the pass's rows,
-        and (``mixed``) in place of those it declined their items, parsed by the row path here."""
+        same checks and bookkeeping); ``emitted[i]`` set as its ChangeBatch goes out. ``built``: the pass's
+        rows, and (``mixed``) in place of those it declined their items, parsed by the row path here."""
         d = self.d
         if not built or (d.resume is not None and d.resume.already_published(scn, xid)):
-            return False
+            return
         yield Begin(xid, when)
         if mixed:
-            for i, got in enumerate(built):
+            for j, got in enumerate(built):
                 if len(got) == 6:  # an item: the native pass declined the row
-                    built[i], knowns[i] = d.change_of(got, scn, xid), None
+                    built[j], knowns[j] = d.change_of(got, scn, xid), None
+        emitted[i] = True
         yield ChangeBatch(knowns, built)
         if scn != d.commit_scn:
             d.commit_scn, d.xids_at_commit = scn, set()
@@ -462,4 +466,3 @@ class ColumnarFeed:
         if d.on_commit is not None:
             d.on_commit(open_count)
         yield Commit(xid, when, d._resume_at(scn, low), {"scn": scn, "commit_scn": scn, "txId": xid})
-        return True

@@ -47,17 +47,39 @@ def arrow_schema() -> Any:
                       ("bkey", s)])
 
 
+def _row_bytes(batch: Any) -> Any:
+    """Each row's bytes in Arrow buffers (string lengths + 4 offset bytes, fixed widths): numpy int64."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    sizes = np.zeros(batch.num_rows, dtype=np.int64)
+    for column in batch.columns:
+        if pa.types.is_string(column.type) or pa.types.is_binary(column.type):
+            sizes += np.asarray(pc.fill_null(pc.binary_length(column), 0).to_numpy(zero_copy_only=False)) + 4
+        else:
+            sizes += max(1, column.type.bit_width // 8)
+    return sizes
+
+
 def pack(batches: Any) -> Any:
     """Yield one packed row (a one-row RecordBatch of PACKED_DDL) per run of at most PACK_BYTES of the
-    record ``batches`` (RecordBatches of :func:`arrow_schema`), in order."""
+    record ``batches`` (RecordBatches of :func:`arrow_schema`; a single larger record alone), in order.
+    Runs are cut on the rows' own sizes, so a batch of very unequal records never packs a run far above
+    the bound (the job's Arrow batches of packed rows stay under the 2 GiB of a binary column)."""
+    import numpy as np
     import pyarrow as pa
 
     for batch in batches:
         if not batch.num_rows:
             continue
-        per = max(1, int(batch.num_rows * PACK_BYTES // max(1, batch.nbytes)))
-        for start in range(0, batch.num_rows, per):
-            part = batch.slice(start, per)
+        ends = np.cumsum(_row_bytes(batch))
+        start = 0
+        while start < batch.num_rows:
+            base = int(ends[start - 1]) if start else 0
+            stop = max(start + 1, int(np.searchsorted(ends, base + PACK_BYTES, side="right")))
+            part = batch.slice(start, stop - start)
+            start = stop
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, part.schema) as w:
                 w.write_batch(part)
@@ -69,12 +91,18 @@ def pack(batches: Any) -> Any:
 
 
 def unpack(table: Any) -> Any:
-    """The record rows (a pyarrow Table of :func:`arrow_schema`) of a collected table of packed rows."""
+    """The record rows (a pyarrow Table of :func:`arrow_schema`) of a collected table of packed rows; a packed
+    row that does not hold the records it says it holds is an error, never a silent gap."""
     import pyarrow as pa
 
     parts = [pa.ipc.open_stream(v.as_buffer()).read_all()
              for chunk in table.column("arrow").chunks for v in chunk if v.is_valid]
-    return pa.concat_tables(parts) if parts else arrow_schema().empty_table()
+    out = pa.concat_tables(parts) if parts else arrow_schema().empty_table()
+    said = sum(n or 0 for n in table.column("records").to_pylist())
+    if out.num_rows != said:
+        raise ValueError(f"packed rows hold {out.num_rows} records but say {said}: the cdc-stream source's "
+                         "packed transfer is broken")
+    return out
 
 
 def _dumps(v: Any) -> str | None:

@@ -174,3 +174,19 @@ def test_a_change_batch_writes_the_records_of_its_changes(mixed):
         outs.append([(t, k, re.sub(rb'"ts_ms":\d{13}', b'"ts_ms":0', v)) for t, v, k in fake.records])  # now
     assert outs[0] == outs[1]
 
+
+
+def test_an_oversized_row_in_a_change_batch_stops_after_the_rows_before_it():
+    """No dead-letter topic: RecordTooLarge at the third row, and the two rows before it are produced first
+    (the stream and the next sequence agree: nothing counted that was not handed to the producer)."""
+    from cdc.publish.producer import RecordTooLarge
+
+    pub, fake, _ = publisher()
+    pub._record_limit = 400
+    changes = [ins(A, SA, {"id": 1, "v": "a"}), ins(A, SA, {"id": 2, "v": "b"}), ins(A, SA, {"id": 3, "v": "x" * 500})]
+    pub.publish(Begin("t", 1000))
+    pub.publish(_as_batch(changes[:1]))  # SA's SCHEMA record and constants now known: the next batch splices
+    with pytest.raises(RecordTooLarge, match="shop.orders"):
+        pub.publish(_as_batch(changes[1:]))
+    seqs = [v["sequence"] for _, _, v in decoded(fake)]
+    assert seqs == [1, 2, 3, 4] and pub.next_sequence == 5  # BEGIN, SCHEMA, row 1, row 2; row 3 never numbered

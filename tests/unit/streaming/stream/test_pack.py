@@ -59,3 +59,25 @@ def test_unpack_of_nothing_is_an_empty_table_of_the_record_schema():
                       "arrow": pa.array([], pa.binary())})
     got = unpack(empty)
     assert got.num_rows == 0 and got.schema.names == list(FIELDS)
+
+
+def test_runs_are_cut_by_the_rows_own_sizes(monkeypatch):
+    """Small records then large ones in one batch: no packed run holds much more than PACK_BYTES (the
+    average row size would put dozens of large records in one run), and the rows come back in order."""
+    monkeypatch.setattr(records, "PACK_BYTES", 100_000)
+    small = _batches(300, 10_000)[0]
+    rows = small.to_pylist()
+    big = [{**r, "after": "x" * 20_000} for r in rows[:60]]
+    batch = pa.RecordBatch.from_pylist(rows + big, schema=arrow_schema())
+    packed = list(pack([batch]))
+    assert max(p.column(2)[0].as_buffer().size for p in packed) < 100_000 + 25_000
+    assert unpack(pa.Table.from_batches(packed)).to_pylist() == batch.to_pylist()
+
+
+def test_a_packed_row_short_of_its_records_is_an_error():
+    packed = list(pack(_batches(20, 1000)))
+    short = pa.RecordBatch.from_arrays([packed[0].column(0), pa.array([packed[0].column(1)[0].as_py() + 1],
+                                                                      pa.int32()), packed[0].column(2)],
+                                       names=["part", "records", "arrow"])
+    with pytest.raises(ValueError, match="packed rows hold"):
+        unpack(pa.Table.from_batches([short]))
