@@ -366,8 +366,8 @@ class Publisher:
                 table, schema = last = known
                 c = consts.get(id(table))
                 if c is None or c[0] is not table or c[1] is not schema:
-                    if schema is not None and self._schemas.get(str(table)) is not schema and values:
-                        self._producer.produce_all(self.topic, values, keys)  # before the SCHEMA record
+                    if values:  # before the SCHEMA record _constants may write
+                        self._producer.produce_all(self.topic, values, keys)
                         self._bytes += nbytes
                         values, keys, nbytes = [], [], 0
                     self._seq, tx.total = seq, total

@@ -48,7 +48,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc.events import Begin, ChangeBatch, Commit, Event
+from cdc.events import Begin, ChangeBatch, Event, TableSchema
 from readers.oracle import redo_json
 from readers.oracle.convert import Converter
 from readers.oracle.dispatcher import LOB_OPS, Dispatcher, _Tx
@@ -379,11 +379,10 @@ class ColumnarFeed:
 
     # -- the serialized release (readers/oracle/redo_json.py) ---------------------------------------
 
-    def _spec(self, owner: str, table: str) -> redo_json.Spec | None:
+    def _spec(self, owner: str, table: str, schema: TableSchema | None) -> redo_json.Spec | None:
         """The native pass's description of a table (temporal columns, key), None when its conversions are
         more than ``temporal: iso`` (the row path converts those rows); cached per table schema."""
         d = self.d
-        schema = (d._schemas.get((owner, table)) or d._table(owner, table))[1]
         known = self._specs.get((owner, table))
         if known is not None and known[0] is schema:
             return known[1]
@@ -409,18 +408,19 @@ class ColumnarFeed:
         pair = k["owner"][keep] * width + (k["table"][keep] + 1)
         uniq, inv = np.unique(pair, return_inverse=True)
         specs: list[redo_json.Spec] = []
+        names: list[tuple[str, str]] = []
         index = np.full(len(uniq), -1, dtype=np.int64)
         known = np.empty(len(uniq), dtype=object)
         for i, p in enumerate(uniq.tolist()):
             o, t = divmod(p, width)
             owner, table = k["owners"][o], k["tables"][t - 1]
+            names.append((owner, table))
             known[i] = d._schemas.get((owner, table)) or d._table(owner, table)
-            spec = self._spec(owner, table)
+            spec = self._spec(owner, table, known[i][1])
             if spec is not None:
                 index[i] = len(specs)
                 specs.append(spec)
         of_row, knowns = index[inv], known[inv].tolist()
-        names = [(k["owners"][p // width], k["tables"][p % width - 1]) for p in uniq.tolist()]
         t0 = time.thread_time()
         if len(specs) == len(uniq):
             out = redo_json.build(text, of_row.tolist(), specs, sources)
@@ -460,9 +460,7 @@ class ColumnarFeed:
                     built[j], knowns[j] = d.change_of(got, scn, xid), None
         emitted[i] = True
         yield ChangeBatch(knowns, built)
-        if scn != d.commit_scn:
-            d.commit_scn, d.xids_at_commit = scn, set()
-        d.xids_at_commit.add(xid)
+        commit = d.committed(scn, xid, when, low)
         if d.on_commit is not None:
             d.on_commit(open_count)
-        yield Commit(xid, when, d._resume_at(scn, low), {"scn": scn, "commit_scn": scn, "txId": xid})
+        yield commit

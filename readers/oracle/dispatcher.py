@@ -372,14 +372,24 @@ class Dispatcher:
             change_of, lobs = self.change_of, tx.lobs
             for item in tx.rows():
                 yield change_of(item, scn, xid, lobs)
-            if scn != self.commit_scn:
-                self.commit_scn, self.xids_at_commit = scn, set()
-            self.xids_at_commit.add(xid)
+            commit = self.committed(scn, xid, when, low)
             if self.on_commit is not None:
                 self.on_commit(len(self.open) if open_count is None else open_count)
-            yield Commit(xid, when, self._resume_at(scn, low), {"scn": scn, "commit_scn": scn, "txId": xid})
+            yield commit
         finally:
             tx.discard()
+
+    def _published(self, scn: int, xid: str) -> None:
+        """Transaction (or DDL) ``xid`` committed at ``scn`` goes into the stream: later resume states name it."""
+        if scn != self.commit_scn:
+            self.commit_scn, self.xids_at_commit = scn, set()
+        self.xids_at_commit.add(xid)
+
+    def committed(self, scn: int, xid: str, when: int, low: int | None = None) -> Commit:
+        """The Commit of transaction ``xid`` at ``scn`` (marked published) with the resume state after it (``low``:
+        see ``_resume_at``); every release path ends a transaction with it."""
+        self._published(scn, xid)
+        return Commit(xid, when, self._resume_at(scn, low), {"scn": scn, "commit_scn": scn, "txId": xid})
 
     def change_of(self, item: tuple, scn: int, xid: str, lobs: LobAssembler | None = None) -> Change:
         """The Change of one released row (parsed now, converted, counted) of transaction ``xid`` committed
@@ -441,11 +451,8 @@ class Dispatcher:
                         job, sqls, part = self._job, self._job_sqls, []
                         job.append(_Mark(None, scn, xid))  # the rows that follow belong to this transaction
                         job.append(part)
-            if scn != self.commit_scn:
-                self.commit_scn, self.xids_at_commit = scn, set()
-            self.xids_at_commit.add(xid)
-            job.append(_Mark(Commit(xid, when, self._resume_at(scn, low), {"scn": scn, "commit_scn": scn, "txId": xid}),
-                             scn, xid, len(self.open) if open_count is None else open_count))
+            job.append(_Mark(self.committed(scn, xid, when, low), scn, xid,
+                             len(self.open) if open_count is None else open_count))
             if len(sqls) >= job_rows:
                 yield from self._submit()
         finally:
@@ -543,9 +550,7 @@ class Dispatcher:
                 "without DML redo: the change stream cannot carry it and the target would keep those rows. The "
                 f"source stops before it; re-snapshot {owner}.{table} (or delete the rows with DML instead)",
                 scn=scn, xid=xid, table=f"{owner}.{table}", text=sql[:500])
-        if scn != self.commit_scn:
-            self.commit_scn, self.xids_at_commit = scn, set()
-        self.xids_at_commit.add(xid)
+        self._published(scn, xid)
         tid = TableId(owner, table) if owner and table else None
         when = ts_ms(row[TS])
         if tid is not None and _TRUNCATE.match(sql):
@@ -555,7 +560,7 @@ class Dispatcher:
             self._counts[key] = self._counts.get(key, 0) + 1
             yield Begin(xid, when)
             yield Change(known[0], "t", None, None, source, known[1])
-            yield Commit(xid, when, self._resume_at(scn), {"scn": scn, "commit_scn": scn, "txId": xid})
+            yield self.committed(scn, xid, when)
             return
         self._schemas.pop((owner, table), None)  # re-read the definition after the change
         if self.on_ddl is not None:
