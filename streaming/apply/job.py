@@ -29,11 +29,11 @@ from typing import Any
 import orjson
 
 from cdc.config import ApplyConfig, Config
+from cdc.credentials import LOGIN_FIELDS
 from cdc.envelope import changes_topic
 from cdc.errors import CdcError, PublishError
 from cdc.metrics import ApplyMetrics
 from cdc.publish.topics import topic_id
-from cdc.credentials import LOGIN_FIELDS
 from cdc.table_map import TableMap
 from streaming.apply.checkpoint import check, default_location, read_checkpoint
 from streaming.apply.engine import ApplyEngine
@@ -44,9 +44,8 @@ log = logging.getLogger(__name__)
 
 
 # the source hands each micro-batch over in packed rows (runs of records as Arrow IPC, streaming.stream.records
-# .pack): Spark moves a few large values instead of converting every record into its row and back
-PACKED = True
-# packed rows per Arrow batch that Spark collects to the driver: 64 x records.PACK_BYTES stays far below
+# .pack): Spark moves a few large values instead of converting every record into its row and back.
+# Packed rows per Arrow batch that Spark collects to the driver: 64 x records.PACK_BYTES stays far below
 # the 2 GiB a binary Arrow column can hold (Spark's maxBytesPerBatch is not applied to toArrow)
 PACKED_ARROW_ROWS = 64
 
@@ -75,7 +74,7 @@ def build_session(master: str | None = None, app_name: str = "cdc-apply", log_le
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
-        **({"spark.sql.execution.arrow.maxRecordsPerBatch": str(PACKED_ARROW_ROWS)} if PACKED else {}),
+        "spark.sql.execution.arrow.maxRecordsPerBatch": str(PACKED_ARROW_ROWS),
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
         # Python workers start slowly on a loaded machine: give them time to connect back
         "spark.python.authenticate.socketTimeout": "180s",
@@ -119,7 +118,7 @@ class ApplyStream:
         self.in_batch = True
         try:
             t0 = time.monotonic()
-            table = unpack(df.toArrow()) if PACKED else df.toArrow()
+            table = unpack(df.toArrow())
             t1 = time.monotonic()
             end = None
             if table.num_rows:
@@ -210,7 +209,7 @@ def _start_query(spark: Any, config: Config, stream: ApplyStream) -> None:
               .option("topic", topic)
               .option("encoding", config.kafka.encoding)
               .option("stream_id", stream.stream_id or "")
-              .option("packed", str(PACKED).lower())
+              .option("packed", "true")
               .option("max_records_per_batch", str(apply.max_records_per_batch))
               .option("freshness_interval_s", str(apply.freshness_interval_s))
               # a full batch becomes one input partition per core (a third, half-empty wave costs a whole task)
@@ -281,7 +280,7 @@ def run(config: Config, master: str | None = None, until_idle_s: float | None = 
     from streaming.stream.datasource import warm_up
 
     spark = spark or build_session(master, log_level=config.logging.level, json_logs=config.logging.json_)
-    warm_up(spark, _cores(spark), packed=PACKED)
+    warm_up(spark, _cores(spark), packed=True)
     streams: list[ApplyStream] = streams_out if streams_out is not None else []
     for a in config.apply:
         streams.append(start_stream(spark, config, a, metrics_registry))
