@@ -190,3 +190,21 @@ def test_an_oversized_row_in_a_change_batch_stops_after_the_rows_before_it():
         pub.publish(_as_batch(changes[1:]))
     seqs = [v["sequence"] for _, _, v in decoded(fake)]
     assert seqs == [1, 2, 3, 4] and pub.next_sequence == 5  # BEGIN, SCHEMA, row 1, row 2; row 3 never numbered
+
+
+def test_an_oversized_row_in_a_change_batch_goes_to_the_dead_letter_topic_without_a_gap():
+    """With kafka.dead_letter_topic: the oversized row of a spliced batch is dead-lettered (reason, table, key,
+    size; never the row), the rows around it keep gapless sequences and END counts only them."""
+    pub, fake, _ = publisher(dead_letter_topic="dlq")
+    pub._record_limit = 400
+    changes = [ins(A, SA, {"id": 1, "v": "a"}), ins(A, SA, {"id": 2, "v": "b"}), ins(A, SA, {"id": 3, "v": "x" * 500}),
+               ins(A, SA, {"id": 4, "v": "d"})]
+    for ev in tx("t", [_as_batch(changes[:1]), _as_batch(changes[1:])], {"r": 1}):
+        pub.publish(ev)
+    out = decoded(fake, topic="p.s.changes")
+    assert [v["sequence"] for _, _, v in out] == list(range(1, len(out) + 1))
+    rows = [v["after"]["id"] for _, _, v in out if v.get("op") == "c"]
+    assert rows == [1, 2, 4] and out[-1][2]["event_count"] == 3
+    dead = [orjson.loads(v) for t, v, _ in fake.records if t == "dlq"]
+    assert len(dead) == 1 and dead[0]["error"] == "RecordTooLarge" and "x" * 50 not in orjson.dumps(dead[0]).decode()
+    assert dead[0]["fields"]["table"] == "shop.orders" and dead[0]["fields"]["key"] == '{"id":3}'
