@@ -14,6 +14,7 @@ pytest_plugins = [
     "tests.fixtures.prometheus",
     "tests.fixtures.services",
     "tests.fixtures.tls",
+    "tests.fixtures.disks",
 ]
 
 _skipped: list[str] = []

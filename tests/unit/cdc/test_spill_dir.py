@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 
 import pytest
 
@@ -128,20 +127,6 @@ def test_a_truncated_chunk_file_is_named(tmp_path):
     assert err.value.offset == 40
     buf.discard()
     store.close()
-
-
-@pytest.fixture
-def tiny_disk(tmp_path):
-    """A 64 KiB tmpfs (needs root, as CI has): a real ENOSPC."""
-    where = tmp_path / "tiny"
-    where.mkdir(mode=0o700)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(where)],
-                          check=False, capture_output=True, text=True, timeout=30)
-    assert done.returncode == 0, f"cannot mount a tmpfs for the disk-full test: {done.stderr.strip()}"
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "--lazy", str(where)], check=True, timeout=30)  # lazy: even if a file is open
 
 
 def test_a_full_disk_names_the_directory_and_the_bytes_and_leaves_no_partial_file(tiny_disk):
