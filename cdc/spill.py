@@ -155,6 +155,10 @@ class TransactionStore:
         self._open[buf.seq] = buf
         return buf
 
+    def account_spilled(self, nbytes: int) -> None:
+        """Bytes another spill in this directory wrote (+) or removed (-) (readers.oracle.arrow_spill)."""
+        self._account(spilled=nbytes)
+
     def close(self) -> None:
         if self._writer is not None:
             self._writes.put(_STOP, 0)

@@ -78,13 +78,20 @@ def _ext(code: int, data: bytes) -> Any:
 
 def encode(chunk: list) -> bytes:
     """One chunk's frame (header + payload). Raises TypeError for a value the format does not carry."""
-    payload = msgpack.packb(chunk, default=_default, use_bin_type=True, datetime=False)
+    return frame(msgpack.packb(chunk, default=_default, use_bin_type=True, datetime=False))
+
+
+def frame(payload: bytes | memoryview) -> bytes:
+    """``payload`` in one checked frame (header + payload); the Arrow IPC spill (readers.oracle.arrow_spill)
+    frames its chunks so too."""
     length = len(payload).to_bytes(8, "big")
-    return b"".join((MAGIC, length, hashlib.blake2b(length + payload, digest_size=16).digest(), payload))
+    digest = hashlib.blake2b(length, digest_size=16)
+    digest.update(payload)
+    return b"".join((MAGIC, length, digest.digest(), payload))
 
 
-def decode(data: bytes) -> Any:
-    """The chunk of one frame, checked before it is decoded. Raises :class:`ChunkCorrupt`."""
+def unframe(data: bytes) -> memoryview:
+    """The payload of one frame, checked (length and digest). Raises :class:`ChunkCorrupt`."""
     if data[:len(MAGIC)] != MAGIC[:len(data)]:
         raise ChunkCorrupt("not a spill chunk (wrong magic bytes)", 0)
     if len(data) < HEADER:
@@ -99,6 +106,12 @@ def decode(data: bytes) -> Any:
     digest.update(payload)
     if digest.digest() != data[16:32]:
         raise ChunkCorrupt("digest mismatch: the payload is not what was written", HEADER)
+    return payload
+
+
+def decode(data: bytes) -> Any:
+    """The chunk of one frame, checked before it is decoded. Raises :class:`ChunkCorrupt`."""
+    payload = unframe(data)
     try:
         return msgpack.unpackb(payload, ext_hook=_ext, raw=False, use_list=False, strict_map_key=False,
                                timestamp=0)

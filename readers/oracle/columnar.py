@@ -29,9 +29,16 @@ Per batch (``work`` = rows of transactions still open after the last batch + the
 The batch is cut, and ``Dispatcher.feed`` takes over from the open transactions' raw rows
 onwards, at any rare row: DDL (5), LOB operations (9, 10, 11, 28, 29), UNSUPPORTED (255),
 MISSING_SCN (34), an ``"UNKNOWN"`` owner, a DML row without SQL_REDO, an ``ffffffff`` row whose
-transaction is not open, or an XID seen again after its end; also when the open transactions'
-raw rows pass ``max_pending_rows`` or ``max_pending_bytes`` (Arrow buffer bytes; the row path
-spills to disk: memory stays bounded).
+transaction is not open, or an XID seen again after its end. Spilled transactions' rows go with
+them, each back in its place after its stub (``_raw_rows``).
+
+Big transactions (with the native pass): when the open transactions' raw rows held here pass
+``max_pending_rows`` or ``max_pending_bytes`` (Arrow buffer bytes), the largest ones' rows go to Arrow
+IPC chunk files (readers/oracle/arrow_spill.py) but for each one's first row, until the rows held are
+under half the bounds; at COMMIT such a transaction's rows are decided on their flags, then read back
+and published chunk by chunk (``_commit_spilled``). Only when that cannot bring them under the
+bounds (many small transactions) do the open transactions go to the row path, which spills by
+itself: memory stays bounded either way.
 The row path hands back to the columnar one at the first batch boundary where it holds no open
 transaction and no half-joined DDL (with many concurrent transactions that may take long).
 """
@@ -40,7 +47,8 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -50,6 +58,7 @@ import pyarrow.compute as pc
 
 from cdc.events import Begin, ChangeBatch, Event, TableSchema
 from readers.oracle import redo_json
+from readers.oracle.arrow_spill import ArrowSpill
 from readers.oracle.convert import Converter
 from readers.oracle.dispatcher import LOB_OPS, Dispatcher, _Tx
 
@@ -82,6 +91,39 @@ def _epoch_ms(column: Any) -> list[int]:
     return (np.asarray(pc.fill_null(us, 0).to_numpy(zero_copy_only=False), dtype=np.int64) // 1000).tolist()
 
 
+def _survivors(csf: np.ndarray, rollback: np.ndarray, groups: Callable[[], np.ndarray]) -> np.ndarray:
+    """Which released rows survive, in order: not a CSF piece (joined into the next row), not a ``ROLLBACK = 1``
+    row, not cancelled by one (the latest earlier surviving row of its group: transaction and ROW_ID, from
+    ``groups()``, asked only when there is a rollback row; a short loop over the groups it touches)."""
+    alive = ~csf
+    undo = alive & rollback
+    if undo.any():
+        group = groups()
+        stacks: dict[int, list[int]] = {}
+        for i in np.flatnonzero(np.isin(group, group[undo]) & alive).tolist():
+            stack = stacks.setdefault(int(group[i]), [])
+            if rollback[i]:
+                alive[i] = False
+                if stack:
+                    alive[stack.pop()] = False
+            else:
+                stack.append(i)
+    return alive
+
+
+def _join_csf(text: list[str], csf: np.ndarray, pieces: list[str]) -> list[str]:
+    """Join the CSF pieces among one transaction's consecutive rows ``text`` into the next row's text, in place;
+    ``pieces``: those still waiting from the rows before. Returns those still waiting after."""
+    follows = np.concatenate([[bool(pieces)], csf[:-1]])
+    for i in np.flatnonzero(csf | follows).tolist():
+        if csf[i]:
+            pieces.append(text[i])
+        elif pieces:
+            text[i] = "".join([*pieces, text[i]])
+            pieces = []
+    return pieces
+
+
 def _ints(column: Any) -> np.ndarray:
     return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64) if column.null_count == 0 else \
         np.asarray(pc.fill_null(column, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -104,6 +146,9 @@ class ColumnarFeed:
         self.serialize = redo_json.NATIVE if serialize is None else serialize
         self._specs: dict[tuple[str, str], tuple[Any, redo_json.Spec | None]] = {}
         self.native_cpu_s = 0.0  # CPU seconds in the native pass (cdc bench oracle's stage figures)
+        # big open transactions' rows on disk (readers/oracle/arrow_spill.py); the serialized release reads them
+        self.spill = ArrowSpill(dispatcher.store) if self.serialize else None
+        self.peak_pending_bytes = 0  # the most the open transactions' rows held here between batches
 
     # -- state the reader asks for ------------------------------------------------------------------
 
@@ -138,13 +183,12 @@ class ColumnarFeed:
 
     def _to_rows_mode(self, work: pa.Table, keep: np.ndarray, cut: int) -> Iterator[Event]:
         """Hand over: the open transactions' raw rows, then everything from ``cut`` on, to Dispatcher.feed."""
-        rows = to_rows(work.take(pa.array(keep, type=pa.int64()))) if len(keep) else []
-        rows += to_rows(work.slice(cut))
+        rows = work.take(pa.array(np.concatenate([keep, np.arange(cut, work.num_rows)]), type=pa.int64()))
         self.pending, self._pending_start = None, []
         self._publish_outside()
         self.rows_mode = True
         mined = self.d.mined_through
-        yield from self.d.feed(rows)
+        yield from self.d.feed(self._raw_rows(rows))
         self.d.mined_through = max(mined, self.d.mined_through)
         if not self.d.open and not self.d._ddl_pieces and not self.d.by_slot:
             self.rows_mode = False
@@ -178,13 +222,14 @@ class ColumnarFeed:
             rare |= dml & (owner == owners.index("UNKNOWN"))
         rel = dml & self._captured_codes(owner, owners, tabl, tables)
         sql_null = np.asarray(work.column("SQL_REDO").is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        self._k = {"rel": rel}
         rare |= rel & sql_null
         # -- transaction keys
         xkey, raws = _codes(work.column("XID"))
         sqn = _ints(work.column("XIDSQN"))
         usn, slt = _ints(work.column("XIDUSN")), _ints(work.column("XIDSLT"))
         slot_key = (usn << 16) | slt
-        self._k = {"op": op, "owner": owner, "owners": np.array([*owners, None], dtype=object), "table": tabl,
+        self._k |= {"op": op, "owner": owner, "owners": np.array([*owners, None], dtype=object), "table": tabl,
                    "tables": np.array([*tables, None], dtype=object), "xkey": xkey,
                    "raws": np.array(raws, dtype=object), "usn": usn, "slt": slt, "sqn": sqn,
                    "ssn": _ints(work.column("SSN")) if work.column("SSN").null_count == 0 else
@@ -194,7 +239,7 @@ class ColumnarFeed:
         term = (op == 7) | (op == 36)
         rare |= ff & (op == 7)
         pos = np.arange(n, dtype=np.int64)
-        ekey = xkey.copy()
+        ekey = self._k["ekey"] = xkey.copy()
         ffrows = np.flatnonzero(ff & (opener | (op == 36)))
         if len(ffrows):  # by_slot: the latest transaction opened on this undo slot
             cand = np.flatnonzero(opener & ~ff)
@@ -229,23 +274,76 @@ class ColumnarFeed:
         committed = opened[(ends < big) & (op[np.minimum(ends, n - 1)] == 7)]
         still_open = opened[ends >= big]
         keep_rows = np.flatnonzero((opener | ff) & valid & (pos < cut) & np.isin(ekey, still_open))
+        yield from self._release(work, committed, first_open, end, scn, ekey, rel, still_open, min(cut, n))
+        if self.spill:  # committed or rolled back: their chunks are done with
+            for raw in self._k["raws"][opened[ends < big]].tolist():
+                self.spill.discard(raw)
         if cut < n:
-            yield from self._release(work, committed, first_open, end, scn, ekey, rel, still_open, cut)
             yield from self._to_rows_mode(work, keep_rows, cut)
             return
-        yield from self._release(work, committed, first_open, end, scn, ekey, rel, still_open, n)
         d.mined_through = int(scn[-1])
         self.pending = work.take(pa.array(keep_rows, type=pa.int64())) if len(keep_rows) else None
         self._pending_start = [int(scn[first_open[k]]) for k in still_open]
         self._publish_outside()
-        if self.pending is not None and (self.pending.num_rows > self.max_pending_rows
-                                         or self.pending.nbytes > self.max_pending_bytes):
+        if self.pending is not None and self.spill is not None and self._over_bound():
+            keep_rows = self._relieve(work, keep_rows)
+            self.pending = work.take(pa.array(keep_rows, type=pa.int64()))
+        if self.pending is not None and self._over_bound():
             self.pending, keep, self._pending_start = None, self.pending, []
             self._publish_outside()
             self.rows_mode = True
             mined = d.mined_through
-            yield from d.feed(to_rows(keep))
+            yield from d.feed(self._raw_rows(keep))
             d.mined_through = mined
+        if self.pending is not None:
+            self.peak_pending_bytes = max(self.peak_pending_bytes, self.pending.nbytes)
+
+    def _over_bound(self) -> bool:
+        return self.pending.num_rows > self.max_pending_rows or self.pending.nbytes > self.max_pending_bytes
+
+    def _relieve(self, work: pa.Table, keep_rows: np.ndarray) -> np.ndarray:
+        """Spill the largest open transactions' captured rows, all but each one's stub (its first row), until
+        the open rows are under half their bound; returns the rows (of ``work``) that stay."""
+        k = self._k
+        ekey, rel = k["ekey"][keep_rows], k["rel"][keep_rows]
+        keys, first, counts = np.unique(ekey, return_index=True, return_counts=True)
+        per_row = self.pending.nbytes / len(keep_rows)
+        left = len(keep_rows)
+        drop = np.zeros(len(keep_rows), dtype=bool)
+        for j in np.argsort(-counts, kind="stable").tolist():
+            if left <= self.max_pending_rows // 2 and left * per_row <= self.max_pending_bytes // 2:
+                break
+            mine = np.flatnonzero((ekey == keys[j]) & rel)
+            mine = mine[mine != first[j]]
+            if len(mine):
+                stub = keep_rows[first[j]]
+                xid = f"{k['usn'][stub]}.{k['slt'][stub]}.{k['sqn'][stub]}"
+                self.spill.append(k["raws"][keys[j]], xid, work.take(pa.array(keep_rows[mine], type=pa.int64())))
+                drop[mine] = True
+                left -= len(mine)
+        return keep_rows[~drop]
+
+    def _raw_rows(self, table: pa.Table) -> Iterator[tuple]:
+        """``table``'s rows as the row path takes them, each spilled transaction's rows back in their place
+        right after its stub (its first row here); those transactions are the row path's from then on."""
+        spill = self.spill
+        if not spill:
+            yield from to_rows(table)
+            return
+        xkey, raws = _codes(table.column("XID"))
+        stubs = []
+        for raw in spill.raws():
+            if raw not in raws:  # cannot happen: a spilled transaction is open, so its stub is handed over
+                raise RuntimeError(f"spilled transaction {raw!r} has no open row to follow")
+            stubs.append((int(np.argmax(xkey == raws.index(raw))), raw))
+        start = 0
+        for at, raw in sorted(stubs):
+            yield from to_rows(table.slice(start, at + 1 - start))
+            for chunk in spill.chunks(raw):
+                yield from to_rows(chunk)
+            spill.discard(raw)
+            start = at + 1
+        yield from to_rows(table.slice(start))
 
     def _release(self, work: pa.Table, committed: np.ndarray, first_open: np.ndarray, end: np.ndarray,
                  scn: np.ndarray, ekey: np.ndarray, rel: np.ndarray, still_open: np.ndarray,
@@ -259,13 +357,16 @@ class ColumnarFeed:
         in_tx = rel & (ekey >= 0) & (pos < cut)
         in_tx &= np.isin(ekey, committed)
         in_tx &= pos < end[np.where(ekey >= 0, ekey, len(end) - 1)]
+        spilled = np.array([raw in self.spill for raw in self._k["raws"][committed].tolist()], dtype=bool) \
+            if self.spill else np.zeros(len(committed), dtype=bool)
+        if spilled.any():  # released chunk by chunk (_commit_spilled)
+            in_tx &= ~np.isin(ekey, committed[spilled])
         rows = np.flatnonzero(in_tx)
         csf = _ints(work.column("CSF"))[rows] != 0
         rb = _ints(work.column("ROLLBACK"))[rows] != 0
         keyed = ekey[rows]
         order = np.argsort(keyed, kind="stable")  # transaction by transaction, each in row order
         rows, csf, rb, keyed = rows[order], csf[order], rb[order], keyed[order]
-        alive = np.ones(len(rows), dtype=bool)
         sql_of: dict[int, str] = {}
         sqls = work.column("SQL_REDO")
         if csf.any():  # join CSF pieces into the next row of the same transaction (rare: a short loop)
@@ -276,24 +377,15 @@ class ColumnarFeed:
                 text = sqls[int(rows[i])].as_py()
                 if csf[i]:
                     pieces.append(text)
-                    alive[i] = False
                 elif pieces:
                     sql_of[int(rows[i])] = "".join([*pieces, text])
                     pieces = []
-        undo = alive & rb
-        if undo.any():  # ROLLBACK = 1: cancel the latest earlier row of the same ROW_ID (short loop)
+
+        def groups() -> np.ndarray:
             rid, _ = _codes(work.column("ROW_ID").take(pa.array(rows, type=pa.int64())))
-            group = keyed * (int(rid.max()) + 2) + (rid + 1)
-            touched = np.isin(group, group[undo])
-            stacks: dict[int, list[int]] = {}
-            for i in np.flatnonzero(touched & alive).tolist():
-                stack = stacks.setdefault(int(group[i]), [])
-                if rb[i]:
-                    alive[i] = False
-                    if stack:
-                        alive[stack.pop()] = False
-                else:
-                    stack.append(i)
+            return keyed * (int(rid.max()) + 2) + (rid + 1)
+
+        alive = _survivors(csf, rb, groups)
         keep = rows[alive]
         kept_keys = keyed[alive]
         # item tuples (scn, sql, owner, table, rs_id, ssn) of every surviving row, by transaction: integer and
@@ -343,7 +435,8 @@ class ColumnarFeed:
             xj = np.array([orjson.dumps(x) for x in xids], dtype=object)
             sources = (row_scns, np.asarray(cscn, dtype=np.int64)[tx_of_row].tolist(), xj[tx_of_row].tolist(),
                        rs_ids, ssns)
-            built, knowns, table_of_row, names = self._build(keep, text, sources)
+            built, knowns, table_of_row, names = self._build(k["owner"][keep], k["owners"], k["table"][keep],
+                                                             k["tables"], text, sources)
             declined = [j for j, got in enumerate(built) if got is None] if None in built else []
             if declined:  # rows the native pass left to the row path: their items as Dispatcher.feed makes them
                 owners, tables = k["owners"][k["owner"][keep]].tolist(), k["tables"][k["table"][keep]].tolist()
@@ -353,6 +446,10 @@ class ColumnarFeed:
             emitted = np.zeros(len(committed), dtype=bool)
             try:
                 for i in by_commit:
+                    if spilled[i]:
+                        yield from self._commit_spilled(work, int(committed[i]), xids[i], cscn[i], when[i], lows[i],
+                                                        open_now[i], int(fo[i]), int(commit_pos[i]))
+                        continue
                     lo, hi = lo_b[i], hi_b[i]
                     mixed = bool(declined) and bisect_left(declined, hi) > bisect_left(declined, lo)
                     yield from self._commit_serialized(xids[i], cscn[i], when[i], built[lo:hi], knowns[lo:hi],
@@ -379,6 +476,60 @@ class ColumnarFeed:
 
     # -- the serialized release (readers/oracle/redo_json.py) ---------------------------------------
 
+    def _commit_spilled(self, work: pa.Table, key: int, xid: str, scn: int, when: int, low: int, open_count: int,
+                        stub: int, commit_pos: int) -> Iterator[Event]:
+        """``_commit_serialized`` of a spilled transaction (readers/oracle/arrow_spill.py): its rows are the
+        stub's place in ``work`` (the stub itself when it is a captured DML row), the spilled chunks, then its
+        later rows in ``work``; which survive is decided on their keys first, then the rows go out chunk by
+        chunk, one ChangeBatch each, between one Begin and one Commit."""
+        d, k, spill = self.d, self._k, self.spill
+        raw = k["raws"][key]
+        if d.resume is not None and d.resume.already_published(scn, xid):
+            return
+        mine = np.flatnonzero(k["rel"] & (k["ekey"] == key))
+        mine = mine[mine < commit_pos]
+        head, tail = (work.take(pa.array(part, type=pa.int64())) for part in (mine[mine <= stub], mine[mine > stub]))
+        rollback, csf = spill.flags(raw)
+        rollback = np.concatenate([_ints(head.column("ROLLBACK")) != 0, rollback, _ints(tail.column("ROLLBACK")) != 0])
+        csf = np.concatenate([_ints(head.column("CSF")) != 0, csf, _ints(tail.column("CSF")) != 0])
+        alive = _survivors(csf, rollback, lambda: _codes(pa.concat_arrays(
+            [head.column("ROW_ID").combine_chunks(), *spill.row_ids(raw), tail.column("ROW_ID").combine_chunks()]))[0])
+        if not alive.any():
+            return
+        yield Begin(xid, when)
+        at, pieces, txj = 0, [], orjson.dumps(xid)
+        for part in chain((head,), spill.chunks(raw), (tail,)):  # one chunk in memory at a time
+            n = part.num_rows
+            take, piece = alive[at:at + n], csf[at:at + n]
+            at += n
+            if not n:
+                continue
+            text = part.column("SQL_REDO").to_pylist()
+            pieces = _join_csf(text, piece, pieces)
+            if not take.any():
+                continue
+            sel = np.flatnonzero(take)
+            rows = part.take(pa.array(sel, type=pa.int64()))
+            text = [text[j] for j in sel.tolist()]
+            owner, owners = _codes(rows.column("SEG_OWNER"))
+            table, tables = _codes(rows.column("TABLE_NAME"))
+            owners, tables = np.array([*owners, None], dtype=object), np.array([*tables, None], dtype=object)
+            scns, rs_ids, ssns = _ints(rows.column("SCN")).tolist(), rows.column("RS_ID").to_pylist(), \
+                rows.column("SSN").to_pylist()
+            built, knowns, table_of_row, names = self._build(owner, owners, table, tables, text,
+                                                             (scns, [scn] * len(sel), [txj] * len(sel), rs_ids, ssns))
+            counted = np.ones(len(built), dtype=bool)
+            for j, got in enumerate(built):
+                if got is None:  # the row path's Change in its place (Dispatcher.change_of counts it)
+                    item = (scns[j], text[j], owners[owner[j]], tables[table[j]], rs_ids[j], ssns[j])
+                    built[j], knowns[j], counted[j] = d.change_of(item, scn, xid), None, False
+            self._count(table_of_row[counted] * 4 + _ints(rows.column("OPERATION_CODE"))[counted], names)
+            yield ChangeBatch(knowns, built)
+        commit = d.committed(scn, xid, when, low)
+        if d.on_commit is not None:
+            d.on_commit(open_count)
+        yield commit
+
     def _spec(self, owner: str, table: str, schema: TableSchema | None) -> redo_json.Spec | None:
         """The native pass's description of a table (temporal columns, key), None when its conversions are
         more than ``temporal: iso`` (the row path converts those rows); cached per table schema."""
@@ -398,14 +549,15 @@ class ColumnarFeed:
         self._specs[(owner, table)] = (schema, spec)
         return spec
 
-    def _build(self, keep: np.ndarray, text: list[str],
+    def _build(self, owner: np.ndarray, owners: np.ndarray, table: np.ndarray, tables: np.ndarray, text: list[str],
                sources: redo_json.Sources) -> tuple[list[Any], list[Any], np.ndarray, list[tuple[str, str]]]:
-        """``redo_json.build`` of the released rows ``keep`` (SQL_REDO ``text``, CSF pieces joined; None for rows
-        of tables the native pass does not convert), each row's (TableId, TableSchema), and each row's table
-        as an index into the (owner, table) names of the batch."""
-        d, k = self.d, self._k
-        width = len(k["tables"])
-        pair = k["owner"][keep] * width + (k["table"][keep] + 1)
+        """``redo_json.build`` of released rows (their SEG_OWNER and TABLE_NAME as codes into ``owners`` and
+        ``tables``, each ending in None for code -1; SQL_REDO ``text``, CSF pieces joined; None for rows of
+        tables the native pass does not convert), each row's (TableId, TableSchema), and each row's table
+        as an index into the (owner, table) names of the rows."""
+        d = self.d
+        width = len(tables)
+        pair = owner * width + (table + 1)
         uniq, inv = np.unique(pair, return_inverse=True)
         specs: list[redo_json.Spec] = []
         names: list[tuple[str, str]] = []
@@ -413,10 +565,10 @@ class ColumnarFeed:
         known = np.empty(len(uniq), dtype=object)
         for i, p in enumerate(uniq.tolist()):
             o, t = divmod(p, width)
-            owner, table = k["owners"][o], k["tables"][t - 1]
-            names.append((owner, table))
-            known[i] = d._schemas.get((owner, table)) or d._table(owner, table)
-            spec = self._spec(owner, table, known[i][1])
+            name = owners[o], tables[t - 1]
+            names.append(name)
+            known[i] = d._schemas.get(name) or d._table(*name)
+            spec = self._spec(*name, known[i][1])
             if spec is not None:
                 index[i] = len(specs)
                 specs.append(spec)

@@ -36,7 +36,7 @@ import datetime as dt
 import logging
 import re
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -260,11 +260,12 @@ class Dispatcher:
 
     # -- rows ------------------------------------------------------------------------------------------
 
-    def feed(self, rows: list[tuple]) -> Iterator[Event]:
-        """Route a batch of rows (SCN order); yields the events of transactions committed in it."""
+    def feed(self, rows: Iterable[tuple]) -> Iterator[Event]:
+        """Route a batch of rows (SCN order; any iterable); yields the events of transactions committed in it."""
         captured, seen, open_txs, inline = self.captured, self._captured, self.open, self.inline_rows
         if self.inline_budget is not None and len(open_txs) > 16:
             self._bound_inline()
+        row = None
         for row in rows:
             op = row[OP]
             if op == 1 or op == 2 or op == 3:
@@ -332,8 +333,8 @@ class Dispatcher:
             elif op == 34:
                 raise LogMinerError(f"LogMiner reported MISSING_SCN at SCN {row[SCN]}: redo is missing from the "
                                     "added logs", scn=row[SCN], text=(row[SQL] or "")[:500])
-        if rows:
-            self.mined_through = rows[-1][SCN]
+        if row is not None:
+            self.mined_through = row[SCN]
         if self.pool is not None:
             if self._job:
                 yield from self._submit()

@@ -1,0 +1,161 @@
+"""``pipeline: columnar`` with big open transactions: their rows go to Arrow IPC chunk files
+(readers/oracle/arrow_spill.py) and come back at COMMIT through the native record pass. The events equal
+the row pipeline's; a rare row while a transaction is spilled hands its rows, spilled ones in their
+place, to the row path; a chunk that is not what was written, a missing one or a full disk stops the
+source naming the file before the transaction's Commit, and a restart from the last END publishes it
+whole, once."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cdc.errors import SpillError
+from cdc.events import Begin, ChangeBatch, Commit, Heartbeat, Idle
+from tests.unit.readers.oracle.columnar_helpers import events
+from tests.unit.readers.oracle.helpers import run, source
+
+# one 3,000-row UPDATE transaction (transaction 0) beside 40 others with rollbacks, partial rollbacks, CSF
+BIG = ("seed=3,transactions=40,lanes=4,threads=2,big_txn_rows=3000,log_scns=300,rollback_rate=0.2,"
+       "partial_rollback_rate=0.3,csf_rate=0.2")
+SMALL_BOUND = {"spill_threshold_rows": 200, "fetch_size": 97, "parse_workers": 0}
+
+
+def _keep_feed(feeds):
+    return lambda src: feeds.append(src.columnar)
+
+
+@pytest.mark.parametrize("opts", [BIG, BIG.replace("seed=3", "seed=4") + ",unknown_sqn_rate=1.0"])
+def test_a_big_transaction_spills_as_arrow_and_the_events_are_the_row_pipelines(tmp_path, opts):
+    feeds: list = []
+    rows, _ = events(opts, tmp_path, fetch_size=97, parse_workers=0, pipeline="rows")
+    cols, _ = events(opts, tmp_path, pipeline="columnar", after_start=_keep_feed(feeds), **SMALL_BOUND)
+    assert cols == rows
+    feed = feeds[0]
+    assert feed.spill.spilled_rows >= 2_500 and feed.batches_rows == 0  # spilled, never handed to the row path
+    assert feed.peak_pending_bytes <= feed.max_pending_bytes and len(feed.spill) == 0
+
+
+def test_a_rare_row_while_transactions_are_spilled_hands_their_rows_to_the_row_path_in_place(tmp_path):
+    opts = BIG + ",ddl_at=5"  # the DDL comes while transactions are spilled (found for this seed and bound)
+    cfg = {"spill_threshold_rows": 20, "fetch_size": 50, "parse_workers": 0}
+    handed: list[int] = []
+
+    def hook(src):
+        feed = src.columnar
+        to_rows = feed._raw_rows
+
+        def raw_rows(table):
+            handed.append(sum(feed.spill.rows(raw) for raw in feed.spill.raws()))
+            return to_rows(table)
+
+        feed._raw_rows = raw_rows
+
+    rows, _ = events(opts, tmp_path, pipeline="rows", **cfg)
+    cols, _ = events(opts, tmp_path, pipeline="columnar", after_start=hook, **cfg)
+    assert cols == rows
+    assert sum(handed) > 0  # spilled rows went back in their places
+
+
+def _collect(src, resume=None, after_start=None):
+    """Events until caught up or a SpillError: (events, the error or None, last resume state)."""
+    out, last = [], resume
+    src.start(resume)
+    if after_start is not None:
+        after_start(src)
+    try:
+        for ev in src.events():
+            if isinstance(ev, Idle):
+                continue
+            if isinstance(ev, Heartbeat):
+                last = ev.resume or last
+                if src.caught_up():
+                    break
+                continue
+            out.append(ev)
+            if isinstance(ev, Commit):
+                last = ev.resume
+    except SpillError as exc:
+        return out, exc, last
+    finally:
+        src.close()
+    return out, None, last
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "delete"])
+def test_a_damaged_chunk_stops_before_the_commit_and_a_restart_publishes_the_transaction_once(tmp_path, damage):
+    spills = []
+
+    def hook(src):  # damage a spilled transaction's first chunk once it has a second
+        spill = src.columnar.spill
+        spills.append(spill)
+        spill.append = lambda raw, xid, rows: _damage(spill, raw, xid, rows, damage)
+
+    got, failure, resume = _collect(source(BIG, tmp_path, pipeline="columnar", **SMALL_BOUND), after_start=hook)
+    assert failure is not None, "a damaged chunk went unnoticed"
+    msg = str(failure)
+    assert "spill chunk 0 of transaction" in msg and failure.path.startswith(spills[0].store.dir.path)
+    assert failure.chunk == 0
+    assert ("corrupt" in msg) if damage != "delete" else ("cannot read" in msg and "No such file" in msg)
+    # the damaged transaction never reached its Commit (its earlier ChangeBatches may have gone out: no END)
+    begun = [ev.txid for ev in got if isinstance(ev, Begin)]
+    committed = [ev.txid for ev in got if isinstance(ev, Commit)]
+    assert begun[:len(committed)] == committed and len(begun) - len(committed) <= 1
+    # restart from the last END: every transaction exactly once, in order, the damaged one whole
+    assert _commits(got) + _restart(tmp_path, resume) == _everything(tmp_path)
+
+
+def _damage(spill, raw, xid, rows, how):
+    type(spill).append(spill, raw, xid, rows)
+    chunks = spill._txs[raw].chunks
+    if len(chunks) != 2:
+        return
+    path = os.path.join(spill.store.dir.path, chunks[0][0])
+    if how == "delete":
+        os.unlink(path)
+        return
+    with open(path, "rb") as fh:
+        data = bytearray(fh.read())
+    if how == "flip":
+        data[len(data) // 2] ^= 0x01
+    else:
+        del data[-100:]
+    with open(path, "wb") as fh:
+        fh.write(bytes(data))
+
+
+def test_a_full_disk_stops_naming_the_directory_and_a_restart_publishes_everything_once(tiny_disk, tmp_path):
+    src = source(BIG, tmp_path, pipeline="columnar", **SMALL_BOUND)
+    src.context.spill_dir = str(tiny_disk)  # 64 KiB: the big transaction's chunks do not fit
+    got, failure, resume = _collect(src)
+    assert failure is not None
+    msg = str(failure)
+    assert f"the file system holding {tiny_disk}" in msg and "is full" in msg and "No space left on device" in msg
+    assert not [f for f in os.listdir(os.path.join(tiny_disk, "ora"))]  # no partial file; the rest removed at close
+    assert _commits(got) + _restart(tmp_path, resume) == _everything(tmp_path)
+
+
+def _commits(evs) -> list:
+    """(commit SCN, txid, rows) of the committed transactions among ``evs``."""
+    out, rows = [], 0
+    for ev in evs:
+        if isinstance(ev, Begin):
+            rows = 0
+        elif isinstance(ev, ChangeBatch):
+            rows += len(ev.rows)
+        elif isinstance(ev, Commit):
+            out.append((ev.position["commit_scn"], ev.txid, rows))
+    return out
+
+
+def _restart(tmp_path, resume) -> list:
+    """(commit SCN, txid, rows) of the transactions a columnar source publishes from ``resume`` on."""
+    txs, _ = run(source(BIG, tmp_path, pipeline="columnar", **SMALL_BOUND), resume)
+    return [(scn, xid, len(rows)) for scn, xid, rows in txs]
+
+
+def _everything(tmp_path) -> list:
+    """The row pipeline's transactions from the start (the model leaves the big one out)."""
+    txs, _ = run(source(BIG, tmp_path, pipeline="rows", fetch_size=97, parse_workers=0))
+    return [(scn, xid, len(rows)) for scn, xid, rows in txs]
