@@ -26,8 +26,11 @@ Per batch (``work`` = rows of transactions still open after the last batch + the
   there, for all commits at once (prefix maximum of the ends + ``searchsorted``);
 * transactions still open at the end of the batch keep their raw rows (Arrow) for the next one.
 
-The batch is cut, and ``Dispatcher.feed`` takes over from the open transactions' raw rows
-onwards, at any rare row: DDL (5), LOB operations (9, 10, 11, 28, 29), UNSUPPORTED (255),
+The batch is cut at any rare row. A DDL (5; TRUNCATE too) needs no transaction's rows: the commits
+before it are released, ``Dispatcher.feed`` takes the DDL row alone (its SchemaChange or TRUNCATE at
+its place, the open transactions held here in the resume state it carries) and the rows after it go
+on here. At any other, ``Dispatcher.feed`` takes over from the open transactions' raw rows
+onwards: LOB operations (9, 10, 11, 28, 29), UNSUPPORTED (255),
 MISSING_SCN (34), an ``"UNKNOWN"`` owner, a DML row without SQL_REDO, an ``ffffffff`` row whose
 transaction is not open, or an XID seen again after its end. Spilled transactions' rows go with
 them, each back in its place after its stub (``_raw_rows``).
@@ -47,7 +50,7 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from itertools import chain
 from typing import Any
 
@@ -177,9 +180,11 @@ class ColumnarFeed:
                 self.rows_mode = False
             return
         self.batches_columnar += 1
-        work = table if self.pending is None else pa.concat_tables([self.pending, table])
-        n_old = 0 if self.pending is None else self.pending.num_rows
-        yield from self._kernel(work, n_old)
+        rest: pa.Table | None = table
+        while rest is not None:  # the rows after a DDL, which the row path took alone (_kernel)
+            work = rest if self.pending is None else pa.concat_tables([self.pending, rest])
+            n_old = 0 if self.pending is None else self.pending.num_rows
+            rest = yield from self._kernel(work, n_old)
 
     def _to_rows_mode(self, work: pa.Table, keep: np.ndarray, cut: int) -> Iterator[Event]:
         """Hand over: the open transactions' raw rows, then everything from ``cut`` on, to Dispatcher.feed."""
@@ -208,7 +213,9 @@ class ColumnarFeed:
             ok[i] = got
         return ok[inv]
 
-    def _kernel(self, work: pa.Table, n_old: int) -> Iterator[Event]:
+    def _kernel(self, work: pa.Table, n_old: int) -> Generator[Event, None, pa.Table | None]:
+        """Route ``work`` (the open transactions' rows, ``n_old`` of them, then new rows); returns the rows
+        after a DDL that cut it (still to route), else None."""
         d = self.d
         n = work.num_rows
         op = _ints(work.column("OPERATION_CODE"))
@@ -278,13 +285,17 @@ class ColumnarFeed:
         if self.spill:  # committed or rolled back: their chunks are done with
             for raw in self._k["raws"][opened[ends < big]].tolist():
                 self.spill.discard(raw)
+        if cut < n and op[cut] == 5 and cut >= n_old and not d.open and not d.by_slot:
+            # a DDL needs no transaction of ours: the row path takes it alone, at its place (after the commits
+            # before it, the open transactions in the resume state it carries); the rest stays columnar
+            self._keep(work, keep_rows, [int(scn[first_open[k]]) for k in still_open])
+            yield from d.feed(to_rows(work.slice(cut, 1)))
+            return work.slice(cut + 1) if cut + 1 < n else None
         if cut < n:
             yield from self._to_rows_mode(work, keep_rows, cut)
-            return
+            return None
         d.mined_through = int(scn[-1])
-        self.pending = work.take(pa.array(keep_rows, type=pa.int64())) if len(keep_rows) else None
-        self._pending_start = [int(scn[first_open[k]]) for k in still_open]
-        self._publish_outside()
+        self._keep(work, keep_rows, [int(scn[first_open[k]]) for k in still_open])
         if self.pending is not None and self.spill is not None and self._over_bound():
             keep_rows = self._relieve(work, keep_rows)
             self.pending = work.take(pa.array(keep_rows, type=pa.int64()))
@@ -297,6 +308,13 @@ class ColumnarFeed:
             d.mined_through = mined
         if self.pending is not None:
             self.peak_pending_bytes = max(self.peak_pending_bytes, self.pending.nbytes)
+        return None
+
+    def _keep(self, work: pa.Table, rows: np.ndarray, starts: list[int]) -> None:
+        """Hold ``rows`` of ``work`` (the open transactions', which start at SCNs ``starts``) for the next batch."""
+        self.pending = work.take(pa.array(rows, type=pa.int64())) if len(rows) else None
+        self._pending_start = starts
+        self._publish_outside()
 
     def _over_bound(self) -> bool:
         return self.pending.num_rows > self.max_pending_rows or self.pending.nbytes > self.max_pending_bytes

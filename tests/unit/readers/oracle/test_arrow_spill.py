@@ -12,7 +12,7 @@ import os
 import pytest
 
 from cdc.errors import SpillError
-from cdc.events import Begin, ChangeBatch, Commit, Heartbeat, Idle
+from cdc.events import Begin, ChangeBatch, Commit, Heartbeat, Idle, SchemaChange
 from tests.unit.readers.oracle.columnar_helpers import events
 from tests.unit.readers.oracle.helpers import run, source
 
@@ -38,7 +38,7 @@ def test_a_big_transaction_spills_as_arrow_and_the_events_are_the_row_pipelines(
 
 
 def test_a_rare_row_while_transactions_are_spilled_hands_their_rows_to_the_row_path_in_place(tmp_path):
-    opts = BIG + ",ddl_at=5"  # the DDL comes while transactions are spilled (found for this seed and bound)
+    opts = BIG + ",lob_at=5"  # LOB rows come while transactions are spilled (found for this seed and bound)
     cfg = {"spill_threshold_rows": 20, "fetch_size": 50, "parse_workers": 0}
     handed: list[int] = []
 
@@ -56,6 +56,18 @@ def test_a_rare_row_while_transactions_are_spilled_hands_their_rows_to_the_row_p
     cols, _ = events(opts, tmp_path, pipeline="columnar", after_start=hook, **cfg)
     assert cols == rows
     assert sum(handed) > 0  # spilled rows went back in their places
+
+
+def test_a_ddl_or_truncate_leaves_the_open_transactions_columnar(tmp_path):
+    """A DDL row goes through the row path alone, at its place; the open and spilled transactions stay."""
+    opts = BIG + ",ddl_at=5,truncate_at=8"
+    cfg = {"spill_threshold_rows": 20, "fetch_size": 50, "parse_workers": 0}
+    feeds: list = []
+    rows, _ = events(opts, tmp_path, pipeline="rows", **cfg)
+    cols, _ = events(opts, tmp_path, pipeline="columnar", after_start=_keep_feed(feeds), **cfg)
+    assert cols == rows
+    assert any(isinstance(ev, SchemaChange) for ev in cols) and any(getattr(ev, "op", "") == "t" for ev in cols)
+    assert feeds[0].batches_rows == 0 and feeds[0].spill.spilled_rows > 0
 
 
 def _collect(src, resume=None, after_start=None):
