@@ -15,6 +15,9 @@ at most one per ``RATE_LIMIT_S`` seconds, carrying how many like it were
 dropped meanwhile. "Of a kind": same level, facility and text once digits are
 ignored (``after 0ms`` and ``after 3ms``, ``rdkafka#producer-1`` and ``-2``
 are the same line), and librdkafka's own ``, N identical error(s) suppressed``.
+The kinds remembered are bounded (``MAX_KINDS``): a daemon that runs for months and logs lines with
+ever new names in them (topics, hosts, tables) does not grow; past the bound the kinds no longer held
+back are forgotten, then the oldest.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import threading
 import time
 
 RATE_LIMIT_S = 30.0
+MAX_KINDS = 4096
 _DIGITS = re.compile(r"\d+")
 _SUPPRESSED = re.compile(r", \d+ identical error\(s\) suppressed")  # librdkafka's own count, not another line
 
@@ -32,9 +36,9 @@ _SUPPRESSED = re.compile(r", \d+ identical error\(s\) suppressed")  # librdkafka
 class RepeatLimit(logging.Filter):
     """See the module docstring. Thread-safe (librdkafka lines arrive on whichever thread polls)."""
 
-    def __init__(self, interval_s: float = RATE_LIMIT_S) -> None:
+    def __init__(self, interval_s: float = RATE_LIMIT_S, max_kinds: int = MAX_KINDS) -> None:
         super().__init__()
-        self.interval_s = interval_s
+        self.interval_s, self.max_kinds = interval_s, max_kinds
         self._seen: dict[tuple[int, str], tuple[float, int]] = {}  # kind -> (last emitted at, dropped since)
         self._lock = threading.Lock()
 
@@ -47,10 +51,21 @@ class RepeatLimit(logging.Filter):
                 self._seen[kind] = (last, dropped + 1)
                 return False
             self._seen[kind] = (now, 0)
+            if len(self._seen) > self.max_kinds:
+                self._forget(now)
         if dropped:
             record.msg = f"{record.getMessage()} (repeated {dropped} more times in the last {now - last:.0f}s)"
             record.args = None
         return True
+
+    def _forget(self, now: float) -> None:
+        """Drop the kinds no longer held back (they pass anyway), then, if still too many, the oldest half."""
+        seen = self._seen
+        for kind in [k for k, (last, _) in seen.items() if now - last >= self.interval_s]:
+            del seen[kind]
+        if len(seen) > self.max_kinds:
+            for kind in sorted(seen, key=lambda k: seen[k][0])[:len(seen) // 2]:
+                del seen[kind]
 
 
 KAFKA_LOG = logging.getLogger("cdc.kafka")

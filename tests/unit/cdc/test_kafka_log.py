@@ -39,3 +39,18 @@ def test_lines_differing_only_in_numbers_are_one_kind_and_other_lines_still_pass
 
 def test_every_confluent_client_logs_through_the_rate_limited_logger():
     assert any(isinstance(f, RepeatLimit) for f in KAFKA_LOG.filters)
+
+
+def test_the_kinds_it_remembers_are_bounded():
+    """Lines with ever new names (not digits) in them: the filter forgets kinds past its bound (the oldest
+    first) and a recent kind stays held back."""
+    f = RepeatLimit(interval_s=60, max_kinds=100)
+
+    def line(i: int) -> logging.LogRecord:
+        name = "".join(chr(ord("a") + int(d)) for d in str(i))  # no digits: every line its own kind
+        return logging.LogRecord("cdc.kafka", logging.WARNING, __file__, 1, f"topic {name} gone", None, None)
+
+    for i in range(10_000):
+        assert f.filter(line(i))
+        assert len(f._seen) <= 100
+    assert not f.filter(line(9_999))  # the newest kind: still held back
