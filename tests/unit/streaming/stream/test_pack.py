@@ -81,3 +81,16 @@ def test_a_packed_row_short_of_its_records_is_an_error():
                                        names=["part", "records", "arrow"])
     with pytest.raises(ValueError, match="packed rows hold"):
         unpack(pa.Table.from_batches([short]))
+
+
+def test_packed_runs_are_compressed():
+    """JSON row images repeat themselves: a packed run is far smaller than the Arrow buffers it carries
+    (the JVM moves that much less), and unpack restores them without being told."""
+    n = 2_000
+    batch = pa.RecordBatch.from_pylist(
+        [{"part": 0, "offset": i, "sequence": i + 1, "kind": "data", "tbl": "db.t", "op": "c", "key": f'{{"id":{i}}}',
+          "after": f'{{"id":{i},"name":"name {i}","amount":"{i}.00","at":"2024-05-06T07:08:01.000001"}}'}
+         for i in range(n)], schema=records.arrow_schema())
+    (packed,) = records.pack([batch])
+    assert packed.column(2)[0].as_buffer().size < batch.nbytes / 3
+    assert records.unpack(pa.Table.from_batches([packed])).equals(pa.Table.from_batches([batch]))
