@@ -320,8 +320,14 @@ class RangePartition:
 
 def split_range(kafka: str | KafkaConnection, topic: str, partition: int, start: int, end: int, encoding: str,
                 per_split: int) -> list[RangePartition]:
-    return [RangePartition(kafka, topic, partition, s, min(end, s + per_split), encoding)
-            for s in range(start, end, max(1, per_split))]
+    """[start, end) as the fewest input partitions of at most ``per_split`` records, of equal size (within one
+    record): a batch a little over ``per_split`` becomes two halves read in parallel, not a full partition and
+    a sliver (one task reading alone while the other core waits)."""
+    if end <= start:
+        return []
+    parts = -(-(end - start) // max(1, per_split))
+    bounds = [start + (end - start) * i // parts for i in range(parts + 1)]
+    return [RangePartition(kafka, topic, partition, a, b, encoding) for a, b in zip(bounds, bounds[1:])]
 
 
 def read_range(p: RangePartition, consumer_extra: dict[str, Any] | None = None) -> Iterator[Any]:

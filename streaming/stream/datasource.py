@@ -17,8 +17,9 @@ Options (``spark.readStream.format("cdc-stream").option(...)``):
     max_records_per_batch   admission control: records per micro-batch (a
                         transaction is never split, so one bigger than this
                         makes a batch of its own); default 100000
-    records_per_partition   a batch range is split into input partitions of
-                        this many records (read in parallel); default 50000
+    records_per_partition   a batch range is split into the fewest input
+                        partitions of at most this many records, of equal size
+                        (read in parallel); default 50000
     startingOffsets     "earliest" (default) or an offset JSON (see offsets.py)
     freshness_interval_s    an idle stream (only HEARTBEATs since the last
                         batch) makes a batch at most this often (default 0:
