@@ -31,3 +31,86 @@ def test_an_empty_range_has_no_partition():
 def test_partitions_carry_topic_partition_and_encoding():
     (p,) = split_range("b:9092", "t", 3, 0, 5, "avro", 10)
     assert (p.kafka, p.topic, p.partition, p.encoding) == ("b:9092", "t", 3, "avro")
+
+
+# ---- read_range's consume loop, on a scripted consumer ------------------------------------------------
+class _Msg:
+    def __init__(self, offset, error=None):
+        self._o, self._e = offset, error
+
+    def offset(self):
+        return self._o
+
+    def key(self):
+        return None if self._e else f"k{self._o}".encode()
+
+    def value(self):
+        return None if self._e else f"v{self._o}".encode()
+
+    def error(self):
+        return self._e
+
+
+class _Consumer:
+    def __init__(self, fetches):
+        self.fetches = list(fetches)
+
+    def assign(self, tps):
+        pass
+
+    def consume(self, num_messages, timeout):
+        return [_Msg(*m) if isinstance(m, tuple) else _Msg(m) for m in self.fetches.pop(0)] if self.fetches else []
+
+    def close(self):
+        pass
+
+
+def _read(monkeypatch, fetches, start, end, retention=None):
+    from streaming.stream import batches
+
+    monkeypatch.setattr(batches, "create_client", lambda kind, config: _Consumer(fetches))
+    monkeypatch.setattr(batches, "check_retention", retention or (lambda c, topic, part, offset: None))
+    monkeypatch.setattr(batches, "ARROW_ROWS", 4)
+    monkeypatch.setattr(batches, "_chunk_decoder", lambda p: lambda offs, keys, values: list(zip(offs, keys, values)))
+    return [r for chunk in batches.read_range(batches.RangePartition("b:9092", "t", 0, start, end)) for r in chunk]
+
+
+def _want(start, end):
+    return [(o, f"k{o}".encode(), f"v{o}".encode()) for o in range(start, end)]
+
+
+def test_whole_fetches_and_a_fetch_past_the_end_give_each_record_once(monkeypatch):
+    fetches = [range(10, 15), range(15, 18), range(18, 25)]  # the last fetch runs past the range's end (20)
+    assert _read(monkeypatch, fetches, 10, 20) == _want(10, 20)
+
+
+def test_a_fetch_repeating_records_already_read_drops_the_repeats(monkeypatch):
+    fetches = [range(10, 15), [13, 14, 15, 16], [17, 17, 18, 19]]
+    assert _read(monkeypatch, fetches, 10, 20) == _want(10, 20)
+
+
+def test_a_hole_in_the_offsets_asks_the_retention_check(monkeypatch):
+    from streaming.errors import OffsetsGone
+
+    def gone(c, topic, part, offset):
+        if offset > 10:
+            raise OffsetsGone(f"offset {offset} is gone", topic=topic, offset=offset)
+
+    with pytest.raises(OffsetsGone, match="offset 13"):
+        _read(monkeypatch, [range(10, 13), [14, 15]], 10, 20, retention=gone)
+
+
+def test_an_error_in_a_fetch_is_raised_not_read_as_a_record(monkeypatch):
+    from confluent_kafka import KafkaError
+
+    from streaming.errors import ApplyError
+
+    with pytest.raises(ApplyError, match="failed"):
+        _read(monkeypatch, [[10, 11, (12, KafkaError(KafkaError._MSG_TIMED_OUT))]], 10, 20)
+
+
+def test_a_partition_eof_event_in_a_fetch_is_skipped(monkeypatch):
+    from confluent_kafka import KafkaError
+
+    fetches = [[10, 11, (12, KafkaError(KafkaError._PARTITION_EOF))], range(12, 20)]
+    assert _read(monkeypatch, fetches, 10, 20) == _want(10, 20)
