@@ -7,7 +7,7 @@ place in the low watermark and in the open count without anything said here). A 
 later rows join it at the next spill. In memory per spilled row stays only what deciding which rows
 survive needs first: its ROLLBACK and CSF flags (:meth:`ArrowSpill.flags`); the ROW_IDs a partial
 rollback is matched on are read back from the chunks only for a transaction that has a rollback row
-(:meth:`ArrowSpill.row_ids`, as cdc.spill's pre-pass). At COMMIT the chunks come back
+(:meth:`ArrowSpill.row_ids`, one chunk at a time, as cdc.spill's pre-pass). At COMMIT the chunks come back
 one at a time, in order (:meth:`ArrowSpill.chunks`), through the native record pass and out as one
 ChangeBatch each; at COMMIT, ROLLBACK or a hand-over to the row path the files go
 (:meth:`ArrowSpill.discard`).
@@ -91,9 +91,10 @@ class ArrowSpill:
         tx = self._txs[raw]
         return np.concatenate(tx.rollback), np.concatenate(tx.csf)
 
-    def row_ids(self, raw: Any) -> list[pa.Array]:
+    def row_ids(self, raw: Any) -> Iterator[pa.Array]:
         """The ROW_IDs of every spilled row of ``raw``, in order, chunk by chunk (read back from the files)."""
-        return [chunk.column("ROW_ID").combine_chunks() for chunk in self.chunks(raw)]
+        for chunk in self.chunks(raw):
+            yield chunk.column("ROW_ID").combine_chunks()
 
     def chunks(self, raw: Any) -> Iterator[pa.Table]:
         """The spilled rows of ``raw`` back, chunk by chunk, in order; SpillError names a chunk that is not
@@ -110,7 +111,11 @@ class ArrowSpill:
                 raise SpillError(f"spill chunk {number} of transaction {tx.xid} in {where} is corrupt: {exc}; the "
                                  f"source stops before this transaction's END, a restart reads it again from the "
                                  f"source", path=where, chunk=number, offset=exc.offset) from None
-            table = pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
+            try:
+                table = pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
+            except pa.ArrowException as exc:  # only reachable with a forged digest
+                raise SpillError(f"spill chunk {number} of transaction {tx.xid} in {where} is corrupt: not an Arrow "
+                                 f"IPC stream ({exc})", path=where, chunk=number) from None
             if table.num_rows != len(tx.csf[number]):  # a forged digest: never other rows
                 raise SpillError(f"spill chunk {number} of transaction {tx.xid} in {where} holds {table.num_rows} "
                                  f"rows, {len(tx.csf[number])} were written", path=where, chunk=number)

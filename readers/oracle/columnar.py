@@ -114,6 +114,27 @@ def _survivors(csf: np.ndarray, rollback: np.ndarray, groups: Callable[[], np.nd
     return alive
 
 
+def _undone_groups(parts: Callable[[], Iterator[pa.Array]], undo: np.ndarray) -> np.ndarray:
+    """``_survivors``' groups for one transaction whose ROW_IDs come in ``parts`` (chunk by chunk, read twice):
+    per row the code of its ROW_ID where a ``ROLLBACK = 1`` row (``undo``) has that ROW_ID, else -1 (a row
+    no rollback row can cancel). Holds the undone ROW_IDs and an int per row, never all the ROW_IDs."""
+    undone, at = [], 0
+    for ids in parts():
+        sel = np.flatnonzero(undo[at:at + len(ids)])
+        at += len(ids)
+        if len(sel):
+            undone.append(ids.take(pa.array(sel, type=pa.int64())))
+    if not undone:
+        return np.full(len(undo), -1, dtype=np.int64)
+    values = pc.unique(pa.concat_arrays(undone))
+    group, at = np.empty(len(undo), dtype=np.int64), 0
+    for ids in parts():
+        codes = pc.fill_null(pc.index_in(ids, value_set=values), -1)
+        group[at:at + len(ids)] = codes.to_numpy(zero_copy_only=False)
+        at += len(ids)
+    return group
+
+
 def _join_csf(text: list[str], csf: np.ndarray, pieces: list[str]) -> list[str]:
     """Join the CSF pieces among one transaction's consecutive rows ``text`` into the next row's text, in place;
     ``pieces``: those still waiting from the rows before. Returns those still waiting after."""
@@ -321,11 +342,16 @@ class ColumnarFeed:
 
     def _relieve(self, work: pa.Table, keep_rows: np.ndarray) -> np.ndarray:
         """Spill the largest open transactions' captured rows, all but each one's stub (its first row), until
-        the open rows are under half their bound; returns the rows (of ``work``) that stay."""
+        the open rows are under half their bound; returns the rows (of ``work``) that stay. A transaction
+        moves only a 64th of what the bounds hold or more at a time (at most 64 chunk files per call: many
+        small open transactions are not cut into a file per row; they go to the row path instead)."""
         k = self._k
         ekey, rel = k["ekey"][keep_rows], k["rel"][keep_rows]
         keys, first, counts = np.unique(ekey, return_index=True, return_counts=True)
+        if len(keys) > self.max_pending_rows // 2:  # their stubs alone pass half the bound: the row path's
+            return keep_rows
         per_row = self.pending.nbytes / len(keep_rows)
+        least = max(1, int(min(self.max_pending_rows, self.max_pending_bytes / per_row)) // 64)
         left = len(keep_rows)
         drop = np.zeros(len(keep_rows), dtype=bool)
         for j in np.argsort(-counts, kind="stable").tolist():
@@ -333,7 +359,7 @@ class ColumnarFeed:
                 break
             mine = np.flatnonzero((ekey == keys[j]) & rel)
             mine = mine[mine != first[j]]
-            if len(mine):
+            if len(mine) >= least:
                 stub = keep_rows[first[j]]
                 xid = f"{k['usn'][stub]}.{k['slt'][stub]}.{k['sqn'][stub]}"
                 self.spill.append(k["raws"][keys[j]], xid, work.take(pa.array(keep_rows[mine], type=pa.int64())))
@@ -510,8 +536,9 @@ class ColumnarFeed:
         rollback, csf = spill.flags(raw)
         rollback = np.concatenate([_ints(head.column("ROLLBACK")) != 0, rollback, _ints(tail.column("ROLLBACK")) != 0])
         csf = np.concatenate([_ints(head.column("CSF")) != 0, csf, _ints(tail.column("CSF")) != 0])
-        alive = _survivors(csf, rollback, lambda: _codes(pa.concat_arrays(
-            [head.column("ROW_ID").combine_chunks(), *spill.row_ids(raw), tail.column("ROW_ID").combine_chunks()]))[0])
+        alive = _survivors(csf, rollback, lambda: _undone_groups(
+            lambda: chain((head.column("ROW_ID").combine_chunks(),), spill.row_ids(raw),
+                          (tail.column("ROW_ID").combine_chunks(),)), ~csf & rollback))
         if not alive.any():
             return
         yield Begin(xid, when)

@@ -280,6 +280,8 @@ class OracleSource:
         if self.pool is not None:
             self.pool.close()
             self.pool = None
+        if self.columnar is not None and self.columnar.spill is not None:
+            self.columnar.spill.close()  # its files and their bytes in the buffer metrics
         if self.store is not None:
             self.store.close()
         if self.standby is not None:

@@ -171,3 +171,48 @@ def _everything(tmp_path) -> list:
     """The row pipeline's transactions from the start (the model leaves the big one out)."""
     txs, _ = run(source(BIG, tmp_path, pipeline="rows", fetch_size=97, parse_workers=0))
     return [(scn, xid, len(rows)) for scn, xid, rows in txs]
+
+
+def test_many_small_open_transactions_go_to_the_row_path_not_into_a_file_per_row(tmp_path):
+    """More open transactions than half the row bound: their stubs alone pass it, so spilling cannot help;
+    the row path takes them (as before the Arrow spill) and no chunk file is written."""
+    opts = "seed=8,transactions=200,lanes=60,rows_min=3,rows_max=8,partial_rollback_rate=0.3,csf_rate=0.1"
+    cfg = {"spill_threshold_rows": 40, "fetch_size": 50, "parse_workers": 0}
+    feeds: list = []
+    rows, _ = events(opts, tmp_path, pipeline="rows", **cfg)
+    cols, _ = events(opts, tmp_path, pipeline="columnar", after_start=_keep_feed(feeds), **cfg)
+    assert cols == rows
+    assert feeds[0].batches_rows > 0 and feeds[0].spill.spilled_rows == 0
+
+
+def test_a_stop_with_a_transaction_spilled_leaves_no_file_and_no_spilled_bytes(tmp_path):
+    src = source(BIG, tmp_path, pipeline="columnar", **SMALL_BOUND)
+    src.start(None)
+    for seen, _ev in enumerate(src.events()):
+        if src.columnar.spill.spilled_rows and len(src.columnar.spill):
+            break  # the big transaction is open and partly on disk
+        assert seen < 100_000 and not src.caught_up(), "the big transaction never spilled"
+    where = src.columnar.spill.store.dir.path
+    assert os.listdir(where) and src.store.spilled_bytes > 0
+    src.close()
+    assert not os.listdir(where) and src.store.spilled_bytes == 0
+
+
+def test_a_chunk_whose_digest_passes_but_is_not_arrow_is_a_spill_error(tmp_path):
+    import pyarrow as pa
+
+    from cdc import spill_codec
+    from cdc.spill import TransactionStore
+    from readers.oracle.arrow_spill import ArrowSpill
+
+    store = TransactionStore(str(tmp_path / "s"))
+    spill = ArrowSpill(store)
+    spill.append("raw", "1.2.3", pa.table({"ROW_ID": ["a"], "ROLLBACK": [0], "CSF": [0]}))
+    name = spill._txs["raw"].chunks[0][0]
+    store.dir.remove(name)
+    store.dir.create(name, spill_codec.frame(b"not arrow at all"))  # a forged digest
+    with pytest.raises(SpillError, match=r"spill chunk 0 of transaction 1\.2\.3 .* not an Arrow IPC stream"):
+        list(spill.chunks("raw"))
+    spill.close()
+    assert store.spilled_bytes == 0
+    store.close()
