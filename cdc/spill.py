@@ -230,6 +230,22 @@ class TransactionStore:
             raise self._writer_error
 
 
+def read_chunk(directory: PrivateDir, name: str, number: int, txid: str,
+               decode: Callable[[bytes], Any] = spill_codec.unframe) -> Any:
+    """``decode`` of chunk file ``name`` (chunk ``number`` of transaction ``txid``), or SpillError naming file,
+    chunk and offset when it cannot be read or is not the frame that was written: never other rows."""
+    where = directory.where(name)
+    try:
+        return decode(directory.read(name))
+    except OSError as exc:
+        raise SpillError(f"cannot read spill chunk {number} of transaction {txid} from {where}: {exc.strerror}",
+                         path=where, chunk=number) from None
+    except spill_codec.ChunkCorrupt as exc:
+        raise SpillError(f"spill chunk {number} of transaction {txid} in {where} is corrupt: {exc}; the source "
+                         f"stops before this transaction's END, a restart reads it again from the source",
+                         path=where, chunk=number, offset=exc.offset) from None
+
+
 class TxBuffer:
     """The items of one open transaction, in append order. Single consumer thread."""
 
@@ -306,18 +322,7 @@ class TxBuffer:
 
     def _read_chunk(self, number: int) -> tuple:
         """Chunk ``number`` as written, or SpillError naming file, chunk and offset: never other rows."""
-        name = self._chunks[number][0]
-        where = self.store.dir.where(name)
-        try:
-            return spill_codec.decode(self.store.dir.read(name))
-        except OSError as exc:
-            raise SpillError(f"cannot read spill chunk {number} of transaction {self.txid} from {where}: "
-                             f"{exc.strerror}", path=where, chunk=number) from None
-        except spill_codec.ChunkCorrupt as exc:
-            raise SpillError(f"spill chunk {number} of transaction {self.txid} in {where} is corrupt: {exc}; "
-                             f"the source stops before this transaction's END, a restart reads it again from the "
-                             f"source",
-                             path=where, chunk=number, offset=exc.offset) from None
+        return read_chunk(self.store.dir, self._chunks[number][0], number, self.txid, spill_codec.decode)
 
     def _resolve_pending(self) -> set[int]:
         """Pre-pass: the indices removed by undos whose target had already left memory."""

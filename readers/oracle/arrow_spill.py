@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from cdc import spill_codec
 from cdc.errors import SpillError
-from cdc.spill import TransactionStore
+from cdc.spill import TransactionStore, read_chunk
 
 CHUNK_ROWS = 16_384  # rows per chunk file at most (what one ChangeBatch of a released chunk holds)
 
@@ -102,15 +102,7 @@ class ArrowSpill:
         tx = self._txs[raw]
         for number, (name, _nbytes) in enumerate(tx.chunks):
             where = self.store.dir.where(name)
-            try:
-                payload = spill_codec.unframe(self.store.dir.read(name))
-            except OSError as exc:
-                raise SpillError(f"cannot read spill chunk {number} of transaction {tx.xid} from {where}: "
-                                 f"{exc.strerror}", path=where, chunk=number) from None
-            except spill_codec.ChunkCorrupt as exc:
-                raise SpillError(f"spill chunk {number} of transaction {tx.xid} in {where} is corrupt: {exc}; the "
-                                 f"source stops before this transaction's END, a restart reads it again from the "
-                                 f"source", path=where, chunk=number, offset=exc.offset) from None
+            payload = read_chunk(self.store.dir, name, number, tx.xid)
             try:
                 table = pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
             except pa.ArrowException as exc:  # only reachable with a forged digest

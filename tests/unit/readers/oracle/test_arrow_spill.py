@@ -12,8 +12,8 @@ import os
 import pytest
 
 from cdc.errors import SpillError
-from cdc.events import Begin, ChangeBatch, Commit, Heartbeat, Idle, SchemaChange
-from tests.unit.readers.oracle.columnar_helpers import events
+from cdc.events import Begin, ChangeBatch, Commit, SchemaChange
+from tests.unit.readers.oracle.columnar_helpers import collect, events
 from tests.unit.readers.oracle.helpers import run, source
 
 # one 3,000-row UPDATE transaction (transaction 0) beside 40 others with rollbacks, partial rollbacks, CSF
@@ -71,28 +71,9 @@ def test_a_ddl_or_truncate_leaves_the_open_transactions_columnar(tmp_path):
 
 
 def _collect(src, resume=None, after_start=None):
-    """Events until caught up or a SpillError: (events, the error or None, last resume state)."""
-    out, last = [], resume
-    src.start(resume)
-    if after_start is not None:
-        after_start(src)
-    try:
-        for ev in src.events():
-            if isinstance(ev, Idle):
-                continue
-            if isinstance(ev, Heartbeat):
-                last = ev.resume or last
-                if src.caught_up():
-                    break
-                continue
-            out.append(ev)
-            if isinstance(ev, Commit):
-                last = ev.resume
-    except SpillError as exc:
-        return out, exc, last
-    finally:
-        src.close()
-    return out, None, last
+    """Events (a ChangeBatch as it is) until caught up or a SpillError: (events, the error or None, last resume)."""
+    out, last, error = collect(src, resume, after_start=after_start, expand=False, until=(SpillError,))
+    return out, error, last
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "delete"])
