@@ -201,11 +201,18 @@ class ColumnarFeed:
                 self.rows_mode = False
             return
         self.batches_columnar += 1
-        rest: pa.Table | None = table
-        while rest is not None:  # the rows after a DDL, which the row path took alone (_kernel)
-            work = rest if self.pending is None else pa.concat_tables([self.pending, rest])
-            n_old = 0 if self.pending is None else self.pending.num_rows
-            rest = yield from self._kernel(work, n_old)
+        # a batch ends after each DDL row (any batch boundary is as good as another): the rows after a DDL are
+        # routed once, not once per DDL before them
+        ddl = np.flatnonzero(_ints(table.column("OPERATION_CODE")) == 5) + 1
+        for start, stop in zip([0, *ddl.tolist()], [*ddl.tolist(), table.num_rows], strict=True):
+            rest: pa.Table | None = table.slice(start, stop - start) if stop > start else None
+            while rest is not None:  # the rows after a DDL, which the row path took alone (_kernel)
+                if self.rows_mode:
+                    yield from self.feed(rest)
+                    break
+                work = rest if self.pending is None else pa.concat_tables([self.pending, rest])
+                n_old = 0 if self.pending is None else self.pending.num_rows
+                rest = yield from self._kernel(work, n_old)
 
     def _to_rows_mode(self, work: pa.Table, keep: np.ndarray, cut: int) -> Iterator[Event]:
         """Hand over: the open transactions' raw rows, then everything from ``cut`` on, to Dispatcher.feed."""
