@@ -542,7 +542,6 @@ def _spark_read(spark: Any, rows: int, repeat: int = 3) -> float:
     """The Spark read path's own rate: ``rows`` decoded rows, prepared as Arrow in the Python workers (no
     broker, no decoding, no target), through a Python data source to ``toArrow()`` on the driver, the way
     the apply job gets each micro-batch; best of ``repeat`` after one read to warm the path."""
-
     from streaming.stream.datasource import warm_up
 
     warm_up(spark, 2, rows, packed=True)

@@ -59,7 +59,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc.events import Begin, ChangeBatch, Event, TableSchema
+from cdc.events import Begin, ChangeBatch, Commit, Event, TableSchema
 from readers.oracle import redo_json
 from readers.oracle.arrow_spill import ArrowSpill
 from readers.oracle.convert import Converter
@@ -577,10 +577,7 @@ class ColumnarFeed:
                     built[j], knowns[j], counted[j] = d.change_of(item, scn, xid), None, False
             self._count(table_of_row[counted] * 4 + _ints(rows.column("OPERATION_CODE"))[counted], names)
             yield ChangeBatch(knowns, built)
-        commit = d.committed(scn, xid, when, low)
-        if d.on_commit is not None:
-            d.on_commit(open_count)
-        yield commit
+        yield self._commit(scn, xid, when, low, open_count)
 
     def _spec(self, owner: str, table: str, schema: TableSchema | None) -> redo_json.Spec | None:
         """The native pass's description of a table (temporal columns, key), None when its conversions are
@@ -639,6 +636,15 @@ class ColumnarFeed:
         self.native_cpu_s += time.thread_time() - t0
         return out, knowns, inv, names
 
+    def _commit(self, scn: int, xid: str, when: int, low: int, open_count: int) -> Commit:
+        """A released transaction's Commit with its resume state (``Dispatcher.committed``), the reader told the
+        open count (``on_commit``)."""
+        d = self.d
+        commit = d.committed(scn, xid, when, low)
+        if d.on_commit is not None:
+            d.on_commit(open_count)
+        return commit
+
     def _count(self, codes: np.ndarray, names: list[tuple[str, str]]) -> None:
         """Add rows to the dispatcher's changes per (owner, table, op) (its ``take_counts``): ``codes`` is
         table index * 4 + OPERATION_CODE (1 INSERT, 2 DELETE, 3 UPDATE)."""
@@ -664,7 +670,4 @@ class ColumnarFeed:
                     built[j], knowns[j] = d.change_of(got, scn, xid), None
         emitted[i] = True
         yield ChangeBatch(knowns, built)
-        commit = d.committed(scn, xid, when, low)
-        if d.on_commit is not None:
-            d.on_commit(open_count)
-        yield commit
+        yield self._commit(scn, xid, when, low, open_count)
