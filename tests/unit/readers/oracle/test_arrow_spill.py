@@ -197,3 +197,18 @@ def test_a_chunk_whose_digest_passes_but_is_not_arrow_is_a_spill_error(tmp_path)
     spill.close()
     assert store.spilled_bytes == 0
     store.close()
+
+
+def test_a_restart_from_a_ddls_resume_state_publishes_what_followed_once(tmp_path):
+    """The DDL's resume state, taken while the columnar feed holds open (and spilled) transactions: a restart
+    from it publishes exactly the transactions committed after the DDL, each once, the DDL not again."""
+    opts = BIG + ",ddl_at=5"
+    cfg = {"spill_threshold_rows": 20, "fetch_size": 50, "parse_workers": 0, "pipeline": "columnar"}
+    first, _ = events(opts, tmp_path, **cfg)
+    at = next(i for i, ev in enumerate(first) if isinstance(ev, SchemaChange) and ev.ddl)
+    ddl = first[at]
+    assert ddl.resume["low_watermark_scn"] < ddl.resume["commit_scn"]  # transactions were open across it
+    after = [(ev.position["commit_scn"], ev.txid) for ev in first[at:] if isinstance(ev, Commit)]
+    again, _ = events(opts, tmp_path, ddl.resume, **cfg)
+    assert [(ev.position["commit_scn"], ev.txid) for ev in again if isinstance(ev, Commit)] == after
+    assert not any(isinstance(ev, SchemaChange) and ev.ddl == ddl.ddl for ev in again)
