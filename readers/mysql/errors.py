@@ -85,13 +85,25 @@ class UnloggedRowChange(CdcError, Terminal):
     which rows went; the target would keep them."""
 
 
+class UndecodedEvent(CdcError, Terminal):
+    """A binlog event the reader does not decode, met where it could carry changes of a captured table:
+    ``event_type`` (name), ``code``, ``position`` (file:pos), ``gtid``, ``setting`` (the server option behind
+    it, when known). Raised before the reader's GTID state takes the transaction: nothing of it is
+    published and the checkpoint stays before it."""
+
+
+class CompressedEventError(CdcError, Terminal):
+    """A compressed binlog event (MariaDB ``log_bin_compress``, MySQL ``binlog_transaction_compression``)
+    that cannot be inflated: ``event_type``, ``code``, ``log_pos``, ``reason``."""
+
+
 class UnknownColumnType(DecodeError):
     """A column type this reader cannot convert (table, column, type, position)."""
 
 
 __all__ = [
-    "AuthenticationFailed", "BinlogPurged", "ConnectionLost", "DecodeError", "Divergence",
+    "AuthenticationFailed", "BinlogPurged", "CompressedEventError", "ConnectionLost", "DecodeError", "Divergence",
     "GtidFlavorMismatch", "GtidParseError", "NoPrimaryFound", "PartialRowImage", "SettingsRefused",
     "StatementFormatDml", "UnloggedRowChange",
-    "TransactionInterrupted", "Transient", "UnknownColumnType",
+    "TransactionInterrupted", "Transient", "UndecodedEvent", "UnknownColumnType",
 ]

@@ -55,15 +55,21 @@ from pymysqlreplication.event import (
     HeartbeatLogEvent,
     MariadbGtidEvent,
     QueryEvent,
-    RotateEvent,
     XAPrepareEvent,
     XidEvent,
 )
-from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
+from pymysqlreplication.row_event import (
+    DeleteRowsEvent,
+    PartialUpdateRowsEvent,
+    TableMapEvent,
+    UpdateRowsEvent,
+    WriteRowsEvent,
+)
 
 from cdc.contract import STOP_CHECK_S, SourceContext
 from cdc.errors import CdcError, Terminal
 from cdc.events import Begin, Change, Commit, Event, Heartbeat, Idle, SchemaChange, TableId
+from readers.mysql import binlog_events
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
@@ -80,6 +86,7 @@ from readers.mysql.failover import WAY_OUT, choose_primary, default_prober
 from readers.mysql.fastrows import install as _install_fast_rows
 from readers.mysql.guards import refuse_partial, refuse_statement, refuse_unlogged_ddl
 from readers.mysql.incremental import IncrementalSnapshots
+from readers.mysql.inflate import COMPRESSED_TYPES, FORMAT_DESCRIPTION_EVENT, Inflater
 from readers.mysql.position import GtidSet
 from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
 from readers.mysql.snapshot import InitialSnapshot
@@ -87,10 +94,16 @@ from readers.mysql.tables import DML_WORDS, TableFilter, ddl_table
 
 log = logging.getLogger(__name__)
 _install_fast_rows()  # same values as the library's row decoder, fewer steps (see fastrows.py)
+binlog_events.install()  # events the library would drop come back as UnreadEvent (fail closed)
 
-_EVENTS = [GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent, XAPrepareEvent, TableMapEvent,
-           WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent, RotateEvent]
 _LOST = {2006, 2013, 2055}
+_DUMP_COMMANDS = {0x12, 0x1E}  # COM_BINLOG_DUMP, COM_BINLOG_DUMP_GTID
+_ROWS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
+_INFLATED = COMPRESSED_TYPES | {FORMAT_DESCRIPTION_EVENT}  # the FDE: the inflater follows its checksum setting
+try:  # MySQL 8 transaction payloads (binlog_transaction_compression)
+    from readers.mysql.mysql8_events import payload_events as _payload_events
+except ImportError:  # pragma: no cover - without it a payload event is refused by name
+    _payload_events = None
 
 
 def _db(ev: Any) -> str:
@@ -112,7 +125,29 @@ def _guarded_connect(**settings: Any) -> pymysql.connections.Connection:
 
 
 class _Guarded(pymysql.connections.Connection):
+    """Once it has sent a binlog dump command, every packet it reads is a binlog event: compressed ones
+    are inflated into the plain events they hold (readers/mysql/inflate.py) before the library sees them."""
+
+    _inflater: Inflater | None = None
+    _pending: list[bytes] = []  # noqa: RUF012 - replaced by a fresh list when a dump starts
+
+    def _write_bytes(self, data: bytes) -> None:
+        if len(data) > 4 and data[4] in _DUMP_COMMANDS:
+            self._inflater, self._pending = Inflater(_payload_events), []
+        super()._write_bytes(data)
+
     def _read_packet(self, packet_type=pymysql.connections.MysqlPacket):
+        if self._inflater is None:
+            return self._read_guarded(packet_type)
+        if not self._pending:
+            pkt = self._read_guarded(packet_type)
+            data = pkt.get_all_data()
+            if len(data) < 6 or data[0] != 0 or data[5] not in _INFLATED:
+                return pkt
+            self._pending = self._inflater.packets(data)[::-1]
+        return packet_type(self._pending.pop(), self.encoding)
+
+    def _read_guarded(self, packet_type):
         try:
             return super()._read_packet(packet_type)
         except pymysql.err.OperationalError as exc:
@@ -273,13 +308,12 @@ class MySqlSource:
                                        tls=self.config.tls)
         self._ctl = open_connection(self.host, self.config.user, self.config.password.get_secret_value(),
                                     self.config.connect_timeout_s, tls=self.config.tls)
-        only_tables, only_schemas = self.filter.library_filters()
+        # every event, unfiltered: the library must not drop anything before our rule sees it (binlog_events.py)
         self._stream = BinLogStreamReader(
             connection_settings=settings, server_id=self.server_id, blocking=True, resume_stream=True,
             auto_position=str(self.state) if (self.state or self.flavor == "mariadb") else None,
-            is_mariadb=self.flavor == "mariadb", only_events=_EVENTS, only_tables=only_tables,
-            only_schemas=only_schemas, slave_heartbeat=wake, pymysql_wrapper=_guarded_connect,
-            enable_logging=False,
+            is_mariadb=self.flavor == "mariadb", only_events=binlog_events.ALL_EVENTS,
+            slave_heartbeat=wake, pymysql_wrapper=_guarded_connect, enable_logging=False,
         )
         self.metrics.connected(True)
         return self._stream
@@ -321,10 +355,13 @@ class MySqlSource:
                     ts_ms = ev.timestamp * 1000
                     if self._partial is not None:  # re-reading a transaction cut by a lost connection
                         began, skip = self._resume_partial(gtid)
-                elif isinstance(ev, (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)):
+                elif isinstance(ev, _ROWS) and not isinstance(ev, PartialUpdateRowsEvent):
                     table = TableId(ev.schema, ev.table)
-                    if gtid is None or not self.filter.matches(table):
+                    if not self.filter.matches(table):
                         continue
+                    if gtid is None:  # a transaction without a GTID event (gtid_mode *_PERMISSIVE)
+                        raise binlog_events.refuse(0x22, self._where(ev), None, self.host,
+                                                   f": a rows event of {table} outside a GTID transaction")
                     refuse_partial(ev, table, gtid, self._where(ev), stream.table_map.get(ev.table_id),
                                    self.host)  # before the transaction's first record
                     if not began:
@@ -381,6 +418,8 @@ class MySqlSource:
                 elif isinstance(ev, TableMapEvent):
                     converters.pop(ev.table_id, None)
                     null_masks[ev.table_id] = ev.null_bitmask
+                elif not isinstance(ev, binlog_events.PASSIVE):  # fail closed: anything else stops the source
+                    raise binlog_events.refuse(ev.event_type, self._where(ev), gtid, self.host)
                 # the server's heartbeat is ours when it comes at our interval (<= STOP_CHECK_S); otherwise ours is
                 # due by time and a server heartbeat in between is only a wake-up (Idle)
                 beat = isinstance(ev, HeartbeatLogEvent)
