@@ -92,6 +92,26 @@ PASSIVE = (FormatDescriptionEvent, RotateEvent, HeartbeatLogEvent, PreviousGtids
            MariadbStartEncryptionEvent, IntvarEvent, RandEvent, UserVarEvent)
 
 
+#: codes the library has no class for that carry no change of a table: IGNORABLE_LOG_EVENT, MySQL group
+#: replication's TRANSACTION_CONTEXT_EVENT and VIEW_CHANGE_EVENT, MySQL 8's HEARTBEAT_LOG_EVENT_V2
+PASSIVE_CODES = frozenset({0x1C, 0x24, 0x25, 0x29})
+_IGNORABLE_F = 0x80  # LOG_EVENT_IGNORABLE_F: "a replica that does not know this type may ignore it"
+
+
+def passive(ev: Any) -> bool:
+    """True when ``ev`` carries no change of any table by definition (see the module docstring).
+
+    An unknown type code is passive only when the server flagged the event ignorable
+    (``LOG_EVENT_IGNORABLE_F``), the server's own rule for replicas that do not know a type.
+    """
+    if isinstance(ev, PASSIVE):
+        return True
+    if type(ev) is NotImplementedEvent:
+        code = ev.event_type
+        return code in PASSIVE_CODES or (code not in KNOWN_CODES and bool(ev.packet.flags & _IGNORABLE_F))
+    return False
+
+
 class UnreadEvent(BinLogEvent):
     """An event the library parsed far enough to drop (``_processed`` False): e.g. a rows event whose
     TABLE_MAP it does not hold. Carries the type code and the packet's position fields only."""
@@ -123,7 +143,7 @@ def install() -> None:
 
 def describe(code: int) -> tuple[str, str, str]:
     """(name, setting behind it, fix) of an event type code; unknown codes get a generic fix."""
-    name, setting, fix = KNOWN_CODES.get(code, (f"event type {code}", "", ""))
+    name, setting, fix = KNOWN_CODES.get(code, (f"UNKNOWN_TYPE_{code}", "", ""))
     if not setting:
         setting = "a server version or option this reader does not know"
     if not fix:
@@ -132,13 +152,24 @@ def describe(code: int) -> tuple[str, str, str]:
     return name, setting, fix
 
 
+def unparsable(exc: Exception, where: str, gtid: str | None, host: str | None) -> UndecodedEvent:
+    """The UndecodedEvent for an event the binlog library failed to parse (the event after ``where``)."""
+    return UndecodedEvent(
+        f"the binlog library failed to parse the event after {where} "
+        f"{'in transaction ' + gtid if gtid else 'between transactions'} on {host}: {exc!r}. The source stops "
+        "before this transaction; its checkpoint does not include it, so nothing is lost. Fix: find the event "
+        f"with `mysqlbinlog --start-position` at {where}; if the server wrote something this reader cannot "
+        "read, move past the transaction with `cdc source skip` and resync the tables it touched (see the runbook)",
+        event_type=None, code=None, position=where, gtid=gtid, setting=None, host=host)
+
+
 def refuse(code: int, where: str, gtid: str | None, host: str | None, detail: str = "") -> UndecodedEvent:
     """The UndecodedEvent for an event of type ``code`` at ``where`` (``file:pos``) in ``gtid``."""
     name, setting, fix = describe(code)
     inside = f"in transaction {gtid}" if gtid else "outside any GTID transaction"
     return UndecodedEvent(
-        f"binlog event {name} (type code {code}) at {where} {inside} on {host}: the reader does not decode it "
-        f"and it can carry changes of captured tables{detail}. Written because of: {setting}. The source stops "
+        f"binlog event {name} (type code {code}) at {where} {inside} on {host}: the reader cannot decode it{detail} "
+        f"and it can carry changes of captured tables. Written because of: {setting}. The source stops "
         f"before this transaction; its checkpoint does not include it, so nothing is lost. Fix: {fix}. Events "
         "already written stay in the binlog: restart with a version that decodes them, or move past this "
         f"transaction with `cdc source skip --source <name> --gtid {gtid or '<gtid>'} --yes` and resync the "

@@ -76,6 +76,7 @@ from readers.mysql.connection import connection_settings, open_connection
 from readers.mysql.decode import RowConverter
 from readers.mysql.errors import (
     BinlogPurged,
+    CompressedEventError,
     ConnectionLost,
     DecodeError,
     Divergence,
@@ -345,10 +346,18 @@ class MySqlSource:
                     ev = next(it)
                 except StopIteration:
                     raise ConnectionLost(f"{self.host} ended the binlog stream", host=self.host) from None
+                except CompressedEventError as exc:  # raised below the library, which knows no GTID or file
+                    raise binlog_events.refuse(exc.fields["code"], f"{stream.log_file}:{exc.fields['log_pos']}",
+                                               gtid, self.host, f" ({exc.message})") from None
                 except CdcError:
                     raise
                 except pymysql.err.MySQLError as exc:
                     raise _server_refused(exc, self.host or "?") from exc
+                except OSError as exc:
+                    raise ConnectionLost(f"binlog connection to {self.host} failed: {exc}", host=self.host) from exc
+                except Exception as exc:  # the library raises anything on bytes it cannot parse
+                    raise binlog_events.unparsable(exc, f"{stream.log_file}:{stream.log_pos}", gtid,
+                                                   self.host) from exc
                 now = time.monotonic()
                 if isinstance(ev, (MariadbGtidEvent, GtidEvent)):
                     gtid, began, row_no, thread = ev.gtid, False, 0, None
@@ -418,7 +427,7 @@ class MySqlSource:
                 elif isinstance(ev, TableMapEvent):
                     converters.pop(ev.table_id, None)
                     null_masks[ev.table_id] = ev.null_bitmask
-                elif not isinstance(ev, binlog_events.PASSIVE):  # fail closed: anything else stops the source
+                elif not binlog_events.passive(ev):  # fail closed: anything else stops the source
                     raise binlog_events.refuse(ev.event_type, self._where(ev), gtid, self.host)
                 # the server's heartbeat is ours when it comes at our interval (<= STOP_CHECK_S); otherwise ours is
                 # due by time and a server heartbeat in between is only a wake-up (Idle)
