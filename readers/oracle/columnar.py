@@ -63,10 +63,11 @@ from cdc.events import Begin, ChangeBatch, Commit, Event, TableSchema
 from readers.oracle import redo_json
 from readers.oracle.arrow_spill import ArrowSpill
 from readers.oracle.convert import Converter
-from readers.oracle.dispatcher import LOB_OPS, Dispatcher, _Tx
+from readers.oracle.dispatcher import HANDLED_OPS, LOB_OPS, Dispatcher, _Tx
 
 # the row kinds the columnar routing cannot vouch for (see the module docstring)
 RARE_OPS = np.array(sorted({5, 34, 255, *LOB_OPS}), dtype=np.int64)
+_HANDLED = np.array(sorted(HANDLED_OPS), dtype=np.int64)  # any other code on a captured table is rare (refused)
 _FFFFFFFF = 0xFFFFFFFF
 _OP_LETTER = {1: "c", 2: "d", 3: "u"}  # OPERATION_CODE -> the change's op
 
@@ -255,7 +256,9 @@ class ColumnarFeed:
         rare = np.isin(op, RARE_OPS)
         if "UNKNOWN" in owners:
             rare |= dml & (owner == owners.index("UNKNOWN"))
-        rel = dml & self._captured_codes(owner, owners, tabl, tables)
+        captured = self._captured_codes(owner, owners, tabl, tables)
+        rel = dml & captured
+        rare |= captured & ~np.isin(op, _HANDLED)  # an operation code the dispatcher does not know
         sql_null = np.asarray(work.column("SQL_REDO").is_null().to_numpy(zero_copy_only=False), dtype=bool)
         self._k = {"rel": rel}
         rare |= rel & sql_null

@@ -71,6 +71,10 @@ _PARTITION_ROWS = re.compile(r"\b(?:truncate|drop|exchange)\s+(?:sub)?partition\
 _LOB_NAMES = {9: "SEL_LOB_LOCATOR", 10: "LOB_WRITE", 11: "LOB_TRIM", 28: "LOB_ERASE", 29: "LOB_ERASE"}
 _OP_NAMES = {1: "INSERT", 2: "DELETE", 3: "UPDATE"}
 LOB_OPS = frozenset(_LOB_NAMES)
+# OPERATION_CODEs that never change a table's rows: INTERNAL (0), SELECT_FOR_UPDATE (25). Every other code
+# the dispatcher does not handle is refused on a captured table (fail closed: _refused_row)
+PASSIVE_OPS = frozenset({0, 25})
+HANDLED_OPS = frozenset({1, 2, 3, 5, 6, 7, 34, 36, 255, *LOB_OPS, *PASSIVE_OPS})
 
 
 def ts_ms(value: Any) -> int:
@@ -333,6 +337,8 @@ class Dispatcher:
             elif op == 34:
                 raise LogMinerError(f"LogMiner reported MISSING_SCN at SCN {row[SCN]}: redo is missing from the "
                                     "added logs", scn=row[SCN], text=(row[SQL] or "")[:500])
+            elif op not in PASSIVE_OPS:  # an operation code this dispatcher does not know: refused like UNSUPPORTED
+                self._refused_row(row)
         if row is not None:
             self.mined_through = row[SCN]
         if self.pool is not None:
@@ -619,7 +625,8 @@ class Dispatcher:
         and counted; otherwise the first one stops the reader, naming table, XID and SCN. All
         but the stop count in ``cdc_source_errors_total{class=...}`` (on_refused)."""
         for scn, op, owner, table, row_id, sql, info, lob in tx.bad or ():
-            name = _LOB_NAMES.get(op) or (_OP_NAMES.get(op, "UNSUPPORTED") if lob else "UNSUPPORTED")
+            name = _LOB_NAMES.get(op) or (_OP_NAMES.get(op, "UNSUPPORTED") if lob or op == 255
+                                          else f"OPERATION_CODE {op}")
             fields = {"scn": scn, "commit_scn": commit_scn, "xid": tx.xid, "table": f"{owner}.{table}",
                       "operation": name, "row_id": row_id, "text": sql}
             if lob:
@@ -629,7 +636,7 @@ class Dispatcher:
             else:
                 err = UnsupportedOperation(
                     f"LogMiner cannot decode a change of {owner}.{table} at SCN {scn} (XID {tx.xid}, commit SCN "
-                    f"{commit_scn}, UNSUPPORTED: {info})", **fields)
+                    f"{commit_scn}, {name}: {info or 'an operation this reader does not decode'})", **fields)
             if self.dead_letter is not None:
                 self.dead_letter(err, {**fields, "info": info})
             elif self.unsupported == "skip":

@@ -718,5 +718,5 @@ class SimCursor:
             xid = tx.xid
             sqn = 0xFFFFFFFF if raw.endswith("FFFFFFFF") else xid.sqn
             row = (scn, _EPOCH + dt.timedelta(milliseconds=g), lane % threads + 1, raw, xid.usn, xid.slot, sqn,
-                   op, ops[op], owner, tname, rid, rollback, csf, sql, f" 0x{g:06x}.00000010.0010 ", g, info, status)
+                   op, ops.get(op, "UNSUPPORTED"), owner, tname, rid, rollback, csf, sql, f" 0x{g:06x}.00000010.0010 ", g, info, status)
             yield tuple([row[i] for i in idx])

@@ -44,7 +44,8 @@ START, INSERT, DELETE, UPDATE, COMMIT, ROLLBACK = 6, 1, 2, 3, 7, 36
 INTERNAL, DDL, SEL_LOB_LOCATOR, LOB_WRITE, LOB_TRIM, LOB_ERASE = 0, 5, 9, 10, 11, 28
 OPNAME = {START: "START", INSERT: "INSERT", DELETE: "DELETE", UPDATE: "UPDATE", COMMIT: "COMMIT",
           ROLLBACK: "ROLLBACK", INTERNAL: "INTERNAL", DDL: "DDL", SEL_LOB_LOCATOR: "SEL_LOB_LOCATOR",
-          LOB_WRITE: "LOB_WRITE", LOB_TRIM: "LOB_TRIM", LOB_ERASE: "LOB_ERASE"}
+          LOB_WRITE: "LOB_WRITE", LOB_TRIM: "LOB_TRIM", LOB_ERASE: "LOB_ERASE", 25: "SELECT_FOR_UPDATE",
+          68: "XML DOC BEGIN", 70: "XML DOC WRITE", 71: "XML DOC END"}
 LOB_PIECE = 2000  # characters per LOB_WRITE row
 _LOB_DECLARE = ("DECLARE \n loc_c CLOB; \n buf_c VARCHAR2(6426);\n loc_b BLOB; \n buf_b RAW(6426);\n"
                 " loc_nc NCLOB; \n buf_nc NVARCHAR2(6426);\nBEGIN\n")
@@ -78,6 +79,8 @@ class Workload:
     lob_update_at: str = ""   # "4": transaction 4 rewrites the CLOB of an existing row (locator + writes only)
     types_at: str = ""        # "2": transaction 2 inserts the TYPE_ROWS into APP.TYPES (every Oracle type) and
                               # updates its first row
+    odd_op_at: str = ""       # "3": transaction 3 holds one more row, of OPERATION_CODE ``odd_op``, on its table
+    odd_op: int = 68          # (68: XML DOC BEGIN, an operation the reader does not decode; 25: SELECT_FOR_UPDATE)
     supplemental: str = "min+all"  # what the "primary" logs, "+"-separated: "min" database minimal, "all" ALL
                                    # COLUMNS on every table, "T0:T2" on those tables only, "db_all" database-wide
                                    # ALL COLUMNS; "" nothing
@@ -311,6 +314,10 @@ class Model:
                     self._emit(recs, {INSERT: DELETE, DELETE: INSERT}.get(op2, UPDATE), table2, rid2, 1, undo2[0](*undo2[1:]),
                                raw)
         kept = [r for k, r in enumerate(rows) if not partial or not partial[0] <= k < partial[1]]
+        if t in w.numbers("odd_op_at"):  # after the first row: the transaction is open in every pipeline
+            table = rows[0][1]
+            recs.insert(2, (w.odd_op, table, row_id(table, 2 * t * 1000 + 999), 0, 0,
+                            f"/* operation {w.odd_op} */", raw))
         if committed:
             recs.append((COMMIT, -1, None, 0, 0, "commit;", raw))
             exp.extend(r[5] for r in kept)

@@ -21,7 +21,8 @@ workloads = st.builds(
     st.integers(0, 10**6), st.integers(1, 40), st.integers(1, 6), st.integers(1, 3), st.integers(1, 3),
     st.integers(5, 200), st.sampled_from([0.0, 0.2, 0.5]), st.sampled_from([0.0, 0.3, 0.8]),
     st.sampled_from([0.0, 0.1, 0.4]), st.sampled_from([0.0, 0.5, 1.0]),
-    st.sampled_from(["", ",ddl_at=3", ",truncate_at=2", ",lob_at=4", ",ddl_at=1:6,truncate_at=9", ",lob_update_at=2"]))
+    st.sampled_from(["", ",ddl_at=3", ",truncate_at=2", ",lob_at=4", ",ddl_at=1:6,truncate_at=9", ",lob_update_at=2",
+                     ",odd_op_at=2", ",odd_op_at=1:5,odd_op=25"]))
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -46,7 +47,7 @@ def test_columnar_restarts_are_exactly_once(tmp_path_factory, opts, sessions, si
     """Stop after a random number of commits, restart the columnar pipeline from the last END's resume
     state, repeat: the commits published equal the model's, in order, each once."""
     tmp = tmp_path_factory.mktemp("col")
-    opts = opts.split(",ddl_at")[0].split(",truncate_at")[0].split(",lob")[0]  # the model: DML only
+    opts = opts.split(",ddl_at")[0].split(",truncate_at")[0].split(",lob")[0].split(",odd_op")[0]  # DML only
     want = expected(opts)
     got, resume = [], None
     cfg = {"sessions": sessions, "scn_range_size": size, "fetch_size": fetch, "pipeline": "columnar",
