@@ -317,9 +317,33 @@ class GtidTaggedLogEvent(BinLogEvent):
         return f'<GtidTaggedLogEvent "{self.gtid}">'
 
 
+class DumpGtidSet:
+    """Stands in for python-mysql-replication's ``GtidSet`` where its stream reader encodes ``auto_position`` for
+    COM_BINLOG_DUMP_GTID: the library's own class rejects a tagged set (``uuid:1-5:tag:1-3``) as malformed,
+    so a reader whose checkpoint holds a tagged GTID could not resume. Same bytes as the library's for an
+    untagged set; the MySQL 8.3+ tagged format otherwise (readers.mysql.position.GtidSet.encode)."""
+
+    def __init__(self, text: str) -> None:
+        from readers.mysql.position import GtidSet
+
+        self._bytes = GtidSet.parse(text).encode()
+
+    @property
+    def encoded_length(self) -> int:
+        return len(self._bytes)
+
+    def encoded(self) -> bytes:
+        return self._bytes
+
+    encode = encoded
+
+
 def install() -> None:
     """Make python-mysql-replication build :class:`GtidTaggedLogEvent` for type 42 (it otherwise hands back a
-    NotImplementedEvent). Idempotent; the reader must still ask for the class in ``only_events``."""
+    NotImplementedEvent) and encode the stream's start GTID set with :class:`DumpGtidSet` (tagged sets
+    included). Idempotent; the reader must still ask for the class in ``only_events``."""
+    from pymysqlreplication import binlogstream
     from pymysqlreplication.packet import BinLogPacketWrapper
 
     BinLogPacketWrapper._BinLogPacketWrapper__event_map[TAGGED_GTID_EVENT] = GtidTaggedLogEvent  # type: ignore[attr-defined]
+    binlogstream.GtidSet = DumpGtidSet  # type: ignore[attr-defined,misc]  # only used for auto_position there

@@ -194,6 +194,21 @@ def _tagged_body() -> bytes:
     return raw[19:-4]
 
 
+def test_resume_from_a_tagged_set_sends_what_the_server_writes_for_it():
+    """The library's stream reader encodes its start set with the class install() puts in place: for the set the
+    recorded server had executed, that is byte for byte the server's own encoding (its Previous_gtids body)."""
+    import pymysqlreplication.binlogstream as stream
+
+    (raw,) = of_type(binlog_events("binlog_transaction_with_GTID_TAG.000001"), 35)
+    m8.install()
+    start = stream.GtidSet(f"{UUID}:1-13:MyTag:1-2")
+    assert start.encoded() == raw[19:-4] and start.encoded_length == len(raw) - 23
+    from pymysqlreplication.gtid import GtidSet as LibraryGtidSet
+
+    untagged = f"3e11fa47-71ca-11e1-9e33-c80aa9429562:5,{UUID}:1-13"  # uuid order: the library keeps the text's
+    assert stream.GtidSet(untagged).encoded() == LibraryGtidSet(untagged).encoded()
+
+
 def _resized(body: bytes) -> bytes:
     """``body`` with its message size (byte 1, one varlen byte) set to its length."""
     assert len(body) < 128
