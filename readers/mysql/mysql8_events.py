@@ -55,6 +55,7 @@ HEADER_LEN = 19  # timestamp 4, type 1, server_id 4, event_size 4, log_pos 4, fl
 ZSTD, NONE = 0, 255
 _COMPRESSION = {ZSTD: "ZSTD", NONE: "NONE"}
 _END, _PAYLOAD_SIZE, _COMPRESSION_TYPE, _UNCOMPRESSED_SIZE = 0, 1, 2, 3
+_CHUNK = 1 << 20
 
 
 # -- TRANSACTION_PAYLOAD_EVENT ---------------------------------------------------------------------
@@ -129,9 +130,18 @@ def _inflate(payload: bytes, header: PayloadHeader) -> bytes:
             "(binlog_transaction_compression writes ZSTD); a newer server's algorithm needs a newer reader",
             what="compression type", compression=header.compression_name)
     limit = header.uncompressed_size
+    chunks: list[bytes] = []
+    total = 0
     try:
         reader = zstandard.ZstdDecompressor().stream_reader(payload, read_across_frames=True)
-        raw = reader.read(-1 if limit is None else limit + 1)  # one byte more shows a size mismatch
+        # in bounded chunks: a garbled size field must not size a buffer; stop one byte past the stated size
+        while limit is None or total <= limit:
+            chunk = reader.read(_CHUNK)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        raw = b"".join(chunks)
     except zstandard.ZstdError as exc:
         raise PayloadUndecodable(f"transaction payload: the zstd stream does not decompress: {exc}",
                                  what="zstd stream", compression="ZSTD", payload_size=header.payload_size,

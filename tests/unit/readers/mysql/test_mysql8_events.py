@@ -134,6 +134,7 @@ def _body(events_name="transaction_compression.000001") -> bytes:
     (lambda b: b[:10] + bytes([b[10] ^ 0xFF]) + b[11:], "zstd stream"),     # garbled zstd frame
     (lambda b: b[:5] + b"\xb4" + b[6:], "uncompressed size"),              # header says 180, stream gives 179
     (lambda b: b[:5] + b"\xb2" + b[6:], "uncompressed size"),              # header says 178
+    (lambda b: b[:3] + b"\x03\x09\xfe" + (1 << 40).to_bytes(8, "little") + b[6:], "uncompressed size"),  # 1 TiB
     (lambda b: b[:6] + b[9:], "header fields missing"),                     # no payload size field
     (lambda b: b[:1], "ends inside"),                                       # header cut short
 ])
