@@ -116,6 +116,21 @@ def test_recorded_go_mysql_payload_decodes_insert_update_delete():
     assert isinstance(parsed[7], ev.XidEvent)
 
 
+def test_spliced_events_sit_at_the_payload_events_position():
+    events = binlog_events("transaction_compression.000001")
+    outer = of_type(events, m8.TRANSACTION_PAYLOAD_EVENT)[0]
+    end = struct.unpack_from("<I", outer, 13)[0]
+    assert end == 431  # the offset of the Rotate event after it in the file
+    table_map: dict = {}
+    parsed = [parse(e, table_map) for e in m8.splice(outer, use_checksum=True)]
+    assert [p.packet.log_pos for p in parsed] == [end] * 4
+    assert [r["values"] for r in parsed[2].rows] == [{"UNKNOWN_COL0": 1}]
+    plain = m8.splice(outer[:-4], use_checksum=False)
+    assert [len(e) + 4 for e in plain] == [len(e) for e in m8.splice(outer, use_checksum=True)]
+    with pytest.raises(PayloadUndecodable, match="not a TRANSACTION_PAYLOAD_EVENT"):
+        m8.splice(events[-1], use_checksum=True)
+
+
 def test_uncompressed_payload_is_returned_as_is():
     inner = m8.payload_events(of_type(binlog_events("transaction_compression.000001"), 40)[0][19:-4])
     plain = b"".join(inner)
