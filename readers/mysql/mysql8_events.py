@@ -19,6 +19,9 @@ checksummed stream's parser expects: header length + 4 and the CRC32 appended (p
 told ``use_checksum``, takes the last 4 bytes of the header's length as the CRC32 and cuts a Query
 event's text 4 bytes short without them; it also stops reading a table map's optional metadata 4 bytes
 before the packet's end, so an inner event handed to it needs those 4 bytes either way).
+:func:`splice` does both for a whole received payload event and gives every inner event the
+enclosing event's ``log_pos``. The whole transaction is decompressed in memory (in 1 MiB reads, never
+more than its stated size + 1 byte): a payload event is at most one binlog event (max_allowed_packet).
 
 **GTID_TAGGED_LOG_EVENT** (MySQL 8.3+, written for a transaction whose GTID has a tag,
 ``uuid:tag:N``) is encoded in the mysql::serialization format (libs/mysql/serialization/readme.md):
@@ -32,7 +35,9 @@ default. Varlen integers: the count of trailing one bits of the first byte + 1 i
 the remaining bits little-endian are the value; a signed value is zigzag-coded (sign in bit 0).
 
 Every failure raises a Terminal error (PayloadUndecodable, TaggedGtidUndecodable) naming what was
-wrong: nothing inside an event we cannot read is skipped.
+wrong: nothing inside an event we cannot read is skipped. :func:`install` registers
+:class:`GtidTaggedLogEvent` with python-mysql-replication and :class:`DumpGtidSet` for its
+COM_BINLOG_DUMP_GTID request, so a checkpoint holding tagged GTIDs can be resumed from.
 """
 
 from __future__ import annotations
