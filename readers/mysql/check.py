@@ -5,9 +5,16 @@ host, and that each ``tables`` pattern matches at least one table. On every host
 log on, binlog_format=ROW, binlog_row_image=FULL, binlog_row_metadata=FULL, GTIDs
 (MySQL gtid_mode=ON + enforce_gtid_consistency=ON; MariaDB: gtid_strict_mode
 ON), log_slave_updates on every failover candidate (sources with several
-hosts), and the user's privileges (REPLICATION SLAVE, REPLICATION CLIENT /
-BINLOG MONITOR, SELECT). Each problem names the host, the setting, what it
-is and the statement that fixes it.
+hosts), MySQL binlog_row_value_options without PARTIAL_JSON (the reader does
+not decode PARTIAL_UPDATE_ROWS_EVENT), MySQL 8.0.30+
+show_gipk_in_create_table_and_information_schema=ON (so generated invisible
+primary keys are visible to the snapshot), and the user's privileges
+(REPLICATION SLAVE, REPLICATION CLIENT / BINLOG MONITOR, SELECT). Each problem
+names the host, the setting, what it is and the statement that fixes it.
+Compressed binlogs (MariaDB log_bin_compress, MySQL
+binlog_transaction_compression) are decoded: `cdc check` reports them as ok
+lines saying so. :func:`evaluate` is the rule on what a host reported, apart
+from reading it, so MySQL 8.x answers can be checked without a MySQL server.
 
 The reader runs the same check on every host it may stream from: at start on
 the host it chose and on every other configured host (:func:`refuse_unsafe_hosts`;
@@ -45,26 +52,44 @@ def _persist(name: str, value: str) -> str:
     return f"SET GLOBAL {name}={value}; and {name}={value} in the server's my.cnf [mysqld]"
 
 
-def check_host(address: str, user: str, password: str, candidate: bool, timeout_s: float = 5.0,
-               tls: MySqlTls | None = None) -> list[Problem]:
-    """Problems of one host; ``candidate``: it may become the primary (needs log_slave_updates)."""
-    try:
-        conn = open_connection(address, user, password, timeout_s, tls=tls)
-    except CdcError as exc:
-        return [Problem(address, "connection", str(exc), "check host, port, user and password")]
+_VARIABLES = ("log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "gtid_mode",
+              "enforce_gtid_consistency", "gtid_strict_mode", "log_slave_updates", "log_replica_updates",
+              "log_bin_compress", "binlog_transaction_compression", "binlog_row_value_options",
+              "show_gipk_in_create_table_and_information_schema")
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    """What one host reports about itself: ``variables`` (lowercase name -> text), ``grants`` (SHOW GRANTS
+    joined, uppercase)."""
+
+    version: str
+    variables: dict[str, str]
+    grants: str
+
+    @property
+    def mariadb(self) -> bool:
+        return "mariadb" in self.version.lower()
+
+
+def read_settings(conn) -> HostSettings:
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION()")
+        version = str(cur.fetchone()[0])
+        names = ", ".join(f"'{n}'" for n in _VARIABLES)
+        cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
+        variables = {k.lower(): str(val) for k, val in cur.fetchall()}
+        cur.execute("SHOW GRANTS")
+        grants = " ".join(r[0] for r in cur.fetchall()).upper()
+    return HostSettings(version, variables, grants)
+
+
+def evaluate(settings: HostSettings, address: str, user: str, candidate: bool) -> tuple[list[Problem], list[str]]:
+    """The problems of one host's settings (each refused at start) and the notes on settings the reader
+    follows as they are (compressed binlogs: decoded)."""
+    v, mariadb, grants = settings.variables, settings.mariadb, settings.grants
     out: list[Problem] = []
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SELECT VERSION()")
-            mariadb = "mariadb" in cur.fetchone()[0].lower()
-            cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('log_bin', 'binlog_format', "
-                        "'binlog_row_image', 'binlog_row_metadata', 'gtid_mode', 'enforce_gtid_consistency', "
-                        "'gtid_strict_mode', 'log_slave_updates', 'log_replica_updates')")
-            v = {k.lower(): str(val) for k, val in cur.fetchall()}
-            cur.execute("SHOW GRANTS")
-            grants = " ".join(r[0] for r in cur.fetchall()).upper()
-    finally:
-        conn.close()
+    notes: list[str] = []
 
     def need(name: str, want: str, fix: str | None = None) -> None:
         got = v.get(name)
@@ -85,6 +110,22 @@ def check_host(address: str, user: str, password: str, candidate: bool, timeout_
         name = "log_slave_updates" if "log_slave_updates" in v else "log_replica_updates"
         need(name, "ON", f"{name}=ON in my.cnf [mysqld] and restart (a failover candidate must log what it "
              "replicates, or the stream loses those transactions after failover)")
+    if "PARTIAL_JSON" in v.get("binlog_row_value_options", "").upper():
+        out.append(Problem(address, "binlog_row_value_options", v["binlog_row_value_options"],
+                           "SET GLOBAL binlog_row_value_options=''; and binlog_row_value_options='' in my.cnf "
+                           "[mysqld] (JSON updates are then logged as whole values; the reader does not decode "
+                           "PARTIAL_UPDATE_ROWS_EVENT, which carries only the changed JSON paths)"))
+    if v.get("show_gipk_in_create_table_and_information_schema", "ON").upper() == "OFF":
+        out.append(Problem(address, "show_gipk_in_create_table_and_information_schema", "OFF",
+                           _persist("show_gipk_in_create_table_and_information_schema", "ON")
+                           + " (tables with a generated invisible primary key my_row_id must show it in "
+                           "information_schema: the snapshot and the schema lookups read their columns there, "
+                           "while the binlog rows carry my_row_id)"))
+    if v.get("log_bin_compress", "OFF").upper() == "ON":
+        notes.append("log_bin_compress=ON: compressed row and query events are decoded (zlib), nothing to change")
+    if v.get("binlog_transaction_compression", "OFF").upper() == "ON":
+        notes.append("binlog_transaction_compression=ON: TRANSACTION_PAYLOAD events are decoded (zstd), "
+                     "nothing to change")
     if "ALL PRIVILEGES ON *.*" not in grants:
         wanted = ["REPLICATION SLAVE", "SELECT"]
         wanted.append("BINLOG MONITOR" if mariadb and "BINLOG MONITOR" in grants else "REPLICATION CLIENT")
@@ -92,7 +133,27 @@ def check_host(address: str, user: str, password: str, candidate: bool, timeout_
             if priv not in grants and not (priv == "REPLICATION CLIENT" and "BINLOG MONITOR" in grants):
                 out.append(Problem(address, f"privilege {priv}", "not granted",
                                    f"GRANT {priv} ON *.* TO {user!r}@'%'"))
-    return out
+    return out, notes
+
+
+def inspect_host(address: str, user: str, password: str, candidate: bool, timeout_s: float = 5.0,
+                 tls: MySqlTls | None = None) -> tuple[list[Problem], list[str]]:
+    """:func:`evaluate` of one host; a host that cannot be reached is one ``connection`` problem."""
+    try:
+        conn = open_connection(address, user, password, timeout_s, tls=tls)
+    except CdcError as exc:
+        return [Problem(address, "connection", str(exc), "check host, port, user and password")], []
+    try:
+        settings = read_settings(conn)
+    finally:
+        conn.close()
+    return evaluate(settings, address, user, candidate)
+
+
+def check_host(address: str, user: str, password: str, candidate: bool, timeout_s: float = 5.0,
+               tls: MySqlTls | None = None) -> list[Problem]:
+    """Problems of one host; ``candidate``: it may become the primary (needs log_slave_updates)."""
+    return inspect_host(address, user, password, candidate, timeout_s, tls)[0]
 
 
 def checks(config, key: str) -> list[Check]:
@@ -103,11 +164,12 @@ def checks(config, key: str) -> list[Check]:
     out: list[Check] = []
     tables: list[str] | None = None
     for host in config.hosts:
-        problems = check_host(host, config.user, password, several, config.connect_timeout_s, config.tls)
+        problems, notes = inspect_host(host, config.user, password, several, config.connect_timeout_s, config.tls)
         out += [Check(f"{name}: host {host}", False, p.found if p.setting == "connection" else f"{p.setting} is {p.found}",
                       p.fix) for p in problems]
         if not problems:
             out.append(Check(f"{name}: host {host}", True, "log settings and privileges"))
+        out += [Check(f"{name}: host {host}", True, note) for note in notes]
         if tables is None and not any(p.setting == "connection" for p in problems):
             tables = [f"{db}.{t}" for db, t in _base_tables(host, config)]
             out += pattern_checks(name, config.tables, tables, host, f"{key}.tables")

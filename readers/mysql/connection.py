@@ -10,6 +10,7 @@ the binlogs) in one short session.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +62,31 @@ def open_connection(address: str, user: str, password: str, timeout_s: float = 5
                                database=db, autocommit=True, **kw)
     except (pymysql.err.MySQLError, OSError) as exc:
         raise classify(exc, address, user, tls) from exc
+
+
+def server_version(version: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of a ``SELECT VERSION()`` text: ``8.4.2``, ``8.0.36-28`` (Percona),
+    ``10.11.6-MariaDB-log``, ``5.5.5-10.6.16-MariaDB`` (MariaDB's old replication prefix)."""
+    text = version.split("5.5.5-", 1)[1] if version.startswith("5.5.5-") else version
+    parts = re.match(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?", text)
+    return tuple(int(x or 0) for x in parts.groups()) if parts else (0, 0, 0)  # type: ignore[return-value]
+
+
+def binlog_status_statement(version: str) -> str:
+    """The statement that reports the current binlog file and position: MySQL 8.2+ has ``SHOW BINARY LOG
+    STATUS`` (and 8.4 removed ``SHOW MASTER STATUS``); MariaDB and older MySQL answer ``SHOW MASTER
+    STATUS``."""
+    if "mariadb" not in version.lower() and server_version(version) >= (8, 2, 0):
+        return "SHOW BINARY LOG STATUS"
+    return "SHOW MASTER STATUS"
+
+
+def binlog_status(cur: Any) -> tuple[str, int] | None:
+    """(file, position) the server is writing now, None with the binary log off."""
+    cur.execute("SELECT VERSION()")
+    cur.execute(binlog_status_statement(str(cur.fetchone()[0])))
+    row = cur.fetchone()
+    return (str(row[0]), int(row[1])) if row else None
 
 
 @dataclass(frozen=True)

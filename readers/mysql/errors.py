@@ -107,3 +107,17 @@ __all__ = [
     "StatementFormatDml", "UnloggedRowChange",
     "TransactionInterrupted", "Transient", "UndecodedEvent", "UnknownColumnType",
 ]
+
+
+class PayloadUndecodable(DecodeError):
+    """A MySQL TRANSACTION_PAYLOAD_EVENT (``binlog_transaction_compression=ON``) whose payload cannot be
+    turned back into its events: unknown compression type, a header without its fields, a truncated or
+    garbled zstd stream, an uncompressed size or an inner event length that does not add up (``what``,
+    ``compression``, ``payload_size``, ``uncompressed_size``). Its rows are not read: the source stops
+    before the transaction's first record."""
+
+
+class TaggedGtidUndecodable(DecodeError):
+    """A MySQL GTID_TAGGED_LOG_EVENT (type 42, tagged GTIDs ``uuid:tag:N``, MySQL 8.3+) that does not decode:
+    unknown serialization version, a field missing, a non-ignorable field this reader does not know,
+    truncated bytes (``what``). Without its GTID the checkpoint could not name the transaction."""

@@ -49,7 +49,7 @@ def walk(cur: Any, file: str) -> Iterator[tuple[GtidSet, int]]:
         etype = str(etype)
         if etype in ("Gtid_list", "Previous_gtids"):
             state = GtidSet.parse(str(info).strip("[]").replace(",\n", ",") or "")
-        elif etype == "Gtid":
+        elif etype == "Gtid" or etype.lower().startswith("gtid_tagged"):  # MySQL 8.3+ tagged GTID (uuid:tag:N)
             if not header_done:
                 header_done = True
                 yield state, int(pos)

@@ -6,6 +6,14 @@ seen, never a single GTID. It has two flavours with one interface:
 * MySQL: ``uuid:1-5:7,uuid2:1-3``. Stored as half-open intervals
   ``[start, stop)`` per server uuid (so ``1-5`` is ``(1, 6)``), merged and
   sorted; printed closed (``1-5``, ``7``) like the server does.
+  Tagged GTIDs (MySQL 8.3+, ``uuid:tag:N``): a tag is a name of 1-32
+  letters, digits and ``_`` (not starting with a digit), case-insensitive
+  (kept lowercase). In a set, a tag applies to the intervals after it:
+  ``uuid:1-5:tag1:1-3:7,uuid2:tag2:4`` holds ``uuid:1..5`` untagged and
+  ``uuid:tag1:1..3`` and ``uuid:tag1:7``. Each (uuid, tag) is its own
+  sequence of transaction numbers, stored under the key ``uuid`` or
+  ``uuid:tag`` and printed as the server prints it (per uuid: the untagged
+  intervals, then each tag in order with its intervals).
 * MariaDB: ``domain-server-seq`` per replication domain, e.g. ``0-1-42,1-7-3``
   (the shape of ``@@gtid_binlog_pos`` / ``@@gtid_slave_pos``). Within a
   domain, sequence numbers grow, so one GTID per domain stands for every
@@ -24,6 +32,7 @@ raises :class:`GtidParseError`; mixing flavours raises
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -35,6 +44,9 @@ Interval = tuple[int, int]  # half-open [start, stop)
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 _MARIA = re.compile(r"^(\d+)-(\d+)-(\d+)$")
+_TAG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
+_INTERVAL = re.compile(r"^\d+(-\d+)?$")
+_TAGGED_FORMAT = 1  # COM_BINLOG_DUMP_GTID / Previous_gtids: first u64 = 1<<56 | n<<8 | 1 (MySQL 8.3+)
 
 
 def _norm_uuid(text: str) -> str:
@@ -72,7 +84,7 @@ def _minus(xs: tuple[Interval, ...], ys: tuple[Interval, ...]) -> tuple[Interval
 class GtidSet:
     """Immutable GTID set. Build with :meth:`parse`, :meth:`empty` or operators.
 
-    ``mysql``: ((uuid, ((start, stop), ...)), ...) sorted by uuid.
+    ``mysql``: ((tsid, ((start, stop), ...)), ...) sorted by tsid: ``uuid`` or ``uuid:tag``.
     ``mariadb``: ((domain, server, seq), ...) sorted by domain.
     At most one of them is non-empty.
     """
@@ -114,26 +126,36 @@ class GtidSet:
 
     @classmethod
     def _parse_mysql(cls, parts: list[str], text: str) -> GtidSet:
-        by_uuid: dict[str, list[Interval]] = {}
+        by_tsid: dict[str, list[Interval]] = {}
         for p in parts:
-            uuid, *ranges = p.split(":")
+            uuid, *tokens = p.split(":")
             if not _UUID.match(uuid):
                 raise GtidParseError(f"{uuid!r} is not a server uuid", text=text)
-            if not ranges:
+            if not tokens:
                 raise GtidParseError(f"{p!r} has no transaction interval", text=text)
-            for r in ranges:
-                lo, sep, hi = r.partition("-")
-                if not lo.isdigit() or (sep and not hi.isdigit()):
-                    raise GtidParseError(f"interval {r!r} is not N or N-M", text=text)
-                a, b = int(lo), int(hi) if sep else int(lo)
+            tsid, open_tag = _norm_uuid(uuid), None
+            for r in tokens:
+                if not _INTERVAL.match(r):
+                    if not _TAG.match(r):
+                        raise GtidParseError(f"{r!r} in {p!r} is neither an interval N or N-M nor a tag", text=text)
+                    if open_tag is not None:
+                        raise GtidParseError(f"tag {open_tag!r} in {p!r} has no transaction interval", text=text)
+                    tsid = f"{_norm_uuid(uuid)}:{r.lower()}"
+                    open_tag = r
+                    continue
+                lo, _, hi = r.partition("-")
+                a, b = int(lo), int(hi or lo)
                 if a < 1 or b < a:
                     raise GtidParseError(f"interval {r!r} is empty or starts below 1", text=text)
-                by_uuid.setdefault(_norm_uuid(uuid), []).append((a, b + 1))
-        return cls(mysql=tuple((u, _merge(iv)) for u, iv in sorted(by_uuid.items())))
+                by_tsid.setdefault(tsid, []).append((a, b + 1))
+                open_tag = None
+            if open_tag is not None:
+                raise GtidParseError(f"tag {open_tag!r} in {p!r} has no transaction interval", text=text)
+        return cls(mysql=tuple((u, _merge(iv)) for u, iv in sorted(by_tsid.items())))
 
     @classmethod
     def of(cls, gtid: str) -> GtidSet:
-        """A set holding one GTID (``uuid:N`` or ``d-s-n``)."""
+        """A set holding one GTID (``uuid:N``, ``uuid:tag:N`` or ``d-s-n``)."""
         s = cls.parse(gtid)
         if len(s.mariadb) + sum(len(iv) for _, iv in s.mysql) != 1:
             raise GtidParseError("not a single GTID", text=gtid)
@@ -150,12 +172,92 @@ class GtidSet:
     def __str__(self) -> str:
         if self.mariadb:
             return ",".join(f"{d}-{s}-{n}" for d, s, n in self.mariadb)
-        return ",".join(
-            u + "".join(f":{a}" if b == a + 1 else f":{a}-{b - 1}" for a, b in iv) for u, iv in self.mysql
-        )
+        out: list[str] = []
+        last = ""
+        for tsid, iv in self.mysql:  # sorted: a uuid's untagged intervals first, then its tags in order
+            uuid, _, tag = tsid.partition(":")
+            text = (f":{tag}" if tag else "") + "".join(f":{a}" if b == a + 1 else f":{a}-{b - 1}" for a, b in iv)
+            if uuid == last:
+                out[-1] += text
+            else:
+                out.append(uuid + text)
+            last = uuid
+        return ",".join(out)
 
     def __repr__(self) -> str:
         return f"GtidSet({str(self)!r})"
+
+    def tags(self) -> set[str]:
+        """MySQL: the tags in the set (empty for a set without tagged GTIDs)."""
+        return {tsid.partition(":")[2] for tsid, _ in self.mysql} - {""}
+
+    # wire format ---------------------------------------------------------
+    def encode(self) -> bytes:
+        """MySQL's binary GTID set (COM_BINLOG_DUMP_GTID payload, Previous_gtids event body).
+
+        Untagged: u64 n_sids, then per uuid its 16 bytes, u64 n_intervals and each interval as u64
+        start, u64 stop (half-open), all little-endian; byte for byte what python-mysql-replication
+        sends. With any tag (MySQL 8.3+ only; older servers refuse it): the first u64 is
+        ``1<<56 | n<<8 | 1`` and every (uuid, tag) entry carries its tag after the uuid (one byte
+        ``len<<1``, then the lowercase tag; 0 for untagged), as the server writes it.
+        """
+        if self.mariadb:
+            raise GtidFlavorMismatch("a MariaDB GTID state has no MySQL binary encoding", left=str(self), right="")
+        tagged = bool(self.tags())
+        n = len(self.mysql)
+        out = bytearray(struct.pack("<Q", (_TAGGED_FORMAT << 56 | n << 8 | _TAGGED_FORMAT) if tagged else n))
+        for tsid, iv in self.mysql:
+            uuid, _, tag = tsid.partition(":")
+            out += bytes.fromhex(uuid.replace("-", ""))
+            if tagged:
+                out += bytes([len(tag) << 1]) + tag.encode()
+            out += struct.pack("<Q", len(iv)) + b"".join(struct.pack("<QQ", a, b) for a, b in iv)
+        return bytes(out)
+
+    @classmethod
+    def decode(cls, data: bytes) -> GtidSet:
+        """Inverse of :meth:`encode` (either format). Raises GtidParseError on truncated or malformed bytes."""
+        def fail(why: str) -> GtidParseError:
+            return GtidParseError(f"binary GTID set: {why}", text=bytes(data[:64]).hex())
+
+        pos = 0
+
+        def take(n: int) -> bytes:
+            nonlocal pos
+            if pos + n > len(data):
+                raise fail(f"truncated at byte {pos} of {len(data)}")
+            pos += n
+            return bytes(data[pos - n:pos])
+
+        (head,) = struct.unpack("<Q", take(8))
+        fmt = head >> 56
+        if fmt == _TAGGED_FORMAT and head & 0xFF == _TAGGED_FORMAT:
+            n, tagged = (head >> 8) & ((1 << 48) - 1), True
+        elif fmt == 0:
+            n, tagged = head, False
+        else:
+            raise fail(f"unknown GTID set format {fmt}")
+        by_tsid: dict[str, list[Interval]] = {}
+        for _ in range(n):
+            uuid = _norm_uuid(take(16).hex())
+            tsid = uuid
+            if tagged:
+                length = take(1)[0]
+                if length & 1 or length >> 1 > 32:
+                    raise fail(f"tag length byte 0x{length:02x} is not a tag of at most 32 characters")
+                tag = take(length >> 1).decode("ascii", "replace")
+                if tag and not _TAG.match(tag):
+                    raise fail(f"{tag!r} is not a tag")
+                tsid = f"{uuid}:{tag.lower()}" if tag else uuid
+            (count,) = struct.unpack("<Q", take(8))
+            for _ in range(count):
+                a, b = struct.unpack("<QQ", take(16))
+                if a < 1 or b <= a:
+                    raise fail(f"interval [{a}, {b}) of {tsid} is empty or starts below 1")
+                by_tsid.setdefault(tsid, []).append((a, b))
+        if pos != len(data):
+            raise fail(f"{len(data) - pos} bytes after the last entry")
+        return cls(mysql=tuple((u, _merge(iv)) for u, iv in sorted(by_tsid.items())))
 
     def domains(self) -> dict[int, tuple[int, int]]:
         """MariaDB: domain -> (server, seq)."""
@@ -183,7 +285,7 @@ class GtidSet:
     __or__ = union
 
     def add(self, gtid: str) -> GtidSet:
-        """This set plus one GTID text (``uuid:N`` / ``d-s-n``)."""
+        """This set plus one GTID text (``uuid:N`` / ``uuid:tag:N`` / ``d-s-n``)."""
         return self.union(GtidSet.of(gtid))
 
     def subtract(self, other: GtidSet) -> GtidSet:

@@ -8,7 +8,10 @@ With ``snapshot: initial`` and no stream yet, MySqlSource.start() calls
    (``SHOW STATUS LIKE 'binlog_snapshot_%'``), turned into a GTID state by
    ``BINLOG_GTID_POS(file, pos)``: no lock at all. MySQL has no such status,
    so there ``FLUSH TABLES WITH READ LOCK`` is held only while the snapshot
-   opens and ``@@gtid_executed`` is read;
+   opens and ``@@gtid_executed`` and the binlog position (``SHOW BINARY LOG
+   STATUS`` on 8.2+, ``SHOW MASTER STATUS`` before) are read; on 8.0.30+ the
+   session shows generated invisible primary keys (``my_row_id``), which the
+   binlog rows carry, so the snapshot reads them too;
 2. every table is read in that one transaction, chunked by primary key
    (keyset pagination, ``chunk_rows`` rows); each chunk is published as one
    transaction of ``op: r`` records whose END carries
@@ -53,7 +56,7 @@ from cdc.progress_bar import progress as progress_lines
 from cdc.snapshot_marks import row_mark, with_ends
 from cdc.sql_dialects import MYSQL
 from cdc.values import select_expr, stream_value, value_kind
-from readers.mysql.connection import open_connection
+from readers.mysql.connection import binlog_status, open_connection, server_version
 from readers.mysql.schema import schema_from_information_schema
 
 log = logging.getLogger(__name__)
@@ -98,14 +101,17 @@ def open_snapshot(conn: Any, flavor: str) -> tuple[str, dict[str, Any]]:
             at = {"file": status["binlog_snapshot_file"], "pos": int(status["binlog_snapshot_position"])}
             cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (at["file"], at["pos"]))
             return cur.fetchone()[0] or "", at
+        cur.execute("SELECT VERSION()")
+        if server_version(str(cur.fetchone()[0])) >= (8, 0, 30):
+            # a generated invisible primary key (my_row_id) is in every binlog row: the snapshot must read it too
+            cur.execute("SET SESSION show_gipk_in_create_table_and_information_schema = ON")
         cur.execute("FLUSH TABLES WITH READ LOCK")  # MySQL: hold writes only while the snapshot opens
         try:
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             cur.execute("SELECT @@GLOBAL.gtid_executed")
             gtid = cur.fetchone()[0] or ""
-            cur.execute("SHOW MASTER STATUS")
-            row = cur.fetchone()
-            return gtid, ({"file": row[0], "pos": int(row[1])} if row else {})
+            at = binlog_status(cur)  # SHOW BINARY LOG STATUS on MySQL 8.2+ (8.4 has no SHOW MASTER STATUS)
+            return gtid, ({"file": at[0], "pos": at[1]} if at else {})
         finally:
             cur.execute("UNLOCK TABLES")
 
