@@ -38,6 +38,7 @@ from pymysqlreplication.event import (
     UserVarEvent,
 )
 
+from readers.mysql import mysql8_events
 from readers.mysql.errors import UndecodedEvent
 
 _ORIGINAL_WRAPPER = packet.BinLogPacketWrapper
@@ -132,12 +133,14 @@ class _Wrapper(_ORIGINAL_WRAPPER):
 
 
 #: every event class, for ``BinLogStreamReader(only_events=...)``: nothing is filtered in the library
-ALL_EVENTS = frozenset(_ORIGINAL_WRAPPER._BinLogPacketWrapper__event_map.values()) | {NotImplementedEvent,
-                                                                                      UnreadEvent}
+ALL_EVENTS = frozenset(_ORIGINAL_WRAPPER._BinLogPacketWrapper__event_map.values()) | {
+    NotImplementedEvent, UnreadEvent, mysql8_events.GtidTaggedLogEvent}
 
 
 def install() -> None:
-    """Make the library hand back the events it would drop (see :class:`UnreadEvent`). Idempotent."""
+    """Make the library hand back the events it would drop (see :class:`UnreadEvent`) and decode MySQL 8.3+
+    tagged GTID events (readers/mysql/mysql8_events.py). Idempotent."""
+    mysql8_events.install()
     binlogstream.BinLogPacketWrapper = _Wrapper
 
 

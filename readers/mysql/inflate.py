@@ -28,6 +28,7 @@ import struct
 import zlib
 from collections.abc import Callable
 
+from cdc.errors import CdcError
 from readers.mysql.errors import CompressedEventError
 
 QUERY_EVENT = 0x02
@@ -183,8 +184,12 @@ class Inflater:
         if self.payload is None:
             raise CompressedEventError("TRANSACTION_PAYLOAD_EVENT: no decoder for MySQL transaction payloads",
                                        reason="unsupported")
+        try:
+            inner_events = self.payload(body)
+        except CdcError as exc:  # readers/mysql/mysql8_events.py: PayloadUndecodable
+            raise CompressedEventError(f"TRANSACTION_PAYLOAD_EVENT: {exc.message}", reason="payload") from None
         out = []
-        for inner in self.payload(body):
+        for inner in inner_events:
             if len(inner) < HEADER_LEN:
                 raise CompressedEventError("TRANSACTION_PAYLOAD_EVENT: an inner event is shorter than a header",
                                            reason="truncated")

@@ -198,25 +198,6 @@ def checksummed(event: bytes) -> bytes:
     return bytes(framed) + struct.pack("<I", zlib.crc32(framed) & 0xFFFFFFFF)
 
 
-def splice(event: bytes, use_checksum: bool) -> list[bytes]:
-    """The events inside one whole TRANSACTION_PAYLOAD_EVENT as the binlog stream would carry them plainly.
-
-    ``event``: the enclosing event as received (19-byte header, body, then its CRC32 when ``use_checksum``).
-    Each inner event gets the enclosing event's ``log_pos`` (the end of the payload event: records from it
-    name that position, the point after which the whole transaction is read) and, when ``use_checksum``,
-    is framed by :func:`checksummed`. Raises PayloadUndecodable as :func:`payload_events` does, and when
-    ``event`` is not a TRANSACTION_PAYLOAD_EVENT."""
-    if len(event) < HEADER_LEN or event[4] != TRANSACTION_PAYLOAD_EVENT:
-        raise PayloadUndecodable("not a TRANSACTION_PAYLOAD_EVENT", what="event type")
-    body = event[HEADER_LEN:-4] if use_checksum else event[HEADER_LEN:]
-    log_pos = event[13:17]
-    out = []
-    for inner in payload_events(body):
-        placed = inner[:13] + log_pos + inner[17:]
-        out.append(checksummed(placed) if use_checksum else placed)
-    return out
-
-
 # -- GTID_TAGGED_LOG_EVENT -------------------------------------------------------------------------
 class _Reader:
     """Reads mysql::serialization varlen integers and strings from ``data``; errors name ``what``."""

@@ -81,6 +81,7 @@ from readers.mysql.errors import (
     DecodeError,
     Divergence,
     SourceUnavailable,
+    TaggedGtidUndecodable,
     TransactionInterrupted,
 )
 from readers.mysql.failover import WAY_OUT, choose_primary, default_prober
@@ -88,6 +89,7 @@ from readers.mysql.fastrows import install as _install_fast_rows
 from readers.mysql.guards import refuse_partial, refuse_statement, refuse_unlogged_ddl
 from readers.mysql.incremental import IncrementalSnapshots
 from readers.mysql.inflate import COMPRESSED_TYPES, FORMAT_DESCRIPTION_EVENT, Inflater
+from readers.mysql.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogEvent, payload_events
 from readers.mysql.position import GtidSet
 from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
 from readers.mysql.snapshot import InitialSnapshot
@@ -101,10 +103,6 @@ _LOST = {2006, 2013, 2055}
 _DUMP_COMMANDS = {0x12, 0x1E}  # COM_BINLOG_DUMP, COM_BINLOG_DUMP_GTID
 _ROWS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
 _INFLATED = COMPRESSED_TYPES | {FORMAT_DESCRIPTION_EVENT}  # the FDE: the inflater follows its checksum setting
-try:  # MySQL 8 transaction payloads (binlog_transaction_compression)
-    from readers.mysql.mysql8_events import payload_events as _payload_events
-except ImportError:  # pragma: no cover - without it a payload event is refused by name
-    _payload_events = None
 
 
 def _db(ev: Any) -> str:
@@ -134,7 +132,7 @@ class _Guarded(pymysql.connections.Connection):
 
     def _write_bytes(self, data: bytes) -> None:
         if len(data) > 4 and data[4] in _DUMP_COMMANDS:
-            self._inflater, self._pending = Inflater(_payload_events), []
+            self._inflater, self._pending = Inflater(payload_events), []
         super()._write_bytes(data)
 
     def _read_packet(self, packet_type=pymysql.connections.MysqlPacket):
@@ -349,6 +347,9 @@ class MySqlSource:
                 except CompressedEventError as exc:  # raised below the library, which knows no GTID or file
                     raise binlog_events.refuse(exc.fields["code"], f"{stream.log_file}:{exc.fields['log_pos']}",
                                                gtid, self.host, f" ({exc.message})") from None
+                except TaggedGtidUndecodable as exc:
+                    raise binlog_events.refuse(TAGGED_GTID_EVENT, f"{stream.log_file}:{stream.log_pos}", gtid,
+                                               self.host, f" ({exc.message})") from None
                 except CdcError:
                     raise
                 except pymysql.err.MySQLError as exc:
@@ -359,7 +360,7 @@ class MySqlSource:
                     raise binlog_events.unparsable(exc, f"{stream.log_file}:{stream.log_pos}", gtid,
                                                    self.host) from exc
                 now = time.monotonic()
-                if isinstance(ev, (MariadbGtidEvent, GtidEvent)):
+                if isinstance(ev, (MariadbGtidEvent, GtidEvent, GtidTaggedLogEvent)):
                     gtid, began, row_no, thread = ev.gtid, False, 0, None
                     ts_ms = ev.timestamp * 1000
                     if self._partial is not None:  # re-reading a transaction cut by a lost connection

@@ -21,6 +21,7 @@ from pymysqlreplication.packet import BinLogPacketWrapper
 
 from readers.mysql import mysql8_events as m8
 from readers.mysql.errors import PayloadUndecodable, TaggedGtidUndecodable
+from readers.mysql.inflate import Inflater
 from readers.mysql.position import GtidSet
 from readers.mysql.schema import schema_from_table_map
 
@@ -116,19 +117,22 @@ def test_recorded_go_mysql_payload_decodes_insert_update_delete():
     assert isinstance(parsed[7], ev.XidEvent)
 
 
-def test_spliced_events_sit_at_the_payload_events_position():
+def test_the_readers_inflater_splices_the_recorded_payload_at_its_position():
+    """The reader's own path (readers/mysql/inflate.py, fed the whole recorded binlog as the dump sends it):
+    the payload's inner events come out checksummed, at the payload event's end position, and decode."""
     events = binlog_events("transaction_compression.000001")
     outer = of_type(events, m8.TRANSACTION_PAYLOAD_EVENT)[0]
     end = struct.unpack_from("<I", outer, 13)[0]
     assert end == 431  # the offset of the Rotate event after it in the file
+    inflater = Inflater(m8.payload_events)
+    packets = [p for e in events for p in inflater.packets(b"\x00" + e)]
+    assert inflater.checksum and inflater.compressed_events == 1
+    assert [p[5] for p in packets if p[5] != m8.TRANSACTION_PAYLOAD_EVENT] == [p[5] for p in packets]
     table_map: dict = {}
-    parsed = [parse(e, table_map) for e in m8.splice(outer, use_checksum=True)]
-    assert [p.packet.log_pos for p in parsed] == [end] * 4
-    assert [r["values"] for r in parsed[2].rows] == [{"UNKNOWN_COL0": 1}]
-    plain = m8.splice(outer[:-4], use_checksum=False)
-    assert [len(e) + 4 for e in plain] == [len(e) for e in m8.splice(outer, use_checksum=True)]
-    with pytest.raises(PayloadUndecodable, match="not a TRANSACTION_PAYLOAD_EVENT"):
-        m8.splice(events[-1], use_checksum=True)
+    parsed = [parse(p[1:], table_map) for p in packets]
+    inner = [p for p in parsed if p is not None and p.packet.log_pos == end]
+    assert [type(p) for p in inner] == [ev.QueryEvent, rows.TableMapEvent, rows.WriteRowsEvent, ev.XidEvent]
+    assert [r["values"] for r in inner[2].rows] == [{"UNKNOWN_COL0": 1}]
 
 
 def test_uncompressed_payload_is_returned_as_is():
