@@ -19,8 +19,8 @@ checksummed stream's parser expects: header length + 4 and the CRC32 appended (p
 told ``use_checksum``, takes the last 4 bytes of the header's length as the CRC32 and cuts a Query
 event's text 4 bytes short without them; it also stops reading a table map's optional metadata 4 bytes
 before the packet's end, so an inner event handed to it needs those 4 bytes either way).
-:func:`splice` does both for a whole received payload event and gives every inner event the
-enclosing event's ``log_pos``. The whole transaction is decompressed in memory (in 1 MiB reads, never
+The reader's inflater (readers/mysql/inflate.py) does both for a whole received payload event and
+gives every inner event the enclosing event's ``log_pos``. The whole transaction is decompressed in memory (in 1 MiB reads, never
 more than its stated size + 1 byte): a payload event is at most one binlog event (max_allowed_packet).
 
 **GTID_TAGGED_LOG_EVENT** (MySQL 8.3+, written for a transaction whose GTID has a tag,
