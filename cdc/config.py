@@ -139,6 +139,9 @@ class KafkaConfig(BaseModel):
                               "InitProducerId; retries may then append duplicate runs)")
     delivery_timeout_s: float = Field(default=120.0, gt=0, description="records unacknowledged this long: "
                                       "the source stops and restarts from the stream's tail")
+    writer_fencing: bool = Field(default=True, description="one daemon writes a source's stream: a lease the broker "
+                                 "arbitrates (transactional.id cdc-writer.<prefix>.<source>, topic "
+                                 "<prefix>.<source>.writer); a newer daemon fences the older (cdc/publish/lease.py)")
 
     @field_validator("client", "producer", "consumer", mode="before")
     @classmethod

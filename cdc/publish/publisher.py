@@ -57,6 +57,7 @@ from cdc.events import Begin, Change, ChangeBatch, Commit, Heartbeat, Idle, Sche
 from cdc.kafka_settings import KafkaConnection
 from cdc.metrics import SourceMetrics
 from cdc.publish.acks import END, HEARTBEAT, PROGRESS, SCHEMA, AckTracker
+from cdc.publish.lease import WriterFenced, WriterLease
 from cdc.publish.producer import DELIVERY_TIMEOUT_S, RECORD_OVERHEAD, OrderedProducer, RecordTooLarge
 from cdc.publish.recovery import read_tail
 from cdc.publish.topics import admin_client, ensure_topic, retention_warnings, topic_spec
@@ -93,8 +94,10 @@ class _Tx:
 
 class Publisher:
     def __init__(self, source_name: str, connector: str, kafka: KafkaConfig, metrics: SourceMetrics, *,
-                 producer_config: dict | None = None, heartbeat_min_interval_s: float = 0.5) -> None:
+                 producer_config: dict | None = None, heartbeat_min_interval_s: float = 0.5,
+                 lease: WriterLease | None = None) -> None:
         self.source_name, self.connector, self.kafka, self.metrics = source_name, connector, kafka, metrics
+        self._lease = lease  # one writer per stream (cdc.publish.lease): taken in recover(), proven in publish()
         self.topic = changes_topic(kafka.topic_prefix, source_name)
         framing = getattr(kafka, "avro_framing", "confluent")
         self._kser, self._vser = get_serdes(kafka.encoding, framing)
@@ -189,6 +192,8 @@ class Publisher:
             log.warning(warning, extra={"source": self.source_name})
         if self.kafka.dead_letter_topic:
             ensure_topic(bs, self.kafka.dead_letter_topic, topic_spec(self.kafka, "dead_letter"))
+        if self._lease is not None:  # fence any other writer of this stream before its tail is read
+            self._lease.acquire(self.topic)
         if self.kafka.encoding == "avro":
             self._publish_avro_schemas()
         tail = read_tail(bs, self.topic, self._kser, self._vser, source=self.source_name)
@@ -232,6 +237,8 @@ class Publisher:
         """Turn one reader event into records (asynchronously produced)."""
         if self._seq is None:
             raise CdcError("Publisher.publish() before recover()", source=self.source_name)
+        if self._lease is not None and time.monotonic() >= self._lease.due:
+            self._prove_lease()
         if type(event) is Change:
             self._change(event)
         elif type(event) is ChangeBatch:
@@ -425,6 +432,8 @@ class Publisher:
         long transaction)."""
         if seq >= self._check_at:
             self._check_at = seq + ACK_CHECK_EVERY
+            if self._lease is not None and time.monotonic() >= self._lease.due:
+                self._prove_lease()
             produced = self._producer.produced
             if produced - self._last_mark >= PROGRESS_EVERY:  # long transaction: show progress before END
                 self._last_mark = produced
@@ -608,6 +617,14 @@ class Publisher:
         if vbytes is not None and topic == self.topic:
             self._bytes += len(vbytes)
         self._producer.produce(topic, vbytes, kbytes)
+
+    def _prove_lease(self) -> None:
+        """The lease is still ours, or WriterFenced: then nothing queued may reach the broker (purged)."""
+        try:
+            self._lease.check(self.topic)  # type: ignore[union-attr]
+        except WriterFenced as exc:
+            self._producer.failure = exc  # close() purges what is queued and in flight instead of sending it
+            raise
 
     def flush(self, timeout_s: float = 30) -> None:
         """Wait until the broker acknowledged every record; raise PublishError if any failed."""

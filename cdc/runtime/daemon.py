@@ -42,6 +42,7 @@ from typing import Any
 from cdc.contract import Source, SourceContext
 from cdc.errors import ConfigError, PublishError, StreamCorrupt
 from cdc.metrics import SourceMetrics
+from cdc.publish.lease import WriterLease
 from cdc.publish.publisher import Publisher
 from cdc.runtime.health import HealthServer, describe, source_readiness
 from cdc.runtime.logs import THREAD_PREFIX, bind_source_state
@@ -137,6 +138,7 @@ class _Worker:
     restarts: int = 0  # consecutive broker restarts (reset when a publisher got records acknowledged)
     waiting: str | None = None  # why the source is waiting to restart (/readyz)
     acknowledged: int = 0  # highest sequence any publisher of this source saw in the stream
+    lease: WriterLease | None = None  # one writer per stream, kept across the publisher's restarts
     position: Any = None  # resume state of the last acknowledged checkpoint, across restarts
 
     @property
@@ -211,7 +213,11 @@ class Daemon:
 
     def _build(self, w: _Worker) -> None:
         spec = w.spec
-        w.publisher = Publisher(spec.name, spec.connector, self.kafka, w.metrics, producer_config=self.producer_config)
+        if w.lease is None and getattr(self.kafka, "writer_fencing", False):
+            w.lease = WriterLease(self.kafka.connection(), self.kafka.topic_prefix, spec.name,
+                                  timeout_s=min(30.0, getattr(self.kafka, "delivery_timeout_s", 30.0)))
+        w.publisher = Publisher(spec.name, spec.connector, self.kafka, w.metrics, producer_config=self.producer_config,
+                                lease=w.lease)
         ctx = SourceContext(metrics=w.metrics, **spec.context_args)
         if getattr(self.kafka, "dead_letter_topic", None):
             ctx.dead_letter = w.publisher.dead_letter
@@ -241,6 +247,8 @@ class Daemon:
         finally:
             w.waiting = None
             w.done = True
+            if w.lease is not None:
+                w.lease.close()
 
     def _wait_to_restart(self, w: _Worker, exc: PublishError) -> bool:
         """After a broker failure: back off (1, 2, 4 ... RESTART_MAX_S s), count it, say why in /readyz.

@@ -69,6 +69,7 @@ from pymysqlreplication.row_event import (
 from cdc.contract import STOP_CHECK_S, SourceContext
 from cdc.errors import CdcError, Terminal
 from cdc.events import Begin, Change, Commit, Event, Heartbeat, Idle, SchemaChange, TableId
+from cdc.publish.lease import WRITER_ID
 from readers.mysql import binlog_events
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
@@ -181,7 +182,10 @@ class MySqlSource:
         self._snapshot_running: InitialSnapshot | None = None
         self._incremental = (IncrementalSnapshots(self, config.signal_table, config.snapshot_chunk_rows)
                              if config.signal_table else None)
-        self.server_id = config.server_id or 1_000_000 + zlib.crc32(config.name.encode()) % 1_000_000_000
+        # a replica id of its own per process: two daemons of one source (a rolling update) must not make
+        # the server drop one's connection for the other's
+        self.server_id = config.server_id or 1_000_000 + zlib.crc32(f"{config.name}:{WRITER_ID}".encode()) \
+            % 1_000_000_000
         self.state: GtidSet = GtidSet()
         self.host: str | None = None
         self.flavor = "mariadb"

@@ -1,0 +1,181 @@
+"""One writer per stream: a lease the broker arbitrates, so two daemons for one source never interleave.
+
+A rolling update, a stuck pod and its replacement, or an operator starting a second ``cdc run`` give
+two daemons for one source. Both would continue numbering from the same stream tail and interleave
+their records. The lease stops that with the broker's own fencing of transactional producers:
+
+* each publisher holds a small transactional producer whose ``transactional.id`` is the stream's
+  (``cdc-writer.<prefix>.<source>``). ``init_transactions`` by a newer holder bumps the id's epoch at the
+  broker, and from then on every transactional write of the older holder is refused (PRODUCER_FENCED);
+* the holder proves it still holds the lease with one transactional write to the lease topic
+  ``<prefix>.<source>.writer`` at most every ``CHECK_EVERY_S`` while it publishes: before a record is
+  produced, when the last proof is older than that (:meth:`WriterLease.check`, called by the publisher).
+  A refused proof stops the publisher at once with :class:`WriterFenced`, naming the newer writer (its
+  claim, the last record of the lease topic) -- its queued records are purged, never sent;
+* a newer writer that finds a live claim of another writer in the lease topic (a proof younger than
+  ``STALE_AFTER_S``) fences it, then waits ``GRACE_S`` (more than the older writer's proof interval plus
+  a request's flight time) before it reads the stream's tail: by then the older one has stopped, and
+  the tail it reads is final. Recovery then closes the older writer's open transaction with ABORTED
+  and the reader reads that transaction again: nothing is lost or applied twice.
+* the same process re-acquiring after a broker outage (the daemon restarts the source) does NOT take
+  the lease back from a newer writer that claimed it meanwhile: that is WriterFenced too.
+
+The data records themselves are produced as before (idempotent, non-transactional: offsets stay
+contiguous and consumers need no read_committed). The remaining window is a writer frozen (SIGSTOP,
+a VM pause) for longer than ``GRACE_S`` with records already queued in its client: they may land
+after the newer writer started; every consumer then stops on the stream's structure rules
+(a BEGIN inside a transaction, a sequence at or below the last) rather than apply them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+from typing import Any
+
+import orjson
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from cdc.errors import CdcError, PublishError, Terminal
+from cdc.kafka_settings import KafkaConnection, create_client
+from cdc.publish.topics import TopicSpec, ensure_topic
+
+log = logging.getLogger(__name__)
+
+CHECK_EVERY_S = 0.5
+GRACE_S = 2 * CHECK_EVERY_S + 2.0
+STALE_AFTER_S = 15.0  # a claim or proof older than this belongs to a writer that is gone
+LEASE_RETENTION_MS = 3_600_000
+_FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH,
+           KafkaError.INVALID_PRODUCER_ID_MAPPING}
+WRITER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # this process
+
+
+class WriterFenced(CdcError, Terminal):
+    """Another daemon took over this source's stream (``source``, ``topic``, ``newer``: its claim)."""
+
+
+def lease_topic(topic_prefix: str, source: str) -> str:
+    return f"{topic_prefix}.{source}.writer"
+
+
+class WriterLease:
+    """The lease of one source's stream for this process. See the module docstring."""
+
+    def __init__(self, where: str | KafkaConnection, topic_prefix: str, source: str, *,
+                 check_every_s: float = CHECK_EVERY_S, grace_s: float = GRACE_S,
+                 stale_after_s: float = STALE_AFTER_S, timeout_s: float = 30.0) -> None:
+        self.conn = KafkaConnection.of(where)
+        self.source, self.topic = source, lease_topic(topic_prefix, source)
+        self.transactional_id = f"cdc-writer.{topic_prefix}.{source}"
+        self.check_every_s, self.grace_s, self.stale_after_s = check_every_s, grace_s, stale_after_s
+        self.timeout_s = timeout_s  # a broker that does not answer a proof for this long: PublishError
+        self.writer = WRITER_ID
+        self.due = float("inf")  # monotonic time of the next proof (inf: not held)
+        self._p: Any = None
+        self._held_once = False
+
+    # -- acquiring ---------------------------------------------------------------------------------------
+    def acquire(self, stream_topic: str) -> None:
+        """Fence any other writer of the stream; wait until an active one has stopped. Raises WriterFenced
+        when this process held the lease before and a newer writer has claimed it since."""
+        ensure_topic(self.conn, self.topic, TopicSpec(1, None, {"retention.ms": str(LEASE_RETENTION_MS)}))
+        last = self._last_claim()
+        other_live = (last is not None and last.get("writer") != self.writer
+                      and time.time() * 1000 - int(last.get("at_ms", 0)) < self.stale_after_s * 1000)
+        if self._held_once and last is not None and last.get("writer") != self.writer:
+            raise self._fenced(stream_topic, last)
+        self.close()
+        self._p = create_client("producer", self.conn.settings("producer", {
+            "transactional.id": self.transactional_id, "enable.idempotence": True, "acks": "all",
+            "linger.ms": 0, "transaction.timeout.ms": 60_000,
+            "message.timeout.ms": max(1000, int(self.timeout_s * 1000))}))
+        try:
+            self._p.init_transactions(self.timeout_s)  # the broker fences every older holder of the id here
+        except KafkaException as exc:
+            raise PublishError(f"cannot take the writer lease {self.transactional_id} of {stream_topic} on "
+                               f"{self.conn.bootstrap}: {exc.args[0] if exc.args else exc} (the broker must allow "
+                               "transactional producers: ACL WRITE on TransactionalId cdc-writer.*; a broker "
+                               "without transactions: kafka.writer_fencing: false and one daemon per source)",
+                               topic=self.topic) from None
+        self._write("claim", stream_topic)
+        self._held_once = True
+        if other_live:
+            log.warning("source %s: taking over %s from writer %s (its last proof %.1fs ago); waiting %.1fs for "
+                        "it to stop before reading the stream's tail", self.source, stream_topic,
+                        last.get("writer"), time.time() - int(last.get("at_ms", 0)) / 1000, self.grace_s,
+                        extra={"source": self.source})
+            time.sleep(self.grace_s)
+
+    # -- holding -----------------------------------------------------------------------------------------
+    def check(self, stream_topic: str) -> None:
+        """Prove the lease is still ours (a transactional write); WriterFenced when a newer writer took it."""
+        self._write("proof", stream_topic)
+
+    def _write(self, kind: str, stream_topic: str) -> None:
+        p = self._p
+        value = orjson.dumps({"writer": self.writer, "kind": kind, "stream": stream_topic,
+                              "host": socket.gethostname(), "pid": os.getpid(), "at_ms": int(time.time() * 1000)})
+        try:
+            p.begin_transaction()
+            p.produce(self.topic, value, self.source.encode(), 0)
+            p.commit_transaction(self.timeout_s)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            if isinstance(err, KafkaError) and (err.code() in _FENCED or "fence" in err.str().lower()):
+                self.due = float("inf")
+                raise self._fenced(stream_topic, self._last_claim()) from None
+            if isinstance(err, KafkaError) and err.txn_requires_abort():
+                try:
+                    p.abort_transaction(10)
+                except KafkaException:  # the error below is the one to report
+                    pass
+            raise PublishError(f"writer lease of {stream_topic}: {err.str() if err else exc}",
+                               topic=self.topic) from None
+        self.due = time.monotonic() + self.check_every_s
+
+    def _fenced(self, stream_topic: str, newer: dict | None) -> WriterFenced:
+        who = (f"writer {newer.get('writer')} (host {newer.get('host')}, pid {newer.get('pid')})"
+               if newer else "another writer")
+        return WriterFenced(
+            f"source {self.source}: {who} took over the stream {stream_topic}; this daemon ({self.writer}) stops "
+            "writing. Nothing is lost: the newer writer closes this one's open transaction with ABORTED and reads "
+            "it again. Run one daemon per source (a Kubernetes Deployment with strategy Recreate, or leave the "
+            "rolling update to this fencing)", source=self.source, topic=stream_topic, newer=newer,
+            writer=self.writer)
+
+    def _last_claim(self) -> dict | None:
+        """The last record of the lease topic (the current holder's latest claim or proof), or None."""
+        consumer = create_client("consumer", self.conn.settings("consumer", {
+            "group.id": f"cdc-lease-{uuid.uuid4().hex[:12]}", "enable.auto.commit": False,
+            "enable.partition.eof": False}))
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=10, cached=False)
+            if high <= low:
+                return None
+            consumer.assign([TopicPartition(self.topic, 0, max(low, high - 8))])  # control records sit between
+            last, deadline = None, time.monotonic() + 5
+            while time.monotonic() < deadline:
+                msgs = consumer.consume(100, 0.2)
+                for m in msgs:
+                    if not m.error() and m.value():
+                        last = m
+                if last is not None and (not msgs or last.offset() >= high - 1):
+                    break
+            return orjson.loads(last.value()) if last is not None else None
+        except (KafkaException, orjson.JSONDecodeError):
+            return None
+        finally:
+            consumer.close()
+
+    def close(self) -> None:
+        p, self._p = self._p, None
+        self.due = float("inf")
+        if p is not None:
+            try:
+                p.flush(1)
+            except Exception:  # noqa: BLE001, S110 - best effort
+                pass
