@@ -46,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "oracle": ("readers.oracle.tools", "Oracle tools: `cdc oracle parse`"),
     "compare": ("cdc.compare.compare_cmd", "prove a target equals its source (MD5 merge)"),
     "snapshot": ("readers.mysql.snapshot_cmd", "re-snapshot one table while streaming continues"),
+    "source": ("readers.mysql.skip_cmd", "a stopped source: `cdc source skip` moves past a refused transaction"),
     "views": ("streaming.views.views_cmd", "maintained views: `cdc views rebuild`"),
     "lake": ("streaming.targets.lake_cmd", "Delta/Iceberg targets: `cdc lake snapshot|compact`"),
     "dev": ("cdc.dev.dev_cmd", "embedded services: `cdc dev up|down|status`"),

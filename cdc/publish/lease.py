@@ -13,7 +13,7 @@ their records. The lease stops that with the broker's own fencing of transaction
   A refused proof stops the publisher at once with :class:`WriterFenced`, naming the newer writer (its
   claim, the last record of the lease topic) -- its queued records are purged, never sent;
 * a newer writer that finds a live claim of another writer in the lease topic (a proof younger than
-  ``STALE_AFTER_S``) fences it, then waits ``GRACE_S`` (more than the older writer's proof interval plus
+  ``STALE_AFTER_S``, not followed by that writer's ``release`` at a clean stop) fences it, then waits ``GRACE_S`` (more than the older writer's proof interval plus
   a request's flight time) before it reads the stream's tail: by then the older one has stopped, and
   the tail it reads is final. Recovery then closes the older writer's open transaction with ABORTED
   and the reader reads that transaction again: nothing is lost or applied twice.
@@ -84,7 +84,7 @@ class WriterLease:
         when this process held the lease before and a newer writer has claimed it since."""
         ensure_topic(self.conn, self.topic, TopicSpec(1, None, {"retention.ms": str(LEASE_RETENTION_MS)}))
         last = self._last_claim()
-        other_live = (last is not None and last.get("writer") != self.writer
+        other_live = (last is not None and last.get("writer") != self.writer and last.get("kind") != "release"
                       and time.time() * 1000 - int(last.get("at_ms", 0)) < self.stale_after_s * 1000)
         if self._held_once and last is not None and last.get("writer") != self.writer:
             raise self._fenced(stream_topic, last)
@@ -172,10 +172,14 @@ class WriterLease:
             consumer.close()
 
     def close(self) -> None:
-        p, self._p = self._p, None
-        self.due = float("inf")
-        if p is not None:
+        """Release the lease (a ``release`` record: the next writer need not wait); best effort."""
+        p = self._p
+        if p is not None and self.due != float("inf"):  # held and not fenced
             try:
-                p.flush(1)
-            except Exception:  # noqa: BLE001, S110 - best effort
+                self.timeout_s, saved = min(self.timeout_s, 2.0), self.timeout_s
+                self._write("release", "")
+                self.timeout_s = saved
+            except CdcError:  # fenced or the broker is gone: the next writer waits out the grace
                 pass
+        self._p = None
+        self.due = float("inf")

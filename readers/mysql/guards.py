@@ -27,7 +27,9 @@ from readers.mysql.errors import PartialRowImage, StatementFormatDml, UnloggedRo
 from readers.mysql.tables import TableFilter, dml_tables
 
 _PARTITION_ROWS = re.compile(r"\b(?:TRUNCATE|DROP|EXCHANGE)\s+PARTITION\b", re.IGNORECASE)
-_RESTART = "the source stops at its checkpoint; re-snapshot the table after restarting"
+_RESTART = ("the source stops at its checkpoint. Way back, once the setting is fixed: `cdc source skip --config "
+            "<file> --source <name> --gtid <the GTID above> --yes --resync` moves past this one transaction, records "
+            "it in the stream and re-snapshots the tables it touched while streaming goes on")
 
 
 def refuse_partial(ev: Any, table: TableId, gtid: str, where: str, table_map: Any, host: str | None) -> None:

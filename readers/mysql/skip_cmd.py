@@ -1,0 +1,172 @@
+"""`cdc source skip --config FILE --source S --gtid G --yes [--resync]`: move a stopped source past one
+refused transaction, record it in the stream, and bring the tables it touched back to equality.
+
+A source that stops on a transaction it will not publish (a statement-format write, a partial row image,
+a partition DDL that removes rows, an event it does not decode) stops on the same GTID at every
+restart: its checkpoint is the stream's tail, which ends before that transaction. This is the way
+past it without a rebuild:
+
+1. The writer lease of the stream is taken (cdc/publish/lease.py): a daemon still running for the
+   source is fenced and stops; nothing else writes the stream meanwhile.
+2. The stream's checkpoint is read (the publisher's recovery) and the source's binlog is read from
+   it: the first transaction after the checkpoint must be G (so exactly one transaction is skipped,
+   never a range), and the tables it touched are taken from its table maps and statements.
+3. A HEARTBEAT record is written whose resume state is the checkpoint plus G, and whose ``skipped``
+   entry names G, the tables and the time: the stream records what was skipped, and every consumer
+   already accepts the record. The next `cdc run` resumes after G.
+4. With ``--resync`` (the source needs a ``signal_table``), an incremental snapshot of each captured
+   table G touched is requested (as `cdc snapshot` does): the restarted daemon re-reads those tables
+   while everything else streams, and every target ends equal to the source. Without it, the command
+   prints the `cdc snapshot` lines to run after the restart.
+
+Refuses, naming what it found, when the stream has no checkpoint yet, when G is already in the
+checkpoint, or when the next transaction on the source is not G.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from cdc.errors import CdcError, ConfigError, Terminal
+
+
+class SkipRefused(CdcError, Terminal):
+    """`cdc source skip` cannot move past the named transaction (``source``, ``gtid``, ``found``)."""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=["skip"], help="skip: move a stopped source past one transaction")
+    parser.add_argument("--config", required=True, help="service config YAML")
+    parser.add_argument("--source", required=True, help="source name (a kind: mysql source)")
+    parser.add_argument("--gtid", required=True, help="the GTID the source stopped on (named in its error)")
+    parser.add_argument("--yes", action="store_true", help="acknowledge that the transaction is not published")
+    parser.add_argument("--resync", action="store_true",
+                        help="request an incremental snapshot of the tables it touched (needs signal_table)")
+    parser.add_argument("--reason", default="", help="free text recorded in the stream with the skip")
+
+
+def main(args: argparse.Namespace) -> int:
+    from cdc.config import load_config
+    from cdc.events import Heartbeat
+    from cdc.metrics import SourceMetrics
+    from cdc.publish.lease import WriterLease
+    from cdc.publish.publisher import Publisher
+    from readers.mysql.position import GtidSet
+
+    if not args.yes:
+        raise ConfigError("cdc source skip: add --yes to acknowledge that transaction "
+                          f"{args.gtid} is NOT published (its tables are resynced instead)", key="--yes")
+    config = load_config(args.config)
+    src = config.source(args.source)
+    if src.kind != "mysql":
+        raise ConfigError(f"source {src.name} is kind {src.kind}: `cdc source skip` moves MySQL/MariaDB sources; "
+                          "an Oracle source refuses or dead-letters per `unsupported:`", key="sources", file=args.config)
+    gtid = GtidSet.parse(args.gtid)
+    lease = WriterLease(config.kafka.connection(), config.kafka.topic_prefix, src.name)
+    publisher = Publisher(src.name, "mysql", config.kafka, SourceMetrics(src.name), lease=lease)
+    try:
+        resume = publisher.recover()
+        publisher.recovered()
+        if not resume or resume.get("gtid_set") is None:
+            raise SkipRefused(f"the stream {publisher.topic} holds no checkpoint of source {src.name} yet: there is "
+                              "nothing to skip from", source=src.name, gtid=args.gtid, found=None)
+        state = GtidSet.parse(resume["gtid_set"])
+        if state.issuperset(gtid):
+            raise SkipRefused(f"the checkpoint of {src.name} ({state}) already holds {args.gtid}: the source is past "
+                              "it", source=src.name, gtid=args.gtid, found=str(state))
+        found, tables = next_transaction(src, state)
+        if found is None or GtidSet.parse(found) != gtid:
+            raise SkipRefused(
+                f"the next transaction of {src.name} after its checkpoint {state} is {found or 'not written yet'}, "
+                f"not {args.gtid}: only the transaction the source stopped on can be skipped (exactly one)",
+                source=src.name, gtid=args.gtid, found=found)
+        skipped = {"gtid": found, "tables": tables, "at_ms": int(time.time() * 1000), "reason": args.reason}
+        publisher.publish(Heartbeat(skipped["at_ms"], {**resume, "gtid_set": str(state.add(found)),
+                                                       "skipped": skipped}))
+        publisher.flush()
+    finally:
+        publisher.close()
+        lease.close()
+    captured = [t for t in tables if _captured(src, t)]
+    print(f"source {src.name}: moved past {found} (not published); tables it touched: "
+          f"{', '.join(tables) or 'none seen'}; recorded in {publisher.topic}")
+    if captured and args.resync:
+        from readers.mysql import snapshot_cmd
+
+        snapshot_cmd.main(argparse.Namespace(action="request", config=args.config, source=src.name,
+                                             table=captured, interval=0))
+        print("restart the daemon (`cdc run`): it streams on and re-snapshots those tables")
+    elif captured:
+        print("restart the daemon (`cdc run`), then resync what the transaction changed:")
+        for t in captured:
+            print(f"  cdc snapshot --config {args.config} --source {src.name} --table {t}")
+    else:
+        print("restart the daemon (`cdc run`): none of those tables is captured")
+    return 0
+
+
+def _captured(src: Any, table: str) -> bool:
+    from cdc.events import TableId
+    from readers.mysql.tables import TableFilter
+
+    db, _, name = table.partition(".")
+    return TableFilter(src.tables).matches(TableId(db, name))
+
+
+def next_transaction(src: Any, state: Any, timeout_s: float = 30.0) -> tuple[str | None, list[str]]:
+    """(GTID, tables touched) of the first transaction after ``state`` in the source's binlog, read from its
+    first writable host; (None, []) when none is written yet. Events are not decoded, only named."""
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent
+    from pymysqlreplication.row_event import TableMapEvent
+
+    from readers.mysql.connection import connection_settings
+    from readers.mysql.failover import choose_primary, default_prober
+    from readers.mysql.mysql8_events import GtidTaggedLogEvent
+    from readers.mysql.tables import ddl_table, dml_tables
+
+    password = src.password.get_secret_value()
+    info = choose_primary(src.hosts, default_prober(src.user, password, src.connect_timeout_s, src.tls), state)
+    settings = connection_settings(info.address, src.user, password, src.connect_timeout_s, tls=src.tls)
+    stream = BinLogStreamReader(
+        connection_settings=settings, server_id=2_000_000_000 + int(time.time()) % 100_000, blocking=False,
+        auto_position=str(state) if (state or info.flavor == "mariadb") else None,
+        is_mariadb=info.flavor == "mariadb", enable_logging=False,
+        only_events=[GtidEvent, MariadbGtidEvent, GtidTaggedLogEvent, TableMapEvent, QueryEvent, XidEvent])
+    gtid: str | None = None
+    began = False  # the transaction opened with BEGIN (else it is one statement: a DDL)
+    tables: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        for ev in stream:
+            if time.monotonic() > deadline:
+                break
+            if isinstance(ev, (GtidEvent, MariadbGtidEvent, GtidTaggedLogEvent)):
+                if gtid is not None:
+                    break  # the next transaction began: the first one ended
+                gtid = ev.gtid
+            elif gtid is None:
+                continue
+            elif isinstance(ev, TableMapEvent):
+                name = f"{ev.schema}.{ev.table}"
+                if name not in tables:
+                    tables.append(name)
+            elif isinstance(ev, QueryEvent):
+                text = ev.query.strip()
+                word = text.split(None, 1)[0].upper() if text else ""
+                if word == "BEGIN":
+                    began = True
+                    continue
+                db = ev.schema.decode() if isinstance(ev.schema, bytes) else (ev.schema or "")
+                for t in dml_tables(text, db) or [ddl_table(text, db)]:
+                    if t is not None and str(t) not in tables:
+                        tables.append(str(t))
+                if word == "COMMIT" or not began:
+                    break
+            elif isinstance(ev, XidEvent):
+                break
+    finally:
+        stream.close()
+    return gtid, tables

@@ -1,0 +1,112 @@
+"""The way back from a refused transaction, without a rebuild: `cdc source skip ... --yes --resync`.
+
+A session writes a captured table in STATEMENT format: the daemon stops on that GTID (and would at every
+restart). After the setting is fixed, `cdc source skip` moves the stream's checkpoint past exactly that
+transaction, records it in the stream, and requests an incremental snapshot of the table it touched;
+the restarted daemon streams on and re-reads the table. Folding the stream as a consumer applies it
+gives exactly the source's rows, including what the skipped statement wrote.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from cdc.cli import main as cdc_main
+from cdc.envelope import changes_topic
+from readers.mysql.position import GtidSet
+from tests.e2e.mysql_daemon import Daemon, wait_for
+from tests.integration.stream_check import read_stream
+
+pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
+
+
+def _fold(stream, table: str) -> dict:
+    rows: dict = {}
+    for _, changes, _ in stream.transactions:
+        for r in changes:
+            if r["source"]["table"] != table:
+                continue
+            if r["op"] == "d":
+                rows.pop(r["before"]["id"], None)
+            else:
+                rows[r["after"]["id"]] = r["after"]["v"]
+    return rows
+
+
+def test_skip_a_statement_format_write_and_resync_its_table(tmp_path, mariadb_primary, tmp_mysql_db, broker,
+                                                            topic_prefix, capsys):
+    db, my = tmp_mysql_db, mariadb_primary
+    my.query(f"CREATE TABLE `{db}`.items (id INT PRIMARY KEY, v VARCHAR(20))")
+    my.query(f"CREATE TABLE `{db}`.other (id INT PRIMARY KEY)")
+    config = tmp_path / "cdc.yaml"
+    config.write_text(yaml.safe_dump({
+        "sources": [{"name": "s", "kind": "mysql", "hosts": [my.address], "user": "cdc", "password": "cdc",
+                     "tables": [f"{db}.items", f"{db}.other"], "signal_table": f"{db}.cdc_signal",
+                     "heartbeat_interval_s": 0.5, "reconnect_backoff_s": 0.2}],
+        "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": topic_prefix},
+        "metrics": {"port": 0}, "drain_timeout_s": 20}))
+    topic = changes_topic(topic_prefix, "s")
+    first = Daemon(config, tmp_path / "first.log").start()
+    try:
+        wait_for(lambda: "streaming from" in (tmp_path / "first.log").read_text(), 60, "daemon streaming")
+        my.query(f"INSERT INTO `{db}`.items VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        conn = my.connect(db)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SET SESSION binlog_format = STATEMENT")
+                cur.execute("BEGIN")  # one transaction, two statements
+                cur.execute("INSERT INTO items VALUES (100, 'statement')")
+                cur.execute("UPDATE items SET v = 'by statement' WHERE id = 1")
+                cur.execute("COMMIT")
+                cur.execute("SET SESSION binlog_format = ROW")  # the setting is fixed
+                cur.execute("INSERT INTO items VALUES (4, 'd')")
+                cur.execute("INSERT INTO other VALUES (1)")
+        finally:
+            conn.close()
+        wait_for(lambda: first.proc.poll() is not None, 60, "the daemon stopping on the statement")
+        assert first.proc.returncode == 2
+    finally:
+        first.stop()
+    log = (tmp_path / "first.log").read_text()
+    refused = re.search(r"statement-format DML on captured table \S+ at \S+ gtid (\d+-\d+-\d+)", log)
+    assert refused and "cdc source skip" in log, log[-3000:]
+    gtid = refused.group(1)
+
+    # the same GTID stops a plain restart: no way past it without the command
+    again = Daemon(config, tmp_path / "again.log").start()
+    wait_for(lambda: again.proc.poll() is not None, 60, "the restart stopping on the same GTID")
+    assert f"gtid {gtid}" in (tmp_path / "again.log").read_text()
+
+    code = cdc_main(["source", "skip", "--config", str(config), "--source", "s", "--gtid", gtid, "--yes",
+                     "--resync", "--reason", "statement-format write by a report job"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert f"moved past {gtid}" in out.out and f"{db}.items" in out.out, out.out
+    skipped = [h for h in read_stream(broker.bootstrap, topic).heartbeats if (h.get("resume") or {}).get("skipped")]
+    assert [h["resume"]["skipped"]["gtid"] for h in skipped] == [gtid]
+    assert skipped[0]["resume"]["skipped"]["tables"] == [f"{db}.items"]
+    # a second skip of the same GTID is refused: the checkpoint is past it
+    assert cdc_main(["source", "skip", "--config", str(config), "--source", "s", "--gtid", gtid, "--yes"]) == 2
+    assert "already holds" in capsys.readouterr().err
+
+    after = Daemon(config, tmp_path / "after.log").start()
+    try:
+        end = GtidSet.parse(my.gtid_binlog_pos())
+        want = {i: v for i, v in my.query(f"SELECT id, v FROM `{db}`.items")}
+
+        def done():
+            s = read_stream(broker.bootstrap, topic)
+            caught = any(GtidSet.parse(h["resume"]["gtid_set"]).issuperset(end)
+                         for h in s.heartbeats if h.get("resume"))
+            return caught and _fold(s, "items") == want
+        wait_for(done, 90, "the resynced table in the stream", daemon=after)
+        assert after.proc.poll() is None
+    finally:
+        assert after.stop() == 0
+    stream = read_stream(broker.bootstrap, topic)
+    assert _fold(stream, "items") == want and want[100] == "statement" and want[1] == "by statement"
+    other = [r["after"]["id"] for _, rows, _ in stream.transactions for r in rows if r["source"]["table"] == "other"]
+    assert other == [1]  # the other table streamed on, once
