@@ -326,6 +326,8 @@ class Config(BaseModel):
                            "spill directory (cdc/spill_dir.py)")
     max_buffer_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
     drain_timeout_s: float = Field(default=30.0, gt=0, description="SIGTERM: budget to reach a transaction boundary")
+    source_restart_limit: int = Field(default=0, ge=0, description="restarts in a row of a source its reader cannot "
+                                      "reach (or of an unreachable broker) before the source stops; 0: no limit")
 
     def source(self, name: str) -> SourceConfig:
         for s in self.sources:

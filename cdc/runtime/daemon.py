@@ -9,10 +9,11 @@ status:
 - 1: a source did not reach a transaction boundary within
   ``drain_timeout_s``; whatever it wrote is closed with ABORTED at the next
   start, so nothing is lost or duplicated;
-- 2: a source failed (a Terminal error, a reader that gave up, ...): the
-  message names the source and the last acknowledged position. A
-  supervisor restarts the daemon; recovery from the stream tail makes that
-  exactly-once.
+- 2: a source failed (a Terminal error, ...): the message names the source
+  and the last acknowledged position. Sources fail alone: the others keep
+  streaming, /readyz names the failed one, and the daemon exits once every
+  source has ended. A supervisor restarts the daemon; recovery from the
+  stream tail makes that exactly-once.
 
 The broker is the daemon's to wait for: a PublishError (records not
 acknowledged within ``kafka.delivery_timeout_s``, a failed delivery, a
@@ -27,7 +28,10 @@ broker that came back empty): that is a StreamCorrupt stop naming both
 sequences, never a new stream.
 
 Transient errors inside readers (reconnects, failover) are the readers' to
-retry; they only reach the daemon once the reader gave up.
+retry; once a reader gave up (SourceUnavailable), the daemon restarts that
+source like a broker failure, with the same backoff, for as long as it takes
+(``source_restart_limit`` restarts in a row, when set): a source down for
+minutes comes back by itself, and the other sources are not touched.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc.contract import Source, SourceContext
-from cdc.errors import ConfigError, PublishError, StreamCorrupt
+from cdc.errors import ConfigError, PublishError, SourceUnavailable, StreamCorrupt
 from cdc.metrics import SourceMetrics
 from cdc.publish.lease import WriterLease
 from cdc.publish.publisher import Publisher
@@ -152,8 +156,9 @@ class Daemon:
 
     def __init__(self, specs: list[SourceSpec], kafka: Any, registry: Any, *, metrics_host: str = "127.0.0.1",
                  metrics_port: int | None = 0, drain_timeout_s: float = 30.0,
-                 producer_config: dict | None = None) -> None:
+                 producer_config: dict | None = None, source_restart_limit: int = 0) -> None:
         self.kafka, self.registry, self.drain_timeout_s = kafka, registry, drain_timeout_s
+        self.source_restart_limit = source_restart_limit  # 0: restart an unreachable source for as long as it takes
         self.producer_config = producer_config
         self.stop = threading.Event()
         self.workers = [_Worker(s, SourceMetrics(s.name, registry)) for s in specs]
@@ -234,8 +239,12 @@ class Daemon:
                     log.info("source stopped at a transaction boundary, position %s", w.publisher.last_resume,
                              extra={"source": w.spec.name, "position": w.publisher.last_resume})
                     return
-                except PublishError as exc:
+                except (PublishError, SourceUnavailable) as exc:  # broker or source away: wait, restart
                     if not self._wait_to_restart(w, exc):
+                        if isinstance(exc, SourceUnavailable) and self.stop.is_set() and not w.publisher.in_transaction:
+                            log.info("stopped while waiting for the source to be reachable, position %s",
+                                     w.last_resume, extra={"source": w.spec.name, "position": w.last_resume})
+                            return  # nothing open: it stops at its checkpoint like any other
                         raise
                     self._build(w)
         except BaseException as exc:
@@ -243,30 +252,33 @@ class Daemon:
             log.error("source failed at position %s: %s", w.last_resume, exc,
                       extra={"source": w.spec.name, "position": w.last_resume},
                       exc_info=not hasattr(exc, "fields"))
-            self.request_stop()
+            # sources fail alone: the others keep streaming; /readyz names this one until the daemon ends
+            if not isinstance(exc, Exception):
+                self.request_stop()
         finally:
             w.waiting = None
             w.done = True
             if w.lease is not None:
                 w.lease.close()
 
-    def _wait_to_restart(self, w: _Worker, exc: PublishError) -> bool:
-        """After a broker failure: back off (1, 2, 4 ... RESTART_MAX_S s), count it, say why in /readyz.
-        False when the daemon is stopping (the error then ends the source)."""
+    def _wait_to_restart(self, w: _Worker, exc: PublishError | SourceUnavailable) -> bool:
+        """After a broker failure or a source its reader could not reach: back off (1, 2, 4 ... RESTART_MAX_S
+        s), count it, say why in /readyz. False when the daemon is stopping or ``source_restart_limit``
+        restarts in a row did not help (the error then ends the source)."""
         pub = w.publisher
         w.position = w.last_resume
         if pub.acked_sequence > w.acknowledged:  # this publisher got somewhere: start the backoff afresh
             w.acknowledged, w.restarts = pub.acked_sequence, 0
-        if self.stop.is_set():
+        if self.stop.is_set() or (self.source_restart_limit and w.restarts >= self.source_restart_limit):
             return False
         w.restarts += 1
         delay = min(RESTART_MAX_S, RESTART_BASE_S * 2 ** (w.restarts - 1))
         w.metrics.reconnect()  # run_source counted the error itself in cdc_source_errors_total
+        what = "broker unreachable" if isinstance(exc, PublishError) else "source unreachable"
         # stays the /readyz reason until the next publisher has read the stream's tail
-        w.waiting = (f"broker unreachable: restart {w.restarts} of the publisher (backoff {delay:g}s) after: "
-                     f"{describe(exc)}")
-        log.warning("broker failure at position %s, restarting the source from the stream's tail in %gs "
-                    "(restart %d): %s", pub.last_resume, delay, w.restarts, exc,
+        w.waiting = f"{what}: restart {w.restarts} of the source (backoff {delay:g}s) after: {describe(exc)}"
+        log.warning("%s at position %s, restarting the source from the stream's tail in %gs (restart %d): %s",
+                    what, pub.last_resume, delay, w.restarts, exc,
                     extra={"source": w.spec.name, "position": pub.last_resume})
         return not self.stop.wait(delay)
 

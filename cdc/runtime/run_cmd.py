@@ -43,7 +43,8 @@ def main(args: argparse.Namespace) -> int:
                         heartbeat_interval_s=getattr(s, "heartbeat_interval_s", 1.0),
                         context_args=context_args) for s in chosen]
     daemon = Daemon(specs, config.kafka, process_registry(), metrics_host=config.metrics.host,
-                    metrics_port=config.metrics.port, drain_timeout_s=config.drain_timeout_s)
+                    metrics_port=config.metrics.port, drain_timeout_s=config.drain_timeout_s,
+                    source_restart_limit=config.source_restart_limit)
     signals = TwoStageSignals(daemon.request_stop).install()
     try:
         status = daemon.run()
