@@ -8,7 +8,9 @@ type, and every unusual case (partial JSON updates, missing column names,
 ignore_decode_errors), goes to the library's own code, so values are
 identical. ``install()`` / ``uninstall()`` switch it on and off for the whole
 process; the reader installs it, ``cdc bench mysql`` uninstalls it while it
-measures the library's raw loop.
+measures the library's raw loop. ``install()`` also puts the native rows pass
+(readers/mysql/native_rows.py: C, decoding and converting in one step) in front
+of it when that module was compiled; ``install(native=False)`` leaves it out.
 
 Two corrections ride along: the library decodes a negative TIME with a
 fraction wrong (it complements the seconds but not the fraction: -00:00:01.25
@@ -30,6 +32,7 @@ from pymysqlreplication.row_event import RowsEvent
 
 _ORIGINAL = RowsEvent._read_column_data
 _ORIGINAL_TIME2 = RowsEvent._RowsEvent__read_time2
+_ORIGINAL_FETCH = RowsEvent._fetch_rows
 _UTF8 = {"utf8", "utf-8", "utf8mb4", "utf8mb3"}
 _FIXED = {
     T.TINY: (1, struct.Struct("<b"), struct.Struct("<B")),
@@ -73,7 +76,7 @@ def _read_column_data(self: Any, cols_bitmap: bytes, row_image_type: Any = None)
         return _ORIGINAL(self, cols_bitmap, row_image_type)
     self.is_partial_json_update = False
     present = int.from_bytes(cols_bitmap, "little")
-    null_bytes = self.packet.read((bin(present).count("1") + 7) // 8)
+    null_bytes = self.packet.read((present.bit_count() + 7) // 8)
     nulls = int.from_bytes(null_bytes, "little")
     read = self.packet.read
     slow = self._RowsEvent__read_values_name
@@ -123,11 +126,25 @@ def _read_time2(self: Any, column: Any) -> dt.timedelta:
     return time2_from_bytes(self.packet.read(3 + _FRAC_BYTES[column.fsp or 0]))
 
 
-def install() -> None:
+def install(native: bool = True) -> None:
+    """The lean decoder and the TIME2 correction; with ``native`` (and the C module compiled) the native rows
+    pass first for every rows event (readers/mysql/native_rows.py), this decoder for what it hands back."""
+    from readers.mysql import native_rows
+
     RowsEvent._read_column_data = _read_column_data
     RowsEvent._RowsEvent__read_time2 = _read_time2
+    RowsEvent._fetch_rows = native_rows.fetch_rows if native and native_rows.NATIVE else _ORIGINAL_FETCH
 
 
 def uninstall() -> None:
+    """The library exactly as shipped."""
     RowsEvent._read_column_data = _ORIGINAL
     RowsEvent._RowsEvent__read_time2 = _ORIGINAL_TIME2
+    RowsEvent._fetch_rows = _ORIGINAL_FETCH
+
+
+def native_installed() -> bool:
+    """True when rows events are decoded by the native pass (install(native=True) with the C module compiled)."""
+    from readers.mysql import native_rows
+
+    return RowsEvent._fetch_rows is native_rows.fetch_rows
