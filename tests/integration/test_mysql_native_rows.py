@@ -1,10 +1,11 @@
-"""On a real MariaDB, the native rows pass publishes the same records as the Python path.
+"""On a real MariaDB, the native rows pass (and the TABLE_MAP cache) publish the same records as the Python path.
 
 One mixed workload (inserts, updates, deletes of every column type the reader decodes,
 NULLs, negative and long DECIMALs, fractional and zero temporal values, BINARY padding,
 latin1 text, JSON, BIT, SET/ENUM, generated and invisible columns; a big and many small
 transactions) is captured twice from the same GTID state: once with the native pass
-(fastrows.install()), once without it (install(native=False)). The data records the
+and the TABLE_MAP cache (fastrows.install()), once without them (install(native=False,
+table_map_cache=False)). The data records the
 publisher builds of both (cdc.envelope.data_record, serialized as the publisher does)
 must be byte-identical, and the native capture must really have taken the native pass.
 """
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.row_event import TableMapEvent, WriteRowsEvent
 
 from cdc.envelope import data_record
 from cdc.events import Change
@@ -62,7 +65,7 @@ def _records(events: list) -> list[bytes]:
 
 
 def _capture(server, db: str, start: str, end: GtidSet, native: bool) -> list:
-    fastrows.install(native=native)
+    fastrows.install(native=native, table_map_cache=native)  # the new path whole against the old one
     src = make_source([server.address], [f"{db}.*"], snapshot="never")
     try:
         src.start({"gtid_set": start})
@@ -109,3 +112,36 @@ def test_native_and_python_paths_publish_identical_records(mariadb_primary, tmp_
     assert not any(type(im) is ConvertedRow for ev in python if isinstance(ev, Change)
                    for im in (ev.before, ev.after) if im is not None)
     assert _records(native) == _records(python)
+
+
+def test_table_map_cache_keeps_one_table_per_definition(mariadb_primary, tmp_mysql_db):
+    """The same definition gives the same Table object (and its plans) in every transaction; an ALTER that
+    changes the TABLE_MAP gives a new one, with the new column, and the rows decode with it."""
+    db, q = tmp_mysql_db, mariadb_primary.query
+    q(f"CREATE TABLE `{db}`.c (id INT PRIMARY KEY, d DECIMAL(8,2))")
+    start = mariadb_primary.gtid_binlog_pos()
+    q(f"INSERT INTO `{db}`.c VALUES (1, -1.5)")
+    q(f"INSERT INTO `{db}`.c VALUES (2, 2.25)")
+    q(f"ALTER TABLE `{db}`.c ADD COLUMN s VARCHAR(10) DEFAULT 'new'")
+    q(f"INSERT INTO `{db}`.c (id, d) VALUES (3, 3)")
+    q(f"INSERT INTO `{db}`.c (id, d) VALUES (4, 4)")
+    fastrows.install()
+    stream = BinLogStreamReader(
+        connection_settings={"host": mariadb_primary.host, "port": mariadb_primary.port, "user": "cdc",
+                             "passwd": "cdc"}, server_id=880002, blocking=False, auto_position=start,
+        is_mariadb=True, only_events=[TableMapEvent, WriteRowsEvent], only_schemas=[db], enable_logging=False)
+    try:
+        maps, rows = [], []
+        for ev in stream:
+            if isinstance(ev, TableMapEvent):
+                maps.append(ev.get_table())
+            else:
+                rows.extend(r["values"] for r in ev.rows)
+    finally:
+        stream.close()
+    assert len(maps) == 4
+    assert maps[0] is maps[1] and maps[2] is maps[3]
+    assert maps[1] is not maps[2]
+    assert [c.name for c in maps[3].columns] == ["id", "d", "s"]
+    assert [dict(r) for r in rows] == [{"id": 1, "d": "-1.50"}, {"id": 2, "d": "2.25"},
+                                       {"id": 3, "d": "3.00", "s": "new"}, {"id": 4, "d": "4.00", "s": "new"}]
