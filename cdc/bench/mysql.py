@@ -9,9 +9,11 @@ SELECT from the sequence engine, then measures on that same binlog:
   Python reader built on the library pays);
 * pipeline: MySqlSource -> Publisher -> broker, timed until the broker
   acknowledged the END of the last transaction; once with the native rows
-  pass (readers/mysql/native_rows.py, when it was compiled here: ``native``)
-  and once on the Python path (fastrows + the library + RowConverter);
-* reader: MySqlSource alone (no publishing), both ways, for the reader's share.
+  pass and the TABLE_MAP cache (readers/mysql/native_rows.py, when it was
+  compiled here: ``native``; readers/mysql/fastrows.py), once on the Python path
+  with the cache (fastrows + the library + RowConverter: ``python``, what runs
+  where no C compiler was), once without either (``uncached``);
+* reader: MySqlSource alone (no publishing), each way, for the reader's share.
 
 The runs alternate ``--repeat`` times (the shared machine's load varies); the
 best run of each counts, for wall clock and for CPU alike. Prints
@@ -19,7 +21,7 @@ raw_rows_per_s, pipeline_rows_per_s (native when compiled, else Python),
 python_pipeline_rows_per_s, ratio (pipeline / raw), transactions_per_s, and
 ``cpu_us_per_row``: this process's CPU time (user + system, every thread: the
 reader, the publisher and the Kafka client's threads; not MariaDB's or the
-broker's) per row for raw, pipeline and reader, native and Python. CPU per row
+broker's) per row for raw, and for pipeline and reader each way. CPU per row
 is the figure to compare on a loaded host; rows/s moves with the load.
 
 Why the Python pipeline can beat the raw loop: the reader decodes rows with
@@ -111,7 +113,7 @@ def _raw_loop(db, start: str, rows: int) -> tuple[float, float]:
 
 
 def _pipeline(db, broker, start: str, end: str, rows: int, batch: int, native: bool,
-              publish: bool = True) -> tuple[float, float]:
+              publish: bool = True, table_map_cache: bool = True) -> tuple[float, float]:
     """(wall seconds, process CPU seconds) of the reader (+ publisher, + broker acknowledgements) over the binlog."""
     from cdc.config import KafkaConfig
     from cdc.contract import SourceContext
@@ -123,7 +125,7 @@ def _pipeline(db, broker, start: str, end: str, rows: int, batch: int, native: b
     from readers.mysql.position import GtidSet
     from readers.mysql.reader import MySqlSource
 
-    fastrows.install(native=native)
+    fastrows.install(native=native, table_map_cache=table_map_cache)
     metrics = SourceMetrics("bench")
     cfg = MySqlSourceConfig(name="bench", hosts=[db.address], user="cdc", password="cdc", tables=["bench.*"],
                             server_id=990002)
@@ -135,7 +137,8 @@ def _pipeline(db, broker, start: str, end: str, rows: int, batch: int, native: b
     src = MySqlSource(cfg, SourceContext(metrics=metrics))
     src.start({"gtid_set": start})
     target = GtidSet.parse(end)
-    label = ("pipeline" if publish else "reader") + (" native" if native else " python")
+    label = ("pipeline" if publish else "reader") + (" native" if native else " python") + (
+        "" if table_map_cache else " uncached")
     try:
         t0, c0 = time.perf_counter(), time.process_time()
         with progress(rows, f"[bench mysql] {label} rows") as bar:  # a transaction is one load batch
@@ -162,7 +165,8 @@ def run(args: argparse.Namespace) -> dict:
     from cdc.dev.mariadb import MariaDB
     from readers.mysql.native_rows import NATIVE
 
-    modes = [True, False] if NATIVE else [False]
+    # (name, native pass, TABLE_MAP cache); "uncached": the Python path without the cache, as before both
+    modes = ([("native", True, True)] if NATIVE else []) + [("python", False, True), ("uncached", False, False)]
     runs: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="cdc-bench-mysql-") as tmp:
         db = MariaDB(Path(tmp), server_id=77, name="bench")
@@ -175,14 +179,13 @@ def run(args: argparse.Namespace) -> dict:
             for i in range(max(1, args.repeat)):  # alternate, so machine noise hits every run alike
                 _say(f"run {i + 1}: raw decode loop")
                 runs.setdefault("raw", []).append(_raw(db, start, args.rows))
-                for native in modes:
-                    name = "native" if native else "python"
+                for name, native, cache in modes:
                     _say(f"run {i + 1}: pipeline, {name} rows (reader -> publisher -> broker ack)")
                     runs.setdefault(f"pipeline_{name}", []).append(
-                        _pipeline(db, broker, start, end, args.rows, args.batch, native))
+                        _pipeline(db, broker, start, end, args.rows, args.batch, native, table_map_cache=cache))
                     _say(f"run {i + 1}: reader alone, {name} rows")
-                    runs.setdefault(f"reader_{name}", []).append(
-                        _pipeline(db, broker, start, end, args.rows, args.batch, native, publish=False))
+                    runs.setdefault(f"reader_{name}", []).append(_pipeline(
+                        db, broker, start, end, args.rows, args.batch, native, publish=False, table_map_cache=cache))
         finally:
             broker.stop()
             db.stop()
@@ -195,8 +198,8 @@ def run(args: argparse.Namespace) -> dict:
            "raw_rows_per_s": round(rate["raw"]), "pipeline_rows_per_s": round(rate[pipe]),
            "python_pipeline_rows_per_s": round(rate["pipeline_python"]),
            "ratio": round(rate[pipe] / rate["raw"], 3),
-           "transactions_per_s": round(txns / best[pipe][0]),
-           "raw_transactions_per_s": round(txns / best["raw"][0]),
+           "transactions_per_s": round(txns / best[pipe][0], 1),
+           "raw_transactions_per_s": round(txns / best["raw"][0], 1),
            "cpu_us_per_row": cpu,
            "raw_seconds": round(best["raw"][0], 2), "pipeline_seconds": round(best[pipe][0], 2),
            "runs": len(runs["raw"]),
