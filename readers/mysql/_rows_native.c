@@ -480,6 +480,18 @@ static int parse_plan(PyObject *plan, Col *cols) {
             PyErr_SetString(PyExc_ValueError, "fractional precision outside 0..6");
             return -1;
         }
+        if ((c->kind == K_INT || c->kind == K_UINT) && c->a != 1 && c->a != 2 && c->a != 3 && c->a != 4 && c->a != 8) {
+            PyErr_SetString(PyExc_ValueError, "integer plan entry of 1, 2, 3, 4 or 8 bytes");
+            return -1;
+        }
+        if ((c->kind == K_ENUM || c->kind == K_SET) && (c->a < 1 || c->a > 8)) {
+            PyErr_SetString(PyExc_ValueError, "ENUM/SET plan entry outside 1..8 bytes");
+            return -1;
+        }
+        if (c->kind == K_BINARY && (c->b < 0 || c->b > 65535)) {
+            PyErr_SetString(PyExc_ValueError, "BINARY width outside 0..65535");
+            return -1;
+        }
         if (c->kind == K_CODEC && (c->codec = PyUnicode_AsUTF8(c->obj)) == NULL) return -1;
         if (c->kind == K_BIT && (c->a < 1 || c->a > 8 || c->b < 1 || c->b > 8)) {
             PyErr_SetString(PyExc_ValueError, "BIT plan entry outside 1..8 bytes");
@@ -564,7 +576,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rows_native", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rows_native", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__rows_native(void) {
     PyObject *m = PyModule_Create(&module);
