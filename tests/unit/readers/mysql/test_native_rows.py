@@ -7,12 +7,17 @@ dates, JSON, BIT, SET/ENUM, BINARY shorter than its width, text in several chara
 The same bytes are read twice through the library's RowsEvent: once by the Python path
 (readers/mysql/fastrows.py + the library + RowConverter), once with the native pass in
 front; the row images, as orjson writes them into records, must be equal -- or both paths
-must raise the same error.
+must raise the same error. Without the compiled module both reads take the Python path and the
+comparisons hold trivially; ``test_a_compiled_module_loads`` fails when a ``_rows_native*.so`` was
+built but does not import.
 """
 
 from __future__ import annotations
 
+import importlib
 import struct
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
 from types import SimpleNamespace
 
 import orjson
@@ -24,12 +29,10 @@ from pymysqlreplication.column import Column
 from pymysqlreplication.constants import BINLOG
 from pymysqlreplication.constants import FIELD_TYPE as T
 from pymysqlreplication.packet import BinLogPacketWrapper
-from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+from pymysqlreplication.row_event import DeleteRowsEvent, RowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from readers.mysql import fastrows, native_rows
 from readers.mysql.decode import ConvertedRow, RowConverter
-
-pytestmark = pytest.mark.skipif(not native_rows.NATIVE, reason="the C module is not compiled here")
 
 _DEC = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 _FRAC = (0, 1, 1, 2, 2, 3, 3)
@@ -314,7 +317,7 @@ def test_values_are_the_streams_and_the_native_pass_decoded_them():
                          (1 << 39 | (2024 * 13 + 2) << 22 | 29 << 17 | 23 << 12 | 59 << 6 | 58).to_bytes(5, "big")
                          + (123456).to_bytes(3, "big"),
                          b"\0\0\0", _time2(True, 0, 0, 1, 250000, 2), _pascal(b"\x01", 1), b"\x05", b"\x03\xff"])
-    assert type(images[0]) is ConvertedRow
+    assert type(images[0]) is (ConvertedRow if native_rows.NATIVE else dict)
     assert images[0] == {"d": "-12345678901234567890123456789012345." + "5" * 30, "t": "2024-02-29T23:59:58.123456",
                          "z": None, "tm": "-00:00:01.250000", "b": "AQAAAA==", "s": "a,c", "bit": 1023}
 
@@ -323,3 +326,36 @@ def test_an_impossible_date_takes_the_python_path_which_raises():
     cols = [Column(type=T.DATE, name="d", unsigned=False)]
     published, _ = _one(cols, [(2023 << 9 | 2 << 5 | 30).to_bytes(3, "little")])
     assert published[:2] == ("error", "ValueError")  # the library's date(2023, 2, 30), on both paths
+
+
+def test_a_compiled_module_loads():
+    """Without a C compiler the Python path is legitimate; a built module that does not import is not."""
+    here = Path(native_rows.__file__).parent
+    built = sorted({p for suffix in (".so", ".pyd", *EXTENSION_SUFFIXES) for p in here.glob(f"_rows_native*{suffix}")})
+    if not built or native_rows.NATIVE:
+        return
+    try:
+        importlib.import_module("readers.mysql._rows_native")
+        why = "it imports now, but did not when native_rows was imported"
+    except Exception as exc:  # noqa: BLE001
+        why = repr(exc)
+    pytest.fail(f"{[p.name for p in built]} built next to native_rows.py but native_rows.NATIVE is False: {why}")
+
+
+def test_without_the_compiled_module_every_event_takes_the_python_path(monkeypatch):
+    monkeypatch.setattr(native_rows, "_rows_native", None)
+    monkeypatch.setattr(native_rows, "NATIVE", False)
+    cols = [Column(type=T.NEWDECIMAL, name="d", unsigned=False, precision=8, decimals=2)]
+    try:
+        fastrows.install()
+        assert RowsEvent._fetch_rows is not native_rows.fetch_rows
+        assert not fastrows.native_installed()
+    finally:
+        monkeypatch.undo()
+        fastrows.install()
+    monkeypatch.setattr(native_rows, "_rows_native", None)
+    assert native_rows.plan_for(cols) is None  # fetch_rows itself also hands every event to the library
+    ev = _event(WriteRowsEvent, BINLOG.WRITE_ROWS_EVENT_V1, cols, (b"\x01",), b"\x00" + _decimal(8, 2, True, "5", "25"))
+    native_rows.fetch_rows(ev)
+    assert [type(r["values"]) for r in ev.rows] == [dict]
+    assert RowConverter("db.t", cols)(ev.rows[0]["values"], "f:1") == {"d": "-5.25"}
