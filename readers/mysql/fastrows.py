@@ -11,6 +11,8 @@ process; the reader installs it, ``cdc bench mysql`` uninstalls it while it
 measures the library's raw loop. ``install()`` also puts the native rows pass
 (readers/mysql/native_rows.py: C, decoding and converting in one step) in front
 of it when that module was compiled; ``install(native=False)`` leaves it out.
+It also keeps one parsed TABLE_MAP per definition (see "TABLE_MAP cache" below),
+so a table's Table object, and the plans cached on it, outlive the transaction.
 
 Two corrections ride along: the library decodes a negative TIME with a
 fraction wrong (it complements the seconds but not the fraction: -00:00:01.25
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import struct
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -137,6 +140,7 @@ def _read_time2(self: Any, column: Any) -> dt.timedelta:
 # new one after any DDL that changes what the TABLE_MAP says. Bounded: the least recently seen maps go first.
 _TABLE_MAPS: OrderedDict[tuple, dict[str, Any]] = OrderedDict()
 _TABLE_MAPS_MAX = 512
+_TABLE_MAPS_LOCK = threading.Lock()
 _EVENT_KEYS = frozenset({"packet", "table_map", "event_type", "timestamp", "event_size", "_post_header_lengths",
                          "_ctl_connection", "mysql_version", "_ignore_decode_errors", "_verify_checksum",
                          "_is_event_valid", "complete", "dbms"})  # what BinLogEvent.__init__ sets: per event
@@ -153,15 +157,18 @@ def _table_map_init(self: Any, from_packet: Any, event_size: int, table_map: dic
     BinLogEvent.__init__(self, from_packet, event_size, table_map, ctl_connection, **kwargs)
     key = (raw._data[start:start + event_size], self.dbms, repr([kwargs.get(k) for k in (
         "only_tables", "ignored_tables", "only_schemas", "ignored_schemas", "optional_meta_data")]))
-    known = _TABLE_MAPS.get(key)
+    with _TABLE_MAPS_LOCK:  # several sources may read in threads of one process
+        known = _TABLE_MAPS.get(key)
+        if known is not None:
+            _TABLE_MAPS.move_to_end(key)
     if known is None:
         _ORIGINAL_TABLE_MAP(self, from_packet, event_size, table_map, ctl_connection, **kwargs)
         if self._processed:
-            _TABLE_MAPS[key] = {k: v for k, v in self.__dict__.items() if k not in _EVENT_KEYS}
-            if len(_TABLE_MAPS) > _TABLE_MAPS_MAX:
-                _TABLE_MAPS.popitem(last=False)
+            with _TABLE_MAPS_LOCK:
+                _TABLE_MAPS[key] = {k: v for k, v in self.__dict__.items() if k not in _EVENT_KEYS}
+                if len(_TABLE_MAPS) > _TABLE_MAPS_MAX:
+                    _TABLE_MAPS.popitem(last=False)
         return
-    _TABLE_MAPS.move_to_end(key)
     self.__dict__.update(known)
     table_map[self.table_id] = self.table_obj
     from_packet.advance(min(event_size, len(raw._data) - start))
