@@ -1,20 +1,30 @@
-"""`cdc bench mysql --rows N`: binlog -> Kafka vs the raw python-mysql-replication decode loop.
+"""`cdc bench mysql --rows N [--txn-rows K]`: binlog -> Kafka vs the raw python-mysql-replication decode loop.
 
 Starts its own MariaDB and tansu broker (cdc.dev), writes N realistic rows
-(several column types) in transactions of ``--batch`` rows with INSERT ...
+(several column types) in transactions of ``--txn-rows`` rows with INSERT ...
 SELECT from the sequence engine, then measures on that same binlog:
 
 * raw: BinLogStreamReader from the start GTID state, iterating every
   WriteRowsEvent and touching every value of every row (the floor any
   Python reader built on the library pays);
 * pipeline: MySqlSource -> Publisher -> broker, timed until the broker
-  acknowledged the END of the last transaction.
+  acknowledged the END of the last transaction; once with the native rows
+  pass and the TABLE_MAP cache (readers/mysql/native_rows.py, when it was
+  compiled here: ``native``; readers/mysql/fastrows.py), once on the Python path
+  with the cache (fastrows + the library + RowConverter: ``python``, what runs
+  where no C compiler was), once without either (``uncached``);
+* reader: MySqlSource alone (no publishing), each way, for the reader's share.
 
-Raw and pipeline runs alternate ``--repeat`` times (the shared machine's load
-varies); the best run of each counts. Prints raw_rows_per_s,
-pipeline_rows_per_s, ratio, rows, seconds, peak_rss_mb.
+The runs alternate ``--repeat`` times (the shared machine's load varies); the
+best run of each counts, for wall clock and for CPU alike. Prints
+raw_rows_per_s, pipeline_rows_per_s (native when compiled, else Python),
+python_pipeline_rows_per_s, ratio (pipeline / raw), transactions_per_s, and
+``cpu_us_per_row``: this process's CPU time (user + system, every thread: the
+reader, the publisher and the Kafka client's threads; not MariaDB's or the
+broker's) per row for raw, and for pipeline and reader each way. CPU per row
+is the figure to compare on a loaded host; rows/s moves with the load.
 
-Why the pipeline can beat the raw loop: the reader decodes rows with
+Why the Python pipeline can beat the raw loop: the reader decodes rows with
 readers.mysql.fastrows (integers, floats and UTF-8 strings read directly,
 everything else by the library's own code, identical values), while the raw
 baseline is the library exactly as shipped.
@@ -34,7 +44,8 @@ from cdc.progress_bar import progress
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rows", type=int, default=500_000)
-    parser.add_argument("--batch", type=int, default=100_000, help="rows per source transaction")
+    parser.add_argument("--txn-rows", "--batch", dest="batch", type=int, default=100_000,
+                        help="rows per source transaction (5: the small transactions OLTP writes)")
     parser.add_argument("--repeat", type=int, default=2, help="alternate raw/pipeline runs; the best of each counts")
 
 
@@ -49,18 +60,22 @@ def _load(db, rows: int, batch: int) -> tuple[str, str]:
              "note VARCHAR(255))")
     start = db.gtid_binlog_pos()
     done = 0
-    with progress(rows, "[bench mysql] load rows") as bar:
-        while done < rows:
-            n = min(batch, rows - done)
-            db.query(f"INSERT INTO bench.orders SELECT seq, CONCAT('customer-', seq % 9973), (seq % 100000) / 100, "
-                     f"seq % 17, TIMESTAMP('2024-01-01') + INTERVAL seq SECOND, 1 + seq % 3, "
-                     f"REPEAT('x', 20 + seq % 40) FROM bench.seq_{done + 1}_to_{done + n}")
-            done += n
-            bar.advance(n)
+    conn = db.connect()  # autocommit: one statement, one transaction
+    try:
+        with conn.cursor() as cur, progress(rows, "[bench mysql] load rows") as bar:
+            while done < rows:
+                n = min(batch, rows - done)
+                cur.execute(f"INSERT INTO bench.orders SELECT seq, CONCAT('customer-', seq % 9973), "
+                            f"(seq % 100000) / 100, seq % 17, TIMESTAMP('2024-01-01') + INTERVAL seq SECOND, "
+                            f"1 + seq % 3, REPEAT('x', 20 + seq % 40) FROM bench.seq_{done + 1}_to_{done + n}")
+                done += n
+                bar.advance(n)
+    finally:
+        conn.close()
     return start, db.gtid_binlog_pos()
 
 
-def _raw(db, start: str, rows: int) -> float:
+def _raw(db, start: str, rows: int) -> tuple[float, float]:
     """The library as shipped: our leaner row decoder (readers.mysql.fastrows) is switched off."""
     from readers.mysql import fastrows
 
@@ -71,7 +86,7 @@ def _raw(db, start: str, rows: int) -> float:
         fastrows.install()
 
 
-def _raw_loop(db, start: str, rows: int) -> float:
+def _raw_loop(db, start: str, rows: int) -> tuple[float, float]:
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.row_event import WriteRowsEvent
 
@@ -82,7 +97,7 @@ def _raw_loop(db, start: str, rows: int) -> float:
         server_id=990001, blocking=False, auto_position=start, is_mariadb=True, only_events=[WriteRowsEvent],
         only_schemas=["bench"], enable_logging=False)
     seen = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for ev in stream:
         for r in ev.rows:
             for _v in r["values"].values():
@@ -90,71 +105,105 @@ def _raw_loop(db, start: str, rows: int) -> float:
             seen += 1
         if seen >= rows:
             break
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     stream.close()
     if seen < rows:
         raise RuntimeError(f"raw loop saw {seen} of {rows} rows")
-    return elapsed
+    return elapsed, cpu
 
 
-def _pipeline(db, broker, start: str, end: str, rows: int, batch: int) -> float:
+def _pipeline(db, broker, start: str, end: str, rows: int, batch: int, native: bool,
+              publish: bool = True, table_map_cache: bool = True) -> tuple[float, float]:
+    """(wall seconds, process CPU seconds) of the reader (+ publisher, + broker acknowledgements) over the binlog."""
     from cdc.config import KafkaConfig
     from cdc.contract import SourceContext
     from cdc.events import Commit
     from cdc.metrics import SourceMetrics
     from cdc.publish.publisher import Publisher
+    from readers.mysql import fastrows
     from readers.mysql.config import MySqlSourceConfig
     from readers.mysql.position import GtidSet
     from readers.mysql.reader import MySqlSource
 
+    fastrows.install(native=native, table_map_cache=table_map_cache)
     metrics = SourceMetrics("bench")
     cfg = MySqlSourceConfig(name="bench", hosts=[db.address], user="cdc", password="cdc", tables=["bench.*"],
                             server_id=990002)
-    kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=f"bench{time.time_ns()}")
-    pub = Publisher("bench", "mysql", kafka, metrics)
-    pub.recover()
+    pub = None
+    if publish:
+        kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=f"bench{time.time_ns()}")
+        pub = Publisher("bench", "mysql", kafka, metrics)
+        pub.recover()
     src = MySqlSource(cfg, SourceContext(metrics=metrics))
     src.start({"gtid_set": start})
     target = GtidSet.parse(end)
-    t0 = time.perf_counter()
-    with progress(rows, "[bench mysql] pipeline rows") as bar:  # a transaction is one load batch
-        for ev in src.events():
-            pub.publish(ev)
-            if type(ev) is Commit:
-                bar.advance(min(batch, rows - bar.completed))
-                if src.state.issuperset(target):
-                    break
-        pub.flush()
-    elapsed = time.perf_counter() - t0
-    src.close()
-    pub.close()
-    return elapsed
+    label = ("pipeline" if publish else "reader") + (" native" if native else " python") + (
+        "" if table_map_cache else " uncached")
+    try:
+        t0, c0 = time.perf_counter(), time.process_time()
+        with progress(rows, f"[bench mysql] {label} rows") as bar:  # a transaction is one load batch
+            for ev in src.events():
+                if pub is not None:
+                    pub.publish(ev)
+                if type(ev) is Commit:
+                    bar.advance(min(batch, rows - bar.completed))
+                    if src.state.issuperset(target):
+                        break
+            if pub is not None:
+                pub.flush()
+        elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        src.close()
+        if pub is not None:
+            pub.close()
+        fastrows.install()
+    return elapsed, cpu
 
 
 def run(args: argparse.Namespace) -> dict:
     from cdc.dev.broker import Broker
     from cdc.dev.mariadb import MariaDB
+    from readers.mysql.native_rows import NATIVE
 
+    # (name, native pass, TABLE_MAP cache); "uncached": the Python path without the cache, as before both
+    modes = ([("native", True, True)] if NATIVE else []) + [("python", False, True), ("uncached", False, False)]
+    runs: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="cdc-bench-mysql-") as tmp:
         db = MariaDB(Path(tmp), server_id=77, name="bench")
         broker = Broker(log_dir=Path(tmp) / "broker")
         try:
             db.start()
             broker.start()
-            _say(f"loading {args.rows} rows")
+            _say(f"loading {args.rows} rows in transactions of {args.batch}")
             start, end = _load(db, args.rows, args.batch)
-            raw_runs, pipe_runs = [], []
-            for i in range(max(1, args.repeat)):  # alternate, so machine noise hits both alike
+            for i in range(max(1, args.repeat)):  # alternate, so machine noise hits every run alike
                 _say(f"run {i + 1}: raw decode loop")
-                raw_runs.append(_raw(db, start, args.rows))
-                _say(f"run {i + 1}: pipeline (reader -> publisher -> broker ack)")
-                pipe_runs.append(_pipeline(db, broker, start, end, args.rows, args.batch))
-            raw_s, pipe_s = min(raw_runs), min(pipe_runs)
+                runs.setdefault("raw", []).append(_raw(db, start, args.rows))
+                for name, native, cache in modes:
+                    _say(f"run {i + 1}: pipeline, {name} rows (reader -> publisher -> broker ack)")
+                    runs.setdefault(f"pipeline_{name}", []).append(
+                        _pipeline(db, broker, start, end, args.rows, args.batch, native, table_map_cache=cache))
+                    _say(f"run {i + 1}: reader alone, {name} rows")
+                    runs.setdefault(f"reader_{name}", []).append(_pipeline(
+                        db, broker, start, end, args.rows, args.batch, native, publish=False, table_map_cache=cache))
         finally:
             broker.stop()
             db.stop()
-    raw_rate, pipe_rate = args.rows / raw_s, args.rows / pipe_s
-    return {"rows": args.rows, "raw_rows_per_s": round(raw_rate), "pipeline_rows_per_s": round(pipe_rate),
-            "ratio": round(pipe_rate / raw_rate, 3), "raw_seconds": round(raw_s, 2),
-            "pipeline_seconds": round(pipe_s, 2), "runs": len(raw_runs),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    best = {k: (min(w for w, _ in v), min(c for _, c in v)) for k, v in runs.items()}
+    rate = {k: args.rows / w for k, (w, _) in best.items()}
+    cpu = {k: round(c / args.rows * 1e6, 2) for k, (_, c) in best.items()}
+    pipe = "pipeline_native" if NATIVE else "pipeline_python"
+    txns = -(-args.rows // args.batch)
+    out = {"rows": args.rows, "txn_rows": args.batch, "native": NATIVE,
+           "raw_rows_per_s": round(rate["raw"]), "pipeline_rows_per_s": round(rate[pipe]),
+           "python_pipeline_rows_per_s": round(rate["pipeline_python"]),
+           "ratio": round(rate[pipe] / rate["raw"], 3),
+           "transactions_per_s": round(txns / best[pipe][0], 1),
+           "raw_transactions_per_s": round(txns / best["raw"][0], 1),
+           "cpu_us_per_row": cpu,
+           "raw_seconds": round(best["raw"][0], 2), "pipeline_seconds": round(best[pipe][0], 2),
+           "runs": len(runs["raw"]),
+           "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    if NATIVE:
+        out["native_cpu_gain"] = round(cpu["pipeline_python"] / max(cpu["pipeline_native"], 1e-9), 2)
+    return out

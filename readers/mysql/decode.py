@@ -76,6 +76,13 @@ def converter_for(column: Any) -> Converter | None:
     raise UnknownColumnType("unknown column type", column=column.name, type_code=t)
 
 
+class ConvertedRow(dict):
+    """A row image whose values are already the stream's: the native rows pass (readers/mysql/native_rows.py)
+    decodes and converts in one step, and :class:`RowConverter` hands such a row on untouched."""
+
+    __slots__ = ()
+
+
 class RowConverter:
     """Converts rows of one table (as decoded from one TABLE_MAP) in place."""
 
@@ -95,7 +102,11 @@ class RowConverter:
         self.todo = tuple(todo)
 
     def __call__(self, row: dict[str, Any], position: str) -> dict[str, Any]:
-        """Convert ``row`` in place and return it; DecodeError names table/column/position/value."""
+        """Convert ``row`` in place and return it; DecodeError names table/column/position/value.
+
+        A :class:`ConvertedRow` (the native pass) is returned as it is."""
+        if row.__class__ is ConvertedRow:
+            return row
         for name, fn in self.todo:
             v = row[name]
             if v is not None:

@@ -8,7 +8,11 @@ type, and every unusual case (partial JSON updates, missing column names,
 ignore_decode_errors), goes to the library's own code, so values are
 identical. ``install()`` / ``uninstall()`` switch it on and off for the whole
 process; the reader installs it, ``cdc bench mysql`` uninstalls it while it
-measures the library's raw loop.
+measures the library's raw loop. ``install()`` also puts the native rows pass
+(readers/mysql/native_rows.py: C, decoding and converting in one step) in front
+of it when that module was compiled; ``install(native=False)`` leaves it out.
+It also keeps one parsed TABLE_MAP per definition (see "TABLE_MAP cache" below),
+so a table's Table object, and the plans cached on it, outlive the transaction.
 
 Two corrections ride along: the library decodes a negative TIME with a
 fraction wrong (it complements the seconds but not the fraction: -00:00:01.25
@@ -22,14 +26,19 @@ from __future__ import annotations
 
 import datetime as dt
 import struct
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from pymysqlreplication.constants import BINLOG
 from pymysqlreplication.constants import FIELD_TYPE as T
-from pymysqlreplication.row_event import RowsEvent
+from pymysqlreplication.event import BinLogEvent
+from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 
 _ORIGINAL = RowsEvent._read_column_data
 _ORIGINAL_TIME2 = RowsEvent._RowsEvent__read_time2
+_ORIGINAL_FETCH = RowsEvent._fetch_rows
+_ORIGINAL_TABLE_MAP = TableMapEvent.__init__
 _UTF8 = {"utf8", "utf-8", "utf8mb4", "utf8mb3"}
 _FIXED = {
     T.TINY: (1, struct.Struct("<b"), struct.Struct("<B")),
@@ -73,7 +82,7 @@ def _read_column_data(self: Any, cols_bitmap: bytes, row_image_type: Any = None)
         return _ORIGINAL(self, cols_bitmap, row_image_type)
     self.is_partial_json_update = False
     present = int.from_bytes(cols_bitmap, "little")
-    null_bytes = self.packet.read((bin(present).count("1") + 7) // 8)
+    null_bytes = self.packet.read((present.bit_count() + 7) // 8)
     nulls = int.from_bytes(null_bytes, "little")
     read = self.packet.read
     slow = self._RowsEvent__read_values_name
@@ -123,11 +132,70 @@ def _read_time2(self: Any, column: Any) -> dt.timedelta:
     return time2_from_bytes(self.packet.read(3 + _FRAC_BYTES[column.fsp or 0]))
 
 
-def install() -> None:
+# -- TABLE_MAP cache ------------------------------------------------------------------------------------------
+# Every transaction starts with a TABLE_MAP of each table it writes; the library parses each into new Column and
+# Table objects, and everything cached on the Table (the plans here and in native_rows.py) is rebuilt with them.
+# An event whose bytes (table id, names, types, metadata, nullability, optional metadata: the whole definition
+# as logged) were seen before gets the Table parsed then: the same object while the definition is unchanged, a
+# new one after any DDL that changes what the TABLE_MAP says. Bounded: the least recently seen maps go first.
+_TABLE_MAPS: OrderedDict[tuple, dict[str, Any]] = OrderedDict()
+_TABLE_MAPS_MAX = 512
+_TABLE_MAPS_LOCK = threading.Lock()
+_EVENT_KEYS = frozenset({"packet", "table_map", "event_type", "timestamp", "event_size", "_post_header_lengths",
+                         "_ctl_connection", "mysql_version", "_ignore_decode_errors", "_verify_checksum",
+                         "_is_event_valid", "complete", "dbms"})  # what BinLogEvent.__init__ sets: per event
+
+
+def _table_map_init(self: Any, from_packet: Any, event_size: int, table_map: dict, ctl_connection: Any,
+                    **kwargs: Any) -> None:
+    raw = from_packet.packet
+    if (kwargs.get("freeze_schema") or kwargs.get("verify_checksum") or kwargs.get("use_column_name_cache")
+            or from_packet.read_bytes or from_packet._BinLogPacketWrapper__data_buffer):
+        _ORIGINAL_TABLE_MAP(self, from_packet, event_size, table_map, ctl_connection, **kwargs)
+        return
+    start = raw._position
+    BinLogEvent.__init__(self, from_packet, event_size, table_map, ctl_connection, **kwargs)
+    key = (raw._data[start:start + event_size], self.dbms, repr([kwargs.get(k) for k in (
+        "only_tables", "ignored_tables", "only_schemas", "ignored_schemas", "optional_meta_data")]))
+    with _TABLE_MAPS_LOCK:  # several sources may read in threads of one process
+        known = _TABLE_MAPS.get(key)
+        if known is not None:
+            _TABLE_MAPS.move_to_end(key)
+    if known is None:
+        _ORIGINAL_TABLE_MAP(self, from_packet, event_size, table_map, ctl_connection, **kwargs)
+        if self._processed:
+            with _TABLE_MAPS_LOCK:
+                _TABLE_MAPS[key] = {k: v for k, v in self.__dict__.items() if k not in _EVENT_KEYS}
+                if len(_TABLE_MAPS) > _TABLE_MAPS_MAX:
+                    _TABLE_MAPS.popitem(last=False)
+        return
+    self.__dict__.update(known)
+    table_map[self.table_id] = self.table_obj
+    from_packet.advance(min(event_size, len(raw._data) - start))
+
+
+def install(native: bool = True, table_map_cache: bool = True) -> None:
+    """The lean decoder and the TIME2 correction; with ``native`` (and the C module compiled) the native rows
+    pass first for every rows event (readers/mysql/native_rows.py), this decoder for what it hands back; with
+    ``table_map_cache`` one Table per TABLE_MAP definition (see above)."""
+    from readers.mysql import native_rows
+
     RowsEvent._read_column_data = _read_column_data
     RowsEvent._RowsEvent__read_time2 = _read_time2
+    RowsEvent._fetch_rows = native_rows.fetch_rows if native and native_rows.NATIVE else _ORIGINAL_FETCH
+    TableMapEvent.__init__ = _table_map_init if table_map_cache else _ORIGINAL_TABLE_MAP
 
 
 def uninstall() -> None:
+    """The library exactly as shipped."""
     RowsEvent._read_column_data = _ORIGINAL
     RowsEvent._RowsEvent__read_time2 = _ORIGINAL_TIME2
+    RowsEvent._fetch_rows = _ORIGINAL_FETCH
+    TableMapEvent.__init__ = _ORIGINAL_TABLE_MAP
+
+
+def native_installed() -> bool:
+    """True when rows events are decoded by the native pass (install(native=True) with the C module compiled)."""
+    from readers.mysql import native_rows
+
+    return RowsEvent._fetch_rows is native_rows.fetch_rows

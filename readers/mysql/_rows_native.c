@@ -1,0 +1,590 @@
+/* The rows of one MySQL/MariaDB rows event, decoded straight to the stream's values.
+
+   decode(data, start, end, plan, bitmaps, row_type, keys) reads the row images in
+   data[start:end] (the body of a WRITE/UPDATE/DELETE rows event after its column
+   bitmaps) and returns a list with one dict per row: {keys[k]: row_type(...)} per image,
+   each image mapping column name to the value readers/mysql/decode.py's RowConverter
+   makes of the library's value (cdc/values.py: DECIMAL as text, temporal types as ISO
+   text, binary as base64, SET as 'a,b', ...). ``plan`` holds one (name, kind, a, b, obj)
+   tuple per column (readers/mysql/native_rows.py builds it from the TABLE_MAP).
+
+   It returns None for anything it does not vouch for (a value outside its type's valid
+   range, a truncated row, a text that does not decode, a JSON document the callback
+   refuses): the caller then decodes the whole event on the Python path, which yields or
+   raises exactly what it always did. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+enum {
+    K_INT = 1, K_UINT, K_FLOAT, K_DOUBLE, K_YEAR, K_DECIMAL, K_DATE, K_DATETIME, K_DATETIME2,
+    K_TIMESTAMP, K_TIMESTAMP2, K_TIME, K_TIME2, K_UTF8, K_CODEC, K_B64, K_BINARY, K_ENUM, K_SET,
+    K_BIT, K_CALL, K_LAST
+};
+
+#define OK 0
+#define ERR (-1)
+#define FALLBACK 1
+
+typedef struct {
+    PyObject *name;
+    int kind;
+    long a, b;
+    PyObject *obj;
+    const char *codec;
+} Col;
+
+static const uint64_t POW10[] = {1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+                                 100000000ULL, 1000000000ULL};
+static const int DEC_BYTES[] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
+static const int FRAC_BYTES[] = {0, 1, 1, 2, 2, 3, 3};
+static const long FRAC_UNIT_US[] = {1, 10000, 100, 1};
+
+#define NEED(n) do { if ((size_t)(end - p) < (size_t)(n)) return FALLBACK; } while (0)
+
+static uint64_t le(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static uint64_t be(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++) v = (v << 8) | p[i];
+    return v;
+}
+
+static PyObject *ascii(const char *s, Py_ssize_t n) { return PyUnicode_DecodeASCII(s, n, NULL); }
+
+static int leap(long y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+static int days_in(long y, long m) {
+    static const int D[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return m == 2 && leap(y) ? 29 : D[m - 1];
+}
+
+/* Python's date(y, m, d) accepts exactly these. */
+static int valid_date(long y, long m, long d) {
+    return y >= 1 && y <= 9999 && m >= 1 && m <= 12 && d >= 1 && d <= days_in(y, m);
+}
+
+static PyObject *iso_datetime(long y, long mo, long d, long h, long mi, long s, long us, int z) {
+    char buf[48];
+    int n = snprintf(buf, sizeof buf, "%04ld-%02ld-%02ldT%02ld:%02ld:%02ld", y, mo, d, h, mi, s);
+    if (us) n += snprintf(buf + n, sizeof buf - n, ".%06ld", us);
+    if (z) buf[n++] = 'Z';
+    return ascii(buf, n);
+}
+
+/* cdc.values.time_text of a signed number of microseconds. */
+static PyObject *time_text(long long us) {
+    char buf[48];
+    const char *sign = us < 0 ? "-" : "";
+    unsigned long long a = us < 0 ? (unsigned long long)(-us) : (unsigned long long)us;
+    unsigned long long secs = a / 1000000ULL, frac = a % 1000000ULL;
+    int n = snprintf(buf, sizeof buf, "%s%02llu:%02llu:%02llu", sign, secs / 3600, secs % 3600 / 60, secs % 60);
+    if (frac) n += snprintf(buf + n, sizeof buf - n, ".%06llu", frac);
+    return ascii(buf, n);
+}
+
+static PyObject *base64(const unsigned char *s, Py_ssize_t n, Py_ssize_t pad_to) {
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    Py_ssize_t len = n < pad_to ? pad_to : n;
+    PyObject *out = PyUnicode_New(4 * ((len + 2) / 3), 127);
+    if (out == NULL) return NULL;
+    char *o = (char *)PyUnicode_1BYTE_DATA(out);
+    Py_ssize_t i = 0;
+#define AT(k) ((k) < n ? s[(k)] : 0)
+    for (; i + 2 < len; i += 3) {
+        uint32_t v = ((uint32_t)AT(i) << 16) | ((uint32_t)AT(i + 1) << 8) | AT(i + 2);
+        *o++ = A[v >> 18]; *o++ = A[(v >> 12) & 63]; *o++ = A[(v >> 6) & 63]; *o++ = A[v & 63];
+    }
+    if (len - i == 1) {
+        uint32_t v = (uint32_t)AT(i) << 16;
+        *o++ = A[v >> 18]; *o++ = A[(v >> 12) & 63]; *o++ = '='; *o++ = '=';
+    } else if (len - i == 2) {
+        uint32_t v = ((uint32_t)AT(i) << 16) | ((uint32_t)AT(i + 1) << 8);
+        *o++ = A[v >> 18]; *o++ = A[(v >> 12) & 63]; *o++ = A[(v >> 6) & 63]; *o++ = '=';
+    }
+#undef AT
+    return out;
+}
+
+/* The library's __read_fsp: the fraction of a TIMESTAMP2/DATETIME2 in microseconds, -1 when invalid. */
+static long read_fsp(const unsigned char **pp, const unsigned char *end, long fsp) {
+    const unsigned char *p = *pp;
+    int n = FRAC_BYTES[fsp];
+    if ((size_t)(end - p) < (size_t)n) return -2;
+    *pp = p + n;
+    if (n == 0) return 0;
+    if (p[0] & 0x80) return -1;  /* a negative fraction: never written by a server */
+    long v = (long)be(p, n);
+    if (fsp % 2) v /= 10;
+    v *= (long)POW10[6 - fsp];
+    return v;
+}
+
+/* The DECIMAL text format(Decimal(library text), "f") gives. */
+static int decimal(const unsigned char **pp, const unsigned char *end, long precision, long scale, PyObject **out) {
+    const unsigned char *p = *pp;
+    long integral = precision - scale;
+    int ui = (int)(integral / 9), ci = (int)(integral - ui * 9), uf = (int)(scale / 9), cf = (int)(scale - uf * 9);
+    int size = DEC_BYTES[ci] + 4 * ui + 4 * uf + DEC_BYTES[cf];
+    unsigned char b[64];
+    char text[160];
+    int t = 0;
+    if (size <= 0 || size > (int)sizeof b) return FALLBACK;
+    NEED(size);
+    memcpy(b, p, size);
+    int negative = !(b[0] & 0x80);
+    b[0] ^= 0x80;
+    if (negative)
+        for (int i = 0; i < size; i++) b[i] = (unsigned char)~b[i];
+    const unsigned char *q = b;
+    char digits[160];
+    int nd = 0;
+    if (DEC_BYTES[ci]) {
+        uint64_t v = be(q, DEC_BYTES[ci]);
+        q += DEC_BYTES[ci];
+        if (v >= POW10[ci]) return FALLBACK;
+        nd += snprintf(digits + nd, sizeof digits - nd, "%0*llu", ci, (unsigned long long)v);
+    }
+    for (int i = 0; i < ui; i++, q += 4) {
+        uint64_t v = be(q, 4);
+        if (v >= POW10[9]) return FALLBACK;
+        nd += snprintf(digits + nd, sizeof digits - nd, "%09llu", (unsigned long long)v);
+    }
+    if (negative) text[t++] = '-';
+    int lead = 0;
+    while (lead < nd && digits[lead] == '0') lead++;
+    if (lead == nd) text[t++] = '0';
+    else { memcpy(text + t, digits + lead, nd - lead); t += nd - lead; }
+    if (scale > 0) {
+        text[t++] = '.';
+        for (int i = 0; i < uf; i++, q += 4) {
+            uint64_t v = be(q, 4);
+            if (v >= POW10[9]) return FALLBACK;
+            t += snprintf(text + t, sizeof text - t, "%09llu", (unsigned long long)v);
+        }
+        if (DEC_BYTES[cf]) {
+            uint64_t v = be(q, DEC_BYTES[cf]);
+            if (v >= POW10[cf]) return FALLBACK;
+            t += snprintf(text + t, sizeof text - t, "%0*llu", cf, (unsigned long long)v);
+        }
+    }
+    *pp = p + size;
+    *out = ascii(text, t);
+    return *out ? OK : ERR;
+}
+
+/* days since 1970-01-01 -> civil date (H. Hinnant's algorithm). */
+static void civil(long long z, long *y, long *m, long *d) {
+    z += 719468;
+    long long era = (z >= 0 ? z : z - 146096) / 146097;
+    long long doe = z - era * 146097;
+    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    long long yy = yoe + era * 400;
+    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    long long mp = (5 * doy + 2) / 153;
+    *d = (long)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (long)(mp < 10 ? mp + 3 : mp - 9);
+    *y = (long)(yy + (*m <= 2));
+}
+
+static int length_prefixed(const unsigned char **pp, const unsigned char *end, int lenbytes,
+                           const unsigned char **s, Py_ssize_t *n) {
+    const unsigned char *p = *pp;
+    if (lenbytes < 1 || lenbytes > 4) return FALLBACK;
+    NEED(lenbytes);
+    uint64_t len = le(p, lenbytes);
+    p += lenbytes;
+    NEED(len);
+    *s = p;
+    *n = (Py_ssize_t)len;
+    *pp = p + len;
+    return OK;
+}
+
+static int value(const Col *c, const unsigned char **pp, const unsigned char *end, PyObject **out) {
+    const unsigned char *p = *pp;
+    const unsigned char *s;
+    Py_ssize_t n;
+    int rc;
+    switch (c->kind) {
+    case K_INT: {
+        int w = (int)c->a;
+        NEED(w);
+        uint64_t v = le(p, w);
+        int64_t sv = w == 8 ? (int64_t)v : (v & (1ULL << (8 * w - 1))) ? (int64_t)(v - (1ULL << (8 * w))) : (int64_t)v;
+        *pp = p + w;
+        *out = PyLong_FromLongLong(sv);
+        break;
+    }
+    case K_UINT: {
+        int w = (int)c->a;
+        NEED(w);
+        *pp = p + w;
+        *out = PyLong_FromUnsignedLongLong(le(p, w));
+        break;
+    }
+    case K_FLOAT: {
+        float f;
+        NEED(4);
+        memcpy(&f, p, 4);
+        *pp = p + 4;
+        *out = PyFloat_FromDouble((double)f);
+        break;
+    }
+    case K_DOUBLE: {
+        double d;
+        NEED(8);
+        memcpy(&d, p, 8);
+        *pp = p + 8;
+        *out = PyFloat_FromDouble(d);
+        break;
+    }
+    case K_YEAR:
+        NEED(1);
+        *pp = p + 1;
+        *out = PyLong_FromLong(p[0] == 0 ? 0 : 1900 + p[0]);
+        break;
+    case K_DECIMAL:
+        return decimal(pp, end, c->a, c->b, out);
+    case K_DATE: {
+        NEED(3);
+        uint64_t t = le(p, 3);
+        long y = (long)((t >> 9) & 0x7FFF), m = (long)((t >> 5) & 15), d = (long)(t & 31);
+        if (y == 0 || m == 0 || d == 0) { *pp = p + 3; Py_INCREF(Py_None); *out = Py_None; break; }
+        if (!valid_date(y, m, d)) return FALLBACK;
+        char buf[16];
+        int k = snprintf(buf, sizeof buf, "%04ld-%02ld-%02ld", y, m, d);
+        *pp = p + 3;
+        *out = ascii(buf, k);
+        break;
+    }
+    case K_DATETIME: {
+        NEED(8);
+        uint64_t v = le(p, 8);
+        if (v == 0) { *pp = p + 8; Py_INCREF(Py_None); *out = Py_None; break; }
+        if (v >= 100000000000000ULL) return FALLBACK;
+        uint64_t date = v / 1000000ULL, time = v % 1000000ULL;
+        long y = (long)(date / 10000), m = (long)(date % 10000 / 100), d = (long)(date % 100);
+        if (y == 0 || m == 0 || d == 0) { *pp = p + 8; Py_INCREF(Py_None); *out = Py_None; break; }
+        long h = (long)(time / 10000), mi = (long)(time % 10000 / 100), sec = (long)(time % 100);
+        if (!valid_date(y, m, d) || h > 23 || mi > 59 || sec > 59) return FALLBACK;
+        *pp = p + 8;
+        *out = iso_datetime(y, m, d, h, mi, sec, 0, 0);
+        break;
+    }
+    case K_DATETIME2: {
+        NEED(5);
+        uint64_t v = be(p, 5);
+        const unsigned char *q = p + 5;
+        long ym = (long)((v >> 22) & 0x1FFFF);
+        long y = ym / 13, m = ym % 13, d = (long)((v >> 17) & 31), h = (long)((v >> 12) & 31);
+        long mi = (long)((v >> 6) & 63), sec = (long)(v & 63);
+        long us = read_fsp(&q, end, c->a);
+        if (us == -2) return FALLBACK;
+        if (!valid_date(y, m, d) || h > 23 || mi > 59 || sec > 59) {  /* the library's ValueError: None */
+            *pp = q;
+            Py_INCREF(Py_None);
+            *out = Py_None;
+            break;
+        }
+        if (us < 0 || us >= 1000000) return FALLBACK;
+        *pp = q;
+        *out = iso_datetime(y, m, d, h, mi, sec, us, 0);
+        break;
+    }
+    case K_TIMESTAMP:
+    case K_TIMESTAMP2: {
+        NEED(4);
+        uint64_t secs;
+        long us = 0;
+        const unsigned char *q = p + 4;
+        if (c->kind == K_TIMESTAMP) secs = le(p, 4);
+        else {
+            if (p[0] & 0x80) return FALLBACK;  /* before 1970: never written by a server */
+            secs = be(p, 4);
+            us = read_fsp(&q, end, c->a);
+            if (us < 0 || us >= 1000000) return FALLBACK;
+        }
+        *pp = q;
+        if (secs == 0 && us == 0) { Py_INCREF(Py_None); *out = Py_None; break; }  /* the zero TIMESTAMP */
+        long y, m, d;
+        civil((long long)(secs / 86400), &y, &m, &d);
+        long r = (long)(secs % 86400);
+        *out = iso_datetime(y, m, d, r / 3600, r % 3600 / 60, r % 60, us, 1);
+        break;
+    }
+    case K_TIME: {
+        NEED(3);
+        long t = (long)le(p, 3);
+        *pp = p + 3;
+        *out = time_text((long long)((t / 10000) * 3600 + (t % 10000 / 100) * 60 + t % 100) * 1000000LL);
+        break;
+    }
+    case K_TIME2: {
+        int nf = FRAC_BYTES[c->a];
+        NEED(3 + nf);
+        long long v = (long long)be(p, 3 + nf) - ((long long)0x800000 << (8 * nf));
+        long long a = v < 0 ? -v : v;
+        long long hms = a >> (8 * nf), frac = a & ((1LL << (8 * nf)) - 1);
+        long long us = (((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 0x3F) * 60 + (hms & 0x3F)) * 1000000LL
+                       + frac * FRAC_UNIT_US[nf];
+        *pp = p + 3 + nf;
+        *out = time_text(v < 0 ? -us : us);
+        break;
+    }
+    case K_UTF8:
+        if ((rc = length_prefixed(pp, end, (int)c->a, &s, &n)) != OK) return rc;
+        *out = PyUnicode_DecodeUTF8((const char *)s, n, NULL);
+        if (*out == NULL) { PyErr_Clear(); *pp = p; return FALLBACK; }
+        return OK;
+    case K_CODEC:
+        if ((rc = length_prefixed(pp, end, (int)c->a, &s, &n)) != OK) return rc;
+        *out = PyUnicode_Decode((const char *)s, n, c->codec, "strict");
+        if (*out == NULL) { PyErr_Clear(); *pp = p; return FALLBACK; }
+        return OK;
+    case K_B64:
+    case K_BINARY:
+        if ((rc = length_prefixed(pp, end, (int)c->a, &s, &n)) != OK) return rc;
+        *out = base64(s, n, c->kind == K_BINARY ? (Py_ssize_t)c->b : 0);
+        break;
+    case K_ENUM: {
+        int w = (int)c->a;
+        NEED(w);
+        uint64_t i = le(p, w);
+        if (i >= (uint64_t)PyTuple_GET_SIZE(c->obj)) return FALLBACK;
+        *pp = p + w;
+        *out = PyTuple_GET_ITEM(c->obj, (Py_ssize_t)i);
+        Py_INCREF(*out);
+        break;
+    }
+    case K_SET: {
+        int w = (int)c->a;
+        NEED(w);
+        uint64_t mask = le(p, w);
+        Py_ssize_t labels = PyTuple_GET_SIZE(c->obj);
+        *pp = p + w;
+        PyObject *parts = PyList_New(0);
+        if (parts == NULL) return ERR;
+        for (Py_ssize_t i = 0; i < labels && i < 64; i++)
+            if (mask >> i & 1 && PyList_Append(parts, PyTuple_GET_ITEM(c->obj, i)) < 0) {
+                Py_DECREF(parts);
+                return ERR;
+            }
+        static PyObject *comma = NULL;
+        if (comma == NULL && (comma = PyUnicode_InternFromString(",")) == NULL) { Py_DECREF(parts); return ERR; }
+        *out = PyUnicode_Join(comma, parts);
+        Py_DECREF(parts);
+        break;
+    }
+    case K_BIT: {
+        int w = (int)c->a, endbits = (int)c->b;
+        NEED(w);
+        uint64_t v = (uint64_t)(p[0] & ((1u << endbits) - 1));
+        for (int i = 1; i < w; i++) v = (v << 8) | p[i];
+        *pp = p + w;
+        *out = PyLong_FromUnsignedLongLong(v);
+        break;
+    }
+    case K_CALL:
+        if ((rc = length_prefixed(pp, end, (int)c->a, &s, &n)) != OK) return rc;
+        if (n == 0) { Py_INCREF(Py_None); *out = Py_None; return OK; }  /* the library: NULL */
+        {
+            PyObject *raw = PyBytes_FromStringAndSize((const char *)s, n);
+            if (raw == NULL) return ERR;
+            *out = PyObject_CallOneArg(c->obj, raw);
+            Py_DECREF(raw);
+        }
+        if (*out == NULL) { PyErr_Clear(); *pp = p; return FALLBACK; }
+        return OK;
+    default:
+        return FALLBACK;
+    }
+    return *out ? OK : ERR;
+}
+
+static int popcount(const unsigned char *b, Py_ssize_t n) {
+    int c = 0;
+    for (Py_ssize_t i = 0; i < n; i++) c += __builtin_popcount(b[i]);
+    return c;
+}
+
+/* One row image: returns OK with *out a new row_type instance, ERR, or FALLBACK. */
+static int image(const Col *cols, Py_ssize_t ncols, PyObject *bitmap, PyTypeObject *row_type, PyObject *empty,
+                 const unsigned char **pp, const unsigned char *end, PyObject **out) {
+    const unsigned char *p = *pp;
+    const unsigned char *bm = (const unsigned char *)PyBytes_AS_STRING(bitmap);
+    Py_ssize_t bmlen = PyBytes_GET_SIZE(bitmap);
+    if (bmlen * 8 < ncols) return FALLBACK;
+    Py_ssize_t nnull = (popcount(bm, bmlen) + 7) / 8;
+    NEED(nnull);
+    const unsigned char *nulls = p;
+    p += nnull;
+    PyObject *values = row_type->tp_new(row_type, empty, NULL);
+    if (values == NULL) return ERR;
+    Py_ssize_t idx = 0;
+    for (Py_ssize_t i = 0; i < ncols; i++) {
+        PyObject *v = NULL;
+        if (!(bm[i >> 3] >> (i & 7) & 1)) {
+            v = Py_None;
+            Py_INCREF(v);
+        } else {
+            if (nulls[idx >> 3] >> (idx & 7) & 1) {
+                v = Py_None;
+                Py_INCREF(v);
+            } else {
+                int rc = value(&cols[i], &p, end, &v);
+                if (rc != OK) { Py_DECREF(values); return rc; }
+            }
+            idx++;
+        }
+        int bad = PyDict_SetItem(values, cols[i].name, v);
+        Py_DECREF(v);
+        if (bad < 0) { Py_DECREF(values); return ERR; }
+    }
+    *pp = p;
+    *out = values;
+    return OK;
+}
+
+static int parse_plan(PyObject *plan, Col *cols) {
+    Py_ssize_t n = PyTuple_GET_SIZE(plan);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyTuple_GET_ITEM(plan, i);
+        Col *c = &cols[i];
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 5) {
+            PyErr_SetString(PyExc_TypeError, "plan entries are (name, kind, a, b, obj)");
+            return -1;
+        }
+        c->name = PyTuple_GET_ITEM(t, 0);
+        c->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
+        c->a = PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
+        c->b = PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
+        c->obj = PyTuple_GET_ITEM(t, 4);
+        c->codec = NULL;
+        if (PyErr_Occurred()) return -1;
+        if (c->kind <= 0 || c->kind >= K_LAST) {
+            PyErr_Format(PyExc_ValueError, "unknown plan kind %d", c->kind);
+            return -1;
+        }
+        if ((c->kind == K_ENUM || c->kind == K_SET) && !PyTuple_Check(c->obj)) {
+            PyErr_SetString(PyExc_TypeError, "ENUM/SET plan entries carry a tuple of labels");
+            return -1;
+        }
+        if ((c->kind == K_DATETIME2 || c->kind == K_TIMESTAMP2 || c->kind == K_TIME2) && (c->a < 0 || c->a > 6)) {
+            PyErr_SetString(PyExc_ValueError, "fractional precision outside 0..6");
+            return -1;
+        }
+        if ((c->kind == K_INT || c->kind == K_UINT) && c->a != 1 && c->a != 2 && c->a != 3 && c->a != 4 && c->a != 8) {
+            PyErr_SetString(PyExc_ValueError, "integer plan entry of 1, 2, 3, 4 or 8 bytes");
+            return -1;
+        }
+        if ((c->kind == K_ENUM || c->kind == K_SET) && (c->a < 1 || c->a > 8)) {
+            PyErr_SetString(PyExc_ValueError, "ENUM/SET plan entry outside 1..8 bytes");
+            return -1;
+        }
+        if (c->kind == K_BINARY && (c->b < 0 || c->b > 65535)) {
+            PyErr_SetString(PyExc_ValueError, "BINARY width outside 0..65535");
+            return -1;
+        }
+        if (c->kind == K_CODEC && (c->codec = PyUnicode_AsUTF8(c->obj)) == NULL) return -1;
+        if (c->kind == K_BIT && (c->a < 1 || c->a > 8 || c->b < 1 || c->b > 8)) {
+            PyErr_SetString(PyExc_ValueError, "BIT plan entry outside 1..8 bytes");
+            return -1;
+        }
+        if (c->kind == K_CALL && !PyCallable_Check(c->obj)) {
+            PyErr_SetString(PyExc_TypeError, "a callback plan entry carries a callable");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *decode(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    Py_ssize_t start, stop;
+    PyObject *plan, *bitmaps, *keys;
+    PyTypeObject *row_type;
+    if (!PyArg_ParseTuple(args, "y*nnO!O!O!O!", &buf, &start, &stop, &PyTuple_Type, &plan, &PyTuple_Type, &bitmaps,
+                          &PyType_Type, &row_type, &PyTuple_Type, &keys))
+        return NULL;
+    PyObject *result = NULL, *rows = NULL, *empty = NULL;
+    Py_ssize_t ncols = PyTuple_GET_SIZE(plan), nimg = PyTuple_GET_SIZE(bitmaps);
+    Col *cols = PyMem_Calloc(ncols ? ncols : 1, sizeof(Col));
+    if (cols == NULL) { PyErr_NoMemory(); goto done; }
+    if (!PyType_IsSubtype(row_type, &PyDict_Type)) {
+        PyErr_SetString(PyExc_TypeError, "row_type must be a dict subclass");
+        goto done;
+    }
+    if (nimg < 1 || nimg > 2 || PyTuple_GET_SIZE(keys) != nimg) {
+        PyErr_SetString(PyExc_ValueError, "one or two images, one key each");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < nimg; k++)
+        if (!PyBytes_Check(PyTuple_GET_ITEM(bitmaps, k))) {
+            PyErr_SetString(PyExc_TypeError, "bitmaps are bytes");
+            goto done;
+        }
+    if (start < 0 || stop < start || stop > buf.len) {
+        PyErr_SetString(PyExc_ValueError, "start/end outside the buffer");
+        goto done;
+    }
+    if (parse_plan(plan, cols) < 0) goto done;
+    if ((empty = PyTuple_New(0)) == NULL || (rows = PyList_New(0)) == NULL) goto done;
+    const unsigned char *p = (const unsigned char *)buf.buf + start, *end = (const unsigned char *)buf.buf + stop;
+    while (p < end) {
+        PyObject *row = PyDict_New();
+        if (row == NULL) goto done;
+        for (Py_ssize_t k = 0; k < nimg; k++) {
+            PyObject *values = NULL;
+            int rc = image(cols, ncols, PyTuple_GET_ITEM(bitmaps, k), row_type, empty, &p, end, &values);
+            if (rc == FALLBACK) {
+                Py_DECREF(row);
+                Py_INCREF(Py_None);
+                result = Py_None;
+                goto done;
+            }
+            if (rc != OK || PyDict_SetItem(row, PyTuple_GET_ITEM(keys, k), values) < 0) {
+                Py_XDECREF(values);
+                Py_DECREF(row);
+                goto done;
+            }
+            Py_DECREF(values);
+        }
+        int bad = PyList_Append(rows, row);
+        Py_DECREF(row);
+        if (bad < 0) goto done;
+    }
+    result = rows;
+    rows = NULL;
+done:
+    Py_XDECREF(rows);
+    Py_XDECREF(empty);
+    PyMem_Free(cols);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"decode", decode, METH_VARARGS,
+     "decode(data, start, end, plan, bitmaps, row_type, keys) -> list of row dicts, or None: the Python path decides"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rows_native", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__rows_native(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+#define KIND(name) if (PyModule_AddIntConstant(m, #name, name) < 0) { Py_DECREF(m); return NULL; }
+    KIND(K_INT) KIND(K_UINT) KIND(K_FLOAT) KIND(K_DOUBLE) KIND(K_YEAR) KIND(K_DECIMAL) KIND(K_DATE)
+    KIND(K_DATETIME) KIND(K_DATETIME2) KIND(K_TIMESTAMP) KIND(K_TIMESTAMP2) KIND(K_TIME) KIND(K_TIME2)
+    KIND(K_UTF8) KIND(K_CODEC) KIND(K_B64) KIND(K_BINARY) KIND(K_ENUM) KIND(K_SET) KIND(K_BIT) KIND(K_CALL)
+#undef KIND
+    return m;
+}
