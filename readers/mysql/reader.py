@@ -429,9 +429,8 @@ class MySqlSource:
                     if gtid is not None:
                         self.state = self.state.add(gtid)
                     gtid = None
-                elif isinstance(ev, TableMapEvent):
-                    converters.pop(ev.table_id, None)
-                    null_masks[ev.table_id] = ev.null_bitmask
+                elif isinstance(ev, TableMapEvent):  # the converter is rebuilt when the table map changes
+                    null_masks[ev.table_id] = ev.null_bitmask  # (same bytes: the same object, fastrows.py)
                 elif not binlog_events.passive(ev):  # fail closed: anything else stops the source
                     raise binlog_events.refuse(ev.event_type, self._where(ev), gtid, self.host)
                 # the server's heartbeat is ours when it comes at our interval (<= STOP_CHECK_S); otherwise ours is

@@ -30,6 +30,23 @@ EVENTS = [ev.QueryEvent, ev.XidEvent, ev.GtidEvent, ev.RotateEvent, ev.FormatDes
           rows.WriteRowsEvent, rows.UpdateRowsEvent, rows.DeleteRowsEvent, m8.GtidTaggedLogEvent]
 
 
+@pytest.fixture(autouse=True)
+def library_as_shipped():
+    """These tests read recorded bytes through the library's own decoders: the reader's row decoders
+    (readers/mysql/fastrows.py, installed process-wide once the reader is imported) are set aside."""
+    from pymysqlreplication.row_event import RowsEvent, TableMapEvent
+
+    from readers.mysql import fastrows
+
+    saved = [(RowsEvent, n, RowsEvent.__dict__[n]) for n in ("_read_column_data", "_RowsEvent__read_time2",
+                                                              "_fetch_rows")]
+    saved.append((TableMapEvent, "__init__", TableMapEvent.__dict__["__init__"]))
+    fastrows.uninstall()
+    yield
+    for cls, name, value in saved:
+        setattr(cls, name, value)
+
+
 def binlog_events(name: str) -> list[bytes]:
     """The events of a recorded binlog file, each with its header and CRC32."""
     data = (FIXTURES / name).read_bytes()
