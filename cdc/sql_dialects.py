@@ -55,6 +55,7 @@ class SqlDialect:
     consistent_read: str
     upsert: str  # on_conflict | on_duplicate_key | merge (no INSERT clause: the Oracle target MERGEs)
     connection_is_cursor: bool = False
+    blob_length_fn: str = ""  # length of a binary value in bytes (default: byte_length_fn)
 
     def quote(self, name: str) -> str:
         q = self.quote_char
@@ -65,6 +66,9 @@ class SqlDialect:
 
     def byte_length(self, text: str) -> str:
         return f"{self.byte_length_fn}({text})"
+
+    def blob_length(self, value: str) -> str:
+        return f"{self.blob_length_fn or self.byte_length_fn}({value})"
 
     def md5(self, text: str) -> str:
         return self.md5_sql.format(text)
@@ -210,7 +214,8 @@ MYSQL = _MySqlDialect("mysql", "`", "%s", "CHAR", "LONGTEXT", "CHAR_LENGTH", "LE
 POSTGRES = SqlDialect("postgres", '"', "%s", "TEXT", "TEXT", "char_length", "octet_length", "md5({})",
                       "{a} IS NOT DISTINCT FROM {b}", "BEGIN ISOLATION LEVEL REPEATABLE READ", "on_conflict")
 DUCKDB = _DuckDbDialect("duckdb", '"', "?", "VARCHAR", "TEXT", "length", "strlen", "md5({})",
-                    "{a} IS NOT DISTINCT FROM {b}", "BEGIN TRANSACTION", "on_conflict", connection_is_cursor=True)
+                    "{a} IS NOT DISTINCT FROM {b}", "BEGIN TRANSACTION", "on_conflict", connection_is_cursor=True,
+                        blob_length_fn="octet_length")
 ORACLE = _OracleDialect("oracle", '"', "%s", "VARCHAR2(4000)", "CLOB", "LENGTH", "LENGTHB",
                     "LOWER(RAWTOHEX(STANDARD_HASH({}, 'MD5')))", "DECODE({a}, {b}, 1, 0) = 1",
                     "SET TRANSACTION READ ONLY", "merge")

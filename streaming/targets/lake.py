@@ -46,7 +46,7 @@ import orjson
 import pyarrow as pa
 
 from cdc.config import TargetConfig
-from cdc.events import TableSchema
+from cdc.events import Column, TableSchema
 from streaming.errors import ApplyError, TargetError
 from streaming.targets import lake_types
 from streaming.targets.base import Row, Target
@@ -82,6 +82,7 @@ class LakeTarget(Target):
     columnar = True
     json_rows = True
     bulk_min_rows = 1
+    schema_kinds = frozenset({"add"})  # no backfill, drop, rename or retype of stored files (yet): a named stop
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)
@@ -294,6 +295,15 @@ class LakeTarget(Target):
 
     def widen_column(self, table: str, name: str, source_type: str) -> None:
         pass  # lake strings have no length
+
+    def column_type(self, source_type: str) -> str:
+        return str(lake_types.arrow_type(source_type, self.dialect))
+
+    def evolve_add(self, table: str, col: Column, const: str | None, after: str | None | bool = False) -> None:
+        if const is not None:
+            raise TargetError(f"{self.dialect} target {self.name!r} cannot fill the existing rows of {table}.{col.name} "
+                              f"with {const!r}", target=self.name, table=table)
+        self.add_column(table, col.name, col.type)
 
     # ---- progress and schema memory -------------------------------------------------------
     def read_progress(self, source: str) -> Progress | None:

@@ -36,6 +36,7 @@ from streaming.targets.base import Row, Target, arrow_array
 
 class ParquetTarget(Target):
     dialect = "parquet"
+    schema_kinds = frozenset({"changelog"})  # each batch's files carry the columns of their rows
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)
