@@ -542,7 +542,7 @@ class ApplyEngine:
     @staticmethod
     def _convert(info: TableInfo, row: dict[str, Any], src: DataChange) -> dict[str, Any]:
         if len(row) != len(info.columns) or info.converters:
-            extra = row.keys() - set(info.columns)
+            extra = row.keys() - set(info.columns) - info.ignored  # ignored: columns the target does not hold
             if extra:
                 raise BadRecord(f"row of {info.source_table} has columns {sorted(extra)} not in its known schema",
                                 table=info.source_table, key=None, sequence=src.sequence, offset=src.offset,

@@ -208,12 +208,33 @@ class Target(abc.ABC):
         return "{c} IS NOT NULL"
 
     # ---- schema-change decisions (`cdc schema accept|skip|evolve`, read at the DDL's barrier) -----------
-    def schema_decision(self, source: str, sequence: int) -> str | None:
+    def schema_decision(self, source: str, sequence: int) -> tuple[str, str] | None:
+        """(decision, source table) the operator recorded for the SCHEMA record at ``sequence``, or None."""
         if self.table_columns(DECISIONS_TABLE) is None:
             return None
-        row = self.execute(f"SELECT decision FROM {self.qualified(DECISIONS_TABLE)} WHERE source = {self.param} "
-                           f"AND sequence = {self.param}", [source, sequence]).fetchone()
-        return row[0] if row else None
+        row = self.execute(f"SELECT decision, source_table FROM {self.qualified(DECISIONS_TABLE)} WHERE source = "
+                           f"{self.param} AND sequence = {self.param}", [source, sequence]).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def schema_decisions(self, source: str) -> list[tuple[int, str, str, Any]]:
+        """Every recorded decision of ``source``: (sequence, source table, decision, when)."""
+        if self.table_columns(DECISIONS_TABLE) is None:
+            return []
+        cur = self.execute(f"SELECT sequence, source_table, decision, decided_at FROM "
+                           f"{self.qualified(DECISIONS_TABLE)} WHERE source = {self.param} ORDER BY sequence", [source])
+        out = [tuple(r) for r in cur.fetchall()]
+        self.commit()
+        return out
+
+    def skipped_tables(self, source: str) -> set[str]:
+        """Source tables a ``skip`` decision keeps at their target shape."""
+        if self.table_columns(DECISIONS_TABLE) is None:
+            return set()
+        cur = self.execute(f"SELECT DISTINCT source_table FROM {self.qualified(DECISIONS_TABLE)} WHERE source = "
+                           f"{self.param} AND decision = 'skip'", [source])
+        out = {r[0] for r in cur.fetchall()}
+        self.commit()
+        return out
 
     def save_schema_decision(self, source: str, sequence: int, table: str, decision: str) -> None:
         """Record the operator's decision for the SCHEMA record at ``sequence`` (committed at once)."""
