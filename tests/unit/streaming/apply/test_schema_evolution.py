@@ -1,0 +1,157 @@
+"""Column DDL through the apply engine into an embedded DuckDB target: each change followed (existing rows
+holding the source's values), narrowed only when the values fit, stopped with a way back otherwise, and the
+behaviours evolve / exception / lenient / ignore with the operator's decisions."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc.config import ApplyConfig, TargetConfig
+from cdc.schema_change import SchemaChangeConfig
+from cdc.table_map import TableMap
+from streaming.apply.engine import ApplyEngine
+from streaming.errors import UnsupportedDdl
+from streaming.targets.duckdb import DuckDbTarget
+from streaming.testing import StreamBuilder
+
+BASE = [("id", "int", False), ("name", "varchar(20)"), ("qty", "int")]
+
+
+def _engine(target: DuckDbTarget | None = None, **schema_changes) -> ApplyEngine:
+    t = target or DuckDbTarget(TargetConfig(name="duck", kind="duckdb", path=":memory:"))
+    cfg = ApplyConfig(source="src", target="duck", schema_changes=SchemaChangeConfig(**schema_changes))
+    e = ApplyEngine("src", t, TableMap.from_config(cfg))
+    e.catalog.policy = cfg.schema_changes
+    return e.start()
+
+
+def _rows(e: ApplyEngine, sql: str = "SELECT * FROM t ORDER BY id") -> list[tuple]:
+    return [tuple(r) for r in e.target.execute(sql).fetchall()]
+
+
+def _cols(e: ApplyEngine) -> list[tuple]:
+    return [(r[0], r[1], r[2]) for r in e.target.execute(
+        "SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_name = 't' "
+        "ORDER BY ordinal_position").fetchall()]
+
+
+def _base() -> StreamBuilder:
+    b = StreamBuilder().schema("shop.t", BASE, ["id"])
+    b.tx(("c", "shop.t", None, {"id": 1, "name": "a", "qty": 1}), ("c", "shop.t", None, {"id": 2, "name": "bb",
+                                                                                        "qty": 2}))
+    return b
+
+
+def test_add_columns_fill_existing_rows_with_the_source_value():
+    b = _base()
+    b.schema("shop.t", BASE + [("tier", "varchar(10)", True, "'std'")], ["id"],
+             ddl="ALTER TABLE t ADD COLUMN tier VARCHAR(10) DEFAULT 'std'")
+    b.schema("shop.t", BASE + [("tier", "varchar(10)", True, "'std'"), ("n", "int", False)], ["id"],
+             ddl="ALTER TABLE t ADD COLUMN n INT NOT NULL")  # MariaDB fills 0
+    b.tx(("c", "shop.t", None, {"id": 3, "name": "c", "qty": 3, "tier": "gold", "n": 9}))
+    e = _engine()
+    e.apply_records(b.as_records(), 0)
+    assert _rows(e) == [(1, "a", 1, "std", 0), (2, "bb", 2, "std", 0), (3, "c", 3, "gold", 9)]
+    assert _cols(e)[-1] == ("n", "INTEGER", "NO")
+
+
+def test_an_expression_default_on_a_table_with_rows_stops_with_the_way_back():
+    b = _base()
+    b.schema("shop.t", BASE + [("u", "varchar(36)", True, "uuid()")], ["id"],
+             ddl="ALTER TABLE t ADD COLUMN u VARCHAR(36) DEFAULT (uuid())")
+    stop = b.seq - 1
+    e = _engine()
+    with pytest.raises(UnsupportedDdl) as info:
+        e.apply_records(b.as_records(), 0)
+    msg = str(info.value)
+    assert info.value.sequence == stop and info.value.table == "shop.t" and "uuid()" in msg
+    assert f"cdc schema accept --config <file> --source src --target duck --sequence {stop}" in msg
+    assert e.target.read_progress("src").last_sequence == stop - 1 and len(_rows(e)) == 2
+    # the way back: the operator fills the column by hand and accepts; the restarted apply goes on
+    e.target.execute("ALTER TABLE t ADD COLUMN u VARCHAR")
+    e.target.execute("UPDATE t SET u = 'uuid-' || id")
+    e.target.commit()
+    e.target.save_schema_decision("src", stop, "shop.t", "accept")
+    b.tx(("u", "shop.t", {"id": 1, "name": "a", "qty": 1, "u": "uuid-1"}, {"id": 1, "name": "A", "qty": 1,
+                                                                          "u": "uuid-1"}))
+    e2 = _engine(e.target)
+    e2.apply_records(b.as_records(), 1)
+    assert _rows(e2) == [(1, "A", 1, "uuid-1"), (2, "bb", 2, "uuid-2")]
+
+
+def test_rename_drop_widen_and_null_are_followed():
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(20)"), ("qty", "int")], ["id"],
+             ddl="ALTER TABLE t RENAME COLUMN name TO label")
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(40)", False), ("qty", "bigint")], ["id"],
+             ddl="ALTER TABLE t MODIFY label VARCHAR(40) NOT NULL, MODIFY qty BIGINT")
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(40)", False)], ["id"], ddl="ALTER TABLE t DROP qty")
+    b.tx(("c", "shop.t", None, {"id": 3, "label": "x" * 40}))
+    e = _engine()
+    e.apply_records(b.as_records(), 0)
+    assert _rows(e) == [(1, "a"), (2, "bb"), (3, "x" * 40)]  # the renamed column kept its values
+    assert _cols(e) == [("id", "INTEGER", "NO"), ("label", "VARCHAR", "NO")]
+
+
+def test_a_narrowing_is_followed_when_the_values_fit_else_stops_naming_the_value():
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("name", "varchar(5)"), ("qty", "smallint")], ["id"],
+             ddl="ALTER TABLE t MODIFY name VARCHAR(5), MODIFY qty SMALLINT")
+    b.tx(("c", "shop.t", None, {"id": 3, "name": "c", "qty": 3}))
+    b.schema("shop.t", [("id", "int", False), ("name", "varchar(1)"), ("qty", "smallint")], ["id"],
+             ddl="ALTER TABLE t MODIFY name VARCHAR(1)")
+    stop = b.seq - 1
+    e = _engine()
+    with pytest.raises(UnsupportedDdl) as info:
+        e.apply_records(b.as_records(), 0)
+    assert info.value.fields["value"] == "bb" and info.value.fields["key"] == {"id": 2}
+    assert info.value.fields["column"] == "name" and info.value.sequence == stop
+    assert "cdc schema skip" in str(info.value)
+    assert ("qty", "SMALLINT", "YES") in _cols(e) and len(_rows(e)) == 3
+
+
+def test_exception_stops_at_any_change_and_evolve_decision_goes_on():
+    b = _base()
+    b.schema("shop.t", BASE + [("z", "int")], ["id"], ddl="ALTER TABLE t ADD z INT")
+    stop = b.seq - 1
+    e = _engine(behavior="exception")
+    with pytest.raises(UnsupportedDdl, match="behaviour 'exception'"):
+        e.apply_records(b.as_records(), 0)
+    e.target.save_schema_decision("src", stop, "shop.t", "evolve")
+    e2 = _engine(e.target, behavior="exception")
+    e2.apply_records(b.as_records(), 1)
+    assert _rows(e2) == [(1, "a", 1, None), (2, "bb", 2, None)]
+
+
+def test_a_decision_for_another_table_is_not_taken():
+    b = _base()
+    b.schema("shop.t", BASE + [("z", "int")], ["id"], ddl="ALTER TABLE t ADD z INT")
+    e = _engine(behavior="exception")
+    e.target.save_schema_decision("src", b.seq - 1, "shop.other", "evolve")
+    with pytest.raises(UnsupportedDdl, match="names table shop.other"):
+        e.apply_records(b.as_records(), 0)
+
+
+def test_lenient_keeps_dropped_and_renamed_columns():
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(20)"), ("qty", "int")], ["id"],
+             ddl="ALTER TABLE t CHANGE name label VARCHAR(20)")
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(20)")], ["id"], ddl="ALTER TABLE t DROP qty")
+    b.tx(("c", "shop.t", None, {"id": 3, "label": "c"}))
+    e = _engine(behavior="lenient")
+    e.apply_records(b.as_records(), 0)
+    assert _rows(e, "SELECT id, name, qty, label FROM t ORDER BY id") == [
+        (1, "a", 1, "a"), (2, "bb", 2, "bb"), (3, None, None, "c")]
+
+
+def test_ignore_keeps_the_shape_and_writes_only_its_columns_also_after_a_restart():
+    b = _base()
+    b.schema("shop.t", BASE + [("z", "int")], ["id"], ddl="ALTER TABLE t ADD z INT")
+    b.tx(("c", "shop.t", None, {"id": 3, "name": "c", "qty": 3, "z": 7}))
+    e = _engine(tables={"shop.*": "ignore"})
+    n = len(b.as_records())
+    e.apply_records(b.as_records(), 0)
+    b.tx(("c", "shop.t", None, {"id": 4, "name": "d", "qty": 4, "z": 8}))
+    e2 = _engine(e.target, tables={"shop.*": "ignore"})
+    e2.apply_records(b.as_records()[n:], 1)
+    assert _rows(e2) == [(1, "a", 1), (2, "bb", 2), (3, "c", 3), (4, "d", 4)]
