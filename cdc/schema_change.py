@@ -290,3 +290,48 @@ def old_has_defaults(old: TableSchema, new: TableSchema) -> bool:
 
 def changes_json(changes: list[ColumnChange]) -> list[dict[str, Any]]:
     return [c.to_json() for c in changes]
+
+
+_TOKEN = re.compile(r"`((?:[^`]|``)+)`|\"((?:[^\"]|\"\")+)\"|([\w$]+)")
+
+
+def _names_in(ddl: str) -> set[str]:
+    text = re.sub(r"'(?:[^']|'')*'", "''", ddl)
+    return {(a or b or c).lower() for a, b, c in _TOKEN.findall(text)}
+
+
+def statement_changes(old: TableSchema, new: TableSchema, ddl: str | None) -> tuple[list[ColumnChange], TableSchema]:
+    """The changes of ``diff`` that the statement names, and the shape they lead to.
+
+    A reader that reads the table's definition from the catalog after the DDL (MySQL/MariaDB's
+    information_schema) may see the shape after LATER statements too when it lags behind the
+    source: a column the statement does not name changed in a later DDL, whose own SCHEMA record
+    (or the first rows written with it) brings that change. So only the named changes count here,
+    and the shape returned is ``old`` with just those applied. ``ddl`` None: every change, ``new``."""
+    changes = diff(old, new, ddl)
+    if ddl is None:
+        return changes, new
+    names = _names_in(ddl)
+
+    def named(c: ColumnChange) -> bool:
+        if c.kind == "key":
+            return True  # the table-level rules judge key changes
+        return c.column.lower() in names and (c.kind != "rename" or str(c.old).lower() in names)
+
+    kept = [c for c in changes if named(c)]
+    if len(kept) == len(changes):
+        return changes, new
+    old_cols = {c.name: c for c in old.columns}
+    touched = {c.column for c in kept}
+    renamed = {c.column: c.old for c in kept if c.kind == "rename"}
+    dropped = {c.column for c in kept if c.kind == "drop"}
+    cols, seen = [], set()
+    for c in new.columns:
+        was = renamed.get(c.name, c.name)
+        if was in old_cols:
+            cols.append(c if c.name in touched else old_cols[was])
+            seen.add(was)
+        elif c.name in touched:  # a named add
+            cols.append(c)
+    cols += [o for o in old.columns if o.name not in seen and o.name not in dropped]
+    return kept, TableSchema(new.table, tuple(cols), new.primary_key)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc.events import Column, TableSchema
-from cdc.schema_change import ColumnChange, SchemaChangeConfig, default_value, diff, type_change
+from cdc.schema_change import ColumnChange, SchemaChangeConfig, default_value, statement_changes, type_change
 from cdc.table_map import TableMap
 from streaming.errors import UnsupportedDdl
 from streaming.targets import typemap
@@ -68,6 +68,7 @@ class Catalog:
         self.policy = policy or SchemaChangeConfig()
         self.tables: dict[str, TableInfo] = {}
         self._skipped: set[str] = set()  # tables with a `cdc schema skip` decision: they keep their shape
+        self._forced = False  # the DDL at hand has an `evolve` decision
 
     def load(self) -> None:
         schemas = self.target.load_schemas(self.source)
@@ -111,18 +112,21 @@ class Catalog:
                 if col.name not in existing:
                     self.target.evolve_add(dst, col, None)
         else:
-            self._evolve(old, schema, dst, existing, sequence, ddl)
+            schema = self._evolve(old, schema, dst, existing, sequence, ddl)
         self.tables[table] = self._info(table, dst, schema)
         self.target.save_schema(self.source, table, dst, schema, sequence)
         return dst
 
     # ---- one DDL ------------------------------------------------------------------------
     def _evolve(self, old: TableInfo, new: TableSchema, dst: str, existing: list[str], sequence: int,
-                ddl: str | None) -> None:
+                ddl: str | None) -> TableSchema:
+        """Follow the change from ``old`` to ``new``; returns the definition to remember (``new``, or ``old``
+        with only the changes the statement names: cdc.schema_change.statement_changes)."""
         table = old.source_table
-        changes = [c for c in diff(old.schema, new, ddl) if ddl is not None or c.kind not in ("default", "null")]
+        changes, new = statement_changes(old.schema, new, ddl)
+        changes = [c for c in changes if ddl is not None or c.kind not in ("default", "null")]
         if not changes:
-            return  # a DDL that changes no column (an index, a comment, ENGINE, a partition)
+            return new  # a DDL that changes no column (an index, a comment, ENGINE, a partition)
         if ddl is None and any(c.kind not in ("add", "type") or c.how not in (None, "widen") for c in changes):
             raise self._stop(table, sequence, "(table definition without a statement)",
                              "the table's definition changed without a DDL record: "
@@ -133,18 +137,20 @@ class Catalog:
             raise self._stop(table, sequence, ddl, f"the decision recorded for sequence {sequence} ({decision}) names "
                              f"table {decided[1]}, not {table}: record it again with --table {table}")
         if decision == "accept":
-            return  # the operator made the target match (docs/schema-evolution.md): memory takes the new shape
+            return new  # the operator made the target match (docs/schema-evolution.md): memory takes the new shape
         if decision == "skip":
             self._skipped.add(table)
+        self._forced = decision == "evolve"
         behavior = {"skip": "ignore", "evolve": "evolve"}.get(decision or "", self.policy.for_table(table))
         if behavior == "exception":
             raise self._stop(table, sequence, ddl, "schema changes of this table stop the apply "
                              "(schema_changes behaviour 'exception'): " + "; ".join(c.describe() for c in changes))
         if behavior == "ignore":
-            return  # the target keeps its shape; _info writes only its columns
+            return new  # the target keeps its shape; _info writes only its columns
         have = set(existing)
         for ch in changes:
             self._follow(ch, old, new, dst, have, sequence, ddl or "", lenient=behavior == "lenient")
+        return new
 
     def _follow(self, ch: ColumnChange, old: TableInfo, new: TableSchema, dst: str, have: set[str], sequence: int,
                 ddl: str, lenient: bool) -> None:
@@ -201,10 +207,13 @@ class Catalog:
     def _add(self, col: Column, after: str | None, dst: str, table: str, sequence: int, ddl: str) -> None:
         t = self.target
         kind, value = default_value(col)
-        if kind == "expr" and t.has_rows(dst):
+        if kind == "expr" and not self._forced and t.has_rows(dst):
             raise self._stop(table, sequence, ddl, f"new column {col.name} has the default {value!r}, whose value "
-                             f"in each existing source row the stream does not carry", ways=("accept", "skip"),
-                             hint=f"fill {dst}.{col.name} from the source (e.g. `cdc compare --repair` after accept)")
+                             f"in each existing source row the stream does not carry", ways=("evolve", "skip"),
+                             hint=f"after evolve (the column is added, NULL in existing rows) and with the daemon of "
+                                  f"{self.source} stopped, `cdc compare --config <file> --source {self.source} "
+                                  f"--target {t.name} --tables {table} --repair` publishes the source's values of "
+                                  f"those rows, which the apply then writes")
         if kind == "const" and "backfill" not in t.schema_kinds and t.has_rows(dst):
             raise self._stop(table, sequence, ddl, f"new column {col.name} takes {value!r} in existing rows, "
                              f"which target {t.name!r} ({t.dialect}) cannot write into its stored rows",
@@ -212,8 +221,8 @@ class Catalog:
         if "add" not in t.schema_kinds:
             raise self._stop(table, sequence, ddl, f"add {col.name}: target {t.name!r} cannot add columns")
         fill = value if kind == "const" else None
-        if kind == "expr":  # an empty table: no row to fill, and the target keeps no expression default
-            col = Column(col.name, col.type, col.nullable, None)
+        if kind == "expr":  # no row to fill (or the repair fills them): the target keeps no expression default
+            col = Column(col.name, col.type, col.nullable or self._forced, None)
         t.evolve_add(dst, col, fill, after if t.sql is not None else False)
 
     def _retype(self, ch: ColumnChange, col: Column, dst: str, old: TableInfo, sequence: int, ddl: str,

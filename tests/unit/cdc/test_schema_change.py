@@ -121,3 +121,17 @@ def test_column_ddl_per_dialect():
         assert d.drop_column("t", "a") == [f"ALTER TABLE t DROP COLUMN {d.quote('a')}"]
     assert MYSQL.literal("a\\b'c", "varchar(9)") == "'a\\\\b''c'"  # backslashes escape in MySQL strings
     assert POSTGRES.literal("a\\b'c", "varchar(9)") == "'a\\b''c'"
+
+
+def test_a_shape_read_after_later_statements_counts_only_what_the_statement_names():
+    """A lagging reader reads the catalog after ADD tier AND a later RENAME name TO label: the ADD's record
+    must not turn into 'drop name, add label' (the data of name would be lost)."""
+    from cdc.schema_change import statement_changes
+
+    old = _t(Column("name", "varchar(5)"))
+    late = _t(Column("label", "varchar(5)"), Column("tier", "varchar(3)", True, "'std'"))
+    changes, shape = statement_changes(old, late, "ALTER TABLE t ADD COLUMN tier VARCHAR(3) DEFAULT 'std'")
+    assert _kinds(changes) == [("add", "tier", None, "varchar(3)", None)]
+    assert [c.name for c in shape.columns] == ["id", "name", "tier"]
+    changes, shape = statement_changes(shape, late, "ALTER TABLE t RENAME COLUMN name TO label")
+    assert _kinds(changes) == [("rename", "label", "name", None, None)] and shape == late

@@ -65,9 +65,10 @@ def test_an_expression_default_on_a_table_with_rows_stops_with_the_way_back():
         e.apply_records(b.as_records(), 0)
     msg = str(info.value)
     assert info.value.sequence == stop and info.value.table == "shop.t" and "uuid()" in msg
-    assert f"cdc schema accept --config <file> --source src --target duck --sequence {stop}" in msg
+    assert f"cdc schema evolve --config <file> --source src --target duck --sequence {stop}" in msg
+    assert "--tables shop.t --repair" in msg
     assert e.target.read_progress("src").last_sequence == stop - 1 and len(_rows(e)) == 2
-    # the way back: the operator fills the column by hand and accepts; the restarted apply goes on
+    # a way back: the operator adds and fills the column by hand and accepts; the restarted apply goes on
     e.target.execute("ALTER TABLE t ADD COLUMN u VARCHAR")
     e.target.execute("UPDATE t SET u = 'uuid-' || id")
     e.target.commit()
@@ -155,3 +156,14 @@ def test_ignore_keeps_the_shape_and_writes_only_its_columns_also_after_a_restart
     e2 = _engine(e.target, tables={"shop.*": "ignore"})
     e2.apply_records(b.as_records()[n:], 1)
     assert _rows(e2) == [(1, "a", 1), (2, "bb", 2), (3, "c", 3), (4, "d", 4)]
+
+
+def test_an_expression_default_with_an_evolve_decision_adds_the_column_for_a_repair_to_fill():
+    b = _base()
+    b.schema("shop.t", BASE + [("u", "varchar(36)", False, "uuid()")], ["id"],
+             ddl="ALTER TABLE t ADD COLUMN u VARCHAR(36) NOT NULL DEFAULT (uuid())")
+    e = _engine()
+    e.target.save_schema_decision("src", b.seq - 1, "shop.t", "evolve")
+    b.tx(("r", "shop.t", None, {"id": 2, "name": "bb", "qty": 2, "u": "uuid-2"}))  # what `--repair` publishes
+    e.apply_records(b.as_records(), 0)
+    assert _rows(e) == [(1, "a", 1, None), (2, "bb", 2, "uuid-2")]
