@@ -321,17 +321,18 @@ def statement_changes(old: TableSchema, new: TableSchema, ddl: str | None) -> tu
     kept = [c for c in changes if named(c)]
     if len(kept) == len(changes):
         return changes, new
-    old_cols = {c.name: c for c in old.columns}
+    new_cols = {c.name: c for c in new.columns}
     touched = {c.column for c in kept}
-    renamed = {c.column: c.old for c in kept if c.kind == "rename"}
+    renamed = {c.old: c.column for c in kept if c.kind == "rename"}
     dropped = {c.column for c in kept if c.kind == "drop"}
-    cols, seen = [], set()
-    for c in new.columns:
-        was = renamed.get(c.name, c.name)
-        if was in old_cols:
-            cols.append(c if c.name in touched else old_cols[was])
-            seen.add(was)
-        elif c.name in touched:  # a named add
-            cols.append(c)
-    cols += [o for o in old.columns if o.name not in seen and o.name not in dropped]
+    cols = []
+    for o in old.columns:  # the old order, with the named renames and changes
+        if o.name in dropped:
+            continue
+        now = renamed.get(o.name, o.name)
+        cols.append(new_cols[now] if now in touched and now in new_cols else o)
+    for c in kept:  # the named adds, after the column the new shape has before them
+        if c.kind == "add":
+            at = next((i + 1 for i, x in enumerate(cols) if x.name == c.after), 0 if c.after is None else len(cols))
+            cols.insert(at, new_cols[c.column])
     return kept, TableSchema(new.table, tuple(cols), new.primary_key)
