@@ -167,3 +167,31 @@ def test_an_expression_default_with_an_evolve_decision_adds_the_column_for_a_rep
     b.tx(("r", "shop.t", None, {"id": 2, "name": "bb", "qty": 2, "u": "uuid-2"}))  # what `--repair` publishes
     e.apply_records(b.as_records(), 0)
     assert _rows(e) == [(1, "a", 1, None), (2, "bb", 2, "uuid-2")]
+
+
+@pytest.mark.parametrize("kind", ["delta", "iceberg"])
+def test_a_lake_table_adds_columns_and_stops_at_a_backfill_with_its_way_back(kind, tmp_path):
+    from streaming.targets import make_target
+
+    cfg = (TargetConfig(name="lake", kind="delta", path=str(tmp_path / "lake")) if kind == "delta" else
+           TargetConfig(name="lake", kind="iceberg", catalog_uri=f"sqlite:///{tmp_path}/catalog.db",
+                        warehouse=str(tmp_path / "wh")))
+    b = _base()
+    b.schema("shop.t", BASE + [("z", "int")], ["id"], ddl="ALTER TABLE t ADD z INT")  # followed: NULL
+    b.schema("shop.t", BASE + [("z", "int"), ("tier", "varchar(9)", True, "'std'")], ["id"],
+             ddl="ALTER TABLE t ADD tier VARCHAR(9) DEFAULT 'std'")
+    stop = b.seq - 1
+    b.tx(("c", "shop.t", None, {"id": 3, "name": "c", "qty": 3, "z": 1, "tier": "gold"}))
+    target = make_target(cfg)
+    apply = ApplyConfig(source="src", target="lake")
+    e = ApplyEngine("src", target, TableMap.from_config(apply)).start()
+    with pytest.raises(UnsupportedDdl) as info:
+        e.apply_records(b.as_records(), 0)
+    assert info.value.sequence == stop and "cannot write into its stored rows" in str(info.value)
+    assert e.target.table_columns("t") == ["id", "name", "qty", "z"]
+    # the way back: keep the lake table's shape (skip); the rows that follow write the columns it has
+    target.save_schema_decision("src", stop, "shop.t", "skip")
+    e2 = ApplyEngine("src", make_target(cfg), TableMap.from_config(apply)).start()
+    e2.apply_records(b.as_records(), 1)
+    got = sorted(tuple(r.values()) for r in e2.target._read_all("t").to_pylist())
+    assert got == [(1, "a", 1, None), (2, "bb", 2, None), (3, "c", 3, 1)]
