@@ -51,7 +51,7 @@ from cdc.credentials import (
     resolve_secrets,
     reveal,
 )
-from cdc.schema_change import SchemaChangeConfig
+from cdc.schema_evolution import SchemaChangeConfig
 from cdc.spill_dir import default_spill_dir
 from cdc.tls import MySqlTls, OracleTls, tls_kind
 

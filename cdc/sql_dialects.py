@@ -96,7 +96,7 @@ class SqlDialect:
 
     # ---- column DDL (schema evolution) ---------------------------------------------
     def literal(self, value: str, type_: str) -> str:
-        """``value`` (cdc.schema_change.default_value's constant text) as a literal for a column of
+        """``value`` (cdc.schema_evolution.default_value's constant text) as a literal for a column of
         target type ``type_``: numbers bare, everything else a quoted string the column casts."""
         if _is_number_type(type_) and _NUMBER.fullmatch(value):
             return value

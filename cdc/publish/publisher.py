@@ -60,7 +60,7 @@ from cdc.publish.acks import END, HEARTBEAT, PROGRESS, SCHEMA, AckTracker
 from cdc.publish.producer import DELIVERY_TIMEOUT_S, RECORD_OVERHEAD, OrderedProducer, RecordTooLarge
 from cdc.publish.recovery import read_tail
 from cdc.publish.topics import admin_client, ensure_topic, retention_warnings, topic_spec
-from cdc.schema_change import changes_json, statement_changes
+from cdc.schema_evolution import changes_json, statement_changes
 from cdc.serde import get_serdes, get_table_key_serde
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ job knows its tables without re-reading the stream.
 
 DDL rule (DDL is a batch barrier; the engine applies what came before it
 first, so the target is at the DDL's point): the change from the schema in
-memory to the record's is worked out column by column (cdc.schema_change.diff:
+memory to the record's is worked out column by column (cdc.schema_evolution.diff:
 rename, drop, type widen/narrow/change, NULL, default, add) and followed
 according to the table's behaviour (``apply[].schema_changes``: evolve,
 exception, lenient, ignore; docs/schema-evolution.md) with the target's own
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc.events import Column, TableSchema
-from cdc.schema_change import ColumnChange, SchemaChangeConfig, default_value, statement_changes, type_change
+from cdc.schema_evolution import ColumnChange, SchemaChangeConfig, default_value, statement_changes, type_change
 from cdc.table_map import TableMap
 from streaming.errors import UnsupportedDdl
 from streaming.targets import typemap
@@ -121,7 +121,7 @@ class Catalog:
     def _evolve(self, old: TableInfo, new: TableSchema, dst: str, existing: list[str], sequence: int,
                 ddl: str | None) -> TableSchema:
         """Follow the change from ``old`` to ``new``; returns the definition to remember (``new``, or ``old``
-        with only the changes the statement names: cdc.schema_change.statement_changes)."""
+        with only the changes the statement names: cdc.schema_evolution.statement_changes)."""
         table = old.source_table
         changes, new = statement_changes(old.schema, new, ddl)
         changes = [c for c in changes if ddl is not None or c.kind not in ("default", "null")]

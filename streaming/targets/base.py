@@ -157,7 +157,7 @@ class Target(abc.ABC):
             self.execute(sql)
 
     def evolve_add(self, table: str, col: Column, const: str | None, after: str | None | bool = False) -> None:
-        """Add ``col``; existing rows take ``const`` (cdc.schema_change.default_value's text) or NULL.
+        """Add ``col``; existing rows take ``const`` (cdc.schema_evolution.default_value's text) or NULL.
         The column gets the source's default when it is a constant, else none."""
         tt = self.column_type(col.type)
         fill = self.sql.literal(const, tt) if const is not None else None
@@ -196,7 +196,7 @@ class Target(abc.ABC):
 
     def misfit_sql(self, check: tuple) -> str:
         """The condition (``{c}``: the column) true for a value that does not fit a narrowed type
-        (cdc.schema_change.TypeChange.check)."""
+        (cdc.schema_evolution.TypeChange.check)."""
         if check[0] == "range":
             return f"({{c}} < {check[1]} OR {{c}} > {check[2]})"
         if check[0] == "digits":

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cdc.config import ApplyConfig, TargetConfig
-from cdc.schema_change import SchemaChangeConfig
+from cdc.schema_evolution import SchemaChangeConfig
 from cdc.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import UnsupportedDdl

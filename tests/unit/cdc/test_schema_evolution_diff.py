@@ -1,11 +1,11 @@
-"""What a DDL changed (cdc.schema_change) and the column DDL each SQL dialect writes for it."""
+"""What a DDL changed (cdc.schema_evolution) and the column DDL each SQL dialect writes for it."""
 
 from __future__ import annotations
 
 import pytest
 
 from cdc.events import Column, TableId, TableSchema
-from cdc.schema_change import SchemaChangeConfig, default_value, diff, renames_in, type_change
+from cdc.schema_evolution import SchemaChangeConfig, default_value, diff, renames_in, type_change
 from cdc.sql_dialects import DUCKDB, MYSQL, ORACLE, POSTGRES
 
 
@@ -126,7 +126,7 @@ def test_column_ddl_per_dialect():
 def test_a_shape_read_after_later_statements_counts_only_what_the_statement_names():
     """A lagging reader reads the catalog after ADD tier AND a later RENAME name TO label: the ADD's record
     must not turn into 'drop name, add label' (the data of name would be lost)."""
-    from cdc.schema_change import statement_changes
+    from cdc.schema_evolution import statement_changes
 
     old = _t(Column("name", "varchar(5)"))
     late = _t(Column("label", "varchar(5)"), Column("tier", "varchar(3)", True, "'std'"))
