@@ -214,13 +214,13 @@ class Catalog:
                                   f"{self.source} stopped, `cdc compare --config <file> --source {self.source} "
                                   f"--target {t.name} --tables {table} --repair` publishes the source's values of "
                                   f"those rows, which the apply then writes")
-        if kind == "const" and "backfill" not in t.schema_kinds and t.has_rows(dst):
+        if kind == "const" and "backfill" not in t.schema_kinds and not self._forced and t.has_rows(dst):
             raise self._stop(table, sequence, ddl, f"new column {col.name} takes {value!r} in existing rows, "
                              f"which target {t.name!r} ({t.dialect}) cannot write into its stored rows",
-                             ways=("accept", "skip"))
+                             ways=("evolve", "skip"), hint="evolve adds the column with NULL in the stored rows")
         if "add" not in t.schema_kinds:
             raise self._stop(table, sequence, ddl, f"add {col.name}: target {t.name!r} cannot add columns")
-        fill = value if kind == "const" else None
+        fill = value if kind == "const" and ("backfill" in t.schema_kinds or not self._forced) else None
         if kind == "expr":  # no row to fill (or the repair fills them): the target keeps no expression default
             col = Column(col.name, col.type, col.nullable or self._forced, None)
         t.evolve_add(dst, col, fill, after if t.sql is not None else False)
@@ -260,7 +260,7 @@ class Catalog:
               ways: tuple[str, ...] = ("evolve", "accept", "skip"), hint: str | None = None,
               **fields: Any) -> UnsupportedDdl:
         cmd = f"cdc schema {{}} --config <file> --source {self.source} --target {self.target.name} " \
-              f"--sequence {sequence}"
+              f"--table {table} --sequence {sequence}"
         how = "; ".join(f"`{cmd.format(w)}` ({_WAYS[w]})" for w in ways)
         text = (f"schema change on {table} at sequence {sequence} is not followed: {what}; the job stops before it "
                 f"(statement: {ddl}). Way back: {how}" + (f"; {hint}" if hint else ""))

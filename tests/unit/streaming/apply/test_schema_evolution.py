@@ -65,7 +65,7 @@ def test_an_expression_default_on_a_table_with_rows_stops_with_the_way_back():
         e.apply_records(b.as_records(), 0)
     msg = str(info.value)
     assert info.value.sequence == stop and info.value.table == "shop.t" and "uuid()" in msg
-    assert f"cdc schema evolve --config <file> --source src --target duck --sequence {stop}" in msg
+    assert f"cdc schema evolve --config <file> --source src --target duck --table shop.t --sequence {stop}" in msg
     assert "--tables shop.t --repair" in msg
     assert e.target.read_progress("src").last_sequence == stop - 1 and len(_rows(e)) == 2
     # a way back: the operator adds and fills the column by hand and accepts; the restarted apply goes on
