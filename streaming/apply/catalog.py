@@ -69,6 +69,7 @@ class Catalog:
         self.tables: dict[str, TableInfo] = {}
         self._skipped: set[str] = set()  # tables with a `cdc schema skip` decision: they keep their shape
         self._forced = False  # the DDL at hand has an `evolve` decision
+        self._dry, self._t, self._was = False, target, {}  # the pass over a DDL's changes (see _evolve)
 
     def load(self) -> None:
         schemas = self.target.load_schemas(self.source)
@@ -147,14 +148,18 @@ class Catalog:
                              "(schema_changes behaviour 'exception'): " + "; ".join(c.describe() for c in changes))
         if behavior == "ignore":
             return new  # the target keeps its shape; _info writes only its columns
-        have = set(existing)
-        for ch in changes:
-            self._follow(ch, old, new, dst, have, sequence, ddl or "", lenient=behavior == "lenient")
+        # first a dry pass that only checks (a stop leaves the target as it was), then the DDL
+        self._was = {c.column: c.old for c in changes if c.kind == "rename"}
+        for dry in (True, False):
+            self._dry, self._t = dry, (_DryRun(self.target) if dry else self.target)
+            have = set(existing)
+            for ch in changes:
+                self._follow(ch, old, new, dst, have, sequence, ddl or "", lenient=behavior == "lenient")
         return new
 
     def _follow(self, ch: ColumnChange, old: TableInfo, new: TableSchema, dst: str, have: set[str], sequence: int,
                 ddl: str, lenient: bool) -> None:
-        t, kinds, table = self.target, self.target.schema_kinds, old.source_table
+        t, kinds, table = self._t, self.target.schema_kinds, old.source_table
         col = next((c for c in new.columns if c.name == ch.column), None)
         before = {c.name: c for c in old.schema.columns}
 
@@ -205,7 +210,7 @@ class Catalog:
             t.evolve_alter(dst, col, _const(col), {"default"})
 
     def _add(self, col: Column, after: str | None, dst: str, table: str, sequence: int, ddl: str) -> None:
-        t = self.target
+        t = self._t
         kind, value = default_value(col)
         if kind == "expr" and not self._forced and t.has_rows(dst):
             raise self._stop(table, sequence, ddl, f"new column {col.name} has the default {value!r}, whose value "
@@ -227,7 +232,7 @@ class Catalog:
 
     def _retype(self, ch: ColumnChange, col: Column, dst: str, old: TableInfo, sequence: int, ddl: str,
                 lenient: bool) -> None:
-        t = self.target
+        t = self._t
         if t.column_type(ch.old) == t.column_type(ch.new):
             return  # the target's type holds both (e.g. every text size is TEXT in PostgreSQL)
         if lenient and ch.how == "narrow":
@@ -241,8 +246,11 @@ class Catalog:
         t.evolve_alter(dst, col, _const(col), {"type"})
 
     def _check_values(self, dst: str, ch: ColumnChange, old: TableInfo, where: str, sequence: int, ddl: str) -> None:
-        """Stop naming the first target row whose value the change does not take."""
-        name = ch.column if ch.kind != "rename" else ch.old
+        """Stop naming the first target row whose value the change does not take (in the dry pass, where the
+        target's column still has its name from before the statement)."""
+        if not self._dry:
+            return
+        name = self._was.get(ch.column, ch.column)
         row = self.target.first_value(dst, name, old.key, where)
         if row is not None:
             key = dict(zip(old.key, row[:-1], strict=True)) if old.key else None
@@ -254,7 +262,7 @@ class Catalog:
     def _relax(self, dst: str, col: Column) -> None:
         """A column the source no longer writes (lenient) must take NULL in new rows."""
         if not col.nullable and "null" in self.target.schema_kinds:
-            self.target.evolve_alter(dst, Column(col.name, col.type, True, col.default), None, {"null"})
+            self._t.evolve_alter(dst, Column(col.name, col.type, True, col.default), None, {"null"})
 
     def _stop(self, table: str, sequence: int, ddl: str | None, what: str,
               ways: tuple[str, ...] = ("evolve", "accept", "skip"), hint: str | None = None,
@@ -265,6 +273,18 @@ class Catalog:
         text = (f"schema change on {table} at sequence {sequence} is not followed: {what}; the job stops before it "
                 f"(statement: {ddl}). Way back: {how}" + (f"; {hint}" if hint else ""))
         return UnsupportedDdl(text, table=table, sequence=sequence, ddl=ddl, **fields)
+
+
+class _DryRun:
+    """The target for the checking pass: every evolve_* call does nothing; reads go to the target."""
+
+    def __init__(self, target: Target) -> None:
+        self._target = target
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("evolve_"):
+            return lambda *args, **kwargs: None
+        return getattr(self._target, name)
 
 
 _WAYS = {"evolve": "follow it anyway", "accept": "you made the target match the new definition: take it as is",

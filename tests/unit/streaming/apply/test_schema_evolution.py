@@ -195,3 +195,16 @@ def test_a_lake_table_adds_columns_and_stops_at_a_backfill_with_its_way_back(kin
     e2.apply_records(b.as_records(), 1)
     got = sorted(tuple(r.values()) for r in e2.target._read_all("t").to_pylist())
     assert got == [(1, "a", 1, None), (2, "bb", 2, None), (3, "c", 3, 1)]
+
+
+def test_a_stop_leaves_the_target_as_it_was_before_the_statement():
+    """Every check of a statement runs before its first DDL: a statement renaming one column and narrowing
+    another past a stored value changes nothing in the target."""
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(1)"), ("amount", "int"), ("z", "int")], ["id"],
+             ddl="ALTER TABLE t ADD z INT, RENAME COLUMN qty TO amount, CHANGE name label VARCHAR(1)")
+    e = _engine()
+    with pytest.raises(UnsupportedDdl) as info:
+        e.apply_records(b.as_records(), 0)
+    assert info.value.fields["column"] == "name" and info.value.fields["value"] == "bb"  # named before the rename
+    assert _cols(e) == [("id", "INTEGER", "NO"), ("name", "VARCHAR", "YES"), ("qty", "INTEGER", "YES")]
