@@ -25,6 +25,7 @@ table when missing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -212,6 +213,12 @@ class Catalog:
     def _add(self, col: Column, after: str | None, dst: str, table: str, sequence: int, ddl: str) -> None:
         t = self._t
         kind, value = default_value(col)
+        if kind == "none" and _statement_default(ddl, col.name):
+            raise self._stop(table, sequence, ddl, f"the statement gives new column {col.name} a default, but the "
+                             f"SCHEMA record carries none (a reader that does not read column defaults): existing "
+                             f"rows would be NULL in the target", ways=("evolve", "skip"),
+                             hint=f"after evolve (NULL in existing rows), `cdc compare ... --tables {table} --repair` "
+                                  f"with the daemon stopped publishes the source's values")
         if kind == "expr" and not self._forced and t.has_rows(dst):
             raise self._stop(table, sequence, ddl, f"new column {col.name} has the default {value!r}, whose value "
                              f"in each existing source row the stream does not carry", ways=("evolve", "skip"),
@@ -289,6 +296,13 @@ class _DryRun:
 
 _WAYS = {"evolve": "follow it anyway", "accept": "you made the target match the new definition: take it as is",
          "skip": "keep the target's shape, write only the columns it has"}
+
+
+def _statement_default(ddl: str, column: str) -> bool:
+    """``ddl`` adds ``column`` with a DEFAULT other than NULL (a safety net for readers without defaults)."""
+    name = re.escape(column)
+    return re.search(rf"\bADD\s+(?:COLUMN\s+)?(?:\(\s*)?[`\"]?{name}[`\"]?\s[^,]*?\bDEFAULT\s+(?!NULL\b)", ddl,
+                     re.IGNORECASE) is not None
 
 
 def _const(col: Column) -> str | None:

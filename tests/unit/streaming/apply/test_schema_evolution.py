@@ -208,3 +208,13 @@ def test_a_stop_leaves_the_target_as_it_was_before_the_statement():
         e.apply_records(b.as_records(), 0)
     assert info.value.fields["column"] == "name" and info.value.fields["value"] == "bb"  # named before the rename
     assert _cols(e) == [("id", "INTEGER", "NO"), ("name", "VARCHAR", "YES"), ("qty", "INTEGER", "YES")]
+
+
+def test_a_default_the_record_does_not_carry_is_a_stop_not_nulls():
+    """A reader that reads no defaults (the record's column has none) while the statement gives one: the target
+    would hold NULL where the source has the default, so the apply stops."""
+    b = _base()
+    b.schema("shop.t", BASE + [("tier", "varchar(5)")], ["id"], ddl="ALTER TABLE t ADD (tier VARCHAR2(5) DEFAULT 'a')")
+    e = _engine()
+    with pytest.raises(UnsupportedDdl, match="carries none"):
+        e.apply_records(b.as_records(), 0)
