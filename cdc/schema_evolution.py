@@ -321,6 +321,11 @@ def statement_changes(old: TableSchema, new: TableSchema, ddl: str | None) -> tu
     kept = [c for c in changes if named(c)]
     if len(kept) == len(changes):
         return changes, new
+    return kept, partial_shape(old, new, kept)
+
+
+def partial_shape(old: TableSchema, new: TableSchema, kept: list[ColumnChange]) -> TableSchema:
+    """``old`` with only the changes ``kept`` (of ``diff(old, new)``) applied, in the old column order."""
     new_cols = {c.name: c for c in new.columns}
     touched = {c.column for c in kept}
     renamed = {c.old: c.column for c in kept if c.kind == "rename"}
@@ -335,4 +340,4 @@ def statement_changes(old: TableSchema, new: TableSchema, ddl: str | None) -> tu
         if c.kind == "add":
             at = next((i + 1 for i, x in enumerate(cols) if x.name == c.after), 0 if c.after is None else len(cols))
             cols.insert(at, new_cols[c.column])
-    return kept, TableSchema(new.table, tuple(cols), new.primary_key)
+    return TableSchema(new.table, tuple(cols), new.primary_key)

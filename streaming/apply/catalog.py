@@ -31,7 +31,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc.events import Column, TableSchema
-from cdc.schema_evolution import ColumnChange, SchemaChangeConfig, default_value, statement_changes, type_change
+from cdc.schema_evolution import (
+    ColumnChange,
+    SchemaChangeConfig,
+    default_value,
+    partial_shape,
+    statement_changes,
+    type_change,
+)
 from cdc.table_map import TableMap
 from streaming.errors import UnsupportedDdl
 from streaming.targets import typemap
@@ -126,13 +133,12 @@ class Catalog:
         with only the changes the statement names: cdc.schema_evolution.statement_changes)."""
         table = old.source_table
         changes, new = statement_changes(old.schema, new, ddl)
-        changes = [c for c in changes if ddl is not None or c.kind not in ("default", "null")]
+        if ddl is None:  # a first-sight definition (a restarted publisher, from the binlog's table map): only
+            # new columns and wider types count; the rest is how the table map spells what the catalog said
+            changes = [c for c in changes if c.kind == "add" or (c.kind == "type" and c.how == "widen")]
+            new = partial_shape(old.schema, new, changes)
         if not changes:
             return new  # a DDL that changes no column (an index, a comment, ENGINE, a partition)
-        if ddl is None and any(c.kind not in ("add", "type") or c.how not in (None, "widen") for c in changes):
-            raise self._stop(table, sequence, "(table definition without a statement)",
-                             "the table's definition changed without a DDL record: "
-                             + "; ".join(c.describe() for c in changes), ways=("accept", "skip"))
         decided = self.target.schema_decision(self.source, sequence)
         decision = decided[0] if decided else None
         if decided and decided[1] != table:

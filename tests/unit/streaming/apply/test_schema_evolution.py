@@ -218,3 +218,16 @@ def test_a_default_the_record_does_not_carry_is_a_stop_not_nulls():
     e = _engine()
     with pytest.raises(UnsupportedDdl, match="carries none"):
         e.apply_records(b.as_records(), 0)
+
+
+def test_a_first_sight_definition_only_adds_and_widens():
+    """A restarted publisher sends the table map's shape (no statement): a column the catalog called POINT
+    that the table map calls GEOMETRY, or no defaults, is no schema change; a new column is."""
+    b = StreamBuilder().schema("shop.t", [("id", "int", False), ("p", "point"), ("c", "int", True, "5")], ["id"])
+    b.schema("shop.t", [("id", "int", False), ("p", "geometry"), ("c", "int"), ("z", "int")], ["id"])
+    b.tx(("c", "shop.t", None, {"id": 1, "p": None, "c": 1, "z": 2}))
+    e = _engine(behavior="evolve")
+    e.apply_records(b.as_records(), 0)
+    assert _rows(e) == [(1, None, 1, 2)]
+    assert [(c.type, c.default) for c in e.catalog.get("shop.t").schema.columns] == [
+        ("int", None), ("point", None), ("int", "5"), ("int", None)]
