@@ -56,6 +56,7 @@ class SqlDialect:
     upsert: str  # on_conflict | on_duplicate_key | merge (no INSERT clause: the Oracle target MERGEs)
     connection_is_cursor: bool = False
     blob_length_fn: str = ""  # length of a binary value in bytes (default: byte_length_fn)
+    key_column_type_change: bool = True  # ALTER ... TYPE of a primary-key column (DuckDB: no)
 
     def quote(self, name: str) -> str:
         q = self.quote_char
@@ -210,15 +211,15 @@ def _is_number_type(type_: str) -> bool:
 
 
 MYSQL = _MySqlDialect("mysql", "`", "%s", "CHAR", "LONGTEXT", "CHAR_LENGTH", "LENGTH", "MD5({})", "{a} <=> {b}",
-                   "START TRANSACTION WITH CONSISTENT SNAPSHOT", "on_duplicate_key")
+                      "START TRANSACTION WITH CONSISTENT SNAPSHOT", "on_duplicate_key")
 POSTGRES = SqlDialect("postgres", '"', "%s", "TEXT", "TEXT", "char_length", "octet_length", "md5({})",
                       "{a} IS NOT DISTINCT FROM {b}", "BEGIN ISOLATION LEVEL REPEATABLE READ", "on_conflict")
 DUCKDB = _DuckDbDialect("duckdb", '"', "?", "VARCHAR", "TEXT", "length", "strlen", "md5({})",
-                    "{a} IS NOT DISTINCT FROM {b}", "BEGIN TRANSACTION", "on_conflict", connection_is_cursor=True,
-                        blob_length_fn="octet_length")
+                        "{a} IS NOT DISTINCT FROM {b}", "BEGIN TRANSACTION", "on_conflict", connection_is_cursor=True,
+                        blob_length_fn="octet_length", key_column_type_change=False)
 ORACLE = _OracleDialect("oracle", '"', "%s", "VARCHAR2(4000)", "CLOB", "LENGTH", "LENGTHB",
-                    "LOWER(RAWTOHEX(STANDARD_HASH({}, 'MD5')))", "DECODE({a}, {b}, 1, 0) = 1",
-                    "SET TRANSACTION READ ONLY", "merge")
+                        "LOWER(RAWTOHEX(STANDARD_HASH({}, 'MD5')))", "DECODE({a}, {b}, 1, 0) = 1",
+                        "SET TRANSACTION READ ONLY", "merge")
 
 SQL_DIALECTS: dict[str, SqlDialect] = {d.name: d for d in (MYSQL, POSTGRES, DUCKDB, ORACLE)}
 

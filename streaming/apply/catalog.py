@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc.errors import CdcError
 from cdc.events import Column, TableSchema
 from cdc.schema_evolution import (
     ColumnChange,
@@ -40,7 +41,7 @@ from cdc.schema_evolution import (
     type_change,
 )
 from cdc.table_map import TableMap
-from streaming.errors import UnsupportedDdl
+from streaming.errors import ApplyError, UnsupportedDdl
 from streaming.targets import typemap
 from streaming.targets.base import Target
 
@@ -161,7 +162,17 @@ class Catalog:
             self._dry, self._t = dry, (_DryRun(self.target) if dry else self.target)
             have = set(existing)
             for ch in changes:
-                self._follow(ch, old, new, dst, have, sequence, ddl or "", lenient=behavior == "lenient")
+                try:
+                    self._follow(ch, old, new, dst, have, sequence, ddl or "", lenient=behavior == "lenient")
+                except CdcError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - the target's own error class: name the DDL
+                    raise ApplyError(
+                        f"target {self.target.name!r} refused the DDL for {ch.describe()} of {table} at sequence "
+                        f"{sequence} (statement: {ddl}): {str(exc).strip().splitlines()[0]}; the batch is rolled "
+                        f"back. Restart `cdc apply` if the cause was passing; else record a way back: "
+                        f"{self._ways(table, sequence, ('accept', 'skip'))}",
+                        table=table, sequence=sequence, ddl=ddl, column=ch.column) from None
         return new
 
     def _follow(self, ch: ColumnChange, old: TableInfo, new: TableSchema, dst: str, have: set[str], sequence: int,
@@ -250,9 +261,11 @@ class Catalog:
             return  # the target's type holds both (e.g. every text size is TEXT in PostgreSQL)
         if lenient and ch.how == "narrow":
             return  # the target stays wider
-        if "type" not in t.schema_kinds:
+        if "type" not in t.schema_kinds or (ch.column in old.key and t.sql is not None
+                                             and not t.sql.key_column_type_change):
             raise self._stop(old.source_table, sequence, ddl,
-                             f"{ch.describe()}: target {t.name!r} ({t.dialect}) cannot change a column's type")
+                             f"{ch.describe()}: target {t.name!r} ({t.dialect}) cannot change the type of "
+                             f"{'a key column' if ch.column in old.key else 'a column'}")
         if ch.how != "widen":
             check = type_change(ch.old, ch.new).check
             self._check_values(dst, ch, old, t.misfit_sql(check) if check else "{c} IS NOT NULL", sequence, ddl)
@@ -277,12 +290,15 @@ class Catalog:
         if not col.nullable and "null" in self.target.schema_kinds:
             self._t.evolve_alter(dst, Column(col.name, col.type, True, col.default), None, {"null"})
 
+    def _ways(self, table: str, sequence: int, ways: tuple[str, ...]) -> str:
+        cmd = f"cdc schema {{}} --config <file> --source {self.source} --target {self.target.name} " \
+              f"--table {table} --sequence {sequence}"
+        return "; ".join(f"`{cmd.format(w)}` ({_WAYS[w]})" for w in ways)
+
     def _stop(self, table: str, sequence: int, ddl: str | None, what: str,
               ways: tuple[str, ...] = ("evolve", "accept", "skip"), hint: str | None = None,
               **fields: Any) -> UnsupportedDdl:
-        cmd = f"cdc schema {{}} --config <file> --source {self.source} --target {self.target.name} " \
-              f"--table {table} --sequence {sequence}"
-        how = "; ".join(f"`{cmd.format(w)}` ({_WAYS[w]})" for w in ways)
+        how = self._ways(table, sequence, ways)
         text = (f"schema change on {table} at sequence {sequence} is not followed: {what}; the job stops before it "
                 f"(statement: {ddl}). Way back: {how}" + (f"; {hint}" if hint else ""))
         return UnsupportedDdl(text, table=table, sequence=sequence, ddl=ddl, **fields)

@@ -10,7 +10,7 @@ from cdc.config import ApplyConfig, TargetConfig
 from cdc.schema_evolution import SchemaChangeConfig
 from cdc.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
-from streaming.errors import UnsupportedDdl
+from streaming.errors import ApplyError, UnsupportedDdl
 from streaming.targets.duckdb import DuckDbTarget
 from streaming.testing import StreamBuilder
 
@@ -231,3 +231,25 @@ def test_a_first_sight_definition_only_adds_and_widens():
     assert _rows(e) == [(1, None, 1, 2)]
     assert [(c.type, c.default) for c in e.catalog.get("shop.t").schema.columns] == [
         ("int", None), ("point", None), ("int", "5"), ("int", None)]
+
+
+def test_what_the_target_cannot_do_is_a_named_stop_or_a_named_refusal():
+    """DuckDB cannot retype a key column: a stop from the dry pass. A DDL the target refuses otherwise (here a
+    column of an index, which the apply did not create) rolls the batch back with an error naming table,
+    statement and sequence, and the way back."""
+    b = _base()
+    b.schema("shop.t", [("id", "bigint", False), ("name", "varchar(20)"), ("qty", "int")], ["id"],
+             ddl="ALTER TABLE t MODIFY id BIGINT")
+    e = _engine()
+    with pytest.raises(UnsupportedDdl, match="cannot change the type of a key column"):
+        e.apply_records(b.as_records(), 0)
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("name", "varchar(20)")], ["id"], ddl="ALTER TABLE t DROP qty")
+    e = _engine()
+    n = len(_base().as_records())
+    e.apply_records(b.as_records()[:n], 0)
+    e.target.execute("CREATE INDEX t_qty ON t (qty)")
+    e.target.commit()
+    with pytest.raises(ApplyError, match="refused the DDL for drop qty of shop.t at sequence") as info:
+        e.apply_records(b.as_records(), 1)
+    assert "cdc schema accept" in str(info.value) and e.target.read_progress("src").last_sequence == n
