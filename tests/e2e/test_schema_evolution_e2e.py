@@ -3,7 +3,7 @@ DuckDB, while a writer keeps changing the table before, between and after the st
 
 One pipeline run takes every column DDL kind the apply follows (ADD COLUMN with a constant default, NOT NULL
 DEFAULT, FIRST/AFTER, NOT NULL without a default; RENAME COLUMN and CHANGE; integer, DECIMAL, FLOAT->DOUBLE,
-DATE->DATETIME widening; a VARCHAR narrowing whose values fit; NULL <-> NOT NULL; default changes; DROP
+DATE->DATETIME, TEXT->MEDIUMTEXT, VARBINARY widening; VARCHAR and integer narrowings whose values fit; NULL <-> NOT NULL; default changes; DROP
 COLUMN; an index), then `cdc compare` must say EQUAL on every target. Then an expression default
 (DEFAULT (uuid())), whose per-row values the stream does not carry: every target stops at its sequence naming
 the way back, which is then taken (`cdc schema evolve`, `cdc compare --repair`) and ends EQUAL too.
@@ -40,6 +40,9 @@ FOLLOWED = [
     "ALTER TABLE {t} MODIFY d DATETIME",
     "ALTER TABLE {t} ALTER COLUMN tier SET DEFAULT 'gold'",
     "ALTER TABLE {t} MODIFY big VARCHAR(20)",  # narrower; every value fits
+    "ALTER TABLE {t} MODIFY memo MEDIUMTEXT, MODIFY bin VARBINARY(16)",
+    "ALTER TABLE {t} MODIFY qty INT",  # narrower again; every value fits
+    "ALTER TABLE {t} ALTER COLUMN tier DROP DEFAULT",
     "ALTER TABLE {t} MODIFY flag TINYINT NULL DEFAULT 1",
     "ALTER TABLE {t} DROP COLUMN f",
     "CREATE INDEX acct_qty ON {t} (qty)",
@@ -89,9 +92,11 @@ def test_column_ddl_under_writes_reaches_every_target(tmp_path, mariadb_primary,
     p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, db, targets=TARGETS).start()
     try:
         mariadb_primary.query(f"CREATE TABLE `{db}`.acct (id INT PRIMARY KEY, name VARCHAR(20), qty INT, "
-                              f"price DECIMAL(8,2), note VARCHAR(10), d DATE, f FLOAT, big VARCHAR(40))")
+                              f"price DECIMAL(8,2), note VARCHAR(10), d DATE, f FLOAT, big VARCHAR(40), memo TEXT, "
+                              f"bin VARBINARY(8))")
         mariadb_primary.query(f"INSERT INTO `{db}`.acct VALUES " + ", ".join(
-            f"({i}, 'n{i}', {i}, {i}.25, 'note{i}', '2024-01-{i % 28 + 1:02d}', {i}.5, 'b{i}')" for i in range(1, 41)))
+            f"({i}, 'n{i}', {i}, {i}.25, 'note{i}', '2024-01-{i % 28 + 1:02d}', {i}.5, 'b{i}', 'memo {i}', "
+            f"UNHEX('0102{i:02d}'))" for i in range(1, 41)))
         thread, stop_apply, errors = p.apply_in_thread(spark)
         stop, counts = threading.Event(), {"ok": 0, "refused": 0}
         writer = threading.Thread(target=_writer, args=(mariadb_primary, db, stop, counts), daemon=True)
@@ -116,7 +121,7 @@ def test_column_ddl_under_writes_reaches_every_target(tmp_path, mariadb_primary,
         p.apply_until(spark, sid)
         p.assert_equal(["acct"])
         _compare_equal(p, capsys, db)
-        want = {"since", "id", "flag", "label", "qty", "price", "remark", "d", "big", "tier", "n"}
+        want = {"since", "id", "flag", "label", "qty", "price", "remark", "d", "big", "tier", "n", "memo", "bin"}
         for t in TARGETS:
             assert _target_columns(p, t) == want, t
         # existing rows hold the source's values of the added columns, never NULL
