@@ -213,7 +213,8 @@ class Catalog:
         elif ch.kind == "add":
             if ch.column in have:
                 return
-            self._add(col, ch.after, dst, table, sequence, ddl)
+            # a position names a column the target has (else the column is appended)
+            self._add(col, ch.after if ch.after is None or ch.after in have else False, dst, table, sequence, ddl)
             have.add(ch.column)
         elif ch.kind == "type":
             self._retype(ch, col, dst, old, sequence, ddl, lenient)
@@ -227,7 +228,7 @@ class Catalog:
             # an expression default stays with the source (the apply writes every value it produces)
             t.evolve_alter(dst, col, _const(col), {"default"})
 
-    def _add(self, col: Column, after: str | None, dst: str, table: str, sequence: int, ddl: str) -> None:
+    def _add(self, col: Column, after: str | None | bool, dst: str, table: str, sequence: int, ddl: str) -> None:
         t = self._t
         kind, value = default_value(col)
         if kind == "none" and _statement_default(ddl, col.name):
