@@ -106,6 +106,8 @@ class Catalog:
         if raw is None:
             if ddl is None or table is None or not self.table_map.wanted(table):
                 return None  # e.g. CREATE DATABASE: nothing in the target to change
+            if self.target.schema_decision(self.source, sequence) in (("skip", table), ("accept", table)):
+                return None  # the operator's decision: the target table stays as it is
             raise self._stop(table, sequence, ddl, "the statement leaves no table definition (DROP TABLE?), which "
                              "the apply does not follow", ways=("skip",))
         schema = TableSchema.from_json(raw)

@@ -253,3 +253,15 @@ def test_what_the_target_cannot_do_is_a_named_stop_or_a_named_refusal():
     with pytest.raises(ApplyError, match="refused the DDL for drop qty of shop.t at sequence") as info:
         e.apply_records(b.as_records(), 1)
     assert "cdc schema accept" in str(info.value) and e.target.read_progress("src").last_sequence == n
+
+
+def test_a_statement_without_a_definition_stops_until_skipped():
+    b = _base()
+    b.ddl("shop.t", "DROP TABLE t")
+    stop = b.seq - 1
+    e = _engine()
+    with pytest.raises(UnsupportedDdl, match="cdc schema skip"):
+        e.apply_records(b.as_records(), 0)
+    e.target.save_schema_decision("src", stop, "shop.t", "skip")
+    _engine(e.target).apply_records(b.as_records(), 1)
+    assert e.target.read_progress("src").last_sequence == stop and len(_rows(e)) == 2
