@@ -265,3 +265,24 @@ def test_a_statement_without_a_definition_stops_until_skipped():
     e.target.save_schema_decision("src", stop, "shop.t", "skip")
     _engine(e.target).apply_records(b.as_records(), 1)
     assert e.target.read_progress("src").last_sequence == stop and len(_rows(e)) == 2
+
+
+def test_a_parquet_changelog_follows_columns_and_keeps_decisions(tmp_path):
+    from streaming.targets.parquet import ParquetTarget
+
+    cfg = TargetConfig(name="pq", kind="parquet", path=str(tmp_path / "pq"))
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(20)")], ["id"],
+             ddl="ALTER TABLE t RENAME COLUMN name TO label, DROP qty")
+    b.tx(("c", "shop.t", None, {"id": 3, "label": "c"}))
+    b.ddl("shop.t", "DROP TABLE t")
+    stop = b.seq - 1
+    e = ApplyEngine("src", ParquetTarget(cfg), TableMap.from_config(ApplyConfig(source="src", target="pq"))).start()
+    with pytest.raises(UnsupportedDdl):
+        e.apply_records(b.as_records(), 0)
+    ParquetTarget(cfg).save_schema_decision("src", stop, "shop.t", "skip")
+    t = ParquetTarget(cfg).open()
+    assert t.schema_decision("src", stop) == ("skip", "shop.t") and t.skipped_tables("src") == {"shop.t"}
+    e2 = ApplyEngine("src", t, TableMap.from_config(ApplyConfig(source="src", target="pq"))).start()
+    e2.apply_records(b.as_records(), 1)
+    assert t.read_progress("src").last_sequence == stop
