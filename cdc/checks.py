@@ -176,6 +176,10 @@ def run_checks(cfg: Any, source: str | None = None) -> list[Check]:
     if not source:
         for target in cfg.targets:
             out += checker("target")(target, target.name)
+    for item in cfg.apply:  # visible, not checked: the behaviour at a DDL (docs/schema-evolution.md)
+        if source in (None, item.source):
+            out.append(Check(f"apply {item.source} -> {item.target}: schema changes", True,
+                             item.schema_changes.describe()))
     return out
 
 

@@ -51,6 +51,7 @@ from cdc.credentials import (
     resolve_secrets,
     reveal,
 )
+from cdc.schema_evolution import SchemaChangeConfig
 from cdc.spill_dir import default_spill_dir
 from cdc.tls import MySqlTls, OracleTls, tls_kind
 
@@ -295,6 +296,8 @@ class ApplyConfig(BaseModel):
                                         "commits its progress row at most this often (0: every heartbeat)")
     checkpoint_dir: str | None = None
     views: list[ViewConfig] = Field(default_factory=list)
+    schema_changes: SchemaChangeConfig = Field(default_factory=SchemaChangeConfig,
+                                               description="what the apply does at a DDL (docs/schema-evolution.md)")
 
 
 class MetricsConfig(BaseModel):

@@ -122,9 +122,14 @@ def aborted_record(sequence: int, txid: str, ts_ms: int) -> dict[str, Any]:
 
 
 def schema_record(sequence: int, table: str | None, ddl: str | None, schema: TableSchema | None,
-                  ts_ms: int, resume: dict[str, Any] | None) -> dict[str, Any]:
-    return {"sequence": sequence, "status": SCHEMA, "table": table, "ddl": ddl,
-            "schema": schema.to_json() if schema is not None else None,
+                  ts_ms: int, resume: dict[str, Any] | None,
+                  changes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``changes``: what the DDL changed (cdc.schema_evolution.diff), written as ``schema.changes`` (inside the
+    free-form schema object, so it travels in the Avro encoding too)."""
+    shape = schema.to_json() if schema is not None else None
+    if shape is not None and changes is not None:
+        shape["changes"] = changes
+    return {"sequence": sequence, "status": SCHEMA, "table": table, "ddl": ddl, "schema": shape,
             "ts_ms": ts_ms, "resume": resume}
 
 

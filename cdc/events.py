@@ -55,11 +55,19 @@ class Column:
     ``type`` is the source's own type text in lower case, e.g. ``int``,
     ``bigint unsigned``, ``varchar(20)``, ``decimal(10,2)``, ``datetime(6)``,
     ``number(10,0)``, ``varchar2(40)``. Targets map it to their own types.
+
+    ``default`` is the column's default as SQL text, known only where the
+    reader read the catalog (the schema of a SCHEMA record after a DDL): a
+    constant is a literal (``'std'``, ``0``, ``1.50``, ``b'1'``), anything
+    else an expression (``current_timestamp()``, ``uuid()``); None: no
+    default (NULL). It does not take part in equality: a table map's shape
+    (no defaults) equals the catalog's.
     """
 
     name: str
     type: str
     nullable: bool = True
+    default: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +79,8 @@ class TableSchema:
     def to_json(self) -> dict[str, Any]:
         return {
             "table": str(self.table),
-            "columns": [{"name": c.name, "type": c.type, "nullable": c.nullable} for c in self.columns],
+            "columns": [{"name": c.name, "type": c.type, "nullable": c.nullable}
+                        | ({"default": c.default} if c.default is not None else {}) for c in self.columns],
             "primary_key": list(self.primary_key),
         }
 
@@ -79,7 +88,7 @@ class TableSchema:
     def from_json(cls, obj: dict[str, Any]) -> TableSchema:
         return cls(
             TableId.parse(obj["table"]),
-            tuple(Column(c["name"], c["type"], c.get("nullable", True)) for c in obj["columns"]),
+            tuple(Column(c["name"], c["type"], c.get("nullable", True), c.get("default")) for c in obj["columns"]),
             tuple(obj.get("primary_key") or ()),
         )
 

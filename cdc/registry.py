@@ -41,6 +41,7 @@ CHECKS: dict[str, str] = {  # `cdc check` (cdc/checks.py): source kind (or "targ
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("cdc.runtime.run_cmd", "run the capture daemon (readers + publisher)"),
     "apply": ("streaming.apply.apply_cmd", "run the Spark apply job into the targets"),
+    "schema": ("streaming.apply.schema_cmd", "way back from a DDL the apply stopped at: `cdc schema accept|skip|evolve`"),
     "check": ("cdc.checks", "check sources (settings, table patterns), Kafka (topic settings) and targets (writes)"),
     "gtid": ("readers.mysql.locate", "GTID tools: `cdc gtid locate`"),
     "oracle": ("readers.oracle.tools", "Oracle tools: `cdc oracle parse`"),

@@ -18,7 +18,7 @@ class BadRecord(ApplyError):
 
 
 class UnsupportedDdl(ApplyError):
-    """A schema change other than ADD COLUMN: the job stops at that sequence."""
+    """A schema change the apply does not follow (streaming/apply/catalog.py): the job stops at that sequence."""
 
 
 class OffsetsGone(ApplyError):

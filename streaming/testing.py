@@ -37,7 +37,8 @@ class StreamBuilder:
         return s
 
     def schema(self, table: str, columns: list[tuple[str, str]], pk: list[str], ddl: str | None = None) -> StreamBuilder:
-        ts = TableSchema(TableId.parse(table), tuple(Column(n, t) for n, t in columns), tuple(pk))
+        # each column: (name, type[, nullable[, default]])
+        ts = TableSchema(TableId.parse(table), tuple(Column(*c) for c in columns), tuple(pk))
         self.schemas[table] = ts
         self.items.append(({"table": table}, envelope.schema_record(self._next(), table, ddl, ts, self.ts, {"r": 1})))
         return self

@@ -61,6 +61,7 @@ from cdc.publish.lease import WriterFenced, WriterLease
 from cdc.publish.producer import DELIVERY_TIMEOUT_S, RECORD_OVERHEAD, OrderedProducer, RecordTooLarge
 from cdc.publish.recovery import read_tail
 from cdc.publish.topics import admin_client, ensure_topic, retention_warnings, topic_spec
+from cdc.schema_evolution import changes_json, statement_changes
 from cdc.serde import get_serdes, get_table_key_serde
 
 log = logging.getLogger(__name__)
@@ -567,7 +568,10 @@ class Publisher:
                                 txid=self._tx.txid, table=str(ev.table) if ev.table else None)
         name = str(ev.table) if ev.table is not None else None
         seq = self._take_seq()
-        self._produce(self.topic, schema_record(seq, name, ev.ddl, ev.schema, ev.ts_ms, ev.resume),
+        before = self._schemas.get(name) if name is not None else None
+        changes = changes_json(statement_changes(before, ev.schema, ev.ddl)[0]) if before is not None and ev.schema is not None \
+            and ev.ddl is not None else None
+        self._produce(self.topic, schema_record(seq, name, ev.ddl, ev.schema, ev.ts_ms, ev.resume, changes),
                       {"table": name} if name else None)
         self._to_schema_change_topic(ev.table, ev.ddl, ev.schema, ev.ts_ms)
         self._consts.clear()

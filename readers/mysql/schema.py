@@ -89,11 +89,13 @@ def schema_from_table_map(table: Any, null_mask: bytes | None = None) -> TableSc
 
 
 def schema_from_information_schema(conn: Any, db: str, table: str) -> TableSchema | None:
-    """The table's current definition, None when it no longer exists (DROP)."""
+    """The table's current definition with column defaults (cdc.events.Column.default), None when it no
+    longer exists (DROP)."""
     with conn.cursor() as cur:
         cur.execute(
-            "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_KEY FROM information_schema.COLUMNS"
-            " WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s ORDER BY ORDINAL_POSITION", (db, table))
+            "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_KEY, COLUMN_DEFAULT, EXTRA, GENERATION_EXPRESSION"
+            " FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s ORDER BY ORDINAL_POSITION",
+            (db, table))
         rows = cur.fetchall()
         if not rows:
             return None
@@ -101,10 +103,37 @@ def schema_from_information_schema(conn: Any, db: str, table: str) -> TableSchem
             "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA=%s"
             " AND TABLE_NAME=%s AND CONSTRAINT_NAME='PRIMARY' ORDER BY ORDINAL_POSITION", (db, table))
         pk = tuple(r[0] if not isinstance(r, dict) else r["COLUMN_NAME"] for r in cur.fetchall())
+    mariadb = "mariadb" in str(getattr(conn, "get_server_info", lambda: "")()).lower()
     cols = []
     for r in rows:
-        name, ctype, nullable, _ = r if not isinstance(r, dict) else (
-            r["COLUMN_NAME"], r["COLUMN_TYPE"], r["IS_NULLABLE"], r["COLUMN_KEY"])
+        name, ctype, nullable, _, default, extra, generated = r if not isinstance(r, dict) else (
+            r["COLUMN_NAME"], r["COLUMN_TYPE"], r["IS_NULLABLE"], r["COLUMN_KEY"], r["COLUMN_DEFAULT"],
+            r["EXTRA"], r["GENERATION_EXPRESSION"])
         ctype = _DISPLAY_WIDTH.sub(r"\1", str(ctype).lower())
-        cols.append(Column(name, ctype, nullable == "YES"))
+        cols.append(Column(name, ctype, nullable == "YES", default_text(default, extra, generated, ctype, mariadb)))
     return TableSchema(TableId(db, table), tuple(cols), pk)
+
+
+_NUMERIC = ("tinyint", "smallint", "mediumint", "int", "bigint", "decimal", "float", "double", "bit", "year")
+
+
+def default_text(default: Any, extra: Any, generated: Any, ctype: str, mariadb: bool) -> str | None:
+    """COLUMN_DEFAULT as cdc.events.Column.default: a constant as a SQL literal, an expression as its text
+    (a generated column: its expression in parentheses), None for no default or DEFAULT NULL.
+
+    MariaDB (10.2.7+) already spells COLUMN_DEFAULT as SQL (``'std'``, ``NULL``, ``current_timestamp()``);
+    MySQL gives a constant's bare value and marks expressions ``DEFAULT_GENERATED`` in EXTRA."""
+    extra = str(extra or "").lower()
+    if generated or "generated" in extra.replace("default_generated", "") or extra in ("virtual", "persistent",
+                                                                                    "stored"):
+        return f"({generated})" if generated else "(generated)"
+    if default is None:
+        return None
+    text = default.decode() if isinstance(default, bytes) else str(default)
+    if mariadb:
+        return None if text == "NULL" else text
+    if "default_generated" in extra or text.lower().startswith("current_timestamp"):
+        return text.lower()
+    if ctype.split("(")[0].split(" ")[0] in _NUMERIC or text.startswith("b'"):
+        return text
+    return "'" + text.replace("'", "''") + "'"

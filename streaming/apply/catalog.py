@@ -6,25 +6,46 @@ the target's ``cdc_schema`` table in the batch transaction, so a restarted
 job knows its tables without re-reading the stream.
 
 DDL rule (DDL is a batch barrier; the engine applies what came before it
-first): a schema that only adds columns is followed (ALTER TABLE ADD
-COLUMN), and so is a wider string column (a narrower one keeps the target
-column as wide as it was); a first sight of a table creates the target table when missing;
-any other change (dropped, renamed or retyped column, new primary key, DDL
-without a table definition such as DROP TABLE) raises UnsupportedDdl naming
-the table, the sequence and the statement.
+first, so the target is at the DDL's point): the change from the schema in
+memory to the record's is worked out column by column (cdc.schema_evolution.diff:
+rename, drop, type widen/narrow/change, NULL, default, add) and followed
+according to the table's behaviour (``apply[].schema_changes``: evolve,
+exception, lenient, ignore; docs/schema-evolution.md) with the target's own
+DDL (its dialect, cdc/sql_dialects.py), in the batch transaction where the
+target's DDL is transactional. A new column's existing rows take the source's
+value: its constant default (or MariaDB's implicit one for NOT NULL), written
+by the target's ADD COLUMN ... DEFAULT. What cannot be followed (an expression
+default on a table with rows, a narrowing a target value does not fit, a
+change the target cannot express, any change under ``exception``) raises
+UnsupportedDdl naming table, statement, sequence and the way back
+(``cdc schema accept|skip|evolve``, whose decision the target keeps and this
+module reads at the barrier). A first sight of a table creates the target
+table when missing.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc.events import TableSchema
+from cdc.errors import CdcError
+from cdc.events import Column, TableSchema
+from cdc.schema_evolution import (
+    ColumnChange,
+    SchemaChangeConfig,
+    default_value,
+    partial_shape,
+    statement_changes,
+    type_change,
+)
 from cdc.table_map import TableMap
-from streaming.errors import UnsupportedDdl
+from streaming.errors import ApplyError, UnsupportedDdl
 from streaming.targets import typemap
 from streaming.targets.base import Target
+
+DECISIONS = ("accept", "skip", "evolve")
 
 
 @dataclass(slots=True)
@@ -35,23 +56,42 @@ class TableInfo:
     columns: list[str] = field(default_factory=list)
     key: tuple[str, ...] = ()
     converters: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
+    ignored: frozenset[str] = frozenset()  # source columns the target does not hold (behaviour ignore)
 
     @classmethod
-    def build(cls, source_table: str, target_table: str, schema: TableSchema, dialect: str) -> TableInfo:
-        conv = {c.name: f for c in schema.columns if (f := typemap.converter(c.type, dialect)) is not None}
-        return cls(source_table, target_table, schema, [c.name for c in schema.columns], schema.primary_key, conv)
+    def build(cls, source_table: str, target_table: str, schema: TableSchema, dialect: str,
+              target_columns: list[str] | None = None) -> TableInfo:
+        """``target_columns``: the target table's columns when only those are written (others ignored)."""
+        cols = [c for c in schema.columns if target_columns is None or c.name in target_columns]
+        conv = {c.name: f for c in cols if (f := typemap.converter(c.type, dialect)) is not None}
+        ignored = frozenset(c.name for c in schema.columns) - {c.name for c in cols}
+        return cls(source_table, target_table, schema, [c.name for c in cols], schema.primary_key, conv, ignored)
 
 
 class Catalog:
-    def __init__(self, source: str, target: Target, table_map: TableMap) -> None:
+    def __init__(self, source: str, target: Target, table_map: TableMap,
+                 policy: SchemaChangeConfig | None = None) -> None:
         self.source = source
         self.target = target
         self.table_map = table_map
+        self.policy = policy or SchemaChangeConfig()
         self.tables: dict[str, TableInfo] = {}
+        self._skipped: set[str] = set()  # tables with a `cdc schema skip` decision: they keep their shape
+        self._forced = False  # the DDL at hand has an `evolve` decision
+        self._dry, self._t, self._was = False, target, {}  # the pass over a DDL's changes (see _evolve)
 
     def load(self) -> None:
-        for src, (dst, schema) in self.target.load_schemas(self.source).items():
-            self.tables[src] = TableInfo.build(src, dst, schema, self.target.dialect)
+        schemas = self.target.load_schemas(self.source)
+        self._skipped = self.target.skipped_tables(self.source) if schemas else set()
+        for src, (dst, schema) in schemas.items():
+            self.tables[src] = self._info(src, dst, schema)
+
+    def _info(self, src: str, dst: str, schema: TableSchema) -> TableInfo:
+        written = None
+        if (self.policy.for_table(src) == "ignore" or src in self._skipped) \
+                and "changelog" not in self.target.schema_kinds:
+            written = self.target.table_columns(dst)
+        return TableInfo.build(src, dst, schema, self.target.dialect, written)
 
     def get(self, source_table: str) -> TableInfo | None:
         return self.tables.get(source_table)
@@ -60,72 +100,236 @@ class Catalog:
         """Apply one SCHEMA record to the target (inside the batch transaction).
 
         Returns the target table touched, or None when the record does not
-        concern an applied table. Raises UnsupportedDdl for DDL we do not follow.
+        concern an applied table. Raises UnsupportedDdl for a change it does not follow.
         """
         table, ddl, raw = meta.get("table"), meta.get("ddl"), meta.get("schema")
         if raw is None:
             if ddl is None or table is None or not self.table_map.wanted(table):
                 return None  # e.g. CREATE DATABASE: nothing in the target to change
-            raise UnsupportedDdl(f"DDL on {table} is not followed by the apply job (only ADD COLUMN is); "
-                                 "the job stops before it", table=table, sequence=sequence, ddl=ddl)
+            if self.target.schema_decision(self.source, sequence) in (("skip", table), ("accept", table)):
+                return None  # the operator's decision: the target table stays as it is
+            raise self._stop(table, sequence, ddl, "the statement leaves no table definition (DROP TABLE?), which "
+                             "the apply does not follow", ways=("skip",))
         schema = TableSchema.from_json(raw)
         table = str(schema.table)
         if not self.table_map.wanted(table):
             return None
         old = self.tables.get(table)
         dst = old.target_table if old else self.table_map.target_name(table)
-        if old is not None and ddl is not None:
-            self._check_compatible(old.schema, schema, sequence, ddl)
         existing = self.target.table_columns(dst)
         if existing is None:
             self.target.create_table(dst, schema)
-        else:
+        elif old is None:  # a target table this job has no memory of: add what it lacks
             for col in schema.columns:
                 if col.name not in existing:
-                    self.target.add_column(dst, col.name, col.type)
-            if old is not None:  # a string column that got wider is widened; narrower keeps the target wide
-                kept = {c.name: c.type for c in old.schema.columns}
-                cols = []
-                for col in schema.columns:
-                    width = _string_width(kept[col.name], col.type) if col.name in kept else None
-                    if width is not None and width[1] > width[0]:
-                        self.target.widen_column(dst, col.name, col.type)
-                    elif width is not None and width[1] < width[0]:
-                        col = type(col)(col.name, kept[col.name], col.nullable)
-                    cols.append(col)
-                schema = type(schema)(schema.table, tuple(cols), schema.primary_key)
-        self.tables[table] = TableInfo.build(table, dst, schema, self.target.dialect)
+                    self.target.evolve_add(dst, col, None)
+        else:
+            schema = self._evolve(old, schema, dst, existing, sequence, ddl)
+        self.tables[table] = self._info(table, dst, schema)
         self.target.save_schema(self.source, table, dst, schema, sequence)
         return dst
 
-    @staticmethod
-    def _check_compatible(old: TableSchema, new: TableSchema, sequence: int, ddl: str) -> None:
-        old_cols = {c.name: c.type for c in old.columns}
-        new_cols = {c.name: c.type for c in new.columns}
-        dropped = sorted(set(old_cols) - set(new_cols))
-        retyped = sorted(f"{n}: {old_cols[n]} -> {new_cols[n]}" for n in old_cols
-                         if n in new_cols and _norm_type(old_cols[n]) != _norm_type(new_cols[n])
-                         and _string_width(old_cols[n], new_cols[n]) is None)
-        if dropped or retyped or tuple(old.primary_key) != tuple(new.primary_key):
-            what = (f"dropped/renamed columns {dropped}" if dropped else
-                    f"changed column types {retyped}" if retyped else
-                    f"primary key {list(old.primary_key)} -> {list(new.primary_key)}")
-            raise UnsupportedDdl(f"schema change on {old.table} is not followed ({what}; only ADD COLUMN is); "
-                                 "the job stops before it", table=str(old.table), sequence=sequence, ddl=ddl)
+    # ---- one DDL ------------------------------------------------------------------------
+    def _evolve(self, old: TableInfo, new: TableSchema, dst: str, existing: list[str], sequence: int,
+                ddl: str | None) -> TableSchema:
+        """Follow the change from ``old`` to ``new``; returns the definition to remember (``new``, or ``old``
+        with only the changes the statement names: cdc.schema_evolution.statement_changes)."""
+        table = old.source_table
+        changes, new = statement_changes(old.schema, new, ddl)
+        if ddl is None:  # a first-sight definition (a restarted publisher, from the binlog's table map): only
+            # new columns and wider types count; the rest is how the table map spells what the catalog said
+            changes = [c for c in changes if c.kind == "add" or (c.kind == "type" and c.how == "widen")]
+            new = partial_shape(old.schema, new, changes)
+        if not changes:
+            return new  # a DDL that changes no column (an index, a comment, ENGINE, a partition)
+        decided = self.target.schema_decision(self.source, sequence)
+        decision = decided[0] if decided else None
+        if decided and decided[1] != table:
+            raise self._stop(table, sequence, ddl, f"the decision recorded for sequence {sequence} ({decision}) names "
+                             f"table {decided[1]}, not {table}: record it again with --table {table}")
+        if decision == "accept":
+            return new  # the operator made the target match (docs/schema-evolution.md): memory takes the new shape
+        if decision == "skip":
+            self._skipped.add(table)
+        self._forced = decision == "evolve"
+        behavior = {"skip": "ignore", "evolve": "evolve"}.get(decision or "", self.policy.for_table(table))
+        if behavior == "exception":
+            raise self._stop(table, sequence, ddl, "schema changes of this table stop the apply "
+                             "(schema_changes behaviour 'exception'): " + "; ".join(c.describe() for c in changes))
+        if behavior == "ignore":
+            return new  # the target keeps its shape; _info writes only its columns
+        # first a dry pass that only checks (a stop leaves the target as it was), then the DDL
+        self._was = {c.column: c.old for c in changes if c.kind == "rename"}
+        for dry in (True, False):
+            self._dry, self._t = dry, (_DryRun(self.target) if dry else self.target)
+            have = set(existing)
+            for ch in changes:
+                try:
+                    self._follow(ch, old, new, dst, have, sequence, ddl or "", lenient=behavior == "lenient")
+                except CdcError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - the target's own error class: name the DDL
+                    raise ApplyError(
+                        f"target {self.target.name!r} refused the DDL for {ch.describe()} of {table} at sequence "
+                        f"{sequence} (statement: {ddl}): {str(exc).strip().splitlines()[0]}; the batch is rolled "
+                        f"back. Restart `cdc apply` if the cause was passing; else record a way back: "
+                        f"{self._ways(table, sequence, ('accept', 'skip'))}",
+                        table=table, sequence=sequence, ddl=ddl, column=ch.column) from None
+        return new
+
+    def _follow(self, ch: ColumnChange, old: TableInfo, new: TableSchema, dst: str, have: set[str], sequence: int,
+                ddl: str, lenient: bool) -> None:
+        t, kinds, table = self._t, self.target.schema_kinds, old.source_table
+        col = next((c for c in new.columns if c.name == ch.column), None)
+        before = {c.name: c for c in old.schema.columns}
+
+        def need(kind: str, what: str) -> None:
+            if kind not in kinds:
+                raise self._stop(table, sequence, ddl, f"{what}: target {t.name!r} ({t.dialect}) cannot express it")
+
+        if ch.kind == "key":
+            raise self._stop(table, sequence, ddl, f"{ch.describe()}: a key change is not followed by column DDL")
+        if ch.kind == "rename":
+            if ch.column in have:  # replayed after the target's DDL committed (MySQL, Oracle)
+                return
+            if lenient:  # keep the old column, add the new one filled from it
+                need("backfill", ch.describe())
+                t.evolve_add(dst, Column(col.name, col.type, True), None)
+                t.evolve_copy(dst, ch.old, ch.column)
+                self._relax(dst, before[ch.old])
+                have.add(ch.column)
+                return
+            need("rename", ch.describe())
+            t.evolve_rename(dst, ch.old, ch.column)
+            have.discard(ch.old)
+            have.add(ch.column)
+        elif ch.kind == "drop":
+            if ch.column not in have:
+                return
+            if lenient:
+                self._relax(dst, before[ch.column])
+                return
+            need("drop", ch.describe())
+            t.evolve_drop(dst, ch.column)
+            have.discard(ch.column)
+        elif ch.kind == "add":
+            if ch.column in have:
+                return
+            # a position names a column the target has (else the column is appended)
+            self._add(col, ch.after if ch.after is None or ch.after in have else False, dst, table, sequence, ddl)
+            have.add(ch.column)
+        elif ch.kind == "type":
+            self._retype(ch, col, dst, old, sequence, ddl, lenient)
+        elif ch.kind == "null":
+            if (lenient and not col.nullable) or "null" not in kinds:
+                return  # the target stays nullable (lake tables hold every column nullable)
+            if not col.nullable:
+                self._check_values(dst, ch, old, "{c} IS NULL", sequence, ddl)
+            t.evolve_alter(dst, col, _const(col), {"null"})
+        elif ch.kind == "default" and "default" in kinds:
+            # an expression default stays with the source (the apply writes every value it produces)
+            t.evolve_alter(dst, col, _const(col), {"default"})
+
+    def _add(self, col: Column, after: str | None | bool, dst: str, table: str, sequence: int, ddl: str) -> None:
+        t = self._t
+        kind, value = default_value(col)
+        if kind == "none" and _statement_default(ddl, col.name):
+            raise self._stop(table, sequence, ddl, f"the statement gives new column {col.name} a default, but the "
+                             f"SCHEMA record carries none (a reader that does not read column defaults): existing "
+                             f"rows would be NULL in the target", ways=("evolve", "skip"),
+                             hint=f"after evolve (NULL in existing rows), `cdc compare ... --tables {table} --repair` "
+                                  f"with the daemon stopped publishes the source's values")
+        if kind == "expr" and not self._forced and t.has_rows(dst):
+            raise self._stop(table, sequence, ddl, f"new column {col.name} has the default {value!r}, whose value "
+                             f"in each existing source row the stream does not carry", ways=("evolve", "skip"),
+                             hint=f"after evolve (the column is added, NULL in existing rows) and with the daemon of "
+                                  f"{self.source} stopped, `cdc compare --config <file> --source {self.source} "
+                                  f"--target {t.name} --tables {table} --repair` publishes the source's values of "
+                                  f"those rows, which the apply then writes")
+        if kind == "const" and "backfill" not in t.schema_kinds and not self._forced and t.has_rows(dst):
+            raise self._stop(table, sequence, ddl, f"new column {col.name} takes {value!r} in existing rows, "
+                             f"which target {t.name!r} ({t.dialect}) cannot write into its stored rows",
+                             ways=("evolve", "skip"), hint="evolve adds the column with NULL in the stored rows")
+        if "add" not in t.schema_kinds:
+            raise self._stop(table, sequence, ddl, f"add {col.name}: target {t.name!r} cannot add columns")
+        fill = value if kind == "const" and ("backfill" in t.schema_kinds or not self._forced) else None
+        if kind == "expr":  # no row to fill (or the repair fills them): the target keeps no expression default
+            col = Column(col.name, col.type, col.nullable or self._forced, None)
+        t.evolve_add(dst, col, fill, after if t.sql is not None else False)
+
+    def _retype(self, ch: ColumnChange, col: Column, dst: str, old: TableInfo, sequence: int, ddl: str,
+                lenient: bool) -> None:
+        t = self._t
+        if t.column_type(ch.old) == t.column_type(ch.new):
+            return  # the target's type holds both (e.g. every text size is TEXT in PostgreSQL)
+        if lenient and ch.how == "narrow":
+            return  # the target stays wider
+        if "type" not in t.schema_kinds or (ch.column in old.key and t.sql is not None
+                                             and not t.sql.key_column_type_change):
+            raise self._stop(old.source_table, sequence, ddl,
+                             f"{ch.describe()}: target {t.name!r} ({t.dialect}) cannot change the type of "
+                             f"{'a key column' if ch.column in old.key else 'a column'}")
+        if ch.how != "widen":
+            check = type_change(ch.old, ch.new).check
+            self._check_values(dst, ch, old, t.misfit_sql(check) if check else "{c} IS NOT NULL", sequence, ddl)
+        t.evolve_alter(dst, col, _const(col), {"type"})
+
+    def _check_values(self, dst: str, ch: ColumnChange, old: TableInfo, where: str, sequence: int, ddl: str) -> None:
+        """Stop naming the first target row whose value the change does not take (in the dry pass, where the
+        target's column still has its name from before the statement)."""
+        if not self._dry:
+            return
+        name = self._was.get(ch.column, ch.column)
+        row = self.target.first_value(dst, name, old.key, where)
+        if row is not None:
+            key = dict(zip(old.key, row[:-1], strict=True)) if old.key else None
+            raise self._stop(old.source_table, sequence, ddl,
+                             f"{ch.describe()}: target row {key if key else '(keyless)'} of {dst} holds "
+                             f"{name} = {row[-1]!r}, which the new definition does not take",
+                             ways=("skip", "accept"), column=name, value=row[-1], key=key)
+
+    def _relax(self, dst: str, col: Column) -> None:
+        """A column the source no longer writes (lenient) must take NULL in new rows."""
+        if not col.nullable and "null" in self.target.schema_kinds:
+            self._t.evolve_alter(dst, Column(col.name, col.type, True, col.default), None, {"null"})
+
+    def _ways(self, table: str, sequence: int, ways: tuple[str, ...]) -> str:
+        cmd = f"cdc schema {{}} --config <file> --source {self.source} --target {self.target.name} " \
+              f"--table {table} --sequence {sequence}"
+        return "; ".join(f"`{cmd.format(w)}` ({_WAYS[w]})" for w in ways)
+
+    def _stop(self, table: str, sequence: int, ddl: str | None, what: str,
+              ways: tuple[str, ...] = ("evolve", "accept", "skip"), hint: str | None = None,
+              **fields: Any) -> UnsupportedDdl:
+        how = self._ways(table, sequence, ways)
+        text = (f"schema change on {table} at sequence {sequence} is not followed: {what}; the job stops before it "
+                f"(statement: {ddl}). Way back: {how}" + (f"; {hint}" if hint else ""))
+        return UnsupportedDdl(text, table=table, sequence=sequence, ddl=ddl, **fields)
 
 
-_STRINGS = ("char", "varchar", "varchar2", "nvarchar2", "nchar", "varbinary", "binary")
+class _DryRun:
+    """The target for the checking pass: every evolve_* call does nothing; reads go to the target."""
+
+    def __init__(self, target: Target) -> None:
+        self._target = target
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("evolve_"):
+            return lambda *args, **kwargs: None
+        return getattr(self._target, name)
 
 
-def _string_width(old: str, new: str) -> tuple[int, int] | None:
-    """(old width, new width) when both are the same string type with a length, else None."""
-    (b1, a1, _), (b2, a2, _) = typemap.parse_type(old), typemap.parse_type(new)
-    if b1 == b2 and b1 in _STRINGS and a1 and a2 and a1.isdigit() and a2.isdigit():
-        return int(a1), int(a2)
-    return None
+_WAYS = {"evolve": "follow it anyway", "accept": "you made the target match the new definition: take it as is",
+         "skip": "keep the target's shape, write only the columns it has"}
 
 
-def _norm_type(source_type: str) -> tuple:
-    """Type identity for DDL checks: spelling differences (case, spaces, charset notes) do not count."""
-    base, args, unsigned = typemap.parse_type(source_type.split(" character set")[0].split(" collate")[0])
-    return base, (args or "").replace(" ", ""), unsigned
+def _statement_default(ddl: str, column: str) -> bool:
+    """``ddl`` adds ``column`` with a DEFAULT other than NULL (a safety net for readers without defaults)."""
+    name = re.escape(column)
+    return re.search(rf"\bADD\s+(?:COLUMN\s+)?(?:\(\s*)?[`\"]?{name}[`\"]?\s[^,]*?\bDEFAULT\s+(?!NULL\b)", ddl,
+                     re.IGNORECASE) is not None
+
+
+def _const(col: Column) -> str | None:
+    kind, value = default_value(col)
+    return value if kind == "const" and col.default is not None else None

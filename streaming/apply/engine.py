@@ -19,8 +19,8 @@ streaming.stream.records). Guarantees, per batch:
   (streaming.apply.net_effect), then applied: deletes of all tables first, then
   upserts/inserts, in one transaction with the progress row and the schema
   memory; maintained views (if configured) are updated in the same one;
-- barriers: a SCHEMA record (DDL: ADD COLUMN followed, other DDL commits what
-  precedes it and raises UnsupportedDdl at its sequence; a first-sight SCHEMA
+- barriers: a SCHEMA record (DDL: followed as streaming/apply/catalog.py says; one
+  not followed commits what precedes it and raises UnsupportedDdl at its sequence; a first-sight SCHEMA
   may sit inside the transaction that first touches the table) and a TRUNCATE;
   on targets whose DDL commits implicitly (MySQL/MariaDB, Oracle:
   ``ddl_commits``) what precedes a SCHEMA record is committed with its own
@@ -542,7 +542,7 @@ class ApplyEngine:
     @staticmethod
     def _convert(info: TableInfo, row: dict[str, Any], src: DataChange) -> dict[str, Any]:
         if len(row) != len(info.columns) or info.converters:
-            extra = row.keys() - set(info.columns)
+            extra = row.keys() - set(info.columns) - info.ignored  # ignored: columns the target does not hold
             if extra:
                 raise BadRecord(f"row of {info.source_table} has columns {sorted(extra)} not in its known schema",
                                 table=info.source_table, key=None, sequence=src.sequence, offset=src.offset,

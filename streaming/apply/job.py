@@ -182,7 +182,9 @@ def _idle(s: ApplyStream, until_idle_s: float) -> bool:
 def start_stream(spark: Any, config: Config, apply: ApplyConfig, metrics_registry: Any = None) -> ApplyStream:
     target = make_target(config.target(apply.target))
     metrics = ApplyMetrics(apply.source, apply.target, metrics_registry)
-    engine = ApplyEngine(apply.source, target, TableMap.from_config(apply), metrics, apply.views).start()
+    engine = ApplyEngine(apply.source, target, TableMap.from_config(apply), metrics, apply.views)
+    engine.catalog.policy = apply.schema_changes  # before start(): load() reads it
+    engine.start()
     stream = ApplyStream(apply, engine)
     stream.engine_topic = engine.topic = changes_topic(config.kafka.topic_prefix, apply.source)
     try:

@@ -27,6 +27,10 @@ the job and the views read only these (no probing for methods):
   surviving JSON row images in bulk (``bulk_min_rows`` rows at least);
 - ``ddl_commits``: CREATE/ALTER TABLE commits the open transaction (MySQL,
   Oracle), so the engine applies DDL at a batch barrier;
+- ``schema_kinds``: the column changes of a DDL this target follows (streaming/apply/catalog.py,
+  docs/schema-evolution.md): ``add`` (a column whose existing rows are NULL), ``backfill`` (a column
+  whose existing rows take a constant), ``drop``, ``rename``, ``type``, ``null``, ``default``;
+  ``changelog``: the target keeps no table shape (every change is followed by writing the new rows);
 - ``row_id_column``: the physical row id (PostgreSQL ``ctid``, DuckDB
   ``rowid``, Oracle ``ROWID``) with which ``delete_one_sql`` deletes ONE copy
   of a row of a keyless table; None: the target writes its own
@@ -42,13 +46,14 @@ from typing import Any
 import orjson
 
 from cdc.config import TargetConfig
-from cdc.events import TableSchema
+from cdc.events import Column, TableSchema
 from cdc.sql_dialects import SqlDialect
 from streaming.errors import TargetError
 from streaming.targets import typemap
 from streaming.targets.progress_row import PROGRESS_TABLE, SCHEMA_TABLE, Progress, ms_from_ts, ts_from_ms, utc_now
 
 Row = dict[str, Any]
+DECISIONS_TABLE = "cdc_schema_decisions"
 
 
 class Target(abc.ABC):
@@ -63,6 +68,7 @@ class Target(abc.ABC):
     bulk_min_rows: int = 200
     ddl_commits: bool = False
     row_id_column: str | None = None
+    schema_kinds: frozenset[str] = frozenset({"add", "backfill", "drop", "rename", "type", "null", "default"})
 
     def __init__(self, config: TargetConfig) -> None:
         self.config = config
@@ -144,6 +150,104 @@ class Target(abc.ABC):
     def widen_column(self, table: str, name: str, source_type: str) -> None:
         self.execute(f"ALTER TABLE {self.qualified(table)} ALTER COLUMN {self.quote(name)} TYPE "
                      f"{self.column_type(source_type)}")
+
+    # ---- schema evolution: column DDL from the dialect (streaming/apply/catalog.py drives it) ------
+    def _run_ddl(self, statements: list[str]) -> None:
+        for sql in statements:
+            self.execute(sql)
+
+    def evolve_add(self, table: str, col: Column, const: str | None, after: str | None | bool = False) -> None:
+        """Add ``col``; existing rows take ``const`` (cdc.schema_evolution.default_value's text) or NULL.
+        The column gets the source's default when it is a constant, else none."""
+        tt = self.column_type(col.type)
+        fill = self.sql.literal(const, tt) if const is not None else None
+        self._run_ddl(self.sql.add_column(self.qualified(table), col.name, tt, fill, not col.nullable, after))
+        if fill is not None and col.default is None:  # the source has no default: only the rows took it
+            self._run_ddl(self.sql.alter_column(self.qualified(table), col.name, tt, not col.nullable, None,
+                                                {"default"}))
+
+    def evolve_drop(self, table: str, name: str) -> None:
+        self._run_ddl(self.sql.drop_column(self.qualified(table), name))
+
+    def evolve_rename(self, table: str, old: str, new: str) -> None:
+        self._run_ddl(self.sql.rename_column(self.qualified(table), old, new))
+
+    def evolve_alter(self, table: str, col: Column, const_default: str | None, what: set[str]) -> None:
+        """Change the column's type, nullability and/or default (``what``) to ``col``'s."""
+        tt = self.column_type(col.type)
+        fill = self.sql.literal(const_default, tt) if const_default is not None else None
+        self._run_ddl(self.sql.alter_column(self.qualified(table), col.name, tt, not col.nullable, fill, what))
+
+    def evolve_copy(self, table: str, src: str, dst: str) -> None:
+        """dst = src in every row (a rename the target keeps both names of)."""
+        self.execute(f"UPDATE {self.qualified(table)} SET {self.quote(dst)} = {self.quote(src)}")
+
+    def first_value(self, table: str, column: str, key: Sequence[str], where: str) -> tuple | None:
+        """(key values..., value) of one row of ``table`` where ``where`` holds (``{c}``: the column), or None."""
+        c = self.quote(column)
+        cols = ", ".join([self.quote(k) for k in key] + [c])
+        cur = self.execute(self.sql.first_row(f"SELECT {cols} FROM {self.qualified(table)} WHERE "
+                                              f"{where.format(c=c)}"))
+        row = cur.fetchone()
+        return tuple(row) if row is not None else None
+
+    def has_rows(self, table: str) -> bool:
+        return self.execute(self.sql.first_row(f"SELECT 1 FROM {self.qualified(table)}")).fetchone() is not None
+
+    def misfit_sql(self, check: tuple) -> str:
+        """The condition (``{c}``: the column) true for a value that does not fit a narrowed type
+        (cdc.schema_evolution.TypeChange.check)."""
+        if check[0] == "range":
+            return f"({{c}} < {check[1]} OR {{c}} > {check[2]})"
+        if check[0] == "digits":
+            return f"(ABS({{c}}) >= 1{'0' * check[1]} OR {{c}} <> ROUND({{c}}, {check[2]}))"
+        if check[0] == "chars":
+            return f"{self.sql.char_length('{c}')} > {check[1]}"
+        if check[0] == "bytes":
+            return f"{self.sql.blob_length('{c}')} > {check[1]}"
+        return "{c} IS NOT NULL"
+
+    # ---- schema-change decisions (`cdc schema accept|skip|evolve`, read at the DDL's barrier) -----------
+    def schema_decision(self, source: str, sequence: int) -> tuple[str, str] | None:
+        """(decision, source table) the operator recorded for the SCHEMA record at ``sequence``, or None."""
+        if self.table_columns(DECISIONS_TABLE) is None:
+            return None
+        row = self.execute(f"SELECT decision, source_table FROM {self.qualified(DECISIONS_TABLE)} WHERE source = "
+                           f"{self.param} AND sequence = {self.param}", [source, sequence]).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def schema_decisions(self, source: str) -> list[tuple[int, str, str, Any]]:
+        """Every recorded decision of ``source``: (sequence, source table, decision, when)."""
+        if self.table_columns(DECISIONS_TABLE) is None:
+            return []
+        cur = self.execute(f"SELECT sequence, source_table, decision, decided_at FROM "
+                           f"{self.qualified(DECISIONS_TABLE)} WHERE source = {self.param} ORDER BY sequence", [source])
+        out = [tuple(r) for r in cur.fetchall()]
+        self.commit()
+        return out
+
+    def skipped_tables(self, source: str) -> set[str]:
+        """Source tables a ``skip`` decision keeps at their target shape."""
+        if self.table_columns(DECISIONS_TABLE) is None:
+            return set()
+        cur = self.execute(f"SELECT DISTINCT source_table FROM {self.qualified(DECISIONS_TABLE)} WHERE source = "
+                           f"{self.param} AND decision = 'skip'", [source])
+        out = {r[0] for r in cur.fetchall()}
+        self.commit()
+        return out
+
+    def save_schema_decision(self, source: str, sequence: int, table: str, decision: str) -> None:
+        """Record the operator's decision for the SCHEMA record at ``sequence`` (committed at once)."""
+        t = self.qualified(DECISIONS_TABLE)
+        if self.table_columns(DECISIONS_TABLE) is None:
+            self.execute(f"CREATE TABLE {t} (source {self.key_text()} NOT NULL, sequence {self.bigint} NOT NULL, "
+                         f"source_table {self.key_text()}, decision {self.key_text()}, decided_at {self.timestamp}, "
+                         f"PRIMARY KEY (source, sequence))")
+            self.commit()
+        self.execute(f"DELETE FROM {t} WHERE source = {self.param} AND sequence = {self.param}", [source, sequence])
+        self.execute(f"INSERT INTO {t} (source, sequence, source_table, decision, decided_at) VALUES "
+                     f"({self.placeholders(5)})", [source, sequence, table, decision, utc_now()])
+        self.commit()
 
     def ensure_meta(self) -> None:
         """Create cdc_progress and cdc_schema when missing (committed at once)."""

@@ -46,7 +46,7 @@ import orjson
 import pyarrow as pa
 
 from cdc.config import TargetConfig
-from cdc.events import TableSchema
+from cdc.events import Column, TableSchema
 from streaming.errors import ApplyError, TargetError
 from streaming.targets import lake_types
 from streaming.targets.base import Row, Target
@@ -54,6 +54,7 @@ from streaming.targets.progress_row import Progress, ms_from_ts, ts_from_ms, utc
 
 PROGRESS_LOG = "_cdc_progress"
 SCHEMA_LOG = "_cdc_schema"
+DECISIONS_LOG = "_cdc_schema_decisions"  # `cdc schema accept|skip|evolve` (streaming/apply/schema_cmd.py)
 
 PROGRESS_SCHEMA = pa.schema([
     ("source", pa.string()), ("last_sequence", pa.int64()), ("batch_id", pa.int64()),
@@ -62,6 +63,9 @@ PROGRESS_SCHEMA = pa.schema([
 SCHEMA_LOG_SCHEMA = pa.schema([
     ("source", pa.string()), ("source_table", pa.string()), ("target_table", pa.string()),
     ("schema_json", pa.string()), ("sequence", pa.int64())])
+DECISIONS_SCHEMA = pa.schema([
+    ("source", pa.string()), ("sequence", pa.int64()), ("source_table", pa.string()), ("decision", pa.string()),
+    ("decided_at", pa.string())])
 DEAD_LETTER_SCHEMA = pa.schema([
     ("source", pa.string()), ("sequence", pa.int64()), ("source_table", pa.string()), ("record_key", pa.string()),
     ("record_value", pa.string()), ("error", pa.string()), ("at_time", pa.timestamp("us"))])
@@ -82,6 +86,7 @@ class LakeTarget(Target):
     columnar = True
     json_rows = True
     bulk_min_rows = 1
+    schema_kinds = frozenset({"add"})  # no backfill, drop, rename or retype of stored files (yet): a named stop
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)
@@ -294,6 +299,41 @@ class LakeTarget(Target):
 
     def widen_column(self, table: str, name: str, source_type: str) -> None:
         pass  # lake strings have no length
+
+    def column_type(self, source_type: str) -> str:
+        return str(lake_types.arrow_type(source_type, self.dialect))
+
+    def evolve_add(self, table: str, col: Column, const: str | None, after: str | None | bool = False) -> None:
+        if const is not None:
+            raise TargetError(f"{self.dialect} target {self.name!r} cannot fill the existing rows of {table}.{col.name} "
+                              f"with {const!r}", target=self.name, table=table)
+        self.add_column(table, col.name, col.type)
+
+    def has_rows(self, table: str) -> bool:
+        """Rows stored or buffered in this batch (a buffered delete counts too: the answer may say yes)."""
+        return table in self._pending or (self._table_schema(table) is not None and len(self._read_all(table)) > 0)
+
+    # ---- schema-change decisions: a meta table like the progress log (`cdc schema`) ----------------
+    def _decisions(self, source: str) -> list[dict[str, Any]]:
+        if self._table_schema(DECISIONS_LOG) is None:
+            return []
+        return [r for r in self._read_all(DECISIONS_LOG).to_pylist() if r["source"] == source]
+
+    def schema_decision(self, source: str, sequence: int) -> tuple[str, str] | None:
+        rows = [r for r in self._decisions(source) if r["sequence"] == sequence]
+        latest = max(rows, key=lambda r: r["decided_at"]) if rows else None
+        return (latest["decision"], latest["source_table"]) if latest else None
+
+    def schema_decisions(self, source: str) -> list[tuple[int, str, str, Any]]:
+        return sorted((r["sequence"], r["source_table"], r["decision"], r["decided_at"]) for r in self._decisions(source))
+
+    def skipped_tables(self, source: str) -> set[str]:
+        return {r["source_table"] for r in self._decisions(source) if r["decision"] == "skip"}
+
+    def save_schema_decision(self, source: str, sequence: int, table: str, decision: str) -> None:
+        row = {"source": source, "sequence": sequence, "source_table": table, "decision": decision,
+               "decided_at": utc_now().isoformat()}
+        self._append_log(DECISIONS_LOG, pa.Table.from_pylist([row], DECISIONS_SCHEMA))
 
     # ---- progress and schema memory -------------------------------------------------------
     def read_progress(self, source: str) -> Progress | None:

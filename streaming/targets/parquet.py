@@ -30,12 +30,13 @@ import pyarrow.parquet as pq
 from cdc.config import TargetConfig
 from cdc.events import TableSchema
 from streaming.errors import ApplyError, TargetError
-from streaming.targets.progress_row import Progress
 from streaming.targets.base import Row, Target, arrow_array
+from streaming.targets.progress_row import Progress, utc_now
 
 
 class ParquetTarget(Target):
     dialect = "parquet"
+    schema_kinds = frozenset({"changelog"})  # each batch's files carry the columns of their rows
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)
@@ -137,6 +138,22 @@ class ParquetTarget(Target):
         d = self._meta.get(path) or self._read_json(path) or {}
         d[source_table] = [target_table, schema.to_json()]
         self._meta[path] = d
+
+    # ---- schema-change decisions (`cdc schema`): a JSON file beside the progress file ----------------
+    def schema_decisions(self, source: str) -> list[tuple[int, str, str, Any]]:
+        return sorted(tuple(d) for d in self._read_json(self._meta_path("decisions", source)) or [])
+
+    def schema_decision(self, source: str, sequence: int) -> tuple[str, str] | None:
+        found = [d for d in self.schema_decisions(source) if d[0] == sequence]
+        return (found[-1][2], found[-1][1]) if found else None
+
+    def skipped_tables(self, source: str) -> set[str]:
+        return {d[1] for d in self.schema_decisions(source) if d[2] == "skip"}
+
+    def save_schema_decision(self, source: str, sequence: int, table: str, decision: str) -> None:
+        kept = [d for d in self.schema_decisions(source) if d[0] != sequence]
+        os.makedirs(os.path.dirname(self._meta_path("decisions", source)), exist_ok=True)
+        self._write_json(self._meta_path("decisions", source), [*kept, (sequence, table, decision, utc_now())])
 
     def _add(self, table: str, op: str, columns: Sequence[str], rows: list[Row]) -> None:
         if rows:

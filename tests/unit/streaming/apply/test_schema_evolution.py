@@ -1,0 +1,288 @@
+"""Column DDL through the apply engine into an embedded DuckDB target: each change followed (existing rows
+holding the source's values), narrowed only when the values fit, stopped with a way back otherwise, and the
+behaviours evolve / exception / lenient / ignore with the operator's decisions."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc.config import ApplyConfig, TargetConfig
+from cdc.schema_evolution import SchemaChangeConfig
+from cdc.table_map import TableMap
+from streaming.apply.engine import ApplyEngine
+from streaming.errors import ApplyError, UnsupportedDdl
+from streaming.targets.duckdb import DuckDbTarget
+from streaming.testing import StreamBuilder
+
+BASE = [("id", "int", False), ("name", "varchar(20)"), ("qty", "int")]
+
+
+def _engine(target: DuckDbTarget | None = None, **schema_changes) -> ApplyEngine:
+    t = target or DuckDbTarget(TargetConfig(name="duck", kind="duckdb", path=":memory:"))
+    cfg = ApplyConfig(source="src", target="duck", schema_changes=SchemaChangeConfig(**schema_changes))
+    e = ApplyEngine("src", t, TableMap.from_config(cfg))
+    e.catalog.policy = cfg.schema_changes
+    return e.start()
+
+
+def _rows(e: ApplyEngine, sql: str = "SELECT * FROM t ORDER BY id") -> list[tuple]:
+    return [tuple(r) for r in e.target.execute(sql).fetchall()]
+
+
+def _cols(e: ApplyEngine) -> list[tuple]:
+    return [(r[0], r[1], r[2]) for r in e.target.execute(
+        "SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_name = 't' "
+        "ORDER BY ordinal_position").fetchall()]
+
+
+def _base() -> StreamBuilder:
+    b = StreamBuilder().schema("shop.t", BASE, ["id"])
+    b.tx(("c", "shop.t", None, {"id": 1, "name": "a", "qty": 1}), ("c", "shop.t", None, {"id": 2, "name": "bb",
+                                                                                        "qty": 2}))
+    return b
+
+
+def test_add_columns_fill_existing_rows_with_the_source_value():
+    b = _base()
+    b.schema("shop.t", BASE + [("tier", "varchar(10)", True, "'std'")], ["id"],
+             ddl="ALTER TABLE t ADD COLUMN tier VARCHAR(10) DEFAULT 'std'")
+    b.schema("shop.t", BASE + [("tier", "varchar(10)", True, "'std'"), ("n", "int", False)], ["id"],
+             ddl="ALTER TABLE t ADD COLUMN n INT NOT NULL")  # MariaDB fills 0
+    b.tx(("c", "shop.t", None, {"id": 3, "name": "c", "qty": 3, "tier": "gold", "n": 9}))
+    e = _engine()
+    e.apply_records(b.as_records(), 0)
+    assert _rows(e) == [(1, "a", 1, "std", 0), (2, "bb", 2, "std", 0), (3, "c", 3, "gold", 9)]
+    assert _cols(e)[-1] == ("n", "INTEGER", "NO")
+
+
+def test_an_expression_default_on_a_table_with_rows_stops_with_the_way_back():
+    b = _base()
+    b.schema("shop.t", BASE + [("u", "varchar(36)", True, "uuid()")], ["id"],
+             ddl="ALTER TABLE t ADD COLUMN u VARCHAR(36) DEFAULT (uuid())")
+    stop = b.seq - 1
+    e = _engine()
+    with pytest.raises(UnsupportedDdl) as info:
+        e.apply_records(b.as_records(), 0)
+    msg = str(info.value)
+    assert info.value.sequence == stop and info.value.table == "shop.t" and "uuid()" in msg
+    assert f"cdc schema evolve --config <file> --source src --target duck --table shop.t --sequence {stop}" in msg
+    assert "--tables shop.t --repair" in msg
+    assert e.target.read_progress("src").last_sequence == stop - 1 and len(_rows(e)) == 2
+    # a way back: the operator adds and fills the column by hand and accepts; the restarted apply goes on
+    e.target.execute("ALTER TABLE t ADD COLUMN u VARCHAR")
+    e.target.execute("UPDATE t SET u = 'uuid-' || id")
+    e.target.commit()
+    e.target.save_schema_decision("src", stop, "shop.t", "accept")
+    b.tx(("u", "shop.t", {"id": 1, "name": "a", "qty": 1, "u": "uuid-1"}, {"id": 1, "name": "A", "qty": 1,
+                                                                          "u": "uuid-1"}))
+    e2 = _engine(e.target)
+    e2.apply_records(b.as_records(), 1)
+    assert _rows(e2) == [(1, "A", 1, "uuid-1"), (2, "bb", 2, "uuid-2")]
+
+
+def test_rename_drop_widen_and_null_are_followed():
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(20)"), ("qty", "int")], ["id"],
+             ddl="ALTER TABLE t RENAME COLUMN name TO label")
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(40)", False), ("qty", "bigint")], ["id"],
+             ddl="ALTER TABLE t MODIFY label VARCHAR(40) NOT NULL, MODIFY qty BIGINT")
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(40)", False)], ["id"], ddl="ALTER TABLE t DROP qty")
+    b.tx(("c", "shop.t", None, {"id": 3, "label": "x" * 40}))
+    e = _engine()
+    e.apply_records(b.as_records(), 0)
+    assert _rows(e) == [(1, "a"), (2, "bb"), (3, "x" * 40)]  # the renamed column kept its values
+    assert _cols(e) == [("id", "INTEGER", "NO"), ("label", "VARCHAR", "NO")]
+
+
+def test_a_narrowing_is_followed_when_the_values_fit_else_stops_naming_the_value():
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("name", "varchar(5)"), ("qty", "smallint")], ["id"],
+             ddl="ALTER TABLE t MODIFY name VARCHAR(5), MODIFY qty SMALLINT")
+    b.tx(("c", "shop.t", None, {"id": 3, "name": "c", "qty": 3}))
+    b.schema("shop.t", [("id", "int", False), ("name", "varchar(1)"), ("qty", "smallint")], ["id"],
+             ddl="ALTER TABLE t MODIFY name VARCHAR(1)")
+    stop = b.seq - 1
+    e = _engine()
+    with pytest.raises(UnsupportedDdl) as info:
+        e.apply_records(b.as_records(), 0)
+    assert info.value.fields["value"] == "bb" and info.value.fields["key"] == {"id": 2}
+    assert info.value.fields["column"] == "name" and info.value.sequence == stop
+    assert "cdc schema skip" in str(info.value)
+    assert ("qty", "SMALLINT", "YES") in _cols(e) and len(_rows(e)) == 3
+
+
+def test_exception_stops_at_any_change_and_evolve_decision_goes_on():
+    b = _base()
+    b.schema("shop.t", BASE + [("z", "int")], ["id"], ddl="ALTER TABLE t ADD z INT")
+    stop = b.seq - 1
+    e = _engine(behavior="exception")
+    with pytest.raises(UnsupportedDdl, match="behaviour 'exception'"):
+        e.apply_records(b.as_records(), 0)
+    e.target.save_schema_decision("src", stop, "shop.t", "evolve")
+    e2 = _engine(e.target, behavior="exception")
+    e2.apply_records(b.as_records(), 1)
+    assert _rows(e2) == [(1, "a", 1, None), (2, "bb", 2, None)]
+
+
+def test_a_decision_for_another_table_is_not_taken():
+    b = _base()
+    b.schema("shop.t", BASE + [("z", "int")], ["id"], ddl="ALTER TABLE t ADD z INT")
+    e = _engine(behavior="exception")
+    e.target.save_schema_decision("src", b.seq - 1, "shop.other", "evolve")
+    with pytest.raises(UnsupportedDdl, match="names table shop.other"):
+        e.apply_records(b.as_records(), 0)
+
+
+def test_lenient_keeps_dropped_and_renamed_columns():
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(20)"), ("qty", "int")], ["id"],
+             ddl="ALTER TABLE t CHANGE name label VARCHAR(20)")
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(20)")], ["id"], ddl="ALTER TABLE t DROP qty")
+    b.tx(("c", "shop.t", None, {"id": 3, "label": "c"}))
+    e = _engine(behavior="lenient")
+    e.apply_records(b.as_records(), 0)
+    assert _rows(e, "SELECT id, name, qty, label FROM t ORDER BY id") == [
+        (1, "a", 1, "a"), (2, "bb", 2, "bb"), (3, None, None, "c")]
+
+
+def test_ignore_keeps_the_shape_and_writes_only_its_columns_also_after_a_restart():
+    b = _base()
+    b.schema("shop.t", BASE + [("z", "int")], ["id"], ddl="ALTER TABLE t ADD z INT")
+    b.tx(("c", "shop.t", None, {"id": 3, "name": "c", "qty": 3, "z": 7}))
+    e = _engine(tables={"shop.*": "ignore"})
+    n = len(b.as_records())
+    e.apply_records(b.as_records(), 0)
+    b.tx(("c", "shop.t", None, {"id": 4, "name": "d", "qty": 4, "z": 8}))
+    e2 = _engine(e.target, tables={"shop.*": "ignore"})
+    e2.apply_records(b.as_records()[n:], 1)
+    assert _rows(e2) == [(1, "a", 1), (2, "bb", 2), (3, "c", 3), (4, "d", 4)]
+
+
+def test_an_expression_default_with_an_evolve_decision_adds_the_column_for_a_repair_to_fill():
+    b = _base()
+    b.schema("shop.t", BASE + [("u", "varchar(36)", False, "uuid()")], ["id"],
+             ddl="ALTER TABLE t ADD COLUMN u VARCHAR(36) NOT NULL DEFAULT (uuid())")
+    e = _engine()
+    e.target.save_schema_decision("src", b.seq - 1, "shop.t", "evolve")
+    b.tx(("r", "shop.t", None, {"id": 2, "name": "bb", "qty": 2, "u": "uuid-2"}))  # what `--repair` publishes
+    e.apply_records(b.as_records(), 0)
+    assert _rows(e) == [(1, "a", 1, None), (2, "bb", 2, "uuid-2")]
+
+
+@pytest.mark.parametrize("kind", ["delta", "iceberg"])
+def test_a_lake_table_adds_columns_and_stops_at_a_backfill_with_its_way_back(kind, tmp_path):
+    from streaming.targets import make_target
+
+    cfg = (TargetConfig(name="lake", kind="delta", path=str(tmp_path / "lake")) if kind == "delta" else
+           TargetConfig(name="lake", kind="iceberg", catalog_uri=f"sqlite:///{tmp_path}/catalog.db",
+                        warehouse=str(tmp_path / "wh")))
+    b = _base()
+    b.schema("shop.t", BASE + [("z", "int")], ["id"], ddl="ALTER TABLE t ADD z INT")  # followed: NULL
+    b.schema("shop.t", BASE + [("z", "int"), ("tier", "varchar(9)", True, "'std'")], ["id"],
+             ddl="ALTER TABLE t ADD tier VARCHAR(9) DEFAULT 'std'")
+    stop = b.seq - 1
+    b.tx(("c", "shop.t", None, {"id": 3, "name": "c", "qty": 3, "z": 1, "tier": "gold"}))
+    target = make_target(cfg)
+    apply = ApplyConfig(source="src", target="lake")
+    e = ApplyEngine("src", target, TableMap.from_config(apply)).start()
+    with pytest.raises(UnsupportedDdl) as info:
+        e.apply_records(b.as_records(), 0)
+    assert info.value.sequence == stop and "cannot write into its stored rows" in str(info.value)
+    assert e.target.table_columns("t") == ["id", "name", "qty", "z"]
+    # the way back: keep the lake table's shape (skip); the rows that follow write the columns it has
+    target.save_schema_decision("src", stop, "shop.t", "skip")
+    e2 = ApplyEngine("src", make_target(cfg), TableMap.from_config(apply)).start()
+    e2.apply_records(b.as_records(), 1)
+    got = sorted(tuple(r.values()) for r in e2.target._read_all("t").to_pylist())
+    assert got == [(1, "a", 1, None), (2, "bb", 2, None), (3, "c", 3, 1)]
+
+
+def test_a_stop_leaves_the_target_as_it_was_before_the_statement():
+    """Every check of a statement runs before its first DDL: a statement renaming one column and narrowing
+    another past a stored value changes nothing in the target."""
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(1)"), ("amount", "int"), ("z", "int")], ["id"],
+             ddl="ALTER TABLE t ADD z INT, RENAME COLUMN qty TO amount, CHANGE name label VARCHAR(1)")
+    e = _engine()
+    with pytest.raises(UnsupportedDdl) as info:
+        e.apply_records(b.as_records(), 0)
+    assert info.value.fields["column"] == "name" and info.value.fields["value"] == "bb"  # named before the rename
+    assert _cols(e) == [("id", "INTEGER", "NO"), ("name", "VARCHAR", "YES"), ("qty", "INTEGER", "YES")]
+
+
+def test_a_default_the_record_does_not_carry_is_a_stop_not_nulls():
+    """A reader that reads no defaults (the record's column has none) while the statement gives one: the target
+    would hold NULL where the source has the default, so the apply stops."""
+    b = _base()
+    b.schema("shop.t", BASE + [("tier", "varchar(5)")], ["id"], ddl="ALTER TABLE t ADD (tier VARCHAR2(5) DEFAULT 'a')")
+    e = _engine()
+    with pytest.raises(UnsupportedDdl, match="carries none"):
+        e.apply_records(b.as_records(), 0)
+
+
+def test_a_first_sight_definition_only_adds_and_widens():
+    """A restarted publisher sends the table map's shape (no statement): a column the catalog called POINT
+    that the table map calls GEOMETRY, or no defaults, is no schema change; a new column is."""
+    b = StreamBuilder().schema("shop.t", [("id", "int", False), ("p", "point"), ("c", "int", True, "5")], ["id"])
+    b.schema("shop.t", [("id", "int", False), ("p", "geometry"), ("c", "int"), ("z", "int")], ["id"])
+    b.tx(("c", "shop.t", None, {"id": 1, "p": None, "c": 1, "z": 2}))
+    e = _engine(behavior="evolve")
+    e.apply_records(b.as_records(), 0)
+    assert _rows(e) == [(1, None, 1, 2)]
+    assert [(c.type, c.default) for c in e.catalog.get("shop.t").schema.columns] == [
+        ("int", None), ("point", None), ("int", "5"), ("int", None)]
+
+
+def test_what_the_target_cannot_do_is_a_named_stop_or_a_named_refusal():
+    """DuckDB cannot retype a key column: a stop from the dry pass. A DDL the target refuses otherwise (here a
+    column of an index, which the apply did not create) rolls the batch back with an error naming table,
+    statement and sequence, and the way back."""
+    b = _base()
+    b.schema("shop.t", [("id", "bigint", False), ("name", "varchar(20)"), ("qty", "int")], ["id"],
+             ddl="ALTER TABLE t MODIFY id BIGINT")
+    e = _engine()
+    with pytest.raises(UnsupportedDdl, match="cannot change the type of a key column"):
+        e.apply_records(b.as_records(), 0)
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("name", "varchar(20)")], ["id"], ddl="ALTER TABLE t DROP qty")
+    e = _engine()
+    n = len(_base().as_records())
+    e.apply_records(b.as_records()[:n], 0)
+    e.target.execute("CREATE INDEX t_qty ON t (qty)")
+    e.target.commit()
+    with pytest.raises(ApplyError, match="refused the DDL for drop qty of shop.t at sequence") as info:
+        e.apply_records(b.as_records(), 1)
+    assert "cdc schema accept" in str(info.value) and e.target.read_progress("src").last_sequence == n
+
+
+def test_a_statement_without_a_definition_stops_until_skipped():
+    b = _base()
+    b.ddl("shop.t", "DROP TABLE t")
+    stop = b.seq - 1
+    e = _engine()
+    with pytest.raises(UnsupportedDdl, match="cdc schema skip"):
+        e.apply_records(b.as_records(), 0)
+    e.target.save_schema_decision("src", stop, "shop.t", "skip")
+    _engine(e.target).apply_records(b.as_records(), 1)
+    assert e.target.read_progress("src").last_sequence == stop and len(_rows(e)) == 2
+
+
+def test_a_parquet_changelog_follows_columns_and_keeps_decisions(tmp_path):
+    from streaming.targets.parquet import ParquetTarget
+
+    cfg = TargetConfig(name="pq", kind="parquet", path=str(tmp_path / "pq"))
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(20)")], ["id"],
+             ddl="ALTER TABLE t RENAME COLUMN name TO label, DROP qty")
+    b.tx(("c", "shop.t", None, {"id": 3, "label": "c"}))
+    b.ddl("shop.t", "DROP TABLE t")
+    stop = b.seq - 1
+    e = ApplyEngine("src", ParquetTarget(cfg), TableMap.from_config(ApplyConfig(source="src", target="pq"))).start()
+    with pytest.raises(UnsupportedDdl):
+        e.apply_records(b.as_records(), 0)
+    ParquetTarget(cfg).save_schema_decision("src", stop, "shop.t", "skip")
+    t = ParquetTarget(cfg).open()
+    assert t.schema_decision("src", stop) == ("skip", "shop.t") and t.skipped_tables("src") == {"shop.t"}
+    e2 = ApplyEngine("src", t, TableMap.from_config(ApplyConfig(source="src", target="pq"))).start()
+    e2.apply_records(b.as_records(), 1)
+    assert t.read_progress("src").last_sequence == stop
