@@ -295,6 +295,10 @@ class ApplyConfig(BaseModel):
                                         "commits its progress row at most this often (0: every heartbeat)")
     checkpoint_dir: str | None = None
     views: list[ViewConfig] = Field(default_factory=list)
+    drop_table: Literal["keep", "drop"] = Field(default="keep", description="a source table dropped or renamed "
+                                                "out of the applied tables: keep its target table, or drop it")
+    rename_in: Literal["stop", "create"] = Field(default="stop", description="a table renamed into the applied "
+                                                 "tables (its rows never in the stream): stop, or create it empty")
 
 
 class MetricsConfig(BaseModel):

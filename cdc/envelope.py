@@ -122,10 +122,14 @@ def aborted_record(sequence: int, txid: str, ts_ms: int) -> dict[str, Any]:
 
 
 def schema_record(sequence: int, table: str | None, ddl: str | None, schema: TableSchema | None,
-                  ts_ms: int, resume: dict[str, Any] | None) -> dict[str, Any]:
-    return {"sequence": sequence, "status": SCHEMA, "table": table, "ddl": ddl,
-            "schema": schema.to_json() if schema is not None else None,
-            "ts_ms": ts_ms, "resume": resume}
+                  ts_ms: int, resume: dict[str, Any] | None, tables: list[dict[str, Any]] | None = None
+                  ) -> dict[str, Any]:
+    record = {"sequence": sequence, "status": SCHEMA, "table": table, "ddl": ddl,
+              "schema": schema.to_json() if schema is not None else None,
+              "ts_ms": ts_ms, "resume": resume}
+    if tables is not None:  # what a CREATE/DROP/RENAME did to the captured tables (streaming/apply/table_ddl.py)
+        record["tables"] = tables
+    return record
 
 
 def heartbeat_record(sequence: int, ts_ms: int, resume: dict[str, Any] | None) -> dict[str, Any]:

@@ -378,3 +378,32 @@ def table_actions(query: str, default_db: str, table_filter: TableFilter,
             op = "replace" if is_shadow(old, new) else "rename_in"
             ins.append({"op": op, "table": str(new), "from": str(old), "schema": schema_json(new)})
     return outs + moves + ins
+
+
+def schema_reader(conn: Any, host: str | None) -> Callable[[TableId], TableSchema | None]:
+    """``read_schema`` for table_actions: a table's definition from information_schema on ``conn``; a failed
+    read is ConnectionLost (the reader reconnects and reads the DDL again)."""
+    import pymysql
+
+    from readers.mysql.errors import ConnectionLost
+    from readers.mysql.schema import schema_from_information_schema
+
+    def read(table: TableId) -> TableSchema | None:
+        if conn is None:
+            return None
+        try:
+            return schema_from_information_schema(conn, table.db, table.table)
+        except pymysql.err.MySQLError as exc:
+            raise ConnectionLost(f"cannot read the schema of {table} from {host}: {exc}", host=host) from exc
+    return read
+
+
+def rows_follow(query: str, in_transaction: bool) -> bool:
+    """Whether the row events of a DDL follow it in its GTID group: a CREATE TABLE ... SELECT, which the binlog
+    logs as the plain CREATE TABLE (MariaDB: in a GTID group that is not standalone, ``in_transaction``;
+    MySQL 8: ending ``START TRANSACTION``), then the rows, then the commit. The reader then keeps the group
+    open, so those rows are captured like any transaction's."""
+    parsed = ddl_tables(query, "_")
+    if parsed is None or parsed.kind != "create":
+        return False
+    return in_transaction or query.rstrip().upper().endswith("START TRANSACTION")

@@ -22,6 +22,7 @@ from typing import Any
 
 from cdc.events import TableSchema
 from cdc.table_map import TableMap
+from streaming.apply import table_ddl
 from streaming.errors import UnsupportedDdl
 from streaming.targets import typemap
 from streaming.targets.base import Target
@@ -62,6 +63,8 @@ class Catalog:
         Returns the target table touched, or None when the record does not
         concern an applied table. Raises UnsupportedDdl for DDL we do not follow.
         """
+        if table_ddl.is_table_level(meta):  # CREATE/DROP/RENAME TABLE (streaming/apply/table_ddl.py)
+            return table_ddl.apply_tables(self, meta, sequence)
         table, ddl, raw = meta.get("table"), meta.get("ddl"), meta.get("schema")
         if raw is None:
             if ddl is None or table is None or not self.table_map.wanted(table):
