@@ -46,7 +46,7 @@ from cdc.events import TableSchema
 from streaming.errors import UnsupportedDdl
 
 if TYPE_CHECKING:
-    from streaming.apply.catalog import Catalog
+    from streaming.apply.catalog import Catalog, TableInfo
 
 log = logging.getLogger(__name__)
 _FOLLOWED = "table_level_followed"  # on a SCHEMA record handed on to catalog.on_schema after its table-level part
@@ -250,3 +250,50 @@ def _rename_in(catalog: Catalog, table: str, src: str | None, raw: dict[str, Any
                 "(apply[].rename_in: create); run an incremental snapshot of it for its rows", catalog.source, table,
                 sequence)
     return _create(catalog, table, raw, sequence, ddl)
+
+
+# ---- primary key added, dropped or changed -----------------------------------------------------------------
+def follow_key(catalog: Catalog, info: TableInfo, schema: TableSchema, sequence: int, ddl: str | None) -> TableInfo:
+    """Called by catalog.on_schema before its column rules: when ``schema`` (the new definition) has another
+    primary key than the one applied so far, the target table takes the new key and the returned TableInfo
+    carries it (so the net effect of the rows after the DDL is per new key; a table without key is applied
+    with counting semantics). Else ``info`` unchanged.
+
+    The target table is rebuilt under the new key in the barrier's transaction (create a copy with the
+    key, copy the rows, drop, rename): the rows are the source's, which were unique under the new key when
+    the source accepted it. A key column the target does not hold yet (``ADD COLUMN id ... , ADD PRIMARY
+    KEY (id)``: values made by the source) is a stop, as on a file/lake target."""
+    if tuple(info.schema.primary_key) == tuple(schema.primary_key):
+        return info
+    target, table = catalog.target, info.source_table
+    known = {c.name for c in info.schema.columns}
+    missing = [k for k in schema.primary_key if k not in known]
+    what = f"primary key of {table} {list(info.schema.primary_key)} -> {list(schema.primary_key)}"
+    if target.sql is None or missing:
+        why = (f"its new key columns {missing} are not in the target table yet" if missing else
+               f"target {target.name!r} (a file/lake target) does not change a table's key")
+        raise UnsupportedDdl(f"{what} is not followed: {why}; the job stops before it", table=table,
+                             sequence=sequence, ddl=ddl)
+    rekeyed = TableSchema(info.schema.table, info.schema.columns, tuple(schema.primary_key))
+    _rebuild(target, info.target_table, rekeyed, sequence)
+    log.warning("apply %s: %s at sequence %d: target table %s rebuilt with the new key", catalog.source, what,
+                sequence, info.target_table)
+    new = type(info).build(table, info.target_table, rekeyed, target.dialect)
+    catalog.tables[table] = new
+    return new
+
+
+def _rebuild(target: Any, dst: str, schema: TableSchema, sequence: int) -> None:
+    """Re-create target table ``dst`` as ``schema`` says (its key), keeping its rows. Idempotent for a replay
+    of the barrier on a target whose DDL commits (a copy left by a crash is finished or thrown away)."""
+    tmp = f"cdc_rekey_{sequence % 1_000_000}"
+    if target.table_columns(tmp) is not None:
+        if target.table_columns(dst) is None:  # crashed between the drop and the rename
+            target.rename_table(tmp, dst)
+            return
+        target.drop_table(tmp)
+    target.create_table(tmp, schema)
+    cols = ", ".join(target.quote(c.name) for c in schema.columns)
+    target.execute(f"INSERT INTO {target.qualified(tmp)} ({cols}) SELECT {cols} FROM {target.qualified(dst)}")
+    target.drop_table(dst)
+    target.rename_table(tmp, dst)

@@ -121,7 +121,9 @@ def test_create_rename_drop_and_an_online_schema_change_under_writes(tmp_path, m
         p.stop()
     assert not errors, errors
     assert writes[0] > before_cut + 20, "the writer must run after the cut-over"
-    assert seen and min(seen) > 0, f"target t was empty or missing at some point: {sorted(seen)[:5]}"
+    # each writer transaction inserts a row before it may delete one: the target's t never holds fewer rows than
+    # the 399 it started with (a re-created, emptied or half-copied t would)
+    assert seen and min(seen) >= 399, f"target t was missing, empty or half full at some point: {sorted(seen)[:5]}"
     counts = p.assert_equal(["t", "n2", "n3", "sentinel"])
     assert counts["n3"] == 3 and 30 < counts["n2"] < 50 and counts["t"] > 400
     assert p.target_query("pg", "SELECT count(*) FROM {t}t WHERE c IS NULL")[0][0] == counts["t"]  # the new column
