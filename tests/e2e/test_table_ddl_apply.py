@@ -2,7 +2,8 @@
 
 One pipeline run, the apply running all along, a writer changing ``t`` before, during and after:
 CREATE TABLE (a new table matching the patterns, and CREATE ... SELECT), RENAME TABLE within the patterns,
-DROP TABLE (kept in the target: apply[].drop_table: keep), DDL that changes no shape (CREATE/DROP INDEX,
+DROP TABLE (kept in the target: apply[].drop_table: keep), primary keys added, changed and dropped, DDL that
+changes no shape (CREATE/DROP INDEX,
 ENGINE=, COMMENT), and a pt-online-schema-change style cut-over of ``t`` under writes: a shadow ``_t_new``
 (not captured: the patterns are ``db.t``, ``db.n*``, ``db.sentinel``) with a new column, kept in step by
 triggers, filled by chunked INSERT ... SELECT, then ``RENAME TABLE t TO _t_old, _t_new TO t``. A poller
@@ -87,6 +88,16 @@ def test_create_rename_drop_and_an_online_schema_change_under_writes(tmp_path, m
         q(f"CREATE TABLE `{db}`.n9 (id INT PRIMARY KEY)")
         q(f"INSERT INTO `{db}`.n9 VALUES (9)")
         q(f"DROP TABLE `{db}`.n9")
+        # primary key changes: a keyless table gets one, a key widens, then is dropped (keyless: counting)
+        q(f"CREATE TABLE `{db}`.nk (a INT NOT NULL, b INT NOT NULL, v INT)")
+        q(f"INSERT INTO `{db}`.nk VALUES (1, 1, 1), (1, 2, 2), (2, 1, 3)")
+        q(f"ALTER TABLE `{db}`.nk ADD PRIMARY KEY (a, b)")
+        q(f"UPDATE `{db}`.nk SET v = 20 WHERE a = 1 AND b = 2")
+        q(f"ALTER TABLE `{db}`.nk DROP PRIMARY KEY, ADD PRIMARY KEY (b, a)")
+        q(f"INSERT INTO `{db}`.nk VALUES (3, 1, 4)")
+        q(f"ALTER TABLE `{db}`.nk DROP PRIMARY KEY")
+        q(f"INSERT INTO `{db}`.nk VALUES (3, 1, 4)")
+        q(f"DELETE FROM `{db}`.nk WHERE a = 2 LIMIT 1")
         # the online schema change of t, as pt-online-schema-change runs it, while the writer goes on
         q(f"CREATE TABLE `{db}`._t_new LIKE `{db}`.t")
         q(f"ALTER TABLE `{db}`._t_new ADD COLUMN c VARCHAR(5)")
@@ -124,13 +135,14 @@ def test_create_rename_drop_and_an_online_schema_change_under_writes(tmp_path, m
     # each writer transaction inserts a row before it may delete one: the target's t never holds fewer rows than
     # the 399 it started with (a re-created, emptied or half-copied t would)
     assert seen and min(seen) >= 399, f"target t was missing, empty or half full at some point: {sorted(seen)[:5]}"
-    counts = p.assert_equal(["t", "n2", "n3", "sentinel"])
+    counts = p.assert_equal(["t", "n2", "n3", "nk", "sentinel"])
+    assert counts["nk"] == 4
     assert counts["n3"] == 3 and 30 < counts["n2"] < 50 and counts["t"] > 400
     assert p.target_query("pg", "SELECT count(*) FROM {t}t WHERE c IS NULL")[0][0] == counts["t"]  # the new column
     assert p.has_table("pg", "n9") and not p.has_table("pg", "n1")  # dropped: kept (default); renamed: moved
     assert p.target_query("pg", "SELECT source_table FROM {t}cdc_schema WHERE source_table LIKE '%%.n%%' "
-                          "ORDER BY 1") == [(f"{db}.n2",), (f"{db}.n3",)]
-    for table in ("t", "n2", "n3"):
+                          "ORDER BY 1") == [(f"{db}.n2",), (f"{db}.n3",), (f"{db}.nk",)]
+    for table in ("t", "n2", "n3", "nk"):
         code = cdc_main(["compare", "--config", str(p.config_path), "--source", "src", "--target", "pg",
                          "--tables", f"{db}.{table}"])
         out = capsys.readouterr().out
