@@ -77,8 +77,9 @@ class Catalog:
             return None
         old = self.tables.get(table)
         dst = old.target_table if old else self.table_map.target_name(table)
+        if old is not None:  # primary key added, dropped, changed (a table map's shape may tell it first)
+            old = table_ddl.follow_key(self, old, schema, sequence, ddl)
         if old is not None and ddl is not None:
-            old = table_ddl.follow_key(self, old, schema, sequence, ddl)  # primary key added, dropped, changed
             self._check_compatible(old.schema, schema, sequence, ddl)
         existing = self.target.table_columns(dst)
         if existing is None:

@@ -55,3 +55,35 @@ def test_the_reader_names_what_each_table_ddl_did(mariadb_primary, tmp_mysql_db)
     assert [c["name"] for c in replace.tables[0]["schema"]["columns"]] == ["id", "v", "c"]
     rows = [(ch.table.table, ch.op, ch.after["id"]) for _, chs in transactions(events) for ch in chs]
     assert rows == [("t", "c", 1), ("t", "c", 2), ("n4", "c", 1), ("n4", "c", 2)], rows
+
+
+def test_record_keys_follow_a_primary_key_change(mariadb_primary, tmp_mysql_db):
+    """Each row carries the key of the table map it was written with: the change stream's and the Debezium
+    per-table topics' keys follow ADD / DROP PRIMARY KEY from the first row after the DDL."""
+    from types import SimpleNamespace
+
+    from cdc.debezium.record import DebeziumRecords, TxContext
+    from cdc.events import Change
+
+    db, q = tmp_mysql_db, mariadb_primary.query
+    q(f"CREATE TABLE `{db}`.k (a INT NOT NULL, b INT NOT NULL, v INT)")
+    src = make_source([mariadb_primary.address], [f"{db}.k"], snapshot="never")
+    src.start(None)
+    q(f"INSERT INTO `{db}`.k VALUES (1, 1, 1)")
+    q(f"ALTER TABLE `{db}`.k ADD PRIMARY KEY (a, b)")
+    q(f"INSERT INTO `{db}`.k VALUES (1, 2, 2)")
+    q(f"ALTER TABLE `{db}`.k DROP PRIMARY KEY, ADD PRIMARY KEY (b)")
+    q(f"UPDATE `{db}`.k SET b = 3 WHERE b = 2")
+    q(f"ALTER TABLE `{db}`.k DROP PRIMARY KEY")
+    q(f"INSERT INTO `{db}`.k VALUES (1, 1, 1)")
+    end = GtidSet.parse(mariadb_primary.gtid_binlog_pos())
+    try:
+        events = collect(src, lambda evs: src.state.issuperset(end), timeout=30)
+    finally:
+        src.close()
+    changes = [ev for ev in events if isinstance(ev, Change)]
+    assert [ch.schema.primary_key for ch in changes] == [(), ("a", "b"), ("b",), ()]
+    builder = DebeziumRecords("src", "mysql", "cdc", SimpleNamespace(temporal="iso", decimal="string"))
+    keys = [[r.key for r in builder.records(ch, TxContext("t", 1, 1, 1, 1, 1))] for ch in changes]
+    # keyless: no key (as Debezium); (a, b); an update moving key b 2 -> 3 is delete + tombstone + create
+    assert keys == [[None], [{"a": 1, "b": 2}], [{"b": 2}, {"b": 2}, {"b": 3}], [None]]
