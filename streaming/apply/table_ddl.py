@@ -42,7 +42,7 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
-from cdc.events import TableSchema
+from cdc.events import TableId, TableSchema
 from streaming.errors import UnsupportedDdl
 
 if TYPE_CHECKING:
@@ -131,14 +131,6 @@ def _plan(actions: list[dict[str, Any]], wanted: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _schema(raw: dict[str, Any] | None, table: str, sequence: int, ddl: str | None) -> TableSchema:
-    if raw is None:
-        raise UnsupportedDdl(f"the SCHEMA record of {ddl!r} has no definition of {table} (the table was gone "
-                             "again when the reader read it); the job stops before it", table=table,
-                             sequence=sequence, ddl=ddl)
-    return TableSchema.from_json(raw)
-
-
 def _forget(catalog: Catalog, table: str) -> None:
     catalog.tables.pop(table, None)
     catalog.target.forget_schema(catalog.source, table)
@@ -157,7 +149,6 @@ def _follow(catalog: Catalog, table: str, ddl: str | None, raw: dict[str, Any] |
 
 
 def _create(catalog: Catalog, table: str, raw: dict[str, Any] | None, sequence: int, ddl: str | None) -> str:
-    _schema(raw, table, sequence, ddl)
     target, old = catalog.target, catalog.tables.get(table)
     dst = old.target_table if old else catalog.table_map.target_name(table)
     if target.table_columns(dst) is not None:
@@ -170,6 +161,9 @@ def _create(catalog: Catalog, table: str, raw: dict[str, Any] | None, sequence: 
         target.drop_table(dst)  # CREATE OR REPLACE, or an empty table of that name: the new one replaces it
         log.warning("apply %s: %s re-created at sequence %d: target table %s replaced", catalog.source, table,
                     sequence, dst)
+    if raw is None:  # gone again when the reader read it: created by the first-sight record of its first row
+        _forget(catalog, table)
+        return dst
     catalog.tables.pop(table, None)
     return _follow(catalog, table, None, raw, sequence) or dst
 
@@ -211,12 +205,16 @@ def _move(catalog: Catalog, moves: list[dict[str, Any]], sequence: int, ddl: str
         target.rename_table(old_dst, tmp)
         parked.append(tmp)
     touched = None
-    for tmp, (src, to, _, new_dst, info) in zip(parked, steps):
+    for tmp, (src, _, _, new_dst, _) in zip(parked, steps):
         if tmp is not None:
             target.rename_table(tmp, new_dst)
-        _forget(catalog, src)
+        _forget(catalog, src)  # every old name first: in a swap an old name is also a new one
+    for src, to, _, new_dst, info in steps:
         raw = next(a.get("schema") for a in moves if a["table"] == to)
-        _schema(raw, to, sequence, ddl)
+        if raw is None and info is not None:  # gone again when the reader read it: the shape it had
+            raw = TableSchema(TableId.parse(to), info.schema.columns, info.schema.primary_key).to_json()
+        if raw is None:
+            continue  # never applied and gone: nothing to hold
         if info is not None:  # the known shape under the new name, then the new definition's changes
             catalog.tables[to] = type(info).build(to, new_dst, info.schema, target.dialect)
         touched = _follow(catalog, to, ddl if info is not None else None, raw, sequence) or new_dst
@@ -232,7 +230,8 @@ def _replace(catalog: Catalog, table: str, raw: dict[str, Any] | None, sequence:
                              "two-step cut-over?); the shadow's rows were never in the stream. Way back: set "
                              "apply[].rename_in: create, restart the apply, then run an incremental snapshot of the "
                              "table", table=table, sequence=sequence, ddl=ddl)
-    _schema(raw, table, sequence, ddl)
+    if raw is None:  # gone again when the reader read it: the rows and shape stay as they are
+        return dst
     log.info("apply %s: %s replaced by its online schema change shadow at sequence %d: target table %s keeps its "
              "rows, its shape follows", catalog.source, table, sequence, dst)
     return _follow(catalog, table, ddl, raw, sequence) or dst

@@ -79,7 +79,7 @@ def test_create_rename_swap_drop_and_the_cut_over(target_cfg):
     _table_ddl(b, "RENAME TABLE ta TO x, tb TO ta, x TO tb", "shop.ta",
                {"op": "rename", "table": "shop.tb", "from": "shop.ta", "schema": _ts("shop.tb").to_json()},
                {"op": "rename", "table": "shop.ta", "from": "shop.tb", "schema": _ts("shop.ta").to_json()})
-    b.tx(("c", "shop.ta", None, {"id": 20, "v": "a2"}))
+    b.tx(("c", "shop.ta", None, {"id": 20, "v": "a2"}), ("c", "shop.tb", None, {"id": 10, "v": "b2"}))
     # CREATE TABLE of a new applied table, then rows
     _table_ddl(b, "CREATE TABLE tn (id INT PRIMARY KEY, v VARCHAR(10))", "shop.tn",
                {"op": "create", "table": "shop.tn", "schema": _ts("shop.tn").to_json()})
@@ -95,7 +95,7 @@ def test_create_rename_swap_drop_and_the_cut_over(target_cfg):
     e = _engine(target_cfg)
     e.apply_records(b.as_records(), 0)
     assert _rows(e, "ta") == [("2", "b"), ("20", "a2")]
-    assert _rows(e, "tb") == [("1", "a")]  # kept after its DROP (apply[].drop_table: keep)
+    assert _rows(e, "tb") == [("1", "a"), ("10", "b2")]  # kept after its DROP (apply[].drop_table: keep)
     assert _rows(e, "tn") == [("5", "n")]
     assert _rows(e, "tc") == [("3", "c", None), ("4", "d", "z")]
     assert sorted(e.catalog.tables) == ["shop.ta", "shop.tc"]
@@ -111,7 +111,7 @@ def test_create_rename_swap_drop_and_the_cut_over(target_cfg):
     with pytest.raises(UnsupportedDdl, match="already exists with rows") as info:
         again.apply_records(b2.as_records(len(b.as_records())), 1)
     assert info.value.table == "shop.tb" and info.value.sequence == b.seq
-    assert _rows(again, "tb") == [("1", "a")]
+    assert _rows(again, "tb") == [("1", "a"), ("10", "b2")]
 
 
 def test_drop_table_drops_with_drop_and_rename_in_stops_or_creates(target_cfg):

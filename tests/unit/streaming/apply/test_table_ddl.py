@@ -60,3 +60,28 @@ def test_a_key_change_told_first_by_a_table_map_rebuilds_the_target_table():
     assert e.catalog.tables["shop.k"].key == ("id",)
     with pytest.raises(Exception, match="(?i)constraint|duplicate|primary"):  # the target's key is there
         e.target.execute("INSERT INTO k VALUES (1, 'dup')")
+
+
+def _table_ddl(b: StreamBuilder, ddl: str, subject: str, *actions: dict) -> StreamBuilder:
+    from cdc import envelope
+
+    b.items.append(({"table": subject}, envelope.schema_record(b._next(), subject, ddl, None, b.ts, {"r": 1},
+                                                               list(actions))))
+    return b
+
+
+def test_a_lagging_reader_that_found_the_tables_gone_again():
+    """The reader reads a table's definition when it reads the DDL: behind the source, a table created or
+    renamed and dropped since has none. The rename keeps the shape it had; the create waits for the first
+    row's shape; the later DROP finds what to keep."""
+    b = StreamBuilder().schema("shop.a", KV, ["id"]).tx(("c", "shop.a", None, {"id": 1, "v": "x"}))
+    _table_ddl(b, "RENAME TABLE a TO b", "shop.b", {"op": "rename", "table": "shop.b", "from": "shop.a", "schema": None})
+    b.tx(("c", "shop.b", None, {"id": 2, "v": "y"}))
+    _table_ddl(b, "CREATE TABLE n (id INT)", "shop.n", {"op": "create", "table": "shop.n", "schema": None})
+    b.schema("shop.n", KV, ["id"]).tx(("c", "shop.n", None, {"id": 3, "v": "z"}))
+    _table_ddl(b, "DROP TABLE b, n", "shop.b", {"op": "drop", "table": "shop.b"}, {"op": "drop", "table": "shop.n"})
+    e = _engine()
+    e.apply_records(b.as_records(), 0)
+    assert e.target.execute("SELECT * FROM b ORDER BY id").fetchall() == [(1, "x"), (2, "y")]
+    assert e.target.execute("SELECT * FROM n").fetchall() == [(3, "z")]
+    assert e.target.table_columns("a") is None and e.catalog.tables == {}
