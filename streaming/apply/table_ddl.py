@@ -52,8 +52,10 @@ log = logging.getLogger(__name__)
 _FOLLOWED = "table_level_followed"  # on a SCHEMA record handed on to catalog.on_schema after its table-level part
 
 # a table-level DDL whose record does not say what it did (``tables`` missing: an Avro-encoded stream, whose
-# record schema has no such field, or a stream written before it): refused, never guessed from the statement
+# record schema has no such field; a reader that does not report it, Oracle's; a stream written before it):
+# refused, never guessed from the statement
 _TABLE_LEVEL = re.compile(r"^\s*(?:/\*.*?\*/\s*)*(?:RENAME\s+TABLES?\b|DROP\s+(?:TEMPORARY\s+)?TABLES?\b|"
+                          r"CREATE\s+OR\s+REPLACE\s+(?:TEMPORARY\s+)?TABLE\b|"
                           r"ALTER\s+(?:(?:ONLINE|OFFLINE|IGNORE)\s+)*TABLE\b.*?\bRENAME\s+(?!COLUMN\b|INDEX\b|KEY\b))",
                           re.IGNORECASE | re.DOTALL)
 
@@ -77,10 +79,11 @@ def apply_tables(catalog: Catalog, meta: dict[str, Any], sequence: int) -> str |
         table = meta.get("table")
         if table is None or not wanted(table):
             return None
-        raise UnsupportedDdl(f"{ddl!r} renames or drops a table, and this stream's SCHEMA record does not say which "
-                             "tables (an Avro-encoded stream: its record schema has no 'tables' field); the job stops "
-                             "before it. Rename or drop the target table by hand as the statement did, then resume "
-                             "past it", table=table, sequence=sequence, ddl=ddl)
+        raise UnsupportedDdl(f"{ddl!r} renames, drops or replaces a table, and this stream's SCHEMA record does not "
+                             "say which tables (an Avro-encoded stream, whose record schema has no 'tables' field, or "
+                             "a source whose reader does not report them, Oracle's); the job stops before it. Make "
+                             "the change in the target by hand as the statement did, then resume past it",
+                             table=table, sequence=sequence, ddl=ddl)
     plan = _plan(actions, wanted)
     if not plan:
         return None

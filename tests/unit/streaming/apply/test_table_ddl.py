@@ -27,6 +27,7 @@ def _engine() -> ApplyEngine:
     ("DROP TEMPORARY TABLE a", True), ("ALTER TABLE a ADD c INT, RENAME TO b", True),
     ("ALTER TABLE a RENAME COLUMN x TO y", False), ("ALTER TABLE a RENAME INDEX i TO j", False),
     ("ALTER TABLE a ADD COLUMN c INT", False), ("CREATE TABLE a (id INT)", False), ("DROP INDEX i ON a", False),
+    ("CREATE OR REPLACE TABLE a (id INT)", True),
 ])
 def test_which_statements_are_table_level(ddl, table_level):
     assert is_table_level({"ddl": ddl}) is table_level
