@@ -567,7 +567,7 @@ class Publisher:
                                 txid=self._tx.txid, table=str(ev.table) if ev.table else None)
         name = str(ev.table) if ev.table is not None else None
         seq = self._take_seq()
-        self._produce(self.topic, schema_record(seq, name, ev.ddl, ev.schema, ev.ts_ms, ev.resume, ev.tables),
+        self._produce(self.topic, schema_record(seq, name, ev.ddl, ev.schema, ev.ts_ms, ev.resume, tables=ev.tables),
                       {"table": name} if name else None)
         self._to_schema_change_topic(ev.table, ev.ddl, ev.schema, ev.ts_ms)
         self._consts.clear()

@@ -50,8 +50,8 @@ def _ts(table: str, cols=KV, pk=("id",)) -> TableSchema:
 def _table_ddl(b: StreamBuilder, ddl: str, subject: str, *actions: dict) -> StreamBuilder:
     """A SCHEMA record of a table-level DDL, as the MySQL reader writes it."""
     schema = next((TableSchema.from_json(a["schema"]) for a in actions if a.get("schema")), None)
-    b.items.append(({"table": subject}, envelope.schema_record(b._next(), subject, ddl, schema, b.ts, {"r": 1},
-                                                               list(actions))))
+    record = envelope.schema_record(b._next(), subject, ddl, schema, b.ts, {"r": 1}, tables=list(actions))
+    b.items.append(({"table": subject}, record))
     if schema is not None:
         b.schemas[str(schema.table)] = schema
     return b

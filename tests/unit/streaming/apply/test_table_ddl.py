@@ -66,8 +66,8 @@ def test_a_key_change_told_first_by_a_table_map_rebuilds_the_target_table():
 def _table_ddl(b: StreamBuilder, ddl: str, subject: str, *actions: dict) -> StreamBuilder:
     from cdc import envelope
 
-    b.items.append(({"table": subject}, envelope.schema_record(b._next(), subject, ddl, None, b.ts, {"r": 1},
-                                                               list(actions))))
+    record = envelope.schema_record(b._next(), subject, ddl, None, b.ts, {"r": 1}, tables=list(actions))
+    b.items.append(({"table": subject}, record))
     return b
 
 
