@@ -86,3 +86,35 @@ def test_a_lagging_reader_that_found_the_tables_gone_again():
     assert e.target.execute("SELECT * FROM b ORDER BY id").fetchall() == [(1, "x"), (2, "y")]
     assert e.target.execute("SELECT * FROM n").fetchall() == [(3, "z")]
     assert e.target.table_columns("a") is None and e.catalog.tables == {}
+
+
+def test_gh_ost_two_step_cut_over_keeps_the_target_table():
+    """``ALTER TABLE t RENAME _t_del`` (out of the applied tables: kept, the default), then
+    ``ALTER TABLE _t_gho RENAME t``: the replace finds the kept table with its rows, and its shape follows."""
+    b = StreamBuilder().schema("shop.t", KV, ["id"]).tx(("c", "shop.t", None, {"id": 1, "v": "x"}))
+    _table_ddl(b, "ALTER TABLE t RENAME _t_del", "shop.t", {"op": "rename_out", "table": "shop.t", "to": "shop._t_del"})
+    wide = {"table": "shop.t", "columns": [{"name": "id", "type": "int", "nullable": False},
+                                           {"name": "v", "type": "varchar(10)", "nullable": True},
+                                           {"name": "c", "type": "int", "nullable": True}], "primary_key": ["id"]}
+    _table_ddl(b, "ALTER TABLE _t_gho RENAME t", "shop.t",
+               {"op": "replace", "table": "shop.t", "from": "shop._t_gho", "schema": wide})
+    b.tx(("c", "shop.t", None, {"id": 2, "v": "y", "c": 5}))
+    e = _engine()
+    e.apply_records(b.as_records(), 0)
+    assert e.target.execute("SELECT * FROM t ORDER BY id").fetchall() == [(1, "x", None), (2, "y", 5)]
+
+
+def test_a_file_target_follows_create_and_stops_at_a_drop(tmp_path):
+    from streaming.targets import make_target
+
+    t = make_target(TargetConfig(name="pq", kind="parquet", path=str(tmp_path / "pq")))
+    e = ApplyEngine("src", t, TableMap.from_config(ApplyConfig(source="src", target="pq"))).start()
+    b = StreamBuilder()
+    _table_ddl(b, "CREATE TABLE n (id INT)", "shop.n", {"op": "create", "table": "shop.n", "schema": {
+        "table": "shop.n", "columns": [{"name": "id", "type": "int", "nullable": False}], "primary_key": ["id"]}})
+    b.tx(("c", "shop.n", None, {"id": 1}))
+    stop_at = b.seq
+    _table_ddl(b, "DROP TABLE n", "shop.n", {"op": "drop", "table": "shop.n"})
+    with pytest.raises(UnsupportedDdl, match="file/lake target follows only CREATE") as info:
+        e.apply_records(b.as_records(), 0)
+    assert info.value.sequence == stop_at and "shop.n" in e.catalog.tables
