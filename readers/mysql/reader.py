@@ -562,16 +562,16 @@ class MySqlSource:
         if captured and named is not None:  # raises before the state takes the GTID
             refuse_unlogged_ddl(query, named, gtid, self._where(ev), self.host)
         tables = table_actions(query, db, self.filter, schema_reader(self._ctl, self.host)) if captured else None
-        self.state = self.state if rows_follow else self.state.add(gtid)
-        if not captured:
-            return None
         schema = None
-        if named is not None and self._ctl is not None:
-            try:
+        if captured and named is not None and self._ctl is not None:  # read before the state takes the GTID:
+            try:  # a failed read reconnects and reads the DDL again
                 schema = schema_from_information_schema(self._ctl, named.db, named.table)
             except pymysql.err.MySQLError as exc:
                 raise ConnectionLost(f"cannot read the schema of {named} from {self.host}: {exc}",
                                      host=self.host) from exc
+        self.state = self.state if rows_follow else self.state.add(gtid)
+        if not captured:
+            return None
         if named is not None:  # the shape after the DDL (the same object: the publisher writes it once)
             self._table_schemas.pop(named, None)
             if schema is not None:
