@@ -206,7 +206,8 @@ def ddl_tables(query: str, default_db: str) -> DdlTables | None:
             cur.i += 1
         return DdlTables("rename", tuple(t for p in pairs for t in p), tuple(pairs))
     if verb == "DROP":
-        cur.word("TEMPORARY")
+        if cur.word("TEMPORARY"):
+            return None  # a session's temporary table: never captured, whatever its name
         if cur.word("INDEX"):
             return _index_table(cur)
         if not cur.word("TABLE", "TABLES"):
@@ -221,7 +222,8 @@ def ddl_tables(query: str, default_db: str) -> DdlTables | None:
         return DdlTables("drop", tuple(named)) if named else None
     if verb == "CREATE":
         cur.words("OR", "REPLACE")
-        cur.word("TEMPORARY")
+        if cur.word("TEMPORARY"):
+            return None
         cur.word("UNIQUE", "FULLTEXT", "SPATIAL")
         cur.word("ONLINE", "OFFLINE")
         if cur.word("INDEX", "KEY"):

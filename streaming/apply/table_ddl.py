@@ -54,8 +54,8 @@ _FOLLOWED = "table_level_followed"  # on a SCHEMA record handed on to catalog.on
 # a table-level DDL whose record does not say what it did (``tables`` missing: an Avro-encoded stream, whose
 # record schema has no such field; a reader that does not report it, Oracle's; a stream written before it):
 # refused, never guessed from the statement
-_TABLE_LEVEL = re.compile(r"^\s*(?:/\*.*?\*/\s*)*(?:RENAME\s+TABLES?\b|DROP\s+(?:TEMPORARY\s+)?TABLES?\b|"
-                          r"CREATE\s+OR\s+REPLACE\s+(?:TEMPORARY\s+)?TABLE\b|"
+_TABLE_LEVEL = re.compile(r"^\s*(?:/\*.*?\*/\s*)*(?:RENAME\s+TABLES?\b|DROP\s+TABLES?\b|"
+                          r"CREATE\s+OR\s+REPLACE\s+TABLE\b|"
                           r"ALTER\s+(?:(?:ONLINE|OFFLINE|IGNORE)\s+)*TABLE\b.*?\bRENAME\s+(?!COLUMN\b|INDEX\b|KEY\b))",
                           re.IGNORECASE | re.DOTALL)
 

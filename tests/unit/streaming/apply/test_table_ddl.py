@@ -24,7 +24,7 @@ def _engine() -> ApplyEngine:
 
 @pytest.mark.parametrize("ddl, table_level", [
     ("RENAME TABLE a TO b", True), ("rename tables a to b", True), ("DROP TABLE a", True),
-    ("DROP TEMPORARY TABLE a", True), ("ALTER TABLE a ADD c INT, RENAME TO b", True),
+    ("DROP TEMPORARY TABLE a", False), ("ALTER TABLE a ADD c INT, RENAME TO b", True),
     ("ALTER TABLE a RENAME COLUMN x TO y", False), ("ALTER TABLE a RENAME INDEX i TO j", False),
     ("ALTER TABLE a ADD COLUMN c INT", False), ("CREATE TABLE a (id INT)", False), ("DROP INDEX i ON a", False),
     ("CREATE OR REPLACE TABLE a (id INT)", True),
