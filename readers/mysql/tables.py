@@ -120,6 +120,7 @@ class DdlTables:
     renames: tuple[tuple[TableId, TableId], ...] = ()
     like: TableId | None = None
     select: bool = False
+    if_not_exists: bool = False  # CREATE TABLE IF NOT EXISTS: MySQL logs it even when the table existed
 
 
 def _tokens(query: str) -> list[str]:
@@ -230,7 +231,7 @@ def ddl_tables(query: str, default_db: str) -> DdlTables | None:
             return _index_table(cur)
         if not cur.word("TABLE"):
             return None
-        cur.words("IF", "NOT", "EXISTS")
+        quiet = cur.words("IF", "NOT", "EXISTS")
         table = cur.table()
         if table is None:
             return None
@@ -239,9 +240,9 @@ def ddl_tables(query: str, default_db: str) -> DdlTables | None:
             cur.i += 1
         if cur.word("LIKE"):
             like = cur.table()
-            return DdlTables("create", (table,) + ((like,) if like else ()), like=like)
+            return DdlTables("create", (table,) + ((like,) if like else ()), like=like, if_not_exists=quiet)
         select = _top_level_select(cur.toks[cur.i - (1 if paren else 0):])
-        return DdlTables("create", (table,), select=select)
+        return DdlTables("create", (table,), select=select, if_not_exists=quiet)
     if verb == "ALTER":
         while cur.word("ONLINE", "OFFLINE", "IGNORE"):
             pass
@@ -337,7 +338,8 @@ def table_actions(query: str, default_db: str, table_filter: TableFilter,
     Each action is a dict (JSON as it is in the SCHEMA record), in the order the apply performs them:
 
     - ``{"op": "create", "table": t, "schema": s}``: a new captured table (CREATE TABLE, ``LIKE``, ``SELECT``:
-      the rows of a CREATE ... SELECT follow as row events);
+      the rows of a CREATE ... SELECT follow as row events); ``"if_not_exists": true`` when the statement
+      said IF NOT EXISTS (MySQL logs it even when the table existed and nothing happened);
     - ``{"op": "drop", "table": t}``: a captured table dropped;
     - ``{"op": "rename", "table": new, "from": old, "schema": s}``: a captured table renamed to a captured
       name (the renames of one statement are netted: ``a TO tmp, b TO a, tmp TO b`` is two renames, a swap);
@@ -360,7 +362,10 @@ def table_actions(query: str, default_db: str, table_filter: TableFilter,
 
     if parsed.kind == "create":
         t = parsed.tables[0]
-        return [{"op": "create", "table": str(t), "schema": schema_json(t)}] if cap(t) else []
+        if not cap(t):
+            return []
+        return [{"op": "create", "table": str(t), "schema": schema_json(t)}
+                | ({"if_not_exists": True} if parsed.if_not_exists else {})]
     if parsed.kind == "drop":
         return [{"op": "drop", "table": str(t)} for t in parsed.tables if cap(t)]
     origin: dict[TableId, TableId] = {}  # name after the statement -> its name before it

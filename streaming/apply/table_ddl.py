@@ -15,7 +15,8 @@ The apply's own table patterns decide again what is captured for this target
 apply does not take is a rename out of its patterns, and so on.
 
 - create: the target table is created (replaced when the apply already had a
-  table of that name: ``CREATE OR REPLACE``). A target table that exists,
+  table of that name: ``CREATE OR REPLACE``; ``CREATE TABLE IF NOT EXISTS`` of a
+  table the apply has is nothing: MySQL logs it though the table existed). A target table that exists,
   that the apply does not write and that holds rows (kept after a DROP) is a
   stop: the new source table starts empty.
 - drop / rename_out: ``apply[].drop_table``: ``keep`` (default) leaves the
@@ -101,6 +102,8 @@ def apply_tables(catalog: Catalog, meta: dict[str, Any], sequence: int) -> str |
         op, table = a["op"], a["table"]
         if op == "rename":
             continue
+        if op == "create" and a.get("if_not_exists") and table in catalog.tables:
+            continue  # CREATE TABLE IF NOT EXISTS of a table the source has (the apply has it): nothing happened
         if op == "create":
             touched = _create(catalog, table, a.get("schema"), sequence, ddl)
         elif op in ("drop", "rename_out"):

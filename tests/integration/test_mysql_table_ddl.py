@@ -30,6 +30,7 @@ def test_the_reader_names_what_each_table_ddl_did(mariadb_primary, tmp_mysql_db)
         f"RENAME TABLE `{db}`.other TO `{db}`.n3",
         f"DROP TABLE `{db}`.n3, `{db}`.gone",
         f"CREATE TABLE `{db}`.n4 (id INT PRIMARY KEY) SELECT id FROM `{db}`.t",
+        f"CREATE TABLE IF NOT EXISTS `{db}`.n4 (id INT PRIMARY KEY)",  # exists: MariaDB does not log it
     ]
     q(f"INSERT INTO `{db}`.t VALUES (1, 1), (2, 2)")
     for s in statements:

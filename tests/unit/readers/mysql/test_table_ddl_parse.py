@@ -54,7 +54,8 @@ def test_create_select_and_like_are_told_apart():
     assert ddl_tables("CREATE TABLE n (id INT) AS SELECT id FROM t", "shop").select
     assert ddl_tables("CREATE TABLE n (id INT, c VARCHAR(3) DEFAULT 'x') ENGINE=InnoDB", "shop").select is False
     like = ddl_tables("CREATE TABLE n LIKE t", "shop")
-    assert like.like == T("shop.t") and not like.select
+    assert like.like == T("shop.t") and not like.select and not like.if_not_exists
+    assert ddl_tables("CREATE TABLE IF NOT EXISTS n (id INT)", "shop").if_not_exists
 
 
 @pytest.mark.parametrize("query", ["CREATE DATABASE x", "DROP VIEW v", "CREATE TRIGGER tr BEFORE INSERT ON t",

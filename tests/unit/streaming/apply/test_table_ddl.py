@@ -118,3 +118,22 @@ def test_a_file_target_follows_create_and_stops_at_a_drop(tmp_path):
     with pytest.raises(UnsupportedDdl, match="file/lake target follows only CREATE") as info:
         e.apply_records(b.as_records(), 0)
     assert info.value.sequence == stop_at and "shop.n" in e.catalog.tables
+
+
+def test_create_table_if_not_exists_of_a_table_the_apply_has_is_nothing():
+    """MySQL logs CREATE TABLE IF NOT EXISTS even when the table existed (nothing happened): the target
+    table keeps its rows. CREATE OR REPLACE of it replaces it (empty)."""
+    b = StreamBuilder().schema("shop.a", KV, ["id"]).tx(("c", "shop.a", None, {"id": 1, "v": "x"}))
+    schema = {"table": "shop.a", "columns": [{"name": "id", "type": "int", "nullable": False},
+                                             {"name": "v", "type": "varchar(10)", "nullable": True}],
+              "primary_key": ["id"]}
+    _table_ddl(b, "CREATE TABLE IF NOT EXISTS a (id INT)", "shop.a",
+               {"op": "create", "table": "shop.a", "schema": schema, "if_not_exists": True})
+    e = _engine()
+    e.apply_records(b.as_records(), 0)
+    assert e.target.execute("SELECT * FROM a").fetchall() == [(1, "x")]
+    b2 = StreamBuilder(start_sequence=b.seq)
+    _table_ddl(b2, "CREATE OR REPLACE TABLE a (id INT)", "shop.a", {"op": "create", "table": "shop.a", "schema": schema})
+    b2.tx(("c", "shop.a", None, {"id": 2, "v": "y"}))
+    e.apply_records(b2.as_records(len(b.as_records())), 1)
+    assert e.target.execute("SELECT * FROM a").fetchall() == [(2, "y")]
