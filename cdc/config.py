@@ -298,6 +298,10 @@ class ApplyConfig(BaseModel):
     views: list[ViewConfig] = Field(default_factory=list)
     schema_changes: SchemaChangeConfig = Field(default_factory=SchemaChangeConfig,
                                                description="what the apply does at a DDL (docs/schema-evolution.md)")
+    drop_table: Literal["keep", "drop"] = Field(default="keep", description="a source table dropped or renamed "
+                                                "out of the applied tables: keep its target table, or drop it")
+    rename_in: Literal["stop", "create"] = Field(default="stop", description="a table renamed into the applied "
+                                                 "tables (its rows never in the stream): stop, or create it empty")
 
 
 class MetricsConfig(BaseModel):

@@ -122,15 +122,19 @@ def aborted_record(sequence: int, txid: str, ts_ms: int) -> dict[str, Any]:
 
 
 def schema_record(sequence: int, table: str | None, ddl: str | None, schema: TableSchema | None,
-                  ts_ms: int, resume: dict[str, Any] | None,
-                  changes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                  ts_ms: int, resume: dict[str, Any] | None, changes: list[dict[str, Any]] | None = None,
+                  tables: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """``changes``: what the DDL changed (cdc.schema_evolution.diff), written as ``schema.changes`` (inside the
-    free-form schema object, so it travels in the Avro encoding too)."""
+    free-form schema object, so it travels in the Avro encoding too); ``tables``: what a CREATE/DROP/RENAME
+    did to the captured tables (streaming/apply/table_ddl.py)."""
     shape = schema.to_json() if schema is not None else None
     if shape is not None and changes is not None:
         shape["changes"] = changes
-    return {"sequence": sequence, "status": SCHEMA, "table": table, "ddl": ddl, "schema": shape,
-            "ts_ms": ts_ms, "resume": resume}
+    record = {"sequence": sequence, "status": SCHEMA, "table": table, "ddl": ddl, "schema": shape,
+              "ts_ms": ts_ms, "resume": resume}
+    if tables is not None:
+        record["tables"] = tables
+    return record
 
 
 def heartbeat_record(sequence: int, ts_ms: int, resume: dict[str, Any] | None) -> dict[str, Any]:

@@ -185,6 +185,7 @@ class SchemaChange:
     schema: TableSchema | None
     ts_ms: int
     resume: dict[str, Any] | None
+    tables: list[dict[str, Any]] | None = None  # table-level DDL (create/drop/rename): readers/mysql/tables.py
 
 
 @dataclass(slots=True)

@@ -26,6 +26,8 @@ class TableMap:
     include: tuple[str, ...] | None  # glob patterns; None: all
     renames: tuple[tuple[str, str], ...]
     exclude: tuple[str, ...]
+    drop_table: str = "keep"  # apply[].drop_table / rename_in: streaming/apply/table_ddl.py
+    rename_in: str = "stop"
 
     @classmethod
     def from_config(cls, apply: ApplyConfig) -> TableMap:
@@ -40,7 +42,8 @@ class TableMap:
                         renames.append((item.source, item.target))
                 else:
                     include.append(item)
-        return cls(tuple(include) if include is not None else None, tuple(renames), tuple(apply.exclude))
+        return cls(tuple(include) if include is not None else None, tuple(renames), tuple(apply.exclude),
+                   apply.drop_table, apply.rename_in)
 
     def wanted(self, source_table: str) -> bool:
         if table_glob.matches(source_table, self.exclude):

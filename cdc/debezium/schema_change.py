@@ -140,6 +140,23 @@ def table_change(table: TableId, ddl: str | None, schema: TableSchema | None, kn
     return item
 
 
+def table_changes(tables: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tableChanges of a table-level DDL, one per captured table it touched, as Debezium's MySQL parser
+    reports them: CREATE for a created table, DROP for a dropped one or one renamed out of the captured
+    tables, ALTER (the new id) for a table renamed within them, into them or replaced at an online schema
+    change cut-over."""
+    out = []
+    for a in tables:
+        op, name = a.get("op"), a.get("table") or ""
+        raw = a.get("schema")
+        schema = TableSchema.from_json(raw) if raw is not None else None
+        kind = "CREATE" if op == "create" else "DROP" if op in ("drop", "rename_out") or schema is None else "ALTER"
+        item = table_change(TableId.parse(name), None, schema if kind != "DROP" else None, True)
+        item["type"] = kind
+        out.append(item)
+    return out
+
+
 def source_block(connector: str, source_name: str, table: TableId | None, ts_ms: int) -> dict[str, Any]:
     """The ``source`` payload: every field of the connector's Source schema, null where unknown, and the
     required position fields 0 / empty (see the module doc)."""
@@ -153,9 +170,11 @@ def source_block(connector: str, source_name: str, table: TableId | None, ts_ms:
 
 def schema_change(topic: str, connector: str, source_name: str, table: TableId | None, ddl: str | None,
                   schema: TableSchema | None, ts_ms: int, *, known: bool = False,
-                  now_ms: int | None = None) -> ConnectRecord:
+                  now_ms: int | None = None, tables: list[dict[str, Any]] | None = None) -> ConnectRecord:
     """The schema-change record of one DDL or table definition (``ts_ms``: its time at the source;
-    ``known``: a definition of the table was published before, see :func:`change_type`)."""
+    ``known``: a definition of the table was published before, see :func:`change_type`; ``tables``: what a
+    CREATE/DROP/RENAME did to the captured tables, cdc.events.SchemaChange.tables: one tableChanges item
+    per table, see :func:`table_changes`)."""
     kind = "oracle" if connector == "oracle" else "mysql"
     if kind == "oracle":
         database, schema_name = source_name, table.db if table is not None else None
@@ -164,5 +183,6 @@ def schema_change(topic: str, connector: str, source_name: str, table: TableId |
     value = {"source": source_block(connector, source_name, table, ts_ms),
              "ts_ms": int(time.time() * 1000) if now_ms is None else now_ms,
              "databaseName": database, "schemaName": schema_name, "ddl": ddl,
-             "tableChanges": [table_change(table, ddl, schema, known)] if table is not None else []}
+             "tableChanges": (table_changes(tables) if tables is not None else
+                              [table_change(table, ddl, schema, known)] if table is not None else [])}
     return ConnectRecord(topic, key_schema(connector), {"databaseName": database}, value_schema(connector), value)

@@ -525,11 +525,11 @@ class Publisher:
         self._producer.produce(rec.topic, vbytes, kbytes, rec.headers)
 
     def _to_schema_change_topic(self, table: TableId | None, ddl: str | None, schema: TableSchema | None,
-                                ts_ms: int) -> None:
+                                ts_ms: int, tables: list[dict[str, Any]] | None = None) -> None:
         if self._ddl_topic is not None:  # called before self._schemas takes the new definition
             known = table is not None and str(table) in self._schemas
             self._produce_connect(schema_change(self._ddl_topic, self.connector, self.source_name, table, ddl,
-                                                schema, ts_ms, known=known))
+                                                schema, ts_ms, known=known, tables=tables))
 
     def _commit(self, ev: Commit) -> None:
         tx = self._tx
@@ -571,9 +571,10 @@ class Publisher:
         before = self._schemas.get(name) if name is not None else None
         changes = changes_json(statement_changes(before, ev.schema, ev.ddl)[0]) if before is not None and ev.schema is not None \
             and ev.ddl is not None else None
-        self._produce(self.topic, schema_record(seq, name, ev.ddl, ev.schema, ev.ts_ms, ev.resume, changes),
+        self._produce(self.topic, schema_record(seq, name, ev.ddl, ev.schema, ev.ts_ms, ev.resume, changes,
+                                                tables=ev.tables),
                       {"table": name} if name else None)
-        self._to_schema_change_topic(ev.table, ev.ddl, ev.schema, ev.ts_ms)
+        self._to_schema_change_topic(ev.table, ev.ddl, ev.schema, ev.ts_ms, ev.tables)
         self._consts.clear()
         if name is not None and ev.schema is not None:
             self._schemas[name] = ev.schema

@@ -94,7 +94,15 @@ from readers.mysql.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogEvent, p
 from readers.mysql.position import GtidSet
 from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
 from readers.mysql.snapshot import InitialSnapshot
-from readers.mysql.tables import DML_WORDS, TableFilter, ddl_table
+from readers.mysql.tables import (
+    DML_WORDS,
+    TableFilter,
+    ddl_subject,
+    ddl_table,
+    rows_follow,
+    schema_reader,
+    table_actions,
+)
 
 log = logging.getLogger(__name__)
 _install_fast_rows()  # same values as the library's row decoder, fewer steps (see fastrows.py)
@@ -338,6 +346,7 @@ class MySqlSource:
         began = False
         row_no = skip = 0
         thread: int | None = None
+        in_tx = False  # the open GTID group is a transaction, not a standalone DDL
         converters: dict[int, tuple[Any, RowConverter, Any]] = {}
         null_masks: dict[int, bytes] = {}
         self._null_masks = null_masks
@@ -366,6 +375,7 @@ class MySqlSource:
                 now = time.monotonic()
                 if isinstance(ev, (MariadbGtidEvent, GtidEvent, GtidTaggedLogEvent)):
                     gtid, began, row_no, thread = ev.gtid, False, 0, None
+                    in_tx = not getattr(ev, "flags", 1) & 1  # MariaDB: not FL_STANDALONE (a CREATE ... SELECT)
                     ts_ms = ev.timestamp * 1000
                     if self._partial is not None:  # re-reading a transaction cut by a lost connection
                         began, skip = self._resume_partial(gtid)
@@ -419,8 +429,8 @@ class MySqlSource:
                             yield from truncate
                             last_yield = time.monotonic()
                     elif gtid is not None and not began:
-                        change = self._schema_change(ev, q, gtid)
-                        gtid, began = None, False
+                        change = self._schema_change(ev, q, gtid, rows := rows_follow(q, in_tx))
+                        gtid, began = (gtid if rows else None), False  # rows_follow: its Xid commits them
                         if change is not None:
                             yield change
                             last_yield = time.monotonic()
@@ -543,28 +553,29 @@ class MySqlSource:
         return [Begin(gtid, ts_ms), Change(named, "t", None, None, src, schema),
                 Commit(gtid, ts_ms, self.resume_state(), {"gtid": gtid, "file": file, "pos": ev.packet.log_pos})]
 
-    def _schema_change(self, ev: Any, query: str, gtid: str) -> SchemaChange | None:
-        """A DDL is its own GTID transaction: advance the state, report it if it concerns us."""
+    def _schema_change(self, ev: Any, query: str, gtid: str, rows_follow: bool = False) -> SchemaChange | None:
+        """A DDL is its own GTID transaction: advance the state, report it if it concerns us. A CREATE ...
+        SELECT (``rows_follow``) is not: the state takes its GTID at the commit of the rows that follow."""
         db = _db(ev)
-        named = ddl_table(query, db)
-        captured = self.filter.matches(named) if named is not None else self.filter.matches_db(db)
+        named, captured = ddl_subject(query, db, self.filter)  # RENAME TABLE _t_gho TO t concerns t
         if captured and named is not None:  # raises before the state takes the GTID
             refuse_unlogged_ddl(query, named, gtid, self._where(ev), self.host)
-        self.state = self.state.add(gtid)
-        if not captured:
-            return None
+        tables = table_actions(query, db, self.filter, schema_reader(self._ctl, self.host)) if captured else None
         schema = None
-        if named is not None and self._ctl is not None:
-            try:
+        if captured and named is not None and self._ctl is not None:  # read before the state takes the GTID:
+            try:  # a failed read reconnects and reads the DDL again
                 schema = schema_from_information_schema(self._ctl, named.db, named.table)
             except pymysql.err.MySQLError as exc:
                 raise ConnectionLost(f"cannot read the schema of {named} from {self.host}: {exc}",
                                      host=self.host) from exc
+        self.state = self.state if rows_follow else self.state.add(gtid)
+        if not captured:
+            return None
         if named is not None:  # the shape after the DDL (the same object: the publisher writes it once)
             self._table_schemas.pop(named, None)
             if schema is not None:
                 self._table_schemas[named] = schema
-        return SchemaChange(named, query, schema, ev.timestamp * 1000, self.resume_state())
+        return SchemaChange(named, query, schema, ev.timestamp * 1000, self.resume_state(), tables)
 
     def _where(self, ev: Any) -> str:
         """``file:pos`` of a binlog event of the open stream."""

@@ -41,6 +41,7 @@ from cdc.schema_evolution import (
     type_change,
 )
 from cdc.table_map import TableMap
+from streaming.apply import table_ddl
 from streaming.errors import ApplyError, UnsupportedDdl
 from streaming.targets import typemap
 from streaming.targets.base import Target
@@ -102,6 +103,8 @@ class Catalog:
         Returns the target table touched, or None when the record does not
         concern an applied table. Raises UnsupportedDdl for a change it does not follow.
         """
+        if table_ddl.is_table_level(meta):  # CREATE/DROP/RENAME TABLE (streaming/apply/table_ddl.py)
+            return table_ddl.apply_tables(self, meta, sequence)
         table, ddl, raw = meta.get("table"), meta.get("ddl"), meta.get("schema")
         if raw is None:
             if ddl is None or table is None or not self.table_map.wanted(table):
@@ -116,6 +119,8 @@ class Catalog:
             return None
         old = self.tables.get(table)
         dst = old.target_table if old else self.table_map.target_name(table)
+        if old is not None:  # primary key added, dropped, changed (a table map's shape may tell it first)
+            old = table_ddl.follow_key(self, old, schema, sequence, ddl)
         existing = self.target.table_columns(dst)
         if existing is None:
             self.target.create_table(dst, schema)

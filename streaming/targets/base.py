@@ -249,6 +249,17 @@ class Target(abc.ABC):
                      f"({self.placeholders(5)})", [source, sequence, table, decision, utc_now()])
         self.commit()
 
+    def rename_table(self, old: str, new: str) -> None:
+        self.execute(f"ALTER TABLE {self.qualified(old)} RENAME TO {self.quote(new)}")
+
+    def drop_table(self, table: str) -> None:
+        self.execute(f"DROP TABLE {self.qualified(table)}")
+
+    def forget_schema(self, source: str, source_table: str) -> None:
+        """Remove a source table from the schema memory (it was dropped or renamed away)."""
+        self.execute(f"DELETE FROM {self.qualified(SCHEMA_TABLE)} WHERE source = {self.param} AND source_table = "
+                     f"{self.param}", [source, source_table])
+
     def ensure_meta(self) -> None:
         """Create cdc_progress and cdc_schema when missing (committed at once)."""
         if self.table_columns(PROGRESS_TABLE) is None:

@@ -65,6 +65,9 @@ class MySqlTarget(Target):
                            "coalesce(%s, DATABASE()) AND table_name = %s ORDER BY ordinal_position", [self.schema, table])
         return [r[0] for r in cur.fetchall()] or None
 
+    def rename_table(self, old: str, new: str) -> None:  # ALTER TABLE ... RENAME TO would leave its database
+        self.execute(f"RENAME TABLE {self.qualified(old)} TO {self.qualified(new)}")
+
     def widen_column(self, table: str, name: str, source_type: str) -> None:
         self.execute(f"ALTER TABLE {self.qualified(table)} MODIFY COLUMN {self.quote(name)} "
                      f"{self.column_type(source_type)}")
