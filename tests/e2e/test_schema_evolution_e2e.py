@@ -118,7 +118,7 @@ def test_column_ddl_under_writes_reaches_every_target(tmp_path, mariadb_primary,
             stop_apply.set()
             thread.join(120)
         assert not errors, errors
-        p.apply_until(spark, sid)
+        p.apply_until(spark, sid, idle_s=2.0)
         p.assert_equal(["acct"])
         _compare_equal(p, capsys, db)
         want = {"since", "id", "flag", "label", "qty", "price", "remark", "d", "big", "tier", "n", "memo", "bin"}
@@ -133,7 +133,7 @@ def test_column_ddl_under_writes_reaches_every_target(tmp_path, mariadb_primary,
         mariadb_primary.query(f"INSERT INTO `{db}`.acct (id, price, qty, big) VALUES (9999, 2, 2, 'after')")
         sid = p.sentinel()
         with pytest.raises(UnsupportedDdl) as info:
-            job.run(p.config, spark=spark, until_idle_s=6)
+            job.run(p.config, spark=spark, until_idle_s=4)
         err = info.value
         assert err.table == f"{db}.acct" and "uuid()" in str(err) and "--repair" in str(err), str(err)
         for t in TARGETS:  # each stopped before the DDL, with everything before it applied
@@ -141,7 +141,7 @@ def test_column_ddl_under_writes_reaches_every_target(tmp_path, mariadb_primary,
             assert cdc_main(["schema", "evolve", "--config", str(p.config_path), "--source", "src", "--target", t,
                              "--table", f"{db}.acct", "--sequence", str(err.sequence)]) == 0
         capsys.readouterr()
-        p.apply_until(spark, sid)  # the column is added (NULL in the rows that existed)
+        p.apply_until(spark, sid, idle_s=2.0)  # the column is added (NULL in the rows that existed)
         p.stop()  # a repair is published while the daemon is stopped (one writer per stream)
         code = cdc_main(["compare", "--config", str(p.config_path), "--source", "src", "--target", "pg",
                          "--tables", f"{db}.acct", "--repair"])
@@ -149,7 +149,7 @@ def test_column_ddl_under_writes_reaches_every_target(tmp_path, mariadb_primary,
         assert code == 1, out  # differences found (the rows that existed: u NULL) and published
         p.daemon.start()
         sid = p.sentinel()
-        p.apply_until(spark, sid)
+        p.apply_until(spark, sid, idle_s=2.0)
         _compare_equal(p, capsys, db)
     finally:
         p.stop()
