@@ -90,8 +90,9 @@ def build_session(master: str | None = None, app_name: str = "cdc-apply", log_le
 
 def default_checkpoint(config: Config, apply: ApplyConfig, stream_id: str | None = None) -> str:
     """The checkpoint directory of ``apply`` when the config names none (streaming.apply.checkpoint)."""
-    # who logs in is not the target's identity (and no password goes into a path); the DSN holds none
-    target = config.target(apply.target).model_dump(by_alias=True, exclude=LOGIN_FIELDS)
+    # who logs in is not the target's identity (and no password goes into a path); the DSN holds none;
+    # nor are its timeouts (tuning them keeps the checkpoint where it is)
+    target = config.target(apply.target).model_dump(by_alias=True, exclude=LOGIN_FIELDS | {"timeouts"})
     return default_location(None, config.kafka.topic_prefix, apply.source, apply.target, target,
                             config.kafka.bootstrap_servers, stream_id)
 
