@@ -188,12 +188,12 @@ class ApplyEngine:
 
         seqs = batch.seq[batch.seq != Batch.NO_SEQUENCE] if batch.n else np.zeros(0, dtype=np.int64)
         span = f"{int(seqs.min())}..{int(seqs.max())}" if len(seqs) else "none"
-        state = getattr(exc, "sqlstate", None) or (exc.args[0] if exc.args and isinstance(exc.args[0], int) else None)
-        cause = type(exc).__name__ + (f" {state}" if state else "")
+        code = getattr(exc, "sqlstate", None) or (exc.args[0] if exc.args and isinstance(exc.args[0], int) else None)
         first = (str(exc).strip().splitlines() or [""])[0]
         return TargetTransient(f"target {self.target.name!r} failed transiently applying batch {batch_id} "
-                               f"(sequences {span}): {cause}: {first}; the batch was rolled back whole",
-                               target=self.target.name, batch=batch_id, sequence=span, cause=cause)
+                               f"(sequences {span}): {type(exc).__name__}{f' {code}' if code else ''}: {first}; "
+                               f"the batch was rolled back whole", target=self.target.name, batch=batch_id,
+                               sequence=span, cause=type(exc).__name__, code=code)
 
     # ---- one attempt: columnar, else bulk record by record, then a row-by-row pass to name a culprit --
     def _attempt(self, batch: Batch, batch_id: int, end_offsets: dict[str, Any] | None,

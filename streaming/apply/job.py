@@ -37,6 +37,7 @@ from cdc.publish.topics import topic_id
 from cdc.table_map import TableMap
 from streaming.apply.checkpoint import check, default_location, read_checkpoint
 from streaming.apply.engine import ApplyEngine
+from streaming.apply.retry import apply_with_retry, sequence_span
 from streaming.stream.records import unpack
 from streaming.targets import make_target
 
@@ -114,13 +115,21 @@ class ApplyStream:
     restarts: int = 0
     timings: list[tuple[float, float, float, int]] = field(default_factory=list)  # (start, read, end, records)
     in_batch: bool = False  # True while on_batch runs (read + apply of one micro-batch)
+    # the micro-batch in progress (the /readyz bound apply[].max_batch_s names it) and its last transient error
+    batch_id: int | None = None
+    batch_started: float | None = None
+    batch_span: str = "?"
+    retrying: str | None = None
+    stop: threading.Event | None = None  # set by SIGTERM: ends the retries of a batch at once
 
     def on_batch(self, df: Any, batch_id: int) -> None:
         self.in_batch = True
+        self.batch_id, self.batch_started, self.batch_span, self.retrying = batch_id, time.monotonic(), "?", None
         try:
             t0 = time.monotonic()
             table = unpack(df.toArrow())
             t1 = time.monotonic()
+            self.batch_span = sequence_span(table)
             end = None
             if table.num_rows:
                 last = table.group_by("part").aggregate([("offset", "max")])  # per partition, columnar
@@ -129,7 +138,8 @@ class ApplyStream:
                 end = {"next": dict(sorted(nxt.items())), "topic": self.engine_topic}
                 if self.stream_id:
                     end["stream"] = self.stream_id
-            result = self.engine.apply_arrow(table, batch_id, end)
+            result = apply_with_retry(self.engine, lambda: self.engine.apply_arrow(table, batch_id, end), batch_id,
+                                      self.batch_span, self.apply.retry, self.stop, self._retrying)
             self.batches += 1
             if len(self.timings) < 10_000:
                 self.timings.append((t0, t1, time.monotonic(), table.num_rows))
@@ -143,6 +153,10 @@ class ApplyStream:
             raise
         finally:
             self.in_batch = False
+            self.batch_started = None
+
+    def _retrying(self, error: Any, attempt: int) -> None:
+        self.retrying = f"{error.fields.get('cause')} (attempt {attempt} of {self.apply.retry.attempts} failed)"
 
 
 def records_behind(progress: dict[str, Any] | None) -> int | None:
@@ -283,9 +297,10 @@ def run(config: Config, master: str | None = None, until_idle_s: float | None = 
     spark = spark or build_session(master, log_level=config.logging.level, json_logs=config.logging.json_)
     warm_up(spark, _cores(spark), packed=True)
     streams: list[ApplyStream] = streams_out if streams_out is not None else []
+    stop_event = stop_event or threading.Event()
     for a in config.apply:
         streams.append(start_stream(spark, config, a, metrics_registry))
-    stop_event = stop_event or threading.Event()
+        streams[-1].stop = stop_event
     lag_at = 0.0
     try:
         while not stop_event.is_set():
@@ -307,6 +322,6 @@ def run(config: Config, master: str | None = None, until_idle_s: float | None = 
         for s in streams:
             try:
                 s.query.stop()
-            except Exception:  # noqa: BLE001 - stopping a failed query may raise again
+            except Exception:  # noqa: BLE001, S110 - stopping a failed query may raise again
                 pass
             s.engine.close()
