@@ -44,6 +44,19 @@ from streaming.targets import make_target
 log = logging.getLogger(__name__)
 
 
+class _ReportedByJob(logging.Filter):
+    """py4j logs, with its traceback, every exception a Python callback (our foreachBatch) raises. The job's
+    own errors (CdcError) are reported once by ``run`` (and printed as one line by `cdc apply`): drop
+    py4j's copy of those, keep anything else it logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, CdcError)
+
+
+logging.getLogger("py4j.clientserver").addFilter(_ReportedByJob())
+
+
 # the source hands each micro-batch over in packed rows (runs of records as Arrow IPC, streaming.stream.records
 # .pack): Spark moves a few large values instead of converting every record into its row and back.
 # Packed rows per Arrow batch that Spark collects to the driver: 64 x records.PACK_BYTES stays far below

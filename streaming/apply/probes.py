@@ -45,10 +45,10 @@ def readiness(streams: Sequence[Any]) -> dict[str, str]:
             reasons[_name(s)] = f"batch {s.failed_batch} failed: {describe(s.failure)}"
         elif s.query is None or not s.query.isActive:
             reasons[_name(s)] = "streaming query not active (starting or restarting)"
+        elif (slow := _overdue(s)) is not None:  # the first batch too: it is named, not "starting"
+            reasons[_name(s)] = slow
         elif s.query.lastProgress is None:
             reasons[_name(s)] = "starting: first trigger not completed"
-        elif (slow := _overdue(s)) is not None:
-            reasons[_name(s)] = slow
     return reasons
 
 

@@ -49,19 +49,20 @@ def apply_with_retry(engine: ApplyEngine, apply: Callable[[], BatchResult], batc
     during a pause ends the retries at once with the last error (SIGTERM: nothing of the batch is applied).
     Raises TargetUnavailable when the attempts ran out; any other error goes through unchanged."""
     started = time.monotonic()
-    attempt = 1
+    attempt, first = 1, None
     while True:
         try:
             return apply()
         except TargetTransient as exc:
             last = exc
+        first = first or _detail(last)
         if attempt >= policy.attempts or (stop is not None and stop.is_set()):
-            raise _gave_up(engine, last, batch_id, span, attempt, time.monotonic() - started)
+            raise _gave_up(engine, last, first, batch_id, span, attempt, time.monotonic() - started)
         pause = backoff_s(policy, attempt)
         engine.metrics.batch_retried(str(last.fields.get("cause") or "?"))
-        log.warning("target %r: batch %s (sequences %s) failed transiently (%s: %s); rolled back whole, "
-                    "attempt %d of %d in %.1fs", engine.target.name, batch_id, span, last.fields.get("cause"),
-                    _detail(last), attempt + 1, policy.attempts, pause)
+        log.warning("target %r: batch %s (sequences %s) failed transiently (%s); rolled back whole, "
+                    "attempt %d of %d in %.1fs", engine.target.name, batch_id, span, _detail(last), attempt + 1,
+                    policy.attempts, pause)
         if on_retry is not None:
             on_retry(last, attempt)
         while True:  # pause, then reconnect and re-read the target's state (itself an attempt when it fails)
@@ -77,11 +78,11 @@ def apply_with_retry(engine: ApplyEngine, apply: Callable[[], BatchResult], batc
                 if not _transient(engine, exc):
                     raise
                 if attempt >= policy.attempts or (stop is not None and stop.is_set()):
-                    raise _gave_up(engine, exc, batch_id, span, attempt, time.monotonic() - started) from None
+                    raise _gave_up(engine, exc, first, batch_id, span, attempt, time.monotonic() - started) from None
                 pause = backoff_s(policy, attempt)
                 engine.metrics.batch_retried(type(exc).__name__)
-                log.warning("target %r: batch %s (sequences %s): reconnecting failed (%s: %s), attempt %d of %d "
-                            "in %.1fs", engine.target.name, batch_id, span, type(exc).__name__, _detail(exc),
+                log.warning("target %r: batch %s (sequences %s): reconnecting failed (%s), attempt %d of %d "
+                            "in %.1fs", engine.target.name, batch_id, span, _detail(exc),
                             attempt + 1, policy.attempts, pause)
 
 
@@ -102,21 +103,24 @@ def _transient(engine: ApplyEngine, exc: BaseException) -> bool:
 
 
 def _detail(exc: BaseException) -> str:
-    text = exc.message if isinstance(exc, CdcError) else str(exc)
-    first = (text.strip().splitlines() or [""])[0]
-    return first[:300]
+    """The first line of what went wrong, without what the log line names already (target, batch)."""
+    if isinstance(exc, TargetTransient):  # "target ... applying batch N (sequences a..b): <driver's words>; ..."
+        text = exc.message.split("): ", 1)[-1].removesuffix("; the batch was rolled back whole")
+    else:
+        text = exc.message if isinstance(exc, CdcError) else f"{type(exc).__name__}: {exc}"
+    return (text.strip().splitlines() or [""])[0][:300]
 
 
-def _gave_up(engine: ApplyEngine, last: BaseException, batch_id: int, span: str, attempts: int,
+def _gave_up(engine: ApplyEngine, last: BaseException, first: str | None, batch_id: int, span: str, attempts: int,
              elapsed: float) -> TargetUnavailable:
     engine.target.abandon()
     cause = last.fields.get("cause") if isinstance(last, TargetTransient) else type(last).__name__
     detail = _detail(last)
-    if isinstance(last, TargetTransient):  # its message names the batch already: keep only the driver's words
-        detail = detail.split(": ", 1)[-1].removesuffix("; the batch was rolled back whole")
+    if first and first != detail:
+        detail = f"{first}, then {detail}"
     return TargetUnavailable(
         f"target {engine.target.name!r} could not apply batch {batch_id} (sequences {span}) in {attempts} "
-        f"attempt(s) over {elapsed:.0f}s; last error {detail}. Nothing of the batch was applied: once the target "
+        f"attempt(s) over {elapsed:.0f}s: {detail}. Nothing of the batch was applied: once the target "
         f"is reachable, restart `cdc apply` (it resumes from the target's progress row, exactly once), or raise "
         f"apply[].retry.attempts / targets[].timeouts", target=engine.target.name, batch=batch_id, sequence=span,
         attempts=attempts, cause=cause)

@@ -20,6 +20,7 @@ the batch again record by record.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -43,6 +44,18 @@ PG_TRANSIENT_CLASSES = frozenset({"08", "40", "53"})
 BULK_MIN_ROWS = 200
 CSV_CHUNK_ROWS = 32_768  # rows decoded per COPY chunk
 _stage_ids = itertools.count()
+
+
+class _LostConnectionNoise(logging.Filter):
+    """psycopg warns "error ignored terminating <Pipeline [BAD]>: the connection is closed" when a lost
+    connection ends an executemany; the apply reports the loss itself (once, naming target and batch)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.getMessage().startswith("error ignored terminating") and "connection is closed" in
+                    record.getMessage())
+
+
+logging.getLogger("psycopg").addFilter(_LostConnectionNoise())
 
 
 class PostgresTarget(Target):
