@@ -123,8 +123,6 @@ class Target(abc.ABC):
         that cannot even roll back (lost, timed out) is closed, and the next open() makes a new one. The
         server rolls back what a lost connection held; whether a COMMIT that failed on the way happened is
         read from the progress row (written in the same transaction) after reconnecting."""
-        if self.conn is None:
-            return
         try:
             self.rollback()
         except Exception:  # noqa: BLE001 - the connection is gone or unusable: drop it
