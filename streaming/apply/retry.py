@@ -67,7 +67,8 @@ def apply_with_retry(engine: ApplyEngine, apply: Callable[[], BatchResult], batc
             on_retry(last, attempt)
         while True:  # pause, then reconnect and re-read the target's state (itself an attempt when it fails)
             if stop is not None:
-                stop.wait(pause)
+                if stop.wait(pause):  # SIGTERM: no further attempt, nothing of the batch applied
+                    raise _gave_up(engine, last, first, batch_id, span, attempt, time.monotonic() - started)
             else:
                 time.sleep(pause)
             attempt += 1
