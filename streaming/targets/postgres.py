@@ -93,9 +93,12 @@ class PostgresTarget(Target):
         that stays unacknowledged that long ends the connection)."""
         t = self.config.timeouts
         dead_after_s = t.keepalive_idle_s + t.keepalive_interval_s * t.keepalive_count
-        return {"connect_timeout": max(2, math.ceil(t.connect_s)), "keepalives": 1,
-                "keepalives_idle": t.keepalive_idle_s, "keepalives_interval": t.keepalive_interval_s,
-                "keepalives_count": t.keepalive_count, "tcp_user_timeout": dead_after_s * 1000}
+        out = {"connect_timeout": max(2, math.ceil(t.connect_s)), "keepalives": 1,
+               "keepalives_idle": t.keepalive_idle_s, "keepalives_interval": t.keepalive_interval_s,
+               "keepalives_count": t.keepalive_count}
+        if psycopg.pq.version() >= 120000:  # libpq learnt tcp_user_timeout in 12
+            out["tcp_user_timeout"] = dead_after_s * 1000
+        return out
 
     def session_settings(self) -> dict[str, int]:
         """Server-side bounds set on every new session, in milliseconds (a 0 leaves the server's own)."""
