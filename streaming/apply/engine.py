@@ -170,9 +170,11 @@ class ApplyEngine:
             except BaseException as exc:
                 self.target.abandon()
                 self.metrics.error(exc)
-                if isinstance(exc, Exception) and not isinstance(exc, CdcError) \
-                        and self.target.classify(exc) is ErrorKind.TRANSIENT:
-                    raise self._transient(exc, batch, batch_id) from None
+                if isinstance(exc, Exception) and not isinstance(exc, CdcError):
+                    if self.target.classify(exc) is ErrorKind.TRANSIENT:
+                        raise self._transient(exc, batch, batch_id) from None
+                    if self.target.is_driver_error(exc):  # fatal, and not a row's fault (say, the progress row)
+                        raise self._refused(exc, batch, batch_id) from None
                 raise
         if not result.skipped:
             self.metrics.batch_applied(time.monotonic() - started, result.transactions, result.last_sequence or 0,
@@ -184,16 +186,18 @@ class ApplyEngine:
 
     def _transient(self, exc: Exception, batch: Batch, batch_id: int) -> TargetTransient:
         """``exc`` (transient, the batch rolled back) as the product error naming target, batch and range."""
-        import numpy as np
-
-        seqs = batch.seq[batch.seq != Batch.NO_SEQUENCE] if batch.n else np.zeros(0, dtype=np.int64)
-        span = f"{int(seqs.min())}..{int(seqs.max())}" if len(seqs) else "none"
-        code = getattr(exc, "sqlstate", None) or (exc.args[0] if exc.args and isinstance(exc.args[0], int) else None)
-        first = (str(exc).strip().splitlines() or [""])[0]
+        span, what, code = _describe(exc, batch)
         return TargetTransient(f"target {self.target.name!r} failed transiently applying batch {batch_id} "
-                               f"(sequences {span}): {type(exc).__name__}{f' {code}' if code else ''}: {first}; "
-                               f"the batch was rolled back whole", target=self.target.name, batch=batch_id,
-                               sequence=span, cause=type(exc).__name__, code=code)
+                               f"(sequences {span}): {what}; the batch was rolled back whole", target=self.target.name,
+                               batch=batch_id, sequence=span, cause=type(exc).__name__, code=code)
+
+    def _refused(self, exc: Exception, batch: Batch, batch_id: int) -> TargetRefused:
+        """A fatal driver error outside any row (no row-by-row pass blamed one) as the product error."""
+        span, what, code = _describe(exc, batch)
+        return TargetRefused(f"target {self.target.name!r} refused batch {batch_id} (sequences {span}): {what}; "
+                             f"this is not bad data and nothing of the batch was applied (fix the target, then "
+                             f"restart the apply)", target=self.target.name, batch=batch_id, sequence=span,
+                             cause=type(exc).__name__, code=code)
 
     # ---- one attempt: columnar, else bulk record by record, then a row-by-row pass to name a culprit --
     def _attempt(self, batch: Batch, batch_id: int, end_offsets: dict[str, Any] | None,
@@ -599,6 +603,18 @@ class ApplyEngine:
                                     table=info.source_table, key=None, column=col, sequence=src.sequence,
                                     offset=src.offset, value=v) from None
         return out
+
+
+def _describe(exc: Exception, batch: Batch) -> tuple[str, str, Any]:
+    """(the batch's sequence range, "<class> <code>: <first line>", the SQLSTATE or error number) of a driver
+    error."""
+    import numpy as np
+
+    seqs = batch.seq[batch.seq != Batch.NO_SEQUENCE] if batch.n else np.zeros(0, dtype=np.int64)
+    span = f"{int(seqs.min())}..{int(seqs.max())}" if len(seqs) else "none"
+    code = getattr(exc, "sqlstate", None) or (exc.args[0] if exc.args and isinstance(exc.args[0], int) else None)
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return span, f"{type(exc).__name__}{f' {code}' if code else ''}: {first}", code
 
 
 def _names_every_column(texts: Any, columns: list[str]) -> bool:

@@ -151,6 +151,11 @@ class Target(abc.ABC):
             return ErrorKind.DATA
         return ErrorKind.FATAL
 
+    def is_driver_error(self, exc: BaseException) -> bool:
+        """``exc`` comes from this target's database driver (the database said no), not from our own code:
+        a fatal one is reported as the target refusing the batch. None here; database targets say which."""
+        return False
+
     def cursor(self) -> Any:
         return self.conn.cursor()
 

@@ -43,6 +43,9 @@ class DuckDbTarget(Target):
         con.begin()
         return con
 
+    def is_driver_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, duckdb.Error)
+
     def classify(self, exc: BaseException) -> ErrorKind:
         """DuckDB's DataError (conversion, range, type) and IntegrityError (constraints) are data; a write
         conflict with another connection of this process and a lost connection are transient; the rest

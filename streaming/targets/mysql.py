@@ -106,6 +106,9 @@ class MySqlTarget(Target):
             out["idle_transaction_timeout"] = max(1, math.ceil(t.idle_in_transaction_s))
         return out
 
+    def is_driver_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, pymysql.MySQLError)
+
     def classify(self, exc: BaseException) -> ErrorKind:
         """By the server's error number: the SQLSTATE 22xxx/23xxx errors (conversion, range, truncation,
         NULL into NOT NULL, duplicate key, foreign key, CHECK) are data; lock wait timeout, deadlock,

@@ -74,6 +74,11 @@ class OracleTarget(Target):
         t = self.config.timeouts
         return {"tcp_connect_timeout": t.connect_s, "expire_time": max(1, math.ceil(t.keepalive_idle_s / 60))}
 
+    def is_driver_error(self, exc: BaseException) -> bool:
+        import oracledb
+
+        return isinstance(exc, oracledb.Error)
+
     def classify(self, exc: BaseException) -> ErrorKind:
         """By the ORA-/DPY- code: value and constraint errors (SQLSTATE classes 22 and 23) are data; deadlock,
         resource busy, serialization, cancelled or timed-out calls, lost or killed sessions, an instance

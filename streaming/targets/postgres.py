@@ -107,6 +107,9 @@ class PostgresTarget(Target):
                   "idle_in_transaction_session_timeout": t.idle_in_transaction_s}
         return {name: round(s * 1000) for name, s in wanted.items() if s}
 
+    def is_driver_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, psycopg.Error)
+
     def classify(self, exc: BaseException) -> ErrorKind:
         """By SQLSTATE: classes 22 and 23 are data; lock, deadlock, serialization, cancel (statement or
         lock timeout), connection, shutdown and resource errors are transient; a psycopg error without an

@@ -16,7 +16,7 @@ from cdc.table_map import TableMap
 from streaming.apply import probes
 from streaming.apply.engine import ApplyEngine
 from streaming.apply.retry import apply_with_retry, backoff_s
-from streaming.errors import BadRecord, TargetTransient, TargetUnavailable
+from streaming.errors import BadRecord, TargetRefused, TargetTransient, TargetUnavailable
 from streaming.targets.duckdb import DuckDbTarget
 from streaming.testing import StreamBuilder
 
@@ -95,3 +95,17 @@ def test_readyz_names_a_batch_past_its_bound():
     stream.batch_started = None  # the batch ended
     query.lastProgress = {}
     assert probes.readiness([stream]) == {}
+
+
+def test_a_fatal_target_error_outside_any_row_is_a_named_refusal_not_retried(tmp_path):
+    engine, registry, _, records, other = _setup(tmp_path)
+    other.rollback()
+    engine.target.execute("ALTER TABLE cdc_progress RENAME TO cdc_progress_gone")  # behind the job's back
+    engine.target.commit()
+    with pytest.raises(TargetRefused) as err:
+        apply_with_retry(engine, lambda: engine.apply_records(records, 1), 1, "x..y", NO_WAIT)
+    text = str(err.value)
+    assert text.startswith(f"target 'duck' refused batch 1 (sequences {records[0].sequence}..") and "CatalogException" in text
+    assert registry.get_sample_value("cdc_apply_retries_total", {"source": "src", "target": "duck",
+                                                                 "cause": "CatalogException"}) is None
+    assert engine.target.execute("SELECT id, balance FROM acct ORDER BY id").fetchall() == [(1, 100), (2, 100)]
