@@ -109,3 +109,19 @@ def test_a_fatal_target_error_outside_any_row_is_a_named_refusal_not_retried(tmp
     assert registry.get_sample_value("cdc_apply_retries_total", {"source": "src", "target": "duck",
                                                                  "cause": "CatalogException"}) is None
     assert engine.target.execute("SELECT id, balance FROM acct ORDER BY id").fetchall() == [(1, 100), (2, 100)]
+
+
+def test_retry_and_timeouts_are_read_from_the_file_and_the_environment(tmp_path):
+    from cdc.config import load_config
+    from cdc.errors import ConfigError
+
+    path = tmp_path / "cdc.yaml"
+    path.write_text("kafka: {bootstrap_servers: '127.0.0.1:1'}\n"
+                    "targets: [{name: d, kind: duckdb, path: t.duckdb, timeouts: {lock_s: 2}}]\n"
+                    "apply: [{source: s, target: d, retry: {attempts: 4}}]\n")
+    cfg = load_config(path, {"CDC_TARGETS__0__TIMEOUTS__REPLY_S": "7", "CDC_APPLY__0__MAX_BATCH_S": "30"})
+    t, a = cfg.targets[0].timeouts, cfg.apply[0]
+    assert (t.lock_s, t.reply_bound_s, t.statement_s) == (2, 7, 300)
+    assert (a.retry.attempts, a.retry.max_backoff_s, a.max_batch_s) == (4, 30, 30)
+    with pytest.raises(ConfigError, match=r"key 'apply\[0\].retry.attempts' in env CDC_APPLY__0__RETRY__ATTEMPTS"):
+        load_config(path, {"CDC_APPLY__0__RETRY__ATTEMPTS": "0"})
