@@ -19,6 +19,7 @@ the batch again record by record.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import logging
 import math
@@ -78,6 +79,11 @@ class PostgresTarget(Target):
             raise TargetError(f"cannot connect to target {self.name!r}: {exc}" + (f" ({problem})" if problem else ""),
                               target=self.name) from None
         con.reply_timeout_s = self.config.timeouts.reply_bound_s
+        if con.reply_timeout_s and not _WAIT_TAKES_TIMEOUT:
+            con.close()
+            raise TargetError(f"target {self.name!r}: targets[].timeouts.reply_s needs psycopg 3.3 or later "
+                              f"(installed: {psycopg.__version__}); upgrade psycopg, or set reply_s: 0 to go "
+                              f"without the client-side bound", target=self.name, key="timeouts.reply_s")
         settings = self.session_settings()
         if settings:
             with con.cursor() as cur:
@@ -250,6 +256,9 @@ class PostgresTarget(Target):
             sink = pa.BufferOutputStream()
             pacsv.write_csv(out, sink, options)
             yield memoryview(sink.getvalue())
+
+
+_WAIT_TAKES_TIMEOUT = "timeout" in inspect.signature(psycopg.Connection.wait).parameters
 
 
 class BoundedConnection(psycopg.Connection):
