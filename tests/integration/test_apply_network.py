@@ -160,7 +160,9 @@ def test_a_dark_or_cut_network_to_the_target_is_retried_and_the_target_ends_equa
         # a call waits at most reply_s: the batch is rolled back and retried while the path is dark
         wait_until(lambda: _retries(registry) >= 2, 60, "retries while the path is dark", interval=0.2,
                    alive=run.alive)
-        assert "retrying after" in probes.readiness(run.streams)["src->pg"]
+        reason = probes.readiness(run.streams)["src->pg"]
+        assert "retrying after" in reason
+        print(f"\n/readyz reason while dark: {reason}")  # shown with pytest -s (docs/apply-faults.md quotes it)
         assert _target(postgres, schema)[1] == first_end  # nothing of the batch is there
         proxy.resume()
         wait_until(lambda: _target(postgres, schema)[1] == dark_end, 120, "the job goes on once the path is back",
