@@ -170,6 +170,51 @@ class KafkaConfig(BaseModel):
         return self
 
 
+class TargetTimeouts(BaseModel):
+    """Every wait on a database target is bounded (``targets[].timeouts``; 0 turns one bound off).
+
+    PostgreSQL gets them as libpq connect options (connect_timeout, keepalives, tcp_user_timeout) and
+    session settings (statement_timeout, lock_timeout, idle_in_transaction_session_timeout); MySQL/MariaDB
+    as PyMySQL connect/read/write timeouts and session variables; Oracle as the connect timeout, TCP
+    keepalive and the per-call timeout. ``reply_s`` is the client's own bound on one call: a call that hears
+    nothing from the server for that long (a dead network path, a hung proxy: the kernel's keepalives do not
+    see those) ends the connection, and the batch is retried."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    connect_s: float = Field(default=10.0, gt=0, description="to open a connection, login included")
+    statement_s: float = Field(default=300.0, ge=0, description="the server cancels one statement after this")
+    lock_s: float = Field(default=0.0, ge=0, description="the server gives up a lock wait after this "
+                                                         "(0: statement_s bounds it)")
+    idle_in_transaction_s: float = Field(default=120.0, ge=0, description="the server ends a session idle "
+                                         "inside a transaction after this (a driver that died mid-batch)")
+    keepalive_idle_s: int = Field(default=30, gt=0, description="TCP keepalive: idle time before probing")
+    keepalive_interval_s: int = Field(default=10, gt=0, description="TCP keepalive: between probes")
+    keepalive_count: int = Field(default=3, gt=0, description="TCP keepalive: unanswered probes = dead")
+    reply_s: float | None = Field(default=None, ge=0, description="client-side bound on one call "
+                                  "(default statement_s + 30; 0: none)")
+
+    @property
+    def reply_bound_s(self) -> float | None:
+        """The client-side bound on one call, None when off."""
+        if self.reply_s is not None:
+            return self.reply_s or None
+        return self.statement_s + 30.0 if self.statement_s else None
+
+
+class ApplyRetry(BaseModel):
+    """``apply[].retry``: a batch that failed transiently (lock or statement timeout, deadlock, serialization
+    failure, lost connection) is rolled back whole and applied again after ``initial_backoff_s``, doubling up
+    to ``max_backoff_s``, at most ``attempts`` times in all; then the job stops naming target, batch and
+    sequence range."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempts: int = Field(default=10, ge=1, description="tries of one batch, the first included")
+    initial_backoff_s: float = Field(default=1.0, ge=0)
+    max_backoff_s: float = Field(default=30.0, ge=0)
+
+
 class TargetConfig(PasswordLogin):
     """One target. Database targets (postgres, mysql, oracle) log in: ``user`` (else the DSN's) and
     a password from ``password``, ``password_file`` or the DSN (cdc.credentials), else ``passwordless``."""
@@ -184,6 +229,7 @@ class TargetConfig(PasswordLogin):
     path: str | None = None
     schema_: str | None = Field(default=None, alias="schema")
     dead_letter_table: str | None = None
+    timeouts: TargetTimeouts = Field(default_factory=TargetTimeouts)
     # lakehouse targets (streaming/targets/delta.py, iceberg.py). Secrets among the settings (a name matching
     # cdc.credentials.STORE_SECRET) are SecretStr, <name>_file reads one from a file; the catalog_uri's password
     # is masked wherever the URI is shown (SecretDsn). Unwrapped only where handed to deltalake / pyiceberg.
@@ -302,6 +348,9 @@ class ApplyConfig(BaseModel):
                                                 "out of the applied tables: keep its target table, or drop it")
     rename_in: Literal["stop", "create"] = Field(default="stop", description="a table renamed into the applied "
                                                  "tables (its rows never in the stream): stop, or create it empty")
+    retry: ApplyRetry = Field(default_factory=ApplyRetry)
+    max_batch_s: float = Field(default=600.0, ge=0, description="a micro-batch (with its retries) running longer "
+                               "makes /readyz fail naming it (0: no bound)")
 
 
 class MetricsConfig(BaseModel):

@@ -76,6 +76,9 @@ class _Catalogue:
                                        "Records of the changes topic the planner has seen but no micro-batch holds yet",
                                        a, registry=r)
         self.apply_dead_letters = Counter("cdc_apply_dead_letter_rows_total", "Rows sent to the dead-letter table", at, registry=r)
+        self.apply_retries = Counter("cdc_apply_retries_total", "Micro-batches rolled back whole and retried after a "
+                                     "transient target error (lock or statement timeout, deadlock, lost connection)",
+                                     ["source", "target", "cause"], registry=r)
         self._freshness: dict[tuple[str, str], float] = {}
         r.register(_FreshnessCollector(self._freshness))
         self._caught_up: dict[str, float] = {}
@@ -312,3 +315,7 @@ class ApplyMetrics:
 
     def dead_letter(self, table: str) -> None:
         self._m.apply_dead_letters.labels(*self.labels, table).inc()
+
+    def batch_retried(self, cause: str) -> None:
+        """A batch failed transiently (``cause``: the driver's error class), was rolled back and is retried."""
+        self._m.apply_retries.labels(*self.labels, cause).inc()

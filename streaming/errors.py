@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from cdc.errors import CdcError, StreamCorrupt, Terminal, Transient
 
-__all__ = ["ApplyError", "BadRecord", "OffsetsGone", "StreamCorrupt", "TargetError", "UnsupportedDdl"]
+__all__ = ["ApplyError", "BadRecord", "OffsetsGone", "StreamCorrupt", "TargetError", "TargetRefused", "TargetTransient",
+           "TargetUnavailable", "UnsupportedDdl"]
 
 
 class ApplyError(CdcError, Terminal):
@@ -27,3 +28,20 @@ class OffsetsGone(ApplyError):
 
 class TargetError(CdcError, Transient):
     """The target database could not be reached or refused a connection."""
+
+
+class TargetTransient(TargetError):
+    """A target failure a retry may cure (a lock wait or statement timeout, a deadlock, a serialization
+    failure, a lost connection): the batch was rolled back whole. Fields: target, batch, sequence (the
+    batch's ``first..last``), cause (the driver's error class and SQLSTATE or error number)."""
+
+
+class TargetUnavailable(ApplyError):
+    """A batch kept failing transiently until its retries ran out. Nothing of it was applied (the target's
+    progress row says where a restart resumes). Fields: target, batch, sequence, attempts, cause."""
+
+
+class TargetRefused(ApplyError):
+    """The target refused a statement for a reason that is neither bad data nor transient (a permission, a
+    table or column changed behind the apply's back): a stop, never a dead letter. Fields: target, table,
+    key, sequence, offset, cause."""

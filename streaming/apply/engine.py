@@ -30,7 +30,11 @@ streaming.stream.records). Guarantees, per batch:
   raises BadRecord naming table, key, sequence, offset and value, after a
   row-by-row pass found the culprit; with ``dead_letter_table`` configured the
   record goes there instead (same transaction) and the batch is retried
-  without it.
+  without it. What the target's error means is the target's call
+  (``Target.classify``): only data errors are bad records; a transient one (lock
+  or statement timeout, deadlock, lost connection) rolls the batch back and
+  raises TargetTransient naming target, batch and sequence range (the job
+  retries it: streaming.apply.retry); any other is a TargetRefused stop.
 
 Two ways to run a batch, same outcome. The walk over markers, replays,
 barriers and aborted transactions is shared: only markers and TRUNCATEs are
@@ -64,10 +68,10 @@ from cdc.table_map import TableMap
 from streaming.apply.catalog import Catalog, TableInfo
 from streaming.apply.net_effect import DataChange, TableNet, net_effect, net_effect_columns
 from streaming.apply.table_delta import TableDelta
-from streaming.errors import BadRecord, StreamCorrupt, UnsupportedDdl
+from streaming.errors import BadRecord, StreamCorrupt, TargetRefused, TargetTransient, UnsupportedDdl
 from streaming.stream.records import DATA, UNDECODABLE, Batch, StreamRecord
 from streaming.targets import typemap
-from streaming.targets.base import Target
+from streaming.targets.base import ErrorKind, Target
 from streaming.targets.progress_row import Progress
 
 log = logging.getLogger(__name__)
@@ -154,7 +158,7 @@ class ApplyEngine:
                 result = self._attempt(batch, batch_id, end_offsets, excluded)
                 break
             except BadRecord as bad:
-                self.target.rollback()
+                self.target.abandon()
                 self.metrics.error(bad)
                 if not self.dead_letter_enabled or bad.fields.get("offset") is None \
                         or len(excluded) >= MAX_DEAD_LETTERS_PER_BATCH or bad.offset in excluded:
@@ -164,8 +168,13 @@ class ApplyEngine:
                 self.metrics.error(stop.error)
                 raise stop.error from None
             except BaseException as exc:
-                self.target.rollback()
+                self.target.abandon()
                 self.metrics.error(exc)
+                if isinstance(exc, Exception) and not isinstance(exc, CdcError):
+                    if self.target.classify(exc) is ErrorKind.TRANSIENT:
+                        raise self._transient(exc, batch, batch_id) from None
+                    if self.target.is_driver_error(exc):  # fatal, and not a row's fault (say, the progress row)
+                        raise self._refused(exc, batch, batch_id) from None
                 raise
         if not result.skipped:
             self.metrics.batch_applied(time.monotonic() - started, result.transactions, result.last_sequence or 0,
@@ -174,6 +183,21 @@ class ApplyEngine:
         else:
             self.metrics.batch_skipped()
         return result
+
+    def _transient(self, exc: Exception, batch: Batch, batch_id: int) -> TargetTransient:
+        """``exc`` (transient, the batch rolled back) as the product error naming target, batch and range."""
+        span, what, code = _describe(exc, batch)
+        return TargetTransient(f"target {self.target.name!r} failed transiently applying batch {batch_id} "
+                               f"(sequences {span}): {what}; the batch was rolled back whole", target=self.target.name,
+                               batch=batch_id, sequence=span, cause=type(exc).__name__, code=code)
+
+    def _refused(self, exc: Exception, batch: Batch, batch_id: int) -> TargetRefused:
+        """A fatal driver error outside any row (no row-by-row pass blamed one) as the product error."""
+        span, what, code = _describe(exc, batch)
+        return TargetRefused(f"target {self.target.name!r} refused batch {batch_id} (sequences {span}): {what}; "
+                             f"this is not bad data and nothing of the batch was applied (fix the target, then "
+                             f"restart the apply)", target=self.target.name, batch=batch_id, sequence=span,
+                             cause=type(exc).__name__, code=code)
 
     # ---- one attempt: columnar, else bulk record by record, then a row-by-row pass to name a culprit --
     def _attempt(self, batch: Batch, batch_id: int, end_offsets: dict[str, Any] | None,
@@ -191,7 +215,9 @@ class ApplyEngine:
             return self._apply(batch, batch_id, end_offsets, excluded, careful=False)
         except (CdcError, _Stop):
             raise
-        except Exception as exc:  # noqa: BLE001 - the target refused something: find which row, name it
+        except Exception as exc:
+            if self.target.classify(exc) is ErrorKind.TRANSIENT:
+                raise  # a lock, a timeout, a lost connection: no row is to blame (the batch is retried whole)
             log.warning("bulk apply of batch %s failed (%s); retrying row by row to find the record", batch_id, exc)
             self.target.rollback()
             self.catalog.load()
@@ -235,6 +261,8 @@ class ApplyEngine:
                 except _Stop:
                     raise
                 except Exception as exc:  # anything unexpected: the record path decides
+                    if self.target.classify(exc) is ErrorKind.TRANSIENT:
+                        raise
                     raise _Fallback(str(exc)) from exc
             else:
                 records = batch.records()
@@ -521,8 +549,17 @@ class ApplyEngine:
                 self._op(t, cols, key, [row], deletes, info.key)
             except CdcError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - the target's own error class
+            except Exception as exc:
                 k = {c: raw.get(c) for c in key} if key else None
+                kind = self.target.classify(exc)
+                if kind is ErrorKind.TRANSIENT:
+                    raise
+                if kind is ErrorKind.FATAL:  # not the row's values: a stop, never a dead letter
+                    raise TargetRefused(f"target {self.target.name!r} refused a statement on {t} (for a row of "
+                                        f"{info.source_table}): {str(exc).strip().splitlines()[0]}; this is not "
+                                        f"bad data (fix the target, then restart the apply)",
+                                        target=self.target.name, table=info.source_table, key=k,
+                                        sequence=src.sequence, offset=src.offset, cause=type(exc).__name__) from None
                 raise BadRecord(f"target {self.target.name!r} refused a row of {info.source_table} -> {t}: "
                                 f"{str(exc).strip().splitlines()[0]}", table=info.source_table, key=k,
                                 sequence=src.sequence, offset=src.offset, value=raw) from None
@@ -566,6 +603,18 @@ class ApplyEngine:
                                     table=info.source_table, key=None, column=col, sequence=src.sequence,
                                     offset=src.offset, value=v) from None
         return out
+
+
+def _describe(exc: Exception, batch: Batch) -> tuple[str, str, Any]:
+    """(the batch's sequence range, "<class> <code>: <first line>", the SQLSTATE or error number) of a driver
+    error."""
+    import numpy as np
+
+    seqs = batch.seq[batch.seq != Batch.NO_SEQUENCE] if batch.n else np.zeros(0, dtype=np.int64)
+    span = f"{int(seqs.min())}..{int(seqs.max())}" if len(seqs) else "none"
+    code = getattr(exc, "sqlstate", None) or (exc.args[0] if exc.args and isinstance(exc.args[0], int) else None)
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return span, f"{type(exc).__name__}{f' {code}' if code else ''}: {first}", code
 
 
 def _names_every_column(texts: Any, columns: list[str]) -> bool:

@@ -37,10 +37,24 @@ from cdc.publish.topics import topic_id
 from cdc.table_map import TableMap
 from streaming.apply.checkpoint import check, default_location, read_checkpoint
 from streaming.apply.engine import ApplyEngine
+from streaming.apply.retry import apply_with_retry, sequence_span
 from streaming.stream.records import unpack
 from streaming.targets import make_target
 
 log = logging.getLogger(__name__)
+
+
+class _ReportedByJob(logging.Filter):
+    """py4j logs, with its traceback, every exception a Python callback (our foreachBatch) raises. The job's
+    own errors (CdcError) are reported once by ``run`` (and printed as one line by `cdc apply`): drop
+    py4j's copy of those, keep anything else it logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, CdcError)
+
+
+logging.getLogger("py4j.clientserver").addFilter(_ReportedByJob())
 
 
 # the source hands each micro-batch over in packed rows (runs of records as Arrow IPC, streaming.stream.records
@@ -90,8 +104,9 @@ def build_session(master: str | None = None, app_name: str = "cdc-apply", log_le
 
 def default_checkpoint(config: Config, apply: ApplyConfig, stream_id: str | None = None) -> str:
     """The checkpoint directory of ``apply`` when the config names none (streaming.apply.checkpoint)."""
-    # who logs in is not the target's identity (and no password goes into a path); the DSN holds none
-    target = config.target(apply.target).model_dump(by_alias=True, exclude=LOGIN_FIELDS)
+    # who logs in is not the target's identity (and no password goes into a path); the DSN holds none;
+    # nor are its timeouts (tuning them keeps the checkpoint where it is)
+    target = config.target(apply.target).model_dump(by_alias=True, exclude=LOGIN_FIELDS | {"timeouts"})
     return default_location(None, config.kafka.topic_prefix, apply.source, apply.target, target,
                             config.kafka.bootstrap_servers, stream_id)
 
@@ -113,13 +128,21 @@ class ApplyStream:
     restarts: int = 0
     timings: list[tuple[float, float, float, int]] = field(default_factory=list)  # (start, read, end, records)
     in_batch: bool = False  # True while on_batch runs (read + apply of one micro-batch)
+    # the micro-batch in progress (the /readyz bound apply[].max_batch_s names it) and its last transient error
+    batch_id: int | None = None
+    batch_started: float | None = None
+    batch_span: str = "?"
+    retrying: str | None = None
+    stop: threading.Event | None = None  # set by SIGTERM: ends the retries of a batch at once
 
     def on_batch(self, df: Any, batch_id: int) -> None:
         self.in_batch = True
+        self.batch_id, self.batch_started, self.batch_span, self.retrying = batch_id, time.monotonic(), "?", None
         try:
             t0 = time.monotonic()
             table = unpack(df.toArrow())
             t1 = time.monotonic()
+            self.batch_span = sequence_span(table)
             end = None
             if table.num_rows:
                 last = table.group_by("part").aggregate([("offset", "max")])  # per partition, columnar
@@ -128,7 +151,8 @@ class ApplyStream:
                 end = {"next": dict(sorted(nxt.items())), "topic": self.engine_topic}
                 if self.stream_id:
                     end["stream"] = self.stream_id
-            result = self.engine.apply_arrow(table, batch_id, end)
+            result = apply_with_retry(self.engine, lambda: self.engine.apply_arrow(table, batch_id, end), batch_id,
+                                      self.batch_span, self.apply.retry, self.stop, self._retrying)
             self.batches += 1
             if len(self.timings) < 10_000:
                 self.timings.append((t0, t1, time.monotonic(), table.num_rows))
@@ -142,6 +166,10 @@ class ApplyStream:
             raise
         finally:
             self.in_batch = False
+            self.batch_started = None
+
+    def _retrying(self, error: Any, attempt: int) -> None:
+        self.retrying = f"{error.fields.get('cause')} (attempt {attempt} of {self.apply.retry.attempts} failed)"
 
 
 def records_behind(progress: dict[str, Any] | None) -> int | None:
@@ -284,9 +312,10 @@ def run(config: Config, master: str | None = None, until_idle_s: float | None = 
     spark = spark or build_session(master, log_level=config.logging.level, json_logs=config.logging.json_)
     warm_up(spark, _cores(spark), packed=True)
     streams: list[ApplyStream] = streams_out if streams_out is not None else []
+    stop_event = stop_event or threading.Event()
     for a in config.apply:
         streams.append(start_stream(spark, config, a, metrics_registry))
-    stop_event = stop_event or threading.Event()
+        streams[-1].stop = stop_event
     lag_at = 0.0
     try:
         while not stop_event.is_set():
@@ -308,6 +337,6 @@ def run(config: Config, master: str | None = None, until_idle_s: float | None = 
         for s in streams:
             try:
                 s.query.stop()
-            except Exception:  # noqa: BLE001 - stopping a failed query may raise again
+            except Exception:  # noqa: BLE001, S110 - stopping a failed query may raise again
                 pass
             s.engine.close()

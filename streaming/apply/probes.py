@@ -2,8 +2,12 @@
 
 One entry per apply stream, keyed ``<source>-><target>``:
 
-- ready: the streaming query is active, has completed its first trigger, and
-  its last micro-batch did not fail. While Spark starts, while a query
+- ready: the streaming query is active, has completed its first trigger,
+  its last micro-batch did not fail, and the micro-batch in progress (with
+  its retries after transient target errors) has not run longer than
+  ``apply[].max_batch_s`` (a target that hangs, a network path gone dark, a
+  lock held for long: the reason names the batch, its sequence range and
+  the last transient error). While Spark starts, while a query
   restarts after a transient Spark failure, and after a batch failed, the
   job is not ready (an orchestrator takes it out of rotation, alerting sees
   it) and the reason says which.
@@ -20,6 +24,7 @@ any monitoring system stores.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,9 +45,24 @@ def readiness(streams: Sequence[Any]) -> dict[str, str]:
             reasons[_name(s)] = f"batch {s.failed_batch} failed: {describe(s.failure)}"
         elif s.query is None or not s.query.isActive:
             reasons[_name(s)] = "streaming query not active (starting or restarting)"
+        elif (slow := _overdue(s)) is not None:  # the first batch too: it is named, not "starting"
+            reasons[_name(s)] = slow
         elif s.query.lastProgress is None:
             reasons[_name(s)] = "starting: first trigger not completed"
     return reasons
+
+
+def _overdue(stream: Any) -> str | None:
+    """Why the batch in progress makes the stream not ready (over ``apply[].max_batch_s``), else None."""
+    started, bound = stream.batch_started, stream.apply.max_batch_s
+    if started is None or not bound:
+        return None
+    running = time.monotonic() - started
+    if running <= bound:
+        return None
+    why = f"; retrying after {stream.retrying}" if stream.retrying else ""
+    return (f"batch {stream.batch_id} (sequences {stream.batch_span}) running for {running:.0f}s, over "
+            f"apply max_batch_s {bound:g}s{why}")
 
 
 def liveness(streams: Sequence[Any]) -> dict[str, str]:

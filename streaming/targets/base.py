@@ -40,6 +40,7 @@ the job and the views read only these (no probing for methods):
 from __future__ import annotations
 
 import abc
+import enum
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -54,6 +55,27 @@ from streaming.targets.progress_row import PROGRESS_TABLE, SCHEMA_TABLE, Progres
 
 Row = dict[str, Any]
 DECISIONS_TABLE = "cdc_schema_decisions"
+
+
+class ErrorKind(enum.Enum):
+    """What a target's error means for the batch (Target.classify)."""
+
+    DATA = "data"
+    TRANSIENT = "transient"
+    FATAL = "fatal"
+
+
+def sqlstate_kind(sqlstate: str | None, transient: frozenset[str], transient_classes: frozenset[str]) -> ErrorKind:
+    """The ErrorKind of an SQLSTATE: classes 22 (data exception) and 23 (integrity constraint violation)
+    are data; ``transient`` codes and ``transient_classes`` (two-character classes) are transient; the
+    rest is fatal."""
+    if not sqlstate:
+        return ErrorKind.FATAL
+    if sqlstate[:2] in ("22", "23"):
+        return ErrorKind.DATA
+    if sqlstate in transient or sqlstate[:2] in transient_classes:
+        return ErrorKind.TRANSIENT
+    return ErrorKind.FATAL
 
 
 class Target(abc.ABC):
@@ -101,6 +123,44 @@ class Target(abc.ABC):
 
     def rollback(self) -> None:
         self.conn.rollback()
+
+    def abandon(self) -> None:
+        """Roll the open transaction back after a failure, whatever state the connection is in: a connection
+        that cannot even roll back (lost, timed out) is closed, and the next open() makes a new one. The
+        server rolls back what a lost connection held; whether a COMMIT that failed on the way happened is
+        read from the progress row (written in the same transaction) after reconnecting."""
+        try:
+            self.rollback()
+        except Exception:  # noqa: BLE001 - the connection is gone or unusable: drop it
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001
+                self.conn = None
+
+    # ---- what a failure means (the ONE place per target; the engine asks only this) -------
+    def classify(self, exc: BaseException) -> ErrorKind:
+        """What ``exc``, raised by this target's driver, means for the batch:
+
+        - ``DATA``: this row's values cannot be stored (a conversion, a range, a constraint): the row is a
+          bad record (named, or dead-lettered when ``dead_letter_table`` is set);
+        - ``TRANSIENT``: the statement may succeed if retried (a lock wait or statement timeout, a deadlock,
+          a serialization failure, a lost connection): the batch is rolled back whole and retried;
+        - ``FATAL``: anything else (a permission, a table or column changed behind the apply's back, an
+          error this code does not know): a stop, never a dead letter (fail closed).
+
+        Database targets override this with their driver's SQLSTATE or error numbers; this default
+        serves the targets that are not databases (Parquet, Delta, Iceberg: their values are converted
+        by pyarrow, which raises ValueError/TypeError on a value it cannot hold)."""
+        if isinstance(exc, (TargetError, ConnectionError, TimeoutError)):
+            return ErrorKind.TRANSIENT
+        if isinstance(exc, (ValueError, TypeError, ArithmeticError)):
+            return ErrorKind.DATA
+        return ErrorKind.FATAL
+
+    def is_driver_error(self, exc: BaseException) -> bool:
+        """``exc`` comes from this target's database driver (the database said no), not from our own code:
+        a fatal one is reported as the target refusing the batch. None here; database targets say which."""
+        return False
 
     def cursor(self) -> Any:
         return self.conn.cursor()
@@ -389,3 +449,22 @@ def arrow_array(values: list[Any]) -> Any:
 
 def rows_as_lists(rows: Iterable[Row], columns: Sequence[str]) -> list[list[Any]]:
     return [[r.get(c) for c in columns] for r in rows]
+
+
+def keepalive(sock: Any, timeouts: Any) -> None:
+    """Turn TCP keepalives on for a driver's socket (``timeouts``: cdc.config.TargetTimeouts): a peer that
+    vanished is noticed after ``keepalive_idle_s + keepalive_interval_s * keepalive_count`` seconds, and
+    data left unacknowledged that long ends the connection (Linux TCP_USER_TIMEOUT). Options the platform
+    lacks are left out; a socket that is not a TCP socket is left alone."""
+    import socket
+
+    if sock is None or getattr(sock, "family", None) not in (socket.AF_INET, socket.AF_INET6):
+        return
+    t = timeouts
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for name, value in (("TCP_KEEPIDLE", t.keepalive_idle_s), ("TCP_KEEPINTVL", t.keepalive_interval_s),
+                        ("TCP_KEEPCNT", t.keepalive_count),
+                        ("TCP_USER_TIMEOUT", (t.keepalive_idle_s + t.keepalive_interval_s * t.keepalive_count) * 1000)):
+        opt = getattr(socket, name, None)
+        if opt is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, opt, int(value))

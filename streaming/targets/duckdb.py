@@ -18,7 +18,7 @@ import pyarrow as pa
 from cdc.config import TargetConfig
 from cdc.sql_dialects import DUCKDB
 from streaming.errors import TargetError
-from streaming.targets.base import Row, Target, arrow_array
+from streaming.targets.base import ErrorKind, Row, Target, arrow_array
 
 _stage_ids = itertools.count()
 
@@ -42,6 +42,22 @@ class DuckDbTarget(Target):
             raise TargetError(f"cannot open DuckDB target {self.name!r} at {self.path}: {exc}", target=self.name) from None
         con.begin()
         return con
+
+    def is_driver_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, duckdb.Error)
+
+    def classify(self, exc: BaseException) -> ErrorKind:
+        """DuckDB's DataError (conversion, range, type) and IntegrityError (constraints) are data; a write
+        conflict with another connection of this process and a lost connection are transient; the rest
+        (including "Current transaction is aborted": the first error is the one that counts) is fatal."""
+        if isinstance(exc, (duckdb.DataError, duckdb.IntegrityError)):
+            return ErrorKind.DATA
+        if isinstance(exc, (duckdb.SerializationException, duckdb.ConnectionException)) or (
+                isinstance(exc, duckdb.TransactionException) and "conflict" in str(exc).lower()):
+            return ErrorKind.TRANSIENT
+        if isinstance(exc, duckdb.Error):
+            return ErrorKind.FATAL
+        return super().classify(exc)
 
     def begin(self) -> None:
         pass  # a transaction is always open: commit() and rollback() start the next one

@@ -12,6 +12,7 @@ MySQL: the engine applies it at a batch barrier and it is idempotent
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,9 +23,28 @@ from cdc.dsn import parse_mysql_dsn
 from cdc.sql_dialects import MYSQL
 from cdc.tls import mysql_tls_problem
 from streaming.errors import TargetError
-from streaming.targets.base import Row, Target
+from streaming.targets.base import ErrorKind, Row, Target, keepalive
 
 CHUNK = 1000
+# server errors whose SQLSTATE is of class 22 (data exception) or 23 (integrity constraint violation)
+MYSQL_DATA = frozenset({
+    1048,  # 23000 column cannot be null
+    1062, 1586,  # 23000 duplicate entry
+    1216, 1217, 1451, 1452,  # 23000 foreign key
+    1263, 1264,  # 22004 / 22003 NULL for NOT NULL, out of range
+    1265, 1406,  # 01000 / 22001 data truncated (an error in strict mode), data too long
+    1292, 1366, 1367, 1411,  # 22007 / HY000 incorrect value (datetime, integer, string...)
+    1690,  # 22003 value out of range
+    1365,  # 22012 division by zero
+    3140,  # 22032 invalid JSON text
+    3819, 4025,  # HY000 / 23000 CHECK constraint violated (MySQL / MariaDB)
+    4078,  # 22007 (MariaDB) illegal value for a type
+})
+# a retry may cure: lock wait timeout, deadlock, query interrupted/timed out (MariaDB 1969, MySQL 3024),
+# connection killed/aborted, server shutdown, too many connections, read-only (a failover in progress),
+# the client was disconnected for being idle (MySQL 4031)
+MYSQL_TRANSIENT = frozenset({1205, 1213, 1317, 1969, 3024, 1927, 1053, 1040, 1152, 1153, 1158, 1159, 1160, 1161,
+                             1290, 1792, 1836, 4031, 1180, 1181, 1614})
 
 
 class MySqlTarget(Target):
@@ -48,14 +68,62 @@ class MySqlTarget(Target):
 
     def _connect(self) -> Any:
         try:
-            con = pymysql.connect(**{**self._kw, **self.config.login_kwargs()})
+            con = pymysql.connect(**{**self._kw, **self.config.login_kwargs(), **self.connect_options()})
         except pymysql.MySQLError as exc:
             problem = mysql_tls_problem(exc, self.config.tls)
             raise TargetError(f"cannot connect to target {self.name!r}: {exc}" + (f" ({problem})" if problem else ""),
                               target=self.name) from None
         with con.cursor() as cur:
             cur.execute("SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'")
+            settings = self.session_settings("mariadb" in con.get_server_info().lower())
+            if settings:
+                cur.execute("SET SESSION " + ", ".join(f"{k} = {v}" for k, v in settings.items()))
+        keepalive(con._sock, self.config.timeouts)  # PyMySQL exposes its socket nowhere else
         return con
+
+    # ---- bounded waits and what an error means ------------------------------------------
+    def connect_options(self) -> dict[str, Any]:
+        """PyMySQL's own bounds: connect, and every socket read and write (``timeouts.reply_s``: a call
+        that hears nothing that long ends the connection with error 2013)."""
+        t = self.config.timeouts
+        reply = t.reply_bound_s
+        return {"connect_timeout": max(1, math.ceil(t.connect_s)),
+                **({"read_timeout": reply, "write_timeout": reply} if reply else {})}
+
+    def session_settings(self, mariadb: bool) -> dict[str, Any]:
+        """Server-side bounds per session: the InnoDB lock wait; the statement time (MariaDB
+        ``max_statement_time`` bounds every statement, MySQL's ``max_execution_time`` only SELECTs); the
+        idle time inside a transaction (MariaDB ``idle_transaction_timeout``; MySQL has none: the
+        client's reply bound and TCP keepalives stand in)."""
+        t = self.config.timeouts
+        out: dict[str, Any] = {}
+        if t.lock_s:
+            out["innodb_lock_wait_timeout"] = max(1, math.ceil(t.lock_s))
+        if t.statement_s:
+            out["max_statement_time" if mariadb else "max_execution_time"] = \
+                t.statement_s if mariadb else round(t.statement_s * 1000)
+        if t.idle_in_transaction_s and mariadb:
+            out["idle_transaction_timeout"] = max(1, math.ceil(t.idle_in_transaction_s))
+        return out
+
+    def is_driver_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, pymysql.MySQLError)
+
+    def classify(self, exc: BaseException) -> ErrorKind:
+        """By the server's error number: the SQLSTATE 22xxx/23xxx errors (conversion, range, truncation,
+        NULL into NOT NULL, duplicate key, foreign key, CHECK) are data; lock wait timeout, deadlock,
+        statement timeouts, a killed or lost connection, a server shutting down or read-only (failover)
+        are transient; the rest is fatal."""
+        if isinstance(exc, pymysql.err.InterfaceError):  # PyMySQL: "(0, '')", the connection is closed
+            return ErrorKind.TRANSIENT
+        if isinstance(exc, pymysql.MySQLError):
+            code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+            if code in MYSQL_DATA:
+                return ErrorKind.DATA
+            if code in MYSQL_TRANSIENT or (code is not None and 2000 <= code < 3000):  # 2xxx: client-side (CR_*)
+                return ErrorKind.TRANSIENT
+            return ErrorKind.FATAL
+        return super().classify(exc)
 
     def begin(self) -> None:
         self.conn.begin()

@@ -11,6 +11,7 @@ ROWID; one transaction per batch (Oracle DDL commits implicitly, as in MySQL).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -18,9 +19,22 @@ from typing import Any
 from cdc.config import TargetConfig
 from cdc.sql_dialects import ORACLE
 from streaming.errors import TargetError
-from streaming.targets.base import Row, Target
+from streaming.targets.base import ErrorKind, Row, Target
 
 _PARAM = re.compile(r"%s")
+# NULL into NOT NULL, unique, check, foreign keys, precision/size, invalid number, date conversions, overflow,
+# division by zero, value too long for a bind
+ORACLE_DATA = frozenset(f"ORA-{n:05d}" for n in (
+    1400, 1407, 1, 2290, 2291, 2292, 1438, 12899, 1722, 1426, 1476, 1830, 1839, 1840, 1841, 1843, 1847, 1858,
+    1861, 1862, 1878, 1884, 1461, 1480, 1489, 1741, 22835))
+# deadlock, resource busy, cannot serialize, cancelled / timed-out call, end of file on the channel, lost
+# contact, not connected, session killed, idle time exceeded, instance starting or shutting down, read-only
+# standby, listener unreachable; the thin driver's closed / lost connection and call timeout
+ORACLE_TRANSIENT = frozenset(
+    [f"ORA-{n:05d}" for n in (60, 54, 30006, 8177, 1013, 3113, 3114, 3135, 3156, 28, 1012, 2396, 1033, 1034,
+                              1089, 1090, 1092, 16000, 25402, 25408, 12170, 12514, 12528, 12537, 12541, 12547,
+                              12571)]
+    + ["DPY-1001", "DPY-4011", "DPY-4024", "DPY-6005"])
 
 
 class OracleTarget(Target):
@@ -42,10 +56,45 @@ class OracleTarget(Target):
 
         user, _, address = self.config.dsn.rpartition("@")  # the password was taken out at config load
         try:
-            return oracledb.connect(**{"user": user, **self.config.login_kwargs()}, dsn=address,
-                                    **(self.config.tls.connect_kwargs() if self.config.tls else {}))
+            con = oracledb.connect(**{"user": user, **self.config.login_kwargs()}, dsn=address,
+                                   **(self.config.tls.connect_kwargs() if self.config.tls else {}),
+                                   **self.connect_options())
         except oracledb.Error as exc:
             raise TargetError(f"cannot connect to target {self.name!r}: {exc}", target=self.name) from None
+        reply = self.config.timeouts.reply_bound_s
+        if reply:
+            con.call_timeout = round(reply * 1000)  # ms; every round trip, client side
+        return con
+
+    # ---- bounded waits and what an error means ------------------------------------------
+    def connect_options(self) -> dict[str, Any]:
+        """oracledb's bounds: the TCP connect timeout and keepalive probes (``expire_time``, minutes). Oracle
+        has no per-session statement or lock timeout: a DML lock wait is bounded by the call timeout
+        (``timeouts.reply_s``), set on the connection after connect."""
+        t = self.config.timeouts
+        return {"tcp_connect_timeout": t.connect_s, "expire_time": max(1, math.ceil(t.keepalive_idle_s / 60))}
+
+    def is_driver_error(self, exc: BaseException) -> bool:
+        import oracledb
+
+        return isinstance(exc, oracledb.Error)
+
+    def classify(self, exc: BaseException) -> ErrorKind:
+        """By the ORA-/DPY- code: value and constraint errors (SQLSTATE classes 22 and 23) are data; deadlock,
+        resource busy, serialization, cancelled or timed-out calls, lost or killed sessions, an instance
+        shutting down or read-only (a standby during failover), and any error oracledb marks recoverable are
+        transient; the rest is fatal."""
+        import oracledb
+
+        if isinstance(exc, oracledb.Error):
+            err = exc.args[0] if exc.args else None
+            code = getattr(err, "full_code", None) or ""
+            if code in ORACLE_DATA:
+                return ErrorKind.DATA
+            if code in ORACLE_TRANSIENT or getattr(err, "isrecoverable", False):
+                return ErrorKind.TRANSIENT
+            return ErrorKind.FATAL
+        return super().classify(exc)
 
     def key_text(self) -> str:
         return "varchar2(255)"

@@ -19,7 +19,10 @@ the batch again record by record.
 
 from __future__ import annotations
 
+import inspect
 import itertools
+import logging
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -30,11 +33,30 @@ from cdc.config import TargetConfig
 from cdc.sql_dialects import POSTGRES
 from cdc.tls import postgres_tls_problem
 from streaming.errors import TargetError
-from streaming.targets.base import Row, Target
+from streaming.targets.base import ErrorKind, Row, Target, sqlstate_kind
 
+# SQLSTATEs a retry may cure: serialization_failure, deadlock_detected, lock_not_available (lock_timeout),
+# query_canceled (statement_timeout), idle_in_transaction_session_timeout, read_only_sql_transaction (a
+# failover to a standby in progress), admin/crash shutdown and cannot_connect_now; and the classes
+# 08 (connection exception), 40 (transaction rollback), 53 (insufficient resources)
+PG_TRANSIENT = frozenset({"40001", "40P01", "55P03", "57014", "25P03", "25006", "57P01", "57P02", "57P03",
+                          "57P05"})
+PG_TRANSIENT_CLASSES = frozenset({"08", "40", "53"})
 BULK_MIN_ROWS = 200
 CSV_CHUNK_ROWS = 32_768  # rows decoded per COPY chunk
 _stage_ids = itertools.count()
+
+
+class _LostConnectionNoise(logging.Filter):
+    """psycopg warns "error ignored terminating <Pipeline [BAD]>: the connection is closed" when a lost
+    connection ends an executemany; the apply reports the loss itself (once, naming target and batch)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.getMessage().startswith("error ignored terminating") and "connection is closed" in
+                    record.getMessage())
+
+
+logging.getLogger("psycopg").addFilter(_LostConnectionNoise())
 
 
 class PostgresTarget(Target):
@@ -50,11 +72,61 @@ class PostgresTarget(Target):
 
     def _connect(self) -> Any:
         try:
-            return psycopg.connect(self.config.dsn, autocommit=False, **self.config.login_kwargs())
+            con = BoundedConnection.connect(self.config.dsn, autocommit=False, **self.config.login_kwargs(),
+                                            **self.connect_options())
         except psycopg.OperationalError as exc:
             problem = postgres_tls_problem(str(exc))
             raise TargetError(f"cannot connect to target {self.name!r}: {exc}" + (f" ({problem})" if problem else ""),
                               target=self.name) from None
+        con.reply_timeout_s = self.config.timeouts.reply_bound_s
+        if con.reply_timeout_s and not _WAIT_TAKES_TIMEOUT:
+            con.close()
+            raise TargetError(f"target {self.name!r}: targets[].timeouts.reply_s needs psycopg 3.3 or later "
+                              f"(installed: {psycopg.__version__}); upgrade psycopg, or set reply_s: 0 to go "
+                              f"without the client-side bound", target=self.name, key="timeouts.reply_s")
+        settings = self.session_settings()
+        if settings:
+            with con.cursor() as cur:
+                for name, value in settings.items():
+                    cur.execute(f"SET {name} = {int(value)}")
+            con.commit()
+        return con
+
+    # ---- bounded waits and what an error means ------------------------------------------
+    def connect_options(self) -> dict[str, Any]:
+        """libpq options bounding the connection (``targets[].timeouts``): connect timeout, TCP keepalives
+        (a peer that vanished is noticed while we wait for a reply) and tcp_user_timeout (data we sent
+        that stays unacknowledged that long ends the connection)."""
+        t = self.config.timeouts
+        dead_after_s = t.keepalive_idle_s + t.keepalive_interval_s * t.keepalive_count
+        out = {"connect_timeout": max(2, math.ceil(t.connect_s)), "keepalives": 1,
+               "keepalives_idle": t.keepalive_idle_s, "keepalives_interval": t.keepalive_interval_s,
+               "keepalives_count": t.keepalive_count}
+        if psycopg.pq.version() >= 120000:  # libpq learnt tcp_user_timeout in 12
+            out["tcp_user_timeout"] = dead_after_s * 1000
+        return out
+
+    def session_settings(self) -> dict[str, int]:
+        """Server-side bounds set on every new session, in milliseconds (a 0 leaves the server's own)."""
+        t = self.config.timeouts
+        wanted = {"statement_timeout": t.statement_s, "lock_timeout": t.lock_s,
+                  "idle_in_transaction_session_timeout": t.idle_in_transaction_s}
+        return {name: round(s * 1000) for name, s in wanted.items() if s}
+
+    def is_driver_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, psycopg.Error)
+
+    def classify(self, exc: BaseException) -> ErrorKind:
+        """By SQLSTATE: classes 22 and 23 are data; lock, deadlock, serialization, cancel (statement or
+        lock timeout), connection, shutdown and resource errors are transient; a psycopg error without an
+        SQLSTATE is a lost or unusable connection (transient); anything else is fatal."""
+        if isinstance(exc, psycopg.Error):
+            state = getattr(exc, "sqlstate", None)
+            if state is None:
+                return ErrorKind.TRANSIENT if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) \
+                    else ErrorKind.FATAL
+            return sqlstate_kind(state, PG_TRANSIENT, PG_TRANSIENT_CLASSES)
+        return super().classify(exc)
 
     def close(self) -> None:
         try:
@@ -184,3 +256,29 @@ class PostgresTarget(Target):
             sink = pa.BufferOutputStream()
             pacsv.write_csv(out, sink, options)
             yield memoryview(sink.getvalue())
+
+
+_WAIT_TAKES_TIMEOUT = "timeout" in inspect.signature(psycopg.Connection.wait).parameters
+
+
+class BoundedConnection(psycopg.Connection):
+    """A psycopg connection whose every call waits at most ``reply_timeout_s`` for the server.
+
+    The server's statement_timeout cancels a long statement, and TCP keepalives notice a peer that
+    vanished, but neither ends a wait on a path that still acknowledges packets and delivers nothing (a
+    hung proxy or pooler, a half-dead NAT): there the client would wait forever. After this bound the
+    connection is closed (its state is unknown) and the call raises OperationalError, which the apply
+    treats as a lost connection: the batch is rolled back and retried on a new connection."""
+
+    reply_timeout_s: float | None = None
+
+    def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+        bound = self.reply_timeout_s if timeout is None else timeout
+        try:
+            return super().wait(gen, interval, bound)
+        except psycopg.errors._WaitTimeout:  # psycopg's own signal for its timeout argument
+            if timeout is not None:
+                raise
+            self.pgconn.finish()
+            raise psycopg.OperationalError(f"no reply from the server for {bound:g} s "
+                                           f"(targets[].timeouts.reply_s): connection closed") from None
