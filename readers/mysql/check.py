@@ -28,6 +28,7 @@ from cdc.errors import CdcError
 from cdc.tls import MySqlTls
 from readers.mysql.connection import open_connection
 from readers.mysql.errors import SettingsRefused
+from readers.mysql.privileges import missing_privileges
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,6 @@ def check_host(address: str, user: str, password: str, candidate: bool, timeout_
                         "'binlog_row_image', 'binlog_row_metadata', 'gtid_mode', 'enforce_gtid_consistency', "
                         "'gtid_strict_mode', 'log_slave_updates', 'log_replica_updates')")
             v = {k.lower(): str(val) for k, val in cur.fetchall()}
-            cur.execute("SHOW GRANTS")
-            grants = " ".join(r[0] for r in cur.fetchall()).upper()
     finally:
         conn.close()
 
@@ -85,13 +84,7 @@ def check_host(address: str, user: str, password: str, candidate: bool, timeout_
         name = "log_slave_updates" if "log_slave_updates" in v else "log_replica_updates"
         need(name, "ON", f"{name}=ON in my.cnf [mysqld] and restart (a failover candidate must log what it "
              "replicates, or the stream loses those transactions after failover)")
-    if "ALL PRIVILEGES ON *.*" not in grants:
-        wanted = ["REPLICATION SLAVE", "SELECT"]
-        wanted.append("BINLOG MONITOR" if mariadb and "BINLOG MONITOR" in grants else "REPLICATION CLIENT")
-        for priv in wanted:
-            if priv not in grants and not (priv == "REPLICATION CLIENT" and "BINLOG MONITOR" in grants):
-                out.append(Problem(address, f"privilege {priv}", "not granted",
-                                   f"GRANT {priv} ON *.* TO {user!r}@'%'"))
+    out += [Problem(address, *m.problem()) for m in missing_privileges(address, user, password, timeout_s, tls)]
     return out
 
 
