@@ -109,7 +109,7 @@ def _pipeline(db, broker, start: str, end: str, rows: int, batch: int) -> float:
 
     metrics = SourceMetrics("bench")
     cfg = MySqlSourceConfig(name="bench", hosts=[db.address], user="cdc", password="cdc", tables=["bench.*"],
-                            server_id=990002)
+                            server_id=990002, snapshot="never")
     kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=f"bench{time.time_ns()}")
     pub = Publisher("bench", "mysql", kafka, metrics)
     pub.recover()
