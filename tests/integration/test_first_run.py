@@ -127,3 +127,20 @@ def test_wrong_port_says_what_happened_to_the_host(tmp_path, mariadb_primary, tm
     assert "fix: check the host:port in `hosts`" in err, err
     assert "no writable primary" not in err, err
     assert err.count("Connection refused") == 1, err  # one error, printed once
+
+
+def test_pattern_matching_nothing_is_named_at_start(tmp_path, mariadb_primary, tmp_mysql_db, broker, topic_prefix):
+    db = tmp_mysql_db
+    mariadb_primary.query(f"CREATE TABLE `{db}`.orders (id INT PRIMARY KEY)")
+    config = write(tmp_path, mariadb_primary, "cdc", [f"{db}.orders", f"{db}.order_itmes"], broker, topic_prefix)
+    text = yaml.safe_load(config.read_text())
+    text["sources"][0]["password"] = "cdc"
+    config.write_text(yaml.safe_dump(text))
+    daemon = Daemon(config, tmp_path / "daemon.log").start()
+    try:
+        wait_for(lambda: "streaming from" in daemon.tail(), 60, "the reader to stream", daemon=daemon)
+        warnings = [line for line in daemon.tail(200).splitlines() if "matches no table" in line]
+        assert len(warnings) == 1, daemon.tail()
+        assert "WARNING" in warnings[0] and f"'{db}.order_itmes'" in warnings[0] and f"{db}.orders" in warnings[0]
+    finally:
+        assert daemon.stop() == 0, daemon.tail()
