@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -144,3 +145,18 @@ def test_pattern_matching_nothing_is_named_at_start(tmp_path, mariadb_primary, t
         assert "WARNING" in warnings[0] and f"'{db}.order_itmes'" in warnings[0] and f"{db}.orders" in warnings[0]
     finally:
         assert daemon.stop() == 0, daemon.tail()
+
+
+def test_check_on_a_wrong_kafka_port_answers_at_once_and_quietly(tmp_path):
+    port = free_port()
+    config = tmp_path / "cdc.yaml"
+    config.write_text(yaml.safe_dump({"kafka": {"bootstrap_servers": f"127.0.0.1:{port}"}}))
+    started = time.monotonic()
+    check = cdc("check", "--config", str(config), timeout=60)
+    took = time.monotonic() - started
+    assert check.returncode == 1, check.stdout + check.stderr
+    lines = check.stdout.splitlines()
+    assert lines[-1] == "0 ok, 1 failed", check.stdout
+    assert f"127.0.0.1:{port}: Connection refused" in check.stdout
+    assert "rdkafka" not in check.stderr, check.stderr  # no client log line after the summary
+    assert took < 10, took  # the client's own timeout alone is 10 s; a refused port answers at once
