@@ -44,7 +44,9 @@ def main(args: argparse.Namespace) -> int:
     from cdc.metrics import process_registry
     from cdc.runtime.signals import TwoStageSignals
     from streaming.apply import job
+    from streaming.apply.preflight import check_targets
 
+    check_targets(config)  # a target mistake is found in a second, not after Spark started
     registry = process_registry()
     streams: list[job.ApplyStream] = []
     port = next(p for p in (args.metrics_port, config.metrics.apply_port, config.metrics.port + 1) if p is not None)

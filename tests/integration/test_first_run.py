@@ -160,3 +160,21 @@ def test_check_on_a_wrong_kafka_port_answers_at_once_and_quietly(tmp_path):
     assert f"127.0.0.1:{port}: Connection refused" in check.stdout
     assert "rdkafka" not in check.stderr, check.stderr  # no client log line after the summary
     assert took < 10, took  # the client's own timeout alone is 10 s; a refused port answers at once
+
+
+@pytest.mark.postgres
+def test_apply_finds_a_missing_target_database_before_spark(tmp_path, postgres, broker, topic_prefix):
+    dsn = postgres.dsn.rsplit("/", 1)[0] + "/no_such_db"
+    config = tmp_path / "cdc.yaml"
+    config.write_text(yaml.safe_dump({
+        "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": topic_prefix},
+        "targets": [{"name": "pg", "kind": "postgres", "dsn": dsn, "schema": "public"}],
+        "apply": [{"source": "shop", "target": "pg", "checkpoint_dir": str(tmp_path / "ckpt")}],
+        "metrics": {"port": 0}}))
+    run = cdc("apply", "--config", str(config), timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert "target pg: cannot connect" in run.stderr and "no_such_db" in run.stderr, run.stderr
+    assert "fix: check targets[pg]" in run.stderr, run.stderr
+    assert not (tmp_path / "ckpt").exists()  # no streaming query was ever planned
+    assert not any(w in run.stderr for w in ("SparkContext", "log4j", "py4j", "WARN")), run.stderr  # no JVM started
+    assert run.stderr.count("no_such_db") == 1, run.stderr
