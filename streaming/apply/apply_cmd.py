@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import threading
+import warnings
 from typing import Any
 
 from cdc.config import load_config
@@ -40,6 +42,7 @@ def main(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     setup_logging(config.logging.level, config.logging.json_)
     logging.captureWarnings(True)  # pyspark's and pandas' warnings become log lines (JSON with logging.json)
+    quiet_pandas_3()
     logging.getLogger("py4j").setLevel(logging.WARNING)
     from cdc.metrics import process_registry
     from cdc.runtime.signals import TwoStageSignals
@@ -70,3 +73,15 @@ def serve(registry: Any, streams: list[Any], host: str, port: int) -> Any:
 
     return HealthServer(registry, lambda: probes.readiness(streams), host, port,
                         alive=lambda: probes.liveness(streams)).start()
+
+
+PANDAS_3 = "PySpark does not yet fully support pandas"  # pyspark's FutureWarning at import under pandas 3
+
+
+def quiet_pandas_3() -> None:
+    """pyspark warns at every import that pandas 3 is not fully supported; the apply uses pandas only through
+    Arrow conversions that the test suite runs. Not printed by the driver nor by the Python workers."""
+    warnings.filterwarnings("ignore", message=PANDAS_3, category=FutureWarning)
+    rule = f"ignore:{PANDAS_3}:FutureWarning"
+    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, (os.environ.get("PYTHONWARNINGS"), rule)))
+
