@@ -178,3 +178,15 @@ def test_apply_finds_a_missing_target_database_before_spark(tmp_path, postgres, 
     assert not (tmp_path / "ckpt").exists()  # no streaming query was ever planned
     assert not any(w in run.stderr for w in ("SparkContext", "log4j", "py4j", "WARN")), run.stderr  # no JVM started
     assert run.stderr.count("no_such_db") == 1, run.stderr
+
+
+def test_unsafe_setting_is_printed_once(tmp_path, mariadb_alone, broker, topic_prefix):
+    mariadb_alone.query("SET GLOBAL binlog_format=STATEMENT")
+    config = write(tmp_path, mariadb_alone, "cdc", ["test.*"], broker, topic_prefix)
+    text = yaml.safe_load(config.read_text())
+    text["sources"][0]["password"] = "cdc"
+    config.write_text(yaml.safe_dump(text))
+    run = cdc("run", "--config", str(config), timeout=90)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.count("binlog_format is STATEMENT") == 1, run.stderr  # not in a trailer, not in the summary
+    assert "fix: SET GLOBAL binlog_format=ROW" in run.stderr
