@@ -82,15 +82,17 @@ def kafka_checks(cfg: Any, sources: list[Any], timeout_s: float = 10.0) -> list[
     from cdc.publish.topics import admin_client, topic_spec
 
     kafka = cfg.kafka
-    admin = admin_client(kafka.connection())
     where = f"kafka {kafka.bootstrap_servers}"
+    fix = ("check kafka.bootstrap_servers (and kafka.client for TLS/SASL) in the config file, and that the broker "
+           "listens there")
+    if refused := _all_refused(kafka.bootstrap_servers):  # answered at once, not after the client's timeout
+        return [Check(where, False, f"unreachable: {refused}", fix)]
+    admin = admin_client(kafka.connection())
     try:
         try:
             meta = admin.client.list_topics(timeout=timeout_s)
         except KafkaException as exc:
-            return [Check(where, False, f"unreachable: {admin.failure(exc)}",
-                          "check kafka.bootstrap_servers (and kafka.client for TLS/SASL) in the config file, and "
-                          "that the broker listens there")]
+            return [Check(where, False, f"unreachable: {admin.failure(exc)}", fix)]
         out = [Check(where, True, f"reachable ({len(meta.brokers)} broker(s), {len(meta.topics)} topics)")]
         spec = topic_spec(kafka, "changes")
         sent = int(kafka.producer.get("message.max.bytes", DEFAULTS["message.max.bytes"]))
@@ -122,6 +124,21 @@ def kafka_checks(cfg: Any, sources: list[Any], timeout_s: float = 10.0) -> list[
         return out
     finally:
         admin.done()
+
+
+def _all_refused(bootstrap: str, timeout_s: float = 3.0) -> str | None:
+    """When no bootstrap address accepts a TCP connection: what each said (else None, the client goes on)."""
+    import socket
+
+    said = []
+    for address in bootstrap.split(","):
+        host, _, port = address.strip().rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+            return None
+        except (OSError, ValueError) as exc:
+            said.append(f"{address.strip()}: {getattr(exc, 'strerror', None) or exc}")
+    return "; ".join(said)
 
 
 def _setting_checks(name: str, topic: str, bootstrap: str, entries: dict, want: dict[str, str],

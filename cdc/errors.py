@@ -27,8 +27,14 @@ class CdcError(Exception):
     def __str__(self) -> str:
         if not self.fields:
             return self.message
-        detail = ", ".join(f"{k}={v!r}" for k, v in self.fields.items() if v is not None)
+        detail = ", ".join(f"{k}={v!r}" for k, v in self.fields.items() if v is not None and not _quoted(v, self.message))
         return f"{self.message} ({detail})" if detail else self.message
+
+
+def _quoted(value: Any, message: str) -> bool:
+    """A long field value (or list of them) the message already says word for word: not printed twice."""
+    items = value if isinstance(value, (list, tuple)) and value else [value]
+    return all(isinstance(v, str) and len(v) >= 20 and v in message for v in items)
 
 
 def _rebuild(cls: type, message: str, fields: dict[str, Any]) -> "CdcError":

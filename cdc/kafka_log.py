@@ -68,5 +68,20 @@ class RepeatLimit(logging.Filter):
                 del seen[kind]
 
 
+_ON_PURPOSE = re.compile(r"CONFWARN .*Configuration property enable\.gapless\.guarantee is experimental")
+
+
+class OnPurpose(logging.Filter):
+    """librdkafka's CONFWARN that ``enable.gapless.guarantee`` is experimental names a setting the producer
+    makes on purpose (cdc.publish.producer): nothing for an operator to do, so it is a DEBUG line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.DEBUG and _ON_PURPOSE.search(record.getMessage()):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return KAFKA_LOG.isEnabledFor(logging.DEBUG)
+        return True
+
+
 KAFKA_LOG = logging.getLogger("cdc.kafka")
+KAFKA_LOG.addFilter(OnPurpose())
 KAFKA_LOG.addFilter(RepeatLimit())

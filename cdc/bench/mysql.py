@@ -128,7 +128,7 @@ def _pipeline(db, broker, start: str, end: str, rows: int, batch: int, native: b
     fastrows.install(native=native, table_map_cache=table_map_cache)
     metrics = SourceMetrics("bench")
     cfg = MySqlSourceConfig(name="bench", hosts=[db.address], user="cdc", password="cdc", tables=["bench.*"],
-                            server_id=990002)
+                            server_id=990002, snapshot="never")
     pub = None
     if publish:
         kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=f"bench{time.time_ns()}")

@@ -36,6 +36,8 @@ from cdc.dev.tls_proxy import TlsFront, TlsProxy
 if TYPE_CHECKING:
     from cdc.dev.objstore import ObjectStore
 
+MEMORY_CLUSTER_ID = "tansu_memory"  # the cluster id of an in-memory embedded broker (cdc.publish.publisher)
+
 
 class BrokerError(RuntimeError):
     """The broker failed to start or to do an admin operation; the message holds its log tail."""
@@ -129,6 +131,8 @@ class Broker(_AdminMixin):
             listen = f"tcp://{self.host}:{free_port()}" if self.tls else url
             argv = [tansu_bin(), "broker", "--listener-url", listen, "--advertised-listener-url", url,
                     "--storage-engine", self.storage]
+            if self.storage.startswith("memory://"):  # nothing survives its restart: the publisher need not warn
+                argv += ["--cluster-id", MEMORY_CLUSTER_ID]
             env = dict(os.environ, RUST_LOG=os.environ.get("CDC_TANSU_LOG", "warn"), **self.env)
             self.proc = procs.spawn(argv, self.log_path, die_with_parent=self.die_with_parent, env=env)
             procs.register(self)

@@ -217,7 +217,8 @@ class Publisher:
         self._producer.settle()
         limit, cluster_id = _broker_facts(self.kafka.connection(), self.topic)
         self._record_limit = min(self._record_limit, limit)
-        if self._producer.idempotence and (cluster_id or "").startswith("tansu"):
+        if self._producer.idempotence and (cluster_id or "").startswith("tansu") and cluster_id != "tansu_memory":
+            # (tansu_memory: the embedded broker on in-memory storage, cdc.dev.broker: no restart keeps data)
             log.warning("broker cluster %r looks like tansu: with persistent storage, a restart of it can drop a "
                         "batch of an idempotent producer without an error (it answers DUPLICATE_SEQUENCE_NUMBER "
                         "for a batch it never wrote); set kafka.idempotence: false for such a broker",

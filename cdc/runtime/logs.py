@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -63,6 +64,33 @@ class _SourceFields(logging.Filter):
         return True
 
 
+class _ErrorOnce(logging.Filter):
+    """Each error's text is printed once. An ERROR line that quotes an exception passed as an argument of
+    an earlier ERROR line (the failing source's line, then `cdc run`'s closing summary) names it by its
+    class instead of repeating the text. Only the last few errors are remembered."""
+
+    MIN_TEXT = 20  # shorter texts ("timeout") may be quoted for other reasons
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: deque[tuple[str, str]] = deque(maxlen=16)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            return True
+        args = record.args if isinstance(record.args, tuple) else ()
+        errors = [(str(a), type(a).__name__) for a in args if isinstance(a, BaseException) and len(str(a)) >= self.MIN_TEXT]
+        if self.seen and not errors:
+            msg = record.getMessage()
+            quoted = [(text, name) for text, name in self.seen if text in msg]
+            for text, name in quoted:
+                msg = msg.replace(f"{name}: {text}", text).replace(text, f"{name} (the error logged above)")
+            if quoted:
+                record.msg, record.args = msg, ()
+        self.seen.extend(errors)
+        return True
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
@@ -92,6 +120,7 @@ def setup_logging(level: str = "INFO", json_lines: bool = False, stream: IO[str]
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
     handler.addFilter(_SourceFields())
+    handler.addFilter(_ErrorOnce())
     root = logging.getLogger()
     for h in list(root.handlers):
         if getattr(h, "_cdc", False):

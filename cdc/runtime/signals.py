@@ -88,5 +88,5 @@ class TwoStageSignals:
             sys.stderr.flush()
             os._exit(128 + signum)
         self.received.set()
-        log.warning("%s received: draining to a transaction boundary (send again to exit at once)", name)
+        log.info("%s received: draining to a transaction boundary (send again to exit at once)", name)
         self._on_first()

@@ -35,6 +35,7 @@ from cdc.errors import CdcError
 from cdc.tls import MySqlTls
 from readers.mysql.connection import open_connection
 from readers.mysql.errors import SettingsRefused
+from readers.mysql.privileges import missing_privileges
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def read_settings(conn) -> HostSettings:
 def evaluate(settings: HostSettings, address: str, user: str, candidate: bool) -> tuple[list[Problem], list[str]]:
     """The problems of one host's settings (each refused at start) and the notes on settings the reader
     follows as they are (compressed binlogs: decoded)."""
-    v, mariadb, grants = settings.variables, settings.mariadb, settings.grants
+    v, mariadb = settings.variables, settings.mariadb
     out: list[Problem] = []
     notes: list[str] = []
 
@@ -126,13 +127,6 @@ def evaluate(settings: HostSettings, address: str, user: str, candidate: bool) -
     if v.get("binlog_transaction_compression", "OFF").upper() == "ON":
         notes.append("binlog_transaction_compression=ON: TRANSACTION_PAYLOAD events are decoded (zstd), "
                      "nothing to change")
-    if "ALL PRIVILEGES ON *.*" not in grants:
-        wanted = ["REPLICATION SLAVE", "SELECT"]
-        wanted.append("BINLOG MONITOR" if mariadb and "BINLOG MONITOR" in grants else "REPLICATION CLIENT")
-        for priv in wanted:
-            if priv not in grants and not (priv == "REPLICATION CLIENT" and "BINLOG MONITOR" in grants):
-                out.append(Problem(address, f"privilege {priv}", "not granted",
-                                   f"GRANT {priv} ON *.* TO {user!r}@'%'"))
     return out, notes
 
 
@@ -147,7 +141,10 @@ def inspect_host(address: str, user: str, password: str, candidate: bool, timeou
         settings = read_settings(conn)
     finally:
         conn.close()
-    return evaluate(settings, address, user, candidate)
+    problems, notes = evaluate(settings, address, user, candidate)
+    # every statement the daemon runs, run as the configured user (readers/mysql/privileges.py)
+    problems += [Problem(address, *m.problem()) for m in missing_privileges(address, user, password, timeout_s, tls)]
+    return problems, notes
 
 
 def check_host(address: str, user: str, password: str, candidate: bool, timeout_s: float = 5.0,

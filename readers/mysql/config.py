@@ -29,8 +29,9 @@ class MySqlSourceConfig(PasswordLogin):
     reconnect_attempts: int = Field(default=10, ge=0)
     reconnect_backoff_s: float = Field(default=0.5, gt=0)
     snapshot: Literal["never", "initial", "when_needed"] = Field(
-        default="never", description="initial: a new stream starts with the tables' rows (op r); when_needed: that, "
-                                     "and a re-snapshot when the binlog is purged past the checkpoint")
+        default="initial", description="initial: a new stream starts with the tables' rows (op r); an existing "
+                                       "stream is never re-read; when_needed: that, and a re-snapshot when the "
+                                       "binlog is purged past the checkpoint; never: only changes after the start")
     snapshot_chunk_rows: int = Field(default=5_000, gt=0, description="rows per snapshot chunk (initial, incremental)")
     signal_table: str | None = Field(default=None, description="db.table receiving `cdc snapshot` requests")
     tls: MySqlTls | None = Field(default=None, description="TLS for the binlog and every query connection "

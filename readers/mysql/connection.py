@@ -20,6 +20,7 @@ from cdc.dsn import mysql_connect_args
 from cdc.tls import MySqlTls, mysql_tls_problem
 from readers.mysql.errors import AuthenticationFailed, ConnectionLost, SourceUnavailable, TlsFailed
 from readers.mysql.position import GtidSet
+from readers.mysql.privileges import denied
 
 ER_ACCESS_DENIED = 1045
 ER_DBACCESS_DENIED = 1044
@@ -45,9 +46,13 @@ def classify(exc: BaseException, address: str, user: str, tls: MySqlTls | None =
     """Map a PyMySQL error to ours (the caller raises it ``from exc``)."""
     code = exc.args[0] if getattr(exc, "args", None) and isinstance(exc.args[0], int) else None
     tls_problem = mysql_tls_problem(exc, tls)
+    if (missing := denied(exc, address, user)) is not None:
+        return missing
     if code in (ER_ACCESS_DENIED, ER_DBACCESS_DENIED):
         hint = f" ({tls_problem})" if tls_problem else ""
-        return AuthenticationFailed(f"{address} rejected user {user!r}: {exc.args[1]}{hint}", host=address, user=user)
+        return AuthenticationFailed(f"{address} rejected user {user!r}: {exc.args[1]}{hint}; fix: check the source's "
+                                    "`user` and its password (`password`, `password_file` or the environment)",
+                                    host=address, user=user)
     if tls_problem:
         return TlsFailed(f"TLS to {address} failed: {tls_problem}", host=address)
     if code in CLIENT_ERRORS_LOST or isinstance(exc, (OSError, pymysql.err.InterfaceError)):

@@ -102,10 +102,23 @@ class UnknownColumnType(DecodeError):
 
 
 __all__ = [
-    "AuthenticationFailed", "BinlogPurged", "CompressedEventError", "ConnectionLost", "DecodeError", "Divergence",
-    "GtidFlavorMismatch", "GtidParseError", "NoPrimaryFound", "PartialRowImage", "SettingsRefused",
-    "StatementFormatDml", "UnloggedRowChange",
-    "TransactionInterrupted", "Transient", "UndecodedEvent", "UnknownColumnType",
+    "AuthenticationFailed",
+    "BinlogPurged",
+    "CompressedEventError",
+    "ConnectionLost",
+    "DecodeError",
+    "Divergence",
+    "GtidFlavorMismatch",
+    "GtidParseError",
+    "NoPrimaryFound",
+    "PartialRowImage",
+    "SettingsRefused",
+    "StatementFormatDml",
+    "TransactionInterrupted",
+    "Transient",
+    "UndecodedEvent",
+    "UnknownColumnType",
+    "UnloggedRowChange",
 ]
 
 

@@ -90,8 +90,9 @@ def choose_primary(hosts: list[str], prober: Prober, checkpoint: GtidSet | None)
         if not primaries:
             roles = {i.address: ("read_only" if i.read_only else "") + (" replica" if i.is_replica else "")
                      for i in infos}
-            raise NoPrimaryFound(f"no writable primary among {hosts}", hosts=hosts,
-                                 probes={**problems, **roles})
+            said = "; ".join(f"{h}: {why}" for h, why in {**problems, **roles}.items())
+            raise NoPrimaryFound(f"no writable primary among {hosts} ({said})" if len(hosts) > 1 else
+                                 f"{said}; fix: check the host:port in `hosts` and that the server runs there")
         chosen = primaries[0]
     validate(chosen, checkpoint)
     return chosen

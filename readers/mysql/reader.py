@@ -91,6 +91,7 @@ from readers.mysql.guards import refuse_partial, refuse_statement, refuse_unlogg
 from readers.mysql.incremental import IncrementalSnapshots
 from readers.mysql.inflate import COMPRESSED_TYPES, FORMAT_DESCRIPTION_EVENT, Inflater
 from readers.mysql.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogEvent, payload_events
+from readers.mysql.patterns import warn_unmatched
 from readers.mysql.position import GtidSet
 from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
 from readers.mysql.snapshot import InitialSnapshot
@@ -222,6 +223,7 @@ class MySqlSource:
         for host in refuse_unsafe_hosts(self.config, info.address):  # the chosen host and every candidate
             log.warning("source %s: failover candidate %s unreachable; its settings are checked if it is chosen",
                         self.name, host)
+        warn_unmatched(self.config, info.address)  # a pattern matching no table: say so (readers/mysql/patterns.py)
         self.state = checkpoint if checkpoint is not None else info.gtid_state
         # -- snapshot hook: a new stream (or one cut off mid-snapshot) starts with the tables' rows; a stream
         #    whose log is gone past its checkpoint (when_needed) with them, each table replaced (snapshot.py) --

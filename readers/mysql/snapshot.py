@@ -16,6 +16,8 @@ With ``snapshot: initial`` and no stream yet, MySqlSource.start() calls
    (keyset pagination, ``chunk_rows`` rows); each chunk is published as one
    transaction of ``op: r`` records whose END carries
    ``resume = {"gtid_set": <snapshot state>, "snapshot": {table, after}}``;
+   a table with no rows is published as its definition alone (a SCHEMA record without statement, a
+   checkpoint like a chunk's END), so the apply creates its target table and `cdc compare` finds it;
 3. a Heartbeat with ``{"gtid_set": <snapshot state>}`` marks the end, and
    streaming starts at that state, so every change after the snapshot
    follows its rows in the stream.
@@ -51,7 +53,7 @@ from typing import Any
 
 from cdc import table_glob
 from cdc.compare.shapes import classify
-from cdc.events import Begin, Change, Commit, Event, Heartbeat, TableId, TableSchema
+from cdc.events import Begin, Change, Commit, Event, Heartbeat, SchemaChange, TableId, TableSchema
 from cdc.progress_bar import progress as progress_lines
 from cdc.snapshot_marks import row_mark, with_ends
 from cdc.sql_dialects import MYSQL
@@ -60,6 +62,7 @@ from readers.mysql.connection import binlog_status, open_connection, server_vers
 from readers.mysql.schema import schema_from_information_schema
 
 log = logging.getLogger(__name__)
+EMPTY_TABLE = -1  # the chunk number _chunks gives a table that has no rows at all
 
 CHUNK_ROWS = 5_000
 
@@ -204,6 +207,9 @@ class InitialSnapshot:
             while True:
                 rows = reader.chunk(after, self.chunk_rows)
                 if not rows and not replace:
+                    if n == 0 and after is None:  # an empty table: its definition still goes out (_chunk)
+                        self.progress.update(table=str(table), after=None)
+                        yield table, reader.schema, rows, EMPTY_TABLE, False, dict(self.progress)
                     break
                 after = reader.key_of(rows[-1]) if reader.key and rows else None
                 self.progress.update(table=str(table), after=after)
@@ -227,6 +233,11 @@ class InitialSnapshot:
         """One chunk as a transaction; ``replace``: it starts with an ``op: "t"`` (see the module docstring);
         ``first``/``last``: it holds the snapshot's first/last row."""
         ts = int(time.time() * 1000)
+        if n == EMPTY_TABLE:  # no rows: the table's definition alone, so every consumer (the apply's target
+            # table, `cdc compare`) knows the table exists; a checkpoint like a chunk's END (a restart reads
+            # the table again: it is still empty, or its rows come from that newer read)
+            yield SchemaChange(table, None, schema, ts, {"gtid_set": self.gtid_set, "snapshot": progress})
+            return
         txid = f"snapshot:{table}:{n}"
         yield Begin(txid, ts)
         if replace:

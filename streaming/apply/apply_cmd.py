@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import threading
+import warnings
 from typing import Any
 
 from cdc.config import load_config
@@ -40,11 +42,14 @@ def main(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     setup_logging(config.logging.level, config.logging.json_)
     logging.captureWarnings(True)  # pyspark's and pandas' warnings become log lines (JSON with logging.json)
+    quiet_pandas_3()
     logging.getLogger("py4j").setLevel(logging.WARNING)
     from cdc.metrics import process_registry
     from cdc.runtime.signals import TwoStageSignals
     from streaming.apply import job
+    from streaming.apply.preflight import check_targets
 
+    check_targets(config)  # a target mistake is found in a second, not after Spark started
     registry = process_registry()
     streams: list[job.ApplyStream] = []
     port = next(p for p in (args.metrics_port, config.metrics.apply_port, config.metrics.port + 1) if p is not None)
@@ -68,3 +73,15 @@ def serve(registry: Any, streams: list[Any], host: str, port: int) -> Any:
 
     return HealthServer(registry, lambda: probes.readiness(streams), host, port,
                         alive=lambda: probes.liveness(streams)).start()
+
+
+PANDAS_3 = "PySpark does not yet fully support pandas"  # pyspark's FutureWarning at import under pandas 3
+
+
+def quiet_pandas_3() -> None:
+    """pyspark warns at every import that pandas 3 is not fully supported; the apply uses pandas only through
+    Arrow conversions that the test suite runs. Not printed by the driver nor by the Python workers."""
+    warnings.filterwarnings("ignore", message=PANDAS_3, category=FutureWarning)
+    rule = f"ignore:{PANDAS_3}:FutureWarning"
+    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, (os.environ.get("PYTHONWARNINGS"), rule)))
+

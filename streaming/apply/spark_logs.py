@@ -12,9 +12,9 @@ file serves a local job and a spark-submit to a cluster (ship it with
 
 What log4j2 does not print (the JVM's own start-up warnings, a Python
 worker's stderr, which Spark copies to the JVM's stderr as it is) is caught
-by :func:`start_jvm`: with JSON lines it starts the driver JVM with its
-stdout and stderr piped into a relay thread that passes JSON lines through
-and logs any other line through Python logging (logger ``spark.stderr``;
+by :func:`start_jvm`: it starts the driver JVM with its stdout and stderr
+piped into a relay thread that drops the JVM's start-up notices and, with
+JSON lines, passes JSON lines through and logs any other line through Python logging (logger ``spark.stderr``;
 a line repeated, digits aside, at most every 30 s with the count it stood for:
 cdc.kafka_log.RepeatLimit).
 
@@ -56,28 +56,35 @@ def spark_settings(level: str = "INFO", json_lines: bool = False) -> dict[str, s
 def start_jvm(settings: dict[str, str], json_lines: bool) -> None:
     """Start the driver's JVM (py4j gateway) with ``settings`` unless this process has one already.
 
-    With ``json_lines`` its stdout and stderr are relayed (:func:`_relay`), so that every line this
-    process writes is JSON. Under spark-submit the JVM exists already and writes where it was told."""
+    Its stdout and stderr are relayed (:func:`_relay`): with ``json_lines`` so that every line this process
+    writes is JSON; in both modes without the JVM's start-up notices. Under spark-submit the JVM exists already and writes where it was told."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
     if SparkContext._gateway is not None:  # one JVM per process; a second session reuses it
         return
     conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
-    gateway = launch_gateway(conf, {"stdout": PIPE, "stderr": PIPE} if json_lines else None)
+    gateway = launch_gateway(conf, {"stdout": PIPE, "stderr": PIPE})
     proc = getattr(gateway, "proc", None)
-    if json_lines and proc is not None:
+    if proc is not None:
         for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
-            threading.Thread(target=_relay, args=(pipe,), name=f"spark-{name}", daemon=True).start()
+            threading.Thread(target=_relay, args=(pipe, json_lines), name=f"spark-{name}", daemon=True).start()
     SparkContext._ensure_initialized(gateway=gateway)
 
 
-def _relay(pipe: IO[bytes]) -> None:
-    """Copy the JVM's output to our stderr: JSON lines as they are, any other line as a log record."""
+# What the JVM prints at start-up on every healthy run (Spark 4 runs with the incubating Vector API module)
+_JVM_NOTICES = ("WARNING: Using incubator modules: jdk.incubator.vector",)
+
+
+def _relay(pipe: IO[bytes], json_lines: bool = True) -> None:
+    """Copy the JVM's output to our stderr: JSON lines (and, in text mode, every line) as they are, any other
+    line as a log record; the JVM's start-up notices (``_JVM_NOTICES``) only at DEBUG."""
     log = _RELAY_LOG
     for raw in iter(pipe.readline, b""):
         line = raw.decode("utf-8", "replace").rstrip("\r\n")
-        if line.startswith("{") and line.endswith("}"):
+        if line in _JVM_NOTICES:
+            log.debug("%s", line)
+        elif not json_lines or (line.startswith("{") and line.endswith("}")):
             sys.stderr.write(line + "\n")
             sys.stderr.flush()
         elif line.strip():

@@ -18,7 +18,7 @@ def write_config(path: Path, *, hosts: list[str], tables: list[str], bootstrap: 
                  name: str = "s1", server_id: int = 0) -> Path:
     cfg = {
         "sources": [{"name": name, "kind": "mysql", "hosts": hosts, "user": "cdc", "password": "cdc",
-                     "tables": tables, "heartbeat_interval_s": 1.0, "reconnect_backoff_s": 0.2,
+                     "tables": tables, "heartbeat_interval_s": 1.0, "reconnect_backoff_s": 0.2, "snapshot": "never",
                      "server_id": server_id or 500_000 + os.getpid() % 100_000}],
         "kafka": {"bootstrap_servers": bootstrap, "topic_prefix": prefix},
         "metrics": {"port": 0},

@@ -16,7 +16,8 @@ from readers.mysql.reader import MySqlSource
 def make_source(hosts: list[str], tables: list[str], name: str = "src", **kw: Any) -> MySqlSource:
     cfg = MySqlSourceConfig(name=name, hosts=hosts, user=kw.pop("user", "cdc"), password=kw.pop("password", "cdc"),
                             tables=tables, heartbeat_interval_s=kw.pop("heartbeat_interval_s", 0.3),
-                            reconnect_backoff_s=kw.pop("reconnect_backoff_s", 0.2), **kw)
+                            reconnect_backoff_s=kw.pop("reconnect_backoff_s", 0.2),
+                            snapshot=kw.pop("snapshot", "never"), **kw)
     return MySqlSource(cfg, SourceContext(metrics=SourceMetrics(name)))
 
 
