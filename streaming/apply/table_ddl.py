@@ -73,7 +73,23 @@ def apply_tables(catalog: Catalog, meta: dict[str, Any], sequence: int) -> str |
     """Perform one table-level SCHEMA record on the target (inside the barrier's transaction).
 
     Returns the last target table touched (None: nothing of this apply's). Raises UnsupportedDdl for what
-    this target or configuration does not follow, before changing anything of that table."""
+    this target or configuration does not follow, before changing anything of that table, naming the way
+    back: an operator's ``cdc schema accept|skip`` decision for this sequence (recorded in the target) lets
+    the record pass without a change to the target."""
+    decided = catalog.target.schema_decision(catalog.source, sequence)
+    if decided is not None and decided[0] in ("accept", "skip"):
+        log.warning("apply %s: %r at sequence %d passes by the recorded decision %s", catalog.source,
+                    meta.get("ddl"), sequence, decided[0])
+        return None
+    try:
+        return _apply_tables(catalog, meta, sequence)
+    except UnsupportedDdl as exc:
+        table = exc.fields.get("table") or meta.get("table") or "?"
+        how = catalog._ways(str(table), sequence, ("accept", "skip"))
+        raise UnsupportedDdl(f"{exc.message}. Way back: {how}", **exc.fields) from None
+
+
+def _apply_tables(catalog: Catalog, meta: dict[str, Any], sequence: int) -> str | None:
     ddl, actions = meta.get("ddl"), meta.get("tables")
     wanted = catalog.table_map.wanted
     if actions is None:
