@@ -18,7 +18,10 @@ client. ``<secret>_file`` (``sasl.password_file: /run/secrets/kafka``) reads
 the value from a file (one trailing newline stripped); the Spark options carry
 the file's PATH, not its content, so a secret from a file never enters Spark's
 plan or conf (an inline secret does, under a key Spark's default
-``spark.redaction.regex`` masks).
+``spark.redaction.regex`` masks). A pickled KafkaConnection (a Spark task, an
+input partition) carries such a secret as its path too, and the unpickling
+process (an executor) reads the file itself: the file must be at the same path
+there (a secret mount on every worker). An inline secret travels as its value.
 """
 
 from __future__ import annotations
@@ -127,6 +130,13 @@ class KafkaConnection:
     producer: Mapping[str, Any] = field(default_factory=dict)
     consumer: Mapping[str, Any] = field(default_factory=dict)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # a secret read from a file travels as its path and is read again where it is unpickled (an executor):
+        # its value never enters a pickled Spark task
+        blocks = [{k: _FileRef(v.path) if isinstance(v, FileSecret) else v for k, v in b.items()}
+                  for b in (self.client, self.producer, self.consumer)]
+        return _unpickle_connection, (self.bootstrap, *blocks)
+
     @classmethod
     def of(cls, where: str | KafkaConnection | Any) -> KafkaConnection:
         """``where``: a KafkaConnection, a ``kafka:`` config (cdc.config.KafkaConfig) or bare bootstrap
@@ -192,3 +202,32 @@ class KafkaConnection:
                        consumer=parse_block(consumer, "kafka.consumer"))
         except ValueError as exc:
             raise ConfigError(f"data source option {exc}", key="options") from None
+
+
+@dataclass(frozen=True)
+class _FileRef:
+    """A pickled FileSecret: the path only."""
+
+    path: str
+
+
+def _unpickle_connection(bootstrap: str, *blocks: Mapping[str, Any]) -> KafkaConnection:
+    """A KafkaConnection unpickled: every secret file read here (ConfigError naming the setting and the file
+    when this host cannot read it, e.g. a worker without the secret mount)."""
+    from cdc.credentials import file_secret
+
+    read = []
+    for block_name, block in zip(("kafka.client", "kafka.producer", "kafka.consumer"), blocks):
+        out = {}
+        for name, value in block.items():
+            if isinstance(value, _FileRef):
+                try:
+                    value = file_secret(value.path, f"{block_name}.{name}{FILE_SUFFIX}")
+                except ValueError as exc:
+                    raise ConfigError(f"{exc} on this host (a Spark executor reads the Kafka secret file itself: "
+                                      f"mount it at the same path on every worker)",
+                                      key=f"{block_name}.{name}{FILE_SUFFIX}") from None
+            out[name] = value
+        read.append(out)
+    return KafkaConnection(bootstrap, *read)
+

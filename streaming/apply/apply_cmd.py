@@ -4,8 +4,9 @@ Runs every ``apply:`` item of the config as a Spark streaming query (default
 master ``local[*]``; use ``--master`` or spark-submit for a cluster) until
 stopped: the first SIGTERM/SIGINT stops the queries (a batch in flight is one
 target transaction: it commits whole or not at all), the second exits at
-once. ``--until-idle S`` exits 0 once no new transaction arrived for S
-seconds. ``/metrics``, ``/healthz`` and ``/readyz`` (streaming.apply.probes)
+once. ``--until-idle S`` exits 0 once no transaction was applied for S
+seconds and the topic, read to its end, holds no complete transaction that
+is not applied (streaming.apply.idle). ``/metrics``, ``/healthz`` and ``/readyz`` (streaming.apply.probes)
 are served on ``metrics.host``:``--metrics-port`` (default
 ``metrics.apply_port``, else ``metrics.port`` + 1, so the daemon and the
 apply job can share one config file; 0 turns them off). Logs follow
@@ -31,7 +32,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", default=None,
                         help="Spark master URL (default local[*]; under spark-submit, spark-submit's)")
     parser.add_argument("--until-idle", type=float, nargs="?", const=5.0, default=None, metavar="SECONDS",
-                        help="exit once no new transaction arrived for this long (bare flag: 5 s)")
+                        help="exit once nothing was applied for this long and no complete transaction is left "
+                             "in the topic (bare flag: 5 s)")
     parser.add_argument("--metrics-port", type=int, default=None,
                         help="serve /metrics, /healthz, /readyz here (0: off)")
 

@@ -37,6 +37,7 @@ from cdc.publish.topics import topic_id
 from cdc.table_map import TableMap
 from streaming.apply.checkpoint import check, default_location, read_checkpoint
 from streaming.apply.engine import ApplyEngine
+from streaming.apply.idle import IdleRule
 from streaming.apply.retry import apply_with_retry, sequence_span
 from streaming.stream.records import unpack
 from streaming.targets import make_target
@@ -195,18 +196,6 @@ def _report_lag(s: ApplyStream) -> None:
         s.engine.metrics.records_behind(behind)
 
 
-def _idle(s: ApplyStream, until_idle_s: float) -> bool:
-    if s.in_batch:
-        return False  # a micro-batch is being read or applied (a big first batch can take longer than the idle time)
-    if s.started_at is None:  # idle counts from the query's first completed trigger (Spark start-up is slow)
-        if s.query.lastProgress is None:
-            return False
-        s.started_at = time.monotonic()
-        s.last_activity = max(s.last_activity, s.started_at)
-    # heartbeats keep Spark busy forever: idleness is "no source transaction applied", not "no data"
-    return time.monotonic() - s.last_activity >= until_idle_s
-
-
 def start_stream(spark: Any, config: Config, apply: ApplyConfig, metrics_registry: Any = None) -> ApplyStream:
     target = make_target(config.target(apply.target))
     metrics = ApplyMetrics(apply.source, apply.target, metrics_registry)
@@ -316,6 +305,7 @@ def run(config: Config, master: str | None = None, until_idle_s: float | None = 
     for a in config.apply:
         streams.append(start_stream(spark, config, a, metrics_registry))
         streams[-1].stop = stop_event
+    idle = IdleRule(until_idle_s, config.kafka.connection(), config.kafka.encoding) if until_idle_s is not None else None
     lag_at = 0.0
     try:
         while not stop_event.is_set():
@@ -328,8 +318,8 @@ def run(config: Config, master: str | None = None, until_idle_s: float | None = 
                 lag_at = time.monotonic()
                 for s in streams:
                     _report_lag(s)
-            if until_idle_s is not None and all(_idle(s, until_idle_s) for s in streams):
-                log.info("no new transaction for %.1fs: stopping", until_idle_s)
+            if idle is not None and all(idle.idle(s) for s in streams):
+                log.info("no new transaction for %.1fs and none left in the stream: stopping", until_idle_s)
                 return 0
             stop_event.wait(0.2)
         return 0

@@ -8,8 +8,8 @@ Options (``spark.readStream.format("cdc-stream").option(...)``):
     bootstrap_servers   broker address (required)
     kafka.<setting>     a librdkafka setting of every consumer, driver and
                         executors (``kafka.client``: security.protocol, ssl.*,
-                        sasl.*; ``kafka.sasl.password_file`` is read on the
-                        driver and travels to executors in the partitions);
+                        sasl.*; ``kafka.sasl.password_file``: only the path
+                        travels to executors, each reads the file itself);
                         kafka.consumer.<setting>: consumer-only
                         (cdc.kafka_settings.KafkaConnection.spark_options)
     topic               the changes topic, ``<prefix>.<source>.changes`` (required)

@@ -26,7 +26,8 @@ from tests.fixtures.prometheus import (
 
 PROMQL_WORDS = {"sum", "max", "min", "avg", "by", "rate", "increase", "deriv", "time", "histogram_quantile",
                 "on", "or", "and", "unless", "vector", "label_values", "group_right", "group_left", "bool",
-                "count", "ignoring", "le", "source", "target", "table", "op", "class", "job", "instance"}
+                "count", "ignoring", "le", "source", "target", "table", "op", "class", "job", "instance",
+                "app_kubernetes_io_name"}
 
 
 def catalogue_names() -> set[str]:
