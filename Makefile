@@ -47,6 +47,7 @@ bench: setup
 	$(CDC) bench oracle --big-txn 1000000
 	$(CDC) bench compare --rows 1000000
 	$(CDC) bench views
+	$(CDC) bench ddl --rows 1000000
 
 lint: setup
 	$(VENV)/bin/ruff check cdc readers streaming tests
