@@ -16,6 +16,7 @@ import pytest
 from streaming.apply import job
 from streaming.apply.idle import first_unapplied
 from streaming.testing import StreamBuilder, produce
+from tests.fixtures.net_proxy import frames
 from tests.fixtures.spark import pg_apply_config
 from tests.integration.kafka_proxy import FETCH, FetchBlackhole, ProxiedBroker
 
@@ -33,28 +34,22 @@ class SlowFetch(FetchBlackhole):
         self.slow = threading.Event()
         self.delayed = 0
 
-    def _requests(self, client, upstream, fetches) -> None:
-        try:
-            for frame in self._frames(client):
+    def forward(self, chunks, direction: str, state: dict):
+        """Fetch responses held FETCH_DELAY_S while ``slow`` is set (tests/fixtures/net_proxy.py's hook)."""
+        fetches: set[int] = state.setdefault("slow_fetches", set())
+        for frame in frames(chunks):
+            if direction == "request":
                 api_key, _version, corr = struct.unpack(">hhi", frame[4:12])
                 if api_key == FETCH:
                     fetches.add(corr)
-                upstream.sendall(frame)
-        except OSError:
-            pass
-
-    def _responses(self, upstream, client, fetches) -> None:
-        try:
-            for frame in self._frames(upstream):
+            else:
                 corr = struct.unpack(">i", frame[4:8])[0]
                 if corr in fetches:
                     fetches.discard(corr)
                     if self.slow.is_set():
                         self.delayed += 1
                         time.sleep(FETCH_DELAY_S)
-                client.sendall(frame)
-        except OSError:
-            pass
+            yield frame
 
 
 @pytest.fixture
