@@ -223,6 +223,10 @@ class Batch:
         return cls(pa.table({f: pa.array([getattr(r, f) for r in records], schema.field(f).type) for f in FIELDS},
                             schema=schema))
 
+    def head(self, n: int) -> Batch:
+        """The batch of the first ``n`` records."""
+        return Batch(self.table.slice(0, n))
+
     def columns(self, names: tuple[str, ...]) -> Any:
         """The table with only ``names``, each column in one piece (cheap to filter and take)."""
         if self._columns is None or self._columns.schema.names != list(names):
