@@ -7,7 +7,9 @@ stream", cdc.envelope for the records):
 
 - BEGIN opens a transaction; a second BEGIN before its END (or ABORTED) is refused;
 - a data record sits inside a transaction, and names it: its ``transaction.id``
-  is the id of the BEGIN it follows;
+  is the id of the BEGIN it follows, its ``total_order`` its place in the
+  transaction (1, 2, ...) and its ``data_collection_order`` its place among the
+  transaction's records of its table;
 - END closes the transaction it follows: the same id, an ``event_count`` equal to
   the data records since that BEGIN, and ``data_collections`` equal to those
   records counted per table;
@@ -28,7 +30,9 @@ transaction a violation breaks is never applied (a reader applies a transaction
 only once its END passed this check). Two daemons writing one stream (both
 numbering from the same tail) interleave their records; after the sequence rule
 the reader sees one writer's BEGIN followed by the other's rows, HEARTBEATs or
-END, which these rules refuse.
+END, which these rules refuse; when both copy the same source transactions
+(one daemon a few records ahead of the other: a heartbeat or a table definition
+more), a transaction mixed from the two has rows out of their ``total_order``.
 
 A checker that raised stays broken: every later call raises the same error.
 Where a reader does not read a record's table or transaction id (the Spark
@@ -99,8 +103,10 @@ class StreamStructure:
                        f"the BEGIN of transaction {txid!r}")
         self._open = _Open(txid, offset, sequence)
 
-    def row(self, offset: int, sequence: int, table: Any = NOT_READ, txid: Any = NOT_READ) -> None:
-        """One data record (``table``: "db.table" from its key; ``txid``: its ``transaction.id``)."""
+    def row(self, offset: int, sequence: int, table: Any = NOT_READ, txid: Any = NOT_READ,
+            total_order: Any = NOT_READ, table_order: Any = NOT_READ) -> None:
+        """One data record (``table``: "db.table" from its key; ``txid``, ``total_order``, ``table_order``:
+        its ``transaction.id``, ``transaction.total_order``, ``transaction.data_collection_order``)."""
         self._ok()
         tx = self._open
         if tx is None:
@@ -109,11 +115,18 @@ class StreamStructure:
         if txid is not NOT_READ and txid != tx.txid:
             self._fail(offset, sequence, f"a data record of the open transaction {tx.txid!r}",
                        f"a data record{_of(table)} of transaction {txid!r}")
-        tx.rows += 1
+        if total_order is not NOT_READ and total_order != tx.rows + 1:
+            self._fail(offset, sequence, f"the data record {tx.rows + 1} of transaction {tx.txid!r} (total_order "
+                       f"{tx.rows + 1})", f"a data record{_of(table)} with total_order {total_order!r}")
         if table is NOT_READ:
             tx.uncounted += 1
         else:
-            tx.tables[table] = tx.tables.get(table, 0) + 1
+            n = tx.tables.get(table, 0) + 1
+            if table_order is not NOT_READ and table_order != n:
+                self._fail(offset, sequence, f"the data record {n} of {table} in transaction {tx.txid!r} "
+                           f"(data_collection_order {n})", f"data_collection_order {table_order!r}")
+            tx.tables[table] = n
+        tx.rows += 1
 
     def rows(self, offset: int, sequence: int, n: int, tables: dict[Any, int] | None) -> None:
         """``n`` data records at once, the first at ``offset``/``sequence``, all of the open transaction (the
@@ -193,7 +206,9 @@ class StreamStructure:
             if table is None:
                 src = value.get("source") or {}
                 table = f"{src.get('db')}.{src.get('table')}"
-            self.row(offset, sequence, table, (value.get("transaction") or {}).get("id"))
+            where = value.get("transaction") or {}
+            self.row(offset, sequence, table, where.get("id"), where.get("total_order"),
+                     where.get("data_collection_order"))
             return "data"
         if status == BEGIN:
             self.begin(offset, sequence, value.get("id"))
