@@ -28,7 +28,7 @@ from typing import Any
 
 from cdc.envelope import ABORTED, BEGIN, END, SCHEMA
 from cdc.errors import StreamCorrupt
-from cdc.stream_structure import StreamStructure
+from cdc.stream_structure import NOT_READ, StreamStructure
 from streaming.stream.records import UNDECODABLE, Batch
 
 
@@ -37,6 +37,7 @@ def first_violation(batch: Batch, last_sequence: int | None, topic: str) -> tupl
     ``(cut, error)``: the records before position ``cut`` are whole transactions and items (what may be
     applied), the transaction or record the error names starts at ``cut``."""
     import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     n = batch.n
@@ -75,7 +76,13 @@ def first_violation(batch: Batch, last_sequence: int | None, topic: str) -> tupl
         inside = begin_at >= 0
         txids = batch.table.column("txid")
         same = pc.fill_null(pc.equal(txids.take(data[inside]), txids.take(begin_at[inside])), False)
-        foreign = data[inside][~same.to_numpy(zero_copy_only=False)]
+        # ... and its place in it: total_order = the rows of the transaction up to it (a record that does not
+        # decode counts as one; a record without total_order is not held to it)
+        counted = np.cumsum((fresh & is_data & upto) | undecodable)
+        place = counted[data[inside]] - counted[begin_at[inside]]
+        order = batch.table.column("torder").take(data[inside])
+        placed = pc.fill_null(pc.equal(order, pa.array(place, pa.int64())), True)
+        foreign = data[inside][~(same.to_numpy(zero_copy_only=False) & placed.to_numpy(zero_copy_only=False))]
     else:
         foreign = data
     offsets = batch.offset
@@ -91,7 +98,10 @@ def first_violation(batch: Batch, last_sequence: int | None, topic: str) -> tupl
         bad = foreign[(foreign > lo) & (foreign < hi)]
         if len(bad) and check.in_transaction:
             rec = batch.records_at(bad[:1])[0]
-            check.row(rec.offset, rec.sequence, rec.tbl, rec.txid)  # raises: a record of another transaction
+            before = int(np.count_nonzero((data > lo) & (data < bad[0])))
+            check.rows(int(offsets[pos]), int(seq[pos]), before, None)
+            # raises: a record of another transaction, or out of its place
+            check.row(rec.offset, rec.sequence, rec.tbl, rec.txid, rec.torder if rec.torder is not None else NOT_READ)
         total = sum(tables.values())
         check.rows(int(offsets[pos]), int(seq[pos]), total, None if None in tables else tables)
 
