@@ -59,16 +59,20 @@ def first_violation(batch: Batch, last_sequence: int | None, topic: str) -> tupl
     names, codes = batch.table_index()
     # data records in runs between stops: run k holds the data before stops[k] (and after stops[k-1])
     run_of = np.searchsorted(stops, data)
-    runs: dict[int, tuple[int, dict[str, int]]] = {}  # run -> (position of its first record, {table: count})
+    runs: dict[int, dict[str, int]] = {}  # run -> {table: count}
+    first_of: dict[int, int] = {}  # run -> position of its first record
     if len(data):
         width = len(names) + 1
         combined = run_of.astype(np.int64) * width + codes[data]
-        keys, first, counts = np.unique(combined, return_index=True, return_counts=True)
-        for key, at, count in zip(keys.tolist(), first.tolist(), counts.tolist()):
+        keys, counts = np.unique(combined, return_counts=True)
+        for key, count in zip(keys.tolist(), counts.tolist()):
             run, code = divmod(key, width)
-            pos, tables = runs.setdefault(run, (int(data[at]), {}))
-            runs[run] = (min(pos, int(data[at])), tables)
+            tables = runs.get(run)
+            if tables is None:
+                tables = runs[run] = {}
             tables[names[code] if code < len(names) else None] = count
+        ids, at = np.unique(run_of, return_index=True)
+        first_of = dict(zip(ids.tolist(), data[at].tolist()))
         # each data record names the transaction of the BEGIN it follows: find the first that does not
         kinds = batch.table.column("kind")
         is_begin = fresh & upto & pc.fill_null(pc.equal(kinds, BEGIN), False).to_numpy(zero_copy_only=False)
@@ -89,21 +93,22 @@ def first_violation(batch: Batch, last_sequence: int | None, topic: str) -> tupl
     begin_pos = 0
 
     def feed_run(run: int) -> None:
-        got = runs.get(run)
-        if got is None:
+        tables = runs.get(run)
+        if tables is None:
             return
-        pos, tables = got
-        lo = int(stops[run - 1]) if run else -1
-        hi = int(stops[run]) if run < len(stops) else n
-        bad = foreign[(foreign > lo) & (foreign < hi)]
-        if len(bad) and check.in_transaction:
-            rec = batch.records_at(bad[:1])[0]
-            before = int(np.count_nonzero((data > lo) & (data < bad[0])))
-            check.rows(int(offsets[pos]), int(seq[pos]), before, None)
-            # raises: a record of another transaction, or out of its place
-            check.row(rec.offset, rec.sequence, rec.tbl, rec.txid, rec.torder if rec.torder is not None else NOT_READ)
-        total = sum(tables.values())
-        check.rows(int(offsets[pos]), int(seq[pos]), total, None if None in tables else tables)
+        pos = first_of[run]
+        if len(foreign):
+            lo = int(stops[run - 1]) if run else -1
+            hi = int(stops[run]) if run < len(stops) else n
+            bad = foreign[(foreign > lo) & (foreign < hi)]
+            if len(bad) and check.in_transaction:
+                rec = batch.records_at(bad[:1])[0]
+                before = int(np.count_nonzero((data > lo) & (data < bad[0])))
+                check.rows(int(offsets[pos]), int(seq[pos]), before, None)
+                # raises: a record of another transaction, or out of its place
+                check.row(rec.offset, rec.sequence, rec.tbl, rec.txid,
+                          rec.torder if rec.torder is not None else NOT_READ)
+        check.rows(int(offsets[pos]), int(seq[pos]), sum(tables.values()), None if None in tables else tables)
 
     try:
         for k, (pos, rec) in enumerate(zip(stops.tolist(), batch.records_at(stops))):
