@@ -13,6 +13,11 @@ streaming.stream.records). Guarantees, per batch:
   at sequence 1, the beginning of the stream) one by one, else the batch
   raises StreamCorrupt naming the missing range, topic, partition and offset,
   before anything is written (the progress row stays before the gap);
+- the new records are held to the stream's structure before anything is
+  written (streaming.stream.structure, cdc.stream_structure): a batch whose
+  records break it is applied only up to the start of the transaction (or
+  record) that breaks it, with its progress row, then StreamCorrupt names
+  offset, sequence, expected and found;
 - a transaction closed by ABORTED is dropped whole (everything since its
   BEGIN); a batch that ends inside a transaction is a StreamCorrupt error;
 - each run of data between barriers is reduced to its net effect per key
