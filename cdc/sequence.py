@@ -19,6 +19,10 @@ reads (the Spark boundary scan, the apply engine, the publisher's tail
 recovery). :func:`sequence_peeker` reads a record's sequence from its bytes
 without decoding the rest (the JSON template and the Avro schema both put it
 first), so a reader can apply the rule to millions of data records cheaply.
+
+The records a reader takes by this rule are then held to the stream's
+structure (transactions framed by BEGIN/END with matching ids and counts,
+rows in their place): cdc.stream_structure, shared by the same readers.
 """
 
 from __future__ import annotations

@@ -61,11 +61,11 @@ class StreamBuilder:
         counts: dict[str, int] = {}
         for i, (op, table, before, after) in enumerate(changes):
             ch = Change(TableId.parse(table), op, before, after, {"gtid": txid}, self.schemas.get(table))
+            counts[table] = counts.get(table, 0) + 1
             k, v = envelope.data_record(ch, sequence=self._next(), source_name=self.source, connector="mysql",
                                         txid=txid, commit_ts_ms=self.ts, total_order=i + 1,
-                                        data_collection_order=i + 1, now_ms=self.ts)
+                                        data_collection_order=counts[table], now_ms=self.ts)
             self.items.append((k, v))
-            counts[table] = counts.get(table, 0) + 1
         if abort:
             self.items.append((None, envelope.aborted_record(self._next(), txid, self.ts)))
         elif not unterminated:

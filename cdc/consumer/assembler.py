@@ -11,10 +11,16 @@ the change stream (cdc.envelope, DESIGN.md "The change stream"):
   wherever it appears; a jump is never passed: StreamCorrupt naming the missing
   range and the offset after which it is missing. The assembler stays before the
   gap and raises the same error on every later feed;
-- BEGIN opens a transaction, END closes it (same id, ``event_count`` rows) and
-  releases it; ABORTED discards it (a transaction cut by a publisher crash);
+- the stream's structure (cdc.stream_structure, the checker every reader of the
+  stream shares): BEGIN opens a transaction, END closes it (same id, ``event_count``
+  and ``data_collections`` equal to its rows) and releases it; ABORTED discards
+  it (a transaction cut by a publisher crash); a data record outside a
+  transaction or of another transaction, a second BEGIN, a HEARTBEAT inside a
+  transaction, an END or ABORTED of another id: StreamCorrupt naming offset,
+  sequence, what was expected and what was found, before the transaction it
+  breaks is handed out (items completed before it are handed out first);
 - SCHEMA inside a transaction belongs to it (a table definition written before
-  its first row); outside, it is an item of its own;
+  its first row; a DDL there is refused); outside, it is an item of its own;
 - HEARTBEAT is not an item: it only updates ``last_heartbeat_ms``.
 
 ``synced=False`` (reading from an arbitrary offset, e.g. the end of the stream)
@@ -31,6 +37,7 @@ from cdc.consumer.transactions import RowChange, SchemaChange, Transaction
 from cdc.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
 from cdc.errors import StreamCorrupt
 from cdc.sequence import SequenceWatch
+from cdc.stream_structure import StreamStructure
 
 Item = Transaction | SchemaChange
 
@@ -51,6 +58,7 @@ class TransactionAssembler:
         self._items: list[RowChange | SchemaChange] = []
         self._rows = 0
         self._broken: StreamCorrupt | None = None
+        self._structure = StreamStructure(topic)
 
     @property
     def last_sequence(self) -> int | None:
@@ -85,21 +93,21 @@ class TransactionAssembler:
             else:
                 self.unsynced += 1
                 return None
+        try:
+            self._structure.record(offset, seq, key, value)
+        except StreamCorrupt as exc:
+            raise self._fail(exc) from None
         if status is None:
             self._row(offset, key, value, seq)
             return None
         if status == BEGIN:
-            if self._begin is not None:
-                raise self._corrupt(f"BEGIN of {value.get('id')!r} inside the open transaction "
-                                    f"{self._begin.get('id')!r}", offset, seq)
             self._begin, self._begin_offset, self._items, self._rows = value, offset, [], 0
             return None
         if status == END:
-            return self._end(offset, value, seq)
+            return self._end(offset, value)
         if status == ABORTED:
-            if self._begin is not None:
-                self._begin, self._items = None, []
-                self.aborted += 1
+            self._begin, self._items = None, []
+            self.aborted += 1
             return None
         if status == SCHEMA:
             item = SchemaChange(value.get("table"), value.get("ddl"), value.get("schema"), seq, offset, value,
@@ -108,15 +116,11 @@ class TransactionAssembler:
                 self._items.append(item)
                 return None
             return item
-        if status == HEARTBEAT:
-            self.heartbeats += 1
-            self.last_heartbeat_ms = value.get("ts_ms")
-            return None
-        raise self._corrupt(f"unknown record status {status!r}", offset, seq)
+        self.heartbeats += 1  # HEARTBEAT (the structure check refused any other status)
+        self.last_heartbeat_ms = value.get("ts_ms")
+        return None
 
     def _row(self, offset: int, key: dict[str, Any] | None, value: dict[str, Any], seq: int) -> None:
-        if self._begin is None:
-            raise self._corrupt("a data record outside any transaction (no BEGIN before it)", offset, seq)
         table = key.get("table") if key else None
         if table is None:
             src = value.get("source") or {}
@@ -125,24 +129,11 @@ class TransactionAssembler:
                                      value.get("before"), value.get("after"), seq, offset, value))
         self._rows += 1
 
-    def _end(self, offset: int, value: dict[str, Any], seq: int) -> Transaction:
+    def _end(self, offset: int, value: dict[str, Any]) -> Transaction:
         begin = self._begin
-        if begin is None:
-            raise self._corrupt(f"END of {value.get('id')!r} without its BEGIN", offset, seq)
-        if value.get("id") != begin.get("id"):
-            raise self._corrupt(f"END of {value.get('id')!r} closes the transaction {begin.get('id')!r}",
-                                offset, seq)
-        count = value.get("event_count")
-        if count is not None and count != self._rows:
-            raise self._corrupt(f"transaction {begin.get('id')!r} has {self._rows} rows, its END says {count}",
-                                offset, seq)
         tx = Transaction(begin.get("id"), begin, value, tuple(self._items), self._begin_offset, offset)
         self._begin, self._items = None, []
         return tx
-
-    def _corrupt(self, what: str, offset: int, seq: int) -> StreamCorrupt:
-        return self._fail(StreamCorrupt(f"{self.topic}: {what} at offset {offset}, sequence {seq}",
-                                        topic=self.topic, offset=offset, sequence=seq))
 
     def _fail(self, exc: StreamCorrupt) -> StreamCorrupt:
         self._broken = exc

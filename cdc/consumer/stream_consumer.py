@@ -17,6 +17,13 @@ Guarantees (the stream contract of cdc.envelope, on both Kafka clients):
   is dropped (``stats["duplicates"]``); a jump in sequence raises StreamCorrupt
   naming the missing range and the offset, on this poll and every later one;
   items completed before the gap are handed out first;
+- the stream's structure (cdc.stream_structure) is checked as records are
+  read: a record that breaks it (rows of another transaction or out of their
+  place, an END whose id or counts do not match its BEGIN, a second BEGIN, a
+  HEARTBEAT inside a transaction: what two daemons writing one source leave)
+  raises StreamCorrupt naming offset, sequence, what was expected and what
+  was found, after every item completed before it; the transaction it breaks
+  is never handed out;
 - ``commit(item)`` stores the offset AFTER the item for the group, and nothing
   is committed unless the caller commits: a consumer restarted with the same
   ``group_id`` (and ``start="committed"``) resumes with the first item after

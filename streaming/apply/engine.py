@@ -13,6 +13,11 @@ streaming.stream.records). Guarantees, per batch:
   at sequence 1, the beginning of the stream) one by one, else the batch
   raises StreamCorrupt naming the missing range, topic, partition and offset,
   before anything is written (the progress row stays before the gap);
+- the new records are held to the stream's structure before anything is
+  written (streaming.stream.structure, cdc.stream_structure): a batch whose
+  records break it is applied only up to the start of the transaction (or
+  record) that breaks it, with its progress row, then StreamCorrupt names
+  offset, sequence, expected and found;
 - a transaction closed by ABORTED is dropped whole (everything since its
   BEGIN); a batch that ends inside a transaction is a StreamCorrupt error;
 - each run of data between barriers is reduced to its net effect per key
@@ -70,6 +75,7 @@ from streaming.apply.net_effect import DataChange, TableNet, net_effect, net_eff
 from streaming.apply.table_delta import TableDelta
 from streaming.errors import BadRecord, StreamCorrupt, TargetRefused, TargetTransient, UnsupportedDdl
 from streaming.stream.records import DATA, UNDECODABLE, Batch, StreamRecord
+from streaming.stream.structure import first_violation, prefix_offsets
 from streaming.targets import typemap
 from streaming.targets.base import ErrorKind, Target
 from streaming.targets.progress_row import Progress
@@ -144,11 +150,25 @@ class ApplyEngine:
 
     # ---- entry points ------------------------------------------------------------------
     def apply_arrow(self, table: Any, batch_id: int, end_offsets: dict[str, Any] | None = None) -> BatchResult:
-        return self._apply_batch(Batch(table), batch_id, end_offsets)
+        return self._apply_whole(Batch(table), batch_id, end_offsets)
 
     def apply_records(self, records: Iterable[StreamRecord], batch_id: int,
                       end_offsets: dict[str, Any] | None = None) -> BatchResult:
-        return self._apply_batch(Batch.from_records(list(records)), batch_id, end_offsets)
+        return self._apply_whole(Batch.from_records(list(records)), batch_id, end_offsets)
+
+    def _apply_whole(self, batch: Batch, batch_id: int, end_offsets: dict[str, Any] | None) -> BatchResult:
+        """The stream's structure first (streaming.stream.structure): a batch whose new records break it is
+        applied only up to the start of the transaction (or record) that breaks it, with its progress row,
+        then the StreamCorrupt naming offset, sequence, expected and found is raised: nothing of that
+        transaction is written."""
+        broken = first_violation(batch, self.progress.last_sequence if self.progress else None, self.topic)
+        if broken is None:
+            return self._apply_batch(batch, batch_id, end_offsets)
+        cut, error = broken
+        if cut > 0:
+            self._apply_batch(batch.head(cut), batch_id, prefix_offsets(batch, cut, end_offsets))
+        self.metrics.error(error)
+        raise error
 
     def _apply_batch(self, batch: Batch, batch_id: int, end_offsets: dict[str, Any] | None) -> BatchResult:
         started = time.monotonic()

@@ -6,13 +6,20 @@ base offset of the last record batch; we read until nothing more arrives)
 and remembers every transaction boundary it passed. ``cut()`` picks the end
 of the next micro-batch: the last boundary within the record limit, or the
 first boundary when a single transaction is larger than the limit (a
-transaction is never split). Only record kinds are inspected: a data record
-is recognised by its key (``{"table", "key"}``) without decoding its value.
-A marker at or below the highest marker sequence already scanned is a
-duplicate (a producer retry appended a run twice, cdc.sequence) and changes
-nothing: a duplicated END is never a boundary inside the next transaction.
-Duplicated data records need no test here (they never make a boundary);
-the engine drops them and stops on a gap.
+transaction is never split). A data record is recognised by its key
+(``{"table", "key"}``) without decoding its value. Every record is held to
+the sequence rule (cdc.sequence: its sequence peeked from the value's first
+bytes): a record at or below the highest sequence already scanned is a
+duplicate (a producer retry appended a run twice) and changes nothing, so a
+duplicated END is never a boundary inside the next transaction. Markers are
+held to the stream's structure (cdc.stream_structure): a BEGIN closed by the
+END of another id, an END whose ``event_count`` differs from the records
+since its BEGIN, a data record outside a transaction, a HEARTBEAT inside
+one... The first record that breaks the structure or the sequence ends the
+last batch: the batches before it hold the whole transactions that precede
+it, the next one ends just after it, and the engine's check of that batch
+(streaming.stream.structure) raises the StreamCorrupt that names it, with
+the target at the last whole transaction before it.
 
 Idle streams (``hold_beats_s``): a cut whose new records are only HEARTBEATs
 (no transaction, SCHEMA or ABORTED after the start) is held back (``cut``
@@ -36,6 +43,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import itertools
 import threading
 import time
 import uuid
@@ -43,7 +51,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from cdc.errors import StreamCorrupt
 from cdc.kafka_settings import KafkaConnection, create_client
+from cdc.stream_structure import StreamStructure
 from streaming.errors import ApplyError, OffsetsGone
 
 IDLE_POLL_S = 0.15  # no message for this long = we are at the end of the topic
@@ -80,8 +90,10 @@ class _PartitionScan:
     base: int  # the start offset the scan began at (a boundary)
     scanned_to: int  # next offset to inspect
     boundaries: list[int]  # offsets (next-to-read) just after each boundary record, ascending
-    open_tx: bool = False
-    last_seq: int | None = None  # highest sequence of a marker scanned (data records are not peeked)
+    structure: StreamStructure | None = None  # the stream's structure (cdc.stream_structure); None until synced
+    last_seq: int | None = None  # highest sequence taken (cdc.sequence: records at or below it are duplicates)
+    hole_ok: bool = False  # a record without a sequence since the last one taken: a jump over it is no gap
+    broken_at: int | None = None  # the boundary just after the first record that broke the structure
     last_real: int = -1  # the last boundary that is not a HEARTBEAT (a transaction, SCHEMA, ABORTED, ...)
 
 
@@ -199,7 +211,7 @@ class BoundaryScanner:
                 if off > scan.scanned_to and scan.scanned_to == scan.base:
                     check_retention(c, self.topic, partition, scan.scanned_to)
                 scan.scanned_to = off + 1
-                kind = self._boundary(scan, m.key(), m.value())
+                kind = self._boundary(scan, off, m.key(), m.value())
                 if kind is not None:
                     scan.boundaries.append(off + 1)
                     if kind != "HEARTBEAT":
@@ -211,31 +223,63 @@ class BoundaryScanner:
         high = c.get_watermark_offsets(tp, cached=True)
         return high is not None and 0 <= high[1] <= position
 
-    def _boundary(self, scan: _PartitionScan, key: bytes | None, value: bytes | None) -> str | None:
-        """None when the record is not a batch boundary, else what ends there: its marker status, or
-        "DATA" (a record outside any transaction, or one that does not decode: the engine judges it)."""
-        outside = None if scan.open_tx else "DATA"
-        if self._json_keys and key is not None and b'"key":' in key:
-            return outside
-        try:
-            k = self.key_serde.decode(key) if key is not None else None
-            if isinstance(k, dict) and "key" in k:  # a data record: only its transaction state matters
-                return outside
-            seq = self._peek(value)
-            if seq is not None:
-                if scan.last_seq is not None and seq <= scan.last_seq:
-                    return None  # a duplicate marker (a retried produce): it neither opens nor closes anything
-                scan.last_seq = seq
-            status = self.value_serde.decode(value).get("status") if value is not None else None
-        except Exception:  # noqa: BLE001 - the engine reports undecodable records with their offset
-            return outside
-        if status == "BEGIN":
-            scan.open_tx = True
+    def _boundary(self, scan: _PartitionScan, offset: int, key: bytes | None, value: bytes | None) -> str | None:
+        """None when the record is not a batch boundary, else what ends there: its marker status, "DATA" (a
+        record outside any transaction, or one that does not decode: the engine judges it), or "BROKEN".
+
+        Every record is held to the sequence rule (its sequence peeked from the value's first bytes) and,
+        from the first BEGIN, HEARTBEAT or SCHEMA with a resume state on (a scan may start after a
+        duplicated run), to the stream's structure (cdc.stream_structure: markers decoded, data records
+        counted by their keys; their tables and transaction ids are the engine's to check). The first
+        record that breaks either ends a batch ("BROKEN") and no later record is a boundary: the batches
+        before it end at the last whole transaction, the next one ends right after it, and the engine's
+        check of that batch raises the StreamCorrupt that names it."""
+        if scan.broken_at is not None:
             return None
-        if status in ("END", "ABORTED"):
-            scan.open_tx = False
-            return status
-        return None if scan.open_tx else (status or "DATA")
+        check = scan.structure
+        outside = None if check is not None and check.in_transaction else "DATA"
+        try:
+            data = self._json_keys and key is not None and b'"key":' in key
+            if not data:
+                k = self.key_serde.decode(key) if key is not None else None
+                data = isinstance(k, dict) and "key" in k
+            seq = self._peek(value)
+            value_dict = None if data or value is None else self.value_serde.decode(value)
+        except Exception:  # noqa: BLE001 - the engine reports undecodable records with their offset
+            value_dict, seq, data = None, None, False
+        if seq is None:  # no sequence: the engine stops on it (or dead-letters it)
+            scan.hole_ok = True
+            if check is not None and check.in_transaction:
+                check.rows(offset, None, 1, None)
+            return outside
+        if scan.last_seq is not None:
+            if seq <= scan.last_seq:
+                return None  # a duplicate (a retried produce): it neither opens nor closes anything
+            if seq != scan.last_seq + 1 and not scan.hole_ok:
+                return self._broken(scan, offset)  # a gap: the engine names it
+        scan.last_seq, scan.hole_ok = seq, False
+        status = None if data or value_dict is None else value_dict.get("status")
+        if check is None:
+            if status == "BEGIN" or status == "HEARTBEAT" or (status == "SCHEMA" and value_dict.get("resume")
+                                                                  is not None):
+                check = scan.structure = StreamStructure(self.topic)
+            else:
+                return None if status == "BEGIN" else (status or "DATA")
+        try:
+            if data or value_dict is None:
+                check.row(offset, seq)
+            else:
+                check.record(offset, seq, None, value_dict)
+        except StreamCorrupt:
+            return self._broken(scan, offset)
+        if check.in_transaction:
+            return None
+        return None if status == "BEGIN" else (status or "DATA")
+
+    @staticmethod
+    def _broken(scan: _PartitionScan, offset: int) -> str:
+        scan.broken_at = offset + 1
+        return "BROKEN"
 
     def scan_ahead(self, ends: dict[int, int], records: int) -> None:
         """Go on scanning past ``ends`` (per partition whose last cut left a backlog) in the background,
@@ -281,6 +325,8 @@ class BoundaryScanner:
         bounds = [b for b in self.boundaries(partition, start, enough) if not_after is None or b <= not_after]
         if not bounds:
             return start
+        if len(bounds) > 1 and bounds[-1] == self._scans[partition].broken_at:
+            bounds.pop()  # whole transactions first; the batch that holds the broken record comes alone, next
         now = time.monotonic()
         if hold_beats_s > 0 and self._scans[partition].last_real <= start \
                 and now - self._cut_at.get(partition, -hold_beats_s) < hold_beats_s:
@@ -327,7 +373,7 @@ def split_range(kafka: str | KafkaConnection, topic: str, partition: int, start:
         return []
     parts = -(-(end - start) // max(1, per_split))
     bounds = [start + (end - start) * i // parts for i in range(parts + 1)]
-    return [RangePartition(kafka, topic, partition, a, b, encoding) for a, b in zip(bounds, bounds[1:])]
+    return [RangePartition(kafka, topic, partition, a, b, encoding) for a, b in itertools.pairwise(bounds)]
 
 
 def read_range(p: RangePartition, consumer_extra: dict[str, Any] | None = None) -> Iterator[Any]:
@@ -361,7 +407,7 @@ def read_range(p: RangePartition, consumer_extra: dict[str, Any] | None = None) 
             # less CPU per record in this read than the loop below, which takes anything else record by record)
             run = range(expected, expected + len(msgs))
             if run[-1] < p.end and [m.offset() for m in msgs] == list(run) \
-                    and not any([m.error() is not None for m in msgs]):
+                    and not any(m.error() is not None for m in msgs):
                 offsets.extend(run)
                 keys.extend([m.key() for m in msgs])
                 values.extend([m.value() for m in msgs])

@@ -31,7 +31,7 @@ _QUERY = f"""
 WITH j AS (
     SELECT "offset", v,
            json_extract(v, ['$.sequence', '$.status', '$.op', '$.before', '$.after', '$.transaction.id',
-                            '$.source.ts_ms', '$.id', '$.table', '$.ts_ms']) AS f,
+                            '$.source.ts_ms', '$.id', '$.table', '$.ts_ms', '$.transaction.total_order']) AS f,
            json_extract(k, ['$.table', '$.key']) AS kk
     FROM {{src}}
 ), t AS (
@@ -48,6 +48,8 @@ SELECT "offset",
        CASE WHEN status IS NULL THEN nullif(f[5]::VARCHAR, 'null') END AS after,
        TRY_CAST(CASE WHEN status IS NULL THEN f[7] ELSE f[10] END AS BIGINT) AS ts_ms,
        CASE WHEN status IS NOT NULL THEN v END AS meta,
+       CASE WHEN status IS NULL AND json_type(f[11]) IN ('UBIGINT', 'BIGINT') THEN TRY_CAST(f[11] AS BIGINT) END
+           AS torder,
        coalesce(json_type(f[1]) NOT IN ('UBIGINT', 'BIGINT')
                 OR (status IS NULL AND (json_type(kk[1]) IS DISTINCT FROM 'VARCHAR'
                                         OR op IS NULL OR op NOT IN ('c', 'u', 'd', 'r', 't')))

@@ -27,9 +27,10 @@ DATA, UNDECODABLE = "data", "UNDECODABLE"
 KINDS = (DATA, BEGIN, END, ABORTED, SCHEMA, HEARTBEAT, UNDECODABLE)
 
 SCHEMA_DDL = ("part int, offset long, sequence long, kind string, txid string, tbl string, op string, "
-              "key string, before string, after string, ts_ms long, meta string, error string, bkey string")
+              "key string, before string, after string, ts_ms long, meta string, error string, bkey string, "
+              "torder long")
 FIELDS = ("part", "offset", "sequence", "kind", "txid", "tbl", "op", "key", "before", "after", "ts_ms",
-          "meta", "error", "bkey")
+          "meta", "error", "bkey", "torder")
 RAW_CAP = 4096
 
 # packed rows (the ``packed`` option of the cdc-stream source): each row carries a run of records of one
@@ -52,7 +53,7 @@ def arrow_schema() -> Any:
     s, i, l = pa.string(), pa.int32(), pa.int64()
     return pa.schema([("part", i), ("offset", l), ("sequence", l), ("kind", s), ("txid", s), ("tbl", s),
                       ("op", s), ("key", s), ("before", s), ("after", s), ("ts_ms", l), ("meta", s), ("error", s),
-                      ("bkey", s)])
+                      ("bkey", s), ("torder", l)])
 
 
 def _row_bytes(batch: Any) -> Any:
@@ -142,16 +143,19 @@ def to_row(part: int, offset: int, key_bytes: bytes | None, value_bytes: bytes |
                 old = {c: before.get(c) for c in pk}
                 if old != pk:
                     bkey = _dumps(old)
-            return (part, offset, seq, DATA, (value.get("transaction") or {}).get("id"), table, op,
-                    _dumps(pk), _dumps(before), _dumps(value.get("after")), src.get("ts_ms"), None, None, bkey)
+            where = value.get("transaction") or {}
+            order = where.get("total_order")
+            return (part, offset, seq, DATA, where.get("id"), table, op, _dumps(pk), _dumps(before),
+                    _dumps(value.get("after")), src.get("ts_ms"), None, None, bkey,
+                    order if type(order) is int else None)
         if status not in KINDS:
             raise ValueError(f"unknown record status {status!r}")
         return (part, offset, seq, status, value.get("id"), value.get("table"), None, None, None, None,
-                value.get("ts_ms"), _dumps(value), None, None)
+                value.get("ts_ms"), _dumps(value), None, None, None)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a visible row
         raw = base64.b64encode((value_bytes or b"")[:RAW_CAP]).decode()
         return (part, offset, None, UNDECODABLE, None, None, None, None, None, None, None, raw,
-                f"{type(exc).__name__}: {exc}", None)
+                f"{type(exc).__name__}: {exc}", None, None)
 
 
 @dataclass(slots=True)
@@ -170,6 +174,7 @@ class StreamRecord:
     meta: str | None
     error: str | None
     bkey: str | None = None
+    torder: int | None = None  # a data record's transaction.total_order (its place in its transaction)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StreamRecord:
@@ -222,6 +227,10 @@ class Batch:
         schema = arrow_schema()
         return cls(pa.table({f: pa.array([getattr(r, f) for r in records], schema.field(f).type) for f in FIELDS},
                             schema=schema))
+
+    def head(self, n: int) -> Batch:
+        """The batch of the first ``n`` records."""
+        return Batch(self.table.slice(0, n))
 
     def columns(self, names: tuple[str, ...]) -> Any:
         """The table with only ``names``, each column in one piece (cheap to filter and take)."""

@@ -143,8 +143,9 @@ def test_first_sight_schema_inside_a_transaction():
     b.tx()  # opens tx; emulate the publisher: BEGIN, SCHEMA, data, END
     b.items.clear()
     from cdc import envelope
-    b.items.append((None, envelope.begin_record(b._next(), "0-1-9", b.ts)))
+    b.items.append((None, envelope.begin_record(b._next(), "0-1-2", b.ts)))  # the id of the tx below
     b.schema("shop.items", [("sku", "int"), ("qty", "int")], ["sku"])
+    b.items[-1][1]["resume"] = None  # inside a transaction the publisher writes no resume state
     b.tx(("c", "shop.items", None, {"sku": 1, "qty": 1}))
     b.items = [it for i, it in enumerate(b.items) if not (i == 2 and it[1].get("status") == "BEGIN")]
     for i, (_, value) in enumerate(b.items):  # a stream without holes (a gap would stop the engine)

@@ -1,0 +1,169 @@
+"""The stream's structure over one micro-batch: where its whole, well-formed transactions end.
+
+The apply engine calls :func:`first_violation` on a batch before it writes
+anything of it. The rules are cdc.stream_structure's (the checker every reader
+of the stream shares); this module feeds it a batch's columns: markers one by
+one, data records in runs between markers (their count per table, their
+``transaction.id`` compared on whole columns), so a batch of millions of rows
+costs a few numpy passes, not a Python call per row.
+
+Which records count: the batch's NEW records, as the engine's sequence rule
+takes them (above the progress row's ``last_sequence`` and above every earlier
+record of the batch); duplicates are not looked at. The check runs up to the
+first gap in sequence only: the engine's gap check names a gap (with what the
+progress row says), and nothing after a gap is applied anyway. A record that
+does not decode (UNDECODABLE: no sequence, no table) inside a transaction is
+counted as one row of it whose table is unknown (the transaction's per-table
+counts are then not checked); the engine stops on it as a BadRecord, or
+dead-letters it when so configured.
+
+Each batch starts between transactions: the progress row (where the batch's
+new records begin) only ever stands after an END, ABORTED, SCHEMA or HEARTBEAT,
+or just before a BEGIN or SCHEMA (a DDL barrier on a target whose DDL commits).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdc.envelope import ABORTED, BEGIN, END, SCHEMA
+from cdc.errors import StreamCorrupt
+from cdc.stream_structure import NOT_READ, StreamStructure
+from streaming.stream.records import UNDECODABLE, Batch
+
+
+def first_violation(batch: Batch, last_sequence: int | None, topic: str) -> tuple[int, StreamCorrupt] | None:
+    """None when the batch's new records keep the stream's structure (up to a gap, if any); else
+    ``(cut, error)``: the records before position ``cut`` are whole transactions and items (what may be
+    applied), the transaction or record the error names starts at ``cut``."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = batch.n
+    if not n:
+        return None
+    seq = batch.seq
+    floor = np.maximum.accumulate(np.r_[last_sequence if last_sequence is not None else -1, seq])[:-1]
+    fresh = seq > floor
+    undecodable = seq == Batch.NO_SEQUENCE
+    limit = _before_gap(seq, fresh, undecodable, last_sequence)
+    upto = np.arange(n) < limit
+    is_data = batch.is_data
+    data = np.flatnonzero(fresh & is_data & upto)
+    stops = np.flatnonzero(((fresh & ~is_data) | undecodable) & upto)
+    if not len(stops) and not len(data):
+        return None
+    parts = batch.table.column("part").to_numpy()
+    check = StreamStructure(topic, int(parts[0]))
+    names, codes = batch.table_index()
+    # data records in runs between stops: run k holds the data before stops[k] (and after stops[k-1])
+    run_of = np.searchsorted(stops, data)
+    runs: dict[int, dict[str, int]] = {}  # run -> {table: count}
+    first_of: dict[int, int] = {}  # run -> position of its first record
+    if len(data):
+        width = len(names) + 1
+        combined = run_of.astype(np.int64) * width + codes[data]
+        keys, counts = np.unique(combined, return_counts=True)
+        for key, count in zip(keys.tolist(), counts.tolist()):
+            run, code = divmod(key, width)
+            tables = runs.get(run)
+            if tables is None:
+                tables = runs[run] = {}
+            tables[names[code] if code < len(names) else None] = count
+        ids, at = np.unique(run_of, return_index=True)
+        first_of = dict(zip(ids.tolist(), data[at].tolist()))
+        # each data record names the transaction of the BEGIN it follows: find the first that does not
+        kinds = batch.table.column("kind")
+        is_begin = fresh & upto & pc.fill_null(pc.equal(kinds, BEGIN), False).to_numpy(zero_copy_only=False)
+        begin_at = np.maximum.accumulate(np.where(is_begin, np.arange(n), -1))[data]
+        inside = begin_at >= 0
+        txids = batch.table.column("txid")
+        same = pc.fill_null(pc.equal(txids.take(data[inside]), txids.take(begin_at[inside])), False)
+        # ... and its place in it: total_order = the rows of the transaction up to it (a record that does not
+        # decode counts as one; a record without total_order is not held to it)
+        counted = np.cumsum((fresh & is_data & upto) | undecodable)
+        place = counted[data[inside]] - counted[begin_at[inside]]
+        order = batch.table.column("torder").take(data[inside])
+        placed = pc.fill_null(pc.equal(order, pa.array(place, pa.int64())), True)
+        foreign = data[inside][~(same.to_numpy(zero_copy_only=False) & placed.to_numpy(zero_copy_only=False))]
+    else:
+        foreign = data
+    offsets = batch.offset
+    begin_pos = 0
+
+    def feed_run(run: int) -> None:
+        tables = runs.get(run)
+        if tables is None:
+            return
+        pos = first_of[run]
+        if len(foreign):
+            lo = int(stops[run - 1]) if run else -1
+            hi = int(stops[run]) if run < len(stops) else n
+            bad = foreign[(foreign > lo) & (foreign < hi)]
+            if len(bad) and check.in_transaction:
+                rec = batch.records_at(bad[:1])[0]
+                before = int(np.count_nonzero((data > lo) & (data < bad[0])))
+                check.rows(int(offsets[pos]), int(seq[pos]), before, None)
+                # raises: a record of another transaction, or out of its place
+                check.row(rec.offset, rec.sequence, rec.tbl, rec.txid,
+                          rec.torder if rec.torder is not None else NOT_READ)
+        check.rows(int(offsets[pos]), int(seq[pos]), sum(tables.values()), None if None in tables else tables)
+
+    try:
+        for k, (pos, rec) in enumerate(zip(stops.tolist(), batch.records_at(stops))):
+            feed_run(k)
+            if rec.kind == UNDECODABLE:
+                if check.in_transaction:
+                    check.rows(rec.offset, None, 1, None)
+                continue
+            if rec.kind == BEGIN:
+                check.begin(rec.offset, rec.sequence, rec.txid)
+                begin_pos = pos
+            elif rec.kind == END:
+                meta = rec.meta_dict()
+                check.end(rec.offset, rec.sequence, rec.txid, meta.get("event_count"), meta.get("data_collections"))
+            elif rec.kind == ABORTED:
+                check.aborted(rec.offset, rec.sequence, rec.txid)
+            elif rec.kind == SCHEMA:
+                meta = rec.meta_dict()
+                check.schema(rec.offset, rec.sequence, rec.tbl, meta.get("ddl"), meta.get("resume"))
+            else:
+                check.record(rec.offset, rec.sequence, None, {"status": rec.kind})
+        feed_run(len(stops))
+    except StreamCorrupt as err:
+        open_at = check.open_offset
+        if open_at is not None:
+            return begin_pos, err
+        at = np.flatnonzero(offsets == err.fields.get("offset"))
+        return (int(at[0]) if len(at) else 0), err
+    return None
+
+
+def _before_gap(seq: Any, fresh: Any, undecodable: Any, last_sequence: int | None) -> int:
+    """The position of the first new record after a jump in sequence (the batch's length when none). A hole
+    with an UNDECODABLE record in it is no jump: that record carries the missing sequence."""
+    import numpy as np
+
+    idx = np.flatnonzero(fresh)
+    if not len(idx):
+        return len(seq)
+    expected = last_sequence + 1 if last_sequence is not None else 1
+    if seq[idx[0]] != expected and not undecodable[:idx[0]].any():
+        return int(idx[0])
+    for j in np.flatnonzero(np.diff(seq[idx]) != 1).tolist():
+        lo, hi = int(idx[j]), int(idx[j + 1])
+        if not undecodable[lo + 1:hi].any():
+            return hi
+    return len(seq)
+
+
+def prefix_offsets(batch: Batch, cut: int, end_offsets: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The end offsets of the batch's first ``cut`` records (the shape the job passes: ``{"next": {part:
+    offset}, "topic", "stream"}``), or None when they cannot be told (no end offsets, several partitions)."""
+    if end_offsets is None or cut <= 0:
+        return None
+    parts = batch.table.column("part").to_numpy()
+    if (parts != parts[0]).any():
+        return None
+    return {**end_offsets, "next": {str(int(parts[0])): int(batch.offset[cut - 1]) + 1}}
