@@ -40,6 +40,7 @@ from pymysqlreplication.event import (
 
 from readers.mysql import mysql8_events
 from readers.mysql.errors import UndecodedEvent
+from readers.mysql.inflate import EVENT_NAMES, TRANSACTION_PAYLOAD_EVENT
 
 _ORIGINAL_WRAPPER = packet.BinLogPacketWrapper
 
@@ -77,13 +78,9 @@ KNOWN_CODES: dict[int, tuple[str, str, str]] = {
     0x2A: ("GTID_TAGGED_LOG_EVENT", "a tagged GTID (SET gtid_next='AUTOMATIC:tag', MySQL 8.3+)",
            "do not use tagged GTIDs on captured tables"),
     0xA4: ("MARIADB_START_ENCRYPTION_EVENT", "", ""),
-    0xA5: ("QUERY_COMPRESSED_EVENT", "log_bin_compress=ON", "SET GLOBAL log_bin_compress=OFF"),
-    0xA6: ("WRITE_ROWS_COMPRESSED_EVENT_V1", "log_bin_compress=ON", "SET GLOBAL log_bin_compress=OFF"),
-    0xA7: ("UPDATE_ROWS_COMPRESSED_EVENT_V1", "log_bin_compress=ON", "SET GLOBAL log_bin_compress=OFF"),
-    0xA8: ("DELETE_ROWS_COMPRESSED_EVENT_V1", "log_bin_compress=ON", "SET GLOBAL log_bin_compress=OFF"),
-    0xA9: ("WRITE_ROWS_COMPRESSED_EVENT", "log_bin_compress=ON", "SET GLOBAL log_bin_compress=OFF"),
-    0xAA: ("UPDATE_ROWS_COMPRESSED_EVENT", "log_bin_compress=ON", "SET GLOBAL log_bin_compress=OFF"),
-    0xAB: ("DELETE_ROWS_COMPRESSED_EVENT", "log_bin_compress=ON", "SET GLOBAL log_bin_compress=OFF"),
+    # MariaDB log_bin_compress: decoded (readers/mysql/inflate.py); named here for an event it cannot inflate
+    **{code: (name, "log_bin_compress=ON", "SET GLOBAL log_bin_compress=OFF") for code, name in EVENT_NAMES.items()
+       if code != TRANSACTION_PAYLOAD_EVENT},
 }
 
 #: events that never carry a change of a table (a statement's context events are harmless alone: the

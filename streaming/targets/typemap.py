@@ -25,22 +25,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-_PAREN = re.compile(r"^([a-z0-9_ ]+?)\s*(\(([^)]*)\))?\s*(unsigned)?\s*(zerofill)?$")
-_ZONED_TS = re.compile(r"^timestamp\s*(?:\((\d)\))?\s+(with time zone|with local time zone)$")
+from cdc.schema_evolution import parse_type  # one reading of a source type for the type maps and the schema diff
 
 Converter = Callable[[Any], Any]
-
-
-def parse_type(source_type: str) -> tuple[str, str | None, bool]:
-    """'decimal(10,2) unsigned' -> ('decimal', '10,2', True)."""
-    text = source_type.strip().lower()
-    z = _ZONED_TS.match(text)  # Oracle: 'timestamp(6) with time zone' -> ('timestamp with time zone', '6')
-    if z:
-        return f"timestamp {z.group(2)}", z.group(1), False
-    m = _PAREN.match(text)
-    if not m:
-        return text, None, False
-    return m.group(1).strip(), m.group(3), bool(m.group(4))
 
 
 def _pg(base: str, args: str | None, unsigned: bool) -> str:

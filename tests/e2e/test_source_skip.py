@@ -45,7 +45,7 @@ def test_skip_a_statement_format_write_and_resync_its_table(tmp_path, mariadb_pr
     config.write_text(yaml.safe_dump({
         "sources": [{"name": "s", "kind": "mysql", "hosts": [my.address], "user": "cdc", "password": "cdc",
                      "tables": [f"{db}.items", f"{db}.other"], "signal_table": f"{db}.cdc_signal",
-                     "heartbeat_interval_s": 0.5, "reconnect_backoff_s": 0.2}],
+                     "heartbeat_interval_s": 0.5, "reconnect_backoff_s": 0.2, "snapshot": "never"}],
         "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": topic_prefix},
         "metrics": {"port": 0}, "drain_timeout_s": 20}))
     topic = changes_topic(topic_prefix, "s")

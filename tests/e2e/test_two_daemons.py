@@ -62,7 +62,8 @@ class Transfers:
 
 def _config(path, mariadb, db: str, broker, prefix: str):
     cfg = {"sources": [{"name": "bank", "kind": "mysql", "hosts": [mariadb.address], "user": "cdc", "password": "cdc",
-                        "tables": [f"{db}.accounts"], "heartbeat_interval_s": 0.5, "reconnect_backoff_s": 0.2}],
+                        "tables": [f"{db}.accounts"], "heartbeat_interval_s": 0.5, "reconnect_backoff_s": 0.2,
+                        "snapshot": "never"}],
            "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": prefix},
            "metrics": {"port": 0}, "drain_timeout_s": 20}
     path.write_text(yaml.safe_dump(cfg))

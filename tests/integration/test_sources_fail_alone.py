@@ -7,14 +7,13 @@ from __future__ import annotations
 import itertools
 import shutil
 import threading
-import time
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from cdc.config import KafkaConfig
 from cdc.dev.mariadb import MariaDB
-from cdc.dev.ports import free_port
+from cdc.dev.ports import free_port, wait_until
 from cdc.runtime.daemon import Daemon, SourceSpec
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource
@@ -26,13 +25,7 @@ _ids = itertools.count(7500)
 
 
 def _wait(test, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = test()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"{what} not seen within {timeout}s")
+    return wait_until(test, timeout, what, interval=0.2)
 
 
 def test_an_unreachable_source_waits_alone_and_comes_back(tmp_path, mariadb_primary, tmp_mysql_db, broker,
