@@ -110,7 +110,7 @@ def kafka_checks(cfg: Any, sources: list[Any], timeout_s: float = 10.0) -> list[
                                               f"{spec.partitions} (one ordered log)",
                                  f"a topic's partitions cannot be reduced: stop `cdc run` for {src.name}, then "
                                  f"`cdc stream reset --config <file> --source {src.name} --yes` (recreates it; "
-                                 "targets are rebuilt, see the README)"))
+                                 "targets are rebuilt, see docs/faults.md)"))
             else:
                 out.append(Check(name, True, f"{parts} partition"))
             res = admin.client.describe_configs([ConfigResource("topic", topic)], request_timeout=timeout_s)

@@ -10,7 +10,7 @@
         of history (default 168); Iceberg: rewrite each table's files into few and expire snapshots
         older than H hours, never those of the latest consistent point. Prints one JSON line per table.
 
-Reading all tables as of the point (time travel) is in the README ("Lakehouse targets"). Compaction keeps
+Reading all tables as of the point (time travel) is in docs/targets-lake.md. Compaction keeps
 every table's recorded (source, sequence); run the Iceberg compaction while the apply job is stopped (its
 commits would conflict with the rewrite), the Delta one at any time.
 """

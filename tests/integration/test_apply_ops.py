@@ -167,7 +167,7 @@ def test_readyz_says_which_batch_failed_without_row_values(spark, broker, postgr
 
 @pytest.mark.slow
 def test_cdc_apply_runs_under_spark_submit_with_the_shipped_log4j2(broker, postgres, topic_prefix, tmp_path):
-    """The README's cluster recipe, on a local master: spark-submit starts the driver JVM, `cdc apply`
+    """The cluster recipe of docs/operations.md, on a local master: spark-submit starts the driver JVM, `cdc apply`
     takes spark-submit's master and the log4j2 file given by -D options."""
     import pyspark
 
@@ -181,7 +181,7 @@ def test_cdc_apply_runs_under_spark_submit_with_the_shipped_log4j2(broker, postg
     raw["logging"] = {"level": "INFO", "json": False}
     cfg = tmp_path / "apply.yaml"
     cfg.write_text(yaml.safe_dump(raw))
-    # the README's launcher (spark-submit runs a file; cdc/cli.py itself would put cdc/ first on sys.path)
+    # the documented launcher (spark-submit runs a file; cdc/cli.py itself would put cdc/ first on sys.path)
     launcher = tmp_path / "cdc_apply.py"
     launcher.write_text("import sys\nfrom cdc.cli import main\nsys.exit(main())\n")
     submit = str(Path(pyspark.__file__).parent / "bin" / "spark-submit")

@@ -1,4 +1,4 @@
-"""The layout rules of the tree (README, "Contributing"): checked here so they stay true."""
+"""The layout rules of the tree (docs/contributing.md): checked here so they stay true."""
 
 from __future__ import annotations
 
