@@ -88,7 +88,7 @@ def first_unapplied(kafka: str | KafkaConnection, topic: str, encoding: str, sta
                         raise Unknown(f"reading {topic}[{p}] failed: {m.error()}")
                     if m.offset() < at:
                         continue
-                    kind = scanner._boundary(scan, m.key(), m.value())  # the planner's own rule
+                    kind = scanner._boundary(scan, m.offset(), m.key(), m.value())  # the planner's own rule
                     if kind is not None and kind != "HEARTBEAT":
                         return p, m.offset() + 1
         return None
