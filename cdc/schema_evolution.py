@@ -47,7 +47,10 @@ class SchemaChangeConfig(BaseModel):
     """``apply[].schema_changes``: ``{behavior: evolve, tables: {"shop.audit_*": ignore}}``."""
 
     model_config = ConfigDict(extra="forbid")
-    behavior: Behavior = "evolve"
+    behavior: Behavior = Field(default="evolve", description="at a source DDL: evolve: follow every change the "
+                               "target can express, stop at the others; exception: stop at every change of a "
+                               "column or key; lenient: add and widen, never drop or narrow; ignore: never "
+                               "change the target table (docs/schema-evolution.md)")
     tables: dict[str, Behavior] = Field(default_factory=dict, description="glob pattern -> behaviour (first match)")
 
     def for_table(self, table: str) -> Behavior:
