@@ -69,7 +69,8 @@ class SchemaRegistryConfig(BaseModel):
     url: str = Field(pattern=r"^(https?|mock)://", description="the registry's URL (http://, https://; several "
                      "comma-separated; mock://<scope>: the client's in-memory registry)")
     basic_auth_user_info: SecretStr | None = Field(default=None, alias="basic.auth.user.info",
-                                                   description="user:password")
+                                                   description="HTTP basic auth as "
+                                                   "user:password (a secret)")
     ssl_ca_location: str | None = Field(default=None, alias="ssl.ca.location",
                                         description="CA certificate file (PEM) that verifies the registry")
     ssl_certificate_location: str | None = Field(default=None, alias="ssl.certificate.location",
@@ -97,8 +98,8 @@ class DebeziumConfig(BaseModel):
     decimal: Literal["string", "precise", "double"] = Field(
         default="string", description="DECIMAL/NUMBER values, as Debezium's decimal.handling.mode: string: "
         "text; precise: Kafka Connect Decimal (unscaled two's-complement bytes); double: a float")
-    schemas: bool = Field(default=False, description="every key and value as Kafka Connect JsonConverter's "
-                          "{schema, payload}")
+    schemas: bool = Field(default=False, description="JSON encoding: every key and value "
+                          "as Kafka Connect JsonConverter's {schema, payload} (false: the payload alone)")
     transaction_topic: bool = Field(default=False, description="also write Debezium's transaction-metadata "
                                     "topic <topic_prefix>.<source>.transaction (BEGIN/END of each transaction)")
     schema_change_topic: bool = Field(default=False, description="also write Debezium's schema-change topic "
@@ -112,13 +113,21 @@ class TopicsConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    replication_factor: int | None = Field(default=None, ge=1, description="none: the broker's default")
-    min_insync_replicas: int | None = Field(default=None, ge=1, description="none: the broker's default")
-    changes: dict[str, str | int] = Field(default_factory=dict, description="topic config of the changes topic (partitions: always 1; default retention: forever)")
-    per_table: dict[str, str | int] = Field(default_factory=dict, description="topic config of the per-table topics (default: cleanup.policy compact)")
-    dead_letter: dict[str, str | int] = Field(default_factory=dict, description="topic config of kafka.dead_letter_topic (default: the broker's)")
-    transaction: dict[str, str | int] = Field(default_factory=dict, description="topic config of the Debezium transaction topic (default: the broker's)")
-    schema_change: dict[str, str | int] = Field(default_factory=dict, description="topic config of the Debezium schema-change topic (default: the broker's)")
+    replication_factor: int | None = Field(default=None, ge=1, description="replicas of each topic the service "
+                                          "creates (none: the broker's default)")
+    min_insync_replicas: int | None = Field(default=None, ge=1, description="min.insync.replicas of each topic "
+                                           "the service creates, unless its own settings give one (none: the "
+                                           "broker's default)")
+    changes: dict[str, str | int] = Field(default_factory=dict, description="topic config of the changes topic "
+                                          "(partitions: always 1; default retention: forever)")
+    per_table: dict[str, str | int] = Field(default_factory=dict, description="topic config of the per-table "
+                                            "topics (default: cleanup.policy compact)")
+    dead_letter: dict[str, str | int] = Field(default_factory=dict, description="topic config of "
+                                              "kafka.dead_letter_topic (default: the broker's)")
+    transaction: dict[str, str | int] = Field(default_factory=dict, description="topic config of the Debezium "
+                                              "transaction topic (default: the broker's)")
+    schema_change: dict[str, str | int] = Field(default_factory=dict, description="topic config of the Debezium "
+                                                "schema-change topic (default: the broker's)")
 
     @field_validator("changes")
     @classmethod
@@ -148,8 +157,10 @@ class KafkaConfig(BaseModel):
                                           "(none: the source stops at it)")
     client: dict[str, Any] = Field(default_factory=dict, description="librdkafka settings for EVERY Kafka client "
                                    "(security.protocol, ssl.*, sasl.*; sasl.password_file: read from a file)")
-    producer: dict[str, Any] = Field(default_factory=dict, description="producer-only librdkafka settings")
-    consumer: dict[str, Any] = Field(default_factory=dict, description="consumer-only librdkafka settings")
+    producer: dict[str, Any] = Field(default_factory=dict, description="librdkafka settings for the "
+                                     "producers only, over kafka.client")
+    consumer: dict[str, Any] = Field(default_factory=dict, description="librdkafka settings for the "
+                                     "consumers only, over kafka.client")
     topics: TopicsConfig = Field(default_factory=lambda: TopicsConfig(), description="settings the service "
                                  "creates its topics with")
     avro_framing: Literal["confluent", "plain", "schema_registry"] = Field(
@@ -160,8 +171,9 @@ class KafkaConfig(BaseModel):
                                                          "avro_framing: schema_registry (none: no registry)")
     idempotence: bool = Field(default=True, description="idempotent producer (false: brokers without "
                               "InitProducerId; retries may then append duplicate runs)")
-    delivery_timeout_s: float = Field(default=120.0, gt=0, description="records unacknowledged this long: "
-                                      "the source stops and restarts from the stream's tail")
+    delivery_timeout_s: float = Field(default=120.0, gt=0, description="seconds a record may stay "
+                                      "unacknowledged by the broker; then the source stops and restarts from the "
+                                      "stream's tail")
     writer_fencing: bool = Field(default=True, description="one daemon writes a source's stream: a lease the broker "
                                  "arbitrates (transactional.id cdc-writer.<prefix>.<source>, topic "
                                  "<prefix>.<source>.writer); a newer daemon fences the older (cdc/publish/lease.py)")
@@ -204,17 +216,24 @@ class TargetTimeouts(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    connect_s: float = Field(default=10.0, gt=0, description="to open a connection, login included")
-    statement_s: float = Field(default=300.0, ge=0, description="the server cancels one statement after this")
-    lock_s: float = Field(default=0.0, ge=0, description="the server gives up a lock wait after this "
-                                                         "(0: statement_s bounds it)")
-    idle_in_transaction_s: float = Field(default=120.0, ge=0, description="the server ends a session idle "
-                                         "inside a transaction after this (a driver that died mid-batch)")
-    keepalive_idle_s: int = Field(default=30, gt=0, description="TCP keepalive: idle time before probing")
-    keepalive_interval_s: int = Field(default=10, gt=0, description="TCP keepalive: between probes")
-    keepalive_count: int = Field(default=3, gt=0, description="TCP keepalive: unanswered probes = dead")
-    reply_s: float | None = Field(default=None, ge=0, description="client-side bound on one call "
-                                  "(default statement_s + 30; 0: none)")
+    connect_s: float = Field(default=10.0, gt=0, description="seconds to open a connection, login "
+                                                        "included")
+    statement_s: float = Field(default=300.0, ge=0, description="seconds after which the server "
+                                                         "cancels one statement (0: no bound)")
+    lock_s: float = Field(default=0.0, ge=0, description="seconds after which the server gives "
+                                                         "up a lock wait (0: statement_s bounds it)")
+    idle_in_transaction_s: float = Field(default=120.0, ge=0, description="seconds after which the server ends "
+                                         "a session idle inside a transaction (a driver that died mid-batch; "
+                                         "0: no bound)")
+    keepalive_idle_s: int = Field(default=30, gt=0, description="TCP keepalive: seconds a connection "
+                                 "is idle before the first probe")
+    keepalive_interval_s: int = Field(default=10, gt=0, description="TCP keepalive: seconds between "
+                                     "probes")
+    keepalive_count: int = Field(default=3, gt=0, description="TCP keepalive: unanswered probes "
+                                "after which the connection counts as dead")
+    reply_s: float | None = Field(default=None, ge=0, description="seconds the client waits for the "
+                                  "server's reply to one call, then ends the connection and the batch is "
+                                  "retried (none: statement_s + 30; 0: no bound)")
 
     @property
     def reply_bound_s(self) -> float | None:
@@ -232,7 +251,8 @@ class ApplyRetry(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    attempts: int = Field(default=10, ge=1, description="tries of one batch, the first included")
+    attempts: int = Field(default=10, ge=1, description="tries of one batch, the first included; "
+                          "then the job stops")
     initial_backoff_s: float = Field(default=1.0, ge=0, description="seconds before the first retry of a "
                                      "failed batch, doubled at each further one")
     max_backoff_s: float = Field(default=30.0, ge=0, description="seconds the wait between retries grows to "
@@ -253,7 +273,8 @@ class TargetConfig(PasswordLogin):
                             "mysql://, oracle host:port/service; duckdb and parquet: a file or directory path)")
     user: str | None = Field(default=None, description="login user (default: the DSN's)")
     path: str | None = Field(default=None, description="duckdb: the database file (else dsn; neither: in "
-                             "memory); parquet: the directory (else dsn); delta: the table root (required)")
+                             "memory); parquet: the directory (else dsn); delta: the root directory or "
+                             "object-store URI of the tables (required)")
     schema_: str | None = Field(default=None, alias="schema", description="database schema the tables are "
                                 "written to (none: the connection's default)")
     dead_letter_table: str | None = Field(default=None, description="table (created when missing) receiving "
@@ -265,10 +286,13 @@ class TargetConfig(PasswordLogin):
     # cdc.credentials.STORE_SECRET) are SecretStr, <name>_file reads one from a file; the catalog_uri's password
     # is masked wherever the URI is shown (SecretDsn). Unwrapped only where handed to deltalake / pyiceberg.
     storage_options: dict[str, str | SecretStr] = Field(default_factory=dict,
-                                                        description="object-store settings (s3://...)")
+                                                        description="delta: object-store settings "
+                                                        "(AWS_REGION, AWS_ACCESS_KEY_ID, ...) passed to deltalake; "
+                                                        "iceberg takes its own in catalog")
     catalog_uri: SecretDsn | None = Field(default=None, description="iceberg: SQL catalog URI (sqlite:///..., "
                                           "postgresql://...; its password: better catalog_uri_file)")
-    warehouse: str | None = Field(default=None, description="iceberg: where table files go")
+    warehouse: str | None = Field(default=None, description="iceberg: the location (path or "
+                                      "object-store URI) where table files are written")
     namespace: str = Field(default="cdc", description="iceberg: the catalog namespace of the tables (created "
                            "when missing)")
     catalog: dict[str, Any] = Field(default_factory=dict, description="iceberg: other pyiceberg catalog settings")
@@ -379,8 +403,8 @@ class ApplyConfig(BaseModel):
                                        "most (it still ends only where a transaction ends)")
     trigger_interval_s: float = Field(default=0.5, ge=0, description="seconds between micro-batch starts "
                                       "(Spark processing-time trigger; 0: each batch as soon as the last ends)")
-    freshness_interval_s: float = Field(default=60.0, ge=0, description="an idle stream (heartbeats only) "
-                                        "commits its progress row at most this often (0: every heartbeat)")
+    freshness_interval_s: float = Field(default=60.0, ge=0, description="seconds: an idle stream (heartbeats "
+                                        "only) commits its progress row at most this often (0: every heartbeat)")
     checkpoint_dir: str | None = Field(default=None, description="the Spark checkpoint directory (none: "
                                        "$CDC_CHECKPOINT_ROOT, else ~/.local/state/cdc/checkpoints, then "
                                        "<prefix>.<source>.<target>-<digest of target, broker and stream>)")
@@ -394,8 +418,8 @@ class ApplyConfig(BaseModel):
                                                  "tables (its rows never in the stream): stop, or create it empty")
     retry: ApplyRetry = Field(default_factory=ApplyRetry, description="how a batch that failed transiently is "
                               "retried")
-    max_batch_s: float = Field(default=600.0, ge=0, description="a micro-batch (with its retries) running longer "
-                               "makes /readyz fail naming it (0: no bound)")
+    max_batch_s: float = Field(default=600.0, ge=0, description="seconds: a micro-batch (with its "
+                               "retries) running longer makes /readyz fail naming it (0: no bound)")
 
 
 class MetricsConfig(BaseModel):
@@ -406,7 +430,8 @@ class MetricsConfig(BaseModel):
     port: int = Field(default=9108, ge=0, le=65535, description="TCP port of the daemon's /metrics, /healthz "
                       "and /readyz (0: one the system picks)")
     apply_port: int | None = Field(default=None, ge=0, le=65535,
-                                   description="the apply job's /metrics, /healthz, /readyz (none: port + 1; 0: off)")
+                                   description="TCP port of the apply job's /metrics, "
+                                   "/healthz and /readyz (none: metrics.port + 1; 0: not served)")
 
 
 class LoggingConfig(BaseModel):
@@ -431,12 +456,14 @@ class Config(BaseModel):
     metrics: MetricsConfig = Field(default_factory=MetricsConfig, description="the HTTP endpoint of metrics and "
                                    "health checks")
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="log level and format")
-    spill_dir: str = Field(default_factory=default_spill_dir, description="parent of each source's private "
-                           "spill directory (cdc/spill_dir.py)")
+    spill_dir: str = Field(default_factory=default_spill_dir, description="directory under which each source "
+                           "gets its private directory for transactions spilled to disk (cdc/spill_dir.py)")
     max_buffer_bytes: int = Field(default=64 * 1024 * 1024, gt=0, description="bytes of open transactions a "
                                   "reader holds in memory across transactions before spilling the largest to "
                                   "spill_dir (Oracle sources)")
-    drain_timeout_s: float = Field(default=30.0, gt=0, description="SIGTERM: budget to reach a transaction boundary")
+    drain_timeout_s: float = Field(default=30.0, gt=0, description="seconds a source has, at SIGTERM, "
+                                   "to reach a transaction boundary; past them the daemon exits with status 1 "
+                                   "and the next start closes the cut-off transaction as ABORTED")
     source_restart_limit: int = Field(default=0, ge=0, description="restarts in a row of a source its reader cannot "
                                       "reach (or of an unreachable broker) before the source stops; 0: no limit")
 

@@ -49,9 +49,11 @@ class SchemaChangeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     behavior: Behavior = Field(default="evolve", description="at a source DDL: evolve: follow every change the "
                                "target can express, stop at the others; exception: stop at every change of a "
-                               "column or key; lenient: add and widen, never drop or narrow; ignore: never "
+                               "column or key; lenient: add columns and widen types, never drop or narrow (a "
+                               "dropped column stays, nullable); ignore: never "
                                "change the target table (docs/schema-evolution.md)")
-    tables: dict[str, Behavior] = Field(default_factory=dict, description="glob pattern -> behaviour (first match)")
+    tables: dict[str, Behavior] = Field(default_factory=dict, description="db.table glob pattern -> behavior "
+                                  "for the tables it matches (the first matching pattern wins; others: behavior)")
 
     def for_table(self, table: str) -> Behavior:
         for pattern, behavior in self.tables.items():

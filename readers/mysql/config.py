@@ -25,7 +25,9 @@ class MySqlSourceConfig(PasswordLogin):
                              "with several, the reader streams from the first writable primary among them")
     user: str = Field(description="login user of the binlog and query connections")
     tables: list[str] = Field(min_length=1, description="db.table patterns (globs, as apply[].tables: cdc/table_glob.py)")
-    server_id: int = Field(default=0, ge=0, description="replica server_id; 0 = derived from the name")
+    server_id: int = Field(default=0, ge=0, description="server_id the binlog connection "
+                           "registers as replica with, unique among the server's replicas (0: derived from "
+                           "the source's name)")
     heartbeat_interval_s: HeartbeatInterval = 1.0
     connect_timeout_s: float = Field(default=5.0, gt=0, description="seconds to open one connection to a host "
                                      "(probing the hosts, binlog stream, snapshot and check queries)")
@@ -37,8 +39,11 @@ class MySqlSourceConfig(PasswordLogin):
         default="initial", description="initial: a new stream starts with the tables' rows (op r); an existing "
                                        "stream is never re-read; when_needed: that, and a re-snapshot when the "
                                        "binlog is purged past the checkpoint; never: only changes after the start")
-    snapshot_chunk_rows: int = Field(default=5_000, gt=0, description="rows per snapshot chunk (initial, incremental)")
-    signal_table: str | None = Field(default=None, description="db.table receiving `cdc snapshot` requests")
+    snapshot_chunk_rows: int = Field(default=5_000, gt=0, description="rows read per query of "
+                                     "the initial and incremental snapshots")
+    signal_table: str | None = Field(default=None, description="db.table where `cdc snapshot` "
+                                        "inserts incremental-snapshot requests and the reader its watermarks "
+                                        "(none: no incremental snapshots)")
     tls: MySqlTls | None = Field(default=None, description="TLS for the binlog and every query connection "
                                  "(cdc/tls.py); none: TLS only if the server offers it, unverified")
 

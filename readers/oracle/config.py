@@ -43,10 +43,14 @@ class OracleSourceConfig(PasswordLogin):
     dictionary_path: str = Field(default="/home/oracle/logmnr", description="directory (12c+: directory object) on the standby host")
     dictionary_file: str = Field(default="dictionary.ora", description="file name of the flat-file dictionary "
                                  "in dictionary_path (a rebuild after a DDL writes <stem>.<scn>.<ext> beside it)")
-    sessions: int = Field(default=2, ge=1, le=32, description="parallel LogMiner sessions")
-    scn_range_size: int = Field(default=20_000, gt=0, description="SCNs mined per session call")
+    sessions: int = Field(default=2, ge=1, le=32, description="LogMiner sessions mining SCN ranges in "
+                          "parallel (1 to 32)")
+    scn_range_size: int = Field(default=20_000, gt=0, description="SCNs in one range a session "
+                                "mines with one START_LOGMNR")
     scn_overlap: int = Field(default=0, ge=0, description="SCNs mined before each range and dropped (context for LogMiner)")
-    session_recycle_s: float = Field(default=600.0, gt=0, description="end and reopen a LogMiner session after this long (PGA)")
+    session_recycle_s: float = Field(default=600.0, gt=0, description="seconds after which a "
+                                     "LogMiner session's connection is closed and reopened (its PGA only shrinks "
+                                     "that way)")
     poll_interval_s: float = Field(default=0.5, gt=0, description="seconds a mining session waits before asking "
                                    "again when the standby has no new SCN range to mine")
     heartbeat_interval_s: HeartbeatInterval = 5.0
@@ -54,11 +58,13 @@ class OracleSourceConfig(PasswordLogin):
                              "(the cursor's arraysize, or the Arrow batch size of the columnar pipeline)")
     pipeline: Literal["rows", "columnar"] = Field(
         default="columnar", description="columnar: fetch V$LOGMNR_CONTENTS as Arrow batches (fetch_df_batches) and "
-                                    "route them with array kernels (readers/oracle/columnar.py)")
+                                    "route them with array kernels (readers/oracle/columnar.py); rows: fetch "
+                                    "tuples and route them one by one")
     parse_workers: int | None = Field(
         default=None, ge=0, le=8,
         description="processes parsing SQL_REDO (0: in the reader thread; default: 1 with 2+ CPUs, else 0)")
-    staged_ranges: int = Field(default=4, ge=1, description="mined ranges held ahead of the dispatcher")
+    staged_ranges: int = Field(default=4, ge=1, description="mined SCN ranges held in memory "
+                               "ahead of the dispatcher (at least sessions)")
     spill_threshold_rows: int = Field(default=10_000, gt=0, description="an open transaction holding more rows "
                                        "than this spills them to files under spill_dir (also the columnar "
                                        "pipeline's bound on rows pending dispatch)")
@@ -69,7 +75,8 @@ class OracleSourceConfig(PasswordLogin):
         default="never", description="initial: a new stream starts with the tables' rows AS OF one SCN (op 'r'); "
                                      "when_needed: that, and a re-snapshot when the archived logs are gone past the "
                                      "checkpoint")
-    snapshot_chunk_rows: int = Field(default=5_000, gt=0, description="rows per initial-snapshot chunk")
+    snapshot_chunk_rows: int = Field(default=5_000, gt=0, description="rows read per query of the "
+                                 "initial snapshot")
     unsupported: Literal["fail", "skip"] = Field(
         default="fail", description="a committed change LogMiner cannot decode (or a LOB it cannot assemble), "
         "when kafka.dead_letter_topic is not set: fail: the source stops naming table, XID and SCN; skip: it is "

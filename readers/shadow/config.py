@@ -35,8 +35,10 @@ class ShadowSourceConfig(PasswordLogin):
     shadow_schema: str = Field(default="cdc_shadow", pattern=r"^[A-Za-z0-9_]+$", description="schema of the same "
                                "database holding the shadow copy and the undo/redo journal")
     heartbeat_interval_s: HeartbeatInterval = 1.0
-    chunk_rows: int = Field(default=10_000, gt=0, description="rows per server-side cursor fetch")
-    journal_cycles: int = Field(default=100, ge=1, description="merge cycles kept in the undo/redo journal")
+    chunk_rows: int = Field(default=10_000, gt=0, description="rows per server-side "
+                            "cursor fetch while comparing a table with its shadow copy")
+    journal_cycles: int = Field(default=100, ge=1, description="merge cycles kept in "
+                                "the undo/redo journal; a stream further behind cannot be reconciled")
     tls: MySqlTls | None = Field(default=None, description="mysql:// DSNs: TLS as a MySQL source's (cdc/tls.py); "
                                  "postgresql:// DSNs carry libpq's sslmode etc. themselves")
 
