@@ -15,7 +15,7 @@ import types
 import typing
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel, SecretStr, Tag
 from pydantic_core import PydanticUndefined
 
 WIDTH = 120  # prose lines of the page; table rows are one line each, however long
@@ -97,6 +97,19 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + ("" if text.endswith((".", ":", "!", "?")) else ".")
 
 
+def _tags(annotation: Any) -> dict[type[BaseModel], str]:
+    """The discriminator tag of each model of a tagged union (a target's ``tls``: mysql, oracle)."""
+    out: dict[type[BaseModel], str] = {}
+    for a in get_args(annotation):
+        if get_origin(a) is typing.Annotated:
+            model, *meta = get_args(a)
+            tag = next((m.tag for m in meta if isinstance(m, Tag)), None)
+            if tag is not None and isinstance(model, type) and issubclass(model, BaseModel):
+                out[model] = tag
+        out.update(_tags(a))
+    return out
+
+
 def _wrap(text: str, width: int = WIDTH) -> list[str]:
     """Prose as lines of at most ``width`` characters (a longer word stays whole). A line never starts with a
     word Markdown would read as a list item, heading, quote or table (``-``, ``1.``, ``#``, ``>``, ``|``)."""
@@ -132,7 +145,8 @@ def rows(fields: dict[str, Any], prefix: str,
                    f"| `{path}` | {_type(field.annotation)} | {_default(field)} | {_cell(field.description or '')} | — |")
         sub = f"{path}[i]" if is_list else path
         for model in inner:  # several: a union of models (a target's tls), one section each
-            title = sub if len(inner) == 1 else f"{sub} ({model.__name__})"
+            tag = _tags(field.annotation).get(model)
+            title = sub if len(inner) == 1 else f"{sub} ({'kind: ' + tag if tag else model.__name__})"
             nested.append((title, f"{var}__0__" if is_list else f"{var}__", model, ""))
     return out, nested
 
