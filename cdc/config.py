@@ -66,13 +66,19 @@ class SchemaRegistryConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    url: str = Field(pattern=r"^(https?|mock)://")
+    url: str = Field(pattern=r"^(https?|mock)://", description="the registry's URL (http://, https://; several "
+                     "comma-separated; mock://<scope>: the client's in-memory registry)")
     basic_auth_user_info: SecretStr | None = Field(default=None, alias="basic.auth.user.info",
-                                                   description="user:password")
-    ssl_ca_location: str | None = Field(default=None, alias="ssl.ca.location")
-    ssl_certificate_location: str | None = Field(default=None, alias="ssl.certificate.location")
-    ssl_key_location: str | None = Field(default=None, alias="ssl.key.location")
-    ssl_key_password: SecretStr | None = Field(default=None, alias="ssl.key.password")
+                                                   description="HTTP basic auth as "
+                                                   "user:password (a secret)")
+    ssl_ca_location: str | None = Field(default=None, alias="ssl.ca.location",
+                                        description="CA certificate file (PEM) that verifies the registry")
+    ssl_certificate_location: str | None = Field(default=None, alias="ssl.certificate.location",
+                                                 description="client certificate file (PEM), for mutual TLS")
+    ssl_key_location: str | None = Field(default=None, alias="ssl.key.location",
+                                         description="client private key file (PEM), for mutual TLS")
+    ssl_key_password: SecretStr | None = Field(default=None, alias="ssl.key.password",
+                                               description="password of the client private key")
 
     def client_settings(self) -> dict[str, Any]:
         """The settings as SchemaRegistryClient takes them (secrets unwrapped here, at connect time)."""
@@ -85,12 +91,19 @@ class DebeziumConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    temporal: Literal["iso", "connect", "adaptive_micros"] = "iso"
-    decimal: Literal["string", "precise", "double"] = "string"
-    schemas: bool = Field(default=False, description="every key and value as Kafka Connect JsonConverter's "
-                          "{schema, payload}")
-    transaction_topic: bool = False
-    schema_change_topic: bool = False
+    temporal: Literal["iso", "connect", "adaptive_micros"] = Field(
+        default="iso", description="temporal values: iso: the stream's ISO text (io.debezium.time.Iso*); "
+        "adaptive_micros: Debezium's time.precision.mode adaptive_time_microseconds (epoch days, micro- and "
+        "milliseconds); connect: Kafka Connect's Date/Time/Timestamp (docs/consuming.md)")
+    decimal: Literal["string", "precise", "double"] = Field(
+        default="string", description="DECIMAL/NUMBER values, as Debezium's decimal.handling.mode: string: "
+        "text; precise: Kafka Connect Decimal (unscaled two's-complement bytes); double: a float")
+    schemas: bool = Field(default=False, description="JSON encoding: every key and value "
+                          "as Kafka Connect JsonConverter's {schema, payload} (false: the payload alone)")
+    transaction_topic: bool = Field(default=False, description="also write Debezium's transaction-metadata "
+                                    "topic <topic_prefix>.<source>.transaction (BEGIN/END of each transaction)")
+    schema_change_topic: bool = Field(default=False, description="also write Debezium's schema-change topic "
+                                      "<topic_prefix>.<source> (one record per DDL or table definition)")
 
 
 class TopicsConfig(BaseModel):
@@ -100,13 +113,21 @@ class TopicsConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    replication_factor: int | None = Field(default=None, ge=1, description="none: the broker's default")
-    min_insync_replicas: int | None = Field(default=None, ge=1, description="none: the broker's default")
-    changes: dict[str, str | int] = Field(default_factory=dict)
-    per_table: dict[str, str | int] = Field(default_factory=dict)
-    dead_letter: dict[str, str | int] = Field(default_factory=dict)
-    transaction: dict[str, str | int] = Field(default_factory=dict)
-    schema_change: dict[str, str | int] = Field(default_factory=dict)
+    replication_factor: int | None = Field(default=None, ge=1, description="replicas of each topic the service "
+                                          "creates (none: the broker's default)")
+    min_insync_replicas: int | None = Field(default=None, ge=1, description="min.insync.replicas of each topic "
+                                           "the service creates, unless its own settings give one (none: the "
+                                           "broker's default)")
+    changes: dict[str, str | int] = Field(default_factory=dict, description="topic config of the changes topic "
+                                          "(partitions: always 1; default retention: forever)")
+    per_table: dict[str, str | int] = Field(default_factory=dict, description="topic config of the per-table "
+                                            "topics (default: cleanup.policy compact)")
+    dead_letter: dict[str, str | int] = Field(default_factory=dict, description="topic config of "
+                                              "kafka.dead_letter_topic (default: the broker's)")
+    transaction: dict[str, str | int] = Field(default_factory=dict, description="topic config of the Debezium "
+                                              "transaction topic (default: the broker's)")
+    schema_change: dict[str, str | int] = Field(default_factory=dict, description="topic config of the Debezium "
+                                                "schema-change topic (default: the broker's)")
 
     @field_validator("changes")
     @classmethod
@@ -120,26 +141,39 @@ class TopicsConfig(BaseModel):
 class KafkaConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    bootstrap_servers: str
-    topic_prefix: str = Field(default="cdc", pattern=r"^[A-Za-z0-9_\-.]+$")
-    encoding: Literal["json", "avro"] = "json"
-    per_table_topics: bool = False
-    debezium: DebeziumConfig = Field(default_factory=DebeziumConfig)
-    dead_letter_topic: str | None = None
+    bootstrap_servers: str = Field(description="the brokers, host:port[,host:port...] (librdkafka's "
+                                   "bootstrap.servers)")
+    topic_prefix: str = Field(default="cdc", pattern=r"^[A-Za-z0-9_\-.]+$", description="first part of every "
+                              "topic name: <topic_prefix>.<source>.changes, per-table <topic_prefix>.<source>."
+                              "<db>.<table>, ...")
+    encoding: Literal["json", "avro"] = Field(default="json", description="how records are serialized: json "
+                                              "or avro (framed as avro_framing says)")
+    per_table_topics: bool = Field(default=False, description="also write each table's changes, as Debezium "
+                                   "records (kafka.debezium), to <topic_prefix>.<source>.<db>.<table>")
+    debezium: DebeziumConfig = Field(default_factory=DebeziumConfig, description="how per-table and Debezium "
+                                     "topics encode their records")
+    dead_letter_topic: str | None = Field(default=None, description="topic for a change a reader cannot decode "
+                                          "or a record above the broker's size limit, which is then skipped "
+                                          "(none: the source stops at it)")
     client: dict[str, Any] = Field(default_factory=dict, description="librdkafka settings for EVERY Kafka client "
                                    "(security.protocol, ssl.*, sasl.*; sasl.password_file: read from a file)")
-    producer: dict[str, Any] = Field(default_factory=dict, description="producer-only librdkafka settings")
-    consumer: dict[str, Any] = Field(default_factory=dict, description="consumer-only librdkafka settings")
-    topics: TopicsConfig = Field(default_factory=lambda: TopicsConfig())
+    producer: dict[str, Any] = Field(default_factory=dict, description="librdkafka settings for the "
+                                     "producers only, over kafka.client")
+    consumer: dict[str, Any] = Field(default_factory=dict, description="librdkafka settings for the "
+                                     "consumers only, over kafka.client")
+    topics: TopicsConfig = Field(default_factory=lambda: TopicsConfig(), description="settings the service "
+                                 "creates its topics with")
     avro_framing: Literal["confluent", "plain", "schema_registry"] = Field(
         default="confluent", description="confluent/plain: the shipped .avsc schemas, no registry (a 5-byte header "
         "whose id is a CRC32 of the schema, or none); schema_registry: per-table, transaction and schema-change "
         "topics in per-table schemas registered in kafka.schema_registry (cdc/debezium/schema_registry.py)")
-    schema_registry: SchemaRegistryConfig | None = None
+    schema_registry: SchemaRegistryConfig | None = Field(default=None, description="the Schema Registry of "
+                                                         "avro_framing: schema_registry (none: no registry)")
     idempotence: bool = Field(default=True, description="idempotent producer (false: brokers without "
                               "InitProducerId; retries may then append duplicate runs)")
-    delivery_timeout_s: float = Field(default=120.0, gt=0, description="records unacknowledged this long: "
-                                      "the source stops and restarts from the stream's tail")
+    delivery_timeout_s: float = Field(default=120.0, gt=0, description="seconds a record may stay "
+                                      "unacknowledged by the broker; then the source stops and restarts from the "
+                                      "stream's tail")
     writer_fencing: bool = Field(default=True, description="one daemon writes a source's stream: a lease the broker "
                                  "arbitrates (transactional.id cdc-writer.<prefix>.<source>, topic "
                                  "<prefix>.<source>.writer); a newer daemon fences the older (cdc/publish/lease.py)")
@@ -182,17 +216,24 @@ class TargetTimeouts(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    connect_s: float = Field(default=10.0, gt=0, description="to open a connection, login included")
-    statement_s: float = Field(default=300.0, ge=0, description="the server cancels one statement after this")
-    lock_s: float = Field(default=0.0, ge=0, description="the server gives up a lock wait after this "
-                                                         "(0: statement_s bounds it)")
-    idle_in_transaction_s: float = Field(default=120.0, ge=0, description="the server ends a session idle "
-                                         "inside a transaction after this (a driver that died mid-batch)")
-    keepalive_idle_s: int = Field(default=30, gt=0, description="TCP keepalive: idle time before probing")
-    keepalive_interval_s: int = Field(default=10, gt=0, description="TCP keepalive: between probes")
-    keepalive_count: int = Field(default=3, gt=0, description="TCP keepalive: unanswered probes = dead")
-    reply_s: float | None = Field(default=None, ge=0, description="client-side bound on one call "
-                                  "(default statement_s + 30; 0: none)")
+    connect_s: float = Field(default=10.0, gt=0, description="seconds to open a connection, login "
+                                                        "included")
+    statement_s: float = Field(default=300.0, ge=0, description="seconds after which the server "
+                                                         "cancels one statement (0: no bound)")
+    lock_s: float = Field(default=0.0, ge=0, description="seconds after which the server gives "
+                                                         "up a lock wait (0: statement_s bounds it)")
+    idle_in_transaction_s: float = Field(default=120.0, ge=0, description="seconds after which the server ends "
+                                         "a session idle inside a transaction (a driver that died mid-batch; "
+                                         "0: no bound)")
+    keepalive_idle_s: int = Field(default=30, gt=0, description="TCP keepalive: seconds a connection "
+                                 "is idle before the first probe")
+    keepalive_interval_s: int = Field(default=10, gt=0, description="TCP keepalive: seconds between "
+                                     "probes")
+    keepalive_count: int = Field(default=3, gt=0, description="TCP keepalive: unanswered probes "
+                                "after which the connection counts as dead")
+    reply_s: float | None = Field(default=None, ge=0, description="seconds the client waits for the "
+                                  "server's reply to one call, then ends the connection and the batch is "
+                                  "retried (none: statement_s + 30; 0: no bound)")
 
     @property
     def reply_bound_s(self) -> float | None:
@@ -210,9 +251,12 @@ class ApplyRetry(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    attempts: int = Field(default=10, ge=1, description="tries of one batch, the first included")
-    initial_backoff_s: float = Field(default=1.0, ge=0)
-    max_backoff_s: float = Field(default=30.0, ge=0)
+    attempts: int = Field(default=10, ge=1, description="tries of one batch, the first included; "
+                          "then the job stops")
+    initial_backoff_s: float = Field(default=1.0, ge=0, description="seconds before the first retry of a "
+                                     "failed batch, doubled at each further one")
+    max_backoff_s: float = Field(default=30.0, ge=0, description="seconds the wait between retries grows to "
+                                 "at most")
 
 
 class TargetConfig(PasswordLogin):
@@ -222,23 +266,35 @@ class TargetConfig(PasswordLogin):
     model_config = ConfigDict(extra="forbid")
     dsn_field = "dsn"
 
-    name: str
-    kind: Literal["postgres", "mysql", "duckdb", "oracle", "parquet", "delta", "iceberg"]
-    dsn: str | None = None
+    name: str = Field(description="the target's name, which apply[].target refers to")
+    kind: Literal["postgres", "mysql", "duckdb", "oracle", "parquet", "delta", "iceberg"] = Field(
+        description="the kind of database or table format written")
+    dsn: str | None = Field(default=None, description="database targets: where to connect (postgresql://, "
+                            "mysql://, oracle host:port/service; duckdb and parquet: a file or directory path)")
     user: str | None = Field(default=None, description="login user (default: the DSN's)")
-    path: str | None = None
-    schema_: str | None = Field(default=None, alias="schema")
-    dead_letter_table: str | None = None
-    timeouts: TargetTimeouts = Field(default_factory=TargetTimeouts)
+    path: str | None = Field(default=None, description="duckdb: the database file (else dsn; neither: in "
+                             "memory); parquet: the directory (else dsn); delta: the root directory or "
+                             "object-store URI of the tables (required)")
+    schema_: str | None = Field(default=None, alias="schema", description="database schema the tables are "
+                                "written to (none: the connection's default)")
+    dead_letter_table: str | None = Field(default=None, description="table (created when missing) receiving "
+                                          "records the apply cannot write, with the error (none: such a record "
+                                          "stops the apply)")
+    timeouts: TargetTimeouts = Field(default_factory=TargetTimeouts, description="bounds on every wait on a "
+                                     "database target")
     # lakehouse targets (streaming/targets/delta.py, iceberg.py). Secrets among the settings (a name matching
     # cdc.credentials.STORE_SECRET) are SecretStr, <name>_file reads one from a file; the catalog_uri's password
     # is masked wherever the URI is shown (SecretDsn). Unwrapped only where handed to deltalake / pyiceberg.
     storage_options: dict[str, str | SecretStr] = Field(default_factory=dict,
-                                                        description="object-store settings (s3://...)")
+                                                        description="delta: object-store settings "
+                                                        "(AWS_REGION, AWS_ACCESS_KEY_ID, ...) passed to deltalake; "
+                                                        "iceberg takes its own in catalog")
     catalog_uri: SecretDsn | None = Field(default=None, description="iceberg: SQL catalog URI (sqlite:///..., "
                                           "postgresql://...; its password: better catalog_uri_file)")
-    warehouse: str | None = Field(default=None, description="iceberg: where table files go")
-    namespace: str = "cdc"
+    warehouse: str | None = Field(default=None, description="iceberg: the location (path or "
+                                      "object-store URI) where table files are written")
+    namespace: str = Field(default="cdc", description="iceberg: the catalog namespace of the tables (created "
+                           "when missing)")
     catalog: dict[str, Any] = Field(default_factory=dict, description="iceberg: other pyiceberg catalog settings")
     tls: Annotated[Annotated[MySqlTls, Tag("mysql")] | Annotated[OracleTls, Tag("oracle")],
                    Discriminator(tls_kind)] | None = Field(
@@ -296,8 +352,9 @@ _TLS_TAKES = {
 class TableMapping(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    source: str  # db.table
-    target: str | None = None  # target table name (default: the source table name)
+    source: str = Field(description="db.table of the source table (a glob pattern selects without renaming)")
+    target: str | None = Field(default=None, description="its table name in the target (none: the source "
+                               "table's name)")
 
 
 class ViewConfig(BaseModel):
@@ -307,13 +364,16 @@ class ViewConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
-    sql: str | None = None
-    select: str | list[str] | None = None
-    from_: str | list[str] | dict[str, str] | None = Field(default=None, alias="from")
-    join: str | list[str] | None = None
-    where: str | list[str] | None = None
-    group_by: str | list[str] | None = None
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,47}$", description="the view's table in the target "
+                      "(a letter or _, then letters, digits, _; at most 48 characters)")
+    sql: str | None = Field(default=None, description="the whole view as one SELECT (or give select and from)")
+    select: str | list[str] | None = Field(default=None, description="the SELECT list (items, or one string)")
+    from_: str | list[str] | dict[str, str] | None = Field(default=None, alias="from", description="the FROM "
+                                                           "tables ('table alias' items, or alias -> table)")
+    join: str | list[str] | None = Field(default=None, description="join conditions between the from "
+                                         "tables: equalities such as o.customer_id = c.id, joined by AND")
+    where: str | list[str] | None = Field(default=None, description="WHERE conditions, joined by AND")
+    group_by: str | list[str] | None = Field(default=None, description="GROUP BY columns")
 
     @model_validator(mode="after")
     def _sql_or_parts(self) -> ViewConfig:
@@ -332,56 +392,78 @@ class ViewConfig(BaseModel):
 class ApplyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    source: str
-    target: str
-    tables: list[str | TableMapping] | None = None
-    exclude: list[str] = Field(default_factory=list)
-    max_records_per_batch: int = Field(default=100_000, gt=0)
-    trigger_interval_s: float = Field(default=0.5, ge=0)
-    freshness_interval_s: float = Field(default=60.0, ge=0, description="an idle stream (heartbeats only) "
-                                        "commits its progress row at most this often (0: every heartbeat)")
-    checkpoint_dir: str | None = None
-    views: list[ViewConfig] = Field(default_factory=list)
+    source: str = Field(description="the source whose stream this job applies (a sources[].name, or the "
+                        "stream of that name another daemon writes when this file has no sources)")
+    target: str = Field(description="the targets[].name it writes to")
+    tables: list[str | TableMapping] | None = Field(default=None, description="source tables applied: db.table "
+                                                   "globs or {source, target} renames (none: every table)")
+    exclude: list[str] = Field(default_factory=list, description="db.table globs never applied (wins over "
+                               "tables)")
+    max_records_per_batch: int = Field(default=100_000, gt=0, description="records one micro-batch reads at "
+                                       "most (it still ends only where a transaction ends)")
+    trigger_interval_s: float = Field(default=0.5, ge=0, description="seconds between micro-batch starts "
+                                      "(Spark processing-time trigger; 0: each batch as soon as the last ends)")
+    freshness_interval_s: float = Field(default=60.0, ge=0, description="seconds: an idle stream (heartbeats "
+                                        "only) commits its progress row at most this often (0: every heartbeat)")
+    checkpoint_dir: str | None = Field(default=None, description="the Spark checkpoint directory (none: "
+                                       "$CDC_CHECKPOINT_ROOT, else ~/.local/state/cdc/checkpoints, then "
+                                       "<prefix>.<source>.<target>-<digest of target, broker and stream>)")
+    views: list[ViewConfig] = Field(default_factory=list, description="maintained views kept in the target in "
+                                    "the same transaction as their base tables (docs/views.md)")
     schema_changes: SchemaChangeConfig = Field(default_factory=SchemaChangeConfig,
                                                description="what the apply does at a DDL (docs/schema-evolution.md)")
     drop_table: Literal["keep", "drop"] = Field(default="keep", description="a source table dropped or renamed "
                                                 "out of the applied tables: keep its target table, or drop it")
     rename_in: Literal["stop", "create"] = Field(default="stop", description="a table renamed into the applied "
                                                  "tables (its rows never in the stream): stop, or create it empty")
-    retry: ApplyRetry = Field(default_factory=ApplyRetry)
-    max_batch_s: float = Field(default=600.0, ge=0, description="a micro-batch (with its retries) running longer "
-                               "makes /readyz fail naming it (0: no bound)")
+    retry: ApplyRetry = Field(default_factory=ApplyRetry, description="how a batch that failed transiently is "
+                              "retried")
+    max_batch_s: float = Field(default=600.0, ge=0, description="seconds: a micro-batch (with its "
+                               "retries) running longer makes /readyz fail naming it (0: no bound)")
 
 
 class MetricsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    host: str = "127.0.0.1"
-    port: int = Field(default=9108, ge=0, le=65535)
+    host: str = Field(default="127.0.0.1", description="address the daemon's /metrics, /healthz and /readyz "
+                      "listen on (0.0.0.0: every interface)")
+    port: int = Field(default=9108, ge=0, le=65535, description="TCP port of the daemon's /metrics, /healthz "
+                      "and /readyz (0: one the system picks)")
     apply_port: int | None = Field(default=None, ge=0, le=65535,
-                                   description="the apply job's /metrics, /healthz, /readyz (none: port + 1; 0: off)")
+                                   description="TCP port of the apply job's /metrics, "
+                                   "/healthz and /readyz (none: metrics.port + 1; 0: not served)")
 
 
 class LoggingConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    json_: bool = Field(default=False, alias="json")
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO", description="the least severe "
+                                                                "log lines written (librdkafka's too)")
+    json_: bool = Field(default=False, alias="json", description="log lines to stderr as one JSON object each "
+                        "(false: text lines)")
 
 
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    sources: list[SourceConfig] = Field(default_factory=list)
-    kafka: KafkaConfig
-    targets: list[TargetConfig] = Field(default_factory=list)
-    apply: list[ApplyConfig] = Field(default_factory=list)
-    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
-    logging: LoggingConfig = Field(default_factory=LoggingConfig)
-    spill_dir: str = Field(default_factory=default_spill_dir, description="parent of each source's private "
-                           "spill directory (cdc/spill_dir.py)")
-    max_buffer_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
-    drain_timeout_s: float = Field(default=30.0, gt=0, description="SIGTERM: budget to reach a transaction boundary")
+    sources: list[SourceConfig] = Field(default_factory=list, description="the databases the daemon reads, "
+                                        "one stream each (kind: mysql, oracle or shadow)")
+    kafka: KafkaConfig = Field(description="the brokers, topics and record encoding of the streams")
+    targets: list[TargetConfig] = Field(default_factory=list, description="the databases and table formats "
+                                        "the apply jobs write")
+    apply: list[ApplyConfig] = Field(default_factory=list, description="apply jobs: each applies one source's "
+                                     "stream to one target")
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig, description="the HTTP endpoint of metrics and "
+                                   "health checks")
+    logging: LoggingConfig = Field(default_factory=LoggingConfig, description="log level and format")
+    spill_dir: str = Field(default_factory=default_spill_dir, description="directory under which each source "
+                           "gets its private directory for transactions spilled to disk (cdc/spill_dir.py)")
+    max_buffer_bytes: int = Field(default=64 * 1024 * 1024, gt=0, description="bytes of open transactions a "
+                                  "reader holds in memory across transactions before spilling the largest to "
+                                  "spill_dir (Oracle sources)")
+    drain_timeout_s: float = Field(default=30.0, gt=0, description="seconds a source has, at SIGTERM, "
+                                   "to reach a transaction boundary; past them the daemon exits with status 1 "
+                                   "and the next start closes the cut-off transaction as ABORTED")
     source_restart_limit: int = Field(default=0, ge=0, description="restarts in a row of a source its reader cannot "
                                       "reach (or of an unreachable broker) before the source stops; 0: no limit")
 

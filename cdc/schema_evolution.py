@@ -47,8 +47,13 @@ class SchemaChangeConfig(BaseModel):
     """``apply[].schema_changes``: ``{behavior: evolve, tables: {"shop.audit_*": ignore}}``."""
 
     model_config = ConfigDict(extra="forbid")
-    behavior: Behavior = "evolve"
-    tables: dict[str, Behavior] = Field(default_factory=dict, description="glob pattern -> behaviour (first match)")
+    behavior: Behavior = Field(default="evolve", description="at a source DDL: evolve: follow every change the "
+                               "target can express, stop at the others; exception: stop at every change of a "
+                               "column or key; lenient: add columns and widen types, never drop or narrow (a "
+                               "dropped column stays, nullable); ignore: never "
+                               "change the target table (docs/schema-evolution.md)")
+    tables: dict[str, Behavior] = Field(default_factory=dict, description="db.table glob pattern -> behavior "
+                                  "for the tables it matches (the first matching pattern wins; others: behavior)")
 
     def for_table(self, table: str) -> Behavior:
         for pattern, behavior in self.tables.items():

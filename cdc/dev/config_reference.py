@@ -4,7 +4,8 @@
 the committed page differs from what this prints, so the reference cannot drift from the models. One table
 per section: key (as written in the YAML file), type, default, meaning (the field's description), and the
 environment variable that overrides it (cdc/config.py: ``CDC_`` + the key path in upper case joined by
-``__``, list items by index).
+``__``, list items by index). A section's introduction is the field's description and the model's docstring,
+wrapped at ``WIDTH`` characters; tests/unit/cdc/test_config_reference.py requires a description of every field.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ import types
 import typing
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel, SecretStr, Tag
 from pydantic_core import PydanticUndefined
+
+WIDTH = 120  # prose lines of the page; table rows are one line each, however long
 
 HEADER = """# Configuration reference
 
@@ -69,23 +72,65 @@ def _default(field: Any) -> str:
     return f"`{value!r}`".replace("|", "\\|") if value is not None else "`null`"
 
 
+def _escape(text: str) -> str:
+    """``<name>`` outside code spans as text, not an HTML tag Markdown would swallow."""
+    return "".join(part if part.startswith("`") else part.replace("<", "&lt;")
+                   for part in re.split(r"(`+[^`]*`+)", text))
+
+
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    return _escape(" ".join(text.split())).replace("|", "\\|")
 
 
 def _models(annotation: Any) -> list[type[BaseModel]]:
-    args = get_args(annotation) or (annotation,)
-    out = []
-    for a in args:
-        if get_origin(a) is typing.Annotated:
-            a = get_args(a)[0]
-        if isinstance(a, type) and issubclass(a, BaseModel):
-            out.append(a)
+    """The config models an annotation holds, however deep (``list[str | M] | None``, a union of tagged models)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    out: list[type[BaseModel]] = []
+    for a in get_args(annotation):
+        out += [m for m in _models(a) if m not in out]
     return out
 
 
-def rows(fields: dict[str, Any], prefix: str, env: str) -> tuple[list[str], list[tuple[str, str, type[BaseModel]]]]:
-    """The table rows of these model fields and their nested sections (title, env prefix, model)."""
+def _sentence(text: str) -> str:
+    """A field's description as a paragraph: a capital first letter, a full stop at the end."""
+    text = " ".join(text.split())
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", ":", "!", "?")) else ".")
+
+
+def _tags(annotation: Any) -> dict[type[BaseModel], str]:
+    """The discriminator tag of each model of a tagged union (a target's ``tls``: mysql, oracle)."""
+    out: dict[type[BaseModel], str] = {}
+    for a in get_args(annotation):
+        if get_origin(a) is typing.Annotated:
+            model, *meta = get_args(a)
+            tag = next((m.tag for m in meta if isinstance(m, Tag)), None)
+            if tag is not None and isinstance(model, type) and issubclass(model, BaseModel):
+                out[model] = tag
+        out.update(_tags(a))
+    return out
+
+
+def _wrap(text: str, width: int = WIDTH) -> list[str]:
+    """Prose as lines of at most ``width`` characters (a longer word stays whole). A line never starts with a
+    word Markdown would read as a list item, heading, quote or table (``-``, ``1.``, ``#``, ``>``, ``|``)."""
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        risky = re.fullmatch(r"[-+*#>|=]+|\d+[.)]", word) is not None
+        if line and (len(line) + 1 + len(word) <= width or risky):
+            line += " " + word
+        else:
+            if line:
+                lines.append(line)
+            line = word
+    return lines + ([line] if line else [])
+
+
+def rows(fields: dict[str, Any], prefix: str,
+         env: str) -> tuple[list[str], list[tuple[str, str, type[BaseModel], str]]]:
+    """The table rows of these model fields and their nested sections (title, env prefix, model, the field's
+    description)."""
     out, nested = [], []
     for name, field in fields.items():
         key = field.alias or name
@@ -94,39 +139,69 @@ def rows(fields: dict[str, Any], prefix: str, env: str) -> tuple[list[str], list
         inner = _models(field.annotation)
         is_list = get_origin(field.annotation) is list or any(get_origin(a) is list for a in get_args(field.annotation))
         if inner and len(inner) == 1 and not is_list and field.default_factory is not None:
-            nested.append((path, f"{var}__", inner[0]))
+            nested.append((path, f"{var}__", inner[0], field.description or ""))
             continue
         out.append(f"| `{path}` | {_type(field.annotation)} | {_default(field)} | {_cell(field.description or '')} "
                    f"| `{var}` |" if var != "—" else
                    f"| `{path}` | {_type(field.annotation)} | {_default(field)} | {_cell(field.description or '')} | — |")
-        if inner and len(inner) == 1:
-            sub = f"{path}[i]." if is_list else f"{path}."
-            nested.append((sub.rstrip("."), f"{var}__0__" if is_list else f"{var}__", inner[0]))
+        sub = f"{path}[i]" if is_list else path
+        for model in inner:  # several: a union of models (a target's tls), one section each
+            tag = _tags(field.annotation).get(model)
+            title = sub if len(inner) == 1 else f"{sub} ({'kind: ' + tag if tag else model.__name__})"
+            nested.append((title, f"{var}__0__" if is_list else f"{var}__", model, ""))
     return out, nested
 
 
-def _table(title: str, doc: str, fields: dict[str, Any], prefix: str, env: str, level: int = 2) -> list[str]:
-    lines = [f"{'#' * level} {title}", ""]
-    if doc:
-        lines += [_cell(doc), ""]
-    body, nested = rows(fields, prefix, env)
-    lines += ["| key | type | default | meaning | environment |", "|---|---|---|---|---|", *body, ""]
-    for path, sub_env, sub in nested:
-        lines += _table(f"`{path}`", sub.__doc__ or "", sub.model_fields, f"{path}.", sub_env, min(level + 1, 4))
-    return lines
+class Section(typing.NamedTuple):
+    """One section of the page: a heading, its introduction and the table of ``fields`` (keys ``prefix`` + name)."""
+
+    title: str
+    intro: list[str]  # paragraphs
+    fields: dict[str, Any]
+    prefix: str
+    env: str
+    level: int
+    model: type[BaseModel]
 
 
-def render() -> str:
+def _sections(title: str, intro: list[str], model: type[BaseModel], fields: dict[str, Any], prefix: str, env: str,
+              level: int = 2) -> list[Section]:
+    out = [Section(title, [p for p in intro if p], fields, prefix, env, level, model)]
+    for path, sub_env, sub, description in rows(fields, prefix, env)[1]:
+        title_path, _, kind = path.partition(" ")
+        intro = [_sentence(description) if description else "", sub.__doc__ or ""]
+        out += _sections(f"`{title_path}`{' ' + kind if kind else ''}", intro, sub,
+                         sub.model_fields, f"{title_path}.", sub_env, min(level + 1, 4))
+    return out
+
+
+def sections() -> list[Section]:
+    """Every section of the page in order: each source kind, the targets, then the rest of the top-level
+    keys, each followed by the sections of the models nested in it (tests/unit/cdc/test_config_reference.py
+    walks these to require a description of every field)."""
     from cdc.config import Config, TargetConfig
     from cdc.registry import SOURCE_CONFIGS
 
+    top = Config.model_fields
+    out: list[Section] = []
+    for i, (kind, model) in enumerate(SOURCE_CONFIGS.items()):
+        intro = [_sentence(top["sources"].description or "") if i == 0 else "", model.__doc__ or ""]
+        out += _sections(f"Source `kind: {kind}`", intro, model, model.model_fields, "sources[i].", "CDC_SOURCES__0__")
+    out += _sections("Targets", [_sentence(top["targets"].description or ""), TargetConfig.__doc__ or ""], TargetConfig,
+                     TargetConfig.model_fields, "targets[i].", "CDC_TARGETS__0__")
+    rest = {n: f for n, f in top.items() if n not in ("sources", "targets")}
+    out += _sections("Kafka, apply, metrics, logging and the daemon", [], Config, rest, "", "CDC_")
+    return out
+
+
+def render() -> str:
     lines = [HEADER]
-    for kind, model in SOURCE_CONFIGS.items():
-        lines += _table(f"Source `kind: {kind}`", model.__doc__ or "", model.model_fields, "sources[i].",
-                        "CDC_SOURCES__0__")
-    lines += _table("Targets", TargetConfig.__doc__ or "", TargetConfig.model_fields, "targets[i].", "CDC_TARGETS__0__")
-    rest = {n: f for n, f in Config.model_fields.items() if n not in ("sources", "targets")}
-    lines += _table("Kafka, apply, metrics, logging and the daemon", "", rest, "", "CDC_")
+    for s in sections():
+        lines += [f"{'#' * s.level} {s.title}", ""]
+        for paragraph in s.intro:
+            lines += [*_wrap(_escape(paragraph)), ""]
+        lines += ["| key | type | default | meaning | environment |", "|---|---|---|---|---|",
+                  *rows(s.fields, s.prefix, s.env)[0], ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -18,22 +18,32 @@ class MySqlSourceConfig(PasswordLogin):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_\-]+$")
-    kind: Literal["mysql"] = "mysql"
-    hosts: list[str] = Field(min_length=1)
-    user: str
+    name: str = Field(pattern=r"^[A-Za-z0-9_\-]+$", description="the source's name: its stream is the topic "
+                      "<topic_prefix>.<name>.changes and apply[].source refers to it (letters, digits, _ and -)")
+    kind: Literal["mysql"] = Field(default="mysql", description="mysql: a MySQL or MariaDB binlog reader")
+    hosts: list[str] = Field(min_length=1, description="host:port of the primary and its failover candidates; "
+                             "with several, the reader streams from the first writable primary among them")
+    user: str = Field(description="login user of the binlog and query connections")
     tables: list[str] = Field(min_length=1, description="db.table patterns (globs, as apply[].tables: cdc/table_glob.py)")
-    server_id: int = Field(default=0, ge=0, description="replica server_id; 0 = derived from the name")
+    server_id: int = Field(default=0, ge=0, description="server_id the binlog connection "
+                           "registers as replica with, unique among the server's replicas (0: derived from "
+                           "the source's name)")
     heartbeat_interval_s: HeartbeatInterval = 1.0
-    connect_timeout_s: float = Field(default=5.0, gt=0)
-    reconnect_attempts: int = Field(default=10, ge=0)
-    reconnect_backoff_s: float = Field(default=0.5, gt=0)
+    connect_timeout_s: float = Field(default=5.0, gt=0, description="seconds to open one connection to a host "
+                                     "(probing the hosts, binlog stream, snapshot and check queries)")
+    reconnect_attempts: int = Field(default=10, ge=0, description="reconnects in a row after a lost connection "
+                                    "before the source gives up and stops (0: none)")
+    reconnect_backoff_s: float = Field(default=0.5, gt=0, description="seconds before the first reconnect, "
+                                       "doubled at each further one up to 5 seconds")
     snapshot: Literal["never", "initial", "when_needed"] = Field(
         default="initial", description="initial: a new stream starts with the tables' rows (op r); an existing "
                                        "stream is never re-read; when_needed: that, and a re-snapshot when the "
                                        "binlog is purged past the checkpoint; never: only changes after the start")
-    snapshot_chunk_rows: int = Field(default=5_000, gt=0, description="rows per snapshot chunk (initial, incremental)")
-    signal_table: str | None = Field(default=None, description="db.table receiving `cdc snapshot` requests")
+    snapshot_chunk_rows: int = Field(default=5_000, gt=0, description="rows read per query of "
+                                     "the initial and incremental snapshots")
+    signal_table: str | None = Field(default=None, description="db.table where `cdc snapshot` "
+                                        "inserts incremental-snapshot requests and the reader its watermarks "
+                                        "(none: no incremental snapshots)")
     tls: MySqlTls | None = Field(default=None, description="TLS for the binlog and every query connection "
                                  "(cdc/tls.py); none: TLS only if the server offers it, unverified")
 
