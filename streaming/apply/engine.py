@@ -350,11 +350,19 @@ class ApplyEngine:
                     deltas.clear()
                     truncated.clear()
                     self.target.begin()
+                if self.views and (deltas or truncated):  # views take the rows before it in the old shape
+                    from streaming.views.maintainer import maintain
+                    maintain(self.target, deltas, batch_id, views=self.views, last_sequence=stop_at,
+                             truncated=truncated)
+                    deltas.clear()
+                    truncated.clear()
                 try:
-                    self.catalog.on_schema(rec.meta_dict(), rec.sequence)
+                    dst = self.catalog.on_schema(rec.meta_dict(), rec.sequence)
                 except UnsupportedDdl as err:
                     self._finish(batch_id, stop_at, position, commit_ts, None, deltas, truncated)
                     raise _Stop(err) from None
+                if self.views:  # rebuild the views over the changed tables, or stop the ones it broke
+                    self._views_after_schema(rec, dst, batch_id, position, commit_ts, pending is None)
             elif rec.kind == HEARTBEAT:
                 result.heartbeat_ts_ms = rec.ts_ms
         if pending is not None:
@@ -419,6 +427,26 @@ class ApplyEngine:
                 self._wanted[t] = self.table_map.wanted(t)
         lookup = np.array([self._wanted[t] for t in names] + [False], dtype=bool)
         return lookup[codes]
+
+    def _views_after_schema(self, rec: StreamRecord, dst: str | None, batch_id: int, position: dict[str, Any],
+                            commit_ts: int | None, between: bool) -> None:
+        """streaming.views.maintainer.after_schema for the tables a SCHEMA record touched; a view it stops: the
+        DDL is committed with its progress row (``between`` transactions; else the batch rolls back), then the
+        ViewError is raised."""
+        from streaming.views.maintainer import after_schema
+
+        meta = rec.meta_dict()
+        names = {dst, meta.get("table")}
+        for a in meta.get("tables") or []:
+            names.update((a.get("table"), a.get("from"), a.get("to")))
+        tables = {dst} | {self.table_map.target_name(t) for t in names if t}
+        error = after_schema(self.target, self.views, tables, batch_id, rec.sequence, meta.get("ddl"))
+        if error is None:
+            return
+        if between:
+            self._finish(batch_id, rec.sequence, position, commit_ts, None, {}, [])
+            raise _Stop(error)
+        raise error
 
     def _finish(self, batch_id: int, last_seq: int, position: dict[str, Any], commit_ts: int | None,
                 end_offsets: dict[str, Any] | None, deltas: dict[str, TableDelta], truncated: list[str]) -> None:
