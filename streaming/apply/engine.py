@@ -353,7 +353,7 @@ class ApplyEngine:
                 if self.views and (deltas or truncated):  # views take the rows before it in the old shape
                     from streaming.views.maintainer import maintain
                     maintain(self.target, deltas, batch_id, views=self.views, last_sequence=stop_at,
-                             truncated=truncated)
+                             truncated=truncated, mid_batch=True)
                     deltas.clear()
                     truncated.clear()
                 try:

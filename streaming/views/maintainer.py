@@ -67,8 +67,11 @@ def view_defs(views: Iterable[dict[str, Any]] | None) -> list[ViewDef]:
 
 def maintain(target: Any, deltas: Mapping[str, TableDelta], batch_id: int, *,
              views: Iterable[dict[str, Any]] | None = None, last_sequence: int | None = None,
-             truncated: Iterable[str] = ()) -> dict[str, str]:
+             truncated: Iterable[str] = (), mid_batch: bool = False) -> dict[str, str]:
     """Maintain every view from one batch's deltas; returns {view: "build"|"incremental"|"recompute"}.
+
+    ``mid_batch``: the transaction goes on and maintains again (before a SCHEMA barrier): scratch tables
+    are dropped at once instead of at commit (PostgreSQL's ON COMMIT DROP would collide).
 
     ``truncated``: tables the batch truncated (their rows are not in ``deltas``); views reading
     them are recomputed from the base tables (DML only, so also safe on MySQL)."""
@@ -94,7 +97,7 @@ def maintain(target: Any, deltas: Mapping[str, TableDelta], batch_id: int, *,
             build.create_view_table(cur, view, d)
             done.append((view, "build"))
         else:
-            _apply_delta(cur, d, view, tables)
+            _apply_delta(cur, d, view, tables, drop_after=mid_batch)
             done.append((view, "incremental"))
     build.record(cur, d, done, batch_id, last_sequence)
     return {v.name: mode for v, mode in done}
@@ -147,7 +150,7 @@ def rebuild(target: Any, views: Iterable[dict[str, Any]] | None = None, names: I
 
 def after_schema(target: Any, views: Iterable[dict[str, Any]] | None, tables: Iterable[str], batch_id: int,
                  sequence: int, ddl: str | None) -> ViewError | None:
-    """After a SCHEMA barrier that touched target ``tables``: rebuild each view over them whose definition
+    """After a SCHEMA barrier that touched target ``tables``: rebuild each built view over them whose definition
     still reads only what the target has; mark every view that reads a missing table or column stopped and
     return the error naming the first (the caller commits the DDL, then raises it). None: every view goes on."""
     defs = view_defs(views)
@@ -156,11 +159,11 @@ def after_schema(target: Any, views: Iterable[dict[str, Any]] | None, tables: It
     touched = {_bare(t) for t in tables if t}
     d = dialect_for(target.dialect)
     cur = target.cursor()
-    build.fingerprints(cur, d, defs)  # creates the registry when missing
+    prints = build.fingerprints(cur, d, defs)  # creates the registry when missing
     rebuilt, stopped, error = [], [], None
     for view in defs:
-        if not touched & {_bare(t) for _, t in view.tables}:
-            continue
+        if prints[view.name] != view.fingerprint or not touched & {_bare(t) for _, t in view.tables}:
+            continue  # not built yet (its first batch builds it) or not over a changed table
         missing = build.missing_reads(cur, d, view)
         if missing:
             stopped.append((view, "stopped"))
@@ -214,7 +217,7 @@ def _normalise(deltas: Mapping[str, TableDelta]) -> dict[str, TableDelta]:
     return out
 
 
-def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDelta]) -> None:
+def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDelta], drop_after: bool = False) -> None:
     changed = {}
     for alias, table in view.tables:
         delta = tables.get(table) or tables.get(table.lower()) or tables.get(table.split(".")[-1].lower())
@@ -249,7 +252,7 @@ def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDel
         plan.merge(cur)
         plan.recompute_groups(cur)
     finally:
-        for name in scratch or (plan.scratch(list(changed)) if d.name == "duckdb" else []):
+        for name in scratch or (plan.scratch(list(changed)) if d.name == "duckdb" or drop_after else []):
             try:
                 cur.execute(d.drop_temp(name))
             except Exception:  # noqa: BLE001 - the transaction is failing anyway; the engine rolls it back
