@@ -89,3 +89,20 @@ def test_drop_of_a_read_column_stops_naming_the_view_then_edit_and_rebuild_goes_
     assert e2.target.read_progress("src").last_sequence == b.seq - 1
     assert _q(e2, "SELECT grp, n FROM by_grp ORDER BY grp") == _q(e2, "SELECT grp, COUNT(*) FROM t GROUP BY grp "
                                                                       "ORDER BY grp") == [("a", 4), ("b", 4)]
+
+
+def test_a_schema_record_that_changes_no_shape_rebuilds_no_view():
+    b = _base()
+    e = _engine([VIEW])
+    e.apply_records(b.as_records(), 0)
+    assert _q(e, "SELECT mode FROM cdc_views") == [("build",)]
+    b2 = StreamBuilder(start_sequence=b.seq)
+    b2.schema("shop.t", BASE, ["id"])  # a first-sight record (a restarted publisher): the same definition
+    b2.schema("shop.t", BASE, ["id"], ddl="CREATE INDEX i ON t (grp)")
+    e.apply_records(b2.as_records(100), 1)
+    assert _q(e, "SELECT mode FROM cdc_views") == [("build",)]
+    b3 = StreamBuilder(start_sequence=b2.seq)
+    b3.schema("shop.t", [*BASE[:2], ("qty", "bigint")], ["id"], ddl="ALTER TABLE t MODIFY qty BIGINT")
+    e.apply_records(b3.as_records(200), 2)
+    assert _q(e, "SELECT mode, last_sequence FROM cdc_views") == [("rebuild", b3.seq - 1)]
+    assert _q(e, "SELECT grp, n, total FROM by_grp ORDER BY grp") == _q(e, RECOMPUTE["by_grp"])
