@@ -195,7 +195,9 @@ class Standby:
         pk = self.query("SELECT C.COLUMN_NAME FROM ALL_CONSTRAINTS K, ALL_CONS_COLUMNS C WHERE K.OWNER = :owner "
                         "AND K.TABLE_NAME = :name AND K.CONSTRAINT_TYPE = 'P' AND C.OWNER = K.OWNER "
                         "AND C.CONSTRAINT_NAME = K.CONSTRAINT_NAME ORDER BY C.POSITION", {"owner": owner, "name": name})
-        return TableSchema(TableId(owner, name), tuple(Column(c, t.lower(), n == "Y", default_text(d)) for c, t, n, d in cols),
+        # DATA_DEFAULT last (a catalog answering without it, as test doubles do: no defaults)
+        columns = tuple(Column(c, t.lower(), n == "Y", default_text(d[0] if d else None)) for c, t, n, *d in cols)
+        return TableSchema(TableId(owner, name), columns,
                            tuple(r[0] for r in pk))
 
     def close(self) -> None:

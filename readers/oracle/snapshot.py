@@ -248,7 +248,9 @@ class OracleSnapshot:
         if not pk:
             raise FlashbackError(f"table {table} has no primary key: cannot page a flashback snapshot by key",
                                  table=str(table))
-        return TableSchema(table, tuple(Column(c, t.lower(), n == "Y", default_text(d)) for c, t, n, d in cols),
+        # DATA_DEFAULT last (a catalog answering without it, as test doubles do: no defaults)
+        columns = tuple(Column(c, t.lower(), n == "Y", default_text(d[0] if d else None)) for c, t, n, *d in cols)
+        return TableSchema(table, columns,
                            tuple(r[0] for r in pk))
 
     def _chunk(self, table: TableId, schema: TableSchema, after: list | None) -> list[dict[str, Any]]:
