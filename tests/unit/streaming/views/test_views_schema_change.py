@@ -106,3 +106,22 @@ def test_a_schema_record_that_changes_no_shape_rebuilds_no_view():
     e.apply_records(b3.as_records(200), 2)
     assert _q(e, "SELECT mode, last_sequence FROM cdc_views") == [("rebuild", b3.seq - 1)]
     assert _q(e, "SELECT grp, n, total FROM by_grp ORDER BY grp") == _q(e, RECOMPUTE["by_grp"])
+
+
+def test_rename_of_a_base_table_stops_naming_the_table():
+    from cdc import envelope
+
+    b = _base()
+    ddl = "RENAME TABLE t TO t_old"
+    b.items.append(({"table": "shop.t_old"}, envelope.schema_record(
+        b._next(), "shop.t_old", ddl, None, b.ts, {"r": 1},
+        tables=[{"op": "rename", "table": "shop.t_old", "from": "shop.t", "schema": None}])))
+    at = b.seq - 1
+    e = _engine([VIEW])
+    e.apply_records(b.as_records()[:-1], 0)  # the view is built over t
+    with pytest.raises(ViewError) as info:
+        e.apply_records(b.as_records(), 1)
+    assert info.value.fields["table"] == "t" and info.value.fields["column"] is None
+    assert info.value.sequence == at and ddl in str(info.value) and "reads table 't'" in str(info.value)
+    assert e.target.read_progress("src").last_sequence == at and e.target.table_columns("t_old") is not None
+    assert _q(e, "SELECT mode FROM cdc_views") == [("stopped",)]
