@@ -120,8 +120,19 @@ def stream_schema(schema: TableSchema | None, temporal: str) -> TableSchema | No
     """The schema record of an Oracle table under ``temporal`` (``redo_text``: unchanged)."""
     if schema is None or temporal != "iso":
         return schema
-    cols = tuple(Column(c.name, stream_type(c.type), c.nullable) for c in schema.columns)
+    cols = tuple(Column(c.name, stream_type(c.type), c.nullable, c.default) for c in schema.columns)
     return TableSchema(schema.table, cols, schema.primary_key)
+
+
+def default_text(raw: object) -> str | None:
+    """ALL_TAB_COLUMNS.DATA_DEFAULT (a LONG: the DEFAULT clause's text as typed, often with trailing blanks
+    or a newline) as cdc.events.Column.default: ``'std'``, ``0``, ``SYSDATE``, ``sys_guid()``...; None for
+    no default or ``DEFAULT NULL``. cdc.schema_evolution.default_value tells a constant (a quoted literal, a
+    number: existing rows are backfilled) from an expression (the apply stops with a way back)."""
+    if raw is None:
+        return None
+    text = (raw.decode() if isinstance(raw, bytes) else str(raw)).strip()
+    return None if not text or text.upper() == "NULL" else text
 
 
 def _temporal_columns(schema: TableSchema | None) -> list[str]:

@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from cdc.events import Column, TableId, TableSchema
 from readers.oracle.config import OracleSourceConfig
+from readers.oracle.convert import default_text
 from readers.oracle.errors import ArchiveLogMissing, LogMinerError, MissingLog, RedoGap, SessionError
 
 NLS = {
@@ -189,12 +190,14 @@ class Standby:
         return logs
 
     def table_schema(self, owner: str, name: str) -> TableSchema:
-        cols = self.query("SELECT COLUMN_NAME, DATA_TYPE, NULLABLE FROM ALL_TAB_COLUMNS WHERE OWNER = :owner "
-                          "AND TABLE_NAME = :name ORDER BY COLUMN_ID", {"owner": owner, "name": name})
+        cols = self.query("SELECT COLUMN_NAME, DATA_TYPE, NULLABLE, DATA_DEFAULT FROM ALL_TAB_COLUMNS WHERE "
+                          "OWNER = :owner AND TABLE_NAME = :name ORDER BY COLUMN_ID", {"owner": owner, "name": name})
         pk = self.query("SELECT C.COLUMN_NAME FROM ALL_CONSTRAINTS K, ALL_CONS_COLUMNS C WHERE K.OWNER = :owner "
                         "AND K.TABLE_NAME = :name AND K.CONSTRAINT_TYPE = 'P' AND C.OWNER = K.OWNER "
                         "AND C.CONSTRAINT_NAME = K.CONSTRAINT_NAME ORDER BY C.POSITION", {"owner": owner, "name": name})
-        return TableSchema(TableId(owner, name), tuple(Column(c, t.lower(), n == "Y") for c, t, n in cols),
+        # DATA_DEFAULT last (a catalog answering without it, as test doubles do: no defaults)
+        columns = tuple(Column(c, t.lower(), n == "Y", default_text(d[0] if d else None)) for c, t, n, *d in cols)
+        return TableSchema(TableId(owner, name), columns,
                            tuple(r[0] for r in pk))
 
     def close(self) -> None:

@@ -58,7 +58,7 @@ from cdc.events import Begin, Change, Column, Commit, Event, Heartbeat, TableId,
 from cdc.progress_bar import progress as progress_lines
 from cdc.snapshot_marks import row_mark, with_ends
 from cdc.values import stream_value
-from readers.oracle.convert import stream_schema
+from readers.oracle.convert import default_text, stream_schema
 
 log = logging.getLogger(__name__)
 
@@ -238,8 +238,8 @@ class OracleSnapshot:
 
     def _schema(self, table: TableId) -> TableSchema:
         binds = {"owner": table.db, "name": table.table}
-        cols = self._query("SELECT COLUMN_NAME, DATA_TYPE, NULLABLE FROM ALL_TAB_COLUMNS WHERE OWNER = :owner "
-                           "AND TABLE_NAME = :name ORDER BY COLUMN_ID", binds)
+        cols = self._query("SELECT COLUMN_NAME, DATA_TYPE, NULLABLE, DATA_DEFAULT FROM ALL_TAB_COLUMNS WHERE "
+                           "OWNER = :owner AND TABLE_NAME = :name ORDER BY COLUMN_ID", binds)
         pk = self._query("SELECT COLUMN_NAME FROM ALL_CONS_COLUMNS WHERE OWNER = :owner AND TABLE_NAME = :name "
                          "AND CONSTRAINT_NAME = (SELECT CONSTRAINT_NAME FROM ALL_CONSTRAINTS WHERE OWNER = :owner "
                          "AND TABLE_NAME = :name AND CONSTRAINT_TYPE = 'P') ORDER BY POSITION", binds)
@@ -248,7 +248,9 @@ class OracleSnapshot:
         if not pk:
             raise FlashbackError(f"table {table} has no primary key: cannot page a flashback snapshot by key",
                                  table=str(table))
-        return TableSchema(table, tuple(Column(c, t.lower(), n == "Y") for c, t, n in cols),
+        # DATA_DEFAULT last (a catalog answering without it, as test doubles do: no defaults)
+        columns = tuple(Column(c, t.lower(), n == "Y", default_text(d[0] if d else None)) for c, t, n, *d in cols)
+        return TableSchema(table, columns,
                            tuple(r[0] for r in pk))
 
     def _chunk(self, table: TableId, schema: TableSchema, after: list | None) -> list[dict[str, Any]]:

@@ -179,6 +179,29 @@ def existing_tables(cur: Any, d: Dialect, names: Sequence[str]) -> set[str]:
     return {r[0] for r in cur.fetchall()}
 
 
+def base_columns(cur: Any, d: Dialect, table: str) -> set[str] | None:
+    """Lower-case column names of base table ``table`` in the target, or None when it does not exist."""
+    schema, _, name = table.rpartition(".")
+    where = f"table_schema = {d.param}" if schema else (
+        "table_schema = DATABASE()" if d.name == "mysql" else "table_schema = current_schema()")
+    cur.execute(f"SELECT column_name FROM information_schema.columns WHERE {where} AND table_name = {d.param}",
+                (schema, name) if schema else (name,))
+    cols = {str(r[0]).lower() for r in cur.fetchall()}
+    return cols or None
+
+
+def missing_reads(cur: Any, d: Dialect, view: ViewDef) -> list[tuple[str, str | None]]:
+    """What the view reads that its base tables lack: [(table, column)], column None for a missing table."""
+    out: list[tuple[str, str | None]] = []
+    for alias, table in view.tables:
+        have = base_columns(cur, d, table)
+        if have is None:
+            out.append((table, None))
+            continue
+        out.extend((table, c) for c in view.columns_of(alias) if c.lower() not in have)
+    return out
+
+
 def fingerprints(cur: Any, d: Dialect, views: Sequence[ViewDef]) -> dict[str, str | None]:
     """View name -> fingerprint its table was built from, or None when it must be (re)built.
     Creates the registry table on first use."""
@@ -194,10 +217,19 @@ def fingerprints(cur: Any, d: Dialect, views: Sequence[ViewDef]) -> dict[str, st
 
 def record(cur: Any, d: Dialect, done: Sequence[tuple[ViewDef, str]], batch_id: int | None,
            last_sequence: int | None) -> None:
-    """Write the freshness rows of ``done`` [(view, mode)] (same transaction as the views)."""
+    """Write the freshness rows of ``done`` [(view, mode)] (same transaction as the views). A view in mode
+    ``stopped`` keeps its batch and sequence and loses its fingerprint: it is rebuilt (or refused) before
+    it is maintained again."""
     if not done:
         return
     p = d.param
+    stopped = [v.name for v, mode in done if mode == "stopped"]
+    if stopped:
+        cur.execute(f"UPDATE {d.q(REGISTRY)} SET fingerprint = NULL, mode = 'stopped', updated_at = CURRENT_TIMESTAMP "
+                    f"WHERE view_name IN ({', '.join([p] * len(stopped))})", tuple(stopped))
+        done = [(v, mode) for v, mode in done if mode != "stopped"]
+        if not done:
+            return
     cur.execute(f"DELETE FROM {d.q(REGISTRY)} WHERE view_name IN ({', '.join([p] * len(done))})",
                 tuple(v.name for v, _ in done))
     values = ", ".join([f"({p}, {p}, {p}, {p}, {p}, CURRENT_TIMESTAMP)"] * len(done))

@@ -16,6 +16,16 @@ changed is (re)built from the base tables instead (the initial build from
 the snapshot). MySQL/MariaDB commits implicitly on CREATE TABLE: call
 ``prepare(target, views)`` once before the first batch there.
 
+A SCHEMA barrier on a base table (``after_schema``, called by the engine right
+after the DDL, in the same transaction; the batch's earlier rows were maintained
+just before it, in the old shape): a view that still reads only columns and
+tables the target has is rebuilt from the base tables in their new shape; one
+that reads a dropped or renamed column or table is stopped (``cdc_views`` mode
+``stopped``) and the engine commits the DDL with its progress row, then raises
+the ViewError naming view, table, statement, sequence and the way back. A
+stopped view is refused (the same error) until its definition is edited and
+``cdc views rebuild`` (or the next start) builds it.
+
 Raises ViewDefinitionError for a bad definition, ViewError when a delta row
 lacks a column the view reads, ViewInconsistent when a count goes negative.
 After a raise the caller must roll the transaction back (the engine does): on
@@ -57,8 +67,11 @@ def view_defs(views: Iterable[dict[str, Any]] | None) -> list[ViewDef]:
 
 def maintain(target: Any, deltas: Mapping[str, TableDelta], batch_id: int, *,
              views: Iterable[dict[str, Any]] | None = None, last_sequence: int | None = None,
-             truncated: Iterable[str] = ()) -> dict[str, str]:
+             truncated: Iterable[str] = (), mid_batch: bool = False) -> dict[str, str]:
     """Maintain every view from one batch's deltas; returns {view: "build"|"incremental"|"recompute"}.
+
+    ``mid_batch``: the transaction goes on and maintains again (before a SCHEMA barrier): scratch tables
+    are dropped at once instead of at commit (PostgreSQL's ON COMMIT DROP would collide).
 
     ``truncated``: tables the batch truncated (their rows are not in ``deltas``); views reading
     them are recomputed from the base tables (DML only, so also safe on MySQL)."""
@@ -77,13 +90,14 @@ def maintain(target: Any, deltas: Mapping[str, TableDelta], batch_id: int, *,
             done.append((view, "recompute"))
             continue
         if prints[view.name] != view.fingerprint:
+            check_reads(cur, d, view)
             if d.name == "mysql":  # CREATE TABLE would commit half a batch
                 raise ViewError(f"view {view.name!r} is missing or its definition changed: on MySQL/MariaDB build "
                                 "it before the batch (maintainer.prepare, or `cdc views rebuild`)", view=view.name)
             build.create_view_table(cur, view, d)
             done.append((view, "build"))
         else:
-            _apply_delta(cur, d, view, tables)
+            _apply_delta(cur, d, view, tables, drop_after=mid_batch)
             done.append((view, "incremental"))
     build.record(cur, d, done, batch_id, last_sequence)
     return {v.name: mode for v, mode in done}
@@ -104,6 +118,7 @@ def prepare(target: Any, views: Iterable[dict[str, Any]] | None = None) -> list[
     # a view whose base tables do not exist yet is built by the first batch that creates them
     built = [v for v in defs if prints[v.name] != v.fingerprint and all(t in base for _, t in v.tables)]
     for view in built:
+        check_reads(cur, d, view)
         build.create_view_table(cur, view, d)
     build.record(cur, d, [(v, "build") for v in built], None, None)
     return [v.name for v in built]
@@ -124,11 +139,73 @@ def rebuild(target: Any, views: Iterable[dict[str, Any]] | None = None, names: I
     build.fingerprints(cur, d, defs)  # creates the registry when missing
     done = [(v, "rebuild") for v in defs if v.name in wanted]
     for view, _ in done:
+        check_reads(cur, d, view)
+    for view, _ in done:
         build.create_view_table(cur, view, d)
         if on_view is not None:
             on_view(view.name)
     build.record(cur, d, done, batch_id, last_sequence)
     return [v.name for v, _ in done]
+
+
+def after_schema(target: Any, views: Iterable[dict[str, Any]] | None, tables: Iterable[str], batch_id: int,
+                 sequence: int, ddl: str | None) -> ViewError | None:
+    """After a SCHEMA barrier that touched target ``tables``: rebuild each built view over them whose definition
+    still reads only what the target has; mark every view that reads a missing table or column stopped and
+    return the error naming the first (the caller commits the DDL, then raises it). None: every view goes on."""
+    defs = view_defs(views)
+    if not defs:
+        return None
+    touched = {_bare(t) for t in tables if t}
+    d = dialect_for(target.dialect)
+    cur = target.cursor()
+    prints = build.fingerprints(cur, d, defs)  # creates the registry when missing
+    rebuilt, stopped, error = [], [], None
+    for view in defs:
+        if prints[view.name] != view.fingerprint or not touched & {_bare(t) for _, t in view.tables}:
+            continue  # not built yet (its first batch builds it) or not over a changed table
+        missing = build.missing_reads(cur, d, view)
+        if missing:
+            stopped.append((view, "stopped"))
+            error = error or _stopped_error(cur, d, view, missing, sequence, ddl)
+            continue
+        build.create_view_table(cur, view, d)  # the base tables' new shape: new column types, new rows
+        rebuilt.append((view, "rebuild"))
+    build.record(cur, d, rebuilt, batch_id, sequence)
+    build.record(cur, d, stopped, batch_id, sequence)
+    return error
+
+
+def check_reads(cur: Any, d: Dialect, view: ViewDef) -> None:
+    """Raise the named ViewError when the view reads a table or column its base tables lack."""
+    missing = build.missing_reads(cur, d, view)
+    if missing:
+        table, column = missing[0]
+        what = f"table {table!r}, which the target does not have" if column is None else \
+            f"column {column!r} of table {table!r}, which that table does not have"
+        raise ViewError(f"view {view.name!r} reads {what} (dropped or renamed by a schema change?); the view "
+                        f"cannot be built. Way back: {_WAY_BACK.format(view=view.name, table=table)}",
+                        view=view.name, table=table, column=column)
+
+
+_WAY_BACK = ("edit the view's definition (apply[].views in the config) to read what {table} has now, then run "
+             "`cdc views rebuild --config <file> --view {view}` and restart `cdc apply`")
+
+
+def _stopped_error(cur: Any, d: Dialect, view: ViewDef, missing: list[tuple[str, str | None]], sequence: int,
+                   ddl: str | None) -> ViewError:
+    table, column = missing[0]
+    what = f"table {table!r}, which the schema change dropped or renamed" if column is None else \
+        f"column {column!r} of table {table!r}, which the schema change dropped or renamed"
+    return ViewError(f"maintained view {view.name!r} is stopped: it reads {what} (statement: {ddl}, at sequence "
+                     f"{sequence}). The base tables are applied up to and including that statement; the view keeps "
+                     f"its rows as of just before it, and the apply stops until the view is fixed. Way back: "
+                     f"{_WAY_BACK.format(view=view.name, table=table)}", view=view.name, table=table, column=column,
+                     sequence=sequence, ddl=ddl)
+
+
+def _bare(table: str) -> str:
+    return table.split(".")[-1].lower()
 
 
 def _normalise(deltas: Mapping[str, TableDelta]) -> dict[str, TableDelta]:
@@ -140,7 +217,7 @@ def _normalise(deltas: Mapping[str, TableDelta]) -> dict[str, TableDelta]:
     return out
 
 
-def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDelta]) -> None:
+def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDelta], drop_after: bool = False) -> None:
     changed = {}
     for alias, table in view.tables:
         delta = tables.get(table) or tables.get(table.lower()) or tables.get(table.split(".")[-1].lower())
@@ -175,7 +252,7 @@ def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDel
         plan.merge(cur)
         plan.recompute_groups(cur)
     finally:
-        for name in scratch or (plan.scratch(list(changed)) if d.name == "duckdb" else []):
+        for name in scratch or (plan.scratch(list(changed)) if d.name == "duckdb" or drop_after else []):
             try:
                 cur.execute(d.drop_temp(name))
             except Exception:  # noqa: BLE001 - the transaction is failing anyway; the engine rolls it back

@@ -55,6 +55,7 @@ import oracledb
 import pyarrow as pa
 
 from readers.oracle.sim.workload import (
+    ADDED_COLUMN,
     COLUMN_TYPES,
     COLUMNS,
     OPNAME,
@@ -269,6 +270,13 @@ class Simulator:
         tables = sorted(name.split(".", 1)[1] for name in self.dictionary()["tables"])
         named = {t for p in parts for t in p.split(":") if t.startswith("T")}
         return [(SCHEMA, t) for t in tables if "all" in parts or t in named]
+
+    def added_columns(self, table: str) -> list[tuple]:
+        """ALL_TAB_COLUMNS rows of the columns ``add_column_at`` transactions added to ``table`` (OWNER.NAME) by
+        the head: the dictionary a query sees is the database's current one."""
+        w = self.workload
+        return [ADDED_COLUMN for t in sorted(w.numbers("add_column_at"))
+                if f"{SCHEMA}.{table_name(t % w.tables)}" == table and self.model.scn_of(self.tx_slots(t)[1]) <= self.head]
 
     def dictionary(self) -> dict[str, Any]:
         w = self.workload
@@ -550,11 +558,14 @@ class SimCursor:
         elif "FROM V$LOGMNR_CONTENTS" in up:
             self._contents(up, binds)
         elif "FROM ALL_TAB_COLUMNS" in up:
-            known = sim.dictionary()["tables"].get(f"{binds['owner']}.{binds['name']}", [])
+            table = f"{binds['owner']}.{binds['name']}"
+            known = sim.dictionary()["tables"].get(table, [])
             lob = bool(sim.workload.lob_at)  # the LOB workload's "NOTE" is a CLOB
-            self._set(["COLUMN_NAME", "DATA_TYPE", "NULLABLE"],
-                      [(c, "CLOB" if lob and c == "NOTE" else _TYPES.get(c, "VARCHAR2"), "N" if c == "ID" else "Y")
-                       for c in known])
+            rows = [(c, "CLOB" if lob and c == "NOTE" else _TYPES.get(c, "VARCHAR2"), "N" if c == "ID" else "Y", None)
+                    for c in known] + (sim.added_columns(table) if known else [])
+            names = ["COLUMN_NAME", "DATA_TYPE", "NULLABLE", "DATA_DEFAULT"]
+            width = 4 if "DATA_DEFAULT" in up else 3
+            self._set(names[:width], [r[:width] for r in rows])
         elif " AS OF SCN " in up:
             self._as_of(up, {k.upper(): v for k, v in binds.items()})
         elif "FROM V$TRANSACTION" in up:

@@ -75,6 +75,8 @@ class Workload:
     process: int = 0          # 1: generate V$LOGMNR_CONTENTS rows in a child process, as a database server would
     ddl_at: str = ""          # "5:9": transactions 5 and 9 are an ALTER TABLE of table t % tables (DDL, COMMIT)
     truncate_at: str = ""     # "7": transaction 7 is a TRUNCATE TABLE of table t % tables
+    add_column_at: str = ""   # "9": transaction 9 is ALTER TABLE (t % tables) ADD ("TIER" ... DEFAULT 'std'); from
+                              # its SCN on (at the head), ALL_TAB_COLUMNS lists ADDED_COLUMN for that table
     lob_at: str = ""          # "3": transaction 3 inserts a row whose CLOB "NOTE" is written by LOB_WRITE rows
     lob_update_at: str = ""   # "4": transaction 4 rewrites the CLOB of an existing row (locator + writes only)
     types_at: str = ""        # "2": transaction 2 inserts the TYPE_ROWS into APP.TYPES (every Oracle type) and
@@ -137,6 +139,11 @@ TYPE_ROWS = [
 ]
 TYPE_UPDATE = {"C_DATE": "TO_DATE('2024-03-01 00:00:01', 'YYYY-MM-DD HH24:MI:SS')",
                "C_TS6": _ts("2024-03-01 00:00:00.5")}  # row 1, in the same transaction
+
+
+# ALL_TAB_COLUMNS (COLUMN_NAME, DATA_TYPE, NULLABLE, DATA_DEFAULT: the clause as typed, trailing blank kept)
+# of the column an ``add_column_at`` transaction adds
+ADDED_COLUMN = ("TIER", "VARCHAR2", "Y", "'std' ")
 
 
 def table_name(n: int) -> str:
@@ -258,8 +265,8 @@ class Model:
         rng = random.Random(w.seed * 1_000_003 + t)
         recs, exp = tx.records, tx.expected
         recs.append((START, -1, None, 0, 0, "set transaction read write;", raw))
-        if t in w.numbers("ddl_at") or t in w.numbers("truncate_at"):
-            return self._ddl(tx, t % w.tables, t in w.numbers("truncate_at"))
+        if t in w.numbers("ddl_at") or t in w.numbers("truncate_at") or t in w.numbers("add_column_at"):
+            return self._ddl(tx, t % w.tables, t in w.numbers("truncate_at"), t in w.numbers("add_column_at"))
         if t in w.numbers("types_at"):
             return self._types(tx)
         if t in w.numbers("lob_at") or t in w.numbers("lob_update_at"):
@@ -352,7 +359,7 @@ class Model:
         return tx
 
     @staticmethod
-    def _ddl(tx: Txn, table: int, truncate: bool) -> Txn:
+    def _ddl(tx: Txn, table: int, truncate: bool, add: bool = False) -> Txn:
         """A DDL as LogMiner shows it: START, the dictionary's own changes (INTERNAL), the DDL row
         (SEG_OWNER, TABLE_NAME, the statement as issued in SQL_REDO), COMMIT. A DDL commits at its own SCN."""
         raw, name = tx.xid.raw, table_name(table)
@@ -360,6 +367,10 @@ class Model:
         if truncate:
             tx.records.append((DDL, table, None, 0, 0, f'truncate table "{SCHEMA}"."{name}";', raw))
             tx.expected.append(("t", table, None, None))
+        elif add:
+            col, kind, _, default = ADDED_COLUMN
+            sql = f'alter table "{SCHEMA}"."{name}" add ("{col}" {kind.lower()}(10) default {default.strip()});'
+            tx.records.append((DDL, table, None, 0, 0, sql, raw))
         else:
             tx.records.append((DDL, table, None, 0, 0,
                                f'alter table "{SCHEMA}"."{name}" modify ("NOTE" varchar2(4000));', raw))
