@@ -508,11 +508,27 @@ def parse_config(raw: dict[str, Any], origin: str = "<dict>", overridden: dict[s
             key = _dotted(err["loc"])
             where = f"env {overridden[key]}" if key in overridden else origin
             value = f" (got {_shown(err)})" if err.get("input") is not None and not isinstance(err["input"], dict) else ""
-            problems.append(f"key '{key}' in {where}: {err['msg']}{value}")
+            problems.append(f"key '{key}' in {where}: {err['msg']}{value}{_login_origins(err, key, origin, overridden)}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems), file=origin,
                           key=_dotted(exc.errors()[0]["loc"])) from None
     _check_references(config, origin, overridden)
     return config
+
+
+def _login_origins(err: Any, key: str, origin: str, overridden: dict[str, str]) -> str:
+    """For a login error (cdc.credentials) whose other login keys an environment variable set: where each
+    of them came from, so "password and password_file each give a password" names the variable and the file
+    key (a password from CDC_SOURCES__0__PASSWORD is not in the YAML the user reads)."""
+    if err.get("type") != "login":
+        return ""
+    parent = key.rpartition(".")[0]
+    prefix = f"{parent}." if parent else ""
+    named = [leaf for leaf in ("password", "password_file", "passwordless") if leaf in err["msg"]]
+    if not any(f"{prefix}{leaf}" in overridden for leaf in named):
+        return ""
+    said = [f"{prefix}{leaf} from env {overridden[prefix + leaf]}" if prefix + leaf in overridden
+            else f"{prefix}{leaf} from {origin}" for leaf in named]
+    return f" ({'; '.join(said)})"
 
 
 def _check_references(config: Config, origin: str, overridden: dict[str, str]) -> None:
