@@ -48,7 +48,7 @@ def test_bad_env_value_names_env_var(tmp_path):
     path = tmp_path / "cdc.yaml"
     path.write_text(GOOD)
     with pytest.raises(ConfigError) as exc:
-        load_config(path, env={"CDC_SOURCES__0__HOSTS": "[nohost]"})
+        load_config(path, env={"CDC_SOURCES__0__HOSTS": "[nohost:x]"})
     assert "CDC_SOURCES__0__HOSTS" in str(exc.value)
 
 
