@@ -39,6 +39,7 @@ from pydantic import (
     model_validator,
 )
 
+from cdc.config_option import CONFIG_ENV, DEFAULT_CONFIG
 from cdc.dsn import mask
 from cdc.errors import ConfigError
 from cdc.kafka_settings import KafkaConnection, parse_block
@@ -488,7 +489,8 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = No
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist", file=str(path)) from None
+        raise ConfigError(f"config file {path} does not exist: give the file with --config FILE or the "
+                          f"{CONFIG_ENV} environment variable (default: ./{DEFAULT_CONFIG})", file=str(path)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -30,11 +30,12 @@ from typing import Any
 import orjson
 
 from cdc import table_glob
+from cdc.config_option import add_config_option
 from cdc.consumer.kafka_clients import CLIENTS
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="YAML config file")
+    add_config_option(parser)
     parser.add_argument("--source", required=True, help="source name (its change stream)")
     start = parser.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true", help="start at the first record")
