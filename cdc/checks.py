@@ -31,6 +31,8 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from cdc.config_option import add_config_option
+
 
 @dataclass(frozen=True)
 class Check:
@@ -174,7 +176,7 @@ def _setting_checks(name: str, topic: str, bootstrap: str, entries: dict, want: 
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="the service YAML file")
+    add_config_option(parser)
     parser.add_argument("--source", help="check only this source (and Kafka; no targets)")
     parser.add_argument("--json", action="store_true", help="one JSON array of {check, ok, detail, fix}")
 

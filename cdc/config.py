@@ -18,6 +18,7 @@ never show the value of a secret (``***``) nor a DSN's password.
 
 from __future__ import annotations
 
+import difflib
 import os
 import types
 import typing
@@ -38,6 +39,7 @@ from pydantic import (
     model_validator,
 )
 
+from cdc.config_option import CONFIG_ENV, DEFAULT_CONFIG
 from cdc.dsn import mask
 from cdc.errors import ConfigError
 from cdc.kafka_settings import KafkaConnection, parse_block
@@ -487,7 +489,8 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = No
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist", file=str(path)) from None
+        raise ConfigError(f"config file {path} does not exist: give the file with --config FILE or the "
+                          f"{CONFIG_ENV} environment variable (default: ./{DEFAULT_CONFIG})", file=str(path)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -504,15 +507,52 @@ def parse_config(raw: dict[str, Any], origin: str = "<dict>", overridden: dict[s
         config = Config.model_validate(raw)
     except ValidationError as exc:
         problems = []
-        for err in exc.errors():
+        # an unknown key first: a typo also makes the key it misspells "Field required" further down
+        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        for err in errors:
             key = _dotted(err["loc"])
             where = f"env {overridden[key]}" if key in overridden else origin
+            if err["type"] == "extra_forbidden":
+                problems.append(f"key '{key}' in {where}: unknown key{_did_you_mean(err['loc'])}")
+                continue
             value = f" (got {_shown(err)})" if err.get("input") is not None and not isinstance(err["input"], dict) else ""
-            problems.append(f"key '{key}' in {where}: {err['msg']}{value}")
+            problems.append(f"key '{key}' in {where}: {err['msg']}{value}{_login_origins(err, key, origin, overridden)}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems), file=origin,
-                          key=_dotted(exc.errors()[0]["loc"])) from None
+                          key=_dotted(errors[0]["loc"])) from None
     _check_references(config, origin, overridden)
     return config
+
+
+def _did_you_mean(loc: tuple[Any, ...]) -> str:
+    """For an unknown key at ``loc``: the closest valid key of the same model (difflib), else the valid keys."""
+    path, root = list(loc[:-1]), Config
+    if len(path) > 2 and path[0] == "sources" and path[2] in SOURCE_CONFIGS:  # only the keys of that source kind
+        path, root = path[3:], SOURCE_CONFIGS[path[2]]
+    models = [t for t in _field_types(path, root) or [] if isinstance(t, type) and issubclass(t, BaseModel)]
+    valid = sorted({f.alias or n for m in models for n, f in m.model_fields.items()})
+    if not valid:
+        return ""
+    close = difflib.get_close_matches(str(loc[-1]), valid, n=1, cutoff=0.6)
+    parent = _dotted(loc[:-1])
+    if close:
+        return f"; did you mean '{parent + '.' if parent else ''}{close[0]}'?"
+    return f"; valid keys here: {', '.join(valid)}"
+
+
+def _login_origins(err: Any, key: str, origin: str, overridden: dict[str, str]) -> str:
+    """For a login error (cdc.credentials) whose other login keys an environment variable set: where each
+    of them came from, so "password and password_file each give a password" names the variable and the file
+    key (a password from CDC_SOURCES__0__PASSWORD is not in the YAML the user reads)."""
+    if err.get("type") != "login":
+        return ""
+    parent = key.rpartition(".")[0]
+    prefix = f"{parent}." if parent else ""
+    named = [leaf for leaf in ("password", "password_file", "passwordless") if leaf in err["msg"]]
+    if not any(f"{prefix}{leaf}" in overridden for leaf in named):
+        return ""
+    said = [f"{prefix}{leaf} from env {overridden[prefix + leaf]}" if prefix + leaf in overridden
+            else f"{prefix}{leaf} from {origin}" for leaf in named]
+    return f" ({'; '.join(said)})"
 
 
 def _check_references(config: Config, origin: str, overridden: dict[str, str]) -> None:
@@ -605,15 +645,15 @@ def _members(tp: Any) -> list[Any]:
     return [] if tp is type(None) else [tp]
 
 
-def _field_types(path: list[Any]) -> list[Any] | None:
-    """The type alternatives of the field at ``path`` (keys and list indexes from ``Config`` down),
+def _field_types(path: list[Any], root: Any = None) -> list[Any] | None:
+    """The type alternatives of the field at ``path`` (keys and list indexes from ``root``, else ``Config``, down),
     found by walking the models; None where any value is possible (``Any``, a path off the models).
 
     A union of models (the ``sources`` kinds, a target's ``tls``) contributes the field from every
     member that has it; a path item naming no field of such a union is a discriminator tag of a
     validation error's location and is passed over.
     """
-    current: list[Any] = [Config]
+    current: list[Any] = [root or Config]
     for part in path:
         found: list[Any] = []
         for tp in current:

@@ -24,10 +24,11 @@ import sys
 
 from cdc import table_glob
 from cdc.compare.errors import CompareError
+from cdc.config_option import add_config_option
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="service config YAML")
+    add_config_option(parser)
     parser.add_argument("--source", required=True, help="source name (sources[].name)")
     parser.add_argument("--target", required=True, help="target name (targets[].name), or another source")
     parser.add_argument("--tables", nargs="+", metavar="DB.TABLE[=SCHEMA.TABLE]", help="tables to compare")

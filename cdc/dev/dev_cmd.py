@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from cdc.dev.ports import port_open
-from cdc.dev.stack import CONFIG_FILE, STATE_FILE, DevStack, pid_alive, read_state
+from cdc.dev.stack import CONFIG_FILE, SERVICES, STATE_FILE, DevStack, pid_alive, read_state
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +30,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     up = sub.add_parser("up", help="start the embedded services")
     up.add_argument("--detach", action="store_true", help="leave them running and return")
     up.add_argument("--no-replica", action="store_true", help="no MariaDB replica")
+    up.add_argument("--only", action="append", choices=SERVICES, metavar="SERVICE",
+                    help=f"start only this service (one of {', '.join(SERVICES)}; repeat for several); "
+                         "no cdc.yaml is written then")
     sub.add_parser("down", help="stop services left running by `up --detach`")
     sub.add_parser("status", help="show the services and whether they answer")
     demo = sub.add_parser("demo", help="run the end-to-end demo")
@@ -50,11 +53,13 @@ def _up(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, _interrupt)
         signal.signal(signal.SIGTERM, _interrupt)
     print(f"starting embedded services in {args.dir.resolve()}")
-    stack = DevStack(args.dir, detached=args.detach, with_replica=not args.no_replica)
+    stack = DevStack(args.dir, detached=args.detach, with_replica=not args.no_replica, only=args.only)
+    (args.dir / CONFIG_FILE).unlink(missing_ok=True)  # a cdc.yaml of an earlier full stack names dead ports
     stack.start()
     cfg = args.dir / CONFIG_FILE
-    print(f"\nconfig: {cfg.resolve()}\n" + "-" * 60 + "\n" + cfg.read_text() + "-" * 60)
-    print(f"try:  cdc run --config {cfg}")
+    if stack.full:
+        print(f"\nconfig: {cfg.resolve()}\n" + "-" * 60 + "\n" + cfg.read_text() + "-" * 60)
+        print(f"try:  cdc run --config {cfg}")
     if args.detach:
         stack.detach()
         print("detached: `cdc dev status` to check, `cdc dev down` to stop")
@@ -120,7 +125,8 @@ def _status(args: argparse.Namespace) -> int:
         healthy &= answers
         print(f"  {name:16} {svc['address']:22} pid {svc.get('pid')!s:8} "
               f"{'up' if answers else ('running, port closed' if alive else 'DOWN')}")
-    print(f"  config: {args.dir / CONFIG_FILE}")
+    if (args.dir / CONFIG_FILE).exists():
+        print(f"  config: {args.dir / CONFIG_FILE}")
     return 0 if healthy else 1
 
 

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -26,60 +27,73 @@ from cdc.dev.postgres import Postgres
 
 STATE_FILE = "state.json"
 CONFIG_FILE = "cdc.yaml"
+SERVICES = ("mariadb", "broker", "postgres")  # what `cdc dev up --only` may name
 
 
 class DevStack:
-    """The services of `cdc dev up` and `make demo`, rooted at ``state_dir`` (default ``.cdc-dev``)."""
+    """The services of `cdc dev up` and `make demo`, rooted at ``state_dir`` (default ``.cdc-dev``).
+
+    ``only`` names a subset of SERVICES to start (`cdc dev up --only broker`); the others are None and
+    no cdc.yaml is written (it needs a source, the broker and the targets)."""
 
     def __init__(self, state_dir: Path = Path(".cdc-dev"), source_db: str = "demo", detached: bool = False,
-                 with_replica: bool = True) -> None:
+                 with_replica: bool = True, only: Collection[str] | None = None) -> None:
+        unknown = sorted(set(only or ()) - set(SERVICES))
+        if unknown:
+            raise ValueError(f"unknown dev service {', '.join(unknown)}: choose among {', '.join(SERVICES)}")
+        want = set(only or SERVICES)
+        self.full = want == set(SERVICES)
         self.dir = Path(state_dir).resolve()
         self.source_db = source_db
         keep = not detached
-        self.primary = MariaDB(self.dir / "mariadb", server_id=1, name="primary", die_with_parent=keep)
+        self.primary = (MariaDB(self.dir / "mariadb", server_id=1, name="primary", die_with_parent=keep)
+                        if "mariadb" in want else None)
         self.replica = (MariaDB(self.dir / "mariadb", server_id=2, name="replica", die_with_parent=keep)
-                        if with_replica else None)
-        self.broker = Broker(log_dir=self.dir / "broker", die_with_parent=keep)
-        self.postgres = Postgres(self.dir / "postgres", die_with_parent=keep)
+                        if with_replica and "mariadb" in want else None)
+        self.broker = Broker(log_dir=self.dir / "broker", die_with_parent=keep) if "broker" in want else None
+        self.postgres = Postgres(self.dir / "postgres", die_with_parent=keep) if "postgres" in want else None
         self.metrics_port = free_port()
 
     @property
     def services(self) -> dict[str, Any]:
-        s: dict[str, Any] = {"mariadb-primary": self.primary}
-        if self.replica is not None:
-            s["mariadb-replica"] = self.replica
-        s.update({"broker": self.broker, "postgres": self.postgres})
-        return s
+        s = {"mariadb-primary": self.primary, "mariadb-replica": self.replica, "broker": self.broker,
+             "postgres": self.postgres}
+        return {name: svc for name, svc in s.items() if svc is not None}
 
     def start(self, log=print) -> "DevStack":
         """Start everything from empty data directories; on failure stop what started and re-raise."""
-        for sub in ("mariadb", "broker", "postgres"):
-            shutil.rmtree(self.dir / sub, ignore_errors=True)
+        for sub, svc in (("mariadb", self.primary), ("broker", self.broker), ("postgres", self.postgres)):
+            if svc is not None:
+                shutil.rmtree(self.dir / sub, ignore_errors=True)
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
             t0 = time.monotonic()
-            self.primary.start()
-            log(f"  MariaDB primary   {self.primary.address}  (server_id 1, user cdc/cdc)")
+            if self.primary is not None:
+                self.primary.start()
+                log(f"  MariaDB primary   {self.primary.address}  (server_id 1, user cdc/cdc)")
             if self.replica is not None:
                 self.replica.start()
                 self.replica.make_replica_of(self.primary)
                 log(f"  MariaDB replica   {self.replica.address}  (server_id 2, GTID replica of the primary)")
-            self.broker.start()
-            log(f"  broker (tansu)    {self.broker.bootstrap}  (memory storage)")
-            self.postgres.start()
-            log(f"  PostgreSQL        {self.postgres.dsn}")
+            if self.broker is not None:
+                self.broker.start()
+                log(f"  broker (tansu)    {self.broker.bootstrap}  (memory storage)")
+            if self.postgres is not None:
+                self.postgres.start()
+                log(f"  PostgreSQL        {self.postgres.dsn}")
             log(f"  started in {time.monotonic() - t0:.1f}s")
         except BaseException:
             self.stop()
             raise
         self.write_state()
-        self.write_config()
+        if self.full:
+            self.write_config()
         return self
 
     def stop(self) -> None:
         for svc in reversed(list(self.services.values())):
             svc.stop()
-        if not str(self.postgres.dir).startswith(str(self.dir)):
+        if self.postgres is not None and not str(self.postgres.dir).startswith(str(self.dir)):
             self.postgres.destroy()  # it fell back to a /tmp dir (state dir not reachable by postgres)
 
     def detach(self) -> None:
@@ -98,8 +112,9 @@ class DevStack:
                 "argv0": svc.proc.args[0] if svc.proc else None,
                 "stop_signal": "SIGINT" if isinstance(svc, (Postgres, Broker)) else "SIGTERM",
             }
-        state["services"]["postgres"]["dsn"] = self.postgres.dsn
-        state["services"]["postgres"]["dir"] = str(self.postgres.dir)
+        if self.postgres is not None:
+            state["services"]["postgres"]["dsn"] = self.postgres.dsn
+            state["services"]["postgres"]["dir"] = str(self.postgres.dir)
         path = self.dir / STATE_FILE
         path.write_text(json.dumps(state, indent=2) + "\n")
         return path

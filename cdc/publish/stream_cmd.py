@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import argparse
 
+from cdc.config_option import add_config_option
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="stream_command", metavar="ACTION", required=True)
     p = sub.add_parser("reset", help="delete a source's change stream and start a new one at the next `cdc run`")
-    p.add_argument("--config", required=True, help="the service YAML file")
+    add_config_option(p)
     p.add_argument("--source", required=True, help="the source whose stream is reset")
     p.add_argument("--yes", action="store_true", help="do it (without: only say what would be done)")
 

@@ -14,11 +14,13 @@ import logging
 import os
 import sys
 
+from cdc.config_option import add_config_option
+
 log = logging.getLogger("cdc.run")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="YAML config file")
+    add_config_option(parser)
     parser.add_argument("--source", action="append", default=None,
                         help="run only this source (repeatable); default: all")
 

@@ -21,7 +21,8 @@ class MySqlSourceConfig(PasswordLogin):
     name: str = Field(pattern=r"^[A-Za-z0-9_\-]+$", description="the source's name: its stream is the topic "
                       "<topic_prefix>.<name>.changes and apply[].source refers to it (letters, digits, _ and -)")
     kind: Literal["mysql"] = Field(default="mysql", description="mysql: a MySQL or MariaDB binlog reader")
-    hosts: list[str] = Field(min_length=1, description="host:port of the primary and its failover candidates; "
+    hosts: list[str] = Field(min_length=1, description="host:port (port 3306 when left out; IPv6 as [addr]:port) of "
+                             "the primary and its failover candidates; "
                              "with several, the reader streams from the first writable primary among them")
     user: str = Field(description="login user of the binlog and query connections")
     tables: list[str] = Field(min_length=1, description="db.table patterns (globs, as apply[].tables: cdc/table_glob.py)")
@@ -50,13 +51,33 @@ class MySqlSourceConfig(PasswordLogin):
     @field_validator("hosts")
     @classmethod
     def _host_port(cls, hosts: list[str]) -> list[str]:
-        for h in hosts:
-            host, sep, port = h.rpartition(":")
-            if not sep or not host or not port.isdigit():
-                raise ValueError(f"host {h!r} is not of the form host:port")
-        return hosts
+        return [host_port(h) for h in hosts]
 
     @field_validator("tables")
     @classmethod
     def _db_table(cls, tables: list[str]) -> list[str]:
         return [check_pattern(t) for t in tables]
+
+
+DEFAULT_PORT = 3306  # MySQL's and MariaDB's
+
+
+def host_port(address: str) -> str:
+    """``address`` as ``host:port``: ``host`` alone gets port 3306; an IPv6 literal is written in brackets
+    (``[::1]`` or ``[::1]:3307``). ValueError says the accepted forms."""
+    forms = "host, host:port, [IPv6] or [IPv6]:port"
+    h = address.strip()
+    if h.startswith("["):
+        end = h.find("]")
+        if end <= 1:
+            raise ValueError(f"host {address!r} is not one of {forms}")
+        host, rest = h[:end + 1], h[end + 1:]
+        port = rest[1:] if rest.startswith(":") else None if not rest else ""
+    else:
+        if h.count(":") > 1:
+            raise ValueError(f"host {address!r}: an IPv6 address is written in brackets, e.g. [{h}] or [{h}]:3306")
+        host, sep, port = h.partition(":")
+        port = port if sep else None
+    if not host or port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        raise ValueError(f"host {address!r} is not one of {forms} (port 1 to 65535)")
+    return f"{host}:{port if port is not None else DEFAULT_PORT}"

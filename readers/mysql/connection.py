@@ -28,8 +28,9 @@ CLIENT_ERRORS_LOST = {2003, 2006, 2013, 2055}
 
 
 def split_host(address: str) -> tuple[str, int]:
+    """``host:port`` (as the source config normalises it) as (host, port); ``[::1]:3306`` gives ``::1``."""
     host, _, port = address.rpartition(":")
-    return host, int(port)
+    return host.removeprefix("[").removesuffix("]"), int(port)
 
 
 def connection_settings(address: str, user: str, password: str, timeout_s: float,

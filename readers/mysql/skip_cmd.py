@@ -29,6 +29,7 @@ import argparse
 import time
 from typing import Any
 
+from cdc.config_option import add_config_option
 from cdc.errors import CdcError, ConfigError, Terminal
 
 
@@ -38,7 +39,7 @@ class SkipRefused(CdcError, Terminal):
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=["skip"], help="skip: move a stopped source past one transaction")
-    parser.add_argument("--config", required=True, help="service config YAML")
+    add_config_option(parser)
     parser.add_argument("--source", required=True, help="source name (a kind: mysql source)")
     parser.add_argument("--gtid", required=True, help="the GTID the source stopped on (named in its error)")
     parser.add_argument("--yes", action="store_true", help="acknowledge that the transaction is not published")

@@ -17,13 +17,14 @@ from __future__ import annotations
 import argparse
 import uuid
 
+from cdc.config_option import add_config_option
 from cdc.errors import ConfigError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", nargs="?", choices=["request", "status"], default="request",
                         help="request (default): snapshot the --table tables; status: rows done/total per table")
-    parser.add_argument("--config", required=True, help="service config YAML")
+    add_config_option(parser)
     parser.add_argument("--source", required=True, help="source name (a kind: mysql source)")
     parser.add_argument("--table", action="append", metavar="DB.TABLE", help="table to re-snapshot (request)")
     parser.add_argument("--interval", type=float, default=5.0,

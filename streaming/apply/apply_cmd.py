@@ -25,10 +25,11 @@ import warnings
 from typing import Any
 
 from cdc.config import load_config
+from cdc.config_option import add_config_option
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="the service YAML file")
+    add_config_option(parser)
     parser.add_argument("--master", default=None,
                         help="Spark master URL (default local[*]; under spark-submit, spark-submit's)")
     parser.add_argument("--until-idle", type=float, nargs="?", const=5.0, default=None, metavar="SECONDS",

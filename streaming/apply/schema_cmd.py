@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import argparse
 
+from cdc.config_option import add_config_option
 from cdc.errors import ConfigError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("accept", "skip", "evolve", "list"))
-    parser.add_argument("--config", required=True, help="the service YAML file")
+    add_config_option(parser)
     parser.add_argument("--source", required=True, help="the apply item's source name")
     parser.add_argument("--target", required=True, help="the apply item's target name")
     parser.add_argument("--table", help="the source table (db.table) the stop named")

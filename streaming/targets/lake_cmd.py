@@ -22,6 +22,7 @@ import json
 import sys
 
 from cdc.config import load_config
+from cdc.config_option import add_config_option
 from cdc.errors import ConfigError
 from streaming.targets import make_target
 
@@ -31,7 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     for name, help_text in (("snapshot", "print the latest consistent point (table versions) as JSON"),
                             ("compact", "compact small files and expire old versions")):
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("--config", required=True, help="the service YAML file")
+        add_config_option(p)
         p.add_argument("--target", required=True, help="name of a delta or iceberg target")
         if name == "snapshot":
             p.add_argument("--source", help="the source (needed when the target holds several)")

@@ -17,6 +17,7 @@ import json
 import sys
 
 from cdc.config import load_config
+from cdc.config_option import add_config_option
 from cdc.progress_bar import progress
 from streaming.views import maintainer
 from streaming.views.build import REGISTRY
@@ -30,7 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             ("rebuild", "recompute views from their base tables"),
                             ("status", "show each view's freshness")):
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("--config", required=True, help="the service YAML file")
+        add_config_option(p)
         p.add_argument("--apply", dest="apply_source", help="only the apply job of this source")
         if name == "rebuild":
             p.add_argument("--view", action="append", dest="views", help="only this view (repeatable)")

@@ -48,7 +48,7 @@ def test_bad_env_value_names_env_var(tmp_path):
     path = tmp_path / "cdc.yaml"
     path.write_text(GOOD)
     with pytest.raises(ConfigError) as exc:
-        load_config(path, env={"CDC_SOURCES__0__HOSTS": "[nohost]"})
+        load_config(path, env={"CDC_SOURCES__0__HOSTS": "[nohost:x]"})
     assert "CDC_SOURCES__0__HOSTS" in str(exc.value)
 
 
@@ -138,7 +138,7 @@ def test_views_are_typed_and_read_back_as_written(tmp_path):
 
 @pytest.mark.parametrize("old, new, key, words", [
     ("GROUP BY o.status\n", "GROUP BY o.status\n        groupby: [o.status]\n", "apply[0].views[0].groupby",
-     "Extra inputs"),
+     "unknown key"),
     ("name: paid", "name: 9paid", "apply[0].views[1].name", "pattern"),
     ("where: [o.status = 'paid']", "sql: SELECT 1", "apply[0].views[1]", "not both"),
     ("from: {o: orders}", "join: [o.a = o.b]", "apply[0].views[1]", "select and from"),
@@ -146,3 +146,32 @@ def test_views_are_typed_and_read_back_as_written(tmp_path):
 def test_bad_view_config_names_the_key(tmp_path, old, new, key, words):
     err = _fails(tmp_path, VIEWS.replace(old, new, 1))
     assert err.key == key and words in str(err), str(err)
+
+
+TYPOS = """
+sources:
+  - name: shop
+    kind: mysql
+    hosts: ["db1:3306"]
+    user: cdc
+    passwordless: true
+    tabels: ["shop.*"]
+kafka: {bootstrap_server: "127.0.0.1:9092"}
+"""
+
+
+def test_an_unknown_key_is_named_with_its_path_and_the_closest_valid_key(tmp_path):
+    err = _fails(tmp_path, TYPOS)
+    text = str(err)
+    assert err.key == "sources[0].tabels"  # the trailer names the offending key, not the one it hides
+    assert "key 'sources[0].tabels' in " in text and "did you mean 'sources[0].tables'?" in text
+    assert "key 'kafka.bootstrap_server' in " in text and "did you mean 'kafka.bootstrap_servers'?" in text
+    assert "Extra inputs" not in text
+    assert text.index("tabels") < text.index("Field required")  # the typo before what it made missing
+
+
+def test_an_unknown_key_with_no_close_match_lists_the_valid_keys(tmp_path):
+    err = _fails(tmp_path, TYPOS.replace("tabels", "tables").replace("bootstrap_server", "bootstrap_servers")
+                 + "zzzz: 1\n")
+    assert err.key == "zzzz" and "key 'zzzz' in " in str(err) and "valid keys here: " in str(err)
+    assert "sources" in str(err).split("valid keys here: ")[1]

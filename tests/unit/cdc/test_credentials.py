@@ -156,3 +156,11 @@ def test_a_loaded_login_reloads_from_its_dump():
               TargetConfig(name="pg", kind="postgres", dsn="postgresql://cdc:pw@pg/cdc")):
         again = TargetConfig(**t.model_dump(by_alias=True))
         assert again.login_kwargs() == t.login_kwargs() and again.dsn == t.dsn
+
+
+def test_a_password_from_env_and_a_password_file_names_the_variable_and_the_file_key(tmp_path):
+    text = _fails(tmp_path, "    password_file: /etc/hostname", env={"CDC_SOURCES__0__PASSWORD": "x"})
+    assert "password and password_file each give a password" in text
+    assert "sources[0].password from env CDC_SOURCES__0__PASSWORD" in text
+    assert f"sources[0].password_file from {tmp_path / 'cdc.yaml'}" in text
+    assert "'x'" not in text and "(got x)" not in text

@@ -46,7 +46,7 @@ def test_verify_identity_defaults_to_true_with_a_ca_and_a_block_without_ca_still
     ({"ca": "/nowhere/ca.pem"}, "sources[0].tls.ca", ["tls.ca file", "/nowhere/ca.pem", "does not exist"]),
     ({"key": "KEY"}, "sources[0].tls", ["tls.key is set but tls.cert is not"]),
     ({"verify_identity": True}, "sources[0].tls", ["tls.verify_identity is true but tls.ca is not set"]),
-    ({"cafile": "x"}, "sources[0].tls.cafile", ["Extra inputs"]),
+    ({"cafile": "x"}, "sources[0].tls.cafile", ["unknown key; valid keys here: ca, cert, key, verify_identity"]),
 ])
 def test_a_bad_block_names_the_key_the_file_and_the_path(pem, tls, key, words):
     tls = {k: (str(pem / "key.pem") if v == "KEY" else v) for k, v in tls.items()}

@@ -44,3 +44,22 @@ def test_dev_config_is_valid_for_the_config_contract(tmp_path):
     cfg = parse_config(stack.config())
     assert cfg.sources[0].kind == "mysql" and len(cfg.sources[0].hosts) == 2
     assert {t.kind for t in cfg.targets} == {"duckdb", "postgres"}
+
+
+def test_only_names_the_services_started_and_no_config_is_written_without_all(tmp_path):
+    stack = DevStack(tmp_path, only=["broker"])
+    assert list(stack.services) == ["broker"] and not stack.full
+    assert list(DevStack(tmp_path, only=["mariadb", "postgres"]).services) == [
+        "mariadb-primary", "mariadb-replica", "postgres"]
+    assert DevStack(tmp_path, only=["mariadb", "broker", "postgres"]).full
+    with pytest.raises(ValueError, match="unknown dev service kafka: choose among mariadb, broker, postgres"):
+        DevStack(tmp_path, only=["kafka"])
+
+
+def test_dev_up_takes_only(tmp_path):
+    from cdc.cli import build_parser
+
+    args = build_parser(["dev"]).parse_args(["dev", "up", "--only", "broker", "--only", "postgres"])
+    assert args.only == ["broker", "postgres"]
+    with pytest.raises(SystemExit):
+        build_parser(["dev"]).parse_args(["dev", "up", "--only", "kafka"])
