@@ -129,19 +129,21 @@ class Catalog:
                 if col.name not in existing:
                     self.target.evolve_add(dst, col, None)
         else:
-            schema = self._evolve(old, schema, dst, existing, sequence, ddl)
+            schema = self._evolve(old, schema, dst, existing, sequence, ddl, whole=bool(meta.get("whole_shape")))
         self.tables[table] = self._info(table, dst, schema)
         self.target.save_schema(self.source, table, dst, schema, sequence)
         return dst
 
     # ---- one DDL ------------------------------------------------------------------------
     def _evolve(self, old: TableInfo, new: TableSchema, dst: str, existing: list[str], sequence: int,
-                ddl: str | None) -> TableSchema:
+                ddl: str | None, whole: bool = False) -> TableSchema:
         """Follow the change from ``old`` to ``new``; returns the definition to remember (``new``, or ``old``
-        with only the changes the statement names: cdc.schema_evolution.statement_changes)."""
+        with only the changes the statement names: cdc.schema_evolution.statement_changes). ``whole``: every
+        change counts whatever the statement names (a table replaced by an online schema change's shadow,
+        whose own ALTERs were never in the stream)."""
         table = old.source_table
-        changes, new = statement_changes(old.schema, new, ddl)
-        if ddl is None:  # a first-sight definition (a restarted publisher, from the binlog's table map): only
+        changes, new = statement_changes(old.schema, new, None if whole else ddl)
+        if ddl is None and not whole:  # a first-sight definition (a restarted publisher, from the binlog's table map): only
             # new columns and wider types count; the rest is how the table map spells what the catalog said
             changes = [c for c in changes if c.kind == "add" or (c.kind == "type" and c.how == "widen")]
             new = partial_shape(old.schema, new, changes)

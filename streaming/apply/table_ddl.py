@@ -165,9 +165,12 @@ def _has_rows(catalog: Catalog, dst: str) -> bool:
     return bool(cur.fetchone()[0])
 
 
-def _follow(catalog: Catalog, table: str, ddl: str | None, raw: dict[str, Any] | None, sequence: int) -> str | None:
-    """The table's new definition through the catalog's column rules (create, add, widen ...)."""
-    return catalog.on_schema({"table": table, "ddl": ddl, "schema": raw, _FOLLOWED: True}, sequence)
+def _follow(catalog: Catalog, table: str, ddl: str | None, raw: dict[str, Any] | None, sequence: int,
+            whole: bool = False) -> str | None:
+    """The table's new definition through the catalog's column rules (create, add, widen ...); ``whole``: every
+    change of the shape counts, not only those the statement names (a replace by a shadow table)."""
+    return catalog.on_schema({"table": table, "ddl": ddl, "schema": raw, _FOLLOWED: True, "whole_shape": whole},
+                             sequence)
 
 
 def _create(catalog: Catalog, table: str, raw: dict[str, Any] | None, sequence: int, ddl: str | None) -> str:
@@ -256,7 +259,7 @@ def _replace(catalog: Catalog, table: str, raw: dict[str, Any] | None, sequence:
         return dst
     log.info("apply %s: %s replaced by its online schema change shadow at sequence %d: target table %s keeps its "
              "rows, its shape follows", catalog.source, table, sequence, dst)
-    return _follow(catalog, table, ddl, raw, sequence) or dst
+    return _follow(catalog, table, ddl, raw, sequence, whole=True) or dst
 
 
 def _rename_in(catalog: Catalog, table: str, src: str | None, raw: dict[str, Any] | None, sequence: int,

@@ -23,7 +23,7 @@ from tests.unit.cdc.structure_streams import (
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True)  # the same examples in every run (CI)
 @given(valid())
 def test_a_valid_stream_is_taken_whole(records):
     out, err, asm = consume(records)
@@ -31,7 +31,7 @@ def test_a_valid_stream_is_taken_whole(records):
     assert [(t.id, t.sequence) for t in out] == committed(records)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, derandomize=True)  # the same examples in every run (CI)
 @given(damaged())
 def test_a_damaged_stream_is_refused_before_the_damaged_transaction(case):
     _original, recs, at, how = case
@@ -43,7 +43,7 @@ def test_a_damaged_stream_is_refused_before_the_damaged_transaction(case):
     assert all(t.end_offset < at for t in out)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, derandomize=True)  # the same examples in every run (CI)
 @given(interleaved())
 def test_two_writers_from_one_tail_never_hand_out_a_mixture(case):
     merged, writers = case

@@ -77,7 +77,7 @@ def _same_as_the_consumer(recs, e: ApplyEngine, err: StreamCorrupt | None) -> No
             assert int(progress.next_offsets["next"]["0"]) <= err.fields["offset"]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(valid())
 def test_a_valid_stream_is_applied_whole(recs):
     e, err = _apply(recs)
@@ -86,7 +86,7 @@ def test_a_valid_stream_is_applied_whole(recs):
     assert e.target.read_progress("src").last_sequence == recs[-1][1]["sequence"]
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(damaged())
 def test_a_damaged_stream_stops_before_the_damaged_transaction(case):
     _original, recs, at, how = case
@@ -96,7 +96,7 @@ def test_a_damaged_stream_stops_before_the_damaged_transaction(case):
     _same_as_the_consumer(recs, e, err)
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(interleaved())
 def test_two_writers_from_one_tail_apply_only_what_the_consumer_hands_out(case):
     merged, _writers = case
