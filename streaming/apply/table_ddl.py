@@ -120,6 +120,11 @@ def _apply_tables(catalog: Catalog, meta: dict[str, Any], sequence: int) -> str 
             continue
         if op == "create" and a.get("if_not_exists") and table in catalog.tables:
             continue  # CREATE TABLE IF NOT EXISTS of a table the source has (the apply has it): nothing happened
+        if op == "create" and a.get("if_not_exists") and _holds_columns(catalog, table, a.get("schema")):
+            # a replay of the barrier (a restarted job on a target without schema memory): the target table
+            # is the one this stream created; it is taken as it is, like a first sight of its definition
+            touched = _follow(catalog, table, None, a.get("schema"), sequence)
+            continue
         if op == "create":
             touched = _create(catalog, table, a.get("schema"), sequence, ddl)
         elif op in ("drop", "rename_out"):
@@ -132,6 +137,16 @@ def _apply_tables(catalog: Catalog, meta: dict[str, Any], sequence: int) -> str 
             raise UnsupportedDdl(f"unknown table-level DDL action {op!r} for {table}; the job stops before it "
                                  "(a newer reader than this apply?)", table=table, sequence=sequence, ddl=ddl)
     return touched
+
+
+def _holds_columns(catalog: Catalog, table: str, raw: dict[str, Any] | None) -> bool:
+    """The target table of ``table`` exists and has every column of the definition ``raw``."""
+    if raw is None:
+        return False
+    have = catalog.target.table_columns(catalog.table_map.target_name(table))
+    if have is None:
+        return False
+    return {c.name for c in TableSchema.from_json(raw).columns} <= set(have)
 
 
 def _plan(actions: list[dict[str, Any]], wanted: Any) -> list[dict[str, Any]]:
