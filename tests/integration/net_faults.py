@@ -4,22 +4,20 @@ of the stream against the source."""
 
 from __future__ import annotations
 
-import threading
-import time
 from decimal import Decimal
 
 import orjson
-from prometheus_client import CollectorRegistry
 
 from cdc.config import KafkaConfig
 from cdc.envelope import changes_topic
 from cdc.errors import PublishError
 from cdc.publish.recovery import read_tail
-from cdc.runtime.daemon import Daemon, SourceSpec
+from cdc.runtime.daemon import SourceSpec
 from cdc.serde import get_serdes
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.position import GtidSet
 from readers.mysql.reader import MySqlSource
+from tests.fixtures.daemon_thread import DaemonThread
 from tests.fixtures.http import http_get
 from tests.integration.stream_check import read_stream
 
@@ -32,7 +30,7 @@ def make_bank(mariadb, db: str) -> None:
     mariadb.query(f"INSERT INTO `{db}`.accounts VALUES " + ", ".join(f"({i}, 1000.00)" for i in range(20)))
 
 
-class Run:
+class Run(DaemonThread):
     """The daemon in a thread streaming ``db.accounts`` from ``host`` to ``kafka``, with its HTTP endpoints."""
 
     def __init__(self, host: str, db: str, kafka: KafkaConfig, **source: object) -> None:
@@ -42,24 +40,7 @@ class Run:
         spec = SourceSpec(SOURCE, "mysql", lambda ctx: MySqlSource(cfg, ctx), heartbeat_interval_s=HEARTBEAT_S)
         self.kafka = kafka
         self.topic = changes_topic(kafka.topic_prefix, SOURCE)
-        self.daemon = Daemon([spec], kafka, CollectorRegistry(), metrics_port=0, drain_timeout_s=20,
-                             producer_config={"log_level": 0})
-        self.base = f"http://127.0.0.1:{self.daemon.health.port}"
-        self.status: list[int] = []
-        self.thread = threading.Thread(target=lambda: self.status.append(self.daemon.run()), daemon=True)
-        self.thread.start()
-
-    def wait_for(self, what: str, test, timeout: float = 30):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            got = test()
-            if got:
-                return got
-            if not self.thread.is_alive():
-                break
-            time.sleep(0.1)
-        raise AssertionError(f"{what} not seen within {timeout}s (daemon status {self.status}, "
-                             f"failure {self.daemon.failure})")
+        super().__init__([spec], kafka, drain_timeout_s=20)
 
     def readyz(self) -> tuple[int, dict]:
         code, body = http_get(self.base + "/readyz")

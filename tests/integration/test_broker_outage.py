@@ -18,19 +18,18 @@ for longer than ``kafka.delivery_timeout_s`` and starts it again on the same por
 from __future__ import annotations
 
 import re
-import threading
 import time
 
 import orjson
 import pytest
-from prometheus_client import CollectorRegistry
 
 from cdc.config import KafkaConfig
 from cdc.dev.broker import Broker
 from cdc.envelope import changes_topic
 from cdc.publish.recovery import read_records
-from cdc.runtime.daemon import Daemon, SourceSpec
+from cdc.runtime.daemon import SourceSpec
 from cdc.serde import get_serdes
+from tests.fixtures.daemon_thread import DaemonThread
 from tests.fixtures.http import http_get
 from tests.integration.scripted_source import ScriptedSource
 from tests.integration.stream_check import read_stream
@@ -42,7 +41,7 @@ BIG_EVERY, BIG_ROWS = 50, 300
 ROW_VALUE = re.compile(r"s\d+-\d+")  # the scripted rows' "v" values: never in a probe's answer
 
 
-class _Run:
+class _Run(DaemonThread):
     """The daemon in a thread, with its HTTP endpoints."""
 
     def __init__(self, broker, prefix: str, steps: int, idempotence: bool,
@@ -52,23 +51,10 @@ class _Run:
         spec = SourceSpec("scripted", "scripted",
                           lambda ctx: ScriptedSource(steps, metrics=ctx.metrics, pace_s=0.004, big_every=BIG_EVERY,
                                                      big_rows=BIG_ROWS))
-        self.daemon = Daemon([spec], kafka, CollectorRegistry(), metrics_port=0, producer_config={"log_level": 0})
-        self.base = f"http://127.0.0.1:{self.daemon.health.port}"
-        self.status: list[int] = []
-        self.thread = threading.Thread(target=lambda: self.status.append(self.daemon.run()), daemon=True)
-        self.thread.start()
+        super().__init__([spec], kafka)
 
     def wait_for(self, what: str, test, timeout: float = 40):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            got = test()
-            if got:
-                return got
-            if not self.thread.is_alive():
-                break
-            time.sleep(0.1)
-        raise AssertionError(f"{what} not seen within {timeout}s (daemon status {self.status}, "
-                             f"failure {self.daemon.failure})")
+        return super().wait_for(what, test, timeout)
 
     def readyz(self) -> tuple[int, dict]:
         code, body = http_get(self.base + "/readyz")
