@@ -45,13 +45,6 @@ class TableFilter:
     def matches_db(self, db: str) -> bool:
         return table_glob.db_matches(db, self.patterns)
 
-    def library_filters(self) -> tuple[list[str] | None, list[str] | None]:
-        """(only_tables, only_schemas) for BinLogStreamReader: a coarse pre-filter, ``matches`` decides.
-        A glob in a part turns that part's pre-filter off (None: everything)."""
-        parts = [p.partition(".")[::2] for p in self.patterns]
-        schemas = sorted({d for d, _ in parts}) if all(table_glob.is_literal(d) for d, _ in parts) else None
-        tables = sorted({t for _, t in parts}) if all(table_glob.is_literal(t) for _, t in parts) else None
-        return tables, schemas
 
 
 def ddl_table(query: str, default_db: str) -> TableId | None:
