@@ -73,6 +73,8 @@ class Pipeline:
                          "dsn": f"mysql://{mysql_login}@{mariadb.host}:{mariadb.port}/{self.tag}"})
         if "duck" in targets:
             tcfg.append({"name": "duck", "kind": "duckdb", "path": str(tmp / "target.duckdb")})
+        if "delta" in targets:  # a Delta table per source table (streaming/targets/delta.py): see delta_rows
+            tcfg.append({"name": "delta", "kind": "delta", "path": str(tmp / "delta")})
         if "pq" in targets:  # a Parquet changelog (streaming/targets/parquet.py): no SQL, see has_sentinel
             tcfg.append({"name": "pq", "kind": "parquet", "path": str(tmp / "parquet")})
         tcfg = [{**t, **(target_options or {}).get(t["name"], {})} for t in tcfg]
@@ -136,7 +138,17 @@ class Pipeline:
         finally:
             con.close()
 
+    def delta_rows(self, table: str, cols: list[str]) -> list[tuple]:
+        import polars as pl
+
+        return [tuple(norm(v) for v in r) for r in pl.read_delta(str(self.tmp / "delta" / table)).select(cols).iter_rows()]
+
     def has_sentinel(self, target: str, sid: int) -> bool:
+        if target == "delta":
+            try:
+                return (sid,) in self.delta_rows("sentinel", ["id"])
+            except Exception:  # noqa: BLE001 - table not there yet
+                return False
         if target == "pq":
             import pyarrow.parquet as pq
 
@@ -176,6 +188,10 @@ class Pipeline:
         for table in tables:
             cols, want = self.source_rows(table)
             for target in targets or self.targets:
+                if target == "delta":
+                    got = sorted(self.delta_rows(table, cols), key=repr)
+                    assert got == sorted(want, key=repr), f"delta.{table}: {len(got)} rows vs source {len(want)}"
+                    continue
                 q = {"pg": '"{c}"', "my": "`{c}`", "duck": '"{c}"'}[target]
                 sel = ", ".join(q.format(c=c) for c in cols)
                 got = sorted(tuple(norm(v) for v in r) for r in self.target_query(target, f"SELECT {sel} FROM {{t}}{table}"))

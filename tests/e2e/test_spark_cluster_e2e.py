@@ -1,8 +1,10 @@
 """`cdc apply` on a Spark standalone cluster (a master and two 1-core workers on loopback, from the installed
-pyspark): MariaDB -> `cdc run` -> broker -> `cdc apply --master spark://...` -> PostgreSQL while writers run;
-kill -9 of one worker (its executor and Python workers with it) mid-run: the other carries on, the worker comes
-back, and the target ends EQUAL to the source (`cdc compare`) with nothing applied twice (a keyless ledger
-table shows a replayed batch as extra copies). The recipe is the one of docs/spark-cluster.md."""
+pyspark): MariaDB -> `cdc run` -> broker -> `cdc apply --master spark://...` -> PostgreSQL and a Delta lake
+target while writers run; kill -9 of one worker (its executor and Python workers with it) mid-run: the other
+carries on and the worker comes back; then kill -9 of an executor JVM while its log shows a task running: the
+task is retried on a new executor. Both targets end equal to the source (`cdc compare` EQUAL on PostgreSQL,
+row for row on both) with nothing applied twice (a keyless ledger table shows a replayed batch as extra
+copies). The recipe is the one of docs/spark-cluster.md."""
 
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ def test_apply_on_a_standalone_cluster_survives_a_worker_kill(tmp_path, spark_cl
                                                                broker, postgres, topic_prefix, tmp_mysql_db):
     cluster = spark_cluster
     t0 = time.monotonic()
-    p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db, targets=("pg",)).start()
+    p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db, targets=("pg", "delta")).start()
     db = tmp_mysql_db
     apply = None
     log = tmp_path / "apply.log"
@@ -75,23 +77,33 @@ def test_apply_on_a_standalone_cluster_survives_a_worker_kill(tmp_path, spark_cl
         assert cluster.alive_workers() == 1
         assert "Lost executor" in log.read_text(errors="replace"), "the driver did not see the executor go"
         cluster.start_worker(0)
+        _wait(lambda: app().get("cores") == 2, 120, "executors on both workers again", log, apply)
+
+        def lost() -> int:
+            return log.read_text(errors="replace").count("Lost executor")
+
+        before_exec, lost_before = progress(), lost()
+        task = cluster.kill_executor_mid_task(1, timeout=120)
+        _wait(lambda: lost() > lost_before, 60, "the driver to see the killed executor go", log, apply)
+        _wait(lambda: progress() > before_exec + 50, 120, "progress after the executor kill", log, apply)
         after_kill = progress()
 
         stop.set()
         for w in writers:
             w.join(120)
         sid = p.sentinel()
-        _wait(lambda: p.has_sentinel("pg", sid), 180, f"sentinel {sid} in the target", log, apply)
+        _wait(lambda: p.has_sentinel("pg", sid) and p.has_sentinel("delta", sid), 180, f"sentinel {sid} in both targets",
+              log, apply)
         os.killpg(apply.pid, signal.SIGTERM)  # first SIGTERM: stop after the batch in flight
         assert apply.wait(90) == 0, tail(log, 60)
 
         compare = subprocess.run([CDC, "compare", "--config", str(p.config_path), "--source", "src", "--target", "pg"],
                                  capture_output=True, text=True, timeout=180, env=env, check=False)
         assert compare.returncode == 0 and "EQUAL" in compare.stdout, compare.stdout + compare.stderr
-        counts = p.assert_equal(list(TABLES) + ["ledger"])  # row for row; the keyless ledger: no second copy
+        counts = p.assert_equal(list(TABLES) + ["ledger"])  # both targets, row for row; keyless ledger: no 2nd copy
         assert counts["ledger"] > 100 and progress() > after_kill > before
         print(f"cluster e2e: {counts}, progress {before} -> {after_kill} -> {progress()}, "
-              f"{time.monotonic() - t0:.0f} s")
+              f"executor killed in: {task.strip()[-80:]}, {time.monotonic() - t0:.0f} s")
     finally:
         if apply is not None and apply.poll() is None:
             os.killpg(apply.pid, signal.SIGKILL)
