@@ -194,7 +194,8 @@ class IncrementalSnapshots:
     def _finish_table(self) -> None:
         self._lines.close()  # the table's last progress line
         self._bar = None
-        log.info("source %s: incremental snapshot of %s done", self.source.name, self.table)
+        log.info("source %s: %s of %s done", self.source.name, "resync" if self.resyncing else "incremental snapshot",
+                 self.table)
         self.table, self.after, self.chunk_id, self.reader = None, None, None, None
         self.resyncing = False
         if self.queue:
