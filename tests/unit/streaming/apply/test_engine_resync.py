@@ -122,3 +122,13 @@ def test_the_duckdb_decoder_carries_the_range_like_the_record_decoder():
     assert len(x) == 1 and x[0]["kind"] == "data" and x[0]["tbl"] == T and x[0]["key"] is None
     assert ResyncRange.from_text(x[0]["meta"], T).through == (4,)
     assert x[0]["meta"] == b.as_records()[3].meta
+
+
+def test_the_lake_targets_declare_they_cannot_apply_ranges_and_the_database_targets_can():
+    from streaming.targets.lake import LakeTarget
+    from streaming.targets.mysql import MySqlTarget
+    from streaming.targets.oracle import OracleTarget
+    from streaming.targets.postgres import PostgresTarget
+
+    assert not LakeTarget.resync_ranges and not ParquetTarget.resync_ranges  # Delta and Iceberg are LakeTargets
+    assert all(t.resync_ranges for t in (PostgresTarget, MySqlTarget, OracleTarget, DuckDbTarget))
