@@ -132,3 +132,15 @@ def test_the_lake_targets_declare_they_cannot_apply_ranges_and_the_database_targ
 
     assert not LakeTarget.resync_ranges and not ParquetTarget.resync_ranges  # Delta and Iceberg are LakeTargets
     assert all(t.resync_ranges for t in (PostgresTarget, MySqlTarget, OracleTarget, DuckDbTarget))
+
+
+def test_the_range_travels_in_avro_too():
+    from cdc.serde import get_serdes
+    from streaming.stream.records import to_row
+
+    b = StreamBuilder().schema(T, [("sku", "int"), ("qty", "int")], ["sku"])
+    b.tx(_range(None, 4, [1]))
+    k, v = get_serdes("avro", "plain")
+    rows = [to_row(0, i, k.encode(key) if key else None, v.encode(val), k, v) for i, (key, val) in enumerate(b.items)]
+    [x] = [r for r in rows if r[6] == "x"]
+    assert ResyncRange.from_text(x[11], T) == ResyncRange(("sku",), None, (4,), frozenset({(1,)}))
