@@ -25,6 +25,9 @@ SCHEMA   key {"table": "db.t"} (None for a DDL with no table); value
          {sequence, status: "SCHEMA", table, ddl, schema{table, columns,
          primary_key} or None, ts_ms, resume}
 HEARTBEAT key None; value {sequence, status: "HEARTBEAT", ts_ms, resume}
+RESYNC   a data record of ``op: "x"`` (key {"table": "db.t", "key": None}, no images): the target
+         rows of a key range that the source no longer holds, in ``source.resync``
+         (cdc.resync_range); consumers that do not apply it must stop on it.
 
 Checkpoint rule: the resume state to restart from is the ``resume`` of the
 last END, SCHEMA or HEARTBEAT record (see :func:`resume_of`).
@@ -81,7 +84,9 @@ def data_record(
         "snapshot": "true" if change.op == "r" else "false",
     }
     source.update(change.source)
-    key = {"table": str(change.table), "key": row_key(change)}
+    # TRUNCATE (op t) and a resync range (op x, cdc.resync_range) have no row image and no key
+    imaged = change.after is not None or change.before is not None
+    key = {"table": str(change.table), "key": row_key(change) if imaged else None}
     value = {
         "sequence": sequence,
         "before": change.before,

@@ -53,14 +53,16 @@ class StreamBuilder:
         return self
 
     def tx(self, *changes: tuple, abort: bool = False, unterminated: bool = False) -> StreamBuilder:
-        """changes: (op, table, before, after) tuples; one source transaction."""
+        """changes: (op, table, before, after[, source fields]) tuples; one source transaction."""
         self._tx += 1
         self.ts += 10
         txid = f"0-1-{self._tx}"
         self.items.append((None, envelope.begin_record(self._next(), txid, self.ts)))
         counts: dict[str, int] = {}
-        for i, (op, table, before, after) in enumerate(changes):
-            ch = Change(TableId.parse(table), op, before, after, {"gtid": txid}, self.schemas.get(table))
+        for i, change in enumerate(changes):
+            op, table, before, after = change[:4]
+            extra = change[4] if len(change) > 4 else {}  # more source fields (a resync range's ``resync``)
+            ch = Change(TableId.parse(table), op, before, after, {"gtid": txid, **extra}, self.schemas.get(table))
             counts[table] = counts.get(table, 0) + 1
             k, v = envelope.data_record(ch, sequence=self._next(), source_name=self.source, connector="mysql",
                                         txid=txid, commit_ts_ms=self.ts, total_order=i + 1,

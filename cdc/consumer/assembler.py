@@ -21,7 +21,11 @@ the change stream (cdc.envelope, DESIGN.md "The change stream"):
   breaks is handed out (items completed before it are handed out first);
 - SCHEMA inside a transaction belongs to it (a table definition written before
   its first row; a DDL there is refused); outside, it is an item of its own;
-- HEARTBEAT is not an item: it only updates ``last_heartbeat_ms``.
+- HEARTBEAT is not an item: it only updates ``last_heartbeat_ms``;
+- a resync range (``op: "x"``, cdc.resync_range) is handed out as a RowChange (``resync_range`` parses
+  it) only with ``resync_ranges=True``, when the caller deletes the rows it names; otherwise it is a
+  ResyncRangeError naming table, offset and sequence (a consumer that ignored it would keep rows the
+  source no longer holds).
 
 ``synced=False`` (reading from an arbitrary offset, e.g. the end of the stream)
 drops records until the first point where a transaction or an item starts (a
@@ -36,6 +40,8 @@ from typing import Any
 from cdc.consumer.transactions import RowChange, SchemaChange, Transaction
 from cdc.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
 from cdc.errors import StreamCorrupt
+from cdc.resync_range import OP as RANGE_OP
+from cdc.resync_range import ResyncRangeError
 from cdc.sequence import SequenceWatch
 from cdc.stream_structure import StreamStructure
 
@@ -47,8 +53,10 @@ class TransactionAssembler:
     transaction. Counters: ``duplicates``, ``aborted``, ``heartbeats``, ``unsynced`` (dropped before
     the first boundary)."""
 
-    def __init__(self, topic: str, last_sequence: int | None = None, *, synced: bool = True) -> None:
+    def __init__(self, topic: str, last_sequence: int | None = None, *, synced: bool = True,
+                 resync_ranges: bool = False) -> None:
         self.topic = topic
+        self.resync_ranges = resync_ranges
         self._watch = SequenceWatch(topic, 0, last=last_sequence)
         self.synced = synced
         self.last_heartbeat_ms: int | None = None
@@ -125,6 +133,11 @@ class TransactionAssembler:
         if table is None:
             src = value.get("source") or {}
             table = f"{src.get('db')}.{src.get('table')}"
+        if value.get("op") == RANGE_OP and not self.resync_ranges:
+            raise ResyncRangeError(
+                f"a resync range of {table} at offset {offset} (sequence {seq}) of {self.topic}: this consumer does "
+                "not apply range deletes (StreamConsumer(resync_ranges=True) hands them out as RowChange.resync_range "
+                "for the caller to delete)", table=table, why="consumer", offset=offset, sequence=seq)
         self._items.append(RowChange(table, value.get("op"), key.get("key") if key else None,
                                      value.get("before"), value.get("after"), seq, offset, value))
         self._rows += 1

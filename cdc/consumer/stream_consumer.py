@@ -70,7 +70,8 @@ class ChangeStreamConsumer:
     def __init__(self, bootstrap_servers: Any, topic: str, *, group_id: str | None = None,
                  client: str = "confluent", encoding: str = "json", avro_framing: str = "confluent",
                  start: str = "committed", client_config: dict[str, Any] | None = None,
-                 max_poll_records: int = 500, lookup_timeout_s: float = LOOKUP_S) -> None:
+                 max_poll_records: int = 500, lookup_timeout_s: float = LOOKUP_S,
+                 resync_ranges: bool = False) -> None:
         if start not in STARTS:
             raise ConsumerError(f"unknown start {start!r} (one of {', '.join(STARTS)}, or start_after())",
                                 start=start)
@@ -86,6 +87,7 @@ class ChangeStreamConsumer:
         self._error: CdcError | None = None
         self._batch = max_poll_records
         self._lookup_s = lookup_timeout_s
+        self.resync_ranges = resync_ranges  # hand out op "x" rows (the caller applies them); else stop on them
         self._closed = False
         self.committed: Position | None = None  # the last position this consumer committed
         self.delivered: Position | None = None  # the position after the last item handed out
@@ -151,11 +153,12 @@ class ChangeStreamConsumer:
                                             boundary=True)
                 self.committed = self.delivered = Position(seq, offset)
                 self._seek(offset)
-                return TransactionAssembler(self.topic, seq)
+                return TransactionAssembler(self.topic, seq, resync_ranges=self.resync_ranges)
         if kind == "beginning":
             low, _ = self._client.watermarks()
             self._seek(low)
-            return TransactionAssembler(self.topic, None, synced=low == 0)  # low > 0: history was deleted
+            # low > 0: history was deleted
+            return TransactionAssembler(self.topic, None, synced=low == 0, resync_ranges=self.resync_ranges)
         if kind == "position":
             seq = self._sequence_before(arg.offset, f"position {arg}", boundary=False)
             if seq != arg.sequence:
@@ -165,18 +168,18 @@ class ChangeStreamConsumer:
                                     sequence=seq, expected=arg.sequence)
             self.committed = self.delivered = arg
             self._seek(arg.offset)
-            return TransactionAssembler(self.topic, arg.sequence)
+            return TransactionAssembler(self.topic, arg.sequence, resync_ranges=self.resync_ranges)
         if kind == "sequence":
             low, _ = self._client.watermarks()
             self._seek(low)
-            return TransactionAssembler(self.topic, arg, synced=synced)
+            return TransactionAssembler(self.topic, arg, synced=synced, resync_ranges=self.resync_ranges)
         return self._begin_at_end()
 
     def _begin_at_end(self) -> TransactionAssembler:
         """Read the last records (the reported high watermark may lie below the true end) to learn the
         last sequence and whether a transaction is open; hand out only what completes after them."""
         low, high = self._client.watermarks()
-        asm = TransactionAssembler(self.topic, None, synced=False)
+        asm = TransactionAssembler(self.topic, None, synced=False, resync_ranges=self.resync_ranges)
         self._seek(max(low, high - END_WINDOW))
         position, last_seen = max(low, high - END_WINDOW), time.monotonic()
         deadline = last_seen + 120

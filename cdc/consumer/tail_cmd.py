@@ -139,7 +139,8 @@ def _tail_stream(args: argparse.Namespace, config: Any, out: _Out) -> int:
     from cdc.consumer import ChangeStreamConsumer, SchemaChange
 
     start = "beginning" if args.from_beginning or args.from_sequence is not None else "end"
-    consumer = ChangeStreamConsumer.from_config(config, args.source, client=args.client, start=start)
+    consumer = ChangeStreamConsumer.from_config(config, args.source, client=args.client, start=start,
+                                                resync_ranges=True)  # shown, not applied
     if args.from_sequence is not None:
         consumer.start_after(sequence=max(0, args.from_sequence - 1), at_boundary=False)
     patterns = args.table

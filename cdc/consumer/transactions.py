@@ -24,7 +24,8 @@ from cdc.consumer.position import Position
 
 @dataclass(frozen=True, slots=True)
 class RowChange:
-    """One data record: ``op`` is c (insert), u (update), d (delete), r (snapshot read), t (truncate)."""
+    """One data record: ``op`` is c (insert), u (update), d (delete), r (snapshot read), t (truncate), x (a
+    resync range: delete the rows ``resync_range`` names; only handed out with ``resync_ranges=True``)."""
 
     table: str  # "db.table"
     op: str
@@ -43,6 +44,15 @@ class RowChange:
     def row(self) -> dict[str, Any] | None:
         """The row as it is after the change (``before`` for a delete)."""
         return self.after if self.after is not None else self.before
+
+    @property
+    def resync_range(self) -> Any:
+        """The cdc.resync_range.ResyncRange of an ``op: "x"`` record (None for other ops): delete the rows of
+        ``table`` whose key lies in it and is not in its ``keep``."""
+        if self.op != "x":
+            return None
+        from cdc.resync_range import ResyncRange
+        return ResyncRange.from_text(self.source.get("resync"), self.table)
 
     def record_key(self) -> dict[str, Any]:
         """The Kafka record key as the publisher wrote it."""

@@ -61,6 +61,8 @@ from cdc.publish.lease import WriterFenced, WriterLease
 from cdc.publish.producer import DELIVERY_TIMEOUT_S, RECORD_OVERHEAD, OrderedProducer, RecordTooLarge
 from cdc.publish.recovery import read_tail
 from cdc.publish.topics import admin_client, ensure_topic, retention_warnings, topic_spec
+from cdc.resync_range import OP as RANGE_OP
+from cdc.resync_range import ResyncRangeError
 from cdc.schema_evolution import changes_json, statement_changes
 from cdc.serde import get_serdes, get_table_key_serde
 
@@ -272,6 +274,12 @@ class Publisher:
         tx = self._tx
         if tx is None:
             raise StreamCorrupt("row change outside a transaction", source=self.source_name, table=str(ch.table))
+        if ch.op == RANGE_OP and self._per_table:  # Debezium has no "delete this key range" record: fail closed
+            raise ResyncRangeError(
+                f"a resync of {ch.table} cannot go to its per-table topic: Debezium consumers have no record for a "
+                "range delete, so they would keep rows the source no longer has. Turn kafka.per_table_topics off "
+                "and restart (the source resumes at this chunk), or resync the table with the daemon stopped "
+                "(`cdc compare --repair`)", table=str(ch.table), why="per_table_topics", txid=tx.txid)
         before, after, src = ch.before, ch.after, ch.source
         row = after if after is not None else before
         if self._json and not self._per_table and row is not None and (not src or _BASE_KEYS.isdisjoint(src)):

@@ -14,10 +14,13 @@ past it without a rebuild:
 3. A HEARTBEAT record is written whose resume state is the checkpoint plus G, and whose ``skipped``
    entry names G, the tables and the time: the stream records what was skipped, and every consumer
    already accepts the record. The next `cdc run` resumes after G.
-4. With ``--resync`` (the source needs a ``signal_table``), an incremental snapshot of each captured
-   table G touched is requested (as `cdc snapshot` does): the restarted daemon re-reads those tables
-   while everything else streams, and every target ends equal to the source. Without it, the command
-   prints the `cdc snapshot` lines to run after the restart.
+4. With ``--resync`` (the source needs a ``signal_table``), a resync of each captured table G touched
+   is requested (as `cdc snapshot --resync` does): the restarted daemon re-reads those tables while
+   everything else streams, deleting the target rows the source does not hold (G may have deleted
+   rows), and every target ends equal to the source. A table that cannot take range deletes (a
+   non-integer key, per-table topics on) gets a plain incremental snapshot, and the command says to
+   check it with `cdc compare` (rows G deleted may remain on the target). Without ``--resync``, the
+   command prints the `cdc snapshot` lines to run after the restart.
 
 Refuses, naming what it found, when the stream has no checkpoint yet, when G is already in the
 checkpoint, or when the next transaction on the source is not G.
@@ -95,14 +98,26 @@ def main(args: argparse.Namespace) -> int:
           f"{', '.join(tables) or 'none seen'}; recorded in {publisher.topic}")
     if captured and args.resync:
         from readers.mysql import snapshot_cmd
+        from readers.mysql.connection import open_connection
 
-        snapshot_cmd.main(argparse.Namespace(action="request", config=args.config, source=src.name,
-                                             table=captured, interval=0))
-        print("restart the daemon (`cdc run`): it streams on and re-snapshots those tables")
+        conn = snapshot_cmd._primary(src, open_connection)
+        try:
+            with conn.cursor() as cur:
+                refused = {t: why for t in captured if (why := snapshot_cmd.resync_refusal(cur, t, config))}
+        finally:
+            conn.close()
+        for resync, tables in ((True, [t for t in captured if t not in refused]), (False, list(refused))):
+            if tables:
+                snapshot_cmd.main(argparse.Namespace(action="request", config=args.config, source=src.name,
+                                                     table=tables, interval=0, resync=resync))
+        for t, why in refused.items():
+            print(f"{t}: plain snapshot, not a resync ({why}); rows the skipped transaction deleted may remain on "
+                  f"the target: check with `cdc compare --config {args.config} --tables {t}`")
+        print("restart the daemon (`cdc run`): it streams on and resyncs those tables")
     elif captured:
         print("restart the daemon (`cdc run`), then resync what the transaction changed:")
         for t in captured:
-            print(f"  cdc snapshot --config {args.config} --source {src.name} --table {t}")
+            print(f"  cdc snapshot --config {args.config} --source {src.name} --table {t} --resync")
     else:
         print("restart the daemon (`cdc run`): none of those tables is captured")
     return 0

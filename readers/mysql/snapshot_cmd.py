@@ -9,6 +9,12 @@ is ordered with the data and survives daemon restarts (it is in the stream
 position the daemon resumes from). Returns at once; the chunks appear in the
 change stream as ``op: r`` transactions while streaming continues.
 
+With ``--resync`` the chunks also delete the target rows that the source does not hold (rows deleted
+at the source while the table was not streamed, rows added or left on the target by hand): each chunk
+transaction ends with a resync range record (cdc.resync_range), and the table ends equal to the
+source while everything else keeps streaming. Needs a primary key of integer columns and
+``kafka.per_table_topics`` off (Debezium consumers have no range delete); refused otherwise, naming why.
+
 Refuses, naming the table, when it does not exist or has no primary key.
 """
 
@@ -27,6 +33,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_config_option(parser)
     parser.add_argument("--source", required=True, help="source name (a kind: mysql source)")
     parser.add_argument("--table", action="append", metavar="DB.TABLE", help="table to re-snapshot (request)")
+    parser.add_argument("--resync", action="store_true",
+                        help="also delete target rows the source does not hold (the table ends equal to the source)")
     parser.add_argument("--interval", type=float, default=5.0,
                         help="status: seconds between two reads of the stream, for the rate and ETA (0: none)")
 
@@ -35,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
     from cdc.compare.errors import CompareError
     from cdc.config import load_config
     from readers.mysql.connection import open_connection
-    from readers.mysql.incremental import EXECUTE, SIGNAL_DDL
+    from readers.mysql.incremental import EXECUTE, RESYNC, SIGNAL_DDL
     from readers.mysql.snapshot import q
 
     if getattr(args, "action", "request") == "status":  # callers that build args by hand mean a request
@@ -51,6 +59,7 @@ def main(args: argparse.Namespace) -> int:
     if not src.signal_table:
         raise ConfigError(f"source {src.name} has no signal_table: add e.g. `signal_table: ops.cdc_signal` to it "
                           "(and restart the daemon) to accept snapshot requests", key="signal_table", file=args.config)
+    resync = bool(getattr(args, "resync", False))
     conn = _primary(src, open_connection)
     try:
         with conn.cursor() as cur:
@@ -63,15 +72,38 @@ def main(args: argparse.Namespace) -> int:
                                 "TABLE_NAME=%s", (db, name))
                     why = "has no primary key" if cur.fetchone()[0] else "does not exist"
                     raise CompareError(f"cannot snapshot {table}: it {why}", table=table)
+                why = resync_refusal(cur, table, config) if resync else None
+                if why:
+                    raise CompareError(f"cannot resync {table}: {why}", table=table)
             sdb, _, stable = src.signal_table.partition(".")
             cur.execute(SIGNAL_DDL.format(table=f"{q(sdb)}.{q(stable)}"))
             request = uuid.uuid4().hex
             cur.execute(f"INSERT INTO {q(sdb)}.{q(stable)} (id, type, data) VALUES (%s, %s, %s)",
-                        (request, EXECUTE, ",".join(args.table)))
+                        (request, RESYNC if resync else EXECUTE, ",".join(args.table)))
     finally:
         conn.close()
-    print(f"snapshot of {', '.join(args.table)} requested from source {src.name} (signal {request})")
+    what = "resync" if resync else "snapshot"
+    print(f"{what} of {', '.join(args.table)} requested from source {src.name} (signal {request})")
     return 0
+
+
+def resync_refusal(cur, table: str, config) -> str | None:
+    """Why ``table`` cannot be resynced with range deletes (None: it can). ``cur``: a cursor on the source."""
+    from cdc.resync_range import integer_key
+
+    if config.kafka.per_table_topics:
+        return ("kafka.per_table_topics is on, and Debezium consumers of the per-table topics have no record for "
+                "a range delete; turn it off, or stop the daemon and use `cdc compare --repair`")
+    db, _, name = table.partition(".")
+    cur.execute("SELECT c.COLUMN_TYPE FROM information_schema.KEY_COLUMN_USAGE k JOIN information_schema.COLUMNS c "
+                "ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME "
+                "WHERE k.TABLE_SCHEMA=%s AND k.TABLE_NAME=%s AND k.CONSTRAINT_NAME='PRIMARY' ORDER BY k.ORDINAL_POSITION",
+                (db, name))
+    types = [str(r[0].decode() if isinstance(r[0], bytes) else r[0]) for r in cur.fetchall()]
+    if not integer_key(types):
+        return (f"its primary key ({', '.join(types) or 'none'}) is not all integer columns, and only integers "
+                "order the same in the source and every target; stop the daemon and use `cdc compare --repair`")
+    return None
 
 
 def _primary(src, open_connection):

@@ -26,7 +26,9 @@ streaming.stream.records). Guarantees, per batch:
   memory; maintained views (if configured) are updated in the same one;
 - barriers: a SCHEMA record (DDL: followed as streaming/apply/catalog.py says; one
   not followed commits what precedes it and raises UnsupportedDdl at its sequence; a first-sight SCHEMA
-  may sit inside the transaction that first touches the table) and a TRUNCATE;
+  may sit inside the transaction that first touches the table), a TRUNCATE and a resync range
+  (cdc.resync_range: the target rows of a key range that the source no longer holds are deleted there,
+  in the batch transaction; a target without ``resync_ranges`` stops on it);
   on targets whose DDL commits implicitly (MySQL/MariaDB, Oracle:
   ``ddl_commits``) what precedes a SCHEMA record is committed with its own
   progress row first, so the batch is then two (or more) transactions, each
@@ -69,6 +71,8 @@ from cdc.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
 from cdc.errors import CdcError
 from cdc.kafka_log import RepeatLimit
 from cdc.metrics import ApplyMetrics
+from cdc.resync_range import OP as RANGE_OP
+from cdc.resync_range import ResyncRange, ResyncRangeError
 from cdc.table_map import TableMap
 from streaming.apply.catalog import Catalog, TableInfo
 from streaming.apply.net_effect import DataChange, TableNet, net_effect, net_effect_columns
@@ -263,7 +267,8 @@ class ApplyEngine:
         if excluded:
             keep &= ~np.isin(batch.offset, np.fromiter(excluded, dtype=np.int64))
         ops = batch.table.column("op") if batch.n else None
-        truncates = np.flatnonzero(keep & _equals(ops, "t", batch.n))
+        # TRUNCATEs and resync ranges (cdc.resync_range): barriers applied at their place in the stream
+        truncates = np.flatnonzero(keep & (_equals(ops, "t", batch.n) | _equals(ops, RANGE_OP, batch.n)))
         keep[truncates] = False
         live = np.ones(batch.n, dtype=bool)  # False inside aborted transactions
         walk = np.union1d(np.flatnonzero(~batch.is_data), truncates)
@@ -290,6 +295,10 @@ class ApplyEngine:
 
         def truncate(rec: StreamRecord) -> None:
             info = self._info(rec.tbl, rec.sequence, rec.offset)
+            if rec.op == RANGE_OP:
+                n = self._resync_range(info, rec)
+                result.rows[info.target_table] = result.rows.get(info.target_table, 0) + n
+                return
             self.target.truncate(info.target_table)
             result.rows[info.target_table] = result.rows.get(info.target_table, 0)
             truncated.append(info.target_table)
@@ -381,6 +390,26 @@ class ApplyEngine:
         run(seg, batch.n)
         self._finish(batch_id, result.last_sequence, position, commit_ts, end_offsets, deltas, truncated)
         return result
+
+    def _resync_range(self, info: TableInfo, rec: StreamRecord) -> int:
+        """Apply a resync range record (cdc.resync_range) at its place: delete the target rows in its key range
+        that it does not keep. Everything before it in the batch is written already (it is a barrier)."""
+        rng = ResyncRange.from_text(rec.meta, info.source_table)
+        if tuple(rng.key) != tuple(info.key):
+            raise ResyncRangeError(f"resync range of {info.source_table} at sequence {rec.sequence} names key "
+                                   f"{list(rng.key)}, the table's primary key is {list(info.key)}",
+                                   table=info.source_table, why="key", sequence=rec.sequence, offset=rec.offset)
+        if self.views:
+            raise ResyncRangeError(f"resync range of {info.source_table} at sequence {rec.sequence}: this apply "
+                                   "maintains views, which a range delete would leave stale; resync the table with "
+                                   "the apply stopped (`cdc compare --repair`)", table=info.source_table,
+                                   why="views", sequence=rec.sequence, offset=rec.offset)
+        n = self.target.delete_range(info.target_table, rng)
+        self.metrics.rows_applied(info.target_table, "delete", n)
+        if n:
+            log.info("resync of %s: deleted %d target row(s) in key range %s..%s that the source does not hold",
+                     info.source_table, n, rng.after, rng.through)
+        return n
 
     def _check_gaps(self, batch: Batch, fresh: Any, prev: Progress | None) -> None:
         """Raise StreamCorrupt unless the new records continue ``prev`` one sequence at a time.

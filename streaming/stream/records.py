@@ -134,8 +134,11 @@ def to_row(part: int, offset: int, key_bytes: bytes | None, value_bytes: bytes |
             key = key_serde.decode(key_bytes) if key_bytes is not None else None
             table = (key or {}).get("table") or f"{src.get('db')}.{src.get('table')}"
             op = value.get("op")
-            if op not in ("c", "u", "d", "r", "t"):
+            if op not in ("c", "u", "d", "r", "t", "x"):
                 raise ValueError(f"data record with unknown op {op!r}")
+            if op == "x":  # a resync range (cdc.resync_range): the range travels in ``meta``
+                return (part, offset, seq, DATA, (value.get("transaction") or {}).get("id"), table, op, None, None,
+                        None, src.get("ts_ms"), src.get("resync"), None, None, None)
             pk = (key or {}).get("key")
             before = value.get("before")
             bkey = None

@@ -34,7 +34,9 @@ the job and the views read only these (no probing for methods):
 - ``row_id_column``: the physical row id (PostgreSQL ``ctid``, DuckDB
   ``rowid``, Oracle ``ROWID``) with which ``delete_one_sql`` deletes ONE copy
   of a row of a keyless table; None: the target writes its own
-  ``delete_one_sql`` (MySQL: ``DELETE ... LIMIT 1``) or ``delete_copies``.
+  ``delete_one_sql`` (MySQL: ``DELETE ... LIMIT 1``) or ``delete_copies``;
+- ``resync_ranges``: it applies a resync range record (cdc.resync_range, ``op: "x"``) with
+  ``delete_range`` in the batch transaction; False: such a record stops the apply (fail closed).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import orjson
 
 from cdc.config import TargetConfig
 from cdc.events import Column, TableSchema
+from cdc.resync_range import ResyncRange, ResyncRangeError, int_key, range_sql
 from cdc.sql_dialects import SqlDialect
 from streaming.errors import TargetError
 from streaming.targets import typemap
@@ -90,6 +93,7 @@ class Target(abc.ABC):
     bulk_min_rows: int = 200
     ddl_commits: bool = False
     row_id_column: str | None = None
+    resync_ranges: bool = True
     schema_kinds: frozenset[str] = frozenset({"add", "backfill", "drop", "rename", "type", "null", "default"})
 
     def __init__(self, config: TargetConfig) -> None:
@@ -412,6 +416,23 @@ class Target(abc.ABC):
 
     def truncate(self, table: str) -> None:
         self.execute(f"DELETE FROM {self.qualified(table)}")
+
+    def delete_range(self, table: str, rng: ResyncRange) -> int:
+        """Apply a resync range (cdc.resync_range) to ``table``: delete its rows whose integer key lies in the
+        range and is not kept; returns how many. The keys in the range are read first (one indexed range
+        scan), the doomed ones picked in Python and deleted by key, so no statement grows with ``keep``."""
+        if not self.resync_ranges:
+            raise ResyncRangeError(
+                f"target {self.name!r} ({self.dialect}) cannot apply a resync range of {table} (a delete of the rows "
+                "in a key range): a resync is for database targets; rebuild this table from a snapshot instead",
+                table=table, why=f"{self.dialect} target")
+        where, params = range_sql(self.quote, self.param, rng.key, rng.after, rng.through)
+        cols = ", ".join(self.quote(k) for k in rng.key)
+        found = self.execute(f"SELECT {cols} FROM {self.qualified(table)} WHERE {where}", params).fetchall()
+        doomed = rng.doomed([int_key(list(r)) for r in found])
+        if doomed:
+            self.delete_rows(table, rng.key, [dict(zip(rng.key, k, strict=True)) for k in doomed])
+        return len(doomed)
 
     # ---- dead letters -----------------------------------------------------------------
     def dead_letter(self, source: str, sequence: int | None, table: str | None, key: Any, value: Any, error: str) -> None:

@@ -87,6 +87,7 @@ class LakeTarget(Target):
     json_rows = True
     bulk_min_rows = 1
     schema_kinds = frozenset({"add"})  # no backfill, drop, rename or retype of stored files (yet): a named stop
+    resync_ranges = False  # no delete by key range over stored files: a resync range record stops the apply
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)

@@ -37,6 +37,7 @@ from streaming.targets.progress_row import Progress, utc_now
 class ParquetTarget(Target):
     dialect = "parquet"
     schema_kinds = frozenset({"changelog"})  # each batch's files carry the columns of their rows
+    resync_ranges = False  # no delete by key range over stored files: a resync range record stops the apply
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)

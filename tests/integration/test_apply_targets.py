@@ -130,3 +130,22 @@ def test_columnar_bulk_path_values_conflicts_and_extra_columns(target):
     with pytest.raises(BadRecord, match="zz") as info:
         e.apply_records(b.as_records(), 2)
     assert info.value.table == "shop.odd" and info.value.sequence is not None
+
+
+def test_a_resync_range_deletes_what_it_does_not_keep_with_unsigned_and_composite_keys(target):
+    from cdc.resync_range import ResyncRange
+
+    cols = [("a", "bigint unsigned"), ("b", "int"), ("v", "int")]
+    b = StreamBuilder().schema("shop.pair", cols, ["a", "b"])
+    big = 2**63
+    b.tx(*[("c", "shop.pair", None, {"a": a, "b": k, "v": 0}) for a in (1, big) for k in range(5)])
+    rng = ResyncRange(("a", "b"), (1, 2), (big, 1), frozenset({(1, 3), (big, 0)}))
+    b.tx(("r", "shop.pair", None, {"a": 1, "b": 3, "v": 1}), ("r", "shop.pair", None, {"a": big, "b": 0, "v": 1}),
+         ("x", "shop.pair", None, None, {"resync": rng.to_text()}))
+    e = ApplyEngine("src", target, TableMap.from_config(ApplyConfig(source="src", target=target.name))).start()
+    e.apply_records(b.as_records(), 0)
+    cur = target.execute(f"SELECT a, b, v FROM {target.qualified('pair')} ORDER BY a, b")
+    got = [(int(a), int(k), int(v)) for a, k, v in cur.fetchall()]
+    target.commit()
+    # (1, 4) and (big, 1) were in the range and not kept; (1, 0..2) and (big, 2..4) lie outside it
+    assert got == [(1, 0, 0), (1, 1, 0), (1, 2, 0), (1, 3, 1), (big, 0, 1), (big, 2, 0), (big, 3, 0), (big, 4, 0)]

@@ -130,3 +130,16 @@ def test_schema_record_inside_a_transaction_belongs_to_it():
     [tx] = _feed_all(TransactionAssembler("t"), recs)
     assert isinstance(tx, Transaction) and [type(i) for i in tx.items] == [SchemaChange, type(tx.changes[0])]
     assert tx.schemas[0].table == "d.t" and tx.schemas[0].in_transaction and len(tx.changes) == 1
+
+
+def test_a_resync_range_stops_a_consumer_that_did_not_ask_for_them_and_is_handed_out_to_one_that_did():
+    from cdc.resync_range import ResyncRange, ResyncRangeError
+
+    rng = ResyncRange(("id",), None, (5,), frozenset({(1,), (2,)}))
+    sb = _stream()
+    sb.tx(("r", "d.t", None, {"id": 1, "v": "a"}), ("x", "d.t", None, None, {"resync": rng.to_text()}))
+    with pytest.raises(ResyncRangeError, match="a resync range of d.t at offset"):
+        _feed_all(TransactionAssembler("t"), sb.items)
+    last = _feed_all(TransactionAssembler("t", resync_ranges=True), sb.items)[-1]
+    assert [c.op for c in last.changes] == ["r", "x"] and last.changes[1].resync_range == rng
+    assert last.changes[0].resync_range is None

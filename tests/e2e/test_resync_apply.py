@@ -1,0 +1,133 @@
+"""A per-table resync of a drifted target while everything streams: `cdc snapshot --table db.t --resync`.
+
+MariaDB -> `cdc run` -> broker -> Spark apply -> PostgreSQL. The target of ``t`` drifts every way a target
+drifts (rows deleted on the source without a binlog, rows deleted, added and changed on the target by hand),
+a writer keeps changing ``t`` and another writer keeps filling ``other``; the resync runs, and `cdc compare`
+then finds both tables EQUAL. A second test kills the daemon (kill -9) in the middle of the resync and
+restarts it: the resync resumes and ends EQUAL too.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import pytest
+
+from cdc.cli import main as cdc_main
+from cdc.dev.ports import wait_until
+from tests.e2e.apply_pipeline import Pipeline
+from tests.e2e.test_snapshot import Writer, load
+
+pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka, pytest.mark.spark, pytest.mark.postgres]
+
+
+class OtherWriter(threading.Thread):
+    """Inserts into ``other`` until stopped: the table that streams on, untouched by the resync."""
+
+    def __init__(self, primary, db):
+        super().__init__(daemon=True)
+        self.conn, self.stop, self.count = primary.connect(db), threading.Event(), 0
+
+    def run(self):
+        with self.conn.cursor() as cur:
+            while not self.stop.is_set():
+                cur.execute("INSERT INTO other (v) VALUES (%s)", (self.count,))
+                self.count += 1
+                self.stop.wait(0.005)
+        self.conn.close()
+
+
+def _pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, db, chunk_rows: int) -> Pipeline:
+    load(mariadb_primary, db)
+    mariadb_primary.query(f"CREATE TABLE `{db}`.other (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+    return Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, db, targets=("pg",),
+                    source_options={"signal_table": f"{db}.cdc_signal", "snapshot": "initial",
+                                    "snapshot_chunk_rows": chunk_rows})
+
+
+def _drift(p: Pipeline) -> None:
+    """Rows the source deleted and changed without a binlog (not streamed), and rows deleted, added (below,
+    inside and above the source's keys) and changed on the target by hand."""
+    conn = p.mariadb.connect(p.db)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION sql_log_bin = 0")
+            cur.execute("DELETE FROM t WHERE id BETWEEN 1500 AND 1519")
+            cur.execute("UPDATE t SET note = 'unlogged' WHERE id BETWEEN 1600 AND 1609")
+    finally:
+        conn.close()
+    with p.postgres.connect() as c:
+        c.execute(f"DELETE FROM {p.tag}.t WHERE id BETWEEN 200 AND 249")
+        c.execute(f"INSERT INTO {p.tag}.t (id, v, note) SELECT i, 7, 'extra' FROM generate_series(-5, -1) i")
+        c.execute(f"INSERT INTO {p.tag}.t (id, v, note) SELECT i, 7, 'extra' FROM generate_series(5000, 5029) i")
+        c.execute(f"UPDATE {p.tag}.t SET v = -1 WHERE id BETWEEN 300 AND 339")
+        c.commit()
+
+
+def _compare_equal(p: Pipeline, capsys) -> str:
+    capsys.readouterr()
+    rc = cdc_main(["compare", "--config", str(p.config_path), "--source", "src", "--target", "pg",
+                   "--tables", f"{p.db}.t", f"{p.db}.other"])
+    out = capsys.readouterr().out
+    assert rc == 0 and out.count("EQUAL") >= 2, out
+    return out
+
+
+def _resync_done(p: Pipeline) -> bool:
+    return f"resync of {p.db}.t done" in p.daemon.log_tail(10 ** 7)
+
+
+def _run(p: Pipeline, spark, capsys, restart_mid_resync: bool) -> None:
+    p.start()
+    thread, stop, errors = p.apply_in_thread(spark)
+    writer, other = Writer(p.mariadb, p.db, pause=0.005), OtherWriter(p.mariadb, p.db)
+    try:
+        writer.start()
+        other.start()
+        sid = p.sentinel()
+        p.wait_sentinel(sid, p.targets, timeout=240, errors=errors)  # the initial snapshot is in the target
+        _drift(p)
+        before = other.count
+        assert cdc_main(["snapshot", "--config", str(p.config_path), "--source", "src", "--table", f"{p.db}.t",
+                         "--resync"]) == 0
+        if restart_mid_resync:
+            wait_until(lambda: f"resync of {p.db}.t requested" in p.daemon.log_tail(10 ** 7), 60,
+                       "the daemon takes the resync request", interval=0.05)
+            p.daemon.signal(signal.SIGKILL)
+            p.daemon.wait_exit(20)
+            assert not _resync_done(p), "the resync ended before the kill: the restart tested nothing"
+            p.daemon.start()
+        wait_until(lambda: _resync_done(p), 300, "resync done", interval=0.5,
+                   alive=lambda: p.daemon._died() or (repr(errors[0]) if errors else None))
+        assert other.count > before  # `other` kept being written (and streamed, compared below)
+        writer.stop.set()
+        other.stop.set()
+        writer.join(10)
+        other.join(10)
+        sid = p.sentinel()
+        p.wait_sentinel(sid, p.targets, timeout=240, errors=errors)
+    finally:
+        writer.stop.set()
+        other.stop.set()
+        stop.set()
+        thread.join(60)
+        p.stop()
+    assert not errors, errors
+    assert writer.count > 50
+    _compare_equal(p, capsys)
+    p.assert_equal(["t", "other"])
+    with p.postgres.connect() as c:
+        assert c.execute(f"SELECT count(*) FROM {p.tag}.t WHERE note = 'extra'").fetchone()[0] == 0
+
+
+def test_resync_makes_a_drifted_target_equal_while_everything_streams(tmp_path, mariadb_primary, broker, postgres,
+                                                                      topic_prefix, tmp_mysql_db, spark, capsys):
+    p = _pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db, chunk_rows=250)
+    _run(p, spark, capsys, restart_mid_resync=False)
+
+
+def test_resync_resumes_after_the_daemon_is_killed_in_the_middle(tmp_path, mariadb_primary, broker, postgres,
+                                                                 topic_prefix, tmp_mysql_db, spark, capsys):
+    p = _pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db, chunk_rows=20)
+    _run(p, spark, capsys, restart_mid_resync=True)
