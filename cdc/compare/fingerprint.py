@@ -47,28 +47,16 @@ this project is built and tested; treat it as untested.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
+from cdc.compare.columns import ColumnInfo, Family
 from cdc.sql_dialects import sql_dialect
 
+__all__ = ["SEP", "ColumnInfo", "Dialect", "Family", "bucket_digest_sql", "md5_sql", "python_row_text", "quote",
+           "row_text_sql"]
+
 Dialect = Literal["mysql", "postgres", "duckdb", "oracle"]
-Family = Literal["int", "bool", "decimal", "float", "string", "binary", "date", "datetime",
-                 "timestamptz", "time", "other"]
-
 SEP = "|"
-
-
-@dataclass(frozen=True)
-class ColumnInfo:
-    """A column as the catalog describes it. ``type`` is the database's own text."""
-
-    name: str
-    type: str
-    family: Family
-    scale: int | None = None  # decimal scale, fractional seconds digits
-    nullable: bool = True
-    charset: str | None = None  # MySQL character set of string columns
 
 
 def quote(dialect: Dialect, name: str) -> str:
