@@ -8,12 +8,14 @@ Raises CompareError when the table does not exist.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from cdc.compare.errors import CompareError
-from cdc.compare.fingerprint import ColumnInfo, Family
+from cdc.compare.fingerprint import ColumnInfo
+from cdc.compare.type_families import classify
 from cdc.sql_dialects import sql_dialect
+
+__all__ = ["TableShape", "classify", "describe"]
 
 
 @dataclass(frozen=True)
@@ -31,63 +33,6 @@ class TableShape:
 
     def __str__(self) -> str:
         return f"{self.schema}.{self.table}"
-
-
-_INT = re.compile(r"^(tiny|small|medium|big)?int(eger)?\b|^(int[248]|hugeint|ubigint|uinteger|usmallint|utinyint|"
-                  r"uhugeint|serial|bigserial|smallserial|year)\b")
-_SPATIAL = ("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
-            "geometrycollection", "geomcollection")
-_PREC = re.compile(r"\((\d+)(?:\s*,\s*(\d+))?\)")
-
-
-def classify(type_text: str, scale: int | None = None, dialect: str = "postgres") -> tuple[Family, int | None]:
-    """Map a database's type text to (family, scale). Unknown types are 'other'.
-
-    MySQL ``TIMESTAMP`` is an instant (stored in UTC), so it is 'timestamptz';
-    PostgreSQL/DuckDB plain ``timestamp`` is wall-clock time: 'datetime'.
-    """
-    t = type_text.lower().strip()
-    m = _PREC.search(t)
-    if t.startswith("tinyint(1)") or t in ("boolean", "bool"):
-        return ("bool" if t in ("boolean", "bool") else "int"), None
-    if _INT.match(t):
-        return "int", None
-    if t.startswith(("decimal", "numeric", "number", "dec(", "fixed")):
-        if scale is None and m and m.group(2) is not None:
-            scale = int(m.group(2))
-        return "decimal", scale
-    if t.startswith(("float", "real", "binary_float")):
-        return "float", 6  # single precision: compared at 6 significant digits (fingerprint)
-    if t.startswith(("double", "binary_double")):
-        return "float", 15
-    if t.startswith(("varchar", "char", "character", "text", "tinytext", "mediumtext", "longtext", "nvarchar",
-                     "nchar", "varchar2", "nvarchar2", "clob", "string", "enum", "set", "bpchar", "name")):
-        return "string", None
-    if t.startswith(("binary", "varbinary", "blob", "tinyblob", "mediumblob", "longblob", "bytea", "raw", "bytes")):
-        return "binary", None
-    if t == "date":
-        return "date", None
-    if t.startswith(("timestamp with time zone", "timestamptz", "timestamp(")) and "with time zone" in t \
-            or t in ("timestamptz", "timestamp with time zone"):
-        return "timestamptz", _frac(m, scale)
-    if t.startswith("timestamp") and not t.startswith("timestamp without"):
-        # MySQL TIMESTAMP is an instant (stored UTC); PostgreSQL/DuckDB plain timestamp is wall clock
-        return ("timestamptz" if dialect == "mysql" else "datetime"), _frac(m, scale)
-    if t.startswith(("datetime", "timestamp without", "timestamp_ns", "timestamp_ms", "timestamp_s")):
-        return "datetime", _frac(m, scale)
-    if t.startswith(("time", "interval")):
-        return "time", _frac(m, scale)
-    if dialect == "mysql" and t.startswith(("bit", "year")):
-        return "int", None  # rendered as their number (fingerprint)
-    if dialect == "mysql" and t.startswith(_SPATIAL):
-        return "binary", None  # the internal value (SRID + WKB), which the stream carries
-    return "other", None
-
-
-def _frac(m: re.Match | None, scale: int | None) -> int | None:
-    if scale is not None:
-        return scale
-    return int(m.group(1)) if m else 0
 
 
 def describe(dialect: str, conn, schema: str, table: str) -> TableShape:
