@@ -8,18 +8,14 @@ from cdc.compare.columns import Family
 
 _INT = re.compile(r"^(tiny|small|medium|big)?int(eger)?\b|^(int[248]|hugeint|ubigint|uinteger|usmallint|utinyint|"
                   r"uhugeint|serial|bigserial|smallserial|year)\b")
-_SPATIAL = ("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
-            "geometrycollection", "geomcollection")
 _PREC = re.compile(r"\((\d+)(?:\s*,\s*(\d+))?\)")
 
 
-def classify(type_text: str, scale: int | None = None, dialect: str = "postgres") -> tuple[Family, int | None]:
-    """Map a database's type text to (family, scale). Unknown types are 'other'.
-
-    MySQL ``TIMESTAMP`` is an instant (stored in UTC), so it is 'timestamptz';
-    PostgreSQL/DuckDB plain ``timestamp`` is wall-clock time: 'datetime'.
-    """
-    t = type_text.lower().strip()
+def common_family(t: str, scale: int | None, plain_timestamp: Family) -> tuple[Family, int | None] | None:
+    """(family, scale) of the lower-cased type text ``t`` by the spellings all databases share; None
+    when they do not name it (the dialect then may: cdc.compare.dialects). ``plain_timestamp``: the
+    family of a bare ``timestamp`` (MySQL: an instant stored in UTC, 'timestamptz'; PostgreSQL/DuckDB:
+    wall-clock time, 'datetime')."""
     m = _PREC.search(t)
     if t.startswith("tinyint(1)") or t in ("boolean", "bool"):
         return ("bool" if t in ("boolean", "bool") else "int"), None
@@ -44,17 +40,12 @@ def classify(type_text: str, scale: int | None = None, dialect: str = "postgres"
             or t in ("timestamptz", "timestamp with time zone"):
         return "timestamptz", _frac(m, scale)
     if t.startswith("timestamp") and not t.startswith("timestamp without"):
-        # MySQL TIMESTAMP is an instant (stored UTC); PostgreSQL/DuckDB plain timestamp is wall clock
-        return ("timestamptz" if dialect == "mysql" else "datetime"), _frac(m, scale)
+        return plain_timestamp, _frac(m, scale)
     if t.startswith(("datetime", "timestamp without", "timestamp_ns", "timestamp_ms", "timestamp_s")):
         return "datetime", _frac(m, scale)
     if t.startswith(("time", "interval")):
         return "time", _frac(m, scale)
-    if dialect == "mysql" and t.startswith(("bit", "year")):
-        return "int", None  # rendered as their number (fingerprint)
-    if dialect == "mysql" and t.startswith(_SPATIAL):
-        return "binary", None  # the internal value (SRID + WKB), which the stream carries
-    return "other", None
+    return None
 
 
 def _frac(m: re.Match | None, scale: int | None) -> int | None:
