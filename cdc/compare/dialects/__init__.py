@@ -6,11 +6,11 @@ compare modules call its methods instead of testing the database's name.
 
 from __future__ import annotations
 
-from cdc.compare.dialects.base import SEP, CompareDialect
-from cdc.compare.dialects.duckdb import DuckDbCompare
-from cdc.compare.dialects.mysql import MySqlCompare
-from cdc.compare.dialects.oracle import OracleCompare
-from cdc.compare.dialects.postgres import PostgresCompare
+from cdc.compare.dialects.dialect_interface import SEP, CompareDialect
+from cdc.compare.dialects.duckdb_compare import DuckDbCompare
+from cdc.compare.dialects.mysql_compare import MySqlCompare
+from cdc.compare.dialects.oracle_compare import OracleCompare
+from cdc.compare.dialects.postgres_compare import PostgresCompare
 from cdc.errors import ConfigError
 from cdc.sql_dialects import DUCKDB, MYSQL, ORACLE, POSTGRES
 

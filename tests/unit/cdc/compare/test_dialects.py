@@ -10,7 +10,7 @@ import pytest
 
 from cdc.compare.columns import ColumnInfo
 from cdc.compare.dialects import COMPARE_DIALECTS, CompareDialect, compare_dialect
-from cdc.compare.dialects.mysql import MySqlCompare
+from cdc.compare.dialects.mysql_compare import MySqlCompare
 from cdc.errors import ConfigError
 from cdc.sql_dialects import SQL_DIALECTS
 

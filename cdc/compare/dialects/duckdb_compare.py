@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cdc.compare.columns import ColumnInfo
-from cdc.compare.dialects.base import CompareDialect, DsnEndpoint
+from cdc.compare.dialects.dialect_interface import CompareDialect, DsnEndpoint
 
 _TRIM = "rtrim(rtrim(CAST({x} AS VARCHAR), '0'), '.')"
 

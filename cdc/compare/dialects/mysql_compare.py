@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc.compare.columns import ColumnInfo, Family
-from cdc.compare.dialects.base import CompareDialect, DsnEndpoint, _query
+from cdc.compare.dialects.dialect_interface import CompareDialect, DsnEndpoint, _query
 from cdc.dsn import mysql_connect_args, parse_mysql_dsn
 
 _SPATIAL = ("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc.compare.columns import ColumnInfo, Family
-from cdc.compare.dialects.base import CompareDialect, DsnEndpoint
+from cdc.compare.dialects.dialect_interface import CompareDialect, DsnEndpoint
 
 
 class PostgresCompare(CompareDialect):

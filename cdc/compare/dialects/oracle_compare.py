@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from cdc.compare.columns import ColumnInfo
-from cdc.compare.dialects.base import SEP, CompareDialect, DsnEndpoint
+from cdc.compare.dialects.dialect_interface import SEP, CompareDialect, DsnEndpoint
 from cdc.compare.errors import CompareError
 
 _NUMBER = "RTRIM(RTRIM(TO_CHAR({c}, 'TM9'), '0'), '.')"
