@@ -8,7 +8,7 @@ top of the shared spellings of its cdc.sql_dialects.SqlDialect (``self.sql``):
     bucket pass    ``bucket_digest`` (string aggregate + MD5), ``bucket_of``
                    (integer division), ``row_estimate_sql``, ``order_key``
     catalog        ``classify`` (type text -> family), ``describe_columns``
-    endpoints      ``connect``, ``stream``, the connect() keywords of a DSN
+    endpoints      ``connect``, ``stream``, ``transaction``, the connect() keywords of a DSN
                    (``dsn_params``), a source (``source_params``) or a target
                    (``target_params``)
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from cdc.compare.columns import ColumnInfo, Family
@@ -186,6 +187,25 @@ class CompareDialect(ABC):
     @abstractmethod
     def connect(self, endpoint: str, params: dict[str, Any]) -> Any:
         """A new DB-API connection, prepared for fingerprints (UTC session, ISO dates)."""
+
+    @contextmanager
+    def transaction(self, conn: Any) -> Iterator[None]:
+        """The statements of the ``with`` block as one transaction on the autocommit ``conn``."""
+        self._run(conn, "BEGIN")
+        try:
+            yield
+        except BaseException:
+            self._run(conn, "ROLLBACK")
+            raise
+        self._run(conn, "COMMIT")
+
+    def _run(self, conn: Any, sql: str) -> None:
+        cur = self.sql.cursor(conn)
+        try:
+            cur.execute(sql)
+        finally:
+            if cur is not conn:
+                cur.close()
 
     def stream(self, conn: Any, sql: str, params: tuple, chunk: int) -> Iterator[tuple]:
         """Rows of ``sql``, ``chunk`` rows per fetch."""

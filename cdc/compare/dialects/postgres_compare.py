@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from cdc.compare.columns import ColumnInfo, Family
@@ -83,6 +84,11 @@ class PostgresCompare(CompareDialect):
         conn.execute("SET TIME ZONE 'UTC'")
         conn.execute("SET DateStyle = 'ISO, YMD'")
         return conn
+
+    @contextmanager
+    def transaction(self, conn: Any) -> Iterator[None]:
+        with conn.transaction():
+            yield
 
     def stream(self, conn: Any, sql: str, params: tuple, chunk: int) -> Iterator[tuple]:
         # named (server-side) cursors live inside a transaction
