@@ -16,6 +16,10 @@ spellings they share from here instead of each testing ``if dialect ==``:
     cursor(conn)         a cursor in ``conn``'s transaction (a DuckDB cursor()
                          would be a second connection: the connection itself)
     first_row(select)    the SELECT limited to its first row
+    schema_noun          CREATE <schema_noun> IF NOT EXISTS makes a schema (MySQL: DATABASE)
+    late_primary_key     ALTER TABLE ... ADD PRIMARY KEY works on an existing table (DuckDB: no)
+    typed_param(type)    a placeholder whose value the database takes as ``type`` (a JSON text or
+                         number for a key column; MySQL converts by itself)
 
 Column DDL of the apply's schema evolution (docs/schema-evolution.md), each a list
 of statements for ``ALTER TABLE <table>`` (the dialect's subclass spells what
@@ -57,6 +61,8 @@ class SqlDialect:
     connection_is_cursor: bool = False
     blob_length_fn: str = ""  # length of a binary value in bytes (default: byte_length_fn)
     key_column_type_change: bool = True  # ALTER ... TYPE of a primary-key column (DuckDB: no)
+    schema_noun: str = "SCHEMA"  # CREATE <schema_noun> IF NOT EXISTS (MySQL: DATABASE)
+    late_primary_key: bool = True  # ALTER TABLE ... ADD PRIMARY KEY on an existing table (DuckDB: no)
 
     def quote(self, name: str) -> str:
         q = self.quote_char
@@ -94,6 +100,9 @@ class SqlDialect:
 
     def first_row(self, select: str) -> str:
         return f"{select} LIMIT 1"
+
+    def typed_param(self, type_: str) -> str:
+        return f"CAST({self.param} AS {type_})"
 
     # ---- column DDL (schema evolution) ---------------------------------------------
     def literal(self, value: str, type_: str) -> str:
@@ -142,6 +151,9 @@ class _MySqlDialect(SqlDialect):
     def literal(self, value: str, type_: str) -> str:
         out = super().literal(value, type_)
         return out.replace("\\", "\\\\") if out.startswith("'") else out
+
+    def typed_param(self, type_: str) -> str:
+        return self.param  # MySQL compares a text or a number with a column of any type by converting it
 
     def add_column(self, table: str, col: str, type_: str, default: str | None, not_null: bool,
                    after: str | None | bool = False) -> list[str]:
@@ -211,12 +223,13 @@ def _is_number_type(type_: str) -> bool:
 
 
 MYSQL = _MySqlDialect("mysql", "`", "%s", "CHAR", "LONGTEXT", "CHAR_LENGTH", "LENGTH", "MD5({})", "{a} <=> {b}",
-                      "START TRANSACTION WITH CONSISTENT SNAPSHOT", "on_duplicate_key")
+                      "START TRANSACTION WITH CONSISTENT SNAPSHOT", "on_duplicate_key", schema_noun="DATABASE")
 POSTGRES = SqlDialect("postgres", '"', "%s", "TEXT", "TEXT", "char_length", "octet_length", "md5({})",
                       "{a} IS NOT DISTINCT FROM {b}", "BEGIN ISOLATION LEVEL REPEATABLE READ", "on_conflict")
 DUCKDB = _DuckDbDialect("duckdb", '"', "?", "VARCHAR", "TEXT", "length", "strlen", "md5({})",
                         "{a} IS NOT DISTINCT FROM {b}", "BEGIN TRANSACTION", "on_conflict", connection_is_cursor=True,
-                        blob_length_fn="octet_length", key_column_type_change=False)
+                        blob_length_fn="octet_length", key_column_type_change=False,
+                        late_primary_key=False)
 ORACLE = _OracleDialect("oracle", '"', "%s", "VARCHAR2(4000)", "CLOB", "LENGTH", "LENGTHB",
                         "LOWER(RAWTOHEX(STANDARD_HASH({}, 'MD5')))", "DECODE({a}, {b}, 1, 0) = 1",
                         "SET TRANSACTION READ ONLY", "merge")

@@ -217,7 +217,8 @@ def _apply_changes(target, state, rng, args, moves: bool):
     from streaming.apply.table_delta import TableDelta
     from streaming.views.dialect import dialect_for
 
-    d, cur, p = dialect_for(target.dialect), target.cursor(), "%s" if target.dialect == "postgres" else "?"
+    d, cur = dialect_for(target.dialect), target.cursor()
+    p = d.param
     n = int(args.rows * args.change_fraction)
     n_cust = max(1, n // 100) if moves else 0
     n_upd, n_del = int((n - n_cust) * 0.4), int((n - n_cust) * 0.3)

@@ -41,177 +41,27 @@ the bucket pass (see cdc.compare.table_diff) the row texts of a bucket, with
 string lengths counted in UTF-8 bytes, are joined and hashed once by
 :func:`bucket_digest_sql`.
 
-Oracle (STANDARD_HASH(..., 'MD5')) is generated here but cannot run where
-this project is built and tested; treat it as untested.
+Each database spells these in its class in cdc.compare.dialects; the functions
+here take the dialect's name. Oracle (STANDARD_HASH(..., 'MD5')) is generated
+but cannot run where this project is built and tested; treat it as untested.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
+from cdc.compare.columns import ColumnInfo, Family
+from cdc.compare.dialects import SEP, compare_dialect
 from cdc.sql_dialects import sql_dialect
 
+__all__ = ["SEP", "ColumnInfo", "Dialect", "Family", "bucket_digest_sql", "md5_sql", "python_row_text", "quote",
+           "row_text_sql"]
+
 Dialect = Literal["mysql", "postgres", "duckdb", "oracle"]
-Family = Literal["int", "bool", "decimal", "float", "string", "binary", "date", "datetime",
-                 "timestamptz", "time", "other"]
-
-SEP = "|"
-
-
-@dataclass(frozen=True)
-class ColumnInfo:
-    """A column as the catalog describes it. ``type`` is the database's own text."""
-
-    name: str
-    type: str
-    family: Family
-    scale: int | None = None  # decimal scale, fractional seconds digits
-    nullable: bool = True
-    charset: str | None = None  # MySQL character set of string columns
 
 
 def quote(dialect: Dialect, name: str) -> str:
     return sql_dialect(dialect).quote(name)
-
-
-def _render(dialect: Dialect, col: ColumnInfo, trim_decimal: bool) -> str:
-    """SQL for the canonical text of one column (NULL stays NULL)."""
-    c = quote(dialect, col.name)
-    f = col.family
-    if dialect == "mysql":
-        # CONCAT_WS converts numbers and temporals to their text itself: no CAST (it costs per row)
-        t = col.type.lower()
-        if f in ("int", "bool"):
-            # ZEROFILL ('001'), YEAR ('0000') and BIT (bytes) have a text of their own: take the number
-            return f"({c} + 0)" if "zerofill" in t or t.startswith(("year", "bit")) else c
-        if f == "decimal":
-            if "zerofill" in t:
-                c = f"({c} + 0)"
-            if trim_decimal and (col.scale or 0) > 0:
-                return f"TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM CAST({c} AS CHAR)))"
-            return c
-        if f == "float":
-            return _float_text(dialect, f"({c} + 0e0)", col.scale or 15)  # FLOAT widened exactly
-        if f == "string":
-            if col.charset and col.charset.lower() not in ("utf8mb4", "utf8", "utf8mb3"):
-                return f"CONVERT({c} USING utf8mb4)"
-            return c
-        if f == "binary":
-            return f"LOWER(HEX({c}))"
-        if f == "date":
-            return f"IF(MONTH({c}) = 0 OR DAYOFMONTH({c}) = 0, NULL, {c})"  # zero dates are NULL
-        if f in ("datetime", "timestamptz"):  # session time_zone is '+00:00' (see endpoints)
-            text = c if col.scale == 6 else f"DATE_FORMAT({c}, '%Y-%m-%d %H:%i:%s.%f')"
-            return f"IF(MONTH({c}) = 0 OR DAYOFMONTH({c}) = 0, NULL, {text})"  # zero dates are NULL
-        if f == "time":
-            return (f"(IF({c} < 0, -1, 1) * (((HOUR({c}) * 60 + MINUTE({c})) * 60 + SECOND({c})) * 1000000"
-                    f" + MICROSECOND({c})))")
-        return f"CAST({c} AS CHAR)"
-    if dialect == "postgres":
-        if f == "int":
-            return f"{c}::text"
-        if f == "bool":
-            return f"(CASE WHEN {c} THEN '1' ELSE '0' END)"
-        if f == "decimal":
-            return f"trim_scale({c})::text" if trim_decimal else f"{c}::text"
-        if f == "float":
-            return _float_text(dialect, f"{c}::float8", col.scale or 15)
-        if f == "string":
-            return f"{c}::text"
-        if f == "binary":
-            return f"encode({c}, 'hex')"
-        if f == "date":
-            return f"to_char({c}, 'YYYY-MM-DD')"
-        if f == "datetime":
-            return f"to_char({c}, 'YYYY-MM-DD HH24:MI:SS.US')"
-        if f == "timestamptz":
-            return f"to_char({c} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"
-        if f == "time":  # time or interval
-            return f"round(extract(epoch from {c}) * 1000000)::bigint::text"
-        return f"{c}::text"
-    if dialect == "duckdb":
-        trim = "rtrim(rtrim(CAST({x} AS VARCHAR), '0'), '.')"
-        if f == "int":
-            return f"CAST({c} AS VARCHAR)"
-        if f == "bool":
-            return f"(CASE WHEN {c} THEN '1' ELSE '0' END)"
-        if f == "decimal":
-            if trim_decimal and (col.scale or 0) > 0:
-                return trim.format(x=c)
-            return f"CAST({c} AS VARCHAR)"
-        if f == "float":
-            return _float_text(dialect, f"CAST({c} AS DOUBLE)", col.scale or 15)
-        if f == "string":
-            return c
-        if f == "binary":
-            return f"lower(hex({c}))"
-        if f == "date":
-            return f"CAST({c} AS VARCHAR)"
-        if f == "datetime":
-            return f"strftime({c}, '%Y-%m-%d %H:%M:%S.%f')"
-        if f == "timestamptz":
-            return f"strftime(timezone('UTC', {c}), '%Y-%m-%d %H:%M:%S.%f')"
-        if f == "time":  # time or interval
-            return f"CAST(CAST(round(epoch({c}) * 1000000) AS BIGINT) AS VARCHAR)"
-        return f"CAST({c} AS VARCHAR)"
-    if dialect == "oracle":  # untested: no Oracle server where we build
-        if f in ("int", "decimal", "float"):
-            return f"RTRIM(RTRIM(TO_CHAR({c}, 'TM9'), '0'), '.')" if f != "int" else f"TO_CHAR({c})"
-        if f == "string":
-            return c
-        if f == "binary":
-            return f"LOWER(RAWTOHEX({c}))"
-        if f == "date":  # Oracle DATE carries a time of day
-            return f"TO_CHAR({c}, 'YYYY-MM-DD HH24:MI:SS') || '.000000'"
-        if f == "datetime":
-            return f"TO_CHAR({c}, 'YYYY-MM-DD HH24:MI:SS.FF6')"
-        if f == "timestamptz":
-            return f"TO_CHAR(SYS_EXTRACT_UTC({c}), 'YYYY-MM-DD HH24:MI:SS.FF6')"
-        return f"TO_CHAR({c})"
-    raise ValueError(f"unknown dialect {dialect!r}")
-
-
-def _float_text(dialect: Dialect, x: str, digits: int) -> str:
-    """``x`` (a double) to ``digits`` significant digits: '<mantissa>e<exponent>' (module docstring).
-
-    The power of ten is applied in two halves so that neither overflows at the ends of the
-    double range (1.7976931348623157E308, 2.2250738585072014E-308)."""
-    e = f"FLOOR(LOG10(ABS({x})))"
-    k = f"({digits - 1} - {e})"
-    if dialect == "mysql":
-        half = f"({k} DIV 2)"
-        scaled = f"({x} * POW(10, {half}) * POW(10, {k} - {half}))"
-        m = f"CAST(SIGN({scaled}) * FLOOR(ABS({scaled}) + 0.5) AS SIGNED)"
-        return f"IF({x} = 0, '0', CONCAT({m}, 'e', CAST({e} AS SIGNED)))"
-    if dialect == "postgres":
-        half = f"trunc({k} / 2)"
-        scaled = f"({x} * power(10::float8, {half}) * power(10::float8, {k} - {half}))"
-        m = f"(sign({scaled}) * floor(abs({scaled}) + 0.5))::bigint::text"
-        return (f"(CASE WHEN {x} = 0 THEN '0' WHEN {x} = 'NaN'::float8 THEN 'nan' WHEN {x} = 'Infinity'::float8 "
-                f"THEN 'inf' WHEN {x} = '-Infinity'::float8 THEN '-inf' ELSE {m} || 'e' || ({e})::bigint::text END)")
-    if dialect == "duckdb":
-        half = f"trunc({k} / 2)"
-        scaled = f"({x} * pow(10::DOUBLE, {half}) * pow(10::DOUBLE, {k} - {half}))"
-        m = f"CAST(CAST(sign({scaled}) * floor(abs({scaled}) + 0.5) AS BIGINT) AS VARCHAR)"
-        return (f"(CASE WHEN {x} = 0 THEN '0' WHEN isnan({x}) THEN 'nan' WHEN {x} = 'inf'::DOUBLE THEN 'inf' "
-                f"WHEN {x} = '-inf'::DOUBLE THEN '-inf' ELSE {m} || 'e' || CAST(CAST({e} AS BIGINT) AS VARCHAR) END)")
-    raise ValueError(f"no float rendering for {dialect!r}")
-
-
-def _length(dialect: Dialect, col: ColumnInfo, rendered: str, lengths: str = "chars") -> str:
-    d = sql_dialect(dialect)
-    # bytes: UTF-8 bytes (MySQL renders other charsets through CONVERT(... USING utf8mb4))
-    sql = d.byte_length(rendered) if lengths == "bytes" else d.char_length(rendered)
-    return f"NVL({sql}, 0)" if dialect == "oracle" else sql  # Oracle: '' is NULL, the null flag already says it
-
-
-def _null_flag(dialect: Dialect, col: ColumnInfo, rendered: str) -> str:
-    c = quote(dialect, col.name)
-    if dialect == "mysql":
-        # a zero date renders as NULL: its flag says NULL too
-        return f"ISNULL({rendered if col.family in ('date', 'datetime', 'timestamptz') else c})"
-    return f"(CASE WHEN {c} IS NULL THEN '1' ELSE '0' END)"
 
 
 def row_text_sql(dialect: Dialect, columns: list[ColumnInfo], trim_decimal: frozenset[str] = frozenset(),
@@ -223,34 +73,25 @@ def row_text_sql(dialect: Dialect, columns: list[ColumnInfo], trim_decimal: froz
     string, LENGTH does not). The bucket pass uses it; row fingerprints keep
     character lengths, so they stay what :func:`python_row_text` defines.
     """
+    d = compare_dialect(dialect)
     flags: list[str] = []
     values: list[str] = []
     for col in columns:
-        rendered = _render(dialect, col, col.name in trim_decimal)
+        rendered = d.render(col, col.name in trim_decimal)
         if col.nullable:
-            flags.append(_null_flag(dialect, col, rendered))
+            flags.append(d.null_flag(col, rendered))
         if col.family in ("string", "binary"):
-            flags.append(_length(dialect, col, rendered, lengths))
+            # bytes: UTF-8 bytes (MySQL renders other charsets through CONVERT(... USING utf8mb4))
+            flags.append(d.length_flag(col, rendered, lengths))
         values.append(rendered)
     if not flags:
         flags = ["''"]
-    if dialect == "oracle":
-        sep = " || ',' || "
-        flag_sql = sep.join(f"TO_CHAR({f})" for f in flags)
-        return f"{flag_sql} || '|' || " + " || '|' || ".join(values)
-    if dialect == "duckdb":
-        # concat_ws in DuckDB skips NULLs like MySQL; cast flags to text for it
-        flag_sql = "concat_ws(','" + "".join(f", CAST({f} AS VARCHAR)" for f in flags) + ")"
-        return f"concat_ws('{SEP}', {flag_sql}, " + ", ".join(values) + ")"
-    flag_sql = "concat_ws(','" + "".join(f", {f}" for f in flags) + ")"
-    if dialect == "postgres":
-        flag_sql = "concat_ws(','" + "".join(f", ({f})::text" for f in flags) + ")"
-    return f"concat_ws('{SEP}', {flag_sql}, " + ", ".join(values) + ")"
+    return d.row_text(flags, values)
 
 
 def md5_sql(dialect: Dialect, columns: list[ColumnInfo], trim_decimal: frozenset[str] = frozenset()) -> str:
     """SQL for the row fingerprint: 32 lower-case hex characters."""
-    return sql_dialect(dialect).md5(row_text_sql(dialect, columns, trim_decimal))
+    return compare_dialect(dialect).md5(row_text_sql(dialect, columns, trim_decimal))
 
 
 def bucket_digest_sql(dialect: Dialect, text: str, order_by: str, ordered: bool = True) -> str:
@@ -269,13 +110,9 @@ def bucket_digest_sql(dialect: Dialect, text: str, order_by: str, ordered: bool 
     but the same way on both sides unless their key sequences differ. The order
     only ever costs speed, never correctness: equal buckets joined in different
     orders digest differently, and the row pass over them finds them equal.
+    Oracle: NotImplementedError (the row pass is used).
     """
-    if dialect == "mysql":
-        order = f" ORDER BY {order_by}" if ordered else ""
-        return f"MD5(GROUP_CONCAT({text}{order} SEPARATOR '\\n'))"
-    if dialect in ("postgres", "duckdb"):
-        return f"md5(string_agg({text}, chr(10) ORDER BY {order_by}))"
-    raise NotImplementedError("bucket pass is not implemented for Oracle (LISTAGG is limited); the row pass is used")
+    return compare_dialect(dialect).bucket_digest(text, order_by, ordered)
 
 
 def python_row_text(values: list, columns: list[ColumnInfo], lengths: str = "chars") -> str:

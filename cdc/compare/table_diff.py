@@ -8,7 +8,8 @@ Row pass: each database computes ``key, md5(row)`` ordered by key (binary
 order for strings); both streams are read through server-side cursors by
 one prefetch thread per side, and cdc.compare.merge walks them once.
 
-Bucket pass (single integer key, MySQL/PostgreSQL/DuckDB): each database
+Bucket pass (single integer key, a database whose CompareDialect has
+``buckets``: MySQL/PostgreSQL/DuckDB): each database
 first folds its rows into buckets of ``(key - lo) / width`` holding
 ``count`` and the MD5 of the bucket's canonical row texts joined
 (cdc.compare.fingerprint.bucket_digest_sql); only buckets whose
@@ -33,6 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
+from cdc.compare.dialects import CompareDialect
 from cdc.compare.endpoints import Endpoint
 from cdc.compare.errors import CompareError
 from cdc.compare.fingerprint import ColumnInfo, bucket_digest_sql, md5_sql, quote, row_text_sql
@@ -58,6 +60,10 @@ class Side:
     def dialect(self) -> str:
         return self.endpoint.dialect
 
+    @property
+    def sql(self) -> CompareDialect:
+        return self.endpoint.compare
+
     def table_sql(self) -> str:
         q = lambda n: quote(self.dialect, n)
         return f"{q(self.shape.schema)}.{q(self.shape.table)}"
@@ -70,17 +76,8 @@ class Side:
         return row_text_sql(self.dialect, self.columns, self.trim, lengths="bytes")
 
     def order_by(self) -> str:
-        parts = []
-        for name in self.key:
-            c = quote(self.dialect, name)
-            fam = self.shape.column(name).family
-            if fam == "string" and self.dialect == "mysql":
-                parts.append(f"CAST(CONVERT({c} USING utf8mb4) AS BINARY)")
-            elif fam == "string" and self.dialect == "postgres":
-                parts.append(f'{c} COLLATE "C"')
-            else:
-                parts.append(c)
-        return ", ".join(parts)
+        return ", ".join(self.sql.order_key(quote(self.dialect, name), self.shape.column(name).family)
+                         for name in self.key)
 
 
 def split_name(name: str, default_schema: str | None) -> tuple[str, str]:
@@ -122,9 +119,9 @@ def plan(src_ep: Endpoint, src_conn, src_name: str, tgt_ep: Endpoint, tgt_conn, 
             report.type_mismatches.append(
                 f"column {sc.name}: source {sc.type} (scale {sc.scale}) vs target {tc.type} (scale {tc.scale}); "
                 "compared with trailing zeros trimmed")
-        if sc.family == "decimal" or tc.family == "decimal":
-            if not (sc.family == tc.family == "decimal" and sc.scale == tc.scale and sc.scale is not None):
-                trim.add(sc.name.lower())
+        if (sc.family == "decimal" or tc.family == "decimal") and \
+                not (sc.family == tc.family == "decimal" and sc.scale == tc.scale and sc.scale is not None):
+            trim.add(sc.name.lower())
         nullable = sc.nullable or tc.nullable  # both sides must agree on which flags exist
         s_cols.append(replace(sc, nullable=nullable))
         t_cols.append(replace(tc, nullable=nullable))
@@ -239,7 +236,7 @@ class TableCompare:
 
     def _renders(self, side: Side, conn, columns: list[ColumnInfo]) -> str | None:
         """None when ``side``'s database renders ``columns`` (one row tried), else its error."""
-        limit = "WHERE ROWNUM = 1" if side.dialect == "oracle" else "LIMIT 1"
+        limit = side.sql.one_row()
         try:
             side.endpoint.query(conn, f"SELECT {md5_sql(side.dialect, columns, side.trim)} FROM {side.table_sql()} "
                                       f"{limit}")
@@ -276,8 +273,7 @@ class TableCompare:
     def _bucketable(self) -> bool:
         return (len(self.s.key) == 1 and self.s.shape.column(self.s.key[0]).family == "int"
                 and self.t.shape.column(self.t.key[0]).family == "int"
-                and self.s.dialect in ("mysql", "postgres", "duckdb")
-                and self.t.dialect in ("mysql", "postgres", "duckdb"))
+                and self.s.sql.buckets and self.t.sql.buckets)
 
     def _row_sql(self, side: Side, where: str = "") -> str:
         keys = ", ".join(quote(side.dialect, k) for k in side.key)
@@ -342,24 +338,16 @@ class TableCompare:
     @staticmethod
     def _estimate(side: Side, conn) -> int:
         schema, table = side.shape.schema, side.shape.table
-        ph = side.endpoint.placeholder
-        if side.dialect == "mysql":
-            sql = f"SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = {ph} AND TABLE_NAME = {ph}"
-        elif side.dialect == "postgres":
-            sql = ("SELECT c.reltuples::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                   f"WHERE n.nspname = {ph} AND c.relname = {ph}")
-        else:
-            sql = f"SELECT estimated_size FROM duckdb_tables() WHERE schema_name = {ph} AND table_name = {ph}"
-        rows = side.endpoint.query(conn, sql, (schema, table))
+        rows = side.endpoint.query(conn, side.sql.row_estimate_sql(), (schema, table))
         return max(0, int(rows[0][0] or 0)) if rows else 0
 
     def _bucket_sql(self, side: Side, lo: int, width: int, slab: tuple[int, int]) -> str:
         k = quote(side.dialect, side.key[0])
-        div = {"mysql": "DIV", "postgres": "/", "duckdb": "//"}[side.dialect]
-        digest = bucket_digest_sql(side.dialect, side.text(), k,
-                                   ordered=not (self.s.dialect == self.t.dialect == "mysql"))
-        return (f"SELECT ({k} - {lo}) {div} {width} AS b, COUNT(*), {digest} FROM {side.table_sql()} "
-                f"WHERE {k} >= {slab[0]} AND {k} < {slab[1]} GROUP BY ({k} - {lo}) {div} {width} ORDER BY 1")
+        bucket = side.sql.bucket_of(k, lo, width)
+        other = self.t if side is self.s else self.s
+        digest = bucket_digest_sql(side.dialect, side.text(), k, ordered=side.sql.ordered_digest_with(other.sql))
+        return (f"SELECT {bucket} AS b, COUNT(*), {digest} FROM {side.table_sql()} "
+                f"WHERE {k} >= {slab[0]} AND {k} < {slab[1]} GROUP BY {bucket} ORDER BY 1")
 
     def _bucket_stream(self, side: Side, conns: list, lo: int, hi: int, width: int) -> Iterator[tuple]:
         """(bucket, (count, digest)) in bucket order, one query per slab of SLAB_BUCKETS buckets.

@@ -26,8 +26,7 @@ behind than that also raises ShadowStateError.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 from cdc.compare.endpoints import Endpoint
@@ -57,7 +56,7 @@ class ShadowStore:
     def ensure(self, sources: list[TableShape]) -> None:
         """Create the shadow schema, state, journal and one shadow table per source table."""
         d, q = self.ep.dialect, self.q
-        self._exec(f"CREATE {'DATABASE' if d == 'mysql' else 'SCHEMA'} IF NOT EXISTS {q(self.schema)}")
+        self._exec(f"CREATE {self.ep.sql.schema_noun} IF NOT EXISTS {q(self.schema)}")
         text = self.ep.sql.long_text
         self._exec(f"CREATE TABLE IF NOT EXISTS {self.qualified('_cdc_state')} (source VARCHAR(200) PRIMARY KEY, "
                    "applied BIGINT NOT NULL)")
@@ -73,7 +72,7 @@ class ShadowStore:
                            f"{q(src.schema)}.{q(src.table)} WHERE 1 = 0")
                 self._exec(f"ALTER TABLE {self.qualified(name)} ADD COLUMN _cdc_md5 CHAR(32)")
                 self._exec(f"ALTER TABLE {self.qualified(name)} ADD COLUMN _cdc_row {text}")
-                if d != "duckdb":  # DuckDB cannot add a primary key afterwards; ORDER BY still works
+                if self.ep.sql.late_primary_key:  # DuckDB cannot add one afterwards; ORDER BY still works
                     self._exec(f"ALTER TABLE {self.qualified(name)} ADD PRIMARY KEY ({keys})")
             self.shapes[str(src)] = describe(d, self.conn, self.schema, name)
 
@@ -90,19 +89,8 @@ class ShadowStore:
             if cur is not self.conn:
                 cur.close()
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        if self.ep.dialect == "postgres":
-            with self.conn.transaction():
-                yield
-            return
-        self._exec("BEGIN")
-        try:
-            yield
-        except BaseException:
-            self._exec("ROLLBACK")
-            raise
-        self._exec("COMMIT")
+    def transaction(self) -> AbstractContextManager[None]:
+        return self.ep.compare.transaction(self.conn)
 
     # ---------------------------------------------------------------- state
     def applied(self) -> int:
@@ -172,9 +160,7 @@ class ShadowStore:
                        f"VALUES ({vals})", (*key.values(), md5, _dump(row)))
 
     def _param(self, shape: TableShape, column: str) -> str:
-        if self.ep.dialect == "mysql":
-            return self.ph
-        return f"CAST({self.ph} AS {shape.column(column).type})"  # JSON gave text/ints: cast to the key type
+        return self.ep.sql.typed_param(shape.column(column).type)  # JSON gave text/ints: cast to the key type
 
     def before_images(self, table: str, keys: list[dict]) -> dict[tuple, tuple[str, dict]]:
         """(md5, row image) of the shadow rows of ``keys``, by key tuple."""

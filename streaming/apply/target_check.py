@@ -18,25 +18,12 @@ from typing import Any
 from cdc.checks import Check
 from streaming.targets import make_target
 
-_WHO = {"postgres": "SELECT current_user, current_schema()", "mysql": "SELECT CURRENT_USER(), DATABASE()",
-        "oracle": "SELECT USER, SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA') FROM DUAL", "duckdb": "SELECT 'you', 'main'"}
 
-
-def _grant(kind: str, user: str, schema: str, where: str, error: str) -> str:
-    """The statement that lets ``user`` write in ``schema`` (creates it when the error says it is missing)."""
+def _grant(target: Any, user: str, schema: str, error: str) -> str:
+    """The statement that lets ``user`` write in ``schema`` (the target's ``grant_hint``; it creates the
+    schema first when the error says it is missing)."""
     missing = "does not exist" in error or "Unknown database" in error
-    if kind == "postgres" and missing:
-        return f"CREATE SCHEMA {schema} AUTHORIZATION {user};"
-    if kind == "mysql" and missing:
-        return f"CREATE DATABASE `{schema}`; then the GRANT for {user} on `{schema}`.*"
-    if kind == "postgres":
-        return f"GRANT USAGE, CREATE ON SCHEMA {schema} TO {user};"
-    if kind == "mysql":
-        at = user.replace("@", "'@'")
-        return f"GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX ON `{schema}`.* TO '{at}';"
-    if kind == "oracle":
-        return f"GRANT CREATE TABLE TO {user}; ALTER USER {user} QUOTA UNLIMITED ON <its tablespace>;"
-    return f"make {where} writable by the user that runs `cdc apply`"
+    return target.grant_hint(user, schema, missing)
 
 
 def checks(config: Any, key: str) -> list[Check]:
@@ -56,7 +43,7 @@ def checks(config: Any, key: str) -> list[Check]:
         return [Check(name, False, f"cannot connect: {exc}", f"check targets[{key}] dsn/host, user and password")]
     out = [Check(name, True, f"{config.kind} reachable")]
     try:
-        user, schema = target.execute(_WHO[config.kind]).fetchone()
+        user, schema = target.execute(target.who_sql).fetchone()
         schema = target.schema or schema
         scratch = f"_cdc_check_{uuid.uuid4().hex[:8]}"
         table = target.qualified(scratch)
@@ -74,7 +61,7 @@ def checks(config: Any, key: str) -> list[Check]:
                 pass
             error = str(exc).strip().splitlines()[0]
             out.append(Check(f"{name}: write", False, f"{user} cannot create a table in {schema}: {error}",
-                             _grant(config.kind, user, schema, schema, error)))
+                             _grant(target, user, schema, error)))
     finally:
         target.close()
     return out

@@ -106,6 +106,13 @@ class Target(abc.ABC):
     @abc.abstractmethod
     def _connect(self) -> Any: ...
 
+    # ---- `cdc check` (streaming/apply/target_check.py) --------------------------------
+    who_sql = ""  # SELECT of (the user we are, the current schema)
+
+    def grant_hint(self, user: str, schema: str, missing: bool) -> str:
+        """The statement that lets ``user`` write in ``schema`` (``missing``: create it first)."""
+        return f"make {schema} writable by the user that runs `cdc apply`"
+
     def open(self) -> Target:
         if self.conn is None:
             self.conn = self._connect()

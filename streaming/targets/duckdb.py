@@ -28,6 +28,7 @@ class DuckDbTarget(Target):
     columnar = True
     row_id_column = "rowid"
     sql = DUCKDB
+    who_sql = "SELECT 'you', 'main'"
     text = "varchar"
 
     def __init__(self, config: TargetConfig) -> None:

@@ -52,6 +52,7 @@ class MySqlTarget(Target):
     columnar = True
     ddl_commits = True
     sql = MYSQL
+    who_sql = "SELECT CURRENT_USER(), DATABASE()"
     timestamp = "datetime(6)"
     text = "longtext"
 
@@ -65,6 +66,12 @@ class MySqlTarget(Target):
                     "autocommit": False}
         if self.schema is None:
             self.schema = self._kw["database"]
+
+    def grant_hint(self, user: str, schema: str, missing: bool) -> str:
+        if missing:
+            return f"CREATE DATABASE `{schema}`; then the GRANT for {user} on `{schema}`.*"
+        at = user.replace("@", "'@'")
+        return f"GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX ON `{schema}`.* TO '{at}';"
 
     def _connect(self) -> Any:
         try:

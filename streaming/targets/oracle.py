@@ -42,6 +42,7 @@ class OracleTarget(Target):
     ddl_commits = True
     row_id_column = "ROWID"
     sql = ORACLE  # its placeholder %s is rewritten to :1, :2, ... in execute()
+    who_sql = "SELECT USER, SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA') FROM DUAL"
     bigint = "number(19)"
     text = "clob"
 
@@ -50,6 +51,9 @@ class OracleTarget(Target):
         if not config.dsn:
             raise TargetError(f"target {config.name!r} (oracle) needs a dsn [user@]host:port/service",
                               target=config.name)
+
+    def grant_hint(self, user: str, schema: str, missing: bool) -> str:
+        return f"GRANT CREATE TABLE TO {user}; ALTER USER {user} QUOTA UNLIMITED ON <its tablespace>;"
 
     def _connect(self) -> Any:
         import oracledb

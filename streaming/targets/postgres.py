@@ -62,6 +62,7 @@ logging.getLogger("psycopg").addFilter(_LostConnectionNoise())
 class PostgresTarget(Target):
     dialect = "postgres"
     sql = POSTGRES
+    who_sql = "SELECT current_user, current_schema()"
     row_id_column = "ctid"
 
     def __init__(self, config: TargetConfig) -> None:
@@ -69,6 +70,11 @@ class PostgresTarget(Target):
         if not config.dsn:
             raise TargetError(f"target {config.name!r} (postgres) needs a dsn", target=config.name)
         self._duck: Any = None  # in-process DuckDB that decodes JSON row images (columnar path)
+
+    def grant_hint(self, user: str, schema: str, missing: bool) -> str:
+        if missing:
+            return f"CREATE SCHEMA {schema} AUTHORIZATION {user};"
+        return f"GRANT USAGE, CREATE ON SCHEMA {schema} TO {user};"
 
     def _connect(self) -> Any:
         try:

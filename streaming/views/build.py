@@ -96,10 +96,7 @@ def create_view_table(cur: Any, view: ViewDef, d: Dialect) -> None:
     the base tables have the indexes maintenance probes (``support_indexes``)."""
     support_indexes(cur, view, d)
     cur.execute(f"DROP TABLE IF EXISTS {d.q(view.name)}")
-    # PostgreSQL: leave room in each page so maintenance updates stay HOT (no index churn). A batch
-    # may touch every group of an aggregate view: below half full, a page takes a new version of
-    # each of its rows.
-    options = f" WITH (fillfactor = {45 if view.aggregate else 80})" if d.name == "postgres" else ""
+    options = d.table_options(view.aggregate)  # PostgreSQL: a fillfactor that keeps updates HOT
     cur.execute(f"CREATE TABLE {d.q(view.name)}{options} AS {build_select(view, d)}")
     cur.execute(f"CREATE UNIQUE INDEX {d.q(view.name + '__key')} ON {d.q(view.name)} ({d.q('__key')})")
 
@@ -121,29 +118,21 @@ def support_indexes(cur: Any, view: ViewDef, d: Dialect) -> list[str]:
     the index also carries (INCLUDE) the other columns the view reads, so the probes and
     the MIN/MAX group recomputes read the index alone instead of one heap page per row.
     PostgreSQL and MySQL/MariaDB only: DuckDB joins by hashing and does not use such indexes."""
-    if d.name not in ("postgres", "mysql"):
+    if not d.probe_indexes:
         return []
     made = []
     for table, column, rest in support_columns(view):
         if column.lower() in _leading_index_columns(cur, d, table):
             continue
         name = _index_name(table, column)
-        include = f" INCLUDE ({', '.join(d.q(c) for c in rest)})" if rest and d.name == "postgres" else ""
+        include = d.index_include([d.q(c) for c in rest])
         cur.execute(f"CREATE INDEX {d.q(name)} ON {d.q(table)} ({d.q(column)}){include}")
         made.append(name)
     return made
 
 
 def _leading_index_columns(cur: Any, d: Dialect, table: str) -> set[str]:
-    schema, _, name = table.rpartition(".")
-    if d.name == "postgres":
-        cur.execute("SELECT a.attname FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a "
-                    "ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] WHERE i.indrelid = to_regclass(%s)",
-                    (d.q(table),))
-    else:
-        cur.execute("SELECT column_name FROM information_schema.statistics WHERE table_schema = "
-                    f"{'%s' if schema else 'DATABASE()'} AND table_name = %s AND seq_in_index = 1",
-                    (schema, name) if schema else (name,))
+    cur.execute(*d.leading_index_columns_sql(table))
     return {r[0].lower() for r in cur.fetchall()}
 
 
@@ -165,25 +154,14 @@ def refill(cur: Any, view: ViewDef, d: Dialect) -> None:
 def existing_tables(cur: Any, d: Dialect, names: Sequence[str]) -> set[str]:
     """Which of ``names`` exist as tables in the current schema (one catalog query)."""
     marks = ", ".join([d.param] * len(names))
-    if d.name == "postgres":  # the catalog directly: information_schema costs ms per call
-        cur.execute("SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON "
-                    f"n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') "
-                    f"AND c.relname IN ({marks})", tuple(names))
-        return {r[0] for r in cur.fetchall()}
-    if d.name == "duckdb":  # its information_schema costs milliseconds too
-        cur.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND "
-                    f"schema_name = current_schema() AND NOT temporary AND table_name IN ({marks})", tuple(names))
-        return {r[0] for r in cur.fetchall()}
-    cur.execute(f"SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() "
-                f"AND table_name IN ({marks})", tuple(names))
+    cur.execute(d.existing_tables_sql(marks), tuple(names))
     return {r[0] for r in cur.fetchall()}
 
 
 def base_columns(cur: Any, d: Dialect, table: str) -> set[str] | None:
     """Lower-case column names of base table ``table`` in the target, or None when it does not exist."""
     schema, _, name = table.rpartition(".")
-    where = f"table_schema = {d.param}" if schema else (
-        "table_schema = DATABASE()" if d.name == "mysql" else "table_schema = current_schema()")
+    where = f"table_schema = {d.param}" if schema else f"table_schema = {d.current_schema}"
     cur.execute(f"SELECT column_name FROM information_schema.columns WHERE {where} AND table_name = {d.param}",
                 (schema, name) if schema else (name,))
     cols = {str(r[0]).lower() for r in cur.fetchall()}

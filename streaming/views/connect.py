@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdc.dsn import parse_mysql_dsn
 from cdc.sql_dialects import sql_dialect
+from streaming.views.dialect import DIALECTS, dialect_for
 from streaming.views.errors import ViewError
 
 
@@ -23,8 +23,7 @@ class DbTarget:
         return sql_dialect(self.dialect).cursor(self.conn)
 
     def begin(self) -> None:
-        if self.dialect == "duckdb":
-            self.conn.execute("BEGIN TRANSACTION")
+        dialect_for(self.dialect).begin(self.conn)  # DuckDB: BEGIN TRANSACTION; the others open one by themselves
 
     def commit(self) -> None:
         self.conn.commit()
@@ -37,20 +36,9 @@ class DbTarget:
 
 
 def open_target(cfg: Any) -> DbTarget:
-    """Connect to a target from its config (kind postgres, duckdb or mysql)."""
-    if cfg.kind == "postgres":
-        import psycopg
-
-        return DbTarget(psycopg.connect(cfg.dsn, **cfg.login_kwargs()), "postgres")
-    if cfg.kind == "duckdb":
-        import duckdb
-
-        return DbTarget(duckdb.connect(cfg.path or cfg.dsn or ":memory:"), "duckdb")
-    if cfg.kind == "mysql":
-        import pymysql
-
-        dsn = parse_mysql_dsn(cfg.dsn, f"target {cfg.name} dsn")
-        conn = pymysql.connect(**{**dsn.connect_args(cfg.tls), **cfg.login_kwargs()}, autocommit=False)
-        return DbTarget(conn, "mysql")
+    """Connect to a target from its config (kind postgres, duckdb or mysql: the dialect connects)."""
+    d = DIALECTS.get(cfg.kind)
+    if d is not None:
+        return DbTarget(d.connect(cfg), d.name)
     raise ViewError(f"maintained views are not supported on target {cfg.name!r} of kind {cfg.kind!r}",
                     target=cfg.name, kind=cfg.kind)

@@ -53,7 +53,7 @@ class DeltaPlan:
     def scratch(self, changed: list[str]) -> list[str]:
         """The scratch tables maintaining this view creates (not on PostgreSQL, where
         they are dropped at commit and the merge needs no ``nw``)."""
-        made = [f"d_{a}" for a in changed] + (["raw"] if self.d.name == "mysql" else [])
+        made = [f"d_{a}" for a in changed] + (["raw"] if self.d.temp_read_once else [])
         made += ["dv", "rc", "nw"] if self.minmax else ["nw"]
         return [self.name(w) for w in made]
 
@@ -90,7 +90,7 @@ class DeltaPlan:
         """(statements to run first, the signed derivations to fold). PostgreSQL and DuckDB
         read them in the statement that folds them; MySQL cannot read a temporary table
         twice in one statement, so there each term is its own INSERT into a ``raw`` table."""
-        if self.d.name != "mysql":
+        if not self.d.temp_read_once:
             return [], self.union(changed)
         cols = ", ".join([f"a{i}" for i in range(len(self.atom_sql))] + ["__w"])
         raw = self.d.q(self.name("raw"))
@@ -207,7 +207,7 @@ class DeltaPlan:
         d, v = self.d, self.view
         q, cols = d.q, ", ".join(d.q(c) for c in layout(v))
         source = dv or q(self.name("dv"))
-        if d.name == "postgres":  # one statement, rows updated in place (fewer dead tuples than delete + insert)
+        if d.merge_in_one_statement:  # rows updated in place (fewer dead tuples than delete + insert)
             cur.execute(self.merge_statement(source))
             self._check(cur.fetchone()[0])
             return
@@ -215,7 +215,7 @@ class DeltaPlan:
         cur.execute(d.create_temp(self.name("nw"), self.new_rows(source)))
         cur.execute(f"SELECT COUNT(*) FROM {nw} WHERE __count < 0")
         self._check(cur.fetchone()[0])
-        if d.name == "duckdb":  # in place: an update leaves the __key index alone
+        if d.merge_in_place:  # an update leaves the __key index alone
             keys = {name for name, _ in v.keys}
             sets = ", ".join(f"{q(c)} = n.{q(c)}" for c in layout(v) if c != "__key" and c not in keys)
             cur.execute(f"UPDATE {q(v.name)} SET {sets} FROM {nw} n WHERE {q(v.name)}.__key = n.__key "
@@ -240,8 +240,7 @@ class DeltaPlan:
         n = cur.fetchone()[0]
         if not n:
             return 0
-        if d.name == "postgres":  # a few groups: let the planner probe indexes instead of scanning
-            cur.execute(f"ANALYZE {rc}")
+        d.analyze(cur, rc)  # a few groups: let the planner probe indexes instead of scanning
         cols = ", ".join(q(c) for c in layout(v))
         cur.execute(f"DELETE FROM {q(v.name)} WHERE __key IN (SELECT __key FROM {rc})")
         keys = [(f"k{j}", col_sql(d, c)) for j, (_, c) in enumerate(v.keys)]

@@ -91,7 +91,7 @@ def maintain(target: Any, deltas: Mapping[str, TableDelta], batch_id: int, *,
             continue
         if prints[view.name] != view.fingerprint:
             check_reads(cur, d, view)
-            if d.name == "mysql":  # CREATE TABLE would commit half a batch
+            if d.ddl_commits:  # CREATE TABLE would commit half a batch
                 raise ViewError(f"view {view.name!r} is missing or its definition changed: on MySQL/MariaDB build "
                                 "it before the batch (maintainer.prepare, or `cdc views rebuild`)", view=view.name)
             build.create_view_table(cur, view, d)
@@ -228,19 +228,19 @@ def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDel
     plan = DeltaPlan(view, d, prefix=f"__cdcv_{view.fingerprint[:10]}")
     # MySQL's temporary tables outlive a rolled-back batch; PostgreSQL drops them at commit or
     # rollback (ON COMMIT DROP), DuckDB replaces them (CREATE OR REPLACE)
-    scratch = plan.scratch(list(changed)) if d.name == "mysql" else []
+    scratch = plan.scratch(list(changed)) if d.temp_outlives_rollback else []
     for name in scratch:
         cur.execute(d.drop_temp(name))
     try:
         for alias, delta in changed.items():
             table, ddl, cols = plan.create_delta(alias)
             cur.execute(ddl)
-            if d.name == "duckdb":  # column-wise into Arrow: no row tuples
+            if d.columnar_load:  # column-wise into Arrow: no row tuples
                 d.load_columns(cur, table, [*cols, "__w"], _signed_columns(view, alias, cols, delta))
             else:
                 d.load(cur, table, [*cols, "__w"], _signed_rows(view, alias, cols, delta))
-            if d.name == "postgres" and len(delta) <= 5000:  # stats: memoized index probes
-                cur.execute(f"ANALYZE {d.q(table)}")
+            if len(delta) <= 5000:  # PostgreSQL stats: memoized index probes
+                d.analyze(cur, d.q(table))
         first, raw = plan.derive(list(changed))
         for sql in first:
             cur.execute(sql)
@@ -252,7 +252,7 @@ def _apply_delta(cur: Any, d: Dialect, view: ViewDef, tables: dict[str, TableDel
         plan.merge(cur)
         plan.recompute_groups(cur)
     finally:
-        for name in scratch or (plan.scratch(list(changed)) if d.name == "duckdb" or drop_after else []):
+        for name in scratch or (plan.scratch(list(changed)) if d.drop_scratch_after or drop_after else []):
             try:
                 cur.execute(d.drop_temp(name))
             except Exception:  # noqa: BLE001 - the transaction is failing anyway; the engine rolls it back
