@@ -155,9 +155,11 @@ class OracleSource:
             name = f"{stem}.{scn}.{ext}" if dot else f"{ext}.{scn}"  # dictionary.ora -> dictionary.<scn>.ora
             self._dictfile = self.standby.build_dictionary(name)  # sessions switch to it at their next start
 
-    def _schema(self, owner: str, table: str) -> TableSchema | None:
+    def _schema(self, owner: str, table: str, scn: int | None = None) -> TableSchema | None:
+        """The table's definition in force at ``scn`` (the dictionary AS OF that SCN: rows mined after a restart
+        are read with the definition they were written with, not today's), None when it had no columns then."""
         assert self.standby is not None
-        schema = self.standby.table_schema(owner, table)
+        schema = self.standby.table_schema(owner, table, scn)
         return stream_schema(schema, self.config.temporal) if schema.columns else None
 
     def _committed(self, open_count: int) -> None:

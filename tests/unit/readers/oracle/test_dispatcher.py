@@ -31,7 +31,7 @@ def ins(scn, xid, ident, **kw):
 
 def dispatcher(tmp_path, **kw):
     return Dispatcher(TransactionStore(str(tmp_path / "spill")), lambda o, t: o == "APP", resume=kw.pop("resume", None),
-                      schema_of=lambda o, t: None, **kw)
+                      schema_of=lambda o, t, scn=None: None, **kw)
 
 
 def events(d, rows):
