@@ -232,8 +232,8 @@ class Model:
         self._lock = threading.Lock()
         self._lane_starts: list[list[int]] = [[0] for _ in range(w.lanes)]  # start position of each txn in the lane
         self._lane_done = [False] * w.lanes
-        if w.evolve and (w.lanes != 1 or w.evolve < 2 or w.big_txn_rows):
-            raise ValueError("simulator option evolve needs lanes=1, evolve >= 2 and no big_txn_rows")
+        if w.evolve and (w.lanes != 1 or w.evolve < 2 or w.big_txn_rows or w.rollback_rate):
+            raise ValueError("simulator option evolve needs lanes=1, evolve >= 2, rollback_rate=0, no big_txn_rows")
         self.end_slot = max((self._lane_length(L) * w.lanes + L for L in range(w.lanes)), default=0)
 
     # -- transactions ----------------------------------------------------------------------------------
