@@ -311,11 +311,13 @@ class Simulator:
 
     def added_columns(self, table: str, scn: int | None = None) -> list[tuple]:
         """ALL_TAB_COLUMNS rows of the columns ``add_column_at`` transactions added to ``table`` (OWNER.NAME) by
-        the head: the dictionary a query sees is the database's current one."""
+        ``scn`` (None: the head, the database's current dictionary); a DDL's change is in the dictionary from
+        the SCN of its DDL row on."""
         w = self.workload
         at = self.head if scn is None else scn
         return [ADDED_COLUMN for t in sorted(w.numbers("add_column_at"))
-                if f"{SCHEMA}.{table_name(t % w.tables)}" == table and self.model.scn_of(self.tx_slots(t)[1]) <= at]
+                if f"{SCHEMA}.{table_name(t % w.tables)}" == table
+                and self.model.scn_of(self.tx_slots(t)[0] + 2 * w.lanes) <= at]  # from the DDL row's SCN on
 
     def dictionary(self) -> dict[str, Any]:
         w = self.workload
