@@ -667,6 +667,10 @@ class Dispatcher:
                 self.skipped_unsupported += 1
                 log.warning("skipping %s", err)
             else:
+                err.message = (f"{err.message}. The source stops before this transaction at every restart. Way back: "
+                               f"`cdc source skip --config <cdc.yaml> --source <name> --xid {tx.xid} --yes --resync` "
+                               "moves past it, records it in the stream and re-reads the tables it touched")
+                err.args = (err.message,)
                 raise err
             if self.on_refused is not None:
                 self.on_refused(err)

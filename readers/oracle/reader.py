@@ -84,7 +84,8 @@ class OracleSource:
         state = ResumeState.from_json(resume) if resume else None
         # -- snapshot hook (readers/oracle/snapshot.py): a new stream, or one cut off mid-snapshot, starts
         #    with the tables' rows AS OF one SCN; mining then starts at the snapshot's streaming resume state
-        if c.snapshot != "never" and (resume is None or "snapshot" in resume):
+        #    (a resync requested by `cdc source skip --resync` is such a cut-off snapshot, whatever the setting)
+        if (c.snapshot != "never" and resume is None) or (resume is not None and "snapshot" in resume):
             self._snapshot = OracleSnapshot.open(c, (resume or {}).get("snapshot"))  # c.temporal: its schemas
             state = ResumeState.from_json(self._snapshot.streaming_resume())
         self.standby = Standby(c)
