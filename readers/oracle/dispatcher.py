@@ -562,6 +562,9 @@ class Dispatcher:
         if names and not captured:
             return
         scn, xid = row[SCN], f"{row[USN]}.{row[SLT]}.{row[SQN]}"
+        if parsed.kind != "truncate":
+            for t in names:  # re-read the definitions after the change (also after one published before a restart)
+                self._schemas.pop((t.db, t.table), None)
         if self.resume is not None and self.resume.already_published(scn, xid):
             return
         if captured and _PARTITION_ROWS.search(sql):
@@ -583,8 +586,6 @@ class Dispatcher:
             yield Change(known[0], "t", None, None, source, known[1])
             yield self.committed(scn, xid, when)
             return
-        for t in names:  # re-read the definitions after the change
-            self._schemas.pop((t.db, t.table), None)
         if self.on_ddl is not None:
             self.on_ddl(scn)
 
