@@ -45,6 +45,7 @@ from cdc.spill import TransactionStore, TxBuffer
 from readers.oracle.ddl import classify, table_actions
 from readers.oracle.errors import (
     DictionaryMismatch,
+    DictionaryStale,
     LogMinerError,
     RedoParseError,
     UnloggedRowChange,
@@ -177,6 +178,7 @@ class Dispatcher:
         self._counts: dict[tuple[str, str, str], int] = {}  # (owner, table, op) -> changes, see take_counts
         self._ddl_pieces: dict[str, list[str]] = {}  # XID -> SQL_REDO pieces of a DDL split with CSF = 1
         self.failed = False
+        self.dictionary_rebuilt_scn: int | None = None  # SCN of the last DDL that rebuilt the dictionary (on_ddl)
         # lowest start SCN of open transactions held outside ``open`` (readers/oracle/columnar.py), or None
         self.outside_low_watermark: int | None = None
 
@@ -275,6 +277,13 @@ class Dispatcher:
             if op == 1 or op == 2 or op == 3:
                 owner = row[OWNER]
                 if owner == "UNKNOWN":
+                    if self.dictionary_rebuilt_scn is not None and row[SCN] > self.dictionary_rebuilt_scn:
+                        raise DictionaryStale(
+                            f"LogMiner did not know object {row[TABLE]} at SCN {row[SCN]} when it mined that range: the "
+                            f"dictionary was rebuilt for a DDL at SCN {self.dictionary_rebuilt_scn} after the range "
+                            "was mined; the source restarts, builds the dictionary anew and resumes before this SCN",
+                            scn=row[SCN], xid=str(Xid.parse(row[XID])), table=f"{owner}.{row[TABLE]}",
+                            text=(row[SQL] or "")[:500])
                     raise DictionaryMismatch(
                         f"LogMiner does not know object {row[TABLE]} at SCN {row[SCN]}: the dictionary is older than "
                         "the table; restarting the source rebuilds the flat-file dictionary and resumes before "
@@ -588,6 +597,7 @@ class Dispatcher:
             return
         if self.on_ddl is not None:
             self.on_ddl(scn)
+            self.dictionary_rebuilt_scn = scn
 
         def read(t: TableId) -> TableSchema | None:
             return self.schema_of(t.db, t.table, scn)

@@ -81,3 +81,9 @@ class SchemaHistoryGone(OracleReaderError, Terminal):
 class UnsupportedDdl(OracleReaderError, Terminal):
     """A DDL on a captured table whose effect on the table's name the reader cannot tell (``scn``, ``xid``,
     ``table``, ``text``); the message says the way back."""
+
+
+class DictionaryStale(DictionaryMismatch, SourceUnavailable):
+    """An ``"UNKNOWN"`` row after the flat-file dictionary was rebuilt for a DDL: the row's range was mined with
+    the dictionary from before that DDL (sessions mine ahead). The daemon restarts the source, which builds the
+    dictionary anew and resumes from the stream's checkpoint (``scn``, ``xid``, ``table``)."""
