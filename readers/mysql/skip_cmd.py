@@ -1,5 +1,6 @@
 """`cdc source skip --config FILE --source S --gtid G --yes [--resync]`: move a stopped source past one
-refused transaction, record it in the stream, and bring the tables it touched back to equality.
+refused transaction, record it in the stream, and bring the tables it touched back to equality. For an
+Oracle source the transaction is named by ``--xid`` (readers/oracle/skip_cmd.py).
 
 A source that stops on a transaction it will not publish (a statement-format write, a partial row image,
 a partition DDL that removes rows, an event it does not decode) stops on the same GTID at every
@@ -43,11 +44,14 @@ class SkipRefused(CdcError, Terminal):
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=["skip"], help="skip: move a stopped source past one transaction")
     add_config_option(parser)
-    parser.add_argument("--source", required=True, help="source name (a kind: mysql source)")
-    parser.add_argument("--gtid", required=True, help="the GTID the source stopped on (named in its error)")
+    parser.add_argument("--source", required=True, help="source name")
+    parser.add_argument("--gtid", help="MySQL/MariaDB source: the GTID the source stopped on (named in its error)")
+    parser.add_argument("--xid", help="Oracle source: the XID of the transaction the source stopped on (named in "
+                        "its error, usn.slot.sqn)")
     parser.add_argument("--yes", action="store_true", help="acknowledge that the transaction is not published")
     parser.add_argument("--resync", action="store_true",
-                        help="request an incremental snapshot of the tables it touched (needs signal_table)")
+                        help="re-read the tables it touched: MySQL: an incremental snapshot (needs signal_table); "
+                        "Oracle: a snapshot of those tables as of the transaction's commit SCN")
     parser.add_argument("--reason", default="", help="free text recorded in the stream with the skip")
 
 
@@ -61,12 +65,22 @@ def main(args: argparse.Namespace) -> int:
 
     if not args.yes:
         raise ConfigError("cdc source skip: add --yes to acknowledge that transaction "
-                          f"{args.gtid} is NOT published (its tables are resynced instead)", key="--yes")
+                          f"{args.gtid or args.xid} is NOT published (its tables are resynced instead)", key="--yes")
     config = load_config(args.config)
     src = config.source(args.source)
+    if src.kind == "oracle":  # the same command for an Oracle source: by XID (readers/oracle/skip_cmd.py)
+        if not args.xid:
+            raise ConfigError(f"source {src.name} is an Oracle source: name the transaction with --xid (its error "
+                              "names it)", key="--xid")
+        from readers.oracle import skip_cmd as oracle_skip
+
+        return oracle_skip.main(args, config, src)
     if src.kind != "mysql":
-        raise ConfigError(f"source {src.name} is kind {src.kind}: `cdc source skip` moves MySQL/MariaDB sources; "
-                          "an Oracle source refuses or dead-letters per `unsupported:`", key="sources", file=args.config)
+        raise ConfigError(f"source {src.name} is kind {src.kind}: `cdc source skip` moves MySQL/MariaDB and Oracle "
+                          "sources", key="sources", file=args.config)
+    if not args.gtid:
+        raise ConfigError(f"source {src.name} is a MySQL/MariaDB source: name the transaction with --gtid (its error "
+                          "names it)", key="--gtid")
     gtid = GtidSet.parse(args.gtid)
     lease = WriterLease(config.kafka.connection(), config.kafka.topic_prefix, src.name)
     publisher = Publisher(src.name, "mysql", config.kafka, SourceMetrics(src.name), lease=lease)

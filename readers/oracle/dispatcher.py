@@ -42,8 +42,10 @@ from typing import Any
 
 from cdc.events import Begin, Change, Commit, Event, SchemaChange, TableId, TableSchema
 from cdc.spill import TransactionStore, TxBuffer
+from readers.oracle.ddl import classify, table_actions
 from readers.oracle.errors import (
     DictionaryMismatch,
+    DictionaryStale,
     LogMinerError,
     RedoParseError,
     UnloggedRowChange,
@@ -65,7 +67,6 @@ _MS = dt.timedelta(milliseconds=1)
 _START_SCN = attrgetter("start_scn")
 _SQL_OF = itemgetter(1)  # an item's SQL_REDO
 _NBYTES = attrgetter("nbytes")
-_TRUNCATE = re.compile(r"\s*truncate\s+table\s", re.IGNORECASE)
 _PARTITION_ROWS = re.compile(r"\b(?:truncate|drop|exchange)\s+(?:sub)?partition\b", re.IGNORECASE)
 # LOB operation codes (LOB_ERASE is 28 in the documentation, 29 on 23ai)
 _LOB_NAMES = {9: "SEL_LOB_LOCATOR", 10: "LOB_WRITE", 11: "LOB_TRIM", 28: "LOB_ERASE", 29: "LOB_ERASE"}
@@ -147,7 +148,7 @@ class _Mark:
 
 class Dispatcher:
     def __init__(self, store: TransactionStore, captured: Callable[[str, str], bool], *,
-                 resume: ResumeState | None, schema_of: Callable[[str, str], TableSchema | None],
+                 resume: ResumeState | None, schema_of: Callable[[str, str, int | None], TableSchema | None],
                  unsupported: str = "fail", convert: Callable[[Change], None] | None = None,
                  on_commit: Callable[[int], None] | None = None,
                  on_ddl: Callable[[int], None] | None = None, pool: ParsePool | None = None,
@@ -177,6 +178,7 @@ class Dispatcher:
         self._counts: dict[tuple[str, str, str], int] = {}  # (owner, table, op) -> changes, see take_counts
         self._ddl_pieces: dict[str, list[str]] = {}  # XID -> SQL_REDO pieces of a DDL split with CSF = 1
         self.failed = False
+        self.dictionary_rebuilt_scn: int | None = None  # SCN of the last DDL that rebuilt the dictionary (on_ddl)
         # lowest start SCN of open transactions held outside ``open`` (readers/oracle/columnar.py), or None
         self.outside_low_watermark: int | None = None
 
@@ -275,6 +277,13 @@ class Dispatcher:
             if op == 1 or op == 2 or op == 3:
                 owner = row[OWNER]
                 if owner == "UNKNOWN":
+                    if self.dictionary_rebuilt_scn is not None and row[SCN] > self.dictionary_rebuilt_scn:
+                        raise DictionaryStale(
+                            f"LogMiner did not know object {row[TABLE]} at SCN {row[SCN]} when it mined that range: the "
+                            f"dictionary was rebuilt for a DDL at SCN {self.dictionary_rebuilt_scn} after the range "
+                            "was mined; the source restarts, builds the dictionary anew and resumes before this SCN",
+                            scn=row[SCN], xid=str(Xid.parse(row[XID])), table=f"{owner}.{row[TABLE]}",
+                            text=(row[SQL] or "")[:500])
                     raise DictionaryMismatch(
                         f"LogMiner does not know object {row[TABLE]} at SCN {row[SCN]}: the dictionary is older than "
                         "the table; restarting the source rebuilds the flat-file dictionary and resumes before "
@@ -327,11 +336,10 @@ class Dispatcher:
             elif op == 6:
                 self._tx(row)
             elif op == 5:
-                for event in self._ddl(row):
-                    if self.pool is None:
-                        yield event
-                    else:  # in order behind the transactions released before it
-                        self._job.append(_Mark(event, self.commit_scn, getattr(event, "txid", None), len(self.open)))
+                if self.pool is not None and self.pending:
+                    # what was released before the DDL comes out first, read with the definitions in force then
+                    yield from self.drain()
+                yield from self._ddl(row)
             elif op == 255 or op in LOB_OPS:
                 self._refused_row(row)
             elif op == 34:
@@ -407,7 +415,7 @@ class Dispatcher:
         except (RedoParseError, DictionaryMismatch) as exc:
             error = (ERROR, type(exc).__name__, exc.message, exc.fields.get("offset"))
             raise self._parse_failed(item, xid, error) from None
-        tid, schema = self._schemas.get((owner, table)) or self._table(owner, table)
+        tid, schema = self._schemas.get((owner, table)) or self._table(owner, table, row_scn)
         if lobs is not None and op == "c":
             lobs.patch(owner, table, after)
         change = Change(tid, op, before, after,
@@ -418,8 +426,13 @@ class Dispatcher:
         self._counts[key] = self._counts.get(key, 0) + 1
         return change
 
-    def _table(self, owner: str, table: str) -> tuple[TableId, TableSchema | None]:
-        known = self._schemas[(owner, table)] = (TableId(owner, table), self.schema_of(owner, table))
+    def _table(self, owner: str, table: str, scn: int | None = None) -> tuple[TableId, TableSchema | None]:
+        """The table's definition in force at ``scn`` (a row's SCN; None: the first SCN not mined yet, where the
+        rows being released lie), cached until the table's next DDL. A table's definition changes only by DDL,
+        and Oracle lets no transaction hold changes of a table across its DDL, so every later row of the table
+        until that DDL has this one."""
+        at = scn if scn is not None else self.mined_through + 1
+        known = self._schemas[(owner, table)] = (TableId(owner, table), self.schema_of(owner, table, at))
         return known
 
     @staticmethod
@@ -494,7 +507,7 @@ class Dispatcher:
                         raise self._parse_failed(item, xid, (ERROR, *before))
                     row_scn, _sql, owner, table, rs_id, ssn = item
                     if table != last_table or owner != last_owner:
-                        tid, schema = schemas.get((owner, table)) or self._table(owner, table)
+                        tid, schema = schemas.get((owner, table)) or self._table(owner, table, row_scn)
                         last_owner, last_table = owner, table
                     if lobs is not None and op == "c":
                         lobs.patch(owner, table, after)
@@ -536,11 +549,13 @@ class Dispatcher:
         A DDL is published like a commit at its own SCN: it joins ``xids_at_commit`` (the resume
         state it carries names it), and after a restart the same row, mined again from the low
         watermark, passes the already-published test and is dropped: never emitted twice.
-        ``TRUNCATE TABLE`` of a captured table becomes a transaction of one ``op: "t"`` change
-        (before and after None), as Debezium publishes it; other DDL a SchemaChange."""
+        The statement decides which tables it concerns (readers/oracle/ddl.py: a CREATE INDEX row
+        names the index, a RENAME the old name). ``TRUNCATE TABLE`` of a captured table becomes a
+        transaction of one ``op: "t"`` change (before and after None), as Debezium publishes it;
+        other DDL a SchemaChange carrying the table's definition in force right after it (read AS OF
+        the DDL's SCN), and for CREATE / DROP / RENAME TABLE the table-level actions the apply
+        performs (``tables``)."""
         owner, table = row[OWNER], row[TABLE]
-        if owner and not self.captured(owner, table or ""):
-            return
         sql = row[SQL] or ""
         if row[CSF]:
             self._ddl_pieces.setdefault(row[XID], []).append(sql)
@@ -548,32 +563,52 @@ class Dispatcher:
         pieces = self._ddl_pieces.pop(row[XID], None)
         if pieces:
             sql = "".join(pieces) + sql
+        parsed = classify(sql, owner, table)
+        names = [t for t in (parsed.table, parsed.old) if t is not None]
+        if not names and owner and table:
+            names = [TableId(owner, table)]
+        captured = [t for t in names if self.captured(t.db, t.table)]
+        if names and not captured:
+            return
         scn, xid = row[SCN], f"{row[USN]}.{row[SLT]}.{row[SQN]}"
+        if parsed.kind != "truncate":
+            for t in names:  # re-read the definitions after the change (also after one published before a restart)
+                self._schemas.pop((t.db, t.table), None)
         if self.resume is not None and self.resume.already_published(scn, xid):
             return
-        if owner and table and _PARTITION_ROWS.search(sql):
+        if captured and _PARTITION_ROWS.search(sql):
+            t = captured[0]
             raise UnloggedRowChange(
-                f"{sql[:200]!r} on captured table {owner}.{table} at SCN {scn} (XID {xid}) removes or swaps rows "
+                f"{sql[:200]!r} on captured table {t} at SCN {scn} (XID {xid}) removes or swaps rows "
                 "without DML redo: the change stream cannot carry it and the target would keep those rows. The "
-                f"source stops before it; re-snapshot {owner}.{table} (or delete the rows with DML instead)",
-                scn=scn, xid=xid, table=f"{owner}.{table}", text=sql[:500])
+                f"source stops before it; re-snapshot {t} (or delete the rows with DML instead)",
+                scn=scn, xid=xid, table=str(t), text=sql[:500])
         self._published(scn, xid)
-        tid = TableId(owner, table) if owner and table else None
         when = ts_ms(row[TS])
-        if tid is not None and _TRUNCATE.match(sql):
-            known = self._schemas.get((owner, table)) or self._table(owner, table)
+        if parsed.kind == "truncate" and captured:
+            t = captured[0]
+            known = self._schemas.get((t.db, t.table)) or self._table(t.db, t.table, scn)
             source = {"scn": scn, "commit_scn": scn, "txId": xid, "rs_id": row[RS_ID], "ssn": row[SSN]}
-            key = (owner, table, "t")
+            key = (t.db, t.table, "t")
             self._counts[key] = self._counts.get(key, 0) + 1
             yield Begin(xid, when)
             yield Change(known[0], "t", None, None, source, known[1])
             yield self.committed(scn, xid, when)
             return
-        self._schemas.pop((owner, table), None)  # re-read the definition after the change
         if self.on_ddl is not None:
             self.on_ddl(scn)
-        yield SchemaChange(tid, sql, self.schema_of(owner, table) if tid else None, when,
-                           self.state(at_scn=scn).to_json())
+            self.dictionary_rebuilt_scn = scn
+
+        def read(t: TableId) -> TableSchema | None:
+            return self.schema_of(t.db, t.table, scn)
+
+        tables = table_actions(parsed, lambda t: self.captured(t.db, t.table), read)
+        tid = captured[0] if captured else None
+        if parsed.kind == "rename" and parsed.table in captured:
+            tid = parsed.table  # the name it has now
+        schema = None if tid is None or parsed.kind == "drop" or (parsed.kind == "rename" and tid == parsed.old) \
+            else read(tid)
+        yield SchemaChange(tid, sql, schema, when, self.state(at_scn=scn).to_json(), tables)
 
     def _refused_row(self, row: tuple) -> None:
         """A LOB operation or an UNSUPPORTED row of a captured table. A LOB row the transaction's
@@ -643,6 +678,10 @@ class Dispatcher:
                 self.skipped_unsupported += 1
                 log.warning("skipping %s", err)
             else:
+                err.message = (f"{err.message}. The source stops before this transaction at every restart. Way back: "
+                               f"`cdc source skip --config <cdc.yaml> --source <name> --xid {tx.xid} --yes --resync` "
+                               "moves past it, records it in the stream and re-reads the tables it touched")
+                err.args = (err.message,)
                 raise err
             if self.on_refused is not None:
                 self.on_refused(err)

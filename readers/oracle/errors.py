@@ -71,3 +71,19 @@ class SessionError(SourceUnavailable):
 
 class LogMinerError(OracleReaderError, Terminal):
     """A LogMiner call failed for a reason a retry cannot fix (ORA-01291, ORA-01292, ...)."""
+
+
+class SchemaHistoryGone(OracleReaderError, Terminal):
+    """The dictionary's past is no longer readable (``AS OF SCN`` beyond undo retention): the reader cannot
+    know the definition in force at the SCN it must read (``scn``, ``table``); the message says the way back."""
+
+
+class UnsupportedDdl(OracleReaderError, Terminal):
+    """A DDL on a captured table whose effect on the table's name the reader cannot tell (``scn``, ``xid``,
+    ``table``, ``text``); the message says the way back."""
+
+
+class DictionaryStale(DictionaryMismatch, SourceUnavailable):
+    """An ``"UNKNOWN"`` row after the flat-file dictionary was rebuilt for a DDL: the row's range was mined with
+    the dictionary from before that DDL (sessions mine ahead). The daemon restarts the source, which builds the
+    dictionary anew and resumes from the stream's checkpoint (``scn``, ``xid``, ``table``)."""

@@ -84,7 +84,8 @@ class OracleSource:
         state = ResumeState.from_json(resume) if resume else None
         # -- snapshot hook (readers/oracle/snapshot.py): a new stream, or one cut off mid-snapshot, starts
         #    with the tables' rows AS OF one SCN; mining then starts at the snapshot's streaming resume state
-        if c.snapshot != "never" and (resume is None or "snapshot" in resume):
+        #    (a resync requested by `cdc source skip --resync` is such a cut-off snapshot, whatever the setting)
+        if (c.snapshot != "never" and resume is None) or (resume is not None and "snapshot" in resume):
             self._snapshot = OracleSnapshot.open(c, (resume or {}).get("snapshot"))  # c.temporal: its schemas
             state = ResumeState.from_json(self._snapshot.streaming_resume())
         self.standby = Standby(c)
@@ -155,9 +156,11 @@ class OracleSource:
             name = f"{stem}.{scn}.{ext}" if dot else f"{ext}.{scn}"  # dictionary.ora -> dictionary.<scn>.ora
             self._dictfile = self.standby.build_dictionary(name)  # sessions switch to it at their next start
 
-    def _schema(self, owner: str, table: str) -> TableSchema | None:
+    def _schema(self, owner: str, table: str, scn: int | None = None) -> TableSchema | None:
+        """The table's definition in force at ``scn`` (the dictionary AS OF that SCN: rows mined after a restart
+        are read with the definition they were written with, not today's), None when it had no columns then."""
         assert self.standby is not None
-        schema = self.standby.table_schema(owner, table)
+        schema = self.standby.table_schema(owner, table, scn)
         return stream_schema(schema, self.config.temporal) if schema.columns else None
 
     def _committed(self, open_count: int) -> None:

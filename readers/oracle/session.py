@@ -35,7 +35,7 @@ import pyarrow as pa
 from cdc.events import Column, TableId, TableSchema
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.convert import default_text
-from readers.oracle.errors import ArchiveLogMissing, LogMinerError, MissingLog, RedoGap, SessionError
+from readers.oracle.errors import ArchiveLogMissing, LogMinerError, MissingLog, RedoGap, SchemaHistoryGone, SessionError
 
 NLS = {
     "NLS_DATE_FORMAT": "YYYY-MM-DD HH24:MI:SS",
@@ -189,12 +189,28 @@ class Standby:
                                   missing_from=a.sequence + 1, missing_to=b.sequence - 1, scn=a.next_scn)
         return logs
 
-    def table_schema(self, owner: str, name: str) -> TableSchema:
-        cols = self.query("SELECT COLUMN_NAME, DATA_TYPE, NULLABLE, DATA_DEFAULT FROM ALL_TAB_COLUMNS WHERE "
-                          "OWNER = :owner AND TABLE_NAME = :name ORDER BY COLUMN_ID", {"owner": owner, "name": name})
-        pk = self.query("SELECT C.COLUMN_NAME FROM ALL_CONSTRAINTS K, ALL_CONS_COLUMNS C WHERE K.OWNER = :owner "
-                        "AND K.TABLE_NAME = :name AND K.CONSTRAINT_TYPE = 'P' AND C.OWNER = K.OWNER "
-                        "AND C.CONSTRAINT_NAME = K.CONSTRAINT_NAME ORDER BY C.POSITION", {"owner": owner, "name": name})
+    def table_schema(self, owner: str, name: str, scn: int | None = None) -> TableSchema:
+        """The table's definition from the dictionary: as it was at ``scn`` (a flashback read of the dictionary
+        views, ``AS OF SCN``: the schema in force when a row of that SCN was written, whatever DDL ran since), or
+        the current one when ``scn`` is None. No columns: the table did not exist then. Raises SchemaHistoryGone
+        when the database no longer holds the dictionary's past (undo retention, ORA-01555 / ORA-08180)."""
+        as_of = " AS OF SCN :scn" if scn is not None else ""
+        binds: dict[str, Any] = {"owner": owner, "name": name} | ({"scn": scn} if scn is not None else {})
+        try:
+            cols = self.query(f"SELECT COLUMN_NAME, DATA_TYPE, NULLABLE, DATA_DEFAULT FROM ALL_TAB_COLUMNS{as_of} "
+                              "WHERE OWNER = :owner AND TABLE_NAME = :name ORDER BY COLUMN_ID", binds)
+            pk = self.query(f"SELECT C.COLUMN_NAME FROM ALL_CONSTRAINTS{as_of} K, ALL_CONS_COLUMNS{as_of} C "
+                            "WHERE K.OWNER = :owner AND K.TABLE_NAME = :name AND K.CONSTRAINT_TYPE = 'P' "
+                            "AND C.OWNER = K.OWNER AND C.CONSTRAINT_NAME = K.CONSTRAINT_NAME ORDER BY C.POSITION", binds)
+        except LogMinerError as exc:
+            if scn is not None and any(code in str(exc) for code in ("ORA-01555", "ORA-08180", "ORA-08181")):
+                raise SchemaHistoryGone(
+                    f"the dictionary of {owner}.{name} as of SCN {scn} cannot be read any more ({exc}): the reader "
+                    "needs the definition in force at the SCN of the rows it resumes at. Way back: restart the "
+                    "source with snapshot: when_needed after `cdc stream reset`, or re-snapshot the table; raise "
+                    "UNDO_RETENTION so that restarts within it read the past definition",
+                    scn=scn, table=f"{owner}.{name}") from None
+            raise
         # DATA_DEFAULT last (a catalog answering without it, as test doubles do: no defaults)
         columns = tuple(Column(c, t.lower(), n == "Y", default_text(d[0] if d else None)) for c, t, n, *d in cols)
         return TableSchema(TableId(owner, name), columns,

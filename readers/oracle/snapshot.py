@@ -21,6 +21,11 @@ Resume: each chunk's END carries the streaming resume state above plus
 the remaining chunks AS OF the same S (flashback needs the undo to still
 cover S: ORA-01555 otherwise, reported with the table and SCN).
 
+Resync (`cdc source skip --resync`, readers/oracle/skip_cmd.py): the stream's checkpoint carries a
+``snapshot`` progress naming ``tables``, the SCN of a skipped transaction's commit, ``replace`` and the
+``streaming`` resume state; the restarted source reads only those tables AS OF that SCN, whatever the
+``snapshot`` setting, then streams from that state.
+
 Re-snapshot (``snapshot: when_needed``): when the archived logs from the resume state's low watermark
 on were deleted (ArchiveLogMissing at start), the same snapshot runs at the head SCN with ``replace``:
 each table's first chunk begins with an ``op: "t"`` record (readers/mysql/snapshot.py says why: rows
@@ -142,7 +147,9 @@ class OracleSnapshot:
 
         conn = connect(config.standby_dsn or config.dsn, config, "standby")
         try:
-            snap = cls(conn, expand_tables(conn, config.tables), progress, chunk_rows=config.snapshot_chunk_rows,
+            tables = [TableId.parse(t) for t in progress["tables"]] if progress and progress.get("tables") \
+                else expand_tables(conn, config.tables)  # a resync (`cdc source skip --resync`): those tables
+            snap = cls(conn, tables, progress, chunk_rows=config.snapshot_chunk_rows,
                        scn=config.start_scn if progress is None and not replace else None,
                        temporal=config.temporal, replace=replace)
         except BaseException:
@@ -160,7 +167,10 @@ class OracleSnapshot:
             self.conn.close()
 
     def streaming_resume(self) -> dict[str, Any]:
-        """Where LogMiner streaming starts once the snapshot is complete."""
+        """Where LogMiner streaming starts once the snapshot is complete (a resync's progress names its own:
+        the checkpoint it was requested at, readers/oracle/skip_cmd.py)."""
+        if self.progress.get("streaming"):
+            return dict(self.progress["streaming"])
         return {"low_watermark_scn": self.low_watermark, "commit_scn": self.scn + 1, "xids_at_commit_scn": []}
 
     def events(self) -> Iterator[Event]:

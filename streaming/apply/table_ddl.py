@@ -53,11 +53,11 @@ log = logging.getLogger(__name__)
 _FOLLOWED = "table_level_followed"  # on a SCHEMA record handed on to catalog.on_schema after its table-level part
 
 # a table-level DDL whose record does not say what it did (``tables`` missing: an Avro-encoded stream, whose
-# record schema has no such field; a reader that does not report it, Oracle's; a stream written before it):
+# record schema has no such field; a stream written before readers reported it):
 # refused, never guessed from the statement
 _TABLE_LEVEL = re.compile(r"^\s*(?:/\*.*?\*/\s*)*(?:RENAME\s+TABLES?\b|DROP\s+TABLES?\b|"
                           r"CREATE\s+OR\s+REPLACE\s+TABLE\b|"
-                          r"ALTER\s+(?:(?:ONLINE|OFFLINE|IGNORE)\s+)*TABLE\b.*?\bRENAME\s+(?!COLUMN\b|INDEX\b|KEY\b))",
+                          r"ALTER\s+(?:(?:ONLINE|OFFLINE|IGNORE)\s+)*TABLE\b.*?\bRENAME\s+(?!COLUMN\b|INDEX\b|KEY\b|CONSTRAINT\b|(?:SUB)?PARTITION\b))",
                           re.IGNORECASE | re.DOTALL)
 
 
@@ -98,7 +98,7 @@ def _apply_tables(catalog: Catalog, meta: dict[str, Any], sequence: int) -> str 
             return None
         raise UnsupportedDdl(f"{ddl!r} renames, drops or replaces a table, and this stream's SCHEMA record does not "
                              "say which tables (an Avro-encoded stream, whose record schema has no 'tables' field, or "
-                             "a source whose reader does not report them, Oracle's); the job stops before it. Make "
+                             "a stream written before its reader reported them); the job stops before it. Make "
                              "the change in the target by hand as the statement did, then resume past it",
                              table=table, sequence=sequence, ddl=ddl)
     plan = _plan(actions, wanted)

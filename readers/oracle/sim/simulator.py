@@ -54,6 +54,7 @@ from typing import Any
 import oracledb
 import pyarrow as pa
 
+from readers.oracle.sim import evolve
 from readers.oracle.sim.workload import (
     ADDED_COLUMN,
     COLUMN_TYPES,
@@ -95,6 +96,8 @@ class Simulator:
         self.model = Model(workload)
         w = workload
         self.head = self.model.end_scn if not w.head_step else min(self.model.end_scn, w.base_scn + w.head_step)
+        if w.head_limit:
+            self.head = min(self.head, w.head_limit)
         self.sessions_started = 0
         self.dictionary_builds = 0
         self._lock = threading.Lock()
@@ -155,6 +158,8 @@ class Simulator:
         with self._lock:
             if self.workload.head_step:
                 self.head = min(self.model.end_scn, self.head + self.workload.head_step)
+                if self.workload.head_limit:
+                    self.head = min(self.head, self.workload.head_limit)
             return self.head
 
     # -- redo logs -------------------------------------------------------------------------------------
@@ -271,18 +276,56 @@ class Simulator:
         named = {t for p in parts for t in p.split(":") if t.startswith("T")}
         return [(SCHEMA, t) for t in tables if "all" in parts or t in named]
 
-    def added_columns(self, table: str) -> list[tuple]:
+    def evolve_ddl_scn(self, step: int) -> int:
+        """The SCN of the DDL row of evolve step ``step``."""
+        t = step * self.workload.evolve + self.workload.evolve - 1
+        return self.model.scn_of(self.tx_slots(t)[0] + 2)  # START, INTERNAL, DDL
+
+    def evolve_state(self, scn: int) -> evolve.State:
+        """The evolving tables' dictionary at ``scn`` (every step whose DDL is at or below it)."""
+        if not self.workload.evolve:
+            return {}
+        k = 0
+        while k < len(evolve.PLAN) and k * self.workload.evolve + self.workload.evolve - 1 < self.workload.transactions \
+                and self.evolve_ddl_scn(k) <= scn:
+            k += 1
+        return evolve.STATES[k]
+
+    def table_columns(self, table: str, scn: int | None) -> tuple[list[tuple], list[str]] | None:
+        """(ALL_TAB_COLUMNS rows, primary key columns) of ``table`` (OWNER.NAME) at ``scn`` (None: the head); None
+        when the table does not exist then."""
+        at = self.head if scn is None else scn
+        owner, _, name = table.partition(".")
+        if owner == SCHEMA and name in evolve.NAMES.values():
+            st = self.evolve_state(at).get(name)
+            if st is None:
+                return None
+            return [(c.name, c.type, "Y" if c.nullable else "N", c.default) for c in st[0]], list(st[1])
+        known = self.dictionary()["tables"].get(table)
+        if not known:
+            return None
+        lob = bool(self.workload.lob_at)  # the LOB workload's "NOTE" is a CLOB
+        rows = [(c, "CLOB" if lob and c == "NOTE" else COLUMN_TYPES.get(c, "VARCHAR2"), "N" if c == "ID" else "Y", None)
+                for c in known] + self.added_columns(table, at)
+        return rows, ["ID"]
+
+    def added_columns(self, table: str, scn: int | None = None) -> list[tuple]:
         """ALL_TAB_COLUMNS rows of the columns ``add_column_at`` transactions added to ``table`` (OWNER.NAME) by
-        the head: the dictionary a query sees is the database's current one."""
+        ``scn`` (None: the head, the database's current dictionary); a DDL's change is in the dictionary from
+        the SCN of its DDL row on."""
         w = self.workload
+        at = self.head if scn is None else scn
         return [ADDED_COLUMN for t in sorted(w.numbers("add_column_at"))
-                if f"{SCHEMA}.{table_name(t % w.tables)}" == table and self.model.scn_of(self.tx_slots(t)[1]) <= self.head]
+                if f"{SCHEMA}.{table_name(t % w.tables)}" == table
+                and self.model.scn_of(self.tx_slots(t)[0] + 2 * w.lanes) <= at]  # from the DDL row's SCN on
 
     def dictionary(self) -> dict[str, Any]:
         w = self.workload
         tables = {f"{SCHEMA}.{table_name(n)}": list(COLUMNS) for n in range(w.tables) if n != w.unknown_table}
         if w.types_at:  # APP.TYPES: a column per Oracle type (no flashback reads of it)
             tables[f"{SCHEMA}.{table_name(TYPES_TABLE)}"] = list(TYPE_COLUMNS)
+        for name, (cols, _) in self.evolve_state(self.head).items():
+            tables[f"{SCHEMA}.{name}"] = [c.name for c in cols]
         return {"simulator_dictionary": 1, "build_scn": self.head, "tables": tables}
 
 
@@ -558,14 +601,14 @@ class SimCursor:
         elif "FROM V$LOGMNR_CONTENTS" in up:
             self._contents(up, binds)
         elif "FROM ALL_TAB_COLUMNS" in up:
-            table = f"{binds['owner']}.{binds['name']}"
-            known = sim.dictionary()["tables"].get(table, [])
-            lob = bool(sim.workload.lob_at)  # the LOB workload's "NOTE" is a CLOB
-            rows = [(c, "CLOB" if lob and c == "NOTE" else _TYPES.get(c, "VARCHAR2"), "N" if c == "ID" else "Y", None)
-                    for c in known] + (sim.added_columns(table) if known else [])
+            found = sim.table_columns(f"{binds['owner']}.{binds['name']}", self._dictionary_scn(up, binds))
+            rows = found[0] if found else []
             names = ["COLUMN_NAME", "DATA_TYPE", "NULLABLE", "DATA_DEFAULT"]
             width = 4 if "DATA_DEFAULT" in up else 3
             self._set(names[:width], [r[:width] for r in rows])
+        elif "ALL_CONS_COLUMNS" in up:
+            found = sim.table_columns(f"{binds['owner']}.{binds['name']}", self._dictionary_scn(up, binds))
+            self._set(["COLUMN_NAME"], [(c,) for c in found[1]] if found else [])
         elif " AS OF SCN " in up:
             self._as_of(up, {k.upper(): v for k, v in binds.items()})
         elif "FROM V$TRANSACTION" in up:
@@ -574,12 +617,20 @@ class SimCursor:
             owner = str(binds["owner"])
             self._set(["OWNER", "TABLE_NAME"], [tuple(name.split(".", 1)) for name in sorted(sim.dictionary()["tables"])
                                                 if name.split(".", 1)[0] == owner])
-        elif "ALL_CONS_COLUMNS" in up:
-            known = f"{binds['owner']}.{binds['name']}" in sim.dictionary()["tables"]
-            self._set(["COLUMN_NAME"], [("ID",)] if known else [])
         else:
             raise _err(f"ORA-00900: invalid SQL statement (the simulator does not answer: {sql[:120]})")
         return self
+
+    def _dictionary_scn(self, up: str, binds: dict) -> int | None:
+        """The SCN of a dictionary query's ``AS OF SCN :scn`` (None: the current dictionary)."""
+        if " AS OF SCN " not in up:
+            return None
+        scn, sim = int(binds["scn"]), self.conn.sim
+        if scn > sim.head:
+            raise _err(f"ORA-08181: specified number is not a valid system change number ({scn})")
+        if scn < sim.workload.base_scn:
+            raise _err("ORA-01555: snapshot too old: rollback segment number  with name \"\" too small")
+        return scn
 
     def _as_of(self, up: str, binds: dict) -> None:
         """A flashback read (module docstring): select list, keyset WHERE, ORDER BY the key, FETCH FIRST."""
@@ -648,8 +699,10 @@ class SimCursor:
         elif "DICT_FROM_ONLINE_CATALOG" in up:
             # a separate mining instance's own catalog does not know the standby's tables
             dictionary = sim.dictionary() if conn.role != "miner" else {"tables": {}}
-        else:
-            dictionary = sim.dictionary()  # DICT_FROM_REDO_LOGS: the build in the first archived log
+        else:  # DICT_FROM_REDO_LOGS: the build in the first archived log, followed through the DDL mined after it
+            dictionary = dict(sim.dictionary())
+            if "DDL_DICT_TRACKING" in up:
+                dictionary["tables"] = {**dictionary["tables"], evolve.DDL_TRACKING: []}
         for thread in range(1, sim.workload.threads + 1):
             # a standby redo log is read as it is at START time (it keeps growing until the switch)
             current = {name: sim.log_by_name(name) or log for name, log in conn.logs.items()}
@@ -722,7 +775,7 @@ class SimCursor:
             status, info = 0, None
             if table >= 0:
                 owner, tname = SCHEMA, table_name(table)
-                if f"{owner}.{tname}" not in known:
+                if not evolve.known(f"{owner}.{tname}", known) and not (op == 5 and tname in evolve.NAMES.values()):
                     obj = f"OBJ# {74000 + table}"
                     sql = sql.replace(f'"{owner}"."{tname}"', f'"UNKNOWN"."{obj}"')
                     owner, tname, status, info = "UNKNOWN", obj, 2, "Dictionary Mismatch"

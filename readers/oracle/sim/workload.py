@@ -36,6 +36,7 @@ from typing import Any
 from readers.oracle.convert import iso_temporal, stream_type
 from readers.oracle.position import Xid
 from readers.oracle.redo_values import value as redo_value
+from readers.oracle.sim import evolve
 
 CSF_PIECE = 4000
 SCHEMA = "APP"
@@ -83,6 +84,8 @@ class Workload:
                               # updates its first row
     odd_op_at: str = ""       # "3": transaction 3 holds one more row, of OPERATION_CODE ``odd_op``, on its table
     odd_op: int = 68          # (68: XML DOC BEGIN, an operation the reader does not decode; 25: SELECT_FOR_UPDATE)
+    evolve: int = 0           # N: the DDL plan of readers/oracle/sim/evolve.py, a step every N transactions (lanes=1)
+    head_limit: int = 0       # the standby's head never passes this SCN (0: no limit): redo not yet received
     supplemental: str = "min+all"  # what the "primary" logs, "+"-separated: "min" database minimal, "all" ALL
                                    # COLUMNS on every table, "T0:T2" on those tables only, "db_all" database-wide
                                    # ALL COLUMNS; "" nothing
@@ -147,7 +150,7 @@ ADDED_COLUMN = ("TIER", "VARCHAR2", "Y", "'std' ")
 
 
 def table_name(n: int) -> str:
-    return "TYPES" if n == TYPES_TABLE else f"T{n}"
+    return "TYPES" if n == TYPES_TABLE else evolve.NAMES.get(n) or f"T{n}"
 
 
 def row_id(table: int, ident: int) -> str:
@@ -229,6 +232,8 @@ class Model:
         self._lock = threading.Lock()
         self._lane_starts: list[list[int]] = [[0] for _ in range(w.lanes)]  # start position of each txn in the lane
         self._lane_done = [False] * w.lanes
+        if w.evolve and (w.lanes != 1 or w.evolve < 2 or w.big_txn_rows or w.rollback_rate):
+            raise ValueError("simulator option evolve needs lanes=1, evolve >= 2, rollback_rate=0, no big_txn_rows")
         self.end_slot = max((self._lane_length(L) * w.lanes + L for L in range(w.lanes)), default=0)
 
     # -- transactions ----------------------------------------------------------------------------------
@@ -265,6 +270,8 @@ class Model:
         rng = random.Random(w.seed * 1_000_003 + t)
         recs, exp = tx.records, tx.expected
         recs.append((START, -1, None, 0, 0, "set transaction read write;", raw))
+        if w.evolve and evolve.ddl_step(t, w.evolve) is not None:
+            return self._evolve_ddl(tx, evolve.ddl_step(t, w.evolve))
         if t in w.numbers("ddl_at") or t in w.numbers("truncate_at") or t in w.numbers("add_column_at"):
             return self._ddl(tx, t % w.tables, t in w.numbers("truncate_at"), t in w.numbers("add_column_at"))
         if t in w.numbers("types_at"):
@@ -326,8 +333,12 @@ class Model:
             recs.insert(2, (w.odd_op, table, row_id(table, 2 * t * 1000 + 999), 0, 0,
                             f"/* operation {w.odd_op} */", raw))
         if committed:
-            recs.append((COMMIT, -1, None, 0, 0, "commit;", raw))
             exp.extend(r[5] for r in kept)
+            if w.evolve:
+                for op, table, rid, sql, e in evolve.writes(t, w.evolve):
+                    self._emit(recs, op, table, rid, 0, sql, raw)
+                    exp.append(e)
+            recs.append((COMMIT, -1, None, 0, 0, "commit;", raw))
         else:
             tx.committed = False
             odd = rng.random() < w.unknown_sqn_rate
@@ -374,6 +385,19 @@ class Model:
         else:
             tx.records.append((DDL, table, None, 0, 0,
                                f'alter table "{SCHEMA}"."{name}" modify ("NOTE" varchar2(4000));', raw))
+        tx.commit_at = len(tx.records) - 1
+        tx.records.append((COMMIT, -1, None, 0, 0, "commit;", raw))
+        return tx
+
+    @staticmethod
+    def _evolve_ddl(tx: Txn, step: int) -> Txn:
+        """Step ``step`` of the evolve plan, as LogMiner shows a DDL (see _ddl)."""
+        kind, table, sql, _ = evolve.PLAN[step]
+        raw = tx.xid.raw
+        tx.records.append((INTERNAL, -1, None, 0, 0, "", raw))
+        tx.records.append((DDL, table, None, 0, 0, sql + ";", raw))
+        if kind == "truncate":
+            tx.expected.append(("t", table, None, None))
         tx.commit_at = len(tx.records) - 1
         tx.records.append((COMMIT, -1, None, 0, 0, "commit;", raw))
         return tx

@@ -31,7 +31,7 @@ def ins(scn, xid, ident, **kw):
 
 def dispatcher(tmp_path, **kw):
     return Dispatcher(TransactionStore(str(tmp_path / "spill")), lambda o, t: o == "APP", resume=kw.pop("resume", None),
-                      schema_of=lambda o, t: None, **kw)
+                      schema_of=lambda o, t, scn=None: None, **kw)
 
 
 def events(d, rows):
@@ -93,3 +93,20 @@ def test_ddl_unsupported_and_missing_scn(tmp_path):
     with pytest.raises(LogMinerError, match="MISSING_SCN"):
         events(d, [row(6, X1, 34, "")])
     assert events(d, [row(7, X2, 1, "insert ...", owner="OTHER", rid="R"), row(8, X2, 7)]) == []
+
+
+def test_an_unknown_object_after_a_dictionary_rebuild_restarts_the_source(tmp_path):
+    """Rows mined ahead with the dictionary from before a CREATE TABLE: a restart (SourceUnavailable) fixes them;
+    an unknown object with no rebuild before it is a stop (DictionaryMismatch, Terminal for the daemon)."""
+    from cdc.errors import SourceUnavailable
+    from readers.oracle.errors import DictionaryMismatch, DictionaryStale
+
+    unknown = row(5, X2, 1, 'insert into "UNKNOWN"."OBJ# 7"("ID") values (\'1\');', owner="UNKNOWN", table="OBJ# 7")
+    with pytest.raises(DictionaryMismatch) as plain:
+        events(dispatcher(tmp_path), [unknown])
+    assert not isinstance(plain.value, SourceUnavailable)
+    rebuilt = []
+    d = dispatcher(tmp_path, on_ddl=rebuilt.append)
+    with pytest.raises(DictionaryStale, match="rebuilt for a DDL at SCN 3") as stale:
+        events(d, [row(3, X1, 5, 'create table "APP"."N" ("ID" number)', table="N"), unknown])
+    assert rebuilt == [3] and isinstance(stale.value, SourceUnavailable)
