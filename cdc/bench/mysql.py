@@ -147,7 +147,7 @@ def _pipeline(db, broker, start: str, end: str, rows: int, batch: int, native: b
                     pub.publish(ev)
                 if type(ev) is Commit:
                     bar.advance(min(batch, rows - bar.completed))
-                    if src.state.issuperset(target):
+                    if src.gtid_state.issuperset(target):
                         break
             if pub is not None:
                 pub.flush()

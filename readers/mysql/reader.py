@@ -92,7 +92,7 @@ from readers.mysql.incremental import IncrementalSnapshots
 from readers.mysql.inflate import COMPRESSED_TYPES, FORMAT_DESCRIPTION_EVENT, Inflater
 from readers.mysql.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogEvent, payload_events
 from readers.mysql.patterns import warn_unmatched
-from readers.mysql.position import GtidSet
+from readers.mysql.position import GtidSet, GtidState
 from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
 from readers.mysql.snapshot import InitialSnapshot
 from readers.mysql.tables import (
@@ -195,7 +195,7 @@ class MySqlSource:
         # the server drop one's connection for the other's
         self.server_id = config.server_id or 1_000_000 + zlib.crc32(f"{config.name}:{WRITER_ID}".encode()) \
             % 1_000_000_000
-        self.state: GtidSet = GtidSet()
+        self.gtid_state = GtidState()  # updated in place per transaction; ``state`` is its GtidSet
         self.host: str | None = None
         self.flavor = "mariadb"
         self._stop = threading.Event()
@@ -206,6 +206,15 @@ class MySqlSource:
         self._ctl: pymysql.connections.Connection | None = None
         self._prober = default_prober(config.user, config.password.get_secret_value(), config.connect_timeout_s,
                                       config.tls)
+
+    @property
+    def state(self) -> GtidSet:
+        """The GTID state (every transaction fully read) as an immutable GtidSet."""
+        return self.gtid_state.freeze()
+
+    @state.setter
+    def state(self, value: GtidSet) -> None:
+        self.gtid_state = GtidState(value)
 
     # -- lifecycle ---------------------------------------------------------
     def start(self, resume: dict[str, Any] | None) -> None:
@@ -246,7 +255,7 @@ class MySqlSource:
                 hook.close()
 
     def resume_state(self) -> dict[str, Any]:
-        state: dict[str, Any] = {"gtid_set": str(self.state)}
+        state: dict[str, Any] = {"gtid_set": str(self.gtid_state)}
         if self._incremental is not None:  # snapshot hook: incremental snapshot progress
             state.update(self._incremental.progress())
         return state
@@ -324,7 +333,7 @@ class MySqlSource:
         # every event, unfiltered: the library must not drop anything before our rule sees it (binlog_events.py)
         self._stream = BinLogStreamReader(
             connection_settings=settings, server_id=self.server_id, blocking=True, resume_stream=True,
-            auto_position=str(self.state) if (self.state or self.flavor == "mariadb") else None,
+            auto_position=str(self.gtid_state) if (self.gtid_state or self.flavor == "mariadb") else None,
             is_mariadb=self.flavor == "mariadb", only_events=binlog_events.ALL_EVENTS,
             slave_heartbeat=wake, pymysql_wrapper=_guarded_connect, enable_logging=False,
         )
@@ -352,6 +361,7 @@ class MySqlSource:
         converters: dict[int, tuple[Any, RowConverter, Any]] = {}
         null_masks: dict[int, bytes] = {}
         self._null_masks = null_masks
+        tables: dict[tuple[str, str], tuple[TableId, bool]] = {}  # (db, table) -> (TableId, captured)
         try:
             it = iter(stream)
             while True:
@@ -382,8 +392,14 @@ class MySqlSource:
                     if self._partial is not None:  # re-reading a transaction cut by a lost connection
                         began, skip = self._resume_partial(gtid)
                 elif isinstance(ev, _ROWS) and not isinstance(ev, PartialUpdateRowsEvent):
-                    table = TableId(ev.schema, ev.table)
-                    if not self.filter.matches(table):
+                    known = tables.get((ev.schema, ev.table))
+                    if known is None:  # one TableId per table: the publisher caches a table's parts by identity
+                        if len(tables) > 10_000:
+                            tables.clear()
+                        table = TableId(ev.schema, ev.table)
+                        known = tables[(ev.schema, ev.table)] = (table, self.filter.matches(table))
+                    table, captured = known
+                    if not captured:
                         continue
                     if gtid is None:  # a transaction without a GTID event (gtid_mode *_PERMISSIVE)
                         raise binlog_events.refuse(0x22, self._where(ev), None, self.host,
@@ -418,7 +434,7 @@ class MySqlSource:
                     elif word == "XA":
                         self._refuse_xa(ev, q, gtid, began, stream)
                         if q.upper().startswith(("XA COMMIT", "XA ROLLBACK")) and gtid is not None:
-                            self.state = self.state.add(gtid)  # its own GTID; the branch was refused or not ours
+                            self.gtid_state.add(gtid)  # its own GTID; the branch was refused or not ours
                             gtid = None
                     elif word in ("ROLLBACK", "SAVEPOINT"):
                         pass
@@ -439,7 +455,7 @@ class MySqlSource:
                 elif isinstance(ev, XAPrepareEvent):
                     self._refuse_xa(ev, "XA PREPARE", gtid, began, stream)
                     if gtid is not None:
-                        self.state = self.state.add(gtid)
+                        self.gtid_state.add(gtid)
                     gtid = None
                 elif isinstance(ev, TableMapEvent):  # the converter is rebuilt when the table map changes
                     null_masks[ev.table_id] = ev.null_bitmask  # (same bytes: the same object, fastrows.py)
@@ -522,7 +538,7 @@ class MySqlSource:
             yield change
 
     def _commit(self, gtid: str, began: bool, ev: Any, stream: BinLogStreamReader) -> Iterator[Event]:
-        self.state = self.state.add(gtid)
+        self.gtid_state.add(gtid)
         if began:
             self.metrics.transaction_read()
             yield Commit(gtid, ev.timestamp * 1000, self.resume_state(),
@@ -534,7 +550,7 @@ class MySqlSource:
 
         None when the table is not captured (the state still advances past the GTID).
         """
-        self.state = self.state.add(gtid)
+        self.gtid_state.add(gtid)
         db = _db(ev)
         named = ddl_table(query, db)
         if named is None or not self.filter.matches(named):
@@ -570,7 +586,8 @@ class MySqlSource:
             except pymysql.err.MySQLError as exc:
                 raise ConnectionLost(f"cannot read the schema of {named} from {self.host}: {exc}",
                                      host=self.host) from exc
-        self.state = self.state if rows_follow else self.state.add(gtid)
+        if not rows_follow:
+            self.gtid_state.add(gtid)
         if not captured:
             return None
         if named is not None:  # the shape after the DDL (the same object: the publisher writes it once)
