@@ -18,11 +18,15 @@ SELECT from the sequence engine, then measures on that same binlog:
 The runs alternate ``--repeat`` times (the shared machine's load varies); the
 best run of each counts, for wall clock and for CPU alike. Prints
 raw_rows_per_s, pipeline_rows_per_s (native when compiled, else Python),
-python_pipeline_rows_per_s, ratio (pipeline / raw), transactions_per_s, and
+python_pipeline_rows_per_s, ratio (pipeline / raw), transactions_per_s,
+``cpu_us_per_row_stage`` (reader, publish, pipeline, raw library decode) and
 ``cpu_us_per_row``: this process's CPU time (user + system, every thread: the
 reader, the publisher and the Kafka client's threads; not MariaDB's or the
 broker's) per row for raw, and for pipeline and reader each way. CPU per row
-is the figure to compare on a loaded host; rows/s moves with the load.
+is the figure to compare on a loaded host; rows/s moves with the load. With
+several transactions (``--txn-rows`` below ``--rows``) it also prints txn_per_s
+and raw_txn_per_s (transactions per second of the pipeline and of the raw loop on
+the same binlog), txn_ratio (their ratio) and ``cpu_us_per_txn``.
 
 Why the Python pipeline can beat the raw loop: the reader decodes rows with
 readers.mysql.fastrows (integers, floats and UTF-8 strings read directly,
@@ -206,4 +210,15 @@ def run(args: argparse.Namespace) -> dict:
            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
     if NATIVE:
         out["native_cpu_gain"] = round(cpu["pipeline_python"] / max(cpu["pipeline_native"], 1e-9), 2)
+    way = pipe.removeprefix("pipeline_")
+    # CPU per row by stage, from the same runs: the reader alone (binlog read, event parsing, row decoding, change
+    # events), what publishing adds to it (records, the Kafka client, acknowledgements), and the raw library loop
+    out["cpu_us_per_row_stage"] = {"reader": cpu[f"reader_{way}"],
+                                   "publish": round(cpu[pipe] - cpu[f"reader_{way}"], 2),
+                                   "pipeline": cpu[pipe], "raw_library_decode": cpu["raw"]}
+    if args.batch < args.rows:  # several transactions: the per-transaction figures, same runs, same binlog
+        out["txn_per_s"] = out["transactions_per_s"]
+        out["raw_txn_per_s"] = out["raw_transactions_per_s"]
+        out["txn_ratio"] = round(best["raw"][0] / best[pipe][0], 3)
+        out["cpu_us_per_txn"] = {k: round(c / txns * 1e6, 1) for k, (_, c) in best.items()}
     return out

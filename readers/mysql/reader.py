@@ -48,6 +48,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
@@ -68,13 +69,13 @@ from pymysqlreplication.row_event import (
 
 from cdc.contract import STOP_CHECK_S, SourceContext
 from cdc.errors import CdcError, Terminal
-from cdc.events import Begin, Change, Commit, Event, Heartbeat, Idle, SchemaChange, TableId
+from cdc.events import Begin, Change, ChangeBatch, Commit, Event, Heartbeat, Idle, SchemaChange, TableId
 from cdc.publish.lease import WRITER_ID
 from readers.mysql import binlog_events
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
-from readers.mysql.decode import RowConverter
+from readers.mysql.decode import ConvertedRow, RowConverter
 from readers.mysql.errors import (
     BinlogPurged,
     CompressedEventError,
@@ -177,6 +178,45 @@ def _server_refused(exc: Exception, address: str) -> Exception:
     return exc
 
 
+def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str, file: str | None, pos: int,
+                row_no: int, server_id: int, thread: int | None) -> ChangeBatch | None:
+    """The rows of one rows event decoded by the native pass (ConvertedRow images: nothing left to convert, so
+    nothing that could be dead-lettered) as a ChangeBatch: per row, the JSON of its key values, before and after
+    images and ``source`` fields, byte for byte what the publisher writes for the equal Change (cdc.events). None
+    when a value has no JSON form (the rows then go out as Changes and fail, or not, as they always did)."""
+    dumps = orjson.dumps
+    schema = known[1]
+    pk = schema.primary_key if schema is not None else ()
+    head = b',"gtid":' + dumps(gtid) + b',"file":' + dumps(file) + b',"pos":' + dumps(pos) + b',"row":'
+    tail = b',"server_id":' + dumps(server_id) + (b"" if thread is None else b',"thread":' + dumps(thread)) + b"}"
+    out = []
+    try:
+        for i, r in enumerate(rows):
+            if op == "c":
+                row = r["values"]
+                before, after = b"null", dumps(row)
+            elif op == "d":
+                row = r["values"]
+                before, after = dumps(row), b"null"
+            else:
+                row = r["after_values"]
+                if type(r["before_values"]) is not ConvertedRow:
+                    return None
+                before, after = dumps(r["before_values"]), dumps(row)
+            if type(row) is not ConvertedRow:
+                return None
+            if not pk:
+                kv = after if op != "d" else before
+            elif len(pk) == 1:
+                kv = dumps(row.get(pk[0]))
+            else:
+                kv = dumps({c: row.get(c) for c in pk})
+            out.append((op, kv, before, after, b"%b%d%b" % (head, row_no + i, tail)))
+    except orjson.JSONEncodeError:
+        return None
+    return ChangeBatch([known] * len(out), out)
+
+
 class MySqlSource:
     """Reader for one ``kind: mysql`` source. See the module docstring for the contract."""
 
@@ -202,6 +242,9 @@ class MySqlSource:
         self._partial: tuple[str, int] | None = None  # (gtid, changes yielded) of a cut transaction
         self._table_schemas: dict[TableId, Any] = {}  # last TABLE_MAP shape per table (for TRUNCATE records)
         self._dead_letter = getattr(context, "dead_letter", None)  # callable(error, raw) or None
+        # rows the native pass decoded go out as one ChangeBatch per rows event (see _serialized); the incremental
+        # snapshot's window (incremental.py) reads each Change, so with a signal table every row is a Change
+        self._serialize = self._incremental is None
         self._stream: BinLogStreamReader | None = None
         self._ctl: pymysql.connections.Connection | None = None
         self._prober = default_prober(config.user, config.password.get_secret_value(), config.connect_timeout_s,
@@ -410,6 +453,16 @@ class MySqlSource:
                         yield Begin(gtid, ts_ms)
                         began = True
                     for change in self._changes(ev, table, gtid, row_no, converters, thread):
+                        if type(change) is ChangeBatch:  # a whole rows event, already serialized
+                            n = len(change)
+                            row_no += n
+                            if skip:  # its first rows were yielded before the connection dropped
+                                done, skip = min(skip, n), skip - min(skip, n)
+                                if done == n:
+                                    continue
+                                change = ChangeBatch(change.tables[done:], change.rows[done:])
+                            yield change
+                            continue
                         row_no += 1
                         if skip:  # already yielded before the connection dropped
                             skip -= 1
@@ -518,6 +571,11 @@ class MySqlSource:
         server_id = ev.packet.server_id
         op = "c" if isinstance(ev, WriteRowsEvent) else "u" if isinstance(ev, UpdateRowsEvent) else "d"
         self.metrics.event_read(str(table), op, len(rows))
+        if self._serialize and rows and type(rows[0].get("values", rows[0].get("after_values"))) is ConvertedRow:
+            batch = _serialized(rows, op, (table, schema), gtid, file, pos, row_no, server_id, thread)
+            if batch is not None:
+                yield batch
+                return
         for i, r in enumerate(rows):
             src = {"gtid": gtid, "file": file, "pos": pos, "row": row_no + i, "server_id": server_id}
             if thread is not None:
