@@ -2,7 +2,8 @@
 
 It streams the binlog of the current primary over the replication protocol
 (python-mysql-replication, GTID auto-positioning) and yields
-Begin/Change*/Commit per committed transaction touching a captured table,
+Begin/Change*/Commit per committed transaction touching a captured table (the
+rows of a rows event the native pass decoded come as one ChangeBatch: _serialized),
 SchemaChange per DDL on a captured database, and Heartbeat when idle. A
 ``TRUNCATE TABLE`` of a captured table is its own transaction holding one
 ``op: "t"`` change (before and after None), as Debezium publishes it.
