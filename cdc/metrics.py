@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, PlatformCollector, ProcessCollector
 from prometheus_client.core import GaugeMetricFamily
@@ -176,15 +177,22 @@ class SourceMetrics:
             c.labels(s)  # export at 0 from the start, so rate() has a series
         m.errors.labels(s, "none")
         m.publish_latency.labels(s)
+        self._read_children: dict[tuple[str, str], Any] = {}
+        self._tx_read = m.tx_read.labels(s)
         self._started = time.time()
         m.last_publish.labels(s).set(self._started)  # "no progress yet" starts counting now
 
     # reading
     def event_read(self, table: str, op: str, n: int = 1) -> None:
-        self._m.events_read.labels(self.source, table, op).inc(n)
+        child = self._read_children.get((table, op))  # labels() costs more than inc(): a child per (table, op)
+        if child is None:
+            if len(self._read_children) > 10_000:
+                self._read_children.clear()
+            child = self._read_children[(table, op)] = self._m.events_read.labels(self.source, table, op)
+        child.inc(n)
 
     def transaction_read(self, count: int = 1) -> None:
-        self._m.tx_read.labels(self.source).inc(count)
+        self._tx_read.inc(count)
 
     def open_transactions(self, count: int, oldest_age_s: float = 0.0) -> None:
         self._m.open_tx.labels(self.source).set(count)

@@ -18,11 +18,15 @@ SELECT from the sequence engine, then measures on that same binlog:
 The runs alternate ``--repeat`` times (the shared machine's load varies); the
 best run of each counts, for wall clock and for CPU alike. Prints
 raw_rows_per_s, pipeline_rows_per_s (native when compiled, else Python),
-python_pipeline_rows_per_s, ratio (pipeline / raw), transactions_per_s, and
+python_pipeline_rows_per_s, ratio (pipeline / raw), transactions_per_s,
+``cpu_us_per_row_stage`` (reader, publish, pipeline, raw library decode) and
 ``cpu_us_per_row``: this process's CPU time (user + system, every thread: the
 reader, the publisher and the Kafka client's threads; not MariaDB's or the
 broker's) per row for raw, and for pipeline and reader each way. CPU per row
-is the figure to compare on a loaded host; rows/s moves with the load.
+is the figure to compare on a loaded host; rows/s moves with the load. With
+several transactions (``--txn-rows`` below ``--rows``) it also prints txn_per_s
+and raw_txn_per_s (transactions per second of the pipeline and of the raw loop on
+the same binlog), txn_ratio (their ratio) and ``cpu_us_per_txn``.
 
 Why the Python pipeline can beat the raw loop: the reader decodes rows with
 readers.mysql.fastrows (integers, floats and UTF-8 strings read directly,
@@ -33,6 +37,7 @@ baseline is the library exactly as shipped.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import tempfile
@@ -47,6 +52,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--txn-rows", "--batch", dest="batch", type=int, default=100_000,
                         help="rows per source transaction (5: the small transactions OLTP writes)")
     parser.add_argument("--repeat", type=int, default=2, help="alternate raw/pipeline runs; the best of each counts")
+    parser.add_argument("--native-only", action="store_true",
+                        help="only the raw loop and the native pass (no runs on the Python path): a shorter run")
 
 
 def _say(msg: str) -> None:
@@ -147,7 +154,7 @@ def _pipeline(db, broker, start: str, end: str, rows: int, batch: int, native: b
                     pub.publish(ev)
                 if type(ev) is Commit:
                     bar.advance(min(batch, rows - bar.completed))
-                    if src.state.issuperset(target):
+                    if src.gtid_state.issuperset(target):
                         break
             if pub is not None:
                 pub.flush()
@@ -167,6 +174,8 @@ def run(args: argparse.Namespace) -> dict:
 
     # (name, native pass, TABLE_MAP cache); "uncached": the Python path without the cache, as before both
     modes = ([("native", True, True)] if NATIVE else []) + [("python", False, True), ("uncached", False, False)]
+    if NATIVE and getattr(args, "native_only", False):
+        modes = modes[:1]
     runs: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="cdc-bench-mysql-") as tmp:
         db = MariaDB(Path(tmp), server_id=77, name="bench")
@@ -196,14 +205,26 @@ def run(args: argparse.Namespace) -> dict:
     txns = -(-args.rows // args.batch)
     out = {"rows": args.rows, "txn_rows": args.batch, "native": NATIVE,
            "raw_rows_per_s": round(rate["raw"]), "pipeline_rows_per_s": round(rate[pipe]),
-           "python_pipeline_rows_per_s": round(rate["pipeline_python"]),
+           "python_pipeline_rows_per_s": round(rate["pipeline_python"]) if "pipeline_python" in rate else None,
            "ratio": round(rate[pipe] / rate["raw"], 3),
            "transactions_per_s": round(txns / best[pipe][0], 1),
            "raw_transactions_per_s": round(txns / best["raw"][0], 1),
            "cpu_us_per_row": cpu,
            "raw_seconds": round(best["raw"][0], 2), "pipeline_seconds": round(best[pipe][0], 2),
            "runs": len(runs["raw"]),
-           "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
-    if NATIVE:
+           "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+           "load_avg_1m": round(os.getloadavg()[0], 1)}  # other work on the host at the end of the runs
+    if NATIVE and "pipeline_python" in cpu:
         out["native_cpu_gain"] = round(cpu["pipeline_python"] / max(cpu["pipeline_native"], 1e-9), 2)
+    way = pipe.removeprefix("pipeline_")
+    # CPU per row by stage, from the same runs: the reader alone (binlog read, event parsing, row decoding, change
+    # events), what publishing adds to it (records, the Kafka client, acknowledgements), and the raw library loop
+    out["cpu_us_per_row_stage"] = {"reader": cpu[f"reader_{way}"],
+                                   "publish": round(cpu[pipe] - cpu[f"reader_{way}"], 2),
+                                   "pipeline": cpu[pipe], "raw_library_decode": cpu["raw"]}
+    if args.batch < args.rows:  # several transactions: the per-transaction figures, same runs, same binlog
+        out["txn_per_s"] = out["transactions_per_s"]
+        out["raw_txn_per_s"] = out["raw_transactions_per_s"]
+        out["txn_ratio"] = round(best["raw"][0] / best[pipe][0], 3)
+        out["cpu_us_per_txn"] = {k: round(c / txns * 1e6, 1) for k, (_, c) in best.items()}
     return out

@@ -42,6 +42,13 @@ class AckTracker:
         if now - self.last_check >= ACK_CHECK_S:
             self.check(now)
 
+    def mark_and_maybe_check(self, kind: str, payload: Any, nbytes: int, sequence: int) -> None:
+        """:meth:`mark` then :meth:`maybe_check`, on one clock reading (once per END of every transaction)."""
+        now = time.monotonic()
+        self.pending.append((self.producer.produced, kind, payload, now, nbytes, sequence))
+        if now - self.last_check >= ACK_CHECK_S:
+            self.check(now)
+
     def check(self, now: float | None = None) -> None:
         """Advance metrics over the acknowledged prefix; raise the first delivery failure (or the
         producer's delivery timeout: cdc.publish.producer). Nothing at or after a failed record is

@@ -556,8 +556,7 @@ class Publisher:
             counts = self._tx_records if self._per_table and (self._json or self._registry is not None) else tx.counts
             self._produce_connect(tx_metadata.end(self._tx_topic, ev.txid, ev.ts_ms, counts))
         self._tx = None
-        self._acks.mark(END, (ev, tx.ops), self._bytes, seq)
-        self._acks.maybe_check()
+        self._acks.mark_and_maybe_check(END, (ev, tx.ops), self._bytes, seq)
 
     def _heartbeat(self, ev: Heartbeat) -> None:
         if self._tx is not None:

@@ -27,6 +27,12 @@ server is a different transaction: divergence).
 An empty set has no flavour of its own and combines with either. Bad text
 raises :class:`GtidParseError`; mixing flavours raises
 :class:`GtidFlavorMismatch`.
+
+``GtidState`` is the reader's running state: the same set, updated in place by
+one GTID per transaction (``add``) and printed only when asked (``str``), where
+each server uuid, tag or MariaDB domain keeps its own printed text and only the
+one a transaction touched is printed again. It always equals
+``GtidSet.parse(str(state))`` and prints exactly as that GtidSet does.
 """
 
 from __future__ import annotations
@@ -329,6 +335,129 @@ class GtidSet:
         if self.mysql:
             return max(iv[-1][1] - 1 for _, iv in self.mysql)
         return None
+
+
+def _interval_text(iv: Iterable[Interval]) -> str:
+    return "".join(f":{a}" if b == a + 1 else f":{a}-{b - 1}" for a, b in iv)
+
+
+class GtidState:
+    """A GTID set updated in place, one GTID at a time (the reader's state between checkpoints).
+
+    ``add(gtid)`` costs one dictionary update for the usual next GTID of a known
+    server uuid, tag or domain; anything else (a new uuid, a gap, another
+    flavour, text the fast path does not take) goes through :meth:`GtidSet.add`,
+    with its validation and its errors. ``str()`` prints the whole set as
+    :class:`GtidSet` does, re-printing only the entry that changed since the last
+    print; :meth:`freeze` gives the equal immutable :class:`GtidSet`.
+    """
+
+    __slots__ = ("_frozen", "_keys", "_maria", "_mysql", "_text", "_whole")
+
+    def __init__(self, initial: GtidSet | None = None) -> None:
+        self._reset(initial if initial is not None else GtidSet())
+
+    def _reset(self, s: GtidSet) -> None:
+        self._frozen: GtidSet | None = s
+        self._maria: dict[int, tuple[int, int]] = {d: (sv, n) for d, sv, n in s.mariadb}
+        self._mysql: dict[str, list[Interval]] = {u: list(iv) for u, iv in s.mysql}
+        self._keys: list = sorted(self._maria) if s.mariadb else [u for u, _ in s.mysql]  # sorted, as printed
+        self._text: dict = {}  # key -> its printed part (a MariaDB d-s-n, a tsid's ``[:tag]:intervals``)
+        self._whole: str | None = None
+
+    # -- updates ------------------------------------------------------------------------------------------------
+    def add(self, gtid: str) -> None:
+        """Take one GTID (``uuid:N``, ``uuid:tag:N``, ``d-s-n``); the same result as ``GtidSet.add``."""
+        if self._maria:
+            parts = gtid.split("-")
+            if len(parts) == 3 and gtid.isascii() and all(x.isdigit() for x in parts):
+                d, sv, n = int(parts[0]), int(parts[1]), int(parts[2])
+                old = self._maria.get(d)
+                if old is not None:  # a known domain: its seq moves (union: the later or equal seq wins)
+                    if n >= old[1] and old != (sv, n):
+                        self._maria[d] = (sv, n)
+                        self._text.pop(d, None)
+                        self._whole = self._frozen = None
+                    return
+        elif self._mysql:
+            tsid, _, no = gtid.rpartition(":")
+            iv = self._mysql.get(tsid)  # known keys are normalised: a text in another spelling takes the slow path
+            if iv is not None and no.isascii() and no.isdigit() and int(no) >= 1:
+                n = int(no)
+                a, b = iv[-1]
+                if n == b:  # the next transaction of this uuid (and tag): the last interval grows
+                    iv[-1] = (a, b + 1)
+                elif n < b and any(x <= n < y for x, y in iv):
+                    return  # already in the set
+                else:
+                    self._mysql[tsid] = list(_merge([*iv, (n, n + 1)]))
+                self._text.pop(tsid, None)
+                self._whole = self._frozen = None
+                return
+        self._reset(self.freeze().add(gtid))  # validates; raises GtidParseError / GtidFlavorMismatch
+
+    # -- reading ------------------------------------------------------------------------------------------------
+    def freeze(self) -> GtidSet:
+        """The equal immutable GtidSet (kept until the next change)."""
+        if self._frozen is None:
+            if self._maria:
+                self._frozen = GtidSet(mariadb=tuple((d, *self._maria[d]) for d in self._keys))
+            else:
+                self._frozen = GtidSet(mysql=tuple((u, tuple(self._mysql[u])) for u in self._keys))
+        return self._frozen
+
+    def __str__(self) -> str:
+        whole = self._whole
+        if whole is not None:
+            return whole
+        text = self._text
+        if self._maria:
+            parts = []
+            for d in self._keys:
+                t = text.get(d)
+                if t is None:
+                    sv, n = self._maria[d]
+                    t = text[d] = f"{d}-{sv}-{n}"
+                parts.append(t)
+            whole = ",".join(parts)
+        else:
+            out: list[str] = []
+            last = ""
+            for tsid in self._keys:
+                t = text.get(tsid)
+                uuid = tsid[:36]
+                if t is None:
+                    tag = tsid[37:]
+                    t = text[tsid] = (f":{tag}" if tag else "") + _interval_text(self._mysql[tsid])
+                if uuid == last:
+                    out[-1] += t
+                else:
+                    out.append(uuid + t)
+                last = uuid
+            whole = ",".join(out)
+        self._whole = whole
+        return whole
+
+    def __repr__(self) -> str:
+        return f"GtidState({str(self)!r})"
+
+    def __bool__(self) -> bool:
+        return bool(self._maria or self._mysql)
+
+    @property
+    def flavor(self) -> Flavor | None:
+        return "mariadb" if self._maria else "mysql" if self._mysql else None
+
+    def issuperset(self, other: GtidSet) -> bool:
+        """True when this state has seen every transaction of ``other`` (as GtidSet.issuperset)."""
+        if self._maria and other.mariadb:
+            mine = self._maria
+            for d, sv, n in other.mariadb:
+                have = mine.get(d)
+                if have is None or have[1] < n or (have[1] == n and have[0] != sv):
+                    return False
+            return True
+        return self.freeze().issuperset(other)
 
 
 @dataclass(frozen=True, slots=True, order=True)

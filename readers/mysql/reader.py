@@ -2,7 +2,8 @@
 
 It streams the binlog of the current primary over the replication protocol
 (python-mysql-replication, GTID auto-positioning) and yields
-Begin/Change*/Commit per committed transaction touching a captured table,
+Begin/Change*/Commit per committed transaction touching a captured table (the
+rows of a rows event the native pass decoded come as one ChangeBatch: _serialized),
 SchemaChange per DDL on a captured database, and Heartbeat when idle. A
 ``TRUNCATE TABLE`` of a captured table is its own transaction holding one
 ``op: "t"`` change (before and after None), as Debezium publishes it.
@@ -48,6 +49,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
@@ -68,13 +70,13 @@ from pymysqlreplication.row_event import (
 
 from cdc.contract import STOP_CHECK_S, SourceContext
 from cdc.errors import CdcError, Terminal
-from cdc.events import Begin, Change, Commit, Event, Heartbeat, Idle, SchemaChange, TableId
+from cdc.events import Begin, Change, ChangeBatch, Commit, Event, Heartbeat, Idle, SchemaChange, TableId
 from cdc.publish.lease import WRITER_ID
 from readers.mysql import binlog_events
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
-from readers.mysql.decode import RowConverter
+from readers.mysql.decode import ConvertedRow, RowConverter
 from readers.mysql.errors import (
     BinlogPurged,
     CompressedEventError,
@@ -92,7 +94,7 @@ from readers.mysql.incremental import IncrementalSnapshots
 from readers.mysql.inflate import COMPRESSED_TYPES, FORMAT_DESCRIPTION_EVENT, Inflater
 from readers.mysql.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogEvent, payload_events
 from readers.mysql.patterns import warn_unmatched
-from readers.mysql.position import GtidSet
+from readers.mysql.position import GtidSet, GtidState
 from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
 from readers.mysql.snapshot import InitialSnapshot
 from readers.mysql.tables import (
@@ -177,6 +179,45 @@ def _server_refused(exc: Exception, address: str) -> Exception:
     return exc
 
 
+def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str, file: str | None, pos: int,
+                row_no: int, server_id: int, thread: int | None) -> ChangeBatch | None:
+    """The rows of one rows event decoded by the native pass (ConvertedRow images: nothing left to convert, so
+    nothing that could be dead-lettered) as a ChangeBatch: per row, the JSON of its key values, before and after
+    images and ``source`` fields, byte for byte what the publisher writes for the equal Change (cdc.events). None
+    when a value has no JSON form (the rows then go out as Changes and fail, or not, as they always did)."""
+    dumps = orjson.dumps
+    schema = known[1]
+    pk = schema.primary_key if schema is not None else ()
+    head = b',"gtid":' + dumps(gtid) + b',"file":' + dumps(file) + b',"pos":' + dumps(pos) + b',"row":'
+    tail = b',"server_id":' + dumps(server_id) + (b"" if thread is None else b',"thread":' + dumps(thread)) + b"}"
+    out = []
+    try:
+        for i, r in enumerate(rows):
+            if op == "c":
+                row = r["values"]
+                before, after = b"null", dumps(row)
+            elif op == "d":
+                row = r["values"]
+                before, after = dumps(row), b"null"
+            else:
+                row = r["after_values"]
+                if type(r["before_values"]) is not ConvertedRow:
+                    return None
+                before, after = dumps(r["before_values"]), dumps(row)
+            if type(row) is not ConvertedRow:
+                return None
+            if not pk:
+                kv = after if op != "d" else before
+            elif len(pk) == 1:
+                kv = dumps(row.get(pk[0]))
+            else:
+                kv = dumps({c: row.get(c) for c in pk})
+            out.append((op, kv, before, after, b"%b%d%b" % (head, row_no + i, tail)))
+    except orjson.JSONEncodeError:
+        return None
+    return ChangeBatch([known] * len(out), out)
+
+
 class MySqlSource:
     """Reader for one ``kind: mysql`` source. See the module docstring for the contract."""
 
@@ -195,17 +236,29 @@ class MySqlSource:
         # the server drop one's connection for the other's
         self.server_id = config.server_id or 1_000_000 + zlib.crc32(f"{config.name}:{WRITER_ID}".encode()) \
             % 1_000_000_000
-        self.state: GtidSet = GtidSet()
+        self.gtid_state = GtidState()  # updated in place per transaction; ``state`` is its GtidSet
         self.host: str | None = None
         self.flavor = "mariadb"
         self._stop = threading.Event()
         self._partial: tuple[str, int] | None = None  # (gtid, changes yielded) of a cut transaction
         self._table_schemas: dict[TableId, Any] = {}  # last TABLE_MAP shape per table (for TRUNCATE records)
         self._dead_letter = getattr(context, "dead_letter", None)  # callable(error, raw) or None
+        # rows the native pass decoded go out as one ChangeBatch per rows event (see _serialized); the incremental
+        # snapshot's window (incremental.py) reads each Change, so with a signal table every row is a Change
+        self._serialize = self._incremental is None
         self._stream: BinLogStreamReader | None = None
         self._ctl: pymysql.connections.Connection | None = None
         self._prober = default_prober(config.user, config.password.get_secret_value(), config.connect_timeout_s,
                                       config.tls)
+
+    @property
+    def state(self) -> GtidSet:
+        """The GTID state (every transaction fully read) as an immutable GtidSet."""
+        return self.gtid_state.freeze()
+
+    @state.setter
+    def state(self, value: GtidSet) -> None:
+        self.gtid_state = GtidState(value)
 
     # -- lifecycle ---------------------------------------------------------
     def start(self, resume: dict[str, Any] | None) -> None:
@@ -246,7 +299,7 @@ class MySqlSource:
                 hook.close()
 
     def resume_state(self) -> dict[str, Any]:
-        state: dict[str, Any] = {"gtid_set": str(self.state)}
+        state: dict[str, Any] = {"gtid_set": str(self.gtid_state)}
         if self._incremental is not None:  # snapshot hook: incremental snapshot progress
             state.update(self._incremental.progress())
         return state
@@ -324,7 +377,7 @@ class MySqlSource:
         # every event, unfiltered: the library must not drop anything before our rule sees it (binlog_events.py)
         self._stream = BinLogStreamReader(
             connection_settings=settings, server_id=self.server_id, blocking=True, resume_stream=True,
-            auto_position=str(self.state) if (self.state or self.flavor == "mariadb") else None,
+            auto_position=str(self.gtid_state) if (self.gtid_state or self.flavor == "mariadb") else None,
             is_mariadb=self.flavor == "mariadb", only_events=binlog_events.ALL_EVENTS,
             slave_heartbeat=wake, pymysql_wrapper=_guarded_connect, enable_logging=False,
         )
@@ -352,6 +405,7 @@ class MySqlSource:
         converters: dict[int, tuple[Any, RowConverter, Any]] = {}
         null_masks: dict[int, bytes] = {}
         self._null_masks = null_masks
+        tables: dict[tuple[str, str], tuple[TableId, bool]] = {}  # (db, table) -> (TableId, captured)
         try:
             it = iter(stream)
             while True:
@@ -382,8 +436,14 @@ class MySqlSource:
                     if self._partial is not None:  # re-reading a transaction cut by a lost connection
                         began, skip = self._resume_partial(gtid)
                 elif isinstance(ev, _ROWS) and not isinstance(ev, PartialUpdateRowsEvent):
-                    table = TableId(ev.schema, ev.table)
-                    if not self.filter.matches(table):
+                    known = tables.get((ev.schema, ev.table))
+                    if known is None:  # one TableId per table: the publisher caches a table's parts by identity
+                        if len(tables) > 10_000:
+                            tables.clear()
+                        table = TableId(ev.schema, ev.table)
+                        known = tables[(ev.schema, ev.table)] = (table, self.filter.matches(table))
+                    table, captured = known
+                    if not captured:
                         continue
                     if gtid is None:  # a transaction without a GTID event (gtid_mode *_PERMISSIVE)
                         raise binlog_events.refuse(0x22, self._where(ev), None, self.host,
@@ -394,6 +454,16 @@ class MySqlSource:
                         yield Begin(gtid, ts_ms)
                         began = True
                     for change in self._changes(ev, table, gtid, row_no, converters, thread):
+                        if type(change) is ChangeBatch:  # a whole rows event, already serialized
+                            n = len(change)
+                            row_no += n
+                            if skip:  # its first rows were yielded before the connection dropped
+                                done, skip = min(skip, n), skip - min(skip, n)
+                                if done == n:
+                                    continue
+                                change = ChangeBatch(change.tables[done:], change.rows[done:])
+                            yield change
+                            continue
                         row_no += 1
                         if skip:  # already yielded before the connection dropped
                             skip -= 1
@@ -418,7 +488,7 @@ class MySqlSource:
                     elif word == "XA":
                         self._refuse_xa(ev, q, gtid, began, stream)
                         if q.upper().startswith(("XA COMMIT", "XA ROLLBACK")) and gtid is not None:
-                            self.state = self.state.add(gtid)  # its own GTID; the branch was refused or not ours
+                            self.gtid_state.add(gtid)  # its own GTID; the branch was refused or not ours
                             gtid = None
                     elif word in ("ROLLBACK", "SAVEPOINT"):
                         pass
@@ -439,7 +509,7 @@ class MySqlSource:
                 elif isinstance(ev, XAPrepareEvent):
                     self._refuse_xa(ev, "XA PREPARE", gtid, began, stream)
                     if gtid is not None:
-                        self.state = self.state.add(gtid)
+                        self.gtid_state.add(gtid)
                     gtid = None
                 elif isinstance(ev, TableMapEvent):  # the converter is rebuilt when the table map changes
                     null_masks[ev.table_id] = ev.null_bitmask  # (same bytes: the same object, fastrows.py)
@@ -502,6 +572,11 @@ class MySqlSource:
         server_id = ev.packet.server_id
         op = "c" if isinstance(ev, WriteRowsEvent) else "u" if isinstance(ev, UpdateRowsEvent) else "d"
         self.metrics.event_read(str(table), op, len(rows))
+        if self._serialize and rows and type(rows[0].get("values", rows[0].get("after_values"))) is ConvertedRow:
+            batch = _serialized(rows, op, (table, schema), gtid, file, pos, row_no, server_id, thread)
+            if batch is not None:
+                yield batch
+                return
         for i, r in enumerate(rows):
             src = {"gtid": gtid, "file": file, "pos": pos, "row": row_no + i, "server_id": server_id}
             if thread is not None:
@@ -522,7 +597,7 @@ class MySqlSource:
             yield change
 
     def _commit(self, gtid: str, began: bool, ev: Any, stream: BinLogStreamReader) -> Iterator[Event]:
-        self.state = self.state.add(gtid)
+        self.gtid_state.add(gtid)
         if began:
             self.metrics.transaction_read()
             yield Commit(gtid, ev.timestamp * 1000, self.resume_state(),
@@ -534,7 +609,7 @@ class MySqlSource:
 
         None when the table is not captured (the state still advances past the GTID).
         """
-        self.state = self.state.add(gtid)
+        self.gtid_state.add(gtid)
         db = _db(ev)
         named = ddl_table(query, db)
         if named is None or not self.filter.matches(named):
@@ -570,7 +645,8 @@ class MySqlSource:
             except pymysql.err.MySQLError as exc:
                 raise ConnectionLost(f"cannot read the schema of {named} from {self.host}: {exc}",
                                      host=self.host) from exc
-        self.state = self.state if rows_follow else self.state.add(gtid)
+        if not rows_follow:
+            self.gtid_state.add(gtid)
         if not captured:
             return None
         if named is not None:  # the shape after the DDL (the same object: the publisher writes it once)

@@ -17,7 +17,7 @@ import yaml
 
 from cdc.config import KafkaConfig
 from cdc.contract import SourceContext
-from cdc.events import Change, Commit, Heartbeat
+from cdc.events import Change, Commit, Heartbeat, expand
 from cdc.metrics import SourceMetrics
 from cdc.publish.publisher import Publisher
 from readers.mysql.config import MySqlSourceConfig
@@ -78,7 +78,7 @@ def pump(src, until, publisher=None, timeout=90) -> list:
 
     One events() iterator per source, kept across calls, as the daemon does."""
     if not hasattr(src, "_test_iter"):
-        src._test_iter = src.events()
+        src._test_iter = expand(src.events())
     out, deadline = [], time.monotonic() + timeout
     for ev in src._test_iter:
         out.append(ev)

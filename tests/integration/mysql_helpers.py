@@ -8,6 +8,7 @@ from typing import Any
 
 from cdc.contract import SourceContext
 from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange
+from cdc.events import expand as expand_events
 from cdc.metrics import SourceMetrics
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource
@@ -21,11 +22,13 @@ def make_source(hosts: list[str], tables: list[str], name: str = "src", **kw: An
     return MySqlSource(cfg, SourceContext(metrics=SourceMetrics(name)))
 
 
-def collect(src: MySqlSource, until: Callable[[list[Any]], bool], timeout: float = 30) -> list[Any]:
-    """Iterate events() until ``until(events)`` holds at a heartbeat or commit; bounded by ``timeout``."""
+def collect(src: MySqlSource, until: Callable[[list[Any]], bool], timeout: float = 30,
+            expand: bool = True) -> list[Any]:
+    """Iterate events() until ``until(events)`` holds at a heartbeat or commit; bounded by ``timeout``.
+    ``expand``: every ChangeBatch (rows the native pass decoded) as its Changes."""
     out: list[Any] = []
     deadline = time.monotonic() + timeout
-    for ev in src.events():
+    for ev in (expand_events(src.events()) if expand else src.events()):
         out.append(ev)
         if isinstance(ev, (Heartbeat, Commit, SchemaChange)) and until(out):
             src.request_stop()

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from cdc.events import Begin, Change, Commit, Heartbeat
+from cdc.events import Begin, Change, Commit, Heartbeat, expand
 from readers.mysql.errors import BinlogPurged
 from tests.integration.mysql_helpers import make_source
 
@@ -28,7 +28,7 @@ def purge_all_but_newest(m) -> str:
 def read(src, stop_after_commits: int | None = None, timeout: float = 30) -> tuple[list, dict | None]:
     """Events until the snapshot's closing Heartbeat (or ``stop_after_commits`` Commits); the last resume."""
     out, resume, commits, deadline = [], None, 0, time.monotonic() + timeout
-    for ev in src.events():
+    for ev in expand(src.events()):
         out.append(ev)
         if isinstance(ev, Commit):
             resume, commits = ev.resume, commits + 1

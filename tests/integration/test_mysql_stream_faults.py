@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import Begin, Commit, SchemaChange
+from cdc.events import Begin, Commit, SchemaChange, expand
 from readers.mysql.position import GtidSet
 from tests.integration.mysql_helpers import collect, make_source, marks, transactions
 
@@ -58,7 +58,7 @@ def _events_until_error(src, timeout: float = 20):
     import time
     out, deadline = [], time.monotonic() + timeout
     try:
-        for ev in src.events():
+        for ev in expand(src.events()):
             out.append(ev)
             if time.monotonic() > deadline:
                 raise AssertionError(f"no error within {timeout}s; last events {out[-3:]}")
@@ -153,7 +153,7 @@ def test_settings_are_checked_on_every_candidate_at_start_and_on_the_new_primary
     events: list = []
     try:
         primary.query("INSERT INTO test.log VALUES (1)")
-        for ev in src.events():
+        for ev in expand(src.events()):
             events.append(ev)
             if marks(events) == [1]:
                 break
@@ -163,7 +163,7 @@ def test_settings_are_checked_on_every_candidate_at_start_and_on_the_new_primary
         replica.promote()
         replica.query("INSERT INTO test.log VALUES (2)")
         with pytest.raises(SettingsRefused) as err:
-            for ev in src.events():
+            for ev in expand(src.events()):
                 events.append(ev)
                 assert marks(events) == [1], "a transaction was read from the misconfigured new primary"
     finally:
