@@ -177,14 +177,14 @@ class OrderedProducer:
 
     # -- producing --
     def produce(self, topic: str, value: bytes | None, key: bytes | None = None,
-                headers: tuple[tuple[str, bytes], ...] | None = None) -> None:
+                headers: tuple[tuple[str, bytes], ...] | list[tuple[str, bytes]] | None = None) -> None:
         """Queue one record; blocks (polling) while the local queue is full, up to the delivery timeout."""
         p = self._p
         partition = 0 if topic in self._single else -1  # -1: librdkafka's partitioner (RD_KAFKA_PARTITION_UA)
         while True:
             try:
                 if headers:
-                    p.produce(topic, value, key, partition, headers=list(headers))
+                    p.produce(topic, value, key, partition, headers=headers if type(headers) is list else list(headers))
                 else:
                     p.produce(topic, value, key, partition)
                 break
@@ -209,11 +209,16 @@ class OrderedProducer:
                                   limit=self.max_message_bytes)
         return PublishError(f"produce to {topic} failed: {exc}", topic=topic)
 
-    def produce_all(self, topic: str, values: list[bytes], keys: list[bytes]) -> None:
-        """:meth:`produce` of each (value, key) in order, in one loop (the publisher's batch path)."""
+    def produce_all(self, topic: str, values: list[bytes], keys: list[bytes],
+                    headers: list[tuple[str, bytes]] | None = None) -> None:
+        """:meth:`produce` of each (value, key) in order, in one loop (the publisher's batch path); every
+        record with ``headers`` when given."""
         if len(values) <= 1:
             if values:
-                self.produce(topic, values[0], keys[0])
+                self.produce(topic, values[0], keys[0], headers)
+            return
+        if headers:
+            self._produce_all_with(topic, values, keys, headers)
             return
         p = self._p
         partition = 0 if topic in self._single else -1
@@ -234,6 +239,31 @@ class OrderedProducer:
                     raise self._refused(exc, topic, values[i], keys[i]) from None
         finally:
             self.produced = start + i  # the records queued, whatever stopped the loop
+        if start // POLL_EVERY != self.produced // POLL_EVERY:
+            p.poll(0)
+
+    def _produce_all_with(self, topic: str, values: list[bytes], keys: list[bytes],
+                          headers: list[tuple[str, bytes]]) -> None:
+        """:meth:`produce_all` with the same headers on every record."""
+        p = self._p
+        partition = 0 if topic in self._single else -1
+        if self.produced == self._acked:
+            self._progress_t = time.monotonic()
+        start, i, n = self.produced, 0, len(values)
+        try:
+            while i < n:
+                try:
+                    while i < n:
+                        p.produce(topic, values[i], keys[i], partition, headers=headers)
+                        i += 1
+                except BufferError:
+                    self.produced = start + i
+                    p.poll(0.005)
+                    self.check()
+                except KafkaException as exc:
+                    raise self._refused(exc, topic, values[i], keys[i]) from None
+        finally:
+            self.produced = start + i
         if start // POLL_EVERY != self.produced // POLL_EVERY:
             p.poll(0)
 
