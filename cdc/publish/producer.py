@@ -146,6 +146,7 @@ class OrderedProducer:
         self.broker_down: str | None = None  # librdkafka's last "all brokers down" report, until an ack
         self._acked = 0  # acknowledged prefix at the last look
         self._progress_t = time.monotonic()  # when the acknowledged prefix last moved (or nothing was pending)
+        self._looked_t = self._progress_t  # when the calling thread last served delivery reports (_look, a full queue)
 
     # -- callbacks (run inside poll/flush, on the calling thread) --
     def _on_error(self, err: KafkaError | None, msg: Any) -> None:
@@ -190,6 +191,7 @@ class OrderedProducer:
                 break
             except BufferError:
                 p.poll(0.005)
+                self._looked_t = time.monotonic()
                 self.check()
             except KafkaException as exc:
                 raise self._refused(exc, topic, value, key) from None
@@ -234,6 +236,7 @@ class OrderedProducer:
                 except BufferError:  # the local queue is full: serve deliveries, then resume at record i
                     self.produced = start + i
                     p.poll(0.005)
+                    self._looked_t = time.monotonic()
                     self.check()
                 except KafkaException as exc:
                     raise self._refused(exc, topic, values[i], keys[i]) from None
@@ -259,6 +262,7 @@ class OrderedProducer:
                 except BufferError:
                     self.produced = start + i
                     p.poll(0.005)
+                    self._looked_t = time.monotonic()
                     self.check()
                 except KafkaException as exc:
                     raise self._refused(exc, topic, values[i], keys[i]) from None
@@ -287,8 +291,9 @@ class OrderedProducer:
         self._p.poll(0)
         pending = len(self._p)
         acked = self.produced - pending
+        now = self._looked_t = time.monotonic()
         if acked > self._acked or pending == 0:
-            self._acked, self._progress_t = acked, time.monotonic()
+            self._acked, self._progress_t = acked, now
             self.broker_down = None
         return acked
 
@@ -305,6 +310,15 @@ class OrderedProducer:
         if self.produced <= self._acked:
             return 0.0
         return time.monotonic() - self._progress_t
+
+    def unacked_seen_for(self) -> float:
+        """Like :meth:`unacked_for`, but only as far as the calling thread has looked: seconds from the last
+        move of the acknowledged prefix to the last time delivery reports were served and records were still
+        pending. A thread busy elsewhere (a reader blocked on its source) serves none: records it produced
+        then only LOOK unacknowledged, which says nothing about the broker. Safe from another thread."""
+        if self.produced <= self._acked:
+            return 0.0
+        return max(0.0, self._looked_t - self._progress_t)
 
     def check(self) -> None:
         """Raise the first delivery failure, if any; or PublishError when records have been pending

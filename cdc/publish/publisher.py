@@ -161,9 +161,10 @@ class Publisher:
         return max(self._acks.acked_sequence, (self._recovered_to or 0))
 
     def broker_problem(self, after_s: float = 5.0) -> str | None:
-        """Why the broker is not taking records (records pending with no acknowledgement for more than
-        ``after_s``), else None. No row values. Safe from another thread (/readyz)."""
-        stuck = self._producer.unacked_for()
+        """Why the broker is not taking records (records still pending, when this publisher's thread last
+        served delivery reports, with no acknowledgement for more than ``after_s``), else None. No row values.
+        Safe from another thread (/readyz)."""
+        stuck = self._producer.unacked_seen_for()
         if stuck <= after_s:
             return None
         pending = self._producer.produced - self._producer._acked
