@@ -78,11 +78,13 @@ class StreamStructure:
 
     __slots__ = ("_broken", "_epoch", "_epoch_at", "_open", "partition", "topic")
 
-    def __init__(self, topic: str, partition: int = 0) -> None:
+    def __init__(self, topic: str, partition: int = 0, epoch: int = 0) -> None:
+        """``epoch``: the highest writer epoch of the records before the first one fed (a reader that goes on
+        from an earlier check, such as the apply engine batch after batch); 0 when unknown."""
         self.topic, self.partition = topic, partition
         self._open: _Open | None = None
         self._broken: StreamCorrupt | None = None
-        self._epoch = 0  # the highest writer epoch seen (0: none yet, or only records without one)
+        self._epoch = epoch  # the highest writer epoch seen (0: none yet, or only records without one)
         self._epoch_at: tuple[int, int | None] | None = None  # (offset, sequence) of the record that carried it
 
     @property
