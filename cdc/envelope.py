@@ -49,18 +49,19 @@ CHECKPOINT_STATUSES = frozenset({END, SCHEMA, HEARTBEAT})
 EPOCH_HEADER = "cdc.epoch"
 
 
-def epoch_headers(epoch: int) -> list[tuple[str, bytes]]:
-    """The headers of every record a writer of epoch ``epoch`` produces to the changes topic."""
-    return [(EPOCH_HEADER, str(int(epoch)).encode())]
+def epoch_headers(epoch: int) -> dict[str, bytes]:
+    """The headers of every record a writer of epoch ``epoch`` produces to the changes topic (a dict: the
+    cheapest form for confluent-kafka's produce)."""
+    return {EPOCH_HEADER: str(int(epoch)).encode()}
 
 
 def record_epoch(headers: Any) -> int:
     """The writer epoch of a record from its Kafka headers (a list of (name, bytes), as confluent-kafka and
-    kafka-python give them; None when it has none): 0 when the header is absent. A header that is not a
-    decimal number is returned as -1, which every epoch rule refuses (cdc.stream_structure)."""
+    kafka-python give them, or a dict; None when it has none): 0 when the header is absent. A header that
+    is not a decimal number is returned as -1, which every epoch rule refuses (cdc.stream_structure)."""
     if not headers:
         return 0
-    for name, value in headers:
+    for name, value in (headers.items() if isinstance(headers, dict) else headers):
         if name == EPOCH_HEADER:
             try:
                 return int(value)

@@ -178,14 +178,16 @@ class OrderedProducer:
 
     # -- producing --
     def produce(self, topic: str, value: bytes | None, key: bytes | None = None,
-                headers: tuple[tuple[str, bytes], ...] | list[tuple[str, bytes]] | None = None) -> None:
+                headers: tuple[tuple[str, bytes], ...] | list[tuple[str, bytes]] | dict[str, bytes] | None = None,
+                ) -> None:
         """Queue one record; blocks (polling) while the local queue is full, up to the delivery timeout."""
         p = self._p
         partition = 0 if topic in self._single else -1  # -1: librdkafka's partitioner (RD_KAFKA_PARTITION_UA)
         while True:
             try:
                 if headers:
-                    p.produce(topic, value, key, partition, headers=headers if type(headers) is list else list(headers))
+                    p.produce(topic, value, key, partition,
+                              headers=headers if type(headers) in (list, dict) else list(headers))
                 else:
                     p.produce(topic, value, key, partition)
                 break
@@ -212,7 +214,7 @@ class OrderedProducer:
         return PublishError(f"produce to {topic} failed: {exc}", topic=topic)
 
     def produce_all(self, topic: str, values: list[bytes], keys: list[bytes],
-                    headers: list[tuple[str, bytes]] | None = None) -> None:
+                    headers: dict[str, bytes] | list[tuple[str, bytes]] | None = None) -> None:
         """:meth:`produce` of each (value, key) in order, in one loop (the publisher's batch path); every
         record with ``headers`` when given."""
         if len(values) <= 1:
@@ -246,7 +248,7 @@ class OrderedProducer:
             p.poll(0)
 
     def _produce_all_with(self, topic: str, values: list[bytes], keys: list[bytes],
-                          headers: list[tuple[str, bytes]]) -> None:
+                          headers: dict[str, bytes] | list[tuple[str, bytes]]) -> None:
         """:meth:`produce_all` with the same headers on every record."""
         p = self._p
         partition = 0 if topic in self._single else -1
