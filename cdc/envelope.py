@@ -29,6 +29,14 @@ RESYNC   a data record of ``op: "x"`` (key {"table": "db.t", "key": None}, no im
          rows of a key range that the source no longer holds, in ``source.resync``
          (cdc.resync_range); consumers that do not apply it must stop on it.
 
+Writer epoch: every record of the stream carries the Kafka header
+``cdc.epoch`` (ASCII decimal): the epoch of the daemon that wrote it, taken
+from the writer lease (cdc.publish.lease) when the daemon takes the stream
+over; a later writer's epoch is higher. A record without the header (written
+before epochs) has epoch 0 (:func:`record_epoch`). Consumers hold the epoch to
+the structure rules (cdc.stream_structure): the same from a BEGIN to its END,
+never lower than an earlier transaction's.
+
 Checkpoint rule: the resume state to restart from is the ``resume`` of the
 last END, SCHEMA or HEARTBEAT record (see :func:`resume_of`).
 """
@@ -41,6 +49,28 @@ from cdc.events import Change, TableSchema
 
 BEGIN, END, ABORTED, SCHEMA, HEARTBEAT = "BEGIN", "END", "ABORTED", "SCHEMA", "HEARTBEAT"
 CHECKPOINT_STATUSES = frozenset({END, SCHEMA, HEARTBEAT})
+EPOCH_HEADER = "cdc.epoch"
+
+
+def epoch_headers(epoch: int) -> dict[str, bytes]:
+    """The headers of every record a writer of epoch ``epoch`` produces to the changes topic (a dict: the
+    cheapest form for confluent-kafka's produce)."""
+    return {EPOCH_HEADER: str(int(epoch)).encode()}
+
+
+def record_epoch(headers: Any) -> int:
+    """The writer epoch of a record from its Kafka headers (a list of (name, bytes), as confluent-kafka and
+    kafka-python give them, or a dict; None when it has none): 0 when the header is absent. A header that
+    is not a decimal number is returned as -1, which every epoch rule refuses (cdc.stream_structure)."""
+    if not headers:
+        return 0
+    for name, value in (headers.items() if isinstance(headers, dict) else headers):
+        if name == EPOCH_HEADER:
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                return -1
+    return 0
 
 
 def changes_topic(prefix: str, source: str) -> str:

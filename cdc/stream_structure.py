@@ -20,7 +20,15 @@ stream", cdc.envelope for the records):
 - SCHEMA between transactions (a DDL, or a table definition), or inside one only
   as the table definition the publisher writes before a table's first row in
   the transaction (``ddl`` null, ``resume`` null: never a checkpoint);
-- any other ``status`` is refused.
+- any other ``status`` is refused;
+- the writer epoch (the ``cdc.epoch`` header, cdc.envelope.record_epoch) is
+  the same on every record from a BEGIN to its END (one writer writes a
+  transaction); an ABORTED may carry a higher one (the newer writer closing
+  the transaction its predecessor left open), never a lower one; across
+  transactions it never decreases: a record of an older writer after a newer
+  one's is refused. A record without the header (epoch 0: written before
+  epochs) is held to the first rule only. A reader that does not read the
+  header passes None (the epoch rules are then not checked).
 
 Each refusal raises :class:`cdc.errors.StreamCorrupt` naming topic, partition,
 offset and sequence of the record that broke the structure, what was expected
@@ -53,10 +61,10 @@ NOT_READ: Any = type("NotRead", (), {"__repr__": lambda self: "NOT_READ"})()  # 
 class _Open:
     """The open transaction: its BEGIN and what was counted since."""
 
-    __slots__ = ("offset", "rows", "sequence", "tables", "txid", "uncounted")
+    __slots__ = ("epoch", "offset", "rows", "sequence", "tables", "txid", "uncounted")
 
-    def __init__(self, txid: Any, offset: int, sequence: int) -> None:
-        self.txid, self.offset, self.sequence = txid, offset, sequence
+    def __init__(self, txid: Any, offset: int, sequence: int, epoch: int | None) -> None:
+        self.txid, self.offset, self.sequence, self.epoch = txid, offset, sequence, epoch
         self.rows = 0
         self.uncounted = 0  # rows whose table this reader did not read: per-table counts not checked
         self.tables: dict[Any, int] = {}
@@ -68,12 +76,16 @@ class StreamStructure:
     ``open_txid`` / ``open_offset`` / ``open_sequence``: the open transaction's BEGIN (None between
     transactions). Every method raises StreamCorrupt on a violation, before changing any state."""
 
-    __slots__ = ("_broken", "_open", "partition", "topic")
+    __slots__ = ("_broken", "_epoch", "_epoch_at", "_open", "partition", "topic")
 
-    def __init__(self, topic: str, partition: int = 0) -> None:
+    def __init__(self, topic: str, partition: int = 0, epoch: int = 0) -> None:
+        """``epoch``: the highest writer epoch of the records before the first one fed (a reader that goes on
+        from an earlier check, such as the apply engine batch after batch); 0 when unknown."""
         self.topic, self.partition = topic, partition
         self._open: _Open | None = None
         self._broken: StreamCorrupt | None = None
+        self._epoch = epoch  # the highest writer epoch seen (0: none yet, or only records without one)
+        self._epoch_at: tuple[int, int | None] | None = None  # (offset, sequence) of the record that carried it
 
     @property
     def in_transaction(self) -> bool:
@@ -95,23 +107,33 @@ class StreamStructure:
     def broken(self) -> StreamCorrupt | None:
         return self._broken
 
+    @property
+    def epoch(self) -> int:
+        """The highest writer epoch seen so far (0: none)."""
+        return self._epoch
+
     # ---- records -----------------------------------------------------------------------------
-    def begin(self, offset: int, sequence: int, txid: Any) -> None:
+    def begin(self, offset: int, sequence: int, txid: Any, epoch: int | None = None) -> None:
         self._ok()
         if self._open is not None:
             self._fail(offset, sequence, f"the END or ABORTED of transaction {self._open.txid!r}",
                        f"the BEGIN of transaction {txid!r}")
-        self._open = _Open(txid, offset, sequence)
+        if epoch is not None:
+            self._epoch_ok(offset, sequence, epoch, f"the BEGIN of transaction {txid!r}")
+        self._open = _Open(txid, offset, sequence, epoch)
 
     def row(self, offset: int, sequence: int, table: Any = NOT_READ, txid: Any = NOT_READ,
-            total_order: Any = NOT_READ, table_order: Any = NOT_READ) -> None:
+            total_order: Any = NOT_READ, table_order: Any = NOT_READ, epoch: int | None = None) -> None:
         """One data record (``table``: "db.table" from its key; ``txid``, ``total_order``, ``table_order``:
-        its ``transaction.id``, ``transaction.total_order``, ``transaction.data_collection_order``)."""
+        its ``transaction.id``, ``transaction.total_order``, ``transaction.data_collection_order``;
+        ``epoch``: its writer epoch, None when not read)."""
         self._ok()
         tx = self._open
         if tx is None:
             self._fail(offset, sequence, "a BEGIN before any data record",
                        f"a data record{_of(table)} outside any transaction")
+        if epoch is not None:
+            self._epoch_ok(offset, sequence, epoch, f"a data record{_of(table)}")
         if txid is not NOT_READ and txid != tx.txid:
             self._fail(offset, sequence, f"a data record of the open transaction {tx.txid!r}",
                        f"a data record{_of(table)} of transaction {txid!r}")
@@ -128,15 +150,20 @@ class StreamStructure:
             tx.tables[table] = n
         tx.rows += 1
 
-    def rows(self, offset: int, sequence: int, n: int, tables: dict[Any, int] | None) -> None:
+    def rows(self, offset: int, sequence: int, n: int, tables: dict[Any, int] | None,
+             epoch: int | None = None) -> None:
         """``n`` data records at once, the first at ``offset``/``sequence``, all of the open transaction (the
-        caller checked their ``transaction.id``); ``tables``: their count per table (None: not read)."""
+        caller checked their ``transaction.id``); ``tables``: their count per table (None: not read);
+        ``epoch``: their writer epoch when they all carry the same (None: not read, or the caller checks
+        a record with another through :meth:`row`)."""
         self._ok()
         if n <= 0:
             return
         tx = self._open
         if tx is None:
             self._fail(offset, sequence, "a BEGIN before any data record", "a data record outside any transaction")
+        if epoch is not None:
+            self._epoch_ok(offset, sequence, epoch, "a data record")
         tx.rows += n
         if tables is None:
             tx.uncounted += n
@@ -145,7 +172,7 @@ class StreamStructure:
                 tx.tables[t] = tx.tables.get(t, 0) + k
 
     def end(self, offset: int, sequence: int, txid: Any, event_count: Any = NOT_READ,
-            data_collections: Any = NOT_READ) -> None:
+            data_collections: Any = NOT_READ, epoch: int | None = None) -> None:
         self._ok()
         tx = self._open
         if tx is None:
@@ -154,6 +181,8 @@ class StreamStructure:
         if txid != tx.txid:
             self._fail(offset, sequence, f"the END of the open transaction {tx.txid!r} (BEGIN at offset {tx.offset})",
                        f"the END of transaction {txid!r}")
+        if epoch is not None:
+            self._epoch_ok(offset, sequence, epoch, f"the END of transaction {txid!r}")
         if event_count is not NOT_READ and (type(event_count) is not int or event_count != tx.rows):
             self._fail(offset, sequence, f"event_count {tx.rows} (the data records since its BEGIN at offset "
                        f"{tx.offset})", f"event_count {event_count!r}")
@@ -165,7 +194,7 @@ class StreamStructure:
                            f"its BEGIN at offset {tx.offset})", f"data_collections {data_collections!r}")
         self._open = None
 
-    def aborted(self, offset: int, sequence: int, txid: Any) -> None:
+    def aborted(self, offset: int, sequence: int, txid: Any, epoch: int | None = None) -> None:
         self._ok()
         tx = self._open
         if tx is None:
@@ -174,22 +203,28 @@ class StreamStructure:
         if txid != tx.txid:
             self._fail(offset, sequence, f"the ABORTED of the open transaction {tx.txid!r} (BEGIN at offset "
                        f"{tx.offset})", f"the ABORTED of transaction {txid!r}")
+        if epoch is not None:  # the writer that left the transaction open, or a newer one closing it
+            self._epoch_ok(offset, sequence, epoch, f"the ABORTED of transaction {txid!r}", closing=True)
         self._open = None
 
     def schema(self, offset: int, sequence: int, table: Any = NOT_READ, ddl: Any = NOT_READ,
-               resume: Any = NOT_READ) -> None:
+               resume: Any = NOT_READ, epoch: int | None = None) -> None:
         self._ok()
         tx = self._open
         if tx is not None and ((ddl is not NOT_READ and ddl is not None)
                                or (resume is not NOT_READ and resume is not None)):
             self._fail(offset, sequence, f"a table definition only (no DDL, no resume state) inside the open "
                        f"transaction {tx.txid!r}", f"a SCHEMA record{_of(table)} with ddl {ddl!r}")
+        if epoch is not None:
+            self._epoch_ok(offset, sequence, epoch, f"a SCHEMA record{_of(table)}")
 
-    def heartbeat(self, offset: int, sequence: int) -> None:
+    def heartbeat(self, offset: int, sequence: int, epoch: int | None = None) -> None:
         self._ok()
         if self._open is not None:
             self._fail(offset, sequence, f"the END or ABORTED of the open transaction {self._open.txid!r}",
                        "a HEARTBEAT")
+        if epoch is not None:
+            self._epoch_ok(offset, sequence, epoch, "a HEARTBEAT")
 
     def other(self, offset: int, sequence: int, status: Any) -> None:
         """A record whose ``status`` is none of the contract's: always a violation."""
@@ -197,9 +232,10 @@ class StreamStructure:
         self._fail(offset, sequence, "a data record or a BEGIN, END, ABORTED, SCHEMA or HEARTBEAT marker",
                    f"a record with status {status!r}")
 
-    def record(self, offset: int, sequence: int, key: Any, value: dict[str, Any]) -> str:
+    def record(self, offset: int, sequence: int, key: Any, value: dict[str, Any], epoch: int | None = None) -> str:
         """A decoded record (cdc.envelope): checked by its ``status``; returns the status ("data" for a data
-        record). ``key`` names the table of a data record (``{"table", "key"}``)."""
+        record). ``key`` names the table of a data record (``{"table", "key"}``); ``epoch``: its writer epoch
+        (cdc.envelope.record_epoch of its headers; None: not read)."""
         status = value.get("status")
         if status is None:
             table = key.get("table") if isinstance(key, dict) else None
@@ -208,28 +244,50 @@ class StreamStructure:
                 table = f"{src.get('db')}.{src.get('table')}"
             where = value.get("transaction") or {}
             self.row(offset, sequence, table, where.get("id"), where.get("total_order"),
-                     where.get("data_collection_order"))
+                     where.get("data_collection_order"), epoch)
             return "data"
         if status == BEGIN:
-            self.begin(offset, sequence, value.get("id"))
+            self.begin(offset, sequence, value.get("id"), epoch)
         elif status == END:
-            self.end(offset, sequence, value.get("id"), value.get("event_count"), value.get("data_collections"))
+            self.end(offset, sequence, value.get("id"), value.get("event_count"), value.get("data_collections"),
+                     epoch)
         elif status == ABORTED:
-            self.aborted(offset, sequence, value.get("id"))
+            self.aborted(offset, sequence, value.get("id"), epoch)
         elif status == SCHEMA:
-            self.schema(offset, sequence, value.get("table"), value.get("ddl"), value.get("resume"))
+            self.schema(offset, sequence, value.get("table"), value.get("ddl"), value.get("resume"), epoch)
         elif status == HEARTBEAT:
-            self.heartbeat(offset, sequence)
+            self.heartbeat(offset, sequence, epoch)
         else:
             self.other(offset, sequence, status)
         return status
+
+    # ---- writer epochs -----------------------------------------------------------------------
+    def _epoch_ok(self, offset: int, sequence: int, epoch: Any, what: str, *, closing: bool = False) -> None:
+        """The epoch rules (module docstring) for a record of ``epoch``; remembers the highest epoch seen.
+        ``closing``: an ABORTED, which may carry a higher epoch than its BEGIN."""
+        if type(epoch) is not int or epoch < 0:
+            self._fail(offset, sequence, "a writer epoch (header cdc.epoch: a decimal number, 0 or more)",
+                       f"{what} with epoch {epoch!r}", epoch=epoch)
+        tx = self._open
+        if tx is not None and tx.epoch is not None and (epoch < tx.epoch if closing else epoch != tx.epoch):
+            self._fail(offset, sequence, f"epoch {tx.epoch}{' or higher' if closing else ''} (the epoch of its "
+                       f"writer, from the BEGIN at offset {tx.offset}, sequence {tx.sequence})",
+                       f"{what} with epoch {epoch}", epoch=epoch, previous_epoch=tx.epoch)
+        if epoch and epoch < self._epoch:
+            at_offset, at_sequence = self._epoch_at or (None, None)
+            self._fail(offset, sequence, f"epoch {self._epoch} or higher (a newer writer's records, epoch "
+                       f"{self._epoch}, reached the stream at offset {at_offset}, sequence {at_sequence}; an older "
+                       f"writer's may not follow them)", f"{what} with epoch {epoch}", epoch=epoch,
+                       previous_epoch=self._epoch)
+        if epoch > self._epoch:
+            self._epoch, self._epoch_at = epoch, (offset, sequence)
 
     # ---- failing -----------------------------------------------------------------------------
     def _ok(self) -> None:
         if self._broken is not None:
             raise self._broken
 
-    def _fail(self, offset: int, sequence: int, expected: str, found: str) -> None:
+    def _fail(self, offset: int, sequence: int, expected: str, found: str, **fields: Any) -> None:
         tx = self._open
         breaks = (f"; transaction {tx.txid!r} (BEGIN at offset {tx.offset}, sequence {tx.sequence}) is not applied"
                   if tx is not None else "")
@@ -239,7 +297,7 @@ class StreamStructure:
             f"writing the same source (each numbering from the same tail), or records lost, doubled or reordered "
             f"between the publisher and this reader; nothing from this point on is applied",
             topic=self.topic, partition=self.partition, offset=offset, sequence=sequence,
-            txid=None if tx is None else tx.txid)
+            txid=None if tx is None else tx.txid, **fields)
         err.expected, err.found = expected, found  # for callers and tests (the message says both)
         raise self._broken
 

@@ -80,8 +80,10 @@ class TransactionAssembler:
         """True for a record the assembler would drop as already taken (cheap pre-check, no decoding of keys)."""
         return type(sequence) is int and self.last_sequence is not None and sequence <= self.last_sequence
 
-    def feed(self, offset: int, key: dict[str, Any] | None, value: dict[str, Any]) -> Item | None:
-        """Take the record at ``offset``; return the item it completes, if any. Raises StreamCorrupt."""
+    def feed(self, offset: int, key: dict[str, Any] | None, value: dict[str, Any],
+             epoch: int | None = None) -> Item | None:
+        """Take the record at ``offset``; return the item it completes, if any. Raises StreamCorrupt.
+        ``epoch``: its writer epoch (cdc.envelope.record_epoch of its headers; None: not checked)."""
         if self._broken is not None:
             raise self._broken
         seq = value.get("sequence") if type(value) is dict else None
@@ -102,7 +104,7 @@ class TransactionAssembler:
                 self.unsynced += 1
                 return None
         try:
-            self._structure.record(offset, seq, key, value)
+            self._structure.record(offset, seq, key, value, epoch)
         except StreamCorrupt as exc:
             raise self._fail(exc) from None
         if status is None:

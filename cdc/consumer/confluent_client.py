@@ -49,7 +49,7 @@ class ConfluentClient:
                 raise ReadFailed(f"reading {self.topic} at offset {self._offset}: {err}", topic=self.topic,
                                  offset=self._offset, client="confluent")
             self._offset = m.offset() + 1
-            out.append((m.offset(), m.key(), m.value()))
+            out.append((m.offset(), m.key(), m.value(), m.headers()))
         return out
 
     def exists(self) -> bool:

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from cdc.consumer.errors import ConsumerError
 
 CLIENTS = ("confluent", "kafka-python")
-Raw = tuple[int, bytes | None, bytes | None]
+Raw = tuple[int, bytes | None, bytes | None, Any]  # offset, key, value, headers (list of (name, bytes) or None)
 
 
 class KafkaClient(Protocol):

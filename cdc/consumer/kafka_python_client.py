@@ -52,7 +52,7 @@ class KafkaPythonClient:
                 hint = " (install the codec: pip install 'kafka-python[lz4]', [zstd] or [snappy])"
             raise ReadFailed(f"reading {self.topic} at offset {self._offset}: {exc!r}{hint}", topic=self.topic,
                              offset=self._offset, client="kafka-python") from None
-        out = [(m.offset, m.key, m.value) for m in batches.get(self._tp, ())]
+        out = [(m.offset, m.key, m.value, m.headers) for m in batches.get(self._tp, ())]
         if out:
             self._offset = out[-1][0] + 1
         return out

@@ -53,7 +53,7 @@ from cdc.consumer.assembler import Item, TransactionAssembler
 from cdc.consumer.errors import BrokerUnreachable, ConsumerError, TopicMissing
 from cdc.consumer.kafka_clients import KafkaClient, open_client
 from cdc.consumer.position import Position
-from cdc.envelope import END, HEARTBEAT, SCHEMA, changes_topic
+from cdc.envelope import END, HEARTBEAT, SCHEMA, changes_topic, record_epoch
 from cdc.errors import CdcError, StreamCorrupt
 from cdc.serde import get_serdes
 
@@ -186,8 +186,8 @@ class ChangeStreamConsumer:
         while True:
             raws = self._client.poll(self._batch, 0.1)
             now = time.monotonic()
-            for offset, key, value in raws:
-                self._feed(asm, offset, key, value)  # items completed here are history: dropped
+            for offset, key, value, headers in raws:
+                self._feed(asm, offset, key, value, headers)  # items completed here are history: dropped
                 position = offset + 1
             if raws:
                 last_seen = now
@@ -240,7 +240,8 @@ class ChangeStreamConsumer:
                                 f"{self._encoding!r} (was it written with another kafka.encoding?): {exc}",
                                 topic=self.topic, offset=offset, encoding=self._encoding) from None
 
-    def _feed(self, asm: TransactionAssembler, offset: int, key: bytes | None, data: bytes | None) -> Item | None:
+    def _feed(self, asm: TransactionAssembler, offset: int, key: bytes | None, data: bytes | None,
+              headers: Any = None) -> Item | None:
         self.records += 1
         value = self._decode(offset, data)
         if asm.is_duplicate(value.get("sequence")):
@@ -255,7 +256,7 @@ class ChangeStreamConsumer:
             except (CdcError, ValueError, TypeError, KeyError, EOFError) as exc:
                 raise StreamCorrupt(f"{self.topic}: cannot decode the key at offset {offset}: {exc}",
                                     topic=self.topic, offset=offset, sequence=value.get("sequence")) from None
-        return asm.feed(offset, k, value)
+        return asm.feed(offset, k, value, record_epoch(headers))
 
     def poll(self, timeout: float = 1.0) -> Item | None:
         """The next item, or None when none completed within ``timeout`` seconds. Raises StreamCorrupt
@@ -269,8 +270,8 @@ class ChangeStreamConsumer:
                 raise self._error
             raws = self._client.poll(self._batch, max(0.0, min(0.2, deadline - time.monotonic())))
             try:
-                for offset, key, value in raws:
-                    item = self._feed(self._asm, offset, key, value)
+                for offset, key, value, headers in raws:
+                    item = self._feed(self._asm, offset, key, value, headers)
                     if item is not None:
                         self._pending.append(item)
             except StreamCorrupt as exc:

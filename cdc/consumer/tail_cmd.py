@@ -203,7 +203,7 @@ def _tail_table_topic(args: argparse.Namespace, config: Any, out: _Out) -> int:
                 last = time.monotonic()
             elif args.idle_exit is not None and time.monotonic() - last >= args.idle_exit:
                 break
-            for offset, k, v in raws:
+            for offset, k, v, _headers in raws:
                 out.record(offset, None if k is None else key_of(k), None if v is None else value_of(v))
             out.flush()
     finally:

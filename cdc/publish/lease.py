@@ -17,6 +17,10 @@ their records. The lease stops that with the broker's own fencing of transaction
   a request's flight time) before it reads the stream's tail: by then the older one has stopped, and
   the tail it reads is final. Recovery then closes the older writer's open transaction with ABORTED
   and the reader reads that transaction again: nothing is lost or applied twice.
+* the claim's offset in the lease topic (one partition) is the holder's writer EPOCH (offset + 1):
+  the broker orders the claims, so every later claim, by any writer, has a higher one. The publisher
+  stamps it on every record of the stream (header ``cdc.epoch``, cdc.envelope) and consumers refuse a
+  record of a lower epoch after a higher one (cdc.stream_structure);
 * the same process re-acquiring after a broker outage (the daemon restarts the source) does NOT take
   the lease back from a newer writer that claimed it meanwhile: that is WriterFenced too.
 
@@ -75,6 +79,7 @@ class WriterLease:
         self.timeout_s = timeout_s  # a broker that does not answer a proof for this long: PublishError
         self.writer = WRITER_ID
         self.due = float("inf")  # monotonic time of the next proof (inf: not held)
+        self.epoch = 0  # the writer epoch of the last claim: its offset in the lease topic + 1 (0: never held)
         self._p: Any = None
         self._held_once = False
 
@@ -103,6 +108,8 @@ class WriterLease:
                                topic=self.topic) from None
         self._write("claim", stream_topic)
         self._held_once = True
+        log.info("source %s: writer lease of %s taken, writer epoch %d", self.source, stream_topic, self.epoch,
+                 extra={"source": self.source})
         if other_live:
             log.warning("source %s: taking over %s from writer %s (its last proof %.1fs ago); waiting %.1fs for "
                         "it to stop before reading the stream's tail", self.source, stream_topic,
@@ -119,10 +126,14 @@ class WriterLease:
         p = self._p
         value = orjson.dumps({"writer": self.writer, "kind": kind, "stream": stream_topic,
                               "host": socket.gethostname(), "pid": os.getpid(), "at_ms": int(time.time() * 1000)})
+        delivered: list[Any] = []
         try:
             p.begin_transaction()
-            p.produce(self.topic, value, self.source.encode(), 0)
+            p.produce(self.topic, value, self.source.encode(), 0,
+                      on_delivery=lambda err, msg: delivered.append(None if err else msg.offset()))
             p.commit_transaction(self.timeout_s)
+            if kind == "claim" and not delivered:
+                p.poll(0)  # the delivery report of the committed claim, if commit did not serve it
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
             if isinstance(err, KafkaError) and (err.code() in _FENCED or "fence" in err.str().lower()):
@@ -135,6 +146,12 @@ class WriterLease:
                     pass
             raise PublishError(f"writer lease of {stream_topic}: {err.str() if err else exc}",
                                topic=self.topic) from None
+        if kind == "claim":
+            offset = delivered[0] if delivered else None
+            if offset is None or offset < 0:
+                raise PublishError(f"writer lease of {stream_topic}: the broker did not report the offset of this "
+                                   f"writer's claim in {self.topic}, which is its writer epoch", topic=self.topic)
+            self.epoch = offset + 1
         self.due = time.monotonic() + self.check_every_s
 
     def _fenced(self, stream_topic: str, newer: dict | None) -> WriterFenced:

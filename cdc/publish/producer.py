@@ -146,6 +146,7 @@ class OrderedProducer:
         self.broker_down: str | None = None  # librdkafka's last "all brokers down" report, until an ack
         self._acked = 0  # acknowledged prefix at the last look
         self._progress_t = time.monotonic()  # when the acknowledged prefix last moved (or nothing was pending)
+        self._looked_t = self._progress_t  # when the calling thread last served delivery reports (_look, a full queue)
 
     # -- callbacks (run inside poll/flush, on the calling thread) --
     def _on_error(self, err: KafkaError | None, msg: Any) -> None:
@@ -177,19 +178,22 @@ class OrderedProducer:
 
     # -- producing --
     def produce(self, topic: str, value: bytes | None, key: bytes | None = None,
-                headers: tuple[tuple[str, bytes], ...] | None = None) -> None:
+                headers: tuple[tuple[str, bytes], ...] | list[tuple[str, bytes]] | dict[str, bytes] | None = None,
+                ) -> None:
         """Queue one record; blocks (polling) while the local queue is full, up to the delivery timeout."""
         p = self._p
         partition = 0 if topic in self._single else -1  # -1: librdkafka's partitioner (RD_KAFKA_PARTITION_UA)
         while True:
             try:
                 if headers:
-                    p.produce(topic, value, key, partition, headers=list(headers))
+                    p.produce(topic, value, key, partition,
+                              headers=headers if type(headers) in (list, dict) else list(headers))
                 else:
                     p.produce(topic, value, key, partition)
                 break
             except BufferError:
                 p.poll(0.005)
+                self._looked_t = time.monotonic()
                 self.check()
             except KafkaException as exc:
                 raise self._refused(exc, topic, value, key) from None
@@ -209,11 +213,16 @@ class OrderedProducer:
                                   limit=self.max_message_bytes)
         return PublishError(f"produce to {topic} failed: {exc}", topic=topic)
 
-    def produce_all(self, topic: str, values: list[bytes], keys: list[bytes]) -> None:
-        """:meth:`produce` of each (value, key) in order, in one loop (the publisher's batch path)."""
+    def produce_all(self, topic: str, values: list[bytes], keys: list[bytes],
+                    headers: dict[str, bytes] | list[tuple[str, bytes]] | None = None) -> None:
+        """:meth:`produce` of each (value, key) in order, in one loop (the publisher's batch path); every
+        record with ``headers`` when given."""
         if len(values) <= 1:
             if values:
-                self.produce(topic, values[0], keys[0])
+                self.produce(topic, values[0], keys[0], headers)
+            return
+        if headers:
+            self._produce_all_with(topic, values, keys, headers)
             return
         p = self._p
         partition = 0 if topic in self._single else -1
@@ -229,11 +238,38 @@ class OrderedProducer:
                 except BufferError:  # the local queue is full: serve deliveries, then resume at record i
                     self.produced = start + i
                     p.poll(0.005)
+                    self._looked_t = time.monotonic()
                     self.check()
                 except KafkaException as exc:
                     raise self._refused(exc, topic, values[i], keys[i]) from None
         finally:
             self.produced = start + i  # the records queued, whatever stopped the loop
+        if start // POLL_EVERY != self.produced // POLL_EVERY:
+            p.poll(0)
+
+    def _produce_all_with(self, topic: str, values: list[bytes], keys: list[bytes],
+                          headers: dict[str, bytes] | list[tuple[str, bytes]]) -> None:
+        """:meth:`produce_all` with the same headers on every record."""
+        p = self._p
+        partition = 0 if topic in self._single else -1
+        if self.produced == self._acked:
+            self._progress_t = time.monotonic()
+        start, i, n = self.produced, 0, len(values)
+        try:
+            while i < n:
+                try:
+                    while i < n:
+                        p.produce(topic, values[i], keys[i], partition, headers=headers)
+                        i += 1
+                except BufferError:
+                    self.produced = start + i
+                    p.poll(0.005)
+                    self._looked_t = time.monotonic()
+                    self.check()
+                except KafkaException as exc:
+                    raise self._refused(exc, topic, values[i], keys[i]) from None
+        finally:
+            self.produced = start + i
         if start // POLL_EVERY != self.produced // POLL_EVERY:
             p.poll(0)
 
@@ -257,8 +293,9 @@ class OrderedProducer:
         self._p.poll(0)
         pending = len(self._p)
         acked = self.produced - pending
+        now = self._looked_t = time.monotonic()
         if acked > self._acked or pending == 0:
-            self._acked, self._progress_t = acked, time.monotonic()
+            self._acked, self._progress_t = acked, now
             self.broker_down = None
         return acked
 
@@ -275,6 +312,15 @@ class OrderedProducer:
         if self.produced <= self._acked:
             return 0.0
         return time.monotonic() - self._progress_t
+
+    def unacked_seen_for(self) -> float:
+        """Like :meth:`unacked_for`, but only as far as the calling thread has looked: seconds from the last
+        move of the acknowledged prefix to the last time delivery reports were served and records were still
+        pending. A thread busy elsewhere (a reader blocked on its source) serves none: records it produced
+        then only LOOK unacknowledged, which says nothing about the broker. Safe from another thread."""
+        if self.produced <= self._acked:
+            return 0.0
+        return max(0.0, self._looked_t - self._progress_t)
 
     def check(self) -> None:
         """Raise the first delivery failure, if any; or PublishError when records have been pending

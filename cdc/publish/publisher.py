@@ -15,6 +15,10 @@ Guarantees:
   raises PublishError (at the next publish/flush) so the caller stops;
 - memory per open transaction: one counter per table (and per table+op),
   never the records;
+- every record of the changes topic carries the writer epoch (header
+  ``cdc.epoch``, cdc.envelope): the writer lease's when the stream has one
+  (cdc.publish.lease; above every epoch already in the stream), else the
+  stream tail's (unchanged);
 - SCHEMA records: a DDL (SchemaChange) is a checkpoint like END. A table's
   definition is also written once, before its first row published by this
   process, and again whenever Change.schema differs from the last one
@@ -48,6 +52,7 @@ from cdc.envelope import (
     begin_record,
     changes_topic,
     end_record,
+    epoch_headers,
     heartbeat_record,
     schema_record,
     table_topic,
@@ -143,6 +148,8 @@ class Publisher:
         self._check_at = ACK_CHECK_EVERY  # sequence of the next look at the acknowledged prefix
         self._last_mark = 0
         self._acks = AckTracker(self._producer, metrics)
+        self.epoch = 0  # the writer epoch stamped on every record of the changes topic; set by recover()
+        self._headers = epoch_headers(0)
 
     @property
     def last_resume(self) -> dict[str, Any] | None:
@@ -156,9 +163,10 @@ class Publisher:
         return max(self._acks.acked_sequence, (self._recovered_to or 0))
 
     def broker_problem(self, after_s: float = 5.0) -> str | None:
-        """Why the broker is not taking records (records pending with no acknowledgement for more than
-        ``after_s``), else None. No row values. Safe from another thread (/readyz)."""
-        stuck = self._producer.unacked_for()
+        """Why the broker is not taking records (records still pending, when this publisher's thread last
+        served delivery reports, with no acknowledgement for more than ``after_s``), else None. No row values.
+        Safe from another thread (/readyz)."""
+        stuck = self._producer.unacked_seen_for()
         if stuck <= after_s:
             return None
         pending = self._producer.produced - self._producer._acked
@@ -201,6 +209,9 @@ class Publisher:
             self._publish_avro_schemas()
         tail = read_tail(bs, self.topic, self._kser, self._vser, source=self.source_name)
         self._seq = 1 if tail.last_sequence is None else tail.last_sequence + 1
+        # the lease's epoch, above every epoch in the stream (a lease topic recreated since restarts its offsets)
+        self.epoch = tail.epoch if self._lease is None else max(self._lease.epoch, tail.epoch + 1)
+        self._headers = epoch_headers(self.epoch)
         if tail.open_begin is not None:
             txid = tail.open_begin.get("id")
             log.warning("closing transaction %s cut off by an earlier crash with ABORTED", txid,
@@ -208,8 +219,8 @@ class Publisher:
             self._produce(self.topic, aborted_record(self._take_seq(), txid, _now_ms()), None)
             self.flush()
         self._acks.last_resume = tail.resume
-        log.info("recovered %s: next sequence %d, resume %s", self.topic, self._seq, tail.resume,
-                 extra={"source": self.source_name, "position": tail.resume})
+        log.info("recovered %s: next sequence %d, writer epoch %d, resume %s", self.topic, self._seq, self.epoch,
+                 tail.resume, extra={"source": self.source_name, "position": tail.resume})
         return tail.resume
 
     def recovered(self) -> int:
@@ -321,7 +332,7 @@ class Publisher:
         if len(vbytes) + len(kbytes) > self._record_limit:
             return self._too_large(op, src, name, key_values, len(vbytes) + len(kbytes), seq)
         self._bytes += len(vbytes)
-        self._producer.produce(self.topic, vbytes, kbytes)
+        self._producer.produce(self.topic, vbytes, kbytes, self._headers)
         if self._per_table:
             self._to_table_topic(ch, key_values, vbytes, TxContext(tx.txid, tx.ts_ms, total, n, seq, value["ts_ms"]))
         self._after_row(seq)
@@ -384,7 +395,7 @@ class Publisher:
                 c = consts.get(id(table))
                 if c is None or c[0] is not table or c[1] is not schema:
                     if values:  # before the SCHEMA record _constants may write
-                        self._producer.produce_all(self.topic, values, keys)
+                        self._producer.produce_all(self.topic, values, keys, self._headers)
                         self._bytes += nbytes
                         values, keys, nbytes = [], [], 0
                     self._seq, tx.total = seq, total
@@ -401,7 +412,7 @@ class Publisher:
                                total, n)
             if len(vbytes) + len(kbytes) > limit:  # rare: _too_large takes the row back out of the counters
                 if values:  # the rows before it go first (its stop or dead letter names what precedes it)
-                    self._producer.produce_all(self.topic, values, keys)
+                    self._producer.produce_all(self.topic, values, keys, self._headers)
                     self._bytes += nbytes
                     values, keys, nbytes = [], [], 0
                 self._seq, tx.total = seq + 1, total
@@ -414,12 +425,12 @@ class Publisher:
             values.append(vbytes)
             keys.append(kbytes)
             if len(values) >= SPLICE_CHUNK:  # a long batch: never all its records held at once
-                self._producer.produce_all(self.topic, values, keys)
+                self._producer.produce_all(self.topic, values, keys, self._headers)
                 self._bytes += nbytes
                 values, keys, nbytes = [], [], 0
         self._seq, tx.total = seq, total
         self._bytes += nbytes
-        self._producer.produce_all(self.topic, values, keys)
+        self._producer.produce_all(self.topic, values, keys, self._headers)
         if seq - 1 >= self._check_at:
             self._after_row(seq - 1)
 
@@ -627,8 +638,11 @@ class Publisher:
         self._produce_bytes(topic, self._venc(value), None if key is None else self._kenc(key))
 
     def _produce_bytes(self, topic: str, vbytes: bytes | None, kbytes: bytes | None) -> None:
-        if vbytes is not None and topic == self.topic:
-            self._bytes += len(vbytes)
+        if topic == self.topic:
+            if vbytes is not None:
+                self._bytes += len(vbytes)
+            self._producer.produce(topic, vbytes, kbytes, self._headers)
+            return
         self._producer.produce(topic, vbytes, kbytes)
 
     def _prove_lease(self) -> None:

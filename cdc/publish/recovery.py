@@ -34,7 +34,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from cdc.envelope import ABORTED, BEGIN, CHECKPOINT_STATUSES
+from cdc.envelope import ABORTED, BEGIN, CHECKPOINT_STATUSES, record_epoch
 from cdc.errors import CdcError, PublishError, StreamCorrupt
 from cdc.kafka_settings import KafkaConnection, create_client
 from cdc.sequence import SequenceWatch, gap_error, sequence_peeker
@@ -127,6 +127,7 @@ class _Window:
     first_sequence: int | None = None  # of the first record read
     gaps: list[StreamCorrupt] = field(default_factory=list)  # jumps not yet known to be gaps
     duplicates: int = 0
+    epoch: int = 0  # the highest writer epoch (header cdc.epoch) of the records taken
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ class TailState:
     last_sequence: int | None  # None: empty stream
     checkpoint: dict[str, Any] | None  # value of the last END/SCHEMA/HEARTBEAT record with a resume
     open_begin: dict[str, Any] | None
+    epoch: int = 0  # the highest writer epoch in the tail read (0: none, or records from before epochs)
 
     @property
     def resume(self) -> dict[str, Any] | None:
@@ -191,6 +193,8 @@ def _summarise_unchecked(messages: Iterator[Any], key_serde: Serde, value_serde:
         if not new:
             w.duplicates += 1
             continue  # a duplicate (a retried batch appended again): every consumer drops it too
+        epoch = record_epoch(m.headers())
+        w.epoch = max(w.epoch, epoch)
         key = m.key()
         if key is not None and (b'"key":' in key if json_keys else "key" in key_serde.decode(key)):
             continue  # a data record: nothing to learn here
@@ -212,7 +216,7 @@ def _join(before: _Window, after: _Window) -> _Window:
                    max_sequence=after.max_sequence,
                    max_offset=after.max_offset if after.max_offset is not None else before.max_offset,
                    first_sequence=before.first_sequence, gaps=before.gaps,
-                   duplicates=before.duplicates + after.duplicates)
+                   duplicates=before.duplicates + after.duplicates, epoch=max(before.epoch, after.epoch))
 
 
 def read_tail(where: str | KafkaConnection, topic: str, key_serde: Serde, value_serde: Serde, *,
@@ -263,7 +267,7 @@ def read_tail(where: str | KafkaConnection, topic: str, key_serde: Serde, value_
             raise StreamCorrupt(w.gaps[0].message + _NO_RESUME, **w.gaps[0].fields)
         open_begin = w.trail if w.trail is not None and w.trail.get("status") == BEGIN else None
         return TailState(end_offset=w.last + 1, last_sequence=w.max_sequence, checkpoint=w.checkpoint,
-                         open_begin=open_begin)
+                         open_begin=open_begin, epoch=w.epoch)
     finally:
         consumer.close()
 

@@ -15,6 +15,14 @@ status:
   source has ended. A supervisor restarts the daemon; recovery from the
   stream tail makes that exactly-once.
 
+Readiness names the cause of a stall: the source thread both reads the
+source and takes in the broker's acknowledgements, so a reader blocked on a
+source that does not answer (a dark network path) leaves records looking
+unacknowledged. :class:`ReadWatch` tells the two apart: while the thread has
+been waiting on the reader for more than ``2 x max(STOP_CHECK_S, heartbeat
+interval)`` (a reader that can yields at least that often), /readyz names the
+source and how long it has been silent, not the broker.
+
 The broker is the daemon's to wait for: a PublishError (records not
 acknowledged within ``kafka.delivery_timeout_s``, a failed delivery, a
 broker unreachable at start) restarts that source in the process, after a
@@ -43,7 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc.contract import Source, SourceContext
+from cdc.contract import STOP_CHECK_S, Source, SourceContext
 from cdc.errors import ConfigError, PublishError, SourceUnavailable, StreamCorrupt
 from cdc.metrics import SourceMetrics
 from cdc.publish.lease import WriterLease
@@ -58,8 +66,28 @@ RESTART_BASE_S = 1.0
 RESTART_MAX_S = 30.0
 
 
+class ReadWatch:
+    """Where the source thread is: ``since`` is the monotonic time it began waiting for the reader's next event
+    (None while it publishes one, or before the reader started). Written by the source thread only; read by
+    /readyz (a float or None: no lock needed)."""
+
+    __slots__ = ("since",)
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+
+    def blocked_for(self) -> float:
+        """Seconds the thread has been waiting on the reader (0 when it is not)."""
+        since = self.since
+        return 0.0 if since is None else max(0.0, time.monotonic() - since)
+
+
+_END = object()
+
+
 def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, metrics: SourceMetrics,
-               acknowledged: int = 0, on_recovered: Callable[[], None] | None = None) -> None:
+               acknowledged: int = 0, on_recovered: Callable[[], None] | None = None,
+               watch: ReadWatch | None = None) -> None:
     """Recover, start the reader at the stream's resume state, pump events until stopped.
 
     When ``stop`` is set, the reader is asked to stop; its iterator ends at the
@@ -68,7 +96,8 @@ def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, m
     the reader is closed; a PublishError means "restart and recover".
     ``acknowledged``: a sequence an earlier publisher of this process saw in
     the stream; a tail below it raises StreamCorrupt before the reader starts.
-    ``on_recovered`` is called once the tail was read and found sound.
+    ``on_recovered`` is called once the tail was read and found sound. ``watch``: told when the thread
+    waits on the reader (/readyz).
     """
     try:
         resume = publisher.recover()
@@ -93,9 +122,17 @@ def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, m
         on_recovered()
     source.start(resume)
     stop_requested = False
+    watch = ReadWatch() if watch is None else watch
+    mono = time.monotonic
     try:
         publish = publisher.publish
-        for event in source.events():
+        events = iter(source.events())
+        while True:
+            watch.since = mono()
+            event = next(events, _END)
+            watch.since = None
+            if event is _END:
+                break
             publish(event)
             if stop.is_set() and not stop_requested:
                 source.request_stop()
@@ -113,6 +150,7 @@ def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, m
                 pass
         raise
     finally:
+        watch.since = None
         try:
             source.close()
         finally:
@@ -144,6 +182,7 @@ class _Worker:
     acknowledged: int = 0  # highest sequence any publisher of this source saw in the stream
     lease: WriterLease | None = None  # one writer per stream, kept across the publisher's restarts
     position: Any = None  # resume state of the last acknowledged checkpoint, across restarts
+    watch: ReadWatch = field(default_factory=ReadWatch)  # whether the source thread waits on the reader (/readyz)
 
     @property
     def last_resume(self) -> Any:
@@ -181,9 +220,24 @@ class Daemon:
             pub = w.publisher
             why = w.waiting or (pub.broker_problem() if pub is not None else None) \
                 or source_readiness(w.metrics, w.spec.heartbeat_interval_s)
+            if why and not w.waiting:
+                why = self._silent_source(w) or why
             if why:
                 reasons[w.spec.name] = why
         return reasons
+
+    @staticmethod
+    def _silent_source(w: _Worker) -> str | None:
+        """The reason to give when the source thread has been waiting on the reader for longer than a reader
+        that can takes to yield (then records only LOOK unacknowledged: acknowledgements are taken in by
+        that thread), else None."""
+        blocked = w.watch.blocked_for()
+        limit = 2 * max(STOP_CHECK_S, w.spec.heartbeat_interval_s or 0)
+        if blocked <= limit:
+            return None
+        return (f"source {w.spec.name} not answering: its reader has been waiting for the source for "
+                f"{blocked:.1f}s (no event since; a reader that can yields at least every {limit / 2:g}s); "
+                f"the source or the network path to it is down. Stream position {_where(w)}")
 
     def request_stop(self) -> None:
         """First signal: every source stops at its next transaction boundary. Safe from a signal handler."""
@@ -235,7 +289,7 @@ class Daemon:
             while True:
                 try:
                     run_source(w.source, w.publisher, self.stop, metrics=w.metrics, acknowledged=w.acknowledged,
-                               on_recovered=lambda: setattr(w, "waiting", None))
+                               on_recovered=lambda: setattr(w, "waiting", None), watch=w.watch)
                     log.info("source stopped at a transaction boundary, position %s", w.publisher.last_resume,
                              extra={"source": w.spec.name, "position": w.publisher.last_resume})
                     return

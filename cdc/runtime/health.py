@@ -19,6 +19,10 @@ A stdlib ``ThreadingHTTPServer`` in a daemon thread, bound to
   restart K of the publisher ..."`` while the source waits to restart, and
   ``"failed: <ErrorClass> (<where>); stream position <resume state>"`` for a
   source that stopped on an error.
+  A source whose reader has kept the source thread waiting for longer than a
+  reader that can takes to yield is named instead of the broker or the
+  heartbeat rule: ``"source NAME not answering: its reader has been waiting
+  for the source for S s ..."`` (cdc.runtime.daemon.ReadWatch).
 
 WHAT A PROBE BODY MAY SHOW: names (source, table, column, topic), classes
 and positions, never row values. An error's message may quote a value (a

@@ -79,7 +79,7 @@ from streaming.apply.net_effect import DataChange, TableNet, net_effect, net_eff
 from streaming.apply.table_delta import TableDelta
 from streaming.errors import BadRecord, StreamCorrupt, TargetRefused, TargetTransient, UnsupportedDdl
 from streaming.stream.records import DATA, UNDECODABLE, Batch, StreamRecord
-from streaming.stream.structure import first_violation, prefix_offsets
+from streaming.stream.structure import first_violation, max_epoch, prefix_offsets
 from streaming.targets import typemap
 from streaming.targets.base import ErrorKind, Target
 from streaming.targets.progress_row import Progress
@@ -134,6 +134,7 @@ class ApplyEngine:
         self.views = views or []
         self.progress: Progress | None = None
         self.topic = "?"  # the changes topic (names it in errors); set by the job
+        self.epoch = 0  # the highest writer epoch applied by this engine (the structure check's floor; 0: none yet)
         self.dead_letter_enabled = bool(target.config.dead_letter_table)
         self._wanted: dict[str, bool] = {}  # table_map.wanted() per source table (fnmatch is slow per row)
 
@@ -165,12 +166,16 @@ class ApplyEngine:
         applied only up to the start of the transaction (or record) that breaks it, with its progress row,
         then the StreamCorrupt naming offset, sequence, expected and found is raised: nothing of that
         transaction is written."""
-        broken = first_violation(batch, self.progress.last_sequence if self.progress else None, self.topic)
+        broken = first_violation(batch, self.progress.last_sequence if self.progress else None, self.topic,
+                                 self.epoch)
         if broken is None:
-            return self._apply_batch(batch, batch_id, end_offsets)
+            result = self._apply_batch(batch, batch_id, end_offsets)
+            self.epoch = max(self.epoch, max_epoch(batch))
+            return result
         cut, error = broken
         if cut > 0:
             self._apply_batch(batch.head(cut), batch_id, prefix_offsets(batch, cut, end_offsets))
+            self.epoch = max(self.epoch, max_epoch(batch, cut))
         self.metrics.error(error)
         raise error
 

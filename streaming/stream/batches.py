@@ -51,6 +51,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from cdc.envelope import record_epoch
 from cdc.errors import StreamCorrupt
 from cdc.kafka_settings import KafkaConnection, create_client
 from cdc.stream_structure import StreamStructure
@@ -211,7 +212,7 @@ class BoundaryScanner:
                 if off > scan.scanned_to and scan.scanned_to == scan.base:
                     check_retention(c, self.topic, partition, scan.scanned_to)
                 scan.scanned_to = off + 1
-                kind = self._boundary(scan, off, m.key(), m.value())
+                kind = self._boundary(scan, off, m.key(), m.value(), record_epoch(m.headers()))
                 if kind is not None:
                     scan.boundaries.append(off + 1)
                     if kind != "HEARTBEAT":
@@ -223,14 +224,16 @@ class BoundaryScanner:
         high = c.get_watermark_offsets(tp, cached=True)
         return high is not None and 0 <= high[1] <= position
 
-    def _boundary(self, scan: _PartitionScan, offset: int, key: bytes | None, value: bytes | None) -> str | None:
+    def _boundary(self, scan: _PartitionScan, offset: int, key: bytes | None, value: bytes | None,
+                  epoch: int | None = None) -> str | None:
         """None when the record is not a batch boundary, else what ends there: its marker status, "DATA" (a
         record outside any transaction, or one that does not decode: the engine judges it), or "BROKEN".
 
         Every record is held to the sequence rule (its sequence peeked from the value's first bytes) and,
         from the first BEGIN, HEARTBEAT or SCHEMA with a resume state on (a scan may start after a
         duplicated run), to the stream's structure (cdc.stream_structure: markers decoded, data records
-        counted by their keys; their tables and transaction ids are the engine's to check). The first
+        counted by their keys; their tables and transaction ids are the engine's to check; every record's
+        writer epoch, ``epoch``, from its header). The first
         record that breaks either ends a batch ("BROKEN") and no later record is a boundary: the batches
         before it end at the last whole transaction, the next one ends right after it, and the engine's
         check of that batch raises the StreamCorrupt that names it."""
@@ -267,9 +270,9 @@ class BoundaryScanner:
                 return None if status == "BEGIN" else (status or "DATA")
         try:
             if data or value_dict is None:
-                check.row(offset, seq)
+                check.row(offset, seq, epoch=epoch)
             else:
-                check.record(offset, seq, None, value_dict)
+                check.record(offset, seq, None, value_dict, epoch)
         except StreamCorrupt:
             return self._broken(scan, offset)
         if check.in_transaction:
@@ -392,6 +395,7 @@ def read_range(p: RangePartition, consumer_extra: dict[str, Any] | None = None) 
         offsets: list[int] = []
         keys: list[bytes | None] = []
         values: list[bytes | None] = []
+        epochs: list[int] = []
         expected = p.start
         last_progress = time.monotonic()
         while expected < p.end:
@@ -411,6 +415,7 @@ def read_range(p: RangePartition, consumer_extra: dict[str, Any] | None = None) 
                 offsets.extend(run)
                 keys.extend([m.key() for m in msgs])
                 values.extend([m.value() for m in msgs])
+                epochs.extend([record_epoch(m.headers()) for m in msgs])
                 expected = run[-1] + 1
             else:
                 for m in msgs:
@@ -431,18 +436,19 @@ def read_range(p: RangePartition, consumer_extra: dict[str, Any] | None = None) 
                     offsets.append(off)
                     keys.append(m.key())
                     values.append(m.value())
+                    epochs.append(record_epoch(m.headers()))
                     expected = off + 1
             if len(offsets) >= ARROW_ROWS:
-                yield decode(offsets, keys, values)
-                offsets, keys, values = [], [], []
+                yield decode(offsets, keys, values, epochs)
+                offsets, keys, values, epochs = [], [], [], []
         if offsets:
-            yield decode(offsets, keys, values)
+            yield decode(offsets, keys, values, epochs)
     finally:
         c.close()
 
 
 def _chunk_decoder(p: RangePartition) -> Any:
-    """decode(offsets, keys, values) -> RecordBatch: DuckDB for JSON, record by record otherwise."""
+    """decode(offsets, keys, values, epochs) -> RecordBatch: DuckDB for JSON, record by record otherwise."""
     if p.encoding == "json":
         from streaming.stream.decode import JsonChunkDecoder
 
@@ -455,8 +461,9 @@ def _chunk_decoder(p: RangePartition) -> Any:
     schema = arrow_schema()
     key_serde, value_serde = get_serdes(p.encoding)
 
-    def decode(offsets: list[int], keys: list, values: list) -> Any:
-        rows = [to_row(p.partition, o, k, v, key_serde, value_serde) for o, k, v in zip(offsets, keys, values)]
+    def decode(offsets: list[int], keys: list, values: list, epochs: list[int]) -> Any:
+        rows = [to_row(p.partition, o, k, v, key_serde, value_serde, e)
+                for o, k, v, e in zip(offsets, keys, values, epochs)]
         return _batch(pa, schema, FIELDS, rows)
 
     return decode

@@ -74,8 +74,10 @@ class JsonChunkDecoder:
         self.con = duckdb.connect()
         self.con.execute("SET threads = 1")  # one per Spark task: the tasks are the parallelism
 
-    def decode(self, offsets: list[int], keys: list[bytes | None], values: list[bytes | None]) -> Any:
-        """An Arrow RecordBatch of streaming.stream.records rows (FIELDS order) for these messages."""
+    def decode(self, offsets: list[int], keys: list[bytes | None], values: list[bytes | None],
+               epochs: list[int] | None = None) -> Any:
+        """An Arrow RecordBatch of streaming.stream.records rows (FIELDS order) for these messages (``epochs``:
+        their writer epochs; None: not read)."""
         import duckdb
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -101,9 +103,10 @@ class JsonChunkDecoder:
         table = table.append_column("part", pa.repeat(pa.scalar(self.partition, pa.int32()), n))
         table = table.append_column("error", pa.nulls(n, pa.string()))
         table = table.append_column("bkey", self._bkeys(table))
+        table = table.append_column("epoch", pa.nulls(n, pa.int64()) if epochs is None else pa.array(epochs, pa.int64()))
         table = table.select(list(FIELDS)).cast(arrow_schema())
         if redo:
-            table = self._redo(table, redo, offsets, keys, values)
+            table = self._redo(table, redo, offsets, keys, values, epochs)
         return table.combine_chunks().to_batches()[0]
 
     def _bkeys(self, table: Any) -> Any:
@@ -141,14 +144,16 @@ class JsonChunkDecoder:
                 out[i] = text
         return pa.array(out, pa.string())
 
-    def _redo(self, table: Any, rows: list[int], offsets: list[int], keys: list, values: list) -> Any:
+    def _redo(self, table: Any, rows: list[int], offsets: list[int], keys: list, values: list,
+              epochs: list[int] | None = None) -> Any:
         """``table`` with the rows at ``rows`` replaced by what to_row makes of their messages."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         schema = arrow_schema()
         kd, vd = self.serdes
-        redone = [to_row(self.partition, offsets[i], keys[i], values[i], kd, vd) for i in rows]
+        redone = [to_row(self.partition, offsets[i], keys[i], values[i], kd, vd, None if epochs is None else epochs[i])
+                  for i in rows]
         fixed = pa.table({f: pa.array([r[j] for r in redone], schema.field(f).type) for j, f in enumerate(FIELDS)},
                          schema=schema)
         keep = pc.invert(pc.is_in(pa.array(range(table.num_rows), pa.int64()), value_set=pa.array(rows, pa.int64())))

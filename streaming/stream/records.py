@@ -11,6 +11,9 @@ the raw bytes (base64, capped), and the engine stops there (or dead-letters).
 key; the before-image's for a delete). An update that changes the primary key
 also carries ``bkey``, the before-image's key in the same column order, so the
 driver can reduce a batch to its net effect per key without decoding images.
+
+``epoch`` is the record's writer epoch (its ``cdc.epoch`` header, cdc.envelope.record_epoch: 0 without
+one; null where a reader did not read headers): the structure check holds it to the epoch rules.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ KINDS = (DATA, BEGIN, END, ABORTED, SCHEMA, HEARTBEAT, UNDECODABLE)
 
 SCHEMA_DDL = ("part int, offset long, sequence long, kind string, txid string, tbl string, op string, "
               "key string, before string, after string, ts_ms long, meta string, error string, bkey string, "
-              "torder long")
+              "torder long, epoch long")
 FIELDS = ("part", "offset", "sequence", "kind", "txid", "tbl", "op", "key", "before", "after", "ts_ms",
-          "meta", "error", "bkey", "torder")
+          "meta", "error", "bkey", "torder", "epoch")
 RAW_CAP = 4096
 
 # packed rows (the ``packed`` option of the cdc-stream source): each row carries a run of records of one
@@ -53,7 +56,7 @@ def arrow_schema() -> Any:
     s, i, l = pa.string(), pa.int32(), pa.int64()
     return pa.schema([("part", i), ("offset", l), ("sequence", l), ("kind", s), ("txid", s), ("tbl", s),
                       ("op", s), ("key", s), ("before", s), ("after", s), ("ts_ms", l), ("meta", s), ("error", s),
-                      ("bkey", s), ("torder", l)])
+                      ("bkey", s), ("torder", l), ("epoch", l)])
 
 
 def _row_bytes(batch: Any) -> Any:
@@ -119,8 +122,9 @@ def _dumps(v: Any) -> str | None:
 
 
 def to_row(part: int, offset: int, key_bytes: bytes | None, value_bytes: bytes | None, key_serde: Any,
-           value_serde: Any) -> tuple:
-    """Decode one Kafka message into a row tuple in FIELDS order (never raises)."""
+           value_serde: Any, epoch: int | None = None) -> tuple:
+    """Decode one Kafka message into a row tuple in FIELDS order (never raises). ``epoch``: its writer epoch
+    (None: not read)."""
     try:
         if value_bytes is None:
             raise ValueError("record has no value (tombstone) on the changes topic")
@@ -150,15 +154,15 @@ def to_row(part: int, offset: int, key_bytes: bytes | None, value_bytes: bytes |
             order = where.get("total_order")
             return (part, offset, seq, DATA, where.get("id"), table, op, _dumps(pk), _dumps(before),
                     _dumps(value.get("after")), src.get("ts_ms"), None, None, bkey,
-                    order if type(order) is int else None)
+                    order if type(order) is int else None, epoch)
         if status not in KINDS:
             raise ValueError(f"unknown record status {status!r}")
         return (part, offset, seq, status, value.get("id"), value.get("table"), None, None, None, None,
-                value.get("ts_ms"), _dumps(value), None, None, None)
+                value.get("ts_ms"), _dumps(value), None, None, None, epoch)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a visible row
         raw = base64.b64encode((value_bytes or b"")[:RAW_CAP]).decode()
         return (part, offset, None, UNDECODABLE, None, None, None, None, None, None, None, raw,
-                f"{type(exc).__name__}: {exc}", None, None)
+                f"{type(exc).__name__}: {exc}", None, None, epoch)
 
 
 @dataclass(slots=True)
@@ -178,6 +182,7 @@ class StreamRecord:
     error: str | None
     bkey: str | None = None
     torder: int | None = None  # a data record's transaction.total_order (its place in its transaction)
+    epoch: int | None = None  # its writer epoch (header cdc.epoch); None: not read
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StreamRecord:

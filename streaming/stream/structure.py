@@ -4,8 +4,9 @@ The apply engine calls :func:`first_violation` on a batch before it writes
 anything of it. The rules are cdc.stream_structure's (the checker every reader
 of the stream shares); this module feeds it a batch's columns: markers one by
 one, data records in runs between markers (their count per table, their
-``transaction.id`` compared on whole columns), so a batch of millions of rows
-costs a few numpy passes, not a Python call per row.
+``transaction.id``, ``total_order`` and writer ``epoch`` compared on whole
+columns), so a batch of millions of rows costs a few numpy passes, not a Python
+call per row.
 
 Which records count: the batch's NEW records, as the engine's sequence rule
 takes them (above the progress row's ``last_sequence`` and above every earlier
@@ -32,10 +33,12 @@ from cdc.stream_structure import NOT_READ, StreamStructure
 from streaming.stream.records import UNDECODABLE, Batch
 
 
-def first_violation(batch: Batch, last_sequence: int | None, topic: str) -> tuple[int, StreamCorrupt] | None:
+def first_violation(batch: Batch, last_sequence: int | None, topic: str,
+                    epoch: int = 0) -> tuple[int, StreamCorrupt] | None:
     """None when the batch's new records keep the stream's structure (up to a gap, if any); else
     ``(cut, error)``: the records before position ``cut`` are whole transactions and items (what may be
-    applied), the transaction or record the error names starts at ``cut``."""
+    applied), the transaction or record the error names starts at ``cut``. ``epoch``: the highest writer
+    epoch of the records applied before this batch (:func:`max_epoch`; 0: unknown)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -55,7 +58,7 @@ def first_violation(batch: Batch, last_sequence: int | None, topic: str) -> tupl
     if not len(stops) and not len(data):
         return None
     parts = batch.table.column("part").to_numpy()
-    check = StreamStructure(topic, int(parts[0]))
+    check = StreamStructure(topic, int(parts[0]), epoch)
     names, codes = batch.table_index()
     # data records in runs between stops: run k holds the data before stops[k] (and after stops[k-1])
     run_of = np.searchsorted(stops, data)
@@ -86,7 +89,11 @@ def first_violation(batch: Batch, last_sequence: int | None, topic: str) -> tupl
         place = counted[data[inside]] - counted[begin_at[inside]]
         order = batch.table.column("torder").take(data[inside])
         placed = pc.fill_null(pc.equal(order, pa.array(place, pa.int64())), True)
-        foreign = data[inside][~(same.to_numpy(zero_copy_only=False) & placed.to_numpy(zero_copy_only=False))]
+        # ... and its writer's epoch: the BEGIN's (a null epoch was not read: not held to it)
+        epochs = batch.table.column("epoch")
+        same_epoch = pc.fill_null(pc.equal(epochs.take(data[inside]), epochs.take(begin_at[inside])), True)
+        foreign = data[inside][~(same.to_numpy(zero_copy_only=False) & placed.to_numpy(zero_copy_only=False)
+                                 & same_epoch.to_numpy(zero_copy_only=False))]
     else:
         foreign = data
     offsets = batch.offset
@@ -105,9 +112,9 @@ def first_violation(batch: Batch, last_sequence: int | None, topic: str) -> tupl
                 rec = batch.records_at(bad[:1])[0]
                 before = int(np.count_nonzero((data > lo) & (data < bad[0])))
                 check.rows(int(offsets[pos]), int(seq[pos]), before, None)
-                # raises: a record of another transaction, or out of its place
+                # raises: a record of another transaction, out of its place, or of another writer
                 check.row(rec.offset, rec.sequence, rec.tbl, rec.txid,
-                          rec.torder if rec.torder is not None else NOT_READ)
+                          rec.torder if rec.torder is not None else NOT_READ, epoch=rec.epoch)
         check.rows(int(offsets[pos]), int(seq[pos]), sum(tables.values()), None if None in tables else tables)
 
     try:
@@ -118,18 +125,19 @@ def first_violation(batch: Batch, last_sequence: int | None, topic: str) -> tupl
                     check.rows(rec.offset, None, 1, None)
                 continue
             if rec.kind == BEGIN:
-                check.begin(rec.offset, rec.sequence, rec.txid)
+                check.begin(rec.offset, rec.sequence, rec.txid, rec.epoch)
                 begin_pos = pos
             elif rec.kind == END:
                 meta = rec.meta_dict()
-                check.end(rec.offset, rec.sequence, rec.txid, meta.get("event_count"), meta.get("data_collections"))
+                check.end(rec.offset, rec.sequence, rec.txid, meta.get("event_count"), meta.get("data_collections"),
+                          rec.epoch)
             elif rec.kind == ABORTED:
-                check.aborted(rec.offset, rec.sequence, rec.txid)
+                check.aborted(rec.offset, rec.sequence, rec.txid, rec.epoch)
             elif rec.kind == SCHEMA:
                 meta = rec.meta_dict()
-                check.schema(rec.offset, rec.sequence, rec.tbl, meta.get("ddl"), meta.get("resume"))
+                check.schema(rec.offset, rec.sequence, rec.tbl, meta.get("ddl"), meta.get("resume"), rec.epoch)
             else:
-                check.record(rec.offset, rec.sequence, None, {"status": rec.kind})
+                check.record(rec.offset, rec.sequence, None, {"status": rec.kind}, rec.epoch)
         feed_run(len(stops))
     except StreamCorrupt as err:
         open_at = check.open_offset
@@ -138,6 +146,17 @@ def first_violation(batch: Batch, last_sequence: int | None, topic: str) -> tupl
         at = np.flatnonzero(offsets == err.fields.get("offset"))
         return (int(at[0]) if len(at) else 0), err
     return None
+
+
+def max_epoch(batch: Batch, upto: int | None = None) -> int:
+    """The highest writer epoch of the batch's first ``upto`` records (all: None); 0 when none was read."""
+    import pyarrow.compute as pc
+
+    n = batch.n if upto is None else min(upto, batch.n)
+    if not n:
+        return 0
+    top = pc.max(batch.table.column("epoch").slice(0, n)).as_py()
+    return int(top) if top is not None and top > 0 else 0
 
 
 def _before_gap(seq: Any, fresh: Any, undecodable: Any, last_sequence: int | None) -> int:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc.publish.recovery import read_records
+from cdc.envelope import record_epoch
+from cdc.publish.recovery import make_consumer, read_range, watermarks
 from cdc.serde import get_serdes
+from cdc.stream_structure import StreamStructure
 
 
 @dataclass
@@ -17,16 +19,19 @@ class Stream:
     heartbeats: list[dict[str, Any]] = field(default_factory=list)
     records: int = 0
     duplicates: int = 0
+    epochs: list[int] = field(default_factory=list)  # the writer epoch of each record taken, in stream order
 
 
 def read_stream(bootstrap: str, topic: str, encoding: str = "json") -> Stream:
     """Decode the whole stream as a consumer does (records at or below the last sequence are
-    dropped as duplicates), asserting gapless sequences and marker structure."""
+    dropped as duplicates), asserting gapless sequences and marker structure, and holding every record
+    to the structure rules with its writer epoch (cdc.stream_structure: raises StreamCorrupt)."""
     ks, vs = get_serdes(encoding)
     out = Stream()
     last_seq = 0
     open_tx: tuple[str, list] | None = None
-    for offset, key, value in read_records(bootstrap, topic, ks, vs):
+    check = StreamStructure(topic)
+    for offset, key, value, headers in _records(bootstrap, topic, ks, vs):
         seq = value["sequence"]
         if seq <= last_seq:
             out.duplicates += 1  # a retried batch appended again: a consumer drops it
@@ -34,6 +39,9 @@ def read_stream(bootstrap: str, topic: str, encoding: str = "json") -> Stream:
         out.records += 1
         assert seq == last_seq + 1, f"sequence gap at offset {offset}: {seq} after {last_seq} (lost records)"
         last_seq = seq
+        epoch = record_epoch(headers)
+        out.epochs.append(epoch)
+        check.record(offset, seq, key, value, epoch)
         status = value.get("status")
         if status is None:
             assert open_tx is not None, f"data record outside a transaction at offset {offset}"
@@ -67,6 +75,18 @@ def read_stream(bootstrap: str, topic: str, encoding: str = "json") -> Stream:
         else:
             raise AssertionError(f"unknown status {status!r} at offset {offset}")
     return out
+
+
+def _records(bootstrap: str, topic: str, ks: Any, vs: Any) -> Any:
+    """(offset, key, value, headers) of every record of partition 0, decoded."""
+    consumer = make_consumer(bootstrap)
+    try:
+        low, high = watermarks(consumer, topic)
+        for m in read_range(consumer, topic, low, None, reported_high=high):
+            k, v = m.key(), m.value()
+            yield m.offset(), None if k is None else ks.decode(k), None if v is None else vs.decode(v), m.headers()
+    finally:
+        consumer.close()
 
 
 def oracle_publisher(broker: Any, prefix: str) -> Any:

@@ -25,9 +25,9 @@ class RecordingProducer:
         self.records.append((topic, value, key))
         self.headers.append(headers)
 
-    def produce_all(self, topic, values, keys) -> None:
+    def produce_all(self, topic, values, keys, headers=None) -> None:
         for value, key in zip(values, keys, strict=True):
-            self.produce(topic, value, key)
+            self.produce(topic, value, key, headers)
 
     def acked(self) -> int:
         return self.produced if self.acked_upto is None else self.acked_upto

@@ -208,3 +208,20 @@ def test_an_oversized_row_in_a_change_batch_goes_to_the_dead_letter_topic_withou
     dead = [orjson.loads(v) for t, v, _ in fake.records if t == "dlq"]
     assert len(dead) == 1 and dead[0]["error"] == "RecordTooLarge" and "x" * 50 not in orjson.dumps(dead[0]).decode()
     assert dead[0]["fields"]["table"] == "shop.orders" and dead[0]["fields"]["key"] == '{"id":3}'
+
+
+@pytest.mark.parametrize("encoding, per_table", [("json", False), ("json", True), ("avro", False)])
+def test_every_record_of_the_changes_topic_carries_the_writer_epoch(encoding, per_table):
+    """Markers, table definitions, rows one by one and in a ChangeBatch: each with header cdc.epoch (the
+    publisher's epoch, which recover() takes from the writer lease); the per-table topics do not carry it."""
+    pub, fake, _ = publisher(encoding, per_table_topics=per_table)
+    pub._table_topics.update({"p.s.shop.orders", "p.s.shop.items"})  # created already: no admin call here
+    pub.epoch, pub._headers = 12, envelope.epoch_headers(12)  # what recover() sets from a lease of epoch 12
+    rows = [ins(A, SA, {"id": 1, "v": "a"}), ins(B, SB, {"oid": 1, "n": 1, "q": 2})]
+    for ev in [*tx("t1", rows, {"r": 1}), *tx("t2", [_as_batch(rows)], {"r": 2}), Heartbeat(1, {"r": 3}),
+               SchemaChange(A, "ALTER TABLE shop.orders COMMENT 'x'", SA, 1000, {"r": 4})]:
+        pub.publish(ev)
+    stream = [h for (t, _, _), h in zip(fake.records, fake.headers, strict=True) if t == pub.topic]
+    assert len(stream) == 12 and all(envelope.record_epoch(h) == 12 for h in stream), stream
+    others = [h for (t, _, _), h in zip(fake.records, fake.headers, strict=True) if t != pub.topic]
+    assert all(envelope.record_epoch(h) == 0 for h in others)

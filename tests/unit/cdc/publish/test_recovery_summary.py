@@ -25,6 +25,9 @@ class Msg:
     def value(self):
         return self._v
 
+    def headers(self):
+        return None
+
 
 def _data(seq: int, txid: str) -> tuple[dict, dict]:
     return {"table": "d.t", "key": {"id": seq}}, {"sequence": seq, "op": "c", "transaction": {"id": txid}}

@@ -131,3 +131,37 @@ def test_a_batch_of_duplicates_and_a_record_out_of_its_place_names_the_record():
                                             r"structure expects the data record 2 of transaction 'P-0'"):
         e.apply_records(rows, 0)
     assert e.target.read_progress("src") is None
+
+
+def _epoch_records(recs, epochs) -> list[StreamRecord]:
+    return [dataclasses.replace(r, epoch=e) for r, e in zip(_records(recs), epochs, strict=True)]
+
+
+@pytest.mark.parametrize("split", [None, 4])
+def test_an_older_writers_transaction_after_a_newer_ones_is_not_applied(split):
+    """A writer of epoch 9 commits one transaction; records of a writer of epoch 4, renumbered to fit the sequence
+    rule, follow: the engine stops at them (naming both epochs) with the first transaction applied."""
+    from tests.unit.cdc.structure_streams import renumber
+
+    recs = renumber(write([("tx", [("c", "db.a", 1, 1)])], 1, "B") + write([("tx", [("c", "db.a", 2, 2)])], 1, "A",
+                                                                           {"db.a"}))
+    rows = _epoch_records(recs, [9] * 4 + [4] * (len(recs) - 4))  # B: BEGIN, table definition, row, END
+    e = _engine()
+    batches = [rows] if split is None else [rows[:split], rows[split:]]
+    with pytest.raises(StreamCorrupt) as info:
+        for i, b in enumerate(batches):
+            e.apply_records(b, i, {"next": {"0": b[-1].offset + 1}, "topic": TOPIC})
+    assert info.value.fields["offset"] == 4 and info.value.fields["sequence"] == 5
+    assert "with epoch 4" in str(info.value) and "epoch 9 or higher" in str(info.value)
+    assert _state(e)["db.a"] == {1: 1} and e.target.read_progress("src").last_sequence == 4
+
+
+def test_a_row_of_another_writer_inside_a_transaction_is_not_applied():
+    recs = write([("tx", [("c", "db.a", 1, 1), ("c", "db.a", 2, 2)]), ("tx", [("c", "db.a", 3, 3)])], 1, "A")
+    epochs = [5] * len(recs)
+    epochs[3] = 6  # the second row of the first transaction (BEGIN, table definition, row, row, END, ...)
+    e = _engine()
+    with pytest.raises(StreamCorrupt) as info:
+        e.apply_records(_epoch_records(recs, epochs), 0, {"next": {"0": len(recs)}, "topic": TOPIC})
+    assert info.value.fields["offset"] == 3 and "a data record of db.a with epoch 6" in str(info.value)
+    assert _state(e)["db.a"] == {} and e.target.read_progress("src") is None

@@ -50,6 +50,9 @@ class _Msg:
     def error(self):
         return self._e
 
+    def headers(self):
+        return None if self._e else [("cdc.epoch", b"3")]
+
 
 class _Consumer:
     def __init__(self, fetches):
@@ -71,12 +74,12 @@ def _read(monkeypatch, fetches, start, end, retention=None):
     monkeypatch.setattr(batches, "create_client", lambda kind, config: _Consumer(fetches))
     monkeypatch.setattr(batches, "check_retention", retention or (lambda c, topic, part, offset: None))
     monkeypatch.setattr(batches, "ARROW_ROWS", 4)
-    monkeypatch.setattr(batches, "_chunk_decoder", lambda p: lambda offs, keys, values: list(zip(offs, keys, values)))
+    monkeypatch.setattr(batches, "_chunk_decoder", lambda p: lambda offs, keys, values, epochs: list(zip(offs, keys, values, epochs)))
     return [r for chunk in batches.read_range(batches.RangePartition("b:9092", "t", 0, start, end)) for r in chunk]
 
 
 def _want(start, end):
-    return [(o, f"k{o}".encode(), f"v{o}".encode()) for o in range(start, end)]
+    return [(o, f"k{o}".encode(), f"v{o}".encode(), 3) for o in range(start, end)]  # 3: each one's cdc.epoch
 
 
 def test_whole_fetches_and_a_fetch_past_the_end_give_each_record_once(monkeypatch):
