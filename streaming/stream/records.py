@@ -142,7 +142,7 @@ def to_row(part: int, offset: int, key_bytes: bytes | None, value_bytes: bytes |
                 raise ValueError(f"data record with unknown op {op!r}")
             if op == "x":  # a resync range (cdc.resync_range): the range travels in ``meta``
                 return (part, offset, seq, DATA, (value.get("transaction") or {}).get("id"), table, op, None, None,
-                        None, src.get("ts_ms"), src.get("resync"), None, None, None)
+                        None, src.get("ts_ms"), src.get("resync"), None, None, None, epoch)
             pk = (key or {}).get("key")
             before = value.get("before")
             bkey = None
