@@ -28,7 +28,8 @@ streaming.stream.records). Guarantees, per batch:
   not followed commits what precedes it and raises UnsupportedDdl at its sequence; a first-sight SCHEMA
   may sit inside the transaction that first touches the table) and a TRUNCATE;
   on targets whose DDL commits implicitly (MySQL/MariaDB, Oracle:
-  ``ddl_commits``) what precedes a SCHEMA record is committed with its own
+  ``ddl_commits``), and on lake tables holding buffered rows (their DDL is a table
+  commit of its own), what precedes a SCHEMA record is committed with its own
   progress row first, so the batch is then two (or more) transactions, each
   with its progress row;
 - bad input (undecodable record, missing key, a value the target refuses)
@@ -343,7 +344,7 @@ class ApplyEngine:
                 run(seg, cut)
                 seg = cut
                 stop_at = rec.sequence - 1 if pending is None else begin_seq - 1
-                if self.target.ddl_commits and stop_at > (self.progress.last_sequence if self.progress else -1):
+                if self.target.commit_before_ddl() and stop_at > (self.progress.last_sequence if self.progress else -1):
                     # the DDL would commit what precedes without a progress row (a replay after a crash
                     # would then insert keyless rows twice): commit it with its progress row first
                     self._finish(batch_id, stop_at, position, commit_ts, None, deltas, truncated)
