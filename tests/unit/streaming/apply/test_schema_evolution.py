@@ -175,7 +175,7 @@ def _lake(kind: str, tmp_path):
     cfg = (TargetConfig(name="lake", kind="delta", path=str(tmp_path / "lake")) if kind == "delta" else
            TargetConfig(name="lake", kind="iceberg", catalog_uri=f"sqlite:///{tmp_path}/catalog.db",
                         warehouse=str(tmp_path / "wh")))
-    return cfg, lambda: ApplyEngine("src", make_target(cfg), TableMap.from_config(
+    return lambda: ApplyEngine("src", make_target(cfg), TableMap.from_config(
         ApplyConfig(source="src", target="lake"))).start()
 
 
@@ -209,7 +209,7 @@ def test_a_lake_table_follows_column_ddl_with_rows_before_and_after(kind, tmp_pa
                                               "MODIFY label VARCHAR(40)")
     b.tx(("c", "shop.t", None, {"id": 3, "label": "a long label", "qty": 2 ** 40, "price": "123456789012.25",
                                 "tier": "x", "flag": 1}))
-    e = _lake(kind, tmp_path)[1]()
+    e = _lake(kind, tmp_path)()
     e.apply_records(b.as_records(), 0)
     got = sorted(tuple(r.values()) for r in e.target._read_all("t").to_pylist())
     d = decimal.Decimal
@@ -228,13 +228,53 @@ def test_a_lake_table_follows_column_ddl_with_rows_before_and_after(kind, tmp_pa
     assert sorted(tuple(r.values()) for r in e.target._read_all("t").to_pylist()) == got
 
 
+@pytest.mark.parametrize("kind", ["delta", "iceberg"])
+@pytest.mark.parametrize("log", ["_cdc_schema", "_cdc_progress"])
+def test_a_lake_batch_killed_after_its_ddl_replays_to_the_same_table(kind, log, tmp_path, monkeypatch):
+    """The batch's last commit fails after its DDL ran (before the schema log, or before the progress log): the
+    replayed batch finds the table already changed, runs no DDL twice and ends with the same rows."""
+    engine = _lake(kind, tmp_path)
+    b = _base()
+    first = b.as_records()
+    e = engine()
+    e.apply_records(first, 0)
+    b.tx(("u", "shop.t", {"id": 1}, {"id": 1, "name": "a", "qty": 5}))
+    b.schema("shop.t", BASE + [("tier", "varchar(10)", True, "'std'")], ["id"],
+             ddl="ALTER TABLE t ADD COLUMN tier VARCHAR(10) DEFAULT 'std'")
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(20)"), ("qty", "bigint"),
+                        ("tier", "varchar(10)", True, "'std'")], ["id"],
+             ddl="ALTER TABLE t RENAME COLUMN name TO label, MODIFY qty BIGINT")
+    b.tx(("c", "shop.t", None, {"id": 3, "label": "c", "qty": 2 ** 40, "tier": "x"}))
+    second = b.as_records()[len(first):]
+    cls = type(e.target)
+    real, calls = cls._append_log, []
+
+    def crash(self, table, data):
+        calls.append(table)
+        if table == log and calls.count("_cdc_progress") >= (1 if log == "_cdc_schema" else 2):
+            raise OSError(f"driver killed before the {table} commit")
+        return real(self, table, data)
+
+    monkeypatch.setattr(cls, "_append_log", crash)
+    with pytest.raises(OSError):
+        e.apply_records(second, 1)
+    monkeypatch.setattr(cls, "_append_log", real)
+    e.close()
+    e2 = engine()
+    e2.apply_records(second, 1)
+    assert e2.target.table_columns("t") == ["id", "label", "qty", "tier"]
+    got = sorted(tuple(r.values()) for r in e2.target._read_all("t").to_pylist())
+    assert got == [(1, "a", 5, "std"), (2, "bb", 2, "std"), (3, "c", 2 ** 40, "x")]
+    assert e2.target.latest_point()["last_sequence"] == b.seq - 1
+
+
 def test_an_iceberg_type_change_beyond_its_promotions_stops_before_any_ddl(tmp_path):
     b = _base()
     b.schema("shop.t", [("id", "int", False), ("name", "varchar(20)"), ("qty", "int"), ("z", "int")], ["id"],
              ddl="ALTER TABLE t ADD z INT")
     b.schema("shop.t", [("id", "int", False), ("name", "varchar(20)"), ("qty", "double"), ("y", "int")], ["id"],
              ddl="ALTER TABLE t MODIFY qty DOUBLE, RENAME COLUMN z TO y")
-    e = _lake("iceberg", tmp_path)[1]()
+    e = _lake("iceberg", tmp_path)()
     with pytest.raises(UnsupportedDdl) as info:
         e.apply_records(b.as_records(), 0)
     assert "promotions" in str(info.value) and info.value.sequence == b.seq - 1
