@@ -169,14 +169,19 @@ def test_an_expression_default_with_an_evolve_decision_adds_the_column_for_a_rep
     assert _rows(e) == [(1, "a", 1, None), (2, "bb", 2, "uuid-2")]
 
 
-def _lake(kind: str, tmp_path):
+def _lake(kind: str, tmp_path, **schema_changes):
     from streaming.targets import make_target
 
     cfg = (TargetConfig(name="lake", kind="delta", path=str(tmp_path / "lake")) if kind == "delta" else
            TargetConfig(name="lake", kind="iceberg", catalog_uri=f"sqlite:///{tmp_path}/catalog.db",
                         warehouse=str(tmp_path / "wh")))
-    return lambda: ApplyEngine("src", make_target(cfg), TableMap.from_config(
-        ApplyConfig(source="src", target="lake"))).start()
+    apply = ApplyConfig(source="src", target="lake", schema_changes=SchemaChangeConfig(**schema_changes))
+
+    def engine() -> ApplyEngine:
+        e = ApplyEngine("src", make_target(cfg), TableMap.from_config(apply))
+        e.catalog.policy = apply.schema_changes
+        return e.start()
+    return engine
 
 
 @pytest.mark.parametrize("kind", ["delta", "iceberg"])
@@ -266,6 +271,20 @@ def test_a_lake_batch_killed_after_its_ddl_replays_to_the_same_table(kind, log, 
     got = sorted(tuple(r.values()) for r in e2.target._read_all("t").to_pylist())
     assert got == [(1, "a", 5, "std"), (2, "bb", 2, "std"), (3, "c", 2 ** 40, "x")]
     assert e2.target.latest_point()["last_sequence"] == b.seq - 1
+
+
+@pytest.mark.parametrize("kind", ["delta", "iceberg"])
+def test_lenient_keeps_dropped_and_renamed_columns_in_a_lake_table(kind, tmp_path):
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(20)"), ("qty", "int")], ["id"],
+             ddl="ALTER TABLE t CHANGE name label VARCHAR(20)")
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(20)")], ["id"], ddl="ALTER TABLE t DROP qty")
+    b.tx(("c", "shop.t", None, {"id": 3, "label": "c"}))
+    e = _lake(kind, tmp_path, behavior="lenient")()
+    e.apply_records(b.as_records(), 0)
+    assert e.target.table_columns("t") == ["id", "name", "qty", "label"]
+    assert sorted(tuple(r.values()) for r in e.target._read_all("t").to_pylist()) == [
+        (1, "a", 1, "a"), (2, "bb", 2, "bb"), (3, None, None, "c")]
 
 
 def test_an_iceberg_type_change_beyond_its_promotions_stops_before_any_ddl(tmp_path):
