@@ -344,7 +344,7 @@ class ApplyEngine:
                 run(seg, cut)
                 seg = cut
                 stop_at = rec.sequence - 1 if pending is None else begin_seq - 1
-                if self.target.commit_before_ddl() and stop_at > (self.progress.last_sequence if self.progress else -1):
+                if self.target.commit_before_ddl(self._ddl_tables(rec)) and stop_at > (self.progress.last_sequence if self.progress else -1):
                     # the DDL would commit what precedes without a progress row (a replay after a crash
                     # would then insert keyless rows twice): commit it with its progress row first
                     self._finish(batch_id, stop_at, position, commit_ts, None, deltas, truncated)
@@ -429,6 +429,17 @@ class ApplyEngine:
                 self._wanted[t] = self.table_map.wanted(t)
         lookup = np.array([self._wanted[t] for t in names] + [False], dtype=bool)
         return lookup[codes]
+
+    def _ddl_tables(self, rec: StreamRecord) -> set[str] | None:
+        """The target tables a SCHEMA record names (None: it names none, so it may concern any)."""
+        meta = rec.meta_dict()
+        names = {meta.get("table")}
+        for a in meta.get("tables") or []:
+            names.update((a.get("table"), a.get("from"), a.get("to")))
+        names.discard(None)
+        out = {self.table_map.target_name(t) for t in names}
+        out.update(i.target_table for t, i in self.catalog.tables.items() if t in names)
+        return out or None
 
     def _shapes(self) -> dict[str, tuple]:
         """Each applied table's (target table, definition, target columns): what a SCHEMA record may change."""

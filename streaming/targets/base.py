@@ -238,8 +238,9 @@ class Target(abc.ABC):
         fill = self.sql.literal(const_default, tt) if const_default is not None else None
         self._run_ddl(self.sql.alter_column(self.qualified(table), col.name, tt, not col.nullable, fill, what))
 
-    def commit_before_ddl(self) -> bool:
-        """The engine commits what precedes a SCHEMA record (with its progress row) before the DDL runs."""
+    def commit_before_ddl(self, tables: set[str] | None = None) -> bool:
+        """The engine commits what precedes a SCHEMA record (with its progress row) before the DDL runs;
+        ``tables``: the target tables the record names (None: unknown)."""
         return self.ddl_commits
 
     def retype_refusal(self, old_type: str, new_type: str) -> str | None:

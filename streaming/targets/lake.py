@@ -31,9 +31,9 @@ table (the net effect says so, and no earlier attempt of this batch reached
 the table) are appended; everything else is merged by key. Keyless tables
 with deletes are rewritten whole (meant for small tables).
 
-Column DDL (``commit_before_ddl``: with rows buffered, the engine first commits
-what precedes a SCHEMA record, with its progress-log row, so the DDL meets a
-table holding every row before it) commits at once, one table commit per change: CREATE TABLE, ADD
+Column DDL (``commit_before_ddl``: with rows buffered for the table it names,
+the engine first commits what precedes a SCHEMA record, with its progress-log
+row, so the DDL meets a table holding every row before it) commits at once, one table commit per change: CREATE TABLE, ADD
 COLUMN (a constant default fills the stored rows in the same commit), DROP,
 RENAME and type changes (Delta rewrites the table's files with the new schema
 in one overwrite; Iceberg changes its schema in place, and rewrites the files
@@ -174,8 +174,9 @@ class LakeTarget(Target):
         """Append to a meta table (progress or schema log, dead letters), creating it when missing."""
 
     # ---- connection and transaction ---------------------------------------------------
-    def commit_before_ddl(self) -> bool:
-        return bool(self._pending)  # a DDL is its own table commit: buffered rows go first (module docstring)
+    def commit_before_ddl(self, tables: set[str] | None = None) -> bool:
+        """A DDL is its own table commit: rows buffered for the tables it names are committed first."""
+        return bool(self._pending) if tables is None else any(t in self._pending for t in tables)
 
     def ensure_meta(self) -> None:
         self._duckdb()  # started with the target, not inside the first batch (import + connect: ~0.3 s)
