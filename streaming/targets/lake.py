@@ -31,9 +31,7 @@ table (the net effect says so, and no earlier attempt of this batch reached
 the table) are appended; everything else is merged by key. Keyless tables
 with deletes are rewritten whole (meant for small tables).
 
-Column DDL (``commit_before_ddl``: with rows buffered for the table it names,
-the engine first commits what precedes a SCHEMA record, with its progress-log
-row, so the DDL meets a table holding every row before it) commits at once, one table commit per change: CREATE TABLE, ADD
+Column DDL commits at once, one table commit per change: CREATE TABLE, ADD
 COLUMN (a constant default fills the stored rows in the same commit), DROP,
 RENAME and type changes (Delta rewrites the table's files with the new schema
 in one overwrite; Iceberg changes its schema in place, and rewrites the files
@@ -41,7 +39,10 @@ in one transaction only to fill a new column). Each change is safe to run
 again: a replay after a crash before the progress row finds the column already
 added, renamed, dropped or retyped (streaming/apply/catalog.py skips or repeats
 it). Narrowings are checked against the stored values first (DuckDB over
-the table's Arrow data).
+the table's Arrow data). With rows buffered for the table a SCHEMA record
+names, the engine first commits what precedes the record with its
+progress-log row (``commit_before_ddl``), so the DDL meets a table holding
+every row before it.
 """
 
 from __future__ import annotations
