@@ -431,8 +431,13 @@ class ApplyEngine:
         return lookup[codes]
 
     def _ddl_tables(self, rec: StreamRecord) -> set[str] | None:
-        """The target tables a SCHEMA record names (None: it names none, so it may concern any)."""
+        """The target tables a SCHEMA record names (None: it names none, so it may concern any). A first-sight
+        definition (no statement: a publisher describing a table before its first rows) names none to commit
+        for: it only adds columns or widens types, which the rows before it take as they are; committing there
+        would put a consistent point in the middle of a snapshot."""
         meta = rec.meta_dict()
+        if meta.get("ddl") is None and not meta.get("whole_shape"):
+            return set()
         names = {meta.get("table")}
         for a in meta.get("tables") or []:
             names.update((a.get("table"), a.get("from"), a.get("to")))
