@@ -267,15 +267,22 @@ class Catalog:
     def _retype(self, ch: ColumnChange, col: Column, dst: str, old: TableInfo, sequence: int, ddl: str,
                 lenient: bool) -> None:
         t = self._t
-        if t.column_type(ch.old) == t.column_type(ch.new):
-            return  # the target's type holds both (e.g. every text size is TEXT in PostgreSQL)
         if lenient and ch.how == "narrow":
             return  # the target stays wider
+        if t.column_type(ch.old) == t.column_type(ch.new):
+            # the target's type holds both (every text size is TEXT in PostgreSQL, a string in a lake table);
+            # a narrowing still needs the stored values to fit (a source that truncated them in place)
+            if ch.how == "narrow" and (check := type_change(ch.old, ch.new).check):
+                self._check_values(dst, ch, old, t.misfit_sql(check), sequence, ddl)
+            return
         if "type" not in t.schema_kinds or (ch.column in old.key and t.sql is not None
                                              and not t.sql.key_column_type_change):
             raise self._stop(old.source_table, sequence, ddl,
                              f"{ch.describe()}: target {t.name!r} ({t.dialect}) cannot change the type of "
                              f"{'a key column' if ch.column in old.key else 'a column'}")
+        if why := t.retype_refusal(ch.old, ch.new):
+            raise self._stop(old.source_table, sequence, ddl, f"{ch.describe()}: target {t.name!r} ({t.dialect}) "
+                             f"cannot change the type: {why}", ways=("accept", "skip"))
         if ch.how != "widen":
             check = type_change(ch.old, ch.new).check
             self._check_values(dst, ch, old, t.misfit_sql(check) if check else "{c} IS NOT NULL", sequence, ddl)

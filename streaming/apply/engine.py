@@ -30,7 +30,8 @@ streaming.stream.records). Guarantees, per batch:
   (cdc.resync_range: the target rows of a key range that the source no longer holds are deleted there,
   in the batch transaction; a target without ``resync_ranges`` stops on it);
   on targets whose DDL commits implicitly (MySQL/MariaDB, Oracle:
-  ``ddl_commits``) what precedes a SCHEMA record is committed with its own
+  ``ddl_commits``), and on lake tables holding buffered rows (their DDL is a table
+  commit of its own), what precedes a SCHEMA record is committed with its own
   progress row first, so the batch is then two (or more) transactions, each
   with its progress row;
 - bad input (undecodable record, missing key, a value the target refuses)
@@ -357,7 +358,7 @@ class ApplyEngine:
                 run(seg, cut)
                 seg = cut
                 stop_at = rec.sequence - 1 if pending is None else begin_seq - 1
-                if self.target.ddl_commits and stop_at > (self.progress.last_sequence if self.progress else -1):
+                if self.target.commit_before_ddl(self._ddl_tables(rec)) and stop_at > (self.progress.last_sequence if self.progress else -1):
                     # the DDL would commit what precedes without a progress row (a replay after a crash
                     # would then insert keyless rows twice): commit it with its progress row first
                     self._finish(batch_id, stop_at, position, commit_ts, None, deltas, truncated)
@@ -462,6 +463,22 @@ class ApplyEngine:
                 self._wanted[t] = self.table_map.wanted(t)
         lookup = np.array([self._wanted[t] for t in names] + [False], dtype=bool)
         return lookup[codes]
+
+    def _ddl_tables(self, rec: StreamRecord) -> set[str] | None:
+        """The target tables a SCHEMA record names (None: it names none, so it may concern any). A first-sight
+        definition (no statement: a publisher describing a table before its first rows) names none to commit
+        for: it only adds columns or widens types, which the rows before it take as they are; committing there
+        would put a consistent point in the middle of a snapshot."""
+        meta = rec.meta_dict()
+        if meta.get("ddl") is None and not meta.get("whole_shape"):
+            return set()
+        names = {meta.get("table")}
+        for a in meta.get("tables") or []:
+            names.update((a.get("table"), a.get("from"), a.get("to")))
+        names.discard(None)
+        out = {self.table_map.target_name(t) for t in names}
+        out.update(i.target_table for t, i in self.catalog.tables.items() if t in names)
+        return out or None
 
     def _shapes(self) -> dict[str, tuple]:
         """Each applied table's (target table, definition, target columns): what a SCHEMA record may change."""

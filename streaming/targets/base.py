@@ -249,6 +249,16 @@ class Target(abc.ABC):
         fill = self.sql.literal(const_default, tt) if const_default is not None else None
         self._run_ddl(self.sql.alter_column(self.qualified(table), col.name, tt, not col.nullable, fill, what))
 
+    def commit_before_ddl(self, tables: set[str] | None = None) -> bool:
+        """The engine commits what precedes a SCHEMA record (with its progress row) before the DDL runs;
+        ``tables``: the target tables the record names (None: unknown)."""
+        return self.ddl_commits
+
+    def retype_refusal(self, old_type: str, new_type: str) -> str | None:
+        """Why this target cannot change a column's type from ``old_type`` to ``new_type`` (source type texts),
+        or None: it can (checked before any DDL of the statement runs)."""
+        return None
+
     def evolve_copy(self, table: str, src: str, dst: str) -> None:
         """dst = src in every row (a rename the target keeps both names of)."""
         self.execute(f"UPDATE {self.qualified(table)} SET {self.quote(dst)} = {self.quote(src)}")

@@ -31,7 +31,7 @@ import pyarrow as pa
 from cdc.config import TargetConfig
 from cdc.credentials import reveal
 from streaming.errors import TargetError
-from streaming.targets.lake import LakeTarget
+from streaming.targets.lake import LakeTarget, _conform
 
 _DEL = "_cdc_del"
 COMMIT_ATTEMPTS = 3
@@ -98,6 +98,33 @@ class DeltaTarget(LakeTarget):
         d = self._dt(table)
         d.alter.add_columns(field)
         d.update_incremental()
+
+    # column DDL other than a plain ADD: the table's files rewritten with the new schema, ONE overwrite commit
+    def _rewrite_data(self, table: str, data: pa.Table) -> None:
+        from deltalake import write_deltalake
+
+        d = self._dt(table)
+        d.update_incremental()
+        write_deltalake(d, data, mode="overwrite", schema_mode="overwrite")
+        d.update_incremental()
+
+    def _stored(self, table: str) -> pa.Table:
+        return _conform(self._read_all(table), self._arrow_schema(table))
+
+    def _add_filled(self, table: str, schema: pa.Schema, name: str, fill: pa.Scalar) -> None:
+        data = self._stored(table)
+        data = data.append_column(schema.field(name), pa.repeat(fill, len(data)))
+        self._rewrite_data(table, _conform(data, schema))
+
+    def _drop_field(self, table: str, name: str) -> None:
+        self._rewrite_data(table, self._stored(table).drop_columns([name]))
+
+    def _rename_field(self, table: str, old: str, new: str) -> None:
+        data = self._stored(table)
+        self._rewrite_data(table, data.rename_columns([new if c == old else c for c in data.column_names]))
+
+    def _retype_field(self, table: str, schema: pa.Schema, name: str) -> None:
+        self._rewrite_data(table, _conform(self._stored(table), schema))
 
     def _recorded(self, table: str, source: str) -> int | None:
         d = self._dt(table)

@@ -43,7 +43,7 @@ from cdc.config import TargetConfig
 from cdc.credentials import reveal, scrub
 from cdc.dsn import mask, split_password
 from streaming.errors import TargetError
-from streaming.targets.lake import LakeTarget
+from streaming.targets.lake import LakeTarget, _conform
 
 SOURCE_PROP, SEQUENCE_PROP = "cdc.source", "cdc.last-sequence"
 
@@ -109,6 +109,43 @@ class IcebergTarget(LakeTarget):
         t = self._t(table)
         with t.update_schema() as u:
             u.union_by_name(schema)
+
+    # column DDL: the schema changes in place (field ids keep the stored files valid); a filled new column
+    # rewrites the files in the same transaction
+    def _add_filled(self, table: str, schema: pa.Schema, name: str, fill: pa.Scalar) -> None:
+        t = self._t(table)
+        data = _conform(self._read_all(table), schema)
+        data = data.set_column(schema.get_field_index(name), schema.field(name).with_nullable(True),
+                               pa.repeat(fill, len(data)))
+        with t.transaction() as tx:
+            with tx.update_schema() as u:
+                u.union_by_name(schema)
+            tx.overwrite(data.cast(tx.table_metadata.schema().as_arrow()))
+
+    def _rewrite_data(self, table: str, data: pa.Table) -> None:
+        t = self._t(table)
+        t.overwrite(data.cast(t.schema().as_arrow()))
+
+    def _drop_field(self, table: str, name: str) -> None:
+        with self._t(table).update_schema() as u:
+            u.delete_column(name)
+
+    def _rename_field(self, table: str, old: str, new: str) -> None:
+        with self._t(table).update_schema() as u:
+            u.rename_column(old, new)
+
+    def _retype_field(self, table: str, schema: pa.Schema, name: str) -> None:
+        with self._t(table).update_schema() as u:
+            u.union_by_name(schema)  # a promotion Iceberg allows (arrow_retype_refusal checked it)
+
+    def arrow_retype_refusal(self, old: pa.DataType, new: pa.DataType) -> str | None:
+        if old == new or (old, new) in ((pa.int32(), pa.int64()), (pa.float32(), pa.float64())):
+            return None
+        if pa.types.is_decimal(old) and pa.types.is_decimal(new) and old.scale == new.scale \
+                and new.precision >= old.precision:
+            return None
+        return (f"Iceberg changes a column type in place only by its promotions (int -> long, float -> double, "
+                f"decimal(P,S) -> decimal(P2,S) with P2 > P), not {old} -> {new}")
 
     def _recorded(self, table: str, source: str) -> int | None:
         t = self._t(table)

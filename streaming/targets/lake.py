@@ -29,8 +29,20 @@ engine's calls (deletes, upserts, truncates, several runs when a batch holds
 barriers) are folded per key into each table's final state. Keys new to a
 table (the net effect says so, and no earlier attempt of this batch reached
 the table) are appended; everything else is merged by key. Keyless tables
-with deletes are rewritten whole (meant for small tables). CREATE TABLE and
-ADD COLUMN commit at once (both formats), before the batch's data.
+with deletes are rewritten whole (meant for small tables).
+
+Column DDL commits at once, one table commit per change: CREATE TABLE, ADD
+COLUMN (a constant default fills the stored rows in the same commit), DROP,
+RENAME and type changes (Delta rewrites the table's files with the new schema
+in one overwrite; Iceberg changes its schema in place, and rewrites the files
+in one transaction only to fill a new column). Each change is safe to run
+again: a replay after a crash before the progress row finds the column already
+added, renamed, dropped or retyped (streaming/apply/catalog.py skips or repeats
+it). Narrowings are checked against the stored values first (DuckDB over
+the table's Arrow data). With rows buffered for the table a SCHEMA record
+names, the engine first commits what precedes the record with its
+progress-log row (``commit_before_ddl``), so the DDL meets a table holding
+every row before it.
 """
 
 from __future__ import annotations
@@ -86,7 +98,7 @@ class LakeTarget(Target):
     columnar = True
     json_rows = True
     bulk_min_rows = 1
-    schema_kinds = frozenset({"add"})  # no backfill, drop, rename or retype of stored files (yet): a named stop
+    schema_kinds = frozenset({"add", "backfill", "drop", "rename", "type"})  # every column stays nullable
     resync_ranges = False  # no delete by key range over stored files: a resync range record stops the apply
 
     def __init__(self, config: TargetConfig) -> None:
@@ -114,6 +126,32 @@ class LakeTarget(Target):
         """Add column ``name`` (its type in ``schema``, the table's new Arrow schema)."""
 
     @abc.abstractmethod
+    def _add_filled(self, table: str, schema: pa.Schema, name: str, fill: pa.Scalar) -> None:
+        """Add column ``name`` holding ``fill`` in every stored row, in ONE table commit."""
+
+    @abc.abstractmethod
+    def _drop_field(self, table: str, name: str) -> None: ...
+
+    @abc.abstractmethod
+    def _rename_field(self, table: str, old: str, new: str) -> None: ...
+
+    @abc.abstractmethod
+    def _retype_field(self, table: str, schema: pa.Schema, name: str) -> None:
+        """Give column ``name`` its type in ``schema`` (the table's new Arrow schema); stored values are cast."""
+
+    @abc.abstractmethod
+    def _rewrite_data(self, table: str, data: pa.Table) -> None:
+        """Replace the table's whole content with ``data`` (same schema) in ONE table commit."""
+
+    def arrow_retype_refusal(self, old: pa.DataType, new: pa.DataType) -> str | None:
+        """Why this format cannot change a column from ``old`` to ``new`` (None: it can)."""
+        return None
+
+    def retype_refusal(self, old_type: str, new_type: str) -> str | None:
+        return self.arrow_retype_refusal(lake_types.arrow_type(old_type, self.dialect),
+                                         lake_types.arrow_type(new_type, self.dialect))
+
+    @abc.abstractmethod
     def _recorded(self, table: str, source: str) -> int | None:
         """The last sequence of ``source`` the table records (None: none)."""
 
@@ -138,6 +176,10 @@ class LakeTarget(Target):
         """Append to a meta table (progress or schema log, dead letters), creating it when missing."""
 
     # ---- connection and transaction ---------------------------------------------------
+    def commit_before_ddl(self, tables: set[str] | None = None) -> bool:
+        """A DDL is its own table commit: rows buffered for the tables it names are committed first."""
+        return bool(self._pending) if tables is None else any(t in self._pending for t in tables)
+
     def ensure_meta(self) -> None:
         self._duckdb()  # started with the target, not inside the first batch (import + connect: ~0.3 s)
 
@@ -305,10 +347,67 @@ class LakeTarget(Target):
         return str(lake_types.arrow_type(source_type, self.dialect))
 
     def evolve_add(self, table: str, col: Column, const: str | None, after: str | None | bool = False) -> None:
-        if const is not None:
-            raise TargetError(f"{self.dialect} target {self.name!r} cannot fill the existing rows of {table}.{col.name} "
-                              f"with {const!r}", target=self.name, table=table)
-        self.add_column(table, col.name, col.type)
+        """Add ``col`` (appended, nullable); stored rows take ``const`` (the source default's text) or NULL."""
+        if const is None:
+            self.add_column(table, col.name, col.type)
+            return
+        field = pa.field(col.name, lake_types.arrow_type(col.type, self.dialect), nullable=True)
+        fill = lake_types.rows_to_table([{col.name: const}], pa.schema([field]), table).column(0)[0]
+        new = self._arrow_schema(table).append(field)
+        self._add_filled(table, new, col.name, fill)
+        self._arrow[table] = new
+
+    def evolve_drop(self, table: str, name: str) -> None:
+        self._drop_field(table, name)
+        self._arrow.pop(table, None)
+
+    def evolve_rename(self, table: str, old: str, new: str) -> None:
+        self._rename_field(table, old, new)
+        self._arrow.pop(table, None)
+        key = self._key_memory.get(table)
+        if key and old in key:
+            self._key_memory[table] = tuple(new if k == old else k for k in key)
+
+    def evolve_alter(self, table: str, col: Column, const_default: str | None, what: set[str]) -> None:
+        """Only ``type`` reaches a lake table (columns stay nullable, defaults are not kept)."""
+        if "type" not in what:
+            return
+        old = self._arrow_schema(table)
+        want = lake_types.arrow_type(col.type, self.dialect)
+        if old.field(col.name).type == want:
+            return  # e.g. a replay after the change committed
+        why = self.arrow_retype_refusal(old.field(col.name).type, want)
+        if why:
+            raise TargetError(f"{self.dialect} target {self.name!r}: column {table}.{col.name}: {why}",
+                              target=self.name, table=table)
+        new = old.set(old.get_field_index(col.name), pa.field(col.name, want, nullable=True))
+        self._retype_field(table, new, col.name)
+        self._arrow.pop(table, None)
+
+    def evolve_copy(self, table: str, src: str, dst: str) -> None:
+        """dst = src in every stored row (lenient: a renamed column kept under both names): one rewrite."""
+        data = _conform(self._read_all(table), self._arrow_schema(table))
+        i = data.schema.get_field_index(dst)
+        self._rewrite_data(table, data.set_column(i, data.schema.field(i),
+                                                  data.column(src).cast(data.schema.field(i).type)))
+
+    def first_value(self, table: str, column: str, key: Sequence[str], where: str) -> tuple | None:
+        """(key values..., value) of one stored row where ``where`` holds (``{c}``: the column), or None:
+        DuckDB over the table's Arrow data."""
+        data = self._read_all(table).select([*key, column])  # noqa: F841 - DuckDB reads it by name
+        c = _dq(column)
+        cols = ", ".join([_dq(k) for k in key] + [c])
+        rows = self._duckdb().execute(f"SELECT {cols} FROM data WHERE {where.format(c=c)} LIMIT 1").fetchall()
+        return tuple(rows[0]) if rows else None
+
+    def misfit_sql(self, check: tuple) -> str:
+        from cdc.sql_dialects import DUCKDB
+
+        if check[0] == "chars":
+            return f"{DUCKDB.char_length('{c}')} > {check[1]}"
+        if check[0] == "bytes":
+            return f"octet_length({{c}}) > {check[1]}"
+        return super().misfit_sql(check)
 
     def has_rows(self, table: str) -> bool:
         """Rows stored or buffered in this batch (a buffered delete counts too: the answer may say yes)."""
@@ -472,6 +571,10 @@ def _conform(rows: pa.Table | None, schema: pa.Schema) -> pa.Table | None:
         else:
             cols.append(pa.nulls(len(rows), f.type))
     return pa.Table.from_arrays(cols, schema=pa.schema([f.with_nullable(True) for f in schema]))
+
+
+def _dq(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _row_tuples(t: pa.Table) -> list[tuple]:

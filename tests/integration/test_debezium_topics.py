@@ -212,6 +212,71 @@ def test_per_table_transaction_and_schema_change_topics_from_mariadb(broker, mar
         assert result.compatibility is SchemaCompatibilityType.compatible, result.messages
 
 
+@pytest.mark.mysql
+@pytest.mark.parametrize("encoding", ["avro_registry", "json"])
+def test_a_primary_key_change_reaches_the_per_table_keys_and_the_schema_change_topic(broker, mariadb_primary,
+                                                                                     tmp_mysql_db, topic_prefix,
+                                                                                     encoding):
+    """``ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (a, b)`` between writes: the per-table topic's keys
+    are ``{a}`` before and ``{a, b}`` after (Avro: a second version of the key subject), and the
+    schema-change topic carries the statement with the new key columns."""
+    db, registry = tmp_mysql_db, {"url": f"mock://{uuid.uuid4().hex}"}
+    avro_settings = {"encoding": "avro", "avro_framing": "schema_registry", "schema_registry": registry}
+    kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=topic_prefix, per_table_topics=True,
+                        debezium={"schema_change_topic": True}, **(avro_settings if encoding == "avro_registry" else {}))
+    metrics = SourceMetrics("s1")
+    source = MySqlSource(MySqlSourceConfig(name="s1", hosts=[mariadb_primary.address], user="cdc", password="cdc",
+                                           tables=[f"{db}.*"], heartbeat_interval_s=0.3, reconnect_backoff_s=0.2),
+                         SourceContext(metrics=metrics))
+    publisher = Publisher("s1", "mysql", kafka, metrics, heartbeat_min_interval_s=0)
+    stop, failed = threading.Event(), []
+
+    def pump() -> None:
+        try:
+            run_source(source, publisher, stop, metrics=metrics)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            failed.append(exc)
+
+    worker = threading.Thread(target=pump, daemon=True)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 30
+        while publisher.next_sequence is None or publisher.last_resume is None:  # recovered and reading
+            assert not failed and time.monotonic() < deadline, f"the source did not start: {failed}"
+            time.sleep(0.1)
+        q = mariadb_primary.query
+        q(f"CREATE TABLE `{db}`.pairs (a INT NOT NULL, b INT NOT NULL, v VARCHAR(10), PRIMARY KEY (a))")
+        q(f"INSERT INTO `{db}`.pairs VALUES (1, 1, 'x')")
+        q(f"ALTER TABLE `{db}`.pairs DROP PRIMARY KEY, ADD PRIMARY KEY (a, b)")
+        q(f"INSERT INTO `{db}`.pairs VALUES (1, 2, 'y')")
+        q(f"UPDATE `{db}`.pairs SET v = 'z' WHERE a = 1 AND b = 1")
+        if encoding == "avro_registry":
+            client = registry_client(registry)
+            deser = {"key.deserializer": AvroDeserializer(client), "value.deserializer": AvroDeserializer(client)}
+        else:
+            deser = {"key.deserializer": lambda b, ctx: orjson.loads(b) if b is not None else None,
+                     "value.deserializer": lambda b, ctx: orjson.loads(b) if b is not None else None}
+        topic = table_topic(topic_prefix, "s1", db, "pairs")
+        rows = _read(broker, topic, 3, deser)
+        ddl = _read_until_idle(broker, f"{topic_prefix}.s1", deser)
+    finally:
+        stop.set()
+        worker.join(30)
+    assert not failed, failed
+    assert [(k, v["op"], v["after"]["v"]) for k, v in rows] == [
+        ({"a": 1}, "c", "x"), ({"a": 1, "b": 2}, "c", "y"), ({"a": 1, "b": 1}, "u", "z")]
+    alters = [(v["ddl"], v["tableChanges"][0]) for _, v in ddl if (v["ddl"] or "").startswith("ALTER TABLE")]
+    assert len(alters) == 1, [v["ddl"] for _, v in ddl]
+    text, change = alters[0]
+    assert "ADD PRIMARY KEY (a, b)" in text and change["type"] == "ALTER"
+    assert change["table"]["primaryKeyColumnNames"] == ["a", "b"]
+    if encoding == "avro_registry":  # the key subject has a version per key shape
+        versions = sorted(client.get_versions(f"{topic}-key"))
+        assert len(versions) == 2, versions
+        old, new = (orjson.loads(client.get_version(f"{topic}-key", v).schema.schema_str) for v in versions)
+        assert [f["name"] for f in old["fields"]] == ["a"] and [f["name"] for f in new["fields"]] == ["a", "b"]
+
+
 def _unscaled(text: str | None) -> decimal.Decimal | None:
     """A JSON Decimal (base64 of the unscaled two's complement, scale 2) back to its value."""
     import base64

@@ -169,32 +169,135 @@ def test_an_expression_default_with_an_evolve_decision_adds_the_column_for_a_rep
     assert _rows(e) == [(1, "a", 1, None), (2, "bb", 2, "uuid-2")]
 
 
-@pytest.mark.parametrize("kind", ["delta", "iceberg"])
-def test_a_lake_table_adds_columns_and_stops_at_a_backfill_with_its_way_back(kind, tmp_path):
+def _lake(kind: str, tmp_path, **schema_changes):
     from streaming.targets import make_target
 
     cfg = (TargetConfig(name="lake", kind="delta", path=str(tmp_path / "lake")) if kind == "delta" else
            TargetConfig(name="lake", kind="iceberg", catalog_uri=f"sqlite:///{tmp_path}/catalog.db",
                         warehouse=str(tmp_path / "wh")))
+    apply = ApplyConfig(source="src", target="lake", schema_changes=SchemaChangeConfig(**schema_changes))
+
+    def engine() -> ApplyEngine:
+        e = ApplyEngine("src", make_target(cfg), TableMap.from_config(apply))
+        e.catalog.policy = apply.schema_changes
+        return e.start()
+    return engine
+
+
+@pytest.mark.parametrize("kind", ["delta", "iceberg"])
+def test_a_lake_table_follows_column_ddl_with_rows_before_and_after(kind, tmp_path):
+    """ADD with a constant default fills the stored rows (also rows of the same batch before the DDL), NOT NULL
+    DEFAULT, DROP, RENAME, widenings (INT -> BIGINT, DECIMAL(12,2) -> (14,2), VARCHAR longer); a narrowing
+    whose stored values fit is followed, one they do not fit stops naming column, key and value."""
+    import decimal
+
+    base = [("id", "int", False), ("name", "varchar(10)"), ("qty", "int"), ("price", "decimal(12,2)"),
+            ("note", "varchar(10)")]
+    b = StreamBuilder().schema("shop.t", base, ["id"])
+    b.tx(("c", "shop.t", None, {"id": 1, "name": "a", "qty": 1, "price": "1.50", "note": "n1"}))
+    b.tx(("c", "shop.t", None, {"id": 2, "name": "bb", "qty": 2, "price": "2.50", "note": "n2"}))
+    steps = [("tier", "varchar(10)", True, "'std'"), ("flag", "tinyint", False, "1")]
+    cols = list(base)
+    for col, ddl in zip(steps, ["ADD COLUMN tier VARCHAR(10) DEFAULT 'std'", "ADD flag TINYINT NOT NULL DEFAULT 1"],
+                        strict=True):
+        cols.append(col)
+        b.schema("shop.t", list(cols), ["id"], ddl=f"ALTER TABLE t {ddl}")
+    b.tx(("u", "shop.t", {"id": 1}, {"id": 1, "name": "a", "qty": 3, "price": "1.50", "note": "n1", "tier": "gold",
+                                     "flag": 0}))
+    cols = [c for c in cols if c[0] != "note"]
+    b.schema("shop.t", list(cols), ["id"], ddl="ALTER TABLE t DROP COLUMN note")
+    cols = [("label",) + c[1:] if c[0] == "name" else c for c in cols]
+    b.schema("shop.t", list(cols), ["id"], ddl="ALTER TABLE t RENAME COLUMN name TO label")
+    widened = {"qty": "bigint", "price": "decimal(14,2)", "label": "varchar(40)"}
+    cols = [(c[0], widened.get(c[0], c[1])) + c[2:] for c in cols]
+    b.schema("shop.t", list(cols), ["id"], ddl="ALTER TABLE t MODIFY qty BIGINT, MODIFY price DECIMAL(14,2), "
+                                              "MODIFY label VARCHAR(40)")
+    b.tx(("c", "shop.t", None, {"id": 3, "label": "a long label", "qty": 2 ** 40, "price": "123456789012.25",
+                                "tier": "x", "flag": 1}))
+    e = _lake(kind, tmp_path)()
+    e.apply_records(b.as_records(), 0)
+    got = sorted(tuple(r.values()) for r in e.target._read_all("t").to_pylist())
+    d = decimal.Decimal
+    assert got == [(1, "a", 3, d("1.50"), "gold", 0), (2, "bb", 2, d("2.50"), "std", 1),
+                   (3, "a long label", 2 ** 40, d("123456789012.25"), "x", 1)]
+    assert e.target.table_columns("t") == ["id", "label", "qty", "price", "tier", "flag"]
+    # a narrowing: 'a long label' does not fit VARCHAR(5): a stop naming it, the table as it was
+    b2 = StreamBuilder(start_sequence=b.seq)
+    b2.schema("shop.t", [(c[0], "varchar(5)") + c[2:] if c[0] == "label" else c for c in cols], ["id"],
+              ddl="ALTER TABLE t MODIFY label VARCHAR(5)")
+    with pytest.raises(UnsupportedDdl) as info:
+        e.apply_records(b2.as_records(), 1)
+    err = info.value
+    assert err.sequence == b.seq and err.fields["column"] == "label" and err.fields["value"] == "a long label"
+    assert err.fields["key"] == {"id": 3} and "cdc schema skip" in str(err)
+    assert sorted(tuple(r.values()) for r in e.target._read_all("t").to_pylist()) == got
+
+
+@pytest.mark.parametrize("kind", ["delta", "iceberg"])
+@pytest.mark.parametrize("log", ["_cdc_schema", "_cdc_progress"])
+def test_a_lake_batch_killed_after_its_ddl_replays_to_the_same_table(kind, log, tmp_path, monkeypatch):
+    """The batch's last commit fails after its DDL ran (before the schema log, or before the progress log): the
+    replayed batch finds the table already changed, runs no DDL twice and ends with the same rows."""
+    engine = _lake(kind, tmp_path)
     b = _base()
-    b.schema("shop.t", BASE + [("z", "int")], ["id"], ddl="ALTER TABLE t ADD z INT")  # followed: NULL
-    b.schema("shop.t", BASE + [("z", "int"), ("tier", "varchar(9)", True, "'std'")], ["id"],
-             ddl="ALTER TABLE t ADD tier VARCHAR(9) DEFAULT 'std'")
-    stop = b.seq - 1
-    b.tx(("c", "shop.t", None, {"id": 3, "name": "c", "qty": 3, "z": 1, "tier": "gold"}))
-    target = make_target(cfg)
-    apply = ApplyConfig(source="src", target="lake")
-    e = ApplyEngine("src", target, TableMap.from_config(apply)).start()
+    first = b.as_records()
+    e = engine()
+    e.apply_records(first, 0)
+    b.tx(("u", "shop.t", {"id": 1}, {"id": 1, "name": "a", "qty": 5}))
+    b.schema("shop.t", BASE + [("tier", "varchar(10)", True, "'std'")], ["id"],
+             ddl="ALTER TABLE t ADD COLUMN tier VARCHAR(10) DEFAULT 'std'")
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(20)"), ("qty", "bigint"),
+                        ("tier", "varchar(10)", True, "'std'")], ["id"],
+             ddl="ALTER TABLE t RENAME COLUMN name TO label, MODIFY qty BIGINT")
+    b.tx(("c", "shop.t", None, {"id": 3, "label": "c", "qty": 2 ** 40, "tier": "x"}))
+    second = b.as_records()[len(first):]
+    cls = type(e.target)
+    real, calls = cls._append_log, []
+
+    def crash(self, table, data):
+        calls.append(table)
+        if table == log and calls.count("_cdc_progress") >= (1 if log == "_cdc_schema" else 2):
+            raise OSError(f"driver killed before the {table} commit")
+        return real(self, table, data)
+
+    monkeypatch.setattr(cls, "_append_log", crash)
+    with pytest.raises(OSError):
+        e.apply_records(second, 1)
+    monkeypatch.setattr(cls, "_append_log", real)
+    e.close()
+    e2 = engine()
+    e2.apply_records(second, 1)
+    assert e2.target.table_columns("t") == ["id", "label", "qty", "tier"]
+    got = sorted(tuple(r.values()) for r in e2.target._read_all("t").to_pylist())
+    assert got == [(1, "a", 5, "std"), (2, "bb", 2, "std"), (3, "c", 2 ** 40, "x")]
+    assert e2.target.latest_point()["last_sequence"] == b.seq - 1
+
+
+@pytest.mark.parametrize("kind", ["delta", "iceberg"])
+def test_lenient_keeps_dropped_and_renamed_columns_in_a_lake_table(kind, tmp_path):
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(20)"), ("qty", "int")], ["id"],
+             ddl="ALTER TABLE t CHANGE name label VARCHAR(20)")
+    b.schema("shop.t", [("id", "int", False), ("label", "varchar(20)")], ["id"], ddl="ALTER TABLE t DROP qty")
+    b.tx(("c", "shop.t", None, {"id": 3, "label": "c"}))
+    e = _lake(kind, tmp_path, behavior="lenient")()
+    e.apply_records(b.as_records(), 0)
+    assert e.target.table_columns("t") == ["id", "name", "qty", "label"]
+    assert sorted(tuple(r.values()) for r in e.target._read_all("t").to_pylist()) == [
+        (1, "a", 1, "a"), (2, "bb", 2, "bb"), (3, None, None, "c")]
+
+
+def test_an_iceberg_type_change_beyond_its_promotions_stops_before_any_ddl(tmp_path):
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("name", "varchar(20)"), ("qty", "int"), ("z", "int")], ["id"],
+             ddl="ALTER TABLE t ADD z INT")
+    b.schema("shop.t", [("id", "int", False), ("name", "varchar(20)"), ("qty", "double"), ("y", "int")], ["id"],
+             ddl="ALTER TABLE t MODIFY qty DOUBLE, RENAME COLUMN z TO y")
+    e = _lake("iceberg", tmp_path)()
     with pytest.raises(UnsupportedDdl) as info:
         e.apply_records(b.as_records(), 0)
-    assert info.value.sequence == stop and "cannot write into its stored rows" in str(info.value)
-    assert e.target.table_columns("t") == ["id", "name", "qty", "z"]
-    # the way back: keep the lake table's shape (skip); the rows that follow write the columns it has
-    target.save_schema_decision("src", stop, "shop.t", "skip")
-    e2 = ApplyEngine("src", make_target(cfg), TableMap.from_config(apply)).start()
-    e2.apply_records(b.as_records(), 1)
-    got = sorted(tuple(r.values()) for r in e2.target._read_all("t").to_pylist())
-    assert got == [(1, "a", 1, None), (2, "bb", 2, None), (3, "c", 3, 1)]
+    assert "promotions" in str(info.value) and info.value.sequence == b.seq - 1
+    assert e.target.table_columns("t") == ["id", "name", "qty", "z"]  # the rename did not run either
 
 
 def test_a_stop_leaves_the_target_as_it_was_before_the_statement():
