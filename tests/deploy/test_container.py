@@ -52,6 +52,7 @@ def image(docker, tmp_path_factory):
     # the README's command, from the context directory
     docker.check("build", "--network", "host", "-f", "deploy/Dockerfile", "--build-arg", f"BASE_IMAGE={base}",
                  "--build-arg", "WHEELHOUSE=1", "-t", IMAGE, str(context), timeout=3600)
+    print("image:", docker.check("image", "ls", "--format", "{{.Repository}}:{{.Tag}} {{.Size}}").strip())
     return IMAGE
 
 
