@@ -170,3 +170,20 @@ def test_pointers_to_the_documentation_lead_somewhere(path: Path):
 
 def test_the_apply_deployment_points_to_the_cluster_recipe():
     assert "docs/spark-cluster.md" in (K8S / "apply-deployment.yaml").read_text()
+
+
+def test_the_container_test_runs_apart_from_make_test_and_in_ci():
+    """`make test` leaves the deploy marker out (it builds an image: longer than the suite's CI budget allows);
+    `make test-deploy` selects it and .ci/run runs both."""
+    import shlex
+
+    import tomllib
+
+    addopts = shlex.split(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+                          ["addopts"])
+    assert addopts[addopts.index("-m") + 1] == "not deploy", addopts
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^test-deploy:.*\n\t\$\(PY\) -m pytest -m deploy tests/deploy", makefile, re.MULTILINE)
+    assert "pytest.mark.deploy" in (ROOT / "tests" / "deploy" / "test_container.py").read_text()
+    steps = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.startswith("make ")]
+    assert steps == ["make test", "make test-deploy"], steps
