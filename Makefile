@@ -6,13 +6,17 @@ PIP := $(VENV)/bin/pip
 CDC := $(VENV)/bin/cdc
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps venv demo demo-oracle test test-unit test-integration bench lint clean
+.PHONY: setup system-deps container-deps venv demo demo-oracle test test-unit test-integration test-deploy bench lint clean
 
 setup: system-deps venv
 
 # Distribution packages the embedded services need; installed only when missing.
 system-deps:
 	@bash deploy/install-system-deps.sh
+
+# docker.io and debootstrap, for the container test (make test-deploy) only
+container-deps:
+	@bash deploy/install-container-deps.sh
 
 venv: $(VENV)/.installed
 
@@ -39,6 +43,12 @@ test-unit: setup
 
 test-integration: setup
 	$(PY) -m pytest tests/integration tests/e2e $(PYTEST_ARGS)
+
+# The product's image built on a local Debian base and run as the daemon and the apply job
+# (tests/deploy; marker deploy, which `make test` leaves out). The base image and the wheels are
+# cached under ~/.cache/cdc-deploy (CDC_DEPLOY_CACHE).
+test-deploy: setup container-deps
+	$(PY) -m pytest -m deploy tests/deploy $(PYTEST_ARGS)
 
 bench: setup
 	$(CDC) bench mysql --rows 500000

@@ -41,8 +41,13 @@ def _serve(status: int) -> http.server.HTTPServer:
     return server
 
 
-def _check(env: dict[str, str]) -> subprocess.CompletedProcess:
+def _check(env: dict[str, str], proc: Path | None = None) -> subprocess.CompletedProcess:
+    """The health check as the image runs it; ``proc``: the process table it looks in (default: an empty one,
+    so that a ``cdc`` process on this machine does not count)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("CDC_METRICS__")}
+    if proc is None:
+        proc = HEALTHCHECK.parent / "no-such-process-table"
+    env = {**env, "CDC_HEALTHCHECK_PROC": str(proc)}
     return subprocess.run([sys.executable, str(HEALTHCHECK)], env={**clean, **env}, capture_output=True, check=False,
                           text=True, timeout=30)
 
@@ -74,6 +79,39 @@ def test_health_check_passes_for_the_apply_job_and_for_the_daemon_and_fails_othe
         failing.shutdown()
 
 
+def _procs(tmp_path: Path, *argvs: list[str]) -> Path:
+    for pid, argv in enumerate(argvs, start=1):
+        (tmp_path / str(pid)).mkdir(parents=True)
+        (tmp_path / str(pid) / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+    (tmp_path / "self").mkdir()
+    return tmp_path
+
+
+def test_health_check_probes_only_the_port_of_the_role_that_runs_in_the_container(tmp_path):
+    """With the host's network a neighbour's port answers too: the daemon's container is not healthy because the
+    apply job next to it is, nor the other way round."""
+    ok, failing = _serve(200), _serve(503)
+    try:
+        ok_port, failing_port = ok.server_address[1], failing.server_address[1]
+        tini = ["tini", "--"]
+        daemon = _procs(tmp_path / "d", tini + ["cdc"], ["/opt/cdc/bin/python", "/opt/cdc/bin/cdc", "run", "--config",
+                                                        "/etc/cdc/cdc.yaml"])
+        apply = _procs(tmp_path / "a", ["/opt/cdc/bin/python", "/opt/cdc/bin/cdc", "apply", "--config", "c.yaml"])
+        both = {"CDC_METRICS__PORT": str(failing_port), "CDC_METRICS__APPLY_PORT": str(ok_port)}
+        r = _check(both, daemon)
+        assert r.returncode == 1 and f":{failing_port}/healthz: HTTP 503" in r.stderr and f":{ok_port}/" not in r.stderr
+        assert _check(both, apply).returncode == 0
+        flipped = {"CDC_METRICS__PORT": str(ok_port), "CDC_METRICS__APPLY_PORT": str(failing_port)}
+        assert _check(flipped, daemon).returncode == 0
+        assert _check(flipped, apply).returncode == 1
+        # the apply job's --metrics-port wins over the environment, as in `cdc apply`
+        flag = _procs(tmp_path / "f", ["cdc", "apply", "--config", "c.yaml", "--metrics-port", str(ok_port)])
+        assert _check(flipped, flag).returncode == 0
+    finally:
+        ok.shutdown()
+        failing.shutdown()
+
+
 @pytest.mark.parametrize("ignore", [ROOT / ".dockerignore", DEPLOY / "Dockerfile.dockerignore"],
                          ids=["classic builder", "BuildKit"])
 def test_the_build_context_holds_the_sources_and_nothing_of_a_working_checkout(ignore):
@@ -97,7 +135,10 @@ def test_what_the_dockerfile_copies_is_in_the_build_context():
     sources = [s for line in copied for s in line.split()]
     assert "deploy/healthcheck.py" in sources
     for src in sources:
-        assert (ROOT / src).exists(), src
+        if "*" in src:  # optional (the wheelhouse of a build without the package index): in the context when there
+            src = src.replace("*", "") + "/pkg-1.0-py3-none-any.whl"
+        else:
+            assert (ROOT / src).exists(), src
         assert not docker_excludes(patterns, src), f"COPY {src}: left out of the build context"
 
 
@@ -129,3 +170,20 @@ def test_pointers_to_the_documentation_lead_somewhere(path: Path):
 
 def test_the_apply_deployment_points_to_the_cluster_recipe():
     assert "docs/spark-cluster.md" in (K8S / "apply-deployment.yaml").read_text()
+
+
+def test_the_container_test_runs_apart_from_make_test_and_in_ci():
+    """`make test` leaves the deploy marker out (it builds an image: longer than the suite's CI budget allows);
+    `make test-deploy` selects it and .ci/run runs both."""
+    import shlex
+
+    import tomllib
+
+    addopts = shlex.split(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+                          ["addopts"])
+    assert addopts[addopts.index("-m") + 1] == "not deploy", addopts
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^test-deploy:.*\n\t\$\(PY\) -m pytest -m deploy tests/deploy", makefile, re.MULTILINE)
+    assert "pytest.mark.deploy" in (ROOT / "tests" / "deploy" / "test_container.py").read_text()
+    steps = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.startswith("make ")]
+    assert steps == ["make test", "make test-deploy"], steps
