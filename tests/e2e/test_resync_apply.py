@@ -46,17 +46,17 @@ def _pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, db, chu
                                     "snapshot_chunk_rows": chunk_rows})
 
 
-def _drift(p: Pipeline) -> None:
-    """Rows the source deleted and changed without a binlog (not streamed), and rows deleted, added (below,
-    inside and above the source's keys) and changed on the target by hand."""
-    conn = p.mariadb.connect(p.db)
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SET SESSION sql_log_bin = 0")
-            cur.execute("DELETE FROM t WHERE id BETWEEN 1500 AND 1519")
-            cur.execute("UPDATE t SET note = 'unlogged' WHERE id BETWEEN 1600 AND 1609")
-    finally:
-        conn.close()
+def _drift(p: Pipeline, errors: list) -> None:
+    """Rows the target kept although the source deleted them (extra rows inside the key range), and rows
+    deleted, added (below, inside and above the source's keys) and changed on the target by hand. The source
+    deletes are logged and applied first, then put back on the target by hand: the same drift as a delete
+    with ``sql_log_bin = 0`` at the source, without breaking the replicas of the shared server."""
+    p.mariadb.query(f"DELETE FROM `{p.db}`.t WHERE id BETWEEN 1500 AND 1519")
+    p.wait_sentinel(p.sentinel(), p.targets, timeout=120, errors=errors)
+    with p.postgres.connect() as c:
+        c.execute(f"INSERT INTO {p.tag}.t (id, v, note) SELECT i, 7, 'extra' FROM generate_series(1500, 1519) i")
+        c.execute(f"UPDATE {p.tag}.t SET note = 'drift' WHERE id BETWEEN 1600 AND 1609")
+        c.commit()
     with p.postgres.connect() as c:
         c.execute(f"DELETE FROM {p.tag}.t WHERE id BETWEEN 200 AND 249")
         c.execute(f"INSERT INTO {p.tag}.t (id, v, note) SELECT i, 7, 'extra' FROM generate_series(-5, -1) i")
@@ -87,7 +87,7 @@ def _run(p: Pipeline, spark, capsys, restart_mid_resync: bool) -> None:
         other.start()
         sid = p.sentinel()
         p.wait_sentinel(sid, p.targets, timeout=240, errors=errors)  # the initial snapshot is in the target
-        _drift(p)
+        _drift(p, errors)
         before = other.count
         assert cdc_main(["snapshot", "--config", str(p.config_path), "--source", "src", "--table", f"{p.db}.t",
                          "--resync"]) == 0
