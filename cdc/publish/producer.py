@@ -216,13 +216,10 @@ class OrderedProducer:
     def produce_all(self, topic: str, values: list[bytes], keys: list[bytes],
                     headers: dict[str, bytes] | list[tuple[str, bytes]] | None = None) -> None:
         """:meth:`produce` of each (value, key) in order, in one loop (the publisher's batch path); every
-        record with ``headers`` when given."""
+        record with ``headers`` when given (None: none)."""
         if len(values) <= 1:
             if values:
                 self.produce(topic, values[0], keys[0], headers)
-            return
-        if headers:
-            self._produce_all_with(topic, values, keys, headers)
             return
         p = self._p
         partition = 0 if topic in self._single else -1
@@ -233,7 +230,7 @@ class OrderedProducer:
             while i < n:
                 try:
                     while i < n:
-                        p.produce(topic, values[i], keys[i], partition)
+                        p.produce(topic, values[i], keys[i], partition, headers=headers)
                         i += 1
                 except BufferError:  # the local queue is full: serve deliveries, then resume at record i
                     self.produced = start + i
@@ -244,32 +241,6 @@ class OrderedProducer:
                     raise self._refused(exc, topic, values[i], keys[i]) from None
         finally:
             self.produced = start + i  # the records queued, whatever stopped the loop
-        if start // POLL_EVERY != self.produced // POLL_EVERY:
-            p.poll(0)
-
-    def _produce_all_with(self, topic: str, values: list[bytes], keys: list[bytes],
-                          headers: dict[str, bytes] | list[tuple[str, bytes]]) -> None:
-        """:meth:`produce_all` with the same headers on every record."""
-        p = self._p
-        partition = 0 if topic in self._single else -1
-        if self.produced == self._acked:
-            self._progress_t = time.monotonic()
-        start, i, n = self.produced, 0, len(values)
-        try:
-            while i < n:
-                try:
-                    while i < n:
-                        p.produce(topic, values[i], keys[i], partition, headers=headers)
-                        i += 1
-                except BufferError:
-                    self.produced = start + i
-                    p.poll(0.005)
-                    self._looked_t = time.monotonic()
-                    self.check()
-                except KafkaException as exc:
-                    raise self._refused(exc, topic, values[i], keys[i]) from None
-        finally:
-            self.produced = start + i
         if start // POLL_EVERY != self.produced // POLL_EVERY:
             p.poll(0)
 
