@@ -9,18 +9,4 @@ command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v containerd >/dev/null 2>&1 || need+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
-echo "installing system packages: ${need[*]}"
-if [ "$(id -u)" -ne 0 ]; then
-  echo "error: need root to apt-get install ${need[*]} (or install them yourself)" >&2; exit 1
-fi
-export DEBIAN_FRONTEND=noninteractive
-# docker.io's own system service is not used: the test starts a private dockerd. Keep the install
-# from starting one (no init in containers anyway).
-policy=/usr/sbin/policy-rc.d
-own_policy=0
-if [ ! -e "$policy" ]; then
-  printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && own_policy=1
-fi
-trap 'if [ "$own_policy" = 1 ]; then rm -f "$policy"; fi' EXIT
-apt-get update -q
-apt-get install -y -q --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u)
+exec bash "$(dirname "$0")/apt-install.sh" "${need[@]}"

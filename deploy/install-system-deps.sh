@@ -22,18 +22,4 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 py=python3; [ -x /usr/bin/python3 ] && py=/usr/bin/python3  # the Makefile builds .venv on this one
 "$py" -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
-echo "installing system packages: ${need[*]}"
-if [ "$(id -u)" -ne 0 ]; then
-  echo "error: need root to apt-get install ${need[*]}" >&2; exit 1
-fi
-export DEBIAN_FRONTEND=noninteractive
-# The packages' own system services (port 3306/5432) are not used by us: our code starts
-# private servers on free ports. Keep the installs from starting them (no init in containers anyway).
-policy=/usr/sbin/policy-rc.d
-own_policy=0
-if [ ! -e "$policy" ]; then
-  printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && own_policy=1
-fi
-trap 'if [ "$own_policy" = 1 ]; then rm -f "$policy"; fi' EXIT
-apt-get update -q
-apt-get install -y -q --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u)
+exec bash "$(dirname "$0")/apt-install.sh" "${need[@]}"
