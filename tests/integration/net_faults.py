@@ -71,6 +71,14 @@ class Run(DaemonThread):
             return False
         return bool(tail.resume) and GtidSet.parse(tail.resume["gtid_set"]).issuperset(GtidSet.parse(gtid_end))
 
+    def finish(self, work, mariadb) -> None:
+        """The end of a fault test: the workload raised nothing, the stream holds everything the source
+        committed, and the daemon stops cleanly (status 0)."""
+        assert not work.errors, work.errors
+        end = mariadb.gtid_binlog_pos()
+        self.wait_for("the stream caught up with the source", lambda: self.caught_up(end), timeout=30)
+        assert self.stop() == 0, self.daemon.failure
+
     def stop(self, timeout: float = 40) -> int:
         self.daemon.request_stop()
         self.thread.join(timeout)

@@ -67,10 +67,7 @@ def test_broker_path_blackholed_past_the_delivery_timeout_then_reset_ends_exact(
             cut = proxy.cut()
             assert cut >= 1
             run.publishing()
-        assert not work.errors, work.errors
-        end = my.gtid_binlog_pos()
-        run.wait_for("the stream caught up with the source", lambda: run.caught_up(end), timeout=30)
-        assert run.stop() == 0, run.daemon.failure
+        run.finish(work, my)
     finally:
         if run.thread.is_alive():
             run.stop()

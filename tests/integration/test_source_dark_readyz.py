@@ -45,10 +45,7 @@ def test_a_dark_path_to_mariadb_is_named_as_the_source_not_the_broker(mariadb_pr
             proxy.resume()
             run.wait_for("/readyz 200 after the blackhole", lambda: run.readyz()[0] == 200, timeout=40)
             run.publishing()
-        assert not work.errors, work.errors
-        end = my.gtid_binlog_pos()
-        run.wait_for("the stream caught up with the source", lambda: run.caught_up(end), timeout=30)
-        assert run.stop() == 0, run.daemon.failure
+        run.finish(work, my)
     finally:
         if run.thread.is_alive():
             run.stop()

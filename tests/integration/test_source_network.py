@@ -63,10 +63,7 @@ def test_reset_blackhole_and_slow_binlog_connection_end_with_an_exact_stream(mar
             proxy.slow(0)
             assert run.reconnects() == before
             run.publishing()
-        assert not work.errors, work.errors
-        end = my.gtid_binlog_pos()
-        run.wait_for("the stream caught up with the source", lambda: run.caught_up(end), timeout=30)
-        assert run.stop() == 0, run.daemon.failure
+        run.finish(work, my)
     finally:
         if run.thread.is_alive():
             run.stop()
