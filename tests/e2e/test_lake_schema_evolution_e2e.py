@@ -15,13 +15,13 @@ from __future__ import annotations
 import threading
 import time
 
-import pymysql
 import pytest
 
 from streaming.apply import job
 from streaming.errors import UnsupportedDdl
 from tests.e2e.apply_pipeline import norm
 from tests.e2e.test_lake_e2e import LakePipeline, read
+from tests.e2e.test_schema_evolution_e2e import _writer
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka, pytest.mark.spark]
 
@@ -36,27 +36,7 @@ FOLLOWED = [
     "ALTER TABLE {t} MODIFY label VARCHAR(40)",
 ]
 
-
-def _writer(mariadb, db: str, stop: threading.Event, counts: dict[str, int]) -> None:
-    """Until ``stop``: small transactions on the columns no DDL drops or renames."""
-    c, i = mariadb.connect(db, autocommit=False), 1000
-    try:
-        while not stop.is_set():
-            try:
-                with c.cursor() as cur:
-                    cur.execute("UPDATE acct SET price = price + 1, qty = qty + 1 WHERE id = %s", (i % 40 + 1,))
-                    cur.execute("INSERT INTO acct (id, price, qty) VALUES (%s, 1.5, 1)", (i,))
-                    if i % 3 == 0:
-                        cur.execute("DELETE FROM acct WHERE id = %s", (i - 2,))
-                c.commit()
-                counts["ok"] += 1
-            except pymysql.err.MySQLError:  # e.g. refused while a DDL holds the table
-                c.rollback()
-                counts["refused"] += 1
-            i += 1
-            time.sleep(0.02)
-    finally:
-        c.close()
+INSERT = "INSERT INTO acct (id, price, qty) VALUES (%s, 1.5, 1)"  # columns no DDL of FOLLOWED drops or renames
 
 
 def _source(p: LakePipeline) -> tuple[list[str], list[tuple]]:
@@ -105,7 +85,8 @@ def test_column_ddl_under_writes_reaches_delta_and_iceberg(tmp_path, mariadb_pri
     try:
         apply.start()
         stop, counts = threading.Event(), {"ok": 0, "refused": 0}
-        writer = threading.Thread(target=_writer, args=(mariadb_primary, db, stop, counts), daemon=True)
+        writer = threading.Thread(target=_writer, daemon=True,
+                                  args=(mariadb_primary, db, stop, counts, INSERT))  # on columns no DDL drops
         writer.start()
         try:
             _wait_row(p, "acct", 40, errors, 180)  # the table reached both targets before the first DDL

@@ -49,16 +49,20 @@ FOLLOWED = [
 ]
 
 
-def _writer(mariadb, db: str, stop: threading.Event, counts: dict[str, int]) -> None:
+INSERT = "INSERT INTO acct (id, price, qty, big) VALUES (%s, 1.5, 1, 'w')"
+
+
+def _writer(mariadb, db: str, stop: threading.Event, counts: dict[str, int], insert: str = INSERT) -> None:
     """Until ``stop``: small transactions on columns no DDL renames (a statement refused while a DDL is half
-    through, e.g. an INSERT between ADD n NOT NULL and its default, is rolled back and counted)."""
+    through, e.g. an INSERT between ADD n NOT NULL and its default, is rolled back and counted); ``insert``
+    adds a row by id."""
     c, i = mariadb.connect(db, autocommit=False), 1000
     try:
         while not stop.is_set():
             try:
                 with c.cursor() as cur:
                     cur.execute("UPDATE acct SET price = price + 1, qty = qty + 1 WHERE id = %s", (i % 40 + 1,))
-                    cur.execute("INSERT INTO acct (id, price, qty, big) VALUES (%s, 1.5, 1, 'w')", (i,))
+                    cur.execute(insert, (i,))
                     if i % 3 == 0:
                         cur.execute("DELETE FROM acct WHERE id = %s", (i - 2,))
                 c.commit()
