@@ -2,7 +2,9 @@
 
 Not a mirror but a changelog: every micro-batch writes, per table, one file
 ``DIR/<table>/part-<last sequence of the batch>.parquet`` holding the batch's
-NET changes in apply order, with columns ``_op`` (``d`` delete / ``u``
+NET changes in apply order (a batch in which the table's columns change -- a
+DDL -- writes one file per shape, ``part-<last sequence>-<n>.parquet``, so a
+file never carries a column its rows did not have), with columns ``_op`` (``d`` delete / ``u``
 upsert / ``t`` truncate), ``_batch`` (Spark batch id), ``_last_sequence`` and
 the row's columns (stream values: DECIMAL and dates as text). Readers take
 the files in name order and rows in file order; the last ``u``/``d`` per key
@@ -32,6 +34,18 @@ from cdc.events import TableSchema
 from streaming.errors import ApplyError, TargetError
 from streaming.targets.base import Row, Target, arrow_array
 from streaming.targets.progress_row import Progress, utc_now
+
+
+def _runs_of_one_shape(parts: list[pa.Table]) -> list[list[pa.Table]]:
+    """``parts`` cut where the columns change (a DDL inside the batch): each run is one file, so a row never
+    shows a column its table did not have when it was written (a NULL there would read as a value)."""
+    runs: list[list[pa.Table]] = []
+    for part in parts:
+        if runs and runs[-1][0].schema.names == part.schema.names:
+            runs[-1].append(part)
+        else:
+            runs.append([part])
+    return runs
 
 
 class ParquetTarget(Target):
@@ -95,11 +109,12 @@ class ParquetTarget(Target):
                                                          **{c: arrow_array(v) for c, v in cols.items()}}))
         moves = []
         for table, parts in files.items():
-            data = pa.concat_tables(parts, promote_options="permissive")
-            name = f"part-{last_seq:020d}.parquet"
-            tmp = os.path.join(staging, f"{table}-{name}")
-            pq.write_table(data, tmp)
-            moves.append((tmp, os.path.join(self.root, table, name)))
+            shapes = _runs_of_one_shape(parts)
+            for i, run in enumerate(shapes):
+                name = f"part-{last_seq:020d}.parquet" if len(shapes) == 1 else f"part-{last_seq:020d}-{i:04d}.parquet"
+                tmp = os.path.join(staging, f"{table}-{name}")
+                pq.write_table(pa.concat_tables(run, promote_options="permissive"), tmp)
+                moves.append((tmp, os.path.join(self.root, table, name)))
         for tmp, dst in moves:
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             os.replace(tmp, dst)

@@ -10,6 +10,7 @@ source and target row for row.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import decimal
 import threading
@@ -36,6 +37,22 @@ def norm(v: Any) -> Any:
     if isinstance(v, bool):
         return int(v)
     return v
+
+
+def _same_stream_value(source: Any, stream: Any) -> bool:
+    """Whether a value read from the source (PyMySQL) is the one the stream carried (DECIMAL and temporal values
+    as text, binary as bytes or base64 text)."""
+    if source is None or stream is None:
+        return source is None and stream is None
+    if isinstance(source, decimal.Decimal):
+        return decimal.Decimal(str(stream)) == source
+    if isinstance(source, (dt.datetime, dt.date)):
+        return str(stream).replace(" ", "T") == source.isoformat()
+    if isinstance(source, (bytes, bytearray)):
+        return stream == bytes(source) or stream == base64.b64encode(source).decode()
+    if isinstance(source, float):
+        return abs(float(stream) - source) <= 1e-6 * max(1.0, abs(source))
+    return stream == source
 
 
 def ledger_writer(mariadb, db: str, stop: threading.Event, pause_s: float) -> None:
@@ -183,11 +200,46 @@ class Pipeline:
         rows = self.mariadb.query(f"SELECT * FROM `{self.db}`.`{table}`")
         return cols, sorted(tuple(norm(v) for v in r) for r in rows)
 
+    def parquet_state(self, table: str, key: str = "id") -> dict[Any, dict[str, Any]]:
+        """The current state of the Parquet changelog of ``table``: files in name order, rows in file order, the
+        last upsert or delete per ``key``; each row as its file wrote it (the columns of its batch)."""
+        import pyarrow.parquet as pq
+
+        state: dict[Any, dict[str, Any]] = {}
+        for f in sorted((self.tmp / "parquet" / table).glob("*.parquet")):
+            for r in pq.read_table(f).to_pylist():
+                op = r.pop("_op")
+                r.pop("_batch"), r.pop("_last_sequence")
+                if op == "u":
+                    state[r[key]] = r
+                elif op == "d":
+                    state.pop(r[key], None)
+                elif op == "t":
+                    state.clear()
+        return state
+
+    def assert_parquet_equal(self, table: str, key: str = "id") -> None:
+        """The changelog's current state equals the source: same keys, each row with the source's columns and
+        values (stream values: DECIMAL and temporal values as text)."""
+        cols = [r[0] for r in self.mariadb.query(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s "
+            "ORDER BY ordinal_position", (self.db, table))]
+        want = {r[cols.index(key)]: dict(zip(cols, r)) for r in self.mariadb.query(f"SELECT * FROM `{self.db}`.`{table}`")}
+        got = self.parquet_state(table, key)
+        assert sorted(got) == sorted(want), f"pq.{table}: keys {sorted(set(got) ^ set(want))[:5]} differ"
+        for k, row in want.items():
+            assert list(got[k]) == cols, f"pq.{table} key {k}: columns {list(got[k])} vs source {cols}"
+            bad = [(c, v, got[k][c]) for c, v in row.items() if not _same_stream_value(v, got[k][c])]
+            assert not bad, f"pq.{table} key {k}: (column, source, changelog) {bad}"
+
     def assert_equal(self, tables: list[str], targets: list[str] | None = None) -> dict[str, int]:
         counts = {}
         for table in tables:
             cols, want = self.source_rows(table)
             for target in targets or self.targets:
+                if target == "pq":
+                    self.assert_parquet_equal(table)
+                    continue
                 if target == "delta":
                     got = sorted(self.delta_rows(table, cols), key=repr)
                     assert got == sorted(want, key=repr), f"delta.{table}: {len(got)} rows vs source {len(want)}"

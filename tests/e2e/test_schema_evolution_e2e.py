@@ -1,10 +1,11 @@
 """Column DDL through the whole pipeline: MariaDB -> `cdc run` -> broker -> Spark apply -> PostgreSQL, MariaDB,
-DuckDB, while a writer keeps changing the table before, between and after the statements.
+DuckDB and a Parquet changelog, while a writer keeps changing the table before, between and after the statements.
 
 One pipeline run takes every column DDL kind the apply follows (ADD COLUMN with a constant default, NOT NULL
 DEFAULT, FIRST/AFTER, NOT NULL without a default; RENAME COLUMN and CHANGE; integer, DECIMAL, FLOAT->DOUBLE,
 DATE->DATETIME, TEXT->MEDIUMTEXT, VARBINARY widening; VARCHAR and integer narrowings whose values fit; NULL <-> NOT NULL; default changes; DROP
-COLUMN; an index), then `cdc compare` must say EQUAL on every target. Then an expression default
+COLUMN; an index), then `cdc compare` must say EQUAL on every SQL target, and the Parquet changelog's
+current state (the last row per key) equals the source, its files before the DDL as written. Then an expression default
 (DEFAULT (uuid())), whose per-row values the stream does not carry: every target stops at its sequence naming
 the way back, which is then taken (`cdc schema evolve`, `cdc compare --repair`) and ends EQUAL too.
 """
@@ -15,6 +16,7 @@ import datetime
 import threading
 import time
 
+import pyarrow.parquet as pq
 import pymysql
 import pytest
 
@@ -93,7 +95,7 @@ def _target_columns(p: Pipeline, target: str) -> set[str]:
 def test_column_ddl_under_writes_reaches_every_target(tmp_path, mariadb_primary, broker, postgres, topic_prefix,
                                                        tmp_mysql_db, spark, capsys):
     db = tmp_mysql_db
-    p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, db, targets=TARGETS).start()
+    p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, db, targets=(*TARGETS, "pq")).start()
     try:
         mariadb_primary.query(f"CREATE TABLE `{db}`.acct (id INT PRIMARY KEY, name VARCHAR(20), qty INT, "
                               f"price DECIMAL(8,2), note VARCHAR(10), d DATE, f FLOAT, big VARCHAR(40), memo TEXT, "
@@ -115,6 +117,9 @@ def test_column_ddl_under_writes_reaches_every_target(tmp_path, mariadb_primary,
             stop.set()
             writer.join(30)
         assert counts["ok"] > 50, counts
+        # every row once more in the final shape: the Parquet changelog keeps stored rows as written, so its
+        # current state equals the source's once each row was written after the last DDL
+        mariadb_primary.query(f"UPDATE `{db}`.acct SET qty = qty + 1")
         sid = p.sentinel()
         try:  # (DuckDB's file cannot be read from here while the apply holds it open)
             p.wait_sentinel(sid, ["pg", "my"], timeout=240, errors=errors)
@@ -123,8 +128,10 @@ def test_column_ddl_under_writes_reaches_every_target(tmp_path, mariadb_primary,
             thread.join(120)
         assert not errors, errors
         p.apply_until(spark, sid, idle_s=2.0)
-        p.assert_equal(["acct"])
+        p.assert_equal(["acct"])  # the SQL targets and the changelog's current state (pq)
         _compare_equal(p, capsys, db)
+        first = pq.read_table(sorted((tmp_path / "parquet" / "acct").glob("*.parquet"))[0]).column_names
+        assert "name" in first and "tier" not in first, first  # a file written before the DDL stays as written
         want = {"since", "id", "flag", "label", "qty", "price", "remark", "d", "big", "tier", "n", "memo", "bin"}
         for t in TARGETS:
             assert _target_columns(p, t) == want, t

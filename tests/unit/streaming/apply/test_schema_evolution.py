@@ -389,3 +389,10 @@ def test_a_parquet_changelog_follows_columns_and_keeps_decisions(tmp_path):
     e2 = ApplyEngine("src", t, TableMap.from_config(ApplyConfig(source="src", target="pq"))).start()
     e2.apply_records(b.as_records(), 1)
     assert t.read_progress("src").last_sequence == stop
+    # one batch across the DDL: a file per shape, so no row carries a column its table lacked (read as NULL)
+    import pyarrow.parquet as pq
+
+    files = sorted((tmp_path / "pq" / "t").glob("*.parquet"))
+    shapes = [[c for c in pq.read_table(f).column_names if not c.startswith("_")] for f in files]
+    assert len(files) == 2 and shapes[-1] == ["id", "label"] and "label" not in shapes[0], shapes
+    assert pq.read_table(files[-1]).column("id").to_pylist() == [3]
