@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -65,6 +66,23 @@ logging.getLogger("py4j.clientserver").addFilter(_ReportedByJob())
 PACKED_ARROW_ROWS = 64
 
 
+# attempts of a task before its micro-batch fails: a cluster's default (spark.task.maxFailures), which a local
+# master ignores and replaces by 1 unless its URL names it. A task reads its offset range and hands it to the
+# driver, which writes the target in the batch's one transaction, so an attempt again is harmless; a single
+# failure of a task (a lost executor, a transient JVM error) then costs a retry instead of the whole job.
+TASK_ATTEMPTS = 4
+_LOCAL = re.compile(r"local(?:\[(\*|\d+)\])?")
+
+
+def local_with_retries(master: str | None) -> str | None:
+    """``local`` / ``local[N]`` / ``local[*]`` as ``local[N,TASK_ATTEMPTS]``; any other master (a cluster,
+    a local URL naming its own attempts) unchanged."""
+    m = _LOCAL.fullmatch(master or "")
+    if m is None:
+        return master
+    return f"local[{m.group(1) or 1},{TASK_ATTEMPTS}]"
+
+
 def build_session(master: str | None = None, app_name: str = "cdc-apply", log_level: str = "INFO",
                   json_logs: bool = False) -> Any:
     """The driver's SparkSession; its JVM logs as ``logging:`` says (streaming.apply.spark_logs).
@@ -80,6 +98,7 @@ def build_session(master: str | None = None, app_name: str = "cdc-apply", log_le
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
         master = "local[*]"
+    master = local_with_retries(master)
     settings = {"spark.app.name": app_name, **({"spark.master": master} if master else {})}
     if master and master.startswith("local"):  # a local job listens on loopback only (not on whatever the hostname resolves to)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -139,10 +158,11 @@ class ApplyStream:
     def on_batch(self, df: Any, batch_id: int) -> None:
         self.in_batch = True
         self.batch_id, self.batch_started, self.batch_span, self.retrying = batch_id, time.monotonic(), "?", None
+        reading = True
         try:
             t0 = time.monotonic()
             table = unpack(df.toArrow())
-            t1 = time.monotonic()
+            t1, reading = time.monotonic(), False
             self.batch_span = sequence_span(table)
             end = None
             if table.num_rows:
@@ -163,7 +183,8 @@ class ApplyStream:
                      table.num_rows, result.transactions, result.rows, " (skipped: replay)" if result.skipped else "",
                      t1 - t0, time.monotonic() - t1)
         except BaseException as exc:
-            self.failure, self.failed_batch = exc, batch_id
+            if not (reading and any(t in str(exc) for t in TRANSIENT_SPARK)):  # else: the query restarts
+                self.failure, self.failed_batch = exc, batch_id
             raise
         finally:
             self.in_batch = False
@@ -255,8 +276,12 @@ def _cores(spark: Any) -> int:
 # once) cures: a Python worker that started too slowly on a loaded machine, a lost local socket.
 # A Python worker that died (EOFException: e.g. librdkafka crashing the source's process when its topic is
 # deleted under it) is one too: the restarted query's start-up checks then judge the stream it finds.
+# A task whose closure does not deserialize (OptionalDataException, StreamCorruptedException: seen once in a
+# kill -9 test, on both queries' first batch after a restart) fails all its attempts, which share the one
+# serialized task binary; a restarted query plans and serializes the batch anew. A failure that persists
+# still stops the apply after MAX_RESTARTS, with the error.
 TRANSIENT_SPARK = ("failed to connect back", "Connection reset", "SocketTimeoutException", "Broken pipe",
-                   "java.io.EOFException")
+                   "java.io.EOFException", "java.io.OptionalDataException", "java.io.StreamCorruptedException")
 MAX_RESTARTS = 5
 LAG_EVERY_S = 2.0  # cdc_apply_lag_records from the queries' progress (each look is a call into the JVM)
 

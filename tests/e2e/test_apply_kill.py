@@ -25,6 +25,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka, pytest.mar
 CDC = str(Path(sys.executable).with_name("cdc"))
 
 
+def _errors(log: Path) -> str:
+    """The ERROR lines of an apply log, each cut to its first lines (a JVM stack is hundreds of lines)."""
+    lines = [ln for ln in log.read_text().splitlines() if '"ERROR"' in ln or "Error" in ln]
+    return "\n".join(ln.replace("\\n", "\n")[:1500] for ln in lines[-5:]) or log.read_text()[-3000:]
+
+
 def _apply(p: Pipeline, log: Path, *extra: str):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     return spawn([CDC, "apply", "--config", str(p.config_path), "--master", "local[2]", "--metrics-port", "0",
@@ -59,7 +65,7 @@ def test_kill_the_driver_five_times(tmp_path, mariadb_primary, broker, postgres,
             else:  # the others once this run has committed something, a random moment later
                 before, deadline = progress(), time.monotonic() + 180
                 while progress() == before:
-                    assert proc.poll() is None, log.read_text()[-3000:]
+                    assert proc.poll() is None, _errors(log)
                     assert time.monotonic() < deadline, "apply made no progress in 180 s\n" + log.read_text()[-3000:]
                     time.sleep(0.2)
                 time.sleep(rng.uniform(0, 3))
