@@ -35,8 +35,9 @@ demo: setup
 demo-oracle: setup
 	$(CDC) dev demo --oracle
 
+# two pytest processes side by side (tests/run_suite.sh): the e2e tier and the unit + integration tiers
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	PY=$(PY) bash tests/run_suite.sh $(PYTEST_ARGS)
 
 test-unit: setup
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
