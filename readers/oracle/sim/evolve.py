@@ -2,9 +2,10 @@
 
 With ``evolve=N`` (and ``lanes=1``: a DDL waits for the transactions on its table, so they do not overlap it),
 transaction ``k * N + N - 1`` is the DDL of step ``k`` of :data:`PLAN` and every other committed transaction
-also writes APP.E (and each small table while it exists, but APP.S4 before it is renamed to APP.E4): it inserts a row with its own number as ID,
-updates the row the transaction before inserted, and every third one deletes the row before that. Each row
-is written in the shape its table has at that point; the dictionary (ALL_TAB_COLUMNS, ALL_CONS_COLUMNS) is
+also writes APP.E: it inserts a row with its own number as ID, updates the row the transaction before
+inserted, and every third one deletes the row before that; it inserts a row into each small table that
+exists (E2, E3, X3, E4, E5; not S4, which stays empty until it is renamed to E4). Each row is written in the
+shape its table has at that point; the dictionary (ALL_TAB_COLUMNS, ALL_CONS_COLUMNS) is
 answered as it was at any SCN (``AS OF SCN``) or at the head.
 
 SQL_REDO names columns and tables as of the row's SCN (the names a LogMiner dictionary that followed the DDL

@@ -112,7 +112,7 @@ class Workload:
 
 TYPES_TABLE = 99  # table number of APP.TYPES (option types_at)
 # ALL_TAB_COLUMNS.DATA_TYPE of the columns: the workload tables T0.. and APP.TYPES (Oracle writes no
-# precision for NUMBER/VARCHAR2 there, and the TIMESTAMP fraction digits always)
+# precision for NUMBER/VARCHAR2 there, and the TIMESTAMP fraction digits always; the sizes: DECLARED)
 TYPE_COLUMNS = {"ID": "NUMBER", "C_DATE": "DATE", "C_TS0": "TIMESTAMP(0)", "C_TS3": "TIMESTAMP(3)",
                 "C_TS6": "TIMESTAMP(6)", "C_TS9": "TIMESTAMP(9)", "C_TSTZ": "TIMESTAMP(6) WITH TIME ZONE",
                 "C_TSLTZ": "TIMESTAMP(6) WITH LOCAL TIME ZONE", "C_NUM": "NUMBER", "C_BDBL": "BINARY_DOUBLE",
@@ -150,8 +150,8 @@ TYPE_UPDATE = {"C_DATE": "TO_DATE('2024-03-01 00:00:01', 'YYYY-MM-DD HH24:MI:SS'
                "C_TS6": _ts("2024-03-01 00:00:00.5")}  # row 1, in the same transaction
 
 
-# ALL_TAB_COLUMNS (COLUMN_NAME, DATA_TYPE, NULLABLE, DATA_DEFAULT: the clause as typed, trailing blank kept)
-# of the column an ``add_column_at`` transaction adds
+# the column an ``add_column_at`` transaction adds: (name, as declared, nullable, DATA_DEFAULT: the clause as typed,
+# trailing blank kept); its ALL_TAB_COLUMNS row: simulator.catalog_row
 ADDED_COLUMN = ("TIER", "VARCHAR2(10)", True, "'std' ")
 
 
