@@ -110,9 +110,16 @@ def _decimal(base: str, args: str | None) -> tuple[int, int] | None:
     return int(p) - int(s or 0), int(s or 0)
 
 
+# Oracle types without a size: NUMBER holds 38 significant digits at any scale; an unsized VARCHAR2, NVARCHAR2,
+# NCHAR or RAW only comes from a reader that did not read ALL_TAB_COLUMNS' sizes: the widest of its kind
+_UNSIZED = {"varchar2": 4_294_967_295, "nvarchar2": 4_294_967_295, "nchar": 4_294_967_295, "raw": 4_294_967_295}
+
+
 def _capacity(base: str, args: str | None, kinds: tuple[str, ...], sized: dict[str, int]) -> int | None:
     if base in kinds:
-        return int(args) if args and args.isdigit() else (1 if base in ("char", "binary") else None)
+        if args and args.isdigit():
+            return int(args)
+        return 1 if base in ("char", "binary") else _UNSIZED.get(base)
     return sized.get(base)
 
 
@@ -147,6 +154,10 @@ def type_change(old: str, new: str) -> TypeChange:
         if d2[0] >= d1[0] and d2[1] >= d1[1]:
             return TypeChange("widen")
         return TypeChange("narrow", ("digits",) + d2)
+    if (b1, a1) == ("number", None) and d2:  # Oracle NUMBER (any digits) -> NUMBER(p,s)
+        return TypeChange("narrow", ("digits",) + d2)
+    if d1 and (b2, a2) == ("number", None):
+        return TypeChange("widen")
     for kinds, sized, unit in ((_STRINGS, _TEXTS, "chars"), (_BINARIES, _BLOBS, "bytes")):
         c1, c2 = _capacity(b1, a1, kinds, sized), _capacity(b2, a2, kinds, sized)
         if c1 is not None and c2 is not None:

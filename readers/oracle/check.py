@@ -1,4 +1,5 @@
-"""Startup check of an Oracle source: supplemental logging, without which LogMiner's row images are partial.
+"""Startup check of an Oracle source: supplemental logging, without which LogMiner's row images are partial
+(and, for `cdc check`, that the dictionary gives the column sizes: readers/oracle/columns.py).
 
 LogMiner can only write a whole row image into SQL_REDO when the primary logs
 it: database-wide minimal supplemental logging (``V$DATABASE.
@@ -55,6 +56,8 @@ def checks(config: Any, key: str) -> list[Any]:
     ``tables`` pattern against ``ALL_TABLES`` of its schema (``key``: where the source is in the config file)."""
     from cdc.checks import Check, pattern_checks
     from cdc.errors import CdcError
+    from readers.oracle import columns
+    from readers.oracle.errors import ColumnSizesUnreadable
     from readers.oracle.session import Standby
 
     name = f"source {config.name}"
@@ -63,10 +66,18 @@ def checks(config: Any, key: str) -> list[Any]:
     except CdcError as exc:
         return [Check(f"{name}: standby", False, f"cannot connect: {exc}", f"check {key}.standby_dsn / dsn, user "
                                                                            "and password")]
+    sizes = None
     try:
         problems = supplemental_problems(standby.query, config.tables)
         owners = sorted({p.upper().partition(".")[0] for p in config.tables})
         tables = [f"{o}.{t}" for owner in owners for o, t in standby.query(TABLES_SQL, {"owner": owner})]
+        captured = [t for t in tables if table_glob.matches(t, [p.upper() for p in config.tables])]
+        if captured:  # the column sizes a length change is seen by (readers/oracle/columns.py)
+            try:
+                standby.table_schema(*captured[0].split(".", 1))
+                sizes = Check(f"{name}: column sizes", True, f"ALL_TAB_COLUMNS gives them ({captured[0]})")
+            except ColumnSizesUnreadable as exc:
+                sizes = Check(f"{name}: column sizes", False, str(exc).partition("; ")[0], columns.WAY_OUT)
     except CdcError as exc:
         return [Check(f"{name}: standby", False, f"cannot read the catalog: {exc}", "grant SELECT_CATALOG_ROLE")]
     finally:
@@ -75,7 +86,8 @@ def checks(config: Any, key: str) -> list[Any]:
                  "on the primary: " + p.partition("; fix on the primary: ")[2]) for p in problems]
     if not problems:
         out.append(Check(f"{name}: supplemental logging", True, "minimal + ALL COLUMNS on every captured table"))
-    return out + pattern_checks(name, [p.upper() for p in config.tables], tables, "the standby", f"{key}.tables")
+    return out + ([sizes] if sizes else []) + pattern_checks(name, [p.upper() for p in config.tables], tables,
+                                                             "the standby", f"{key}.tables")
 
 
 def refuse_unlogged(query: Any, source: str, patterns: list[str]) -> None:

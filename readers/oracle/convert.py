@@ -105,7 +105,7 @@ def iso_temporal(v: Any) -> Any:
 
 
 def stream_type(oracle_type: str) -> str:
-    """Oracle's type text (lower case, ALL_TAB_COLUMNS.DATA_TYPE) -> the schema record's, for ``iso``."""
+    """Oracle's type text (lower case, with its size: readers/oracle/columns.py) -> the schema record's, for ``iso``."""
     t = oracle_type.strip().lower()
     if t == "date":
         return "datetime(0)"

@@ -87,3 +87,9 @@ class DictionaryStale(DictionaryMismatch, SourceUnavailable):
     """An ``"UNKNOWN"`` row after the flat-file dictionary was rebuilt for a DDL: the row's range was mined with
     the dictionary from before that DDL (sessions mine ahead). The daemon restarts the source, which builds the
     dictionary anew and resumes from the stream's checkpoint (``scn``, ``xid``, ``table``)."""
+
+
+class ColumnSizesUnreadable(OracleReaderError, Terminal):
+    """The dictionary did not give a column's size (ALL_TAB_COLUMNS DATA_LENGTH, CHAR_LENGTH, DATA_PRECISION,
+    DATA_SCALE): ``table`` (and ``column``, ``data_type`` when one row lacked it). Without it a length change
+    of the column would pass unseen; the message names what to grant or configure."""

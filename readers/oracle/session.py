@@ -32,9 +32,9 @@ from typing import Any
 import oracledb
 import pyarrow as pa
 
-from cdc.events import Column, TableId, TableSchema
+from cdc.events import TableId, TableSchema
+from readers.oracle import columns
 from readers.oracle.config import OracleSourceConfig
-from readers.oracle.convert import default_text
 from readers.oracle.errors import ArchiveLogMissing, LogMinerError, MissingLog, RedoGap, SchemaHistoryGone, SessionError
 
 NLS = {
@@ -197,7 +197,7 @@ class Standby:
         as_of = " AS OF SCN :scn" if scn is not None else ""
         binds: dict[str, Any] = {"owner": owner, "name": name} | ({"scn": scn} if scn is not None else {})
         try:
-            cols = self.query(f"SELECT COLUMN_NAME, DATA_TYPE, NULLABLE, DATA_DEFAULT FROM ALL_TAB_COLUMNS{as_of} "
+            cols = self.query(f"SELECT {columns.SELECT} FROM ALL_TAB_COLUMNS{as_of} "
                               "WHERE OWNER = :owner AND TABLE_NAME = :name ORDER BY COLUMN_ID", binds)
             pk = self.query(f"SELECT C.COLUMN_NAME FROM ALL_CONSTRAINTS{as_of} K, ALL_CONS_COLUMNS{as_of} C "
                             "WHERE K.OWNER = :owner AND K.TABLE_NAME = :name AND K.CONSTRAINT_TYPE = 'P' "
@@ -210,10 +210,8 @@ class Standby:
                     "source with snapshot: when_needed after `cdc stream reset`, or re-snapshot the table; raise "
                     "UNDO_RETENTION so that restarts within it read the past definition",
                     scn=scn, table=f"{owner}.{name}") from None
-            raise
-        # DATA_DEFAULT last (a catalog answering without it, as test doubles do: no defaults)
-        columns = tuple(Column(c, t.lower(), n == "Y", default_text(d[0] if d else None)) for c, t, n, *d in cols)
-        return TableSchema(TableId(owner, name), columns,
+            raise columns.unreadable(exc, f"{owner}.{name}") or exc from None
+        return TableSchema(TableId(owner, name), columns.columns(f"{owner}.{name}", cols),
                            tuple(r[0] for r in pk))
 
     def close(self) -> None:

@@ -59,11 +59,12 @@ from typing import Any
 
 from cdc import table_glob
 from cdc.errors import CdcError, Terminal
-from cdc.events import Begin, Change, Column, Commit, Event, Heartbeat, TableId, TableSchema
+from cdc.events import Begin, Change, Commit, Event, Heartbeat, TableId, TableSchema
 from cdc.progress_bar import progress as progress_lines
 from cdc.snapshot_marks import row_mark, with_ends
 from cdc.values import stream_value
-from readers.oracle.convert import default_text, stream_schema
+from readers.oracle import columns
+from readers.oracle.convert import stream_schema
 
 log = logging.getLogger(__name__)
 
@@ -248,8 +249,11 @@ class OracleSnapshot:
 
     def _schema(self, table: TableId) -> TableSchema:
         binds = {"owner": table.db, "name": table.table}
-        cols = self._query("SELECT COLUMN_NAME, DATA_TYPE, NULLABLE, DATA_DEFAULT FROM ALL_TAB_COLUMNS WHERE "
-                           "OWNER = :owner AND TABLE_NAME = :name ORDER BY COLUMN_ID", binds)
+        try:
+            cols = self._query(f"SELECT {columns.SELECT} FROM ALL_TAB_COLUMNS WHERE "
+                               "OWNER = :owner AND TABLE_NAME = :name ORDER BY COLUMN_ID", binds)
+        except FlashbackError as exc:
+            raise columns.unreadable(exc, str(table)) or exc from None
         pk = self._query("SELECT COLUMN_NAME FROM ALL_CONS_COLUMNS WHERE OWNER = :owner AND TABLE_NAME = :name "
                          "AND CONSTRAINT_NAME = (SELECT CONSTRAINT_NAME FROM ALL_CONSTRAINTS WHERE OWNER = :owner "
                          "AND TABLE_NAME = :name AND CONSTRAINT_TYPE = 'P') ORDER BY POSITION", binds)
@@ -258,9 +262,7 @@ class OracleSnapshot:
         if not pk:
             raise FlashbackError(f"table {table} has no primary key: cannot page a flashback snapshot by key",
                                  table=str(table))
-        # DATA_DEFAULT last (a catalog answering without it, as test doubles do: no defaults)
-        columns = tuple(Column(c, t.lower(), n == "Y", default_text(d[0] if d else None)) for c, t, n, *d in cols)
-        return TableSchema(table, columns,
+        return TableSchema(table, columns.columns(str(table), cols),
                            tuple(r[0] for r in pk))
 
     def _chunk(self, table: TableId, schema: TableSchema, after: list | None) -> list[dict[str, Any]]:

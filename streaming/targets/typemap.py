@@ -88,6 +88,8 @@ def _mysql(base: str, args: str | None, unsigned: bool) -> str:
         return f"varchar({args or 255})"
     if base in ("char", "nchar") and not args:  # Oracle's CHAR/NCHAR (no length in DATA_TYPE); MySQL's is CHAR(1)
         return "varchar(2000)"
+    if base == "nchar":  # only Oracle says nchar(n): VARCHAR keeps its blank padding (a MySQL CHAR strips it)
+        return f"varchar({args})"
     if base == "number":
         return f"decimal({args})" if args else "decimal(38,10)"
     if base == "clob":

@@ -49,7 +49,8 @@ class Cursor:
         elif "V$TRANSACTION" in sql:
             raise RuntimeError("ORA-00942: table or view does not exist")  # a standby
         elif "ALL_TAB_COLUMNS" in sql:
-            self.rows = [("ID", "NUMBER", "N"), ("NAME", "VARCHAR2", "Y")] if binds["name"] == "T" else []
+            self.rows = [("ID", "NUMBER", "N", None, 22, 0, None, None),
+                         ("NAME", "VARCHAR2", "Y", None, 40, 40, None, None)] if binds["name"] == "T" else []
         elif "ALL_CONS_COLUMNS" in sql:
             self.rows = [("ID",)] if binds["name"] == "T" else []
         elif "AS OF SCN :scn" in sql:

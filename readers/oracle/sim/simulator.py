@@ -22,7 +22,8 @@ the workload model (readers/oracle/sim/workload.py):
 * ``SELECT <cols> FROM V$LOGMNR_CONTENTS WHERE SCN > :1 AND SCN <= :2``  rows, lazily, in SCN order
                                                      (also as Arrow batches: ``SimConnection.fetch_df_batches``,
                                                      the shape of python-oracledb's ``Connection.fetch_df_batches``)
-* ``ALL_TAB_COLUMNS`` / ``ALL_CONS_COLUMNS``           table definitions for the change schema
+* ``ALL_TAB_COLUMNS`` / ``ALL_CONS_COLUMNS``           table definitions for the change schema, sizes
+                                                     included (:func:`catalog_row`; ``no_sizes``: ORA-00904)
 * ``... FROM ALL_TABLES WHERE OWNER = :owner``       the dictionary's tables of that schema
 * ``SELECT MIN(START_SCN) FROM V$TRANSACTION``       start SCN of the oldest transaction open at the head
 * ``SELECT <cols> FROM "S"."T" AS OF SCN :scn [WHERE <keyset>] ORDER BY <key> FETCH FIRST n ROWS ONLY``
@@ -59,6 +60,7 @@ from readers.oracle.sim.workload import (
     ADDED_COLUMN,
     COLUMN_TYPES,
     COLUMNS,
+    DECLARED,
     OPNAME,
     SCHEMA,
     TYPE_COLUMNS,
@@ -300,14 +302,14 @@ class Simulator:
             st = self.evolve_state(at).get(name)
             if st is None:
                 return None
-            return [(c.name, c.type, "Y" if c.nullable else "N", c.default) for c in st[0]], list(st[1])
+            return [catalog_row(c.name, c.type, c.nullable, c.default) for c in st[0]], list(st[1])
         known = self.dictionary()["tables"].get(table)
         if not known:
             return None
         lob = bool(self.workload.lob_at)  # the LOB workload's "NOTE" is a CLOB
-        rows = [(c, "CLOB" if lob and c == "NOTE" else COLUMN_TYPES.get(c, "VARCHAR2"), "N" if c == "ID" else "Y", None)
-                for c in known] + self.added_columns(table, at)
-        return rows, ["ID"]
+        rows = [catalog_row(c, "CLOB" if lob and c == "NOTE" else DECLARED.get(c, COLUMN_TYPES.get(c, "VARCHAR2(100)")),
+                            c != "ID", None) for c in known]
+        return rows + [catalog_row(*col) for col in self.added_columns(table, at)], ["ID"]
 
     def added_columns(self, table: str, scn: int | None = None) -> list[tuple]:
         """ALL_TAB_COLUMNS rows of the columns ``add_column_at`` transactions added to ``table`` (OWNER.NAME) by
@@ -327,6 +329,39 @@ class Simulator:
         for name, (cols, _) in self.evolve_state(self.head).items():
             tables[f"{SCHEMA}.{name}"] = [c.name for c in cols]
         return {"simulator_dictionary": 1, "build_scn": self.head, "tables": tables}
+
+
+# ALL_TAB_COLUMNS as the simulator answers it (any subset, in any order); _SIZES: the columns of a type's size
+CATALOG_COLUMNS = ("COLUMN_NAME", "DATA_TYPE", "NULLABLE", "DATA_DEFAULT", "DATA_LENGTH", "CHAR_LENGTH",
+                   "DATA_PRECISION", "DATA_SCALE")
+_SIZES = frozenset(CATALOG_COLUMNS[4:])
+_DECLARED = re.compile(r"^([A-Z0-9_ ]+?)\s*(?:\((\*|\d+)\s*(?:,\s*(-?\d+))?\s*(BYTE|CHAR)?\))?(\s+WITH.*)?$")
+
+
+def catalog_row(name: str, declared: str, nullable: bool, default: str | None) -> tuple:
+    """The ALL_TAB_COLUMNS row Oracle keeps for a column declared ``declared`` (as in CREATE TABLE:
+    ``VARCHAR2(20)``, ``VARCHAR2(10 CHAR)``, ``NUMBER(8,2)``, ``NUMBER``, ``INTEGER``, ``RAW(16)``,
+    ``TIMESTAMP(6)``): (COLUMN_NAME, DATA_TYPE, NULLABLE, DATA_DEFAULT, DATA_LENGTH, CHAR_LENGTH,
+    DATA_PRECISION, DATA_SCALE), in AL32UTF8 / AL16UTF16 (a CHAR-semantics character: 4 bytes, a national one: 2)."""
+    m = _DECLARED.match(declared.strip().upper())
+    if m is None:
+        raise ValueError(f"the simulator cannot declare a column {declared!r}")
+    base, size, scale, unit, zone = m.groups()
+    null = "Y" if nullable else "N"
+    if base in ("VARCHAR2", "CHAR", "NVARCHAR2", "NCHAR"):
+        n = int(size or 1)
+        length = 2 * n if base.startswith("N") else 4 * n if unit == "CHAR" else n
+        return name, base, null, default, length, n, None, None
+    if base == "RAW":
+        return name, base, null, default, int(size), 0, None, None
+    if base in ("NUMBER", "INTEGER"):
+        if base == "INTEGER" or size == "*":
+            return name, "NUMBER", null, default, 22, 0, None, int(scale or 0)
+        return name, base, null, default, 22, 0, int(size) if size else None, (int(scale or 0) if size else None)
+    if base == "TIMESTAMP":
+        return name, declared.strip().upper(), null, default, 13 if zone else 11, 0, None, int(size or 6)
+    lengths = {"DATE": 7, "CLOB": 4000, "BLOB": 4000, "BINARY_DOUBLE": 8, "BINARY_FLOAT": 4}
+    return name, declared.strip().upper(), null, default, lengths.get(base, 0), 0, None, None
 
 
 def _serve(cursor: SimCursor, lo: int, hi: int, idx: list[int], known: set[str], send: Any, size: int) -> None:
@@ -601,11 +636,13 @@ class SimCursor:
         elif "FROM V$LOGMNR_CONTENTS" in up:
             self._contents(up, binds)
         elif "FROM ALL_TAB_COLUMNS" in up:
+            asked = [c.strip() for c in up[len("SELECT "):up.index(" FROM ")].split(",")]
+            unknown = [c for c in asked if c not in CATALOG_COLUMNS or (sim.workload.no_sizes and c in _SIZES)]
+            if unknown:  # no_sizes: a view named ALL_TAB_COLUMNS without the size columns
+                raise _err(f'ORA-00904: "{unknown[0]}": invalid identifier')
             found = sim.table_columns(f"{binds['owner']}.{binds['name']}", self._dictionary_scn(up, binds))
-            rows = found[0] if found else []
-            names = ["COLUMN_NAME", "DATA_TYPE", "NULLABLE", "DATA_DEFAULT"]
-            width = 4 if "DATA_DEFAULT" in up else 3
-            self._set(names[:width], [r[:width] for r in rows])
+            at = [CATALOG_COLUMNS.index(c) for c in asked]
+            self._set(asked, [tuple(r[i] for i in at) for r in (found[0] if found else [])])
         elif "ALL_CONS_COLUMNS" in up:
             found = sim.table_columns(f"{binds['owner']}.{binds['name']}", self._dictionary_scn(up, binds))
             self._set(["COLUMN_NAME"], [(c,) for c in found[1]] if found else [])

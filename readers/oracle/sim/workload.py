@@ -85,6 +85,8 @@ class Workload:
     odd_op_at: str = ""       # "3": transaction 3 holds one more row, of OPERATION_CODE ``odd_op``, on its table
     odd_op: int = 68          # (68: XML DOC BEGIN, an operation the reader does not decode; 25: SELECT_FOR_UPDATE)
     evolve: int = 0           # N: the DDL plan of readers/oracle/sim/evolve.py, a step every N transactions (lanes=1)
+    no_sizes: int = 0         # 1: ALL_TAB_COLUMNS is a view without DATA_LENGTH, CHAR_LENGTH, DATA_PRECISION,
+                              # DATA_SCALE (ORA-00904 when a query names them)
     head_limit: int = 0       # the standby's head never passes this SCN (0: no limit): redo not yet received
     supplemental: str = "min+all"  # what the "primary" logs, "+"-separated: "min" database minimal, "all" ALL
                                    # COLUMNS on every table, "T0:T2" on those tables only, "db_all" database-wide
@@ -110,13 +112,17 @@ class Workload:
 
 TYPES_TABLE = 99  # table number of APP.TYPES (option types_at)
 # ALL_TAB_COLUMNS.DATA_TYPE of the columns: the workload tables T0.. and APP.TYPES (Oracle writes no
-# precision for NUMBER/VARCHAR2 there, and the TIMESTAMP fraction digits always)
+# precision for NUMBER/VARCHAR2 there, and the TIMESTAMP fraction digits always; the sizes: DECLARED)
 TYPE_COLUMNS = {"ID": "NUMBER", "C_DATE": "DATE", "C_TS0": "TIMESTAMP(0)", "C_TS3": "TIMESTAMP(3)",
                 "C_TS6": "TIMESTAMP(6)", "C_TS9": "TIMESTAMP(9)", "C_TSTZ": "TIMESTAMP(6) WITH TIME ZONE",
                 "C_TSLTZ": "TIMESTAMP(6) WITH LOCAL TIME ZONE", "C_NUM": "NUMBER", "C_BDBL": "BINARY_DOUBLE",
                 "C_RAW": "RAW", "C_VC": "VARCHAR2", "C_NCHAR": "NCHAR"}
 COLUMN_TYPES = {"ID": "NUMBER", "AMOUNT": "NUMBER", "CREATED": "DATE", "NAME": "VARCHAR2", "NOTE": "VARCHAR2",
                 **TYPE_COLUMNS}
+
+# the columns as declared where DATA_TYPE leaves out the size (ALL_TAB_COLUMNS: simulator.catalog_row)
+DECLARED = {"NAME": "VARCHAR2(100)", "NOTE": "VARCHAR2(32767)", "C_RAW": "RAW(16)", "C_VC": "VARCHAR2(100)",
+            "C_NCHAR": "NCHAR(10)"}
 
 
 def _ts(text: str) -> str:
@@ -144,9 +150,9 @@ TYPE_UPDATE = {"C_DATE": "TO_DATE('2024-03-01 00:00:01', 'YYYY-MM-DD HH24:MI:SS'
                "C_TS6": _ts("2024-03-01 00:00:00.5")}  # row 1, in the same transaction
 
 
-# ALL_TAB_COLUMNS (COLUMN_NAME, DATA_TYPE, NULLABLE, DATA_DEFAULT: the clause as typed, trailing blank kept)
-# of the column an ``add_column_at`` transaction adds
-ADDED_COLUMN = ("TIER", "VARCHAR2", "Y", "'std' ")
+# the column an ``add_column_at`` transaction adds: (name, as declared, nullable, DATA_DEFAULT: the clause as typed,
+# trailing blank kept); its ALL_TAB_COLUMNS row: simulator.catalog_row
+ADDED_COLUMN = ("TIER", "VARCHAR2(10)", True, "'std' ")
 
 
 def table_name(n: int) -> str:
@@ -380,7 +386,7 @@ class Model:
             tx.expected.append(("t", table, None, None))
         elif add:
             col, kind, _, default = ADDED_COLUMN
-            sql = f'alter table "{SCHEMA}"."{name}" add ("{col}" {kind.lower()}(10) default {default.strip()});'
+            sql = f'alter table "{SCHEMA}"."{name}" add ("{col}" {kind.lower()} default {default.strip()});'
             tx.records.append((DDL, table, None, 0, 0, sql, raw))
         else:
             tx.records.append((DDL, table, None, 0, 0,

@@ -64,6 +64,17 @@ def test_type_change(old, new, how):
     assert type_change(old, new).how == how
 
 
+@pytest.mark.parametrize(("old", "new", "how", "check"), [
+    ("varchar2", "varchar2(40)", "narrow", ("chars", 40)), ("varchar2(40)", "varchar2", "widen", None),
+    ("nvarchar2", "nvarchar2(10)", "narrow", ("chars", 10)), ("raw", "raw(16)", "narrow", ("bytes", 16)),
+    ("number", "number(12,2)", "narrow", ("digits", 10, 2)), ("number(12,2)", "number", "widen", None),
+    ("number", "number", "same", None),
+])
+def test_an_oracle_type_without_its_size_holds_any_size(old, new, how, check):
+    """An older Oracle reader published no sizes: the target holds such a column unbounded (text, numeric)."""
+    assert type_change(old, new) == type(type_change(old, new))(how, check)
+
+
 def test_narrowing_says_what_the_values_must_fit():
     assert type_change("bigint", "smallint").check == ("range", -32768, 32767)
     assert type_change("decimal(12,2)", "decimal(6,1)").check == ("digits", 5, 1)

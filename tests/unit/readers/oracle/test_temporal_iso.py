@@ -132,7 +132,7 @@ def test_schema_of_the_stream_names_timestamps(tmp_path):
         src.close()
     assert types["C_DATE"] == "datetime(0)" and types["C_TS9"] == "datetime(9)"
     assert types["C_TSTZ"] == "timestamp(6) with time zone" and types["C_TSLTZ"] == "datetime(6)"
-    assert types["C_NUM"] == "number" and types["C_RAW"] == "raw"
+    assert types["C_NUM"] == "number" and types["C_RAW"] == "raw(16)" and types["C_VC"] == "varchar2(100)"
 
 
 class _Flashback:
@@ -147,8 +147,10 @@ class _Flashback:
     def execute(self, sql, binds):
         self.sql.append(sql)
         if "ALL_TAB_COLUMNS" in sql:
-            self.rows = [("ID", "NUMBER", "N"), ("D", "DATE", "Y"), ("T9", "TIMESTAMP(9)", "Y"),
-                         ("TZ", "TIMESTAMP(6) WITH TIME ZONE", "Y"), ("LTZ", "TIMESTAMP(6) WITH LOCAL TIME ZONE", "Y")]
+            self.rows = [("ID", "NUMBER", "N", None, 22, 0, None, None), ("D", "DATE", "Y", None, 7, 0, None, None),
+                         ("T9", "TIMESTAMP(9)", "Y", None, 11, 0, None, 9),
+                         ("TZ", "TIMESTAMP(6) WITH TIME ZONE", "Y", None, 13, 0, None, 6),
+                         ("LTZ", "TIMESTAMP(6) WITH LOCAL TIME ZONE", "Y", None, 11, 0, None, 6)]
         elif "ALL_CONS_COLUMNS" in sql:
             self.rows = [("ID",)]
         elif "AS OF SCN" in sql:

@@ -396,3 +396,34 @@ def test_a_parquet_changelog_follows_columns_and_keeps_decisions(tmp_path):
     shapes = [[c for c in pq.read_table(f).column_names if not c.startswith("_")] for f in files]
     assert len(files) == 2 and shapes[-1] == ["id", "label"] and "label" not in shapes[0], shapes
     assert pq.read_table(files[-1]).column("id").to_pylist() == [3]
+
+
+ORA = [("ID", "number", False), ("NAME", "varchar2(20)"), ("QTY", "number(8,2)"), ("CODE", "raw(4)")]
+
+
+def test_oracle_column_sizes_widen_and_narrow_the_target_column():
+    """Oracle SCHEMA records spell sizes as MySQL's (readers/oracle/columns.py): the same rules follow them."""
+    b = StreamBuilder().schema("APP.T", ORA, ["ID"])
+    b.tx(("c", "APP.T", None, {"ID": "1", "NAME": "abcdefghijkl", "QTY": "123456.25", "CODE": "AAE="}))
+    b.schema("APP.T", [("ID", "number", False), ("NAME", "varchar2(40)"), ("QTY", "number(12,2)"),
+                       ("CODE", "raw(8)")], ["ID"],
+             ddl='alter table "APP"."T" modify ("NAME" varchar2(40), "QTY" number(12,2), "CODE" raw(8))')
+    b.tx(("c", "APP.T", None, {"ID": "2", "NAME": "x" * 40, "QTY": "1234567890.5", "CODE": "AAECAwQFBgc="}))
+    b.tx(("d", "APP.T", {"ID": "2", "NAME": "x" * 40, "QTY": "1234567890.5", "CODE": "AAECAwQFBgc="}, None))
+    b.schema("APP.T", [("ID", "number", False), ("NAME", "varchar2(12)"), ("QTY", "number(12,2)"),
+                       ("CODE", "raw(8)")], ["ID"], ddl='alter table "APP"."T" modify ("NAME" varchar2(12))')
+    e = _engine()
+    e.apply_records(b.as_records(), 0)
+    dst = e.catalog.tables["APP.T"].target_table
+    types = {r[0]: r[1] for r in e.target.execute("SELECT column_name, data_type FROM information_schema.columns "
+                                                  "WHERE table_name = ?", [dst]).fetchall()}
+    assert types["QTY"] == "DECIMAL(12,2)"  # widened; DuckDB's VARCHAR has no length to change (NAME)
+    assert _rows(e, f'SELECT "ID", "NAME", "QTY" FROM "{dst}" ORDER BY 1')[0][1:] == ("abcdefghijkl", 123456.25)
+    b.schema("APP.T", [("ID", "number", False), ("NAME", "varchar2(10)"), ("QTY", "number(12,2)"),
+                       ("CODE", "raw(8)")], ["ID"], ddl='alter table "APP"."T" modify ("NAME" varchar2(10))')
+    stop = b.seq - 1
+    with pytest.raises(UnsupportedDdl) as info:
+        e.apply_records(b.as_records(), 0)
+    err = info.value
+    assert (err.table, err.column, err.value, err.sequence) == ("APP.T", "NAME", "abcdefghijkl", stop), str(err)
+    assert "varchar2(12) -> varchar2(10)" in str(err) and "cdc schema skip" in str(err)

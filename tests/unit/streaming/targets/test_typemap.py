@@ -80,7 +80,9 @@ def test_oracle_temporal_types_are_timestamps_and_nanoseconds_are_refused():
             ("timestamp(6) with time zone", "oracle"): "timestamp(6) with time zone",
             ("timestamp(6) with local time zone", "postgres"): "timestamp(6)",
             ("binary_double", "mysql"): "double", ("binary_float", "mysql"): "float",
-            ("nchar", "mysql"): "varchar(2000)", ("char(4)", "mysql"): "char(4)"}
+            ("nchar", "mysql"): "varchar(2000)", ("char(4)", "mysql"): "char(4)", ("nchar(10)", "mysql"): "varchar(10)",
+            ("varchar2(40)", "postgres"): "varchar(40)", ("number(12,2)", "postgres"): "numeric(12,2)",
+            ("raw(16)", "mysql"): "varbinary(16)", ("number(38,0)", "duckdb"): "decimal(38,0)"}
     assert {k: target_type(*k) for k in want} == want
     assert converter("binary_double", "mysql") is None  # 'binary' in its name once made it bytes
     for dialect in ("postgres", "duckdb", "mysql", "oracle"):
