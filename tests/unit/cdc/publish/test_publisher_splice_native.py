@@ -102,7 +102,7 @@ def test_an_unknown_op_fails_on_both_paths_after_the_same_records():
         outs.append([(t, k, re.sub(rb'"ts_ms":\d{13}', b'"ts_ms":0', v)) for t, v, k in fake.records])
     # the source stops on both; the C loop had queued the row before the bad one (BEGIN, SCHEMA, row), the
     # Python splice had not yet handed it over: either way a prefix of the transaction, never a row after it
-    assert outs[1] == outs[0][:2] and len(outs[0]) == 3
+    assert outs[1] == outs[0][:2] and len(outs[0]) == (3 if publisher_module._native is not None else 2)
 
 
 def test_the_compiled_module_loads():
