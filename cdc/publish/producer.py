@@ -244,6 +244,41 @@ class OrderedProducer:
         if start // POLL_EVERY != self.produced // POLL_EVERY:
             p.poll(0)
 
+    def produce_spliced(self, splice: Any, topic: str, headers: list[tuple[str, bytes]] | None, tables: list[Any],
+                        rows: list[Any], i: int, known: Any, parts: tuple[bytes, ...], seq: int, total: int, n: int,
+                        now: int, limit: int) -> tuple[int, int, int, int, int, list[int], bool]:
+        """The JSON changes topic's data records of ``rows[i:]`` while ``tables[j] is known``, formatted and
+        queued by ``splice`` (cdc/publish/_splice_native.c: confluent-kafka's produce called from one C loop,
+        with the same order, full-queue and refusal handling as :meth:`produce`). Returns (j, seq, total, n,
+        value bytes, records per op c/u/d/r/t, whether row j needs the Python path); rows[i:j] are queued."""
+        p = self._p
+        partition = 0 if topic in self._single else -1
+        if self.produced == self._acked:  # nothing was pending: the delivery timeout starts now
+            self._progress_t = time.monotonic()
+        start, nbytes, ops = self.produced, 0, [0, 0, 0, 0, 0]
+        while True:
+            j, seq, total, n, nb, counted, status, error = splice(tables, rows, i, known, parts, seq, total, n, now,
+                                                                  limit, p.produce, topic, partition, headers)
+            self.produced += j - i
+            nbytes += nb
+            for k in range(5):
+                ops[k] += counted[k]
+            i = j
+            if status == 2:  # the local queue is full: serve deliveries, then resume at row j
+                p.poll(0.005)
+                self._looked_t = time.monotonic()
+                self.check()
+                continue
+            if status == 3:
+                exc, value, key = error
+                if isinstance(exc, KafkaException):
+                    raise self._refused(exc, topic, value, key) from None
+                raise exc
+            break
+        if start // POLL_EVERY != self.produced // POLL_EVERY:
+            p.poll(0)
+        return j, seq, total, n, nbytes, ops, status == 1
+
     def poll(self, timeout: float = 0) -> None:
         self._p.poll(timeout)
 

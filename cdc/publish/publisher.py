@@ -73,6 +73,12 @@ from cdc.serde import get_serdes, get_table_key_serde
 
 log = logging.getLogger(__name__)
 
+try:  # compiled at install (pyproject ext-modules); without a C compiler, _splice_py makes every record
+    from cdc.publish import _splice_native as _native  # type: ignore[attr-defined]
+except ImportError:
+    _native = None
+_NATIVE_OFF = False  # tests compare the two paths by switching this
+
 PROGRESS_EVERY = 10_000  # records between progress marks inside a long transaction
 ACK_CHECK_EVERY = 1_000  # records between looks at the acknowledged prefix inside a transaction
 SPLICE_CHUNK = 4_096  # records of a ChangeBatch formatted before they are handed to the producer
@@ -376,6 +382,39 @@ class Publisher:
         return n, total, seq
 
     def _splice(self, tables: list[Any], rows: list[tuple]) -> None:
+        """:meth:`_splice_py`'s records, formatted and produced by the C loop of cdc/publish/_splice_native.c
+        (compiled at install; without it, or for a row it does not vouch for -- an op it does not know, a part
+        not bytes, a record above the size limit -- :meth:`_splice_py` makes them). Same bytes, same order,
+        same counters (tests/unit/cdc/publish/test_publisher_splice_native.py holds them equal)."""
+        if _native is None or _NATIVE_OFF:
+            return self._splice_py(tables, rows)
+        tx = self._tx
+        counts, ops, consts, producer = tx.counts, tx.ops, self._consts, self._producer
+        now, limit, i, nrows = int(time.time() * 1000), self._record_limit, 0, len(rows)
+        while i < nrows:
+            known = tables[i]
+            table, schema = known
+            c = consts.get(id(table))
+            if c is None or c[0] is not table or c[1] is not schema:
+                c = self._constants(table, schema)  # may write the table's SCHEMA record (self._seq moves)
+            name = c[2]
+            j, seq, total, n, nbytes, counted, python = producer.produce_spliced(
+                _native.splice, self.topic, self._headers, tables, rows, i, known, c[3:] + (tx.ts_json, tx.id_json),
+                self._seq, tx.total, counts.get(name, 0), now, limit)
+            self._seq, tx.total, self._bytes = seq, total, self._bytes + nbytes
+            if j > i:
+                counts[name] = n
+                for op, k in zip("cudrt", counted):
+                    if k:
+                        ops[(name, op)] = ops.get((name, op), 0) + k
+            if python:  # this one row by the Python path (its size refusal or dead letter, its KeyError)
+                self._splice_py([known], [rows[j]])
+                j += 1
+            i = j
+        if self._seq - 1 >= self._check_at:
+            self._after_row(self._seq - 1)
+
+    def _splice_py(self, tables: list[Any], rows: list[tuple]) -> None:
         """Data records on the JSON changes topic from the JSON of their parts. ``tables[i]``: (TableId,
         TableSchema | None); ``rows[i]``: (op, key values as cdc.envelope.row_key gives them for that schema,
         before, after, the ``source`` fields after the opening brace or ``}`` when none). The per-row hot

@@ -29,6 +29,17 @@ class RecordingProducer:
         for value, key in zip(values, keys, strict=True):
             self.produce(topic, value, key, headers)
 
+    def produce_spliced(self, splice, topic, headers, tables, rows, i, known, parts, seq, total, n, now, limit):
+        """OrderedProducer.produce_spliced on this recorder (no full queue here)."""
+        def produce(t, value, key, partition, headers=None):
+            self.produce(t, value, key, headers)
+
+        j, seq, total, n, nbytes, counted, status, error = splice(tables, rows, i, known, parts, seq, total, n, now,
+                                                                  limit, produce, topic, 0, headers)
+        if status == 3:
+            raise error[0]
+        return j, seq, total, n, nbytes, list(counted), status == 1
+
     def acked(self) -> int:
         return self.produced if self.acked_upto is None else self.acked_upto
 

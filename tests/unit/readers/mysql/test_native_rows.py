@@ -322,6 +322,20 @@ def test_values_are_the_streams_and_the_native_pass_decoded_them():
                          "z": None, "tm": "-00:00:01.250000", "b": "AQAAAA==", "s": "a,c", "bit": 1023}
 
 
+@pytest.mark.skipif(not native_rows.NATIVE, reason="the native pass is not compiled here")
+def test_native_rows_stay_out_of_the_cyclic_collector_until_a_container_goes_in():
+    """Rows of atomic values are untracked (a big transaction's rows made every collection walk them); a dict
+    tracks itself again when a container is put in it, so nothing that could hold a cycle stays untracked."""
+    import gc
+
+    cols = [Column(type=T.LONG, name="i", unsigned=False), Column(type=T.VARCHAR, name="v", unsigned=False,
+                                                                   max_length=10, character_set_name="utf8mb4")]
+    _, images = _one(cols, [(7).to_bytes(4, "little"), _pascal("é".encode(), 1)])
+    assert images[0] == {"i": 7, "v": "é"} and not gc.is_tracked(images[0])
+    images[0]["x"] = [images[0]]
+    assert gc.is_tracked(images[0])
+
+
 def test_an_impossible_date_takes_the_python_path_which_raises():
     cols = [Column(type=T.DATE, name="d", unsigned=False)]
     published, _ = _one(cols, [(2023 << 9 | 2 << 5 | 30).to_bytes(3, "little")])

@@ -1,0 +1,213 @@
+/* Data records of the JSON changes topic, spliced and produced in one C loop (cdc/publish/publisher.py).
+
+   splice(tables, rows, i, known, parts, seq, total, n, now, limit, produce, topic, partition, headers)
+
+   formats the records of rows[i:] while tables[j] is ``known`` (a ChangeBatch's rows of one table, the
+   tuples (op, key JSON, before JSON, after JSON, source fields) of cdc.events.ChangeBatch) exactly as
+   Publisher._splice_py does with bytes formatting:
+
+     key   = head + kv + close
+     value = {"sequence":SEQ,"before":B,"after":A,"op":"O","ts_ms":NOW,"source":SHEAD TS STAIL SRC,
+              "transaction":{"id":IDJ,"total_order":TOTAL,"data_collection_order":N}}
+
+   with ``parts`` = (head, close, shead, stail, stail_r, ts, idj) (stail_r for op 'r'), and hands each
+   record to ``produce(topic, value, key, partition, headers=headers)`` (confluent-kafka's bound
+   Producer.produce) right away, in order. It stops at the first row it does not vouch for: a row not a
+   5-tuple of (str op of c/u/d/r/t, bytes, bytes, bytes, bytes), or whose record is above ``limit``
+   bytes (key + value): that row is left for the Python path (status 1). It never skips a row.
+
+   Returns (j, seq, total, n, nbytes, (c, u, d, r, t), status, error): rows[i:j] were produced with
+   sequences and orders up to the returned seq - 1, total and n; nbytes is the sum of their value sizes,
+   the tuple counts them per op. status 0: stopped at a row of another table or the end; 1: row j needs
+   the Python path; 2: produce raised BufferError for row j (local queue full: nothing of row j was
+   queued; poll and call again from j); 3: produce raised something else for row j, ``error`` is
+   (exception, value, key). */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+static const char OPS[] = "cudrt";
+
+static char *put(char *o, const char *s, Py_ssize_t n) {
+    memcpy(o, s, (size_t)n);
+    return o + n;
+}
+
+/* %d of a signed 64-bit integer; returns the end. */
+static char *put_int(char *o, long long v) {
+    char tmp[24];
+    int k = 0;
+    unsigned long long a = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do { tmp[k++] = (char)('0' + a % 10); a /= 10; } while (a);
+    if (v < 0) *o++ = '-';
+    while (k) *o++ = tmp[--k];
+    return o;
+}
+
+static Py_ssize_t int_len(long long v) {
+    Py_ssize_t n = v < 0 ? 2 : 1;
+    unsigned long long a = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    while (a >= 10) { a /= 10; n++; }
+    return n;
+}
+
+#define LIT(s) s, (Py_ssize_t)(sizeof(s) - 1)
+
+static PyObject *splice(PyObject *self, PyObject *args) {
+    PyObject *tables, *rows, *known, *parts, *produce, *topic, *partition, *headers;
+    Py_ssize_t i;
+    long long seq, total, n, now, limit;
+    if (!PyArg_ParseTuple(args, "O!O!nOO!LLLLLOOOO", &PyList_Type, &tables, &PyList_Type, &rows, &i, &known,
+                          &PyTuple_Type, &parts, &seq, &total, &n, &now, &limit, &produce, &topic, &partition,
+                          &headers))
+        return NULL;
+    if (PyTuple_GET_SIZE(parts) != 7) {
+        PyErr_SetString(PyExc_ValueError, "parts: (head, close, shead, stail, stail_r, ts, idj)");
+        return NULL;
+    }
+    const char *pv[7];
+    Py_ssize_t pl[7];
+    for (int k = 0; k < 7; k++) {
+        PyObject *b = PyTuple_GET_ITEM(parts, k);
+        if (!PyBytes_Check(b)) {
+            PyErr_SetString(PyExc_TypeError, "parts are bytes");
+            return NULL;
+        }
+        pv[k] = PyBytes_AS_STRING(b);
+        pl[k] = PyBytes_GET_SIZE(b);
+    }
+    enum { HEAD, CLOSE, SHEAD, STAIL, STAIL_R, TS, IDJ };
+    long long counts[5] = {0, 0, 0, 0, 0};
+    long long nbytes = 0;
+    int status = 0;
+    PyObject *error = Py_None;
+    Py_INCREF(error);
+    PyObject *kwnames = NULL;
+    if (headers != Py_None && (kwnames = Py_BuildValue("(s)", "headers")) == NULL) {
+        Py_DECREF(error);
+        return NULL;
+    }
+    Py_ssize_t nrows = PyList_GET_SIZE(rows);
+    if (PyList_GET_SIZE(tables) != nrows) {
+        PyErr_SetString(PyExc_ValueError, "tables and rows differ in length");
+        goto fail;
+    }
+    if (i < 0) i = nrows;
+    for (; i < nrows; i++) {
+        if (PyList_GET_ITEM(tables, i) != known) break;
+        PyObject *row = PyList_GET_ITEM(rows, i);
+        if (!PyTuple_CheckExact(row) || PyTuple_GET_SIZE(row) != 5) { status = 1; break; }
+        PyObject *op = PyTuple_GET_ITEM(row, 0);
+        if (!PyUnicode_CheckExact(op) || PyUnicode_GET_LENGTH(op) != 1 || PyUnicode_READ_CHAR(op, 0) > 127) {
+            status = 1;
+            break;
+        }
+        char opc = (char)PyUnicode_READ_CHAR(op, 0);
+        const char *found = opc ? strchr(OPS, opc) : NULL;
+        if (found == NULL) { status = 1; break; }
+        PyObject *kv = PyTuple_GET_ITEM(row, 1), *before = PyTuple_GET_ITEM(row, 2),
+                 *after = PyTuple_GET_ITEM(row, 3), *src = PyTuple_GET_ITEM(row, 4);
+        if (!PyBytes_CheckExact(kv) || !PyBytes_CheckExact(before) || !PyBytes_CheckExact(after)
+            || !PyBytes_CheckExact(src)) {
+            status = 1;
+            break;
+        }
+        long long nn = n + 1, tt = total + 1;
+        int tail = opc == 'r' ? STAIL_R : STAIL;
+        Py_ssize_t klen = pl[HEAD] + PyBytes_GET_SIZE(kv) + pl[CLOSE];
+        Py_ssize_t vlen = (Py_ssize_t)(sizeof("{\"sequence\":") - 1) + int_len(seq)
+            + (Py_ssize_t)(sizeof(",\"before\":") - 1) + PyBytes_GET_SIZE(before)
+            + (Py_ssize_t)(sizeof(",\"after\":") - 1) + PyBytes_GET_SIZE(after)
+            + (Py_ssize_t)(sizeof(",\"op\":\"x\",\"ts_ms\":") - 1) + int_len(now)
+            + (Py_ssize_t)(sizeof(",\"source\":") - 1) + pl[SHEAD] + pl[TS] + pl[tail] + PyBytes_GET_SIZE(src)
+            + (Py_ssize_t)(sizeof(",\"transaction\":{\"id\":") - 1) + pl[IDJ]
+            + (Py_ssize_t)(sizeof(",\"total_order\":") - 1) + int_len(tt)
+            + (Py_ssize_t)(sizeof(",\"data_collection_order\":") - 1) + int_len(nn) + 2;
+        if ((long long)vlen + (long long)klen > limit) { status = 1; break; }
+        PyObject *value = PyBytes_FromStringAndSize(NULL, vlen);
+        if (value == NULL) goto fail;
+        char *o = PyBytes_AS_STRING(value);
+        o = put(o, LIT("{\"sequence\":"));
+        o = put_int(o, seq);
+        o = put(o, LIT(",\"before\":"));
+        o = put(o, PyBytes_AS_STRING(before), PyBytes_GET_SIZE(before));
+        o = put(o, LIT(",\"after\":"));
+        o = put(o, PyBytes_AS_STRING(after), PyBytes_GET_SIZE(after));
+        o = put(o, LIT(",\"op\":\""));
+        *o++ = opc;
+        o = put(o, LIT("\",\"ts_ms\":"));
+        o = put_int(o, now);
+        o = put(o, LIT(",\"source\":"));
+        o = put(o, pv[SHEAD], pl[SHEAD]);
+        o = put(o, pv[TS], pl[TS]);
+        o = put(o, pv[tail], pl[tail]);
+        o = put(o, PyBytes_AS_STRING(src), PyBytes_GET_SIZE(src));
+        o = put(o, LIT(",\"transaction\":{\"id\":"));
+        o = put(o, pv[IDJ], pl[IDJ]);
+        o = put(o, LIT(",\"total_order\":"));
+        o = put_int(o, tt);
+        o = put(o, LIT(",\"data_collection_order\":"));
+        o = put_int(o, nn);
+        *o++ = '}';
+        *o++ = '}';
+        if (o - PyBytes_AS_STRING(value) != vlen) {
+            Py_DECREF(value);
+            PyErr_SetString(PyExc_SystemError, "splice: record length mismatch");
+            goto fail;
+        }
+        PyObject *key = PyBytes_FromStringAndSize(NULL, klen);
+        if (key == NULL) { Py_DECREF(value); goto fail; }
+        o = PyBytes_AS_STRING(key);
+        o = put(o, pv[HEAD], pl[HEAD]);
+        o = put(o, PyBytes_AS_STRING(kv), PyBytes_GET_SIZE(kv));
+        put(o, pv[CLOSE], pl[CLOSE]);
+        PyObject *call[5] = {topic, value, key, partition, headers};
+        PyObject *res = PyObject_Vectorcall(produce, call, 4, kwnames);
+        if (res == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_BufferError)) {
+                PyErr_Clear();
+                status = 2;
+            } else {
+                PyObject *t, *v, *tb;
+                PyErr_Fetch(&t, &v, &tb);
+                PyErr_NormalizeException(&t, &v, &tb);
+                Py_XDECREF(t);
+                Py_XDECREF(tb);
+                Py_DECREF(error);
+                error = Py_BuildValue("(NOO)", v ? v : (Py_INCREF(Py_None), Py_None), value, key);
+                status = 3;
+            }
+            Py_DECREF(value);
+            Py_DECREF(key);
+            if (status == 3 && error == NULL) goto fail;
+            break;
+        }
+        Py_DECREF(res);
+        Py_DECREF(value);
+        Py_DECREF(key);
+        nbytes += vlen;
+        counts[found - OPS]++;
+        seq++;
+        total = tt;
+        n = nn;
+    }
+    Py_XDECREF(kwnames);
+    return Py_BuildValue("(nLLLL(LLLLL)iN)", i, seq, total, n, nbytes, counts[0], counts[1], counts[2], counts[3],
+                         counts[4], status, error);
+fail:
+    Py_XDECREF(kwnames);
+    Py_XDECREF(error);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"splice", splice, METH_VARARGS,
+     "splice(tables, rows, i, known, parts, seq, total, n, now, limit, produce, topic, partition, headers) -> "
+     "(j, seq, total, n, nbytes, op counts, status, error): see the module source"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_splice_native", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__splice_native(void) { return PyModule_Create(&module); }
