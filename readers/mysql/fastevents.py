@@ -18,7 +18,8 @@ uses; every other event goes to the library unchanged, as the same packet:
 * TABLE_MAP (``0x13``) whose bytes (body without header and checksum: table id, names, types, metadata,
   nullability, optional metadata) were parsed by the library before on this stream: the library's Table for them
   is put back in the stream's table map, as the library does for every TABLE_MAP. A definition changed by DDL
-  has other bytes and goes to the library, which parses it and fills the cache.
+  has other bytes and goes to the library, which parses it and fills the cache. Only while readers/mysql/fastrows.py
+  keeps its own TABLE_MAP cache (``install(table_map_cache=False)`` turns both off).
 
 Fail closed: a packet that is not an OK binlog packet, shorter than its kind needs, or of any kind or flag
 not named above goes to the library (and from there to the reader's rule for events it does not decode,
@@ -33,9 +34,12 @@ from typing import Any
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import TableMapEvent
 
+from readers.mysql import fastrows
+
 QUERY_EVENT, XID_EVENT, TABLE_MAP_EVENT, GTID_LOG_EVENT, MARIADB_GTID_EVENT = 0x02, 0x10, 0x13, 0x21, 0xA2
 _MARIADB_XA = 0x40 | 0x80  # FL_PREPARED_XA, FL_COMPLETED_XA
 _TABLE_MAPS_MAX = 1024  # cached definitions per stream; cleared whole beyond that
+_CACHED = fastrows._table_map_init  # the TABLE_MAP fast path runs while fastrows' TABLE_MAP cache is installed
 
 
 class FastGtid:
@@ -147,7 +151,7 @@ class FastStream(BinLogStreamReader):
         data = pkt._data
         checksum = self._BinLogStreamReader__use_checksum
         if len(data) > 20 and data[0] == 0 and data[5] == TABLE_MAP_EVENT \
-                and int.from_bytes(data[10:14], "little") == len(data) - 1:
+                and int.from_bytes(data[10:14], "little") == len(data) - 1 and TableMapEvent.__init__ is _CACHED:
             key = bytes(data[20:len(data) - 4 if checksum else len(data)])
             known = self._table_maps.get(key)
             if known is not None:

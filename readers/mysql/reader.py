@@ -579,7 +579,6 @@ class MySqlSource:
         stream = self._stream
         pos = ev.packet.log_pos
         file = stream.log_file if stream is not None else None
-        where = f"{file}:{pos} gtid {gtid}"
         cached = converters.get(ev.table_id)
         tmap = stream.table_map.get(ev.table_id) if stream is not None else None
         if cached is None or cached[0] is not tmap:
@@ -591,6 +590,7 @@ class MySqlSource:
         try:
             rows = ev.rows
         except Exception as exc:  # noqa: BLE001 - the library raises anything from its decoders
+            where = f"{file}:{pos} gtid {gtid}"
             raise DecodeError(f"cannot decode a row of {table} at {where}: {exc!r}", table=str(table),
                               position=where, column=None, value=None) from None
         server_id = ev.packet.server_id
@@ -601,6 +601,7 @@ class MySqlSource:
             if batch is not None:
                 yield batch
                 return
+        where = f"{file}:{pos} gtid {gtid}"
         for i, r in enumerate(rows):
             src = {"gtid": gtid, "file": file, "pos": pos, "row": row_no + i, "server_id": server_id}
             if thread is not None:
