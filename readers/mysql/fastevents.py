@@ -162,7 +162,7 @@ class FastStream(BinLogStreamReader):
                 return FastTableMap(known[0], known[2], log_pos)
             conn.unread(pkt)
             ev = super().fetchone()
-            if type(ev) is TableMapEvent and ev._processed and self.table_map.get(ev.table_id) is not None:
+            if type(ev) is TableMapEvent and ev.packet.packet is pkt and self.table_map.get(ev.table_id) is not None:
                 if len(self._table_maps) >= _TABLE_MAPS_MAX:
                     self._table_maps.clear()
                 self._table_maps[key] = (ev.table_id, self.table_map[ev.table_id], ev.null_bitmask)
