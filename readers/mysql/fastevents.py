@@ -38,6 +38,7 @@ from readers.mysql import fastrows
 
 QUERY_EVENT, XID_EVENT, TABLE_MAP_EVENT, GTID_LOG_EVENT, MARIADB_GTID_EVENT = 0x02, 0x10, 0x13, 0x21, 0xA2
 _MARIADB_XA = 0x40 | 0x80  # FL_PREPARED_XA, FL_COMPLETED_XA
+_DECODED = frozenset({QUERY_EVENT, XID_EVENT, GTID_LOG_EVENT, MARIADB_GTID_EVENT})  # what decode() may decode
 _TABLE_MAPS_MAX = 1024  # cached definitions per stream; cleared whole beyond that
 _CACHED = fastrows._table_map_init  # the TABLE_MAP fast path runs while fastrows' TABLE_MAP cache is installed
 
@@ -167,9 +168,11 @@ class FastStream(BinLogStreamReader):
                     self._table_maps.clear()
                 self._table_maps[key] = (ev.table_id, self.table_map[ev.table_id], ev.null_bitmask)
             return ev
-        lengths = self._BinLogStreamReader__post_header_lengths
-        fast = decode(data, self.is_mariadb, checksum, lengths[QUERY_EVENT - 1] if lengths and len(lengths) >= QUERY_EVENT
-                      else 13)
+        fast = None
+        if len(data) > 20 and data[5] in _DECODED:  # rows events and the rest: straight to the library
+            lengths = self._BinLogStreamReader__post_header_lengths
+            fast = decode(data, self.is_mariadb, checksum,
+                          lengths[QUERY_EVENT - 1] if lengths and len(lengths) >= QUERY_EVENT else 13)
         if fast is None:
             conn.unread(pkt)
             return super().fetchone()
