@@ -97,6 +97,7 @@ from readers.mysql.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogEvent, p
 from readers.mysql.patterns import warn_unmatched
 from readers.mysql.position import GtidSet, GtidState
 from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
+from readers.mysql.shared_tls import SharedTlsConnection
 from readers.mysql.snapshot import InitialSnapshot
 from readers.mysql.tables import (
     DML_WORDS,
@@ -118,10 +119,6 @@ _ROWS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
 _INFLATED = COMPRESSED_TYPES | {FORMAT_DESCRIPTION_EVENT}  # the FDE: the inflater follows its checksum setting
 
 
-_PREFERRED_TLS: Any = None  # the SSLContext of every binlog connection without TLS settings (_Guarded)
-_PREFERRED_TLS_LOCK = threading.Lock()
-
-
 def _db(ev: Any) -> str:
     """The default database of a QueryEvent."""
     return ev.schema.decode() if isinstance(ev.schema, bytes) else (ev.schema or "")
@@ -140,25 +137,13 @@ def _guarded_connect(**settings: Any) -> pymysql.connections.Connection:
         raise ConnectionLost(f"cannot reach {address}: {exc}", host=address) from exc
 
 
-class _Guarded(pymysql.connections.Connection):
+class _Guarded(SharedTlsConnection):
     """Once it has sent a binlog dump command, every packet it reads is a binlog event: compressed ones
     are inflated into the plain events they hold (readers/mysql/inflate.py) before the library sees them."""
 
     _inflater: Inflater | None = None
     _pending: list[bytes] = []  # noqa: RUF012 - replaced by a fresh list when a dump starts
     _unread: Any = None  # a packet handed back (unread) by FastStream, read again next
-
-    def _create_ssl_ctx(self, sslp: Any) -> Any:
-        """PyMySQL's context for ``sslp``; for ``{}`` (no TLS settings: TLS if the server offers it, unverified) one
-        context per process, always the same settings, instead of a new one (loading the system's CA store,
-        ~20 ms of CPU) per connection."""
-        global _PREFERRED_TLS
-        if type(sslp) is not dict or sslp:
-            return super()._create_ssl_ctx(sslp)
-        with _PREFERRED_TLS_LOCK:
-            if _PREFERRED_TLS is None:
-                _PREFERRED_TLS = super()._create_ssl_ctx({})
-            return _PREFERRED_TLS
 
     def unread(self, pkt: Any) -> None:
         """The next _read_packet returns ``pkt`` (readers/mysql/fastevents.py: a packet it leaves to the library)."""
