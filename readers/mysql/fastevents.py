@@ -141,13 +141,23 @@ class FastStream(BinLogStreamReader):
         super().__init__(*args, **kwargs)
         self._table_maps: dict[bytes, tuple[int, Any, Any]] = {}  # TABLE_MAP body -> (table id, Table, null bitmap)
 
+    def _library_fetchone(self) -> Any:
+        """The library's next event, without its packet's link back to it: the packet <-> event cycle would
+        keep each event and its rows alive until the cyclic collector's next pass (with a big transaction's
+        rows untracked by the native pass, a rare one), so memory grew with the events read since."""
+        ev = super().fetchone()
+        wrapper = getattr(ev, "packet", None)
+        if wrapper is not None and getattr(wrapper, "event", None) is ev:
+            wrapper.event = None
+        return ev
+
     def fetchone(self) -> Any:
         if (not self._BinLogStreamReader__connected_stream or not self._BinLogStreamReader__connected_ctl
                 or self.end_log_pos or self.skip_to_timestamp):
-            return super().fetchone()
+            return self._library_fetchone()
         conn = self._stream_connection
         if not hasattr(conn, "unread"):
-            return super().fetchone()
+            return self._library_fetchone()
         pkt = conn._read_packet()
         data = pkt._data
         checksum = self._BinLogStreamReader__use_checksum
@@ -162,7 +172,7 @@ class FastStream(BinLogStreamReader):
                 self.table_map[known[0]] = known[1]
                 return FastTableMap(known[0], known[2], log_pos)
             conn.unread(pkt)
-            ev = super().fetchone()
+            ev = self._library_fetchone()
             if type(ev) is TableMapEvent and ev.packet.packet is pkt and self.table_map.get(ev.table_id) is not None:
                 if len(self._table_maps) >= _TABLE_MAPS_MAX:
                     self._table_maps.clear()
@@ -175,7 +185,7 @@ class FastStream(BinLogStreamReader):
                           lengths[QUERY_EVENT - 1] if lengths and len(lengths) >= QUERY_EVENT else 13)
         if fast is None:
             conn.unread(pkt)
-            return super().fetchone()
+            return self._library_fetchone()
         if fast.log_pos:
             self.log_pos = fast.log_pos
         return fast
