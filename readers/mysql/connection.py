@@ -21,6 +21,7 @@ from cdc.tls import MySqlTls, mysql_tls_problem
 from readers.mysql.errors import AuthenticationFailed, ConnectionLost, SourceUnavailable, TlsFailed
 from readers.mysql.position import GtidSet
 from readers.mysql.privileges import denied
+from readers.mysql.shared_tls import SharedTlsConnection
 
 ER_ACCESS_DENIED = 1045
 ER_DBACCESS_DENIED = 1044
@@ -64,7 +65,7 @@ def classify(exc: BaseException, address: str, user: str, tls: MySqlTls | None =
 def open_connection(address: str, user: str, password: str, timeout_s: float = 5.0,
                     db: str | None = None, tls: MySqlTls | None = None, **kw: Any) -> pymysql.connections.Connection:
     try:
-        return pymysql.connect(**connection_settings(address, user, password, timeout_s, timeout_s * 6, tls),
+        return SharedTlsConnection(**connection_settings(address, user, password, timeout_s, timeout_s * 6, tls),
                                database=db, autocommit=True, **kw)
     except (pymysql.err.MySQLError, OSError) as exc:
         raise classify(exc, address, user, tls) from exc

@@ -88,6 +88,7 @@ from readers.mysql.errors import (
     TransactionInterrupted,
 )
 from readers.mysql.failover import WAY_OUT, choose_primary, default_prober
+from readers.mysql.fastevents import FastBegin, FastGtid, FastStream, FastTableMap, FastXid
 from readers.mysql.fastrows import install as _install_fast_rows
 from readers.mysql.guards import refuse_partial, refuse_statement, refuse_unlogged_ddl
 from readers.mysql.incremental import IncrementalSnapshots
@@ -96,6 +97,7 @@ from readers.mysql.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogEvent, p
 from readers.mysql.patterns import warn_unmatched
 from readers.mysql.position import GtidSet, GtidState
 from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
+from readers.mysql.shared_tls import SharedTlsConnection
 from readers.mysql.snapshot import InitialSnapshot
 from readers.mysql.tables import (
     DML_WORDS,
@@ -135,19 +137,27 @@ def _guarded_connect(**settings: Any) -> pymysql.connections.Connection:
         raise ConnectionLost(f"cannot reach {address}: {exc}", host=address) from exc
 
 
-class _Guarded(pymysql.connections.Connection):
+class _Guarded(SharedTlsConnection):
     """Once it has sent a binlog dump command, every packet it reads is a binlog event: compressed ones
     are inflated into the plain events they hold (readers/mysql/inflate.py) before the library sees them."""
 
     _inflater: Inflater | None = None
     _pending: list[bytes] = []  # noqa: RUF012 - replaced by a fresh list when a dump starts
+    _unread: Any = None  # a packet handed back (unread) by FastStream, read again next
+
+    def unread(self, pkt: Any) -> None:
+        """The next _read_packet returns ``pkt`` (readers/mysql/fastevents.py: a packet it leaves to the library)."""
+        self._unread = pkt
 
     def _write_bytes(self, data: bytes) -> None:
         if len(data) > 4 and data[4] in _DUMP_COMMANDS:
-            self._inflater, self._pending = Inflater(payload_events), []
+            self._inflater, self._pending, self._unread = Inflater(payload_events), [], None
         super()._write_bytes(data)
 
     def _read_packet(self, packet_type=pymysql.connections.MysqlPacket):
+        if self._unread is not None:
+            pkt, self._unread = self._unread, None
+            return pkt
         if self._inflater is None:
             return self._read_guarded(packet_type)
         if not self._pending:
@@ -375,7 +385,7 @@ class MySqlSource:
         self._ctl = open_connection(self.host, self.config.user, self.config.password.get_secret_value(),
                                     self.config.connect_timeout_s, tls=self.config.tls)
         # every event, unfiltered: the library must not drop anything before our rule sees it (binlog_events.py)
-        self._stream = BinLogStreamReader(
+        self._stream = FastStream(
             connection_settings=settings, server_id=self.server_id, blocking=True, resume_stream=True,
             auto_position=str(self.gtid_state) if (self.gtid_state or self.flavor == "mariadb") else None,
             is_mariadb=self.flavor == "mariadb", only_events=binlog_events.ALL_EVENTS,
@@ -429,7 +439,19 @@ class MySqlSource:
                     raise binlog_events.unparsable(exc, f"{stream.log_file}:{stream.log_pos}", gtid,
                                                    self.host) from exc
                 now = time.monotonic()
-                if isinstance(ev, (MariadbGtidEvent, GtidEvent, GtidTaggedLogEvent)):
+                t = type(ev)  # the per-transaction events decoded below the library first (fastevents.py)
+                if t is FastXid:
+                    if gtid is not None:
+                        commit = self._commit(gtid, began, ev.timestamp, ev.log_pos, stream)
+                        if commit is not None:
+                            yield commit
+                            last_yield = time.monotonic()
+                    gtid, began = None, False
+                elif t is FastTableMap:
+                    null_masks[ev.table_id] = ev.null_bitmask
+                elif t is FastBegin:
+                    thread = ev.thread
+                elif t is FastGtid or isinstance(ev, (MariadbGtidEvent, GtidEvent, GtidTaggedLogEvent)):
                     gtid, began, row_no, thread = ev.gtid, False, 0, None
                     in_tx = not getattr(ev, "flags", 1) & 1  # MariaDB: not FL_STANDALONE (a CREATE ... SELECT)
                     ts_ms = ev.timestamp * 1000
@@ -472,8 +494,9 @@ class MySqlSource:
                     last_yield = time.monotonic()
                 elif isinstance(ev, XidEvent):
                     if gtid is not None:
-                        yield from self._commit(gtid, began, ev, stream)
-                        if began:
+                        commit = self._commit(gtid, began, ev.timestamp, ev.packet.log_pos, stream)
+                        if commit is not None:
+                            yield commit
                             last_yield = time.monotonic()
                     gtid, began = None, False
                 elif isinstance(ev, QueryEvent):
@@ -483,7 +506,9 @@ class MySqlSource:
                         thread = getattr(ev, "slave_proxy_id", None)
                     elif word == "COMMIT":  # non-transactional engines end with a COMMIT query
                         if gtid is not None:
-                            yield from self._commit(gtid, began, ev, stream)
+                            commit = self._commit(gtid, began, ev.timestamp, ev.packet.log_pos, stream)
+                            if commit is not None:
+                                yield commit
                         gtid, began = None, False
                     elif word == "XA":
                         self._refuse_xa(ev, q, gtid, began, stream)
@@ -555,7 +580,6 @@ class MySqlSource:
         stream = self._stream
         pos = ev.packet.log_pos
         file = stream.log_file if stream is not None else None
-        where = f"{file}:{pos} gtid {gtid}"
         cached = converters.get(ev.table_id)
         tmap = stream.table_map.get(ev.table_id) if stream is not None else None
         if cached is None or cached[0] is not tmap:
@@ -567,6 +591,7 @@ class MySqlSource:
         try:
             rows = ev.rows
         except Exception as exc:  # noqa: BLE001 - the library raises anything from its decoders
+            where = f"{file}:{pos} gtid {gtid}"
             raise DecodeError(f"cannot decode a row of {table} at {where}: {exc!r}", table=str(table),
                               position=where, column=None, value=None) from None
         server_id = ev.packet.server_id
@@ -577,6 +602,7 @@ class MySqlSource:
             if batch is not None:
                 yield batch
                 return
+        where = f"{file}:{pos} gtid {gtid}"
         for i, r in enumerate(rows):
             src = {"gtid": gtid, "file": file, "pos": pos, "row": row_no + i, "server_id": server_id}
             if thread is not None:
@@ -596,12 +622,15 @@ class MySqlSource:
                 continue
             yield change
 
-    def _commit(self, gtid: str, began: bool, ev: Any, stream: BinLogStreamReader) -> Iterator[Event]:
+    def _commit(self, gtid: str, began: bool, timestamp: int, log_pos: int,
+                stream: BinLogStreamReader) -> Commit | None:
+        """The state takes ``gtid``; the Commit of a transaction whose Begin was yielded (else None)."""
         self.gtid_state.add(gtid)
-        if began:
-            self.metrics.transaction_read()
-            yield Commit(gtid, ev.timestamp * 1000, self.resume_state(),
-                         {"gtid": gtid, "file": stream.log_file, "pos": ev.packet.log_pos})
+        if not began:
+            return None
+        self.metrics.transaction_read()
+        return Commit(gtid, timestamp * 1000, self.resume_state(), {"gtid": gtid, "file": stream.log_file,
+                                                                    "pos": log_pos})
 
     def _truncate(self, ev: Any, query: str, gtid: str) -> list[Event] | None:
         """A TRUNCATE TABLE (its own GTID, a statement in every binlog format) as Debezium publishes it:

@@ -1,0 +1,191 @@
+"""The few events every transaction carries, read from the packet bytes without the library's event objects.
+
+A small OLTP transaction is four or five binlog events: its GTID (MySQL: then a QUERY ``BEGIN``), one TABLE_MAP
+per table, the rows events, and the XID that commits it. python-mysql-replication builds a packet wrapper and an
+event object for each (with its control connection asked for the server kind every time); for a transaction of a
+few rows that is most of the reader's work. :class:`FastStream` (the library's ``BinLogStreamReader``) reads
+each packet first and decodes these kinds itself (:func:`decode`) into small objects with the fields the reader
+uses; every other event goes to the library unchanged, as the same packet:
+
+* MariaDB GTID (``0xA2``): sequence number, domain, flags; the GTID ``domain-server_id-seq``. A GTID event of an
+  XA transaction (flags ``FL_PREPARED_XA``/``FL_COMPLETED_XA``) goes to the library, whose event the reader refuses
+  or passes as before.
+* MySQL GTID (``0x21``): the GTID ``uuid:gno`` as the library prints it. Tagged (``0x2A``) and anonymous (``0x22``)
+  GTIDs go to the library.
+* MySQL QUERY (``0x02``) whose statement is exactly ``BEGIN``: the thread id. Any other statement, and any query
+  event whose post-header is not the 13 bytes this layout reads, goes to the library.
+* XID (``0x10``): the commit, with its timestamp and position.
+* TABLE_MAP (``0x13``) whose bytes (body without header and checksum: table id, names, types, metadata,
+  nullability, optional metadata) were parsed by the library before on this stream: the library's Table for them
+  is put back in the stream's table map, as the library does for every TABLE_MAP. A definition changed by DDL
+  has other bytes and goes to the library, which parses it and fills the cache. Only while readers/mysql/fastrows.py
+  keeps its own TABLE_MAP cache (``install(table_map_cache=False)`` turns both off).
+
+Fail closed: a packet that is not an OK binlog packet, shorter than its kind needs, or of any kind or flag
+not named above goes to the library (and from there to the reader's rule for events it does not decode,
+readers/mysql/binlog_events.py). Nothing is dropped here. A stream with an end position or start timestamp,
+or not connected yet, is the library's alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.row_event import TableMapEvent
+
+from readers.mysql import fastrows
+
+QUERY_EVENT, XID_EVENT, TABLE_MAP_EVENT, GTID_LOG_EVENT, MARIADB_GTID_EVENT = 0x02, 0x10, 0x13, 0x21, 0xA2
+_MARIADB_XA = 0x40 | 0x80  # FL_PREPARED_XA, FL_COMPLETED_XA
+_DECODED = frozenset({QUERY_EVENT, XID_EVENT, GTID_LOG_EVENT, MARIADB_GTID_EVENT})  # what decode() may decode
+_TABLE_MAPS_MAX = 1024  # cached definitions per stream; cleared whole beyond that
+_CACHED = fastrows._table_map_init  # the TABLE_MAP fast path runs while fastrows' TABLE_MAP cache is installed
+
+
+class FastGtid:
+    """A transaction's GTID. ``flags``: MariaDB's GTID flags; 1 for MySQL (the library's GtidEvent has none,
+    the reader reads 1 for it)."""
+
+    __slots__ = ("flags", "gtid", "log_pos", "timestamp")
+
+    def __init__(self, gtid: str, timestamp: int, flags: int, log_pos: int) -> None:
+        self.gtid, self.timestamp, self.flags, self.log_pos = gtid, timestamp, flags, log_pos
+
+
+class FastXid:
+    """The XID event that commits a transaction."""
+
+    __slots__ = ("log_pos", "timestamp")
+
+    def __init__(self, timestamp: int, log_pos: int) -> None:
+        self.timestamp, self.log_pos = timestamp, log_pos
+
+
+class FastBegin:
+    """A QUERY event ``BEGIN`` (MySQL): the thread that ran the transaction."""
+
+    __slots__ = ("log_pos", "thread", "timestamp")
+
+    def __init__(self, thread: int, timestamp: int, log_pos: int) -> None:
+        self.thread, self.timestamp, self.log_pos = thread, timestamp, log_pos
+
+
+class FastTableMap:
+    """A TABLE_MAP seen before on this stream: its table id and NULL-ability bitmap (the Table is in the
+    stream's table map)."""
+
+    __slots__ = ("log_pos", "null_bitmask", "table_id")
+
+    def __init__(self, table_id: int, null_bitmask: Any, log_pos: int) -> None:
+        self.table_id, self.null_bitmask, self.log_pos = table_id, null_bitmask, log_pos
+
+
+def _uuid(sid: bytes) -> str:
+    h = sid.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def decode(data: bytes, mariadb: bool, checksum: bool, query_post_header: int) -> FastGtid | FastXid | FastBegin | None:
+    """The GTID, XID or BEGIN event in binlog packet ``data`` (the OK byte, the 19-byte header, the body, the
+    CRC32 when ``checksum``), or None when it is none of those as described in the module docstring.
+    ``query_post_header``: the QUERY post-header length the format description declared (13 when it declared
+    none)."""
+    n = len(data)
+    if n < 20 or data[0] != 0:
+        return None
+    code = data[5]
+    end = n - 4 if checksum else n  # the body ends before the CRC32
+    if int.from_bytes(data[10:14], "little") != n - 1:  # event_size: the packet holds exactly one event
+        return None
+    if code == XID_EVENT:
+        if end - 20 != 8:
+            return None
+        return FastXid(int.from_bytes(data[1:5], "little"), int.from_bytes(data[14:18], "little"))
+    if code == MARIADB_GTID_EVENT:
+        if not mariadb or end - 20 < 13 or data[32] & _MARIADB_XA:
+            return None
+        seq = int.from_bytes(data[20:28], "little")
+        domain = int.from_bytes(data[28:32], "little")
+        server_id = int.from_bytes(data[6:10], "little")
+        return FastGtid(f"{domain}-{server_id}-{seq}", int.from_bytes(data[1:5], "little"), data[32],
+                        int.from_bytes(data[14:18], "little"))
+    if code == GTID_LOG_EVENT:
+        if mariadb or end - 20 < 42:  # flags, uuid, gno, logical clock: what the library reads for 5.7+
+            return None
+        return FastGtid(f"{_uuid(data[21:37])}:{int.from_bytes(data[37:45], 'little')}",
+                        int.from_bytes(data[1:5], "little"), 1, int.from_bytes(data[14:18], "little"))
+    if code == QUERY_EVENT:
+        if mariadb or query_post_header != 13 or end - 20 < 13 + 6:
+            return None
+        schema_len = data[28]
+        status_len = int.from_bytes(data[31:33], "little")
+        if data[29:31] != b"\x00\x00":  # error code: not a plain BEGIN
+            return None
+        q = 33 + status_len + schema_len
+        if q >= end or data[q] != 0 or data[q + 1:end] != b"BEGIN":
+            return None
+        return FastBegin(int.from_bytes(data[20:24], "little"), int.from_bytes(data[1:5], "little"),
+                         int.from_bytes(data[14:18], "little"))
+    return None
+
+
+class FastStream(BinLogStreamReader):
+    """``BinLogStreamReader`` whose ``fetchone`` decodes the per-transaction events itself (module docstring).
+
+    Its connection must be readers.mysql.reader's guarded connection, which takes back an unread packet
+    (``unread``) and hands it to the library's ``fetchone`` next.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._table_maps: dict[bytes, tuple[int, Any, Any]] = {}  # TABLE_MAP body -> (table id, Table, null bitmap)
+
+    def _library_fetchone(self) -> Any:
+        """The library's next event, without its packet's link back to it: the packet <-> event cycle would
+        keep each event and its rows alive until the cyclic collector's next pass (with a big transaction's
+        rows untracked by the native pass, a rare one), so memory grew with the events read since."""
+        ev = super().fetchone()
+        wrapper = getattr(ev, "packet", None)
+        if wrapper is not None and getattr(wrapper, "event", None) is ev:
+            wrapper.event = None
+        return ev
+
+    def fetchone(self) -> Any:
+        if (not self._BinLogStreamReader__connected_stream or not self._BinLogStreamReader__connected_ctl
+                or self.end_log_pos or self.skip_to_timestamp):
+            return self._library_fetchone()
+        conn = self._stream_connection
+        if not hasattr(conn, "unread"):
+            return self._library_fetchone()
+        pkt = conn._read_packet()
+        data = pkt._data
+        checksum = self._BinLogStreamReader__use_checksum
+        if len(data) > 20 and data[0] == 0 and data[5] == TABLE_MAP_EVENT \
+                and int.from_bytes(data[10:14], "little") == len(data) - 1 and TableMapEvent.__init__ is _CACHED:
+            key = bytes(data[20:len(data) - 4 if checksum else len(data)])
+            known = self._table_maps.get(key)
+            if known is not None:
+                log_pos = int.from_bytes(data[14:18], "little")
+                if log_pos:
+                    self.log_pos = log_pos
+                self.table_map[known[0]] = known[1]
+                return FastTableMap(known[0], known[2], log_pos)
+            conn.unread(pkt)
+            ev = self._library_fetchone()
+            if type(ev) is TableMapEvent and ev.packet.packet is pkt and self.table_map.get(ev.table_id) is not None:
+                if len(self._table_maps) >= _TABLE_MAPS_MAX:
+                    self._table_maps.clear()
+                self._table_maps[key] = (ev.table_id, self.table_map[ev.table_id], ev.null_bitmask)
+            return ev
+        fast = None
+        if len(data) > 20 and data[5] in _DECODED:  # rows events and the rest: straight to the library
+            lengths = self._BinLogStreamReader__post_header_lengths
+            fast = decode(data, self.is_mariadb, checksum,
+                          lengths[QUERY_EVENT - 1] if lengths and len(lengths) >= QUERY_EVENT else 13)
+        if fast is None:
+            conn.unread(pkt)
+            return self._library_fetchone()
+        if fast.log_pos:
+            self.log_pos = fast.log_pos
+        return fast
