@@ -3,38 +3,31 @@
 Every server this package starts is registered here and stopped by one
 ``atexit`` hook, so a test run or `cdc dev up` in the foreground leaks
 nothing when it ends normally. When the Python process is killed outright,
-``die_with_parent=True`` (Linux ``PR_SET_PDEATHSIG``) makes the kernel send
-SIGKILL to the server too. Caveat of that mechanism: the signal fires when
-the *thread* that spawned the child exits, so we only arm it when spawning
-from the main thread.
+``die_with_parent=True`` (Linux ``PR_SET_PDEATHSIG``, set by util-linux's
+``setpriv --pdeathsig KILL``, which then executes the server in its place)
+makes the kernel send SIGKILL to the server too; without ``setpriv`` on the
+PATH only the ``atexit`` hook stops it. Caveat of that mechanism: the signal
+fires when the *thread* that spawned the child exits, so we only arm it when
+spawning from the main thread.
+
+No Python code runs between fork and exec (no ``preexec_fn``): the parent has
+threads (Kafka clients, Spark's gateway), and a child forked while one of them
+held a lock (malloc's, the dynamic loader's) hung in that lock before exec,
+and the parent with it, waiting for the exec. The new session, user and groups
+are set by ``subprocess`` itself.
 """
 
 from __future__ import annotations
 
 import atexit
-import ctypes
-import os
+import shutil
 import signal
 import subprocess
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
-_PR_SET_PDEATHSIG = 1
 _live: set[object] = set()  # strong refs: a forgotten service is still stopped at exit
-
-
-def _child_setup(uid: int | None, gid: int | None, pdeathsig: bool) -> Callable[[], None]:
-    def setup() -> None:
-        os.setpgrp()  # own process group: a Ctrl-C in the terminal reaches us, not the servers
-        if gid is not None:
-            os.setgroups([gid])
-            os.setgid(gid)
-        if uid is not None:
-            os.setuid(uid)
-        if pdeathsig:  # after setuid: a credential change clears the death signal
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    return setup
 
 
 def spawn(
@@ -56,12 +49,24 @@ def spawn(
 
         entry = pwd.getpwnam(run_as)
         uid, gid = entry.pw_uid, entry.pw_gid
-    pdeathsig = die_with_parent and threading.current_thread() is threading.main_thread()
+    argv = list(argv)
+    setpriv = shutil.which("setpriv")
+    if die_with_parent and threading.current_thread() is threading.main_thread() and setpriv:
+        argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]  # after the user switch, which would clear it
     with open(log_path, "ab") as log:
+        # start_new_session: its own process group, so a Ctrl-C in the terminal reaches us, not the servers
         return subprocess.Popen(
-            list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=_child_setup(uid, gid, pdeathsig), env=env, cwd=cwd, close_fds=True,
+            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            user=uid, group=gid, extra_groups=None if gid is None else [gid], env=env, cwd=cwd, close_fds=True,
         )
+
+
+def server_argv(proc: subprocess.Popen) -> list[str]:
+    """The server's own argv of a child ``spawn`` started (without the ``setpriv`` in front of it)."""
+    args = list(proc.args)
+    if len(args) > 3 and args[1:4] == ["--pdeathsig", "KILL", "--"]:
+        return args[4:]
+    return args
 
 
 def terminate(proc: subprocess.Popen | None, timeout: float = 30.0, sig: int = signal.SIGTERM) -> None:

@@ -109,7 +109,7 @@ class DevStack:
             state["services"][name] = {
                 "pid": svc.proc.pid if svc.proc else None,
                 "address": getattr(svc, "bootstrap", None) or svc.address,
-                "argv0": svc.proc.args[0] if svc.proc else None,
+                "argv0": procs.server_argv(svc.proc)[0] if svc.proc else None,
                 "stop_signal": "SIGINT" if isinstance(svc, (Postgres, Broker)) else "SIGTERM",
             }
         if self.postgres is not None:
