@@ -283,8 +283,11 @@ class ColumnarFeed:
             cand = np.flatnonzero(opener & ~ff)
             sk = np.sort(slot_key[cand] * (n + 1) + cand)
             j = np.searchsorted(sk, slot_key[ffrows] * (n + 1) + ffrows) - 1
-            hit = (j >= 0) & (sk[np.maximum(j, 0)] // (n + 1) == slot_key[ffrows])
-            found = sk[np.maximum(j, 0)] % (n + 1)
+            if len(sk):
+                hit = (j >= 0) & (sk[np.maximum(j, 0)] // (n + 1) == slot_key[ffrows])
+                found = sk[np.maximum(j, 0)] % (n + 1)
+            else:  # no transaction of this chunk opened with a known sequence number: none to match
+                hit, found = np.zeros(len(ffrows), dtype=bool), np.zeros(len(ffrows), dtype=np.int64)
             ekey[ffrows] = np.where(hit, xkey[found], -2)
             rare[ffrows[~hit]] = True
         nk = len(raws)
