@@ -433,7 +433,8 @@ class MetricsConfig(BaseModel):
                       "and /readyz (0: one the system picks)")
     apply_port: int | None = Field(default=None, ge=0, le=65535,
                                    description="TCP port of the apply job's /metrics, "
-                                   "/healthz and /readyz (none: metrics.port + 1; 0: not served)")
+                                   "/healthz and /readyz (none: metrics.port + 1, or one the system picks "
+                                   "when metrics.port is 0; 0: not served)")
 
 
 class LoggingConfig(BaseModel):

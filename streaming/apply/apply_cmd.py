@@ -39,6 +39,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="serve /metrics, /healthz, /readyz here (0: off)")
 
 
+PICKED = -1  # the apply's port: one the system picks
+
+
 def main(args: argparse.Namespace) -> int:
     from cdc.runtime.logs import setup_logging
 
@@ -55,8 +58,10 @@ def main(args: argparse.Namespace) -> int:
     check_targets(config)  # a target mistake is found in a second, not after Spark started
     registry = process_registry()
     streams: list[job.ApplyStream] = []
-    port = next(p for p in (args.metrics_port, config.metrics.apply_port, config.metrics.port + 1) if p is not None)
-    server = serve(registry, streams, config.metrics.host, port) if port else None
+    port = next((p for p in (args.metrics_port, config.metrics.apply_port) if p is not None), None)
+    if port is None:  # the daemon's + 1; with the daemon's picked by the system (0), the apply's too
+        port = config.metrics.port + 1 if config.metrics.port else PICKED
+    server = serve(registry, streams, config.metrics.host, 0 if port == PICKED else port) if port else None
     stop = threading.Event()
     signals = TwoStageSignals(stop.set).install()
     try:
