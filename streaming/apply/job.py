@@ -183,7 +183,7 @@ class ApplyStream:
                      table.num_rows, result.transactions, result.rows, " (skipped: replay)" if result.skipped else "",
                      t1 - t0, time.monotonic() - t1)
         except BaseException as exc:
-            if not (reading and any(t in str(exc) for t in TRANSIENT_SPARK)):  # else: the query restarts
+            if not (reading and transient_spark(str(exc))):  # else: the query restarts
                 self.failure, self.failed_batch = exc, batch_id
             raise
         finally:
@@ -283,13 +283,19 @@ def _cores(spark: Any) -> int:
 TRANSIENT_SPARK = ("failed to connect back", "Connection reset", "SocketTimeoutException", "Broken pipe",
                    "java.io.EOFException", "java.io.OptionalDataException", "java.io.StreamCorruptedException")
 MAX_RESTARTS = 5
+
+
+def transient_spark(text: str) -> bool:
+    """Whether a Spark-side failure's text is one a restart of the query cures (TRANSIENT_SPARK)."""
+    return any(t in text for t in TRANSIENT_SPARK)
+
 LAG_EVERY_S = 2.0  # cdc_apply_lag_records from the queries' progress (each look is a call into the JVM)
 
 
 def _restart_or_raise(spark: Any, config: Config, s: ApplyStream) -> None:
     exc = s.query.exception()
     text = _failure_text(exc)
-    if s.failure is None and any(t in text for t in TRANSIENT_SPARK) and s.restarts < MAX_RESTARTS:
+    if s.failure is None and transient_spark(text) and s.restarts < MAX_RESTARTS:
         s.restarts += 1
         log.warning("apply query %s failed (%s); restart %d of %d", s.query.name, text.splitlines()[0],
                     s.restarts, MAX_RESTARTS)
