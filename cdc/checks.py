@@ -31,7 +31,7 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from cdc.config_option import add_config_option
+from cdc.config.options import add_config_option
 
 
 @dataclass(frozen=True)
@@ -49,11 +49,11 @@ class Check:
 
 
 def pattern_checks(what: str, patterns: list[str], tables: list[str], where: str, key: str) -> list[Check]:
-    """One Check per configured pattern against the qualified ``tables`` that exist (cdc.table_glob rule).
+    """One Check per configured pattern against the qualified ``tables`` that exist (cdc.schema.table_glob rule).
 
     A pattern matching nothing is a FAIL naming what exists: the tables of its database when that database
     exists, else the databases."""
-    from cdc import table_glob
+    from cdc.schema import table_glob
 
     out = []
     dbs = sorted({t.partition(".")[0] for t in tables})
@@ -79,9 +79,9 @@ def kafka_checks(cfg: Any, sources: list[Any], timeout_s: float = 10.0) -> list[
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import ConfigResource
 
-    from cdc.envelope import changes_topic
     from cdc.publish.producer import DEFAULTS
     from cdc.publish.topics import admin_client, topic_spec
+    from cdc.stream.envelope import changes_topic
 
     kafka = cfg.kafka
     where = f"kafka {kafka.bootstrap_servers}"
@@ -203,7 +203,7 @@ def run_checks(cfg: Any, source: str | None = None) -> list[Check]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config import load_config
+    from cdc.config.models import load_config
 
     checks = run_checks(load_config(args.config), args.source)
     if args.json:

@@ -11,9 +11,9 @@ from typing import Annotated, Any, Callable, Iterator, Protocol
 
 from pydantic import Field
 
-from cdc.events import Event
 from cdc.metrics import SourceMetrics
-from cdc.spill_dir import default_spill_dir
+from cdc.spill.dirs import default_spill_dir
+from cdc.stream.events import Event
 
 STOP_CHECK_S = 1.0  # an idle reader looks at request_stop() at least this often
 
@@ -36,13 +36,13 @@ class Source(Protocol):
     source's current position). The first event yielded is the first one
     AFTER that state, so nothing is yielded twice across a restart.
 
-    ``events()`` yields transactions in commit order (see cdc.events). When
+    ``events()`` yields transactions in commit order (see cdc.stream.events). When
     idle it yields a Heartbeat every ``heartbeat_interval_s`` seconds (none
     when heartbeats are off: :data:`HeartbeatInterval`). ``request_stop()``
     may be called from another thread or a signal handler; the iterator then
     ends at the next transaction boundary (it never stops between Begin and
     Commit unless the source itself fails). While idle, a reader yields a
-    Heartbeat or else cdc.events.Idle (no record) at least every
+    Heartbeat or else cdc.stream.events.Idle (no record) at least every
     :data:`STOP_CHECK_S`, so the caller takes in the broker's
     acknowledgements and sees a stop request: shutdown never waits for a
     heartbeat, whatever its interval.

@@ -1,7 +1,7 @@
 """librdkafka's own log lines, through Python logging, rate-limited.
 
 Every confluent-kafka client the product creates gets ``logger: KAFKA_LOG``
-(cdc.kafka_settings), so librdkafka's lines honour ``logging.level`` and
+(cdc.config.kafka_settings), so librdkafka's lines honour ``logging.level`` and
 ``logging.json`` (cdc.runtime.logs) instead of going raw to stderr. A
 producer's and a consumer's lines are served by their poll(); an admin
 client's only by ``AdminClient.poll()``, which our admin helpers call when

@@ -1,7 +1,7 @@
 """The one place where the core names the readers and the apply side.
 
 - ``READERS``: source ``kind`` -> the reader class (``cls(config, context)``, cdc.contract.Source);
-- ``SOURCE_CONFIGS``: the pydantic config model of each kind (cdc.config builds its union from it);
+- ``SOURCE_CONFIGS``: the pydantic config model of each kind (cdc.config.models builds its union from it);
 - ``CHECKS``: what `cdc check` runs for each source kind and for targets;
 - ``COMMANDS``: the `cdc` sub-commands and the module that implements each.
 

@@ -1,7 +1,7 @@
 """Builders of realistic change streams (tests and `cdc bench apply`): the records the daemon writes.
 
 ``StreamBuilder`` keeps the sequence and offsets, and yields (key, value)
-dict pairs exactly as cdc.envelope builds them, including ABORTED and SCHEMA
+dict pairs exactly as cdc.stream.envelope builds them, including ABORTED and SCHEMA
 records. ``as_records()`` turns them into streaming.stream.records.StreamRecord rows
 without Kafka; integration tests produce the same pairs into the broker.
 """
@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from cdc import envelope
-from cdc.events import Change, Column, TableId, TableSchema
+from cdc.stream import envelope
+from cdc.stream.events import Change, Column, TableId, TableSchema
 from streaming.stream.records import StreamRecord, to_row
 
 
@@ -89,10 +89,10 @@ class StreamBuilder:
 
 def produce(where: Any, topic: str, encoded: list[tuple[bytes | None, bytes]], timeout: float = 30) -> None:
     """Write records to ``topic`` partition 0 in order, waiting for every acknowledgement. ``where``: bootstrap
-    servers or a cdc.kafka_settings.KafkaConnection (TLS, SASL)."""
+    servers or a cdc.config.kafka_settings.KafkaConnection (TLS, SASL)."""
     from confluent_kafka import Producer
 
-    from cdc.kafka_settings import KafkaConnection
+    from cdc.config.kafka_settings import KafkaConnection
 
     p = Producer(KafkaConnection.of(where).settings("producer", {
         "enable.idempotence": False, "acks": "all", "max.in.flight.requests.per.connection": 1, "linger.ms": 5}))

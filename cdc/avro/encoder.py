@@ -7,7 +7,7 @@ binary (no framing) of ``change_key``, ``change_value`` and ``table_key``;
 tests/unit/publish decode it with fastavro against the .avsc files, so the
 two cannot drift. Decoding stays with fastavro.
 
-Values must be what cdc.events allows: None, bool, int, float, str. An int
+Values must be what cdc.stream.events allows: None, bool, int, float, str. An int
 outside the signed 64-bit range (BIGINT UNSIGNED, BIT(64) from 2^63) is
 written as its decimal text (the string branch). Anything else raises
 :class:`cdc.errors.CdcError` naming the field.

@@ -385,7 +385,7 @@ def _batched_consumer(dsn: str, bootstrap: str, topic: str, items: list, start: 
     import psycopg
     from confluent_kafka import TopicPartition
 
-    from cdc.kafka_settings import KafkaConnection, create_client
+    from cdc.config.kafka_settings import KafkaConnection, create_client
 
     end = len(items)  # the topic holds exactly these records, at offsets 0..len-1
 
@@ -423,7 +423,7 @@ def _batched_consumer(dsn: str, bootstrap: str, topic: str, items: list, start: 
 
 def _config(bootstrap: str, prefix: str, dsn: str, schema: str, checkpoint: Path, **apply: Any):
     """The config of one bench apply run: stream ``<prefix>.bench.changes`` into ``schema`` of the PostgreSQL."""
-    from cdc.config import parse_config
+    from cdc.config.models import parse_config
 
     return parse_config({
         "kafka": {"bootstrap_servers": bootstrap, "topic_prefix": prefix},
@@ -557,7 +557,7 @@ def _latency(args, bootstrap: str, admin, dsn: str, spark, work: Path, schemas) 
     import psycopg
     from confluent_kafka import Producer
 
-    from cdc.kafka_settings import KafkaConnection
+    from cdc.config.kafka_settings import KafkaConnection
     from streaming.apply import job
     from streaming.testing import StreamBuilder
 

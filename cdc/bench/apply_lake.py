@@ -50,8 +50,8 @@ def _target_config(kind: str, work: Path, name: str) -> dict[str, Any]:
 
 
 def _engine_rate(kind: str, work: Path, name: str, builder, rows: int, records_per_batch: int) -> tuple[float, Any]:
-    from cdc.config import ApplyConfig, TargetConfig
-    from cdc.table_map import TableMap
+    from cdc.config.models import ApplyConfig, TargetConfig
+    from cdc.schema.table_map import TableMap
     from streaming.apply.engine import ApplyEngine
     from streaming.targets import make_target
 
@@ -83,7 +83,7 @@ def _append_rate(kind: str, work: Path, rows: int, from_json: bool = False) -> f
     import pyarrow as pa
 
     from cdc.bench.apply import COLS, _row
-    from cdc.events import Column, TableId, TableSchema
+    from cdc.stream.events import Column, TableId, TableSchema
     from streaming.targets import lake_types
 
     schema = lake_types.arrow_schema(TableSchema(TableId.parse("bench.t"), tuple(Column(n, t) for n, t in COLS),
@@ -134,7 +134,7 @@ def _update_stream(rows: int, updates: int, tx_rows: int, seed: int = 18):
 
 
 def _spark_rate(args, work: Path, kind: str, builder, last_seq: int) -> dict[str, Any]:
-    from cdc.config import TargetConfig, parse_config
+    from cdc.config.models import TargetConfig, parse_config
     from cdc.dev.broker import Broker
     from streaming.apply import job
     from streaming.targets import make_target
@@ -207,8 +207,8 @@ def run(args) -> dict[str, Any]:
         e.close()
         _say(f"{kind}: engine + target on in-memory batches -> {engine:,.0f} rows/s")
         ub, base = _update_stream(args.rows, args.update_rows, args.tx_rows)
-        from cdc.config import ApplyConfig, TargetConfig
-        from cdc.table_map import TableMap
+        from cdc.config.models import ApplyConfig, TargetConfig
+        from cdc.schema.table_map import TableMap
         from streaming.apply.engine import ApplyEngine
         from streaming.stream.records import Batch
         from streaming.targets import make_target
@@ -241,7 +241,7 @@ def run(args) -> dict[str, Any]:
 
 def _batches_from(recs: list, records_per_batch: int) -> list[Any]:
     """The records as Arrow micro-batches of about ``records_per_batch``, cut after an END (or SCHEMA) record."""
-    from cdc.envelope import END, SCHEMA
+    from cdc.stream.envelope import END, SCHEMA
     from streaming.stream.records import Batch
 
     out, start, last_end = [], 0, 0

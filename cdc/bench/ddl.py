@@ -28,8 +28,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _one(cfg: Any, fill_sql: str, rows: int) -> dict[str, Any]:
-    from cdc.config import ApplyConfig
-    from cdc.table_map import TableMap
+    from cdc.config.models import ApplyConfig
+    from cdc.schema.table_map import TableMap
     from streaming.apply.engine import ApplyEngine
     from streaming.targets import make_target
     from streaming.testing import StreamBuilder
@@ -64,7 +64,7 @@ def _one(cfg: Any, fill_sql: str, rows: int) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from cdc.config import TargetConfig
+    from cdc.config.models import TargetConfig
     from cdc.dev.postgres import Postgres
 
     n = args.rows

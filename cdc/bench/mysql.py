@@ -122,11 +122,11 @@ def _raw_loop(db, start: str, rows: int) -> tuple[float, float]:
 def _pipeline(db, broker, start: str, end: str, rows: int, batch: int, native: bool,
               publish: bool = True, table_map_cache: bool = True) -> tuple[float, float]:
     """(wall seconds, process CPU seconds) of the reader (+ publisher, + broker acknowledgements) over the binlog."""
-    from cdc.config import KafkaConfig
+    from cdc.config.models import KafkaConfig
     from cdc.contract import SourceContext
-    from cdc.events import Commit
     from cdc.metrics import SourceMetrics
     from cdc.publish.publisher import Publisher
+    from cdc.stream.events import Commit
     from readers.mysql import fastrows
     from readers.mysql.config import MySqlSourceConfig
     from readers.mysql.position import GtidSet

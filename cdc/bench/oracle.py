@@ -108,7 +108,7 @@ def _read_topic(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes]]:
     """Every record of ``topic`` partition 0, in order (the pipeline's own output, for the baseline)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from cdc.kafka_settings import KafkaConnection
+    from cdc.config.kafka_settings import KafkaConnection
 
     c = Consumer(KafkaConnection.of(bootstrap).settings("consumer", {
         "group.id": f"bench-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False, "auto.offset.reset": "earliest"}))
@@ -132,8 +132,8 @@ def _stages(options: str, args: argparse.Namespace, workers: int, timed: dict[st
             work: str) -> dict[str, Any]:
     """CPU microseconds per published row by stage (module docstring), from two passes over the rows
     prerendered in ``work``."""
-    from cdc.events import Change, ChangeBatch, Heartbeat
     from cdc.metrics import SourceMetrics
+    from cdc.stream.events import Change, ChangeBatch, Heartbeat
     from readers.oracle.sim.demo import make_source
 
     def source(work: str) -> Any:
@@ -180,7 +180,7 @@ def _stages(options: str, args: argparse.Namespace, workers: int, timed: dict[st
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from cdc.config import KafkaConfig
+    from cdc.config.models import KafkaConfig
     from cdc.dev.broker import Broker
     from cdc.metrics import SourceMetrics
     from cdc.progress_bar import progress

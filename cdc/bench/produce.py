@@ -24,14 +24,14 @@ import resource
 import time
 import uuid
 
-from cdc.config import KafkaConfig
-from cdc.envelope import data_record
-from cdc.events import Begin, Change, Column, Commit, TableId, TableSchema
+from cdc.config.models import KafkaConfig
 from cdc.metrics import SourceMetrics
 from cdc.publish.producer import OrderedProducer
 from cdc.publish.publisher import Publisher
 from cdc.publish.topics import ensure_topic
-from cdc.serde import get_serdes
+from cdc.stream.envelope import data_record
+from cdc.stream.events import Begin, Change, Column, Commit, TableId, TableSchema
+from cdc.stream.serde import get_serdes
 
 TABLE = TableId("bench", "orders")
 SCHEMA = TableSchema(TABLE, (Column("id", "bigint"), Column("customer", "varchar(40)"), Column("amount", "decimal(10,2)"),
@@ -65,7 +65,7 @@ def run(bootstrap: str, rows: int, tx_rows: int, encoding: str, big_txn: int) ->
     gc.freeze()  # the pre-built events are not garbage: keep the collector from rescanning them
     result: dict = {"rows": rows, "tx_rows": tx_rows, "encoding": encoding}
 
-    # encoding only (cdc.envelope.data_record + serde), no Kafka, nothing kept
+    # encoding only (cdc.stream.envelope.data_record + serde), no Kafka, nothing kept
     rows_only = [e for e in events if type(e) is Change]
     t0 = time.perf_counter()
     for i, ev in enumerate(rows_only):

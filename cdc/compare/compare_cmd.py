@@ -22,9 +22,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cdc import table_glob
 from cdc.compare.errors import CompareError
-from cdc.config_option import add_config_option
+from cdc.config.options import add_config_option
+from cdc.schema import table_glob
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -43,7 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def table_pairs(config, source: str, target: str, tables: list[str] | None, src_ep) -> list[tuple[str, str]]:
     """(source table, target table) pairs to compare; see the module docstring."""
-    from cdc.table_map import TableMap
+    from cdc.schema.table_map import TableMap
 
     apply = next((a for a in config.apply if a.source == source and a.target == target), None)
     mapper = TableMap.from_config(apply) if apply is not None else None
@@ -81,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
     from cdc.compare.endpoints import from_config
     from cdc.compare.report import TableReport, dumps
     from cdc.compare.table_diff import TableCompare
-    from cdc.config import load_config
+    from cdc.config.models import load_config
     from cdc.progress_bar import progress
 
     config = load_config(args.config)

@@ -3,7 +3,7 @@
 An Endpoint is built from the service config (a source or a target by
 name) or from a DSN:
 
-    mysql://user:password@host:port[/db]      MariaDB / MySQL (PyMySQL; parsed by cdc.dsn)
+    mysql://user:password@host:port[/db]      MariaDB / MySQL (PyMySQL; parsed by cdc.config.dsn)
     postgresql://user@host:port/db            PostgreSQL (psycopg 3); libpq
                                                'host=... port=...' strings too
     duckdb:///path/to/file.duckdb or a path   DuckDB
@@ -23,9 +23,9 @@ from typing import Any
 
 from cdc.compare.dialects import COMPARE_DIALECTS, CompareDialect, compare_dialect
 from cdc.compare.errors import CompareError
-from cdc.dsn import database_kind, mask
-from cdc.sql_dialects import SqlDialect, sql_dialect
-from cdc.tls import MySqlTls
+from cdc.config.dsn import database_kind, mask
+from cdc.config.tls import MySqlTls
+from cdc.schema.sql_dialects import SqlDialect, sql_dialect
 
 
 @dataclass

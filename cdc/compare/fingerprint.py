@@ -52,7 +52,7 @@ from typing import Literal
 
 from cdc.compare.columns import ColumnInfo, Family
 from cdc.compare.dialects import SEP, compare_dialect
-from cdc.sql_dialects import sql_dialect
+from cdc.schema.sql_dialects import sql_dialect
 
 __all__ = ["SEP", "ColumnInfo", "Dialect", "Family", "bucket_digest_sql", "md5_sql", "python_row_text", "quote",
            "row_text_sql"]

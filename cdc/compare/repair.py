@@ -26,8 +26,8 @@ from cdc.compare.merge import DIFFERENT, EXTRA, MISSING
 from cdc.compare.report import TableReport
 from cdc.compare.shapes import TableShape, describe
 from cdc.compare.table_diff import split_name
-from cdc.events import Begin, Change, Column, Commit, TableId, TableSchema
-from cdc.values import select_expr, stream_value, value_kind
+from cdc.schema.values import select_expr, stream_value, value_kind
+from cdc.stream.events import Begin, Change, Column, Commit, TableId, TableSchema
 
 BATCH = 500
 

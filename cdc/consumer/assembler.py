@@ -3,15 +3,15 @@
 :class:`TransactionAssembler` is the consumer's state machine, with no Kafka in it
 (unit-tested on its own). Fed one decoded record at a time (``feed``), it returns
 a finished item (Transaction or SchemaChange) or None, and keeps these rules of
-the change stream (cdc.envelope, DESIGN.md "The change stream"):
+the change stream (cdc.stream.envelope, DESIGN.md "The change stream"):
 
 - identity is ``sequence``, with the one rule every reader of the stream applies
-  (cdc.sequence.SequenceWatch): a record at or below the highest sequence already
+  (cdc.stream.sequence.SequenceWatch): a record at or below the highest sequence already
   taken is a duplicate (a producer retry appended a run twice) and is dropped,
   wherever it appears; a jump is never passed: StreamCorrupt naming the missing
   range and the offset after which it is missing. The assembler stays before the
   gap and raises the same error on every later feed;
-- the stream's structure (cdc.stream_structure, the checker every reader of the
+- the stream's structure (cdc.stream.stream_structure, the checker every reader of the
   stream shares): BEGIN opens a transaction, END closes it (same id, ``event_count``
   and ``data_collections`` equal to its rows) and releases it; ABORTED discards
   it (a transaction cut by a publisher crash); a data record outside a
@@ -22,7 +22,7 @@ the change stream (cdc.envelope, DESIGN.md "The change stream"):
 - SCHEMA inside a transaction belongs to it (a table definition written before
   its first row; a DDL there is refused); outside, it is an item of its own;
 - HEARTBEAT is not an item: it only updates ``last_heartbeat_ms``;
-- a resync range (``op: "x"``, cdc.resync_range) is handed out as a RowChange (``resync_range`` parses
+- a resync range (``op: "x"``, cdc.stream.resync_range) is handed out as a RowChange (``resync_range`` parses
   it) only with ``resync_ranges=True``, when the caller deletes the rows it names; otherwise it is a
   ResyncRangeError naming table, offset and sequence (a consumer that ignored it would keep rows the
   source no longer holds).
@@ -38,12 +38,12 @@ from __future__ import annotations
 from typing import Any
 
 from cdc.consumer.transactions import RowChange, SchemaChange, Transaction
-from cdc.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
 from cdc.errors import StreamCorrupt
-from cdc.resync_range import OP as RANGE_OP
-from cdc.resync_range import ResyncRangeError
-from cdc.sequence import SequenceWatch
-from cdc.stream_structure import StreamStructure
+from cdc.stream.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
+from cdc.stream.resync_range import OP as RANGE_OP
+from cdc.stream.resync_range import ResyncRangeError
+from cdc.stream.sequence import SequenceWatch
+from cdc.stream.stream_structure import StreamStructure
 
 Item = Transaction | SchemaChange
 
@@ -83,7 +83,7 @@ class TransactionAssembler:
     def feed(self, offset: int, key: dict[str, Any] | None, value: dict[str, Any],
              epoch: int | None = None) -> Item | None:
         """Take the record at ``offset``; return the item it completes, if any. Raises StreamCorrupt.
-        ``epoch``: its writer epoch (cdc.envelope.record_epoch of its headers; None: not checked)."""
+        ``epoch``: its writer epoch (cdc.stream.envelope.record_epoch of its headers; None: not checked)."""
         if self._broken is not None:
             raise self._broken
         seq = value.get("sequence") if type(value) is dict else None

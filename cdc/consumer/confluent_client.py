@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from cdc.config.kafka_settings import KafkaConnection, LastError, create_client
 from cdc.consumer.errors import BrokerUnreachable, CommitFailed, ReadFailed
 from cdc.consumer.kafka_clients import Raw
-from cdc.kafka_settings import KafkaConnection, LastError, create_client
 
 
 class ConfluentClient:

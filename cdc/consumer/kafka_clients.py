@@ -58,7 +58,7 @@ class KafkaClient(Protocol):
 def open_client(client: str, where: Any, topic: str, group_id: str | None,
                 config: dict[str, Any] | None = None) -> KafkaClient:
     """A connected client of kind ``client`` (see CLIENTS). ``where``: bootstrap servers or a
-    cdc.kafka_settings.KafkaConnection (``kafka.client`` / ``kafka.consumer``, translated for kafka-python).
+    cdc.config.kafka_settings.KafkaConnection (``kafka.client`` / ``kafka.consumer``, translated for kafka-python).
     ``config``: extra settings in that client's own vocabulary (librdkafka keys for confluent, KafkaConsumer
     keyword arguments for kafka-python)."""
     if client == "confluent":

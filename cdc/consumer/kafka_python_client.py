@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdc.config.kafka_settings import KafkaConnection
 from cdc.consumer.errors import BrokerUnreachable, CommitFailed, ReadFailed
 from cdc.consumer.kafka_clients import Raw
-from cdc.kafka_settings import KafkaConnection
 
 
 class KafkaPythonClient:

@@ -7,7 +7,7 @@
         for ch in tx.changes: ...            # RowChange: table, op, key, before, after, sequence
         consumer.commit(tx)                  # the group's offset moves to just after tx's END
 
-Guarantees (the stream contract of cdc.envelope, on both Kafka clients):
+Guarantees (the stream contract of cdc.stream.envelope, on both Kafka clients):
 
 - items come in stream (= source commit) order; a transaction is handed out
   only when its END has been read, with every row between its BEGIN and END;
@@ -17,7 +17,7 @@ Guarantees (the stream contract of cdc.envelope, on both Kafka clients):
   is dropped (``stats["duplicates"]``); a jump in sequence raises StreamCorrupt
   naming the missing range and the offset, on this poll and every later one;
   items completed before the gap are handed out first;
-- the stream's structure (cdc.stream_structure) is checked as records are
+- the stream's structure (cdc.stream.stream_structure) is checked as records are
   read: a record that breaks it (rows of another transaction or out of their
   place, an END whose id or counts do not match its BEGIN, a second BEGIN, a
   HEARTBEAT inside a transaction: what two daemons writing one source leave)
@@ -53,9 +53,9 @@ from cdc.consumer.assembler import Item, TransactionAssembler
 from cdc.consumer.errors import BrokerUnreachable, ConsumerError, TopicMissing
 from cdc.consumer.kafka_clients import KafkaClient, open_client
 from cdc.consumer.position import Position
-from cdc.envelope import END, HEARTBEAT, SCHEMA, changes_topic, record_epoch
 from cdc.errors import CdcError, StreamCorrupt
-from cdc.serde import get_serdes
+from cdc.stream.envelope import END, HEARTBEAT, SCHEMA, changes_topic, record_epoch
+from cdc.stream.serde import get_serdes
 
 STARTS = ("committed", "beginning", "end")
 END_WINDOW = 1000  # records read before the reported high watermark to find the true end and its state
@@ -97,11 +97,11 @@ class ChangeStreamConsumer:
 
     @classmethod
     def from_config(cls, config: Any, source: str, **kwargs: Any) -> ChangeStreamConsumer:
-        """A consumer of ``source``'s change stream as configured in ``config`` (a cdc.config.Config or the
+        """A consumer of ``source``'s change stream as configured in ``config`` (a cdc.config.models.Config or the
         path of the YAML file): bootstrap servers and client settings (``kafka.client``, ``kafka.consumer``),
         topic prefix, encoding and Avro framing."""
         if not hasattr(config, "kafka"):
-            from cdc.config import load_config
+            from cdc.config.models import load_config
 
             config = load_config(config)
         config.source(source)  # a ConfigError naming the known sources if it is not one

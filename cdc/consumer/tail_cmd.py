@@ -29,9 +29,9 @@ from typing import Any
 
 import orjson
 
-from cdc import table_glob
-from cdc.config_option import add_config_option
+from cdc.config.options import add_config_option
 from cdc.consumer.kafka_clients import CLIENTS
+from cdc.schema import table_glob
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -115,7 +115,7 @@ def _ts(ms: Any) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config import load_config
+    from cdc.config.models import load_config
     from cdc.errors import CdcError
 
     config = load_config(args.config)
@@ -179,8 +179,8 @@ def _tail_stream(args: argparse.Namespace, config: Any, out: _Out) -> int:
 def _tail_table_topic(args: argparse.Namespace, config: Any, out: _Out) -> int:
     """A per-table topic holds plain upserts and tombstones keyed by primary key: printed as they come."""
     from cdc.consumer.kafka_clients import open_client
-    from cdc.envelope import table_topic
-    from cdc.serde import get_serde, get_table_key_serde
+    from cdc.stream.envelope import table_topic
+    from cdc.stream.serde import get_serde, get_table_key_serde
 
     kafka = config.kafka
     db, _, table = args.table_topic.partition(".")

@@ -11,7 +11,7 @@ Both carry ``position`` (cdc.consumer.position.Position), the point AFTER them:
 what :meth:`ChangeStreamConsumer.commit` commits and what a consumer stores with
 its side effects. Both have ``changes`` (empty for a schema change), so a loop that
 only applies rows can treat every item alike. Values are decoded records as
-cdc.envelope describes them; ``value`` keeps the whole record.
+cdc.stream.envelope describes them; ``value`` keeps the whole record.
 """
 
 from __future__ import annotations
@@ -47,11 +47,11 @@ class RowChange:
 
     @property
     def resync_range(self) -> Any:
-        """The cdc.resync_range.ResyncRange of an ``op: "x"`` record (None for other ops): delete the rows of
+        """The cdc.stream.resync_range.ResyncRange of an ``op: "x"`` record (None for other ops): delete the rows of
         ``table`` whose key lies in it and is not in its ``keep``."""
         if self.op != "x":
             return None
-        from cdc.resync_range import ResyncRange
+        from cdc.stream.resync_range import ResyncRange
         return ResyncRange.from_text(self.source.get("resync"), self.table)
 
     def record_key(self) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Kafka Connect schemas of Debezium records, in JsonConverter's JSON form (``schemas.enable=true``).
 
-For one table (cdc.events.TableSchema) :class:`TableSchemas` holds the key schema (``<topic>.Key``: the
+For one table (cdc.stream.events.TableSchema) :class:`TableSchemas` holds the key schema (``<topic>.Key``: the
 primary-key columns; None for a table without one, whose records have a null key, as Debezium's), the
 row schema (``<topic>.Value``) and the envelope (``<topic>.Envelope``: before, after, source, transaction,
 op, ts_ms, ts_us, ts_ns), plus each column's value encoding. Field order and attribute order are those of
@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from cdc.debezium.encodings import Codec, codec
-from cdc.events import TableSchema
+from cdc.stream.events import TableSchema
 
 SNAPSHOT_ENUM = {"type": "string", "optional": True, "name": "io.debezium.data.Enum", "version": 1,
                  "parameters": {"allowed": "true,first,first_in_data_collection,last_in_data_collection,last,"

@@ -1,6 +1,6 @@
 """Column types -> Kafka Connect field types and value encodings, as Debezium's connectors write them.
 
-One function, :func:`codec`, maps a column's type text (cdc.events.Column.type: MySQL's COLUMN_TYPE in
+One function, :func:`codec`, maps a column's type text (cdc.stream.events.Column.type: MySQL's COLUMN_TYPE in
 lower case, Oracle's type as the stream's schema record names it) and the ``kafka.debezium`` options to a
 :class:`Codec`: the Connect type (with Debezium's logical name, version and parameters) and the function
 that turns the ordered stream's value into the payload value. References, per mode:

@@ -42,8 +42,8 @@ import orjson
 
 from cdc.debezium.connect_schema import TableSchemas
 from cdc.debezium.errors import DebeziumValueError
-from cdc.envelope import table_topic
-from cdc.events import Change, Column, TableSchema
+from cdc.stream.envelope import table_topic
+from cdc.stream.events import Change, Column, TableSchema
 
 VERSION = "cdc-1"  # source.version, as in the ordered stream
 OLDKEY, NEWKEY, SEQUENCE = "__debezium.oldkey", "__debezium.newkey", "cdc.sequence"
@@ -167,7 +167,7 @@ class DebeziumRecords:
 
     def _source(self, change: Change, commit_ts_ms: int) -> dict[str, Any]:
         src = change.source
-        if change.op == "r":  # the readers mark a snapshot's first and last rows (cdc.snapshot_marks)
+        if change.op == "r":  # the readers mark a snapshot's first and last rows (cdc.stream.snapshot_marks)
             snapshot = src.get("snapshot") or ("incremental" if src.get("incremental_snapshot") else "true")
         else:
             snapshot = "false"

@@ -12,7 +12,7 @@ schemas from Debezium's SchemaFactory (``io.debezium.connector.<connector>.Schem
   [{name, jdbcType, nativeType, typeName, typeExpression, charsetName, length, scale, position, optional,
   autoIncremented, generated, comment, defaultValueExpression, enumValues}], comment}}]}``.
 
-Built from what a SCHEMA record of the ordered stream holds (cdc.events.SchemaChange / TableSchema: the
+Built from what a SCHEMA record of the ordered stream holds (cdc.stream.events.SchemaChange / TableSchema: the
 DDL text, and each column's name, type text and nullability). What that does not hold is left as its
 Connect schema allows: ``charsetName``, ``defaultCharsetName``, ``comment`` and ``defaultValueExpression``
 null, ``autoIncremented`` and ``generated`` false; ``source`` has the table, database, connector and
@@ -30,7 +30,7 @@ from typing import Any
 
 from cdc.debezium.connect_schema import source_schema
 from cdc.debezium.record import ConnectRecord
-from cdc.events import TableId, TableSchema
+from cdc.stream.events import TableId, TableSchema
 
 _TYPE = re.compile(r"^([a-z0-9_ ]+?)\s*(?:\(([^)]*)\))?\s*(unsigned|with (?:local )?time zone)?\s*(zerofill)?$")
 
@@ -105,7 +105,7 @@ def change_type(ddl: str | None, schema: TableSchema | None, known: bool) -> str
 
 
 def column(col: Any, position: int) -> dict[str, Any]:
-    """One ``io.debezium.connector.schema.Column`` from a cdc.events.Column."""
+    """One ``io.debezium.connector.schema.Column`` from a cdc.stream.events.Column."""
     text = col.type.strip().lower()
     m = _TYPE.match(text)
     base, args, suffix = (m.group(1), m.group(2), m.group(3)) if m else (text, None, None)
@@ -173,7 +173,7 @@ def schema_change(topic: str, connector: str, source_name: str, table: TableId |
                   now_ms: int | None = None, tables: list[dict[str, Any]] | None = None) -> ConnectRecord:
     """The schema-change record of one DDL or table definition (``ts_ms``: its time at the source;
     ``known``: a definition of the table was published before, see :func:`change_type`; ``tables``: what a
-    CREATE/DROP/RENAME did to the captured tables, cdc.events.SchemaChange.tables: one tableChanges item
+    CREATE/DROP/RENAME did to the captured tables, cdc.stream.events.SchemaChange.tables: one tableChanges item
     per table, see :func:`table_changes`)."""
     kind = "oracle" if connector == "oracle" else "mysql"
     if kind == "oracle":

@@ -33,8 +33,8 @@ from cdc.dev import procs
 from cdc.dev.stack import DevStack
 from cdc.dev.watch import StreamWatcher
 from cdc.dev.workload import TABLES, run_workload
-from cdc.envelope import changes_topic
 from cdc.progress_bar import progress
+from cdc.stream.envelope import changes_topic
 
 SOURCE, PREFIX, DB = "demo", "cdc", "demo"
 

@@ -28,7 +28,6 @@ from typing import Any
 from cdc.dev import procs
 from cdc.dev.ports import HOST, free_port, wait_until
 
-
 PASSWORD = "cdc"
 HBA = f"""# written by cdc.dev.postgres at every start
 local all all trust

@@ -2,7 +2,7 @@
 
 ``DevStack(state_dir).start()`` starts all four (fresh data each time), then
 writes ``state.json`` (pids, ports, dirs: what `cdc dev status|down` read) and
-a ready-to-use ``cdc.yaml`` (validated with cdc.config before it is written).
+a ready-to-use ``cdc.yaml`` (validated with cdc.config.models before it is written).
 ``stop()`` stops them in reverse order. ``detach()`` hands the processes over
 to the state file: they keep running after this Python process exits.
 """
@@ -136,7 +136,7 @@ class DevStack:
         }
 
     def write_config(self, **kw: Any) -> Path:
-        from cdc.config import parse_config
+        from cdc.config.models import parse_config
 
         raw = self.config(**kw)
         path = self.dir / CONFIG_FILE

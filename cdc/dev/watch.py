@@ -2,7 +2,7 @@
 
 ``StreamWatcher(bootstrap, topic).start()`` runs a background thread that
 reads the topic from the beginning (JSON or Avro values, decoded with
-cdc.serde) and keeps counters: records, data changes per op, BEGIN/END/
+cdc.stream.serde) and keeps counters: records, data changes per op, BEGIN/END/
 ABORTED/SCHEMA/HEARTBEAT markers, the last sequence and END id. ``line()``
 renders them as one progress line; ``stop()`` ends the thread (bounded).
 It never commits offsets and never changes the stream.
@@ -62,8 +62,8 @@ class StreamWatcher:
     def _run(self) -> None:
         from confluent_kafka import Consumer, TopicPartition
 
-        from cdc.kafka_settings import KafkaConnection
-        from cdc.serde import get_serde
+        from cdc.config.kafka_settings import KafkaConnection
+        from cdc.stream.serde import get_serde
 
         serde = get_serde(self.encoding)
         consumer = Consumer(KafkaConnection.of(self.bootstrap).settings("consumer", {

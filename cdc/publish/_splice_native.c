@@ -3,7 +3,7 @@
    splice(tables, rows, i, known, parts, seq, total, n, now, limit, produce, topic, partition, headers)
 
    formats the records of rows[i:] while tables[j] is ``known`` (a ChangeBatch's rows of one table, the
-   tuples (op, key JSON, before JSON, after JSON, source fields) of cdc.events.ChangeBatch) exactly as
+   tuples (op, key JSON, before JSON, after JSON, source fields) of cdc.stream.events.ChangeBatch) exactly as
    Publisher._splice_py does with bytes formatting:
 
      key   = head + kv + close

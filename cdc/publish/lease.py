@@ -19,8 +19,8 @@ their records. The lease stops that with the broker's own fencing of transaction
   and the reader reads that transaction again: nothing is lost or applied twice.
 * the claim's offset in the lease topic (one partition) is the holder's writer EPOCH (offset + 1):
   the broker orders the claims, so every later claim, by any writer, has a higher one. The publisher
-  stamps it on every record of the stream (header ``cdc.epoch``, cdc.envelope) and consumers refuse a
-  record of a lower epoch after a higher one (cdc.stream_structure);
+  stamps it on every record of the stream (header ``cdc.epoch``, cdc.stream.envelope) and consumers refuse a
+  record of a lower epoch after a higher one (cdc.stream.stream_structure);
 * the same process re-acquiring after a broker outage (the daemon restarts the source) does NOT take
   the lease back from a newer writer that claimed it meanwhile: that is WriterFenced too.
 
@@ -43,8 +43,8 @@ from typing import Any
 import orjson
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from cdc.config.kafka_settings import KafkaConnection, create_client
 from cdc.errors import CdcError, PublishError, Terminal
-from cdc.kafka_settings import KafkaConnection, create_client
 from cdc.publish.topics import TopicSpec, ensure_topic
 
 log = logging.getLogger(__name__)

@@ -68,8 +68,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
+from cdc.config.kafka_settings import KafkaConnection, create_client
 from cdc.errors import CdcError, ConfigError, PublishError, Terminal
-from cdc.kafka_settings import KafkaConnection, create_client
 
 # Measured on tansu (2 cores): lz4 + only-error reports ~480k rec/s, a Python
 # callback per record halves that, no compression is 4x slower (broker-bound).
@@ -104,7 +104,7 @@ class RecordTooLarge(CdcError, Terminal):
 def producer_config(where: str | KafkaConnection, extra: dict[str, Any] | None = None, *,
                     idempotence: bool = True) -> dict[str, Any]:
     """librdkafka settings: DEFAULTS, then ``kafka.client``, ``kafka.producer`` and ``extra``
-    (cdc.kafka_settings). The settings the guarantees rest on are ours: a block naming them is a
+    (cdc.config.kafka_settings). The settings the guarantees rest on are ours: a block naming them is a
     ConfigError naming the key."""
     conn = KafkaConnection.of(where)
     for block, given in (("kafka.client", conn.client), ("kafka.producer", {**conn.producer, **(extra or {})})):

@@ -16,7 +16,7 @@ Guarantees:
 - memory per open transaction: one counter per table (and per table+op),
   never the records;
 - every record of the changes topic carries the writer epoch (header
-  ``cdc.epoch``, cdc.envelope): the writer lease's when the stream has one
+  ``cdc.epoch``, cdc.stream.envelope): the writer lease's when the stream has one
   (cdc.publish.lease; above every epoch already in the stream), else the
   stream tail's (unchanged);
 - SCHEMA records: a DDL (SchemaChange) is a checkpoint like END. A table's
@@ -42,12 +42,21 @@ from typing import Any
 
 import orjson
 
-from cdc.config import KafkaConfig
+from cdc.config.kafka_settings import KafkaConnection
+from cdc.config.models import KafkaConfig
 from cdc.debezium import tx_metadata
 from cdc.debezium.errors import TruncateOnCompactedTopic
 from cdc.debezium.record import ConnectRecord, DebeziumRecords, TxContext, json_bytes
 from cdc.debezium.schema_change import schema_change, schema_change_topic
-from cdc.envelope import (
+from cdc.errors import CdcError, StreamCorrupt
+from cdc.metrics import SourceMetrics
+from cdc.publish.acks import END, HEARTBEAT, PROGRESS, SCHEMA, AckTracker
+from cdc.publish.lease import WriterFenced, WriterLease
+from cdc.publish.producer import DELIVERY_TIMEOUT_S, RECORD_OVERHEAD, OrderedProducer, RecordTooLarge
+from cdc.publish.recovery import read_tail
+from cdc.publish.topics import admin_client, ensure_topic, retention_warnings, topic_spec
+from cdc.schema.evolution import changes_json, statement_changes
+from cdc.stream.envelope import (
     aborted_record,
     begin_record,
     changes_topic,
@@ -57,19 +66,10 @@ from cdc.envelope import (
     schema_record,
     table_topic,
 )
-from cdc.errors import CdcError, StreamCorrupt
-from cdc.events import Begin, Change, ChangeBatch, Commit, Heartbeat, Idle, SchemaChange, TableId, TableSchema
-from cdc.kafka_settings import KafkaConnection
-from cdc.metrics import SourceMetrics
-from cdc.publish.acks import END, HEARTBEAT, PROGRESS, SCHEMA, AckTracker
-from cdc.publish.lease import WriterFenced, WriterLease
-from cdc.publish.producer import DELIVERY_TIMEOUT_S, RECORD_OVERHEAD, OrderedProducer, RecordTooLarge
-from cdc.publish.recovery import read_tail
-from cdc.publish.topics import admin_client, ensure_topic, retention_warnings, topic_spec
-from cdc.resync_range import OP as RANGE_OP
-from cdc.resync_range import ResyncRangeError
-from cdc.schema_evolution import changes_json, statement_changes
-from cdc.serde import get_serdes, get_table_key_serde
+from cdc.stream.events import Begin, Change, ChangeBatch, Commit, Heartbeat, Idle, SchemaChange, TableId, TableSchema
+from cdc.stream.resync_range import OP as RANGE_OP
+from cdc.stream.resync_range import ResyncRangeError
+from cdc.stream.serde import get_serdes, get_table_key_serde
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ SPLICE_CHUNK = 4_096  # records of a ChangeBatch formatted before they are hande
 
 
 dumps = orjson.dumps
-# A data record's value (JSON): orjson.dumps of cdc.envelope.data_record's dict, as a template.
+# A data record's value (JSON): orjson.dumps of cdc.stream.envelope.data_record's dict, as a template.
 _VALUE = (b'{"sequence":%d,"before":%b,"after":%b,"op":%b,"ts_ms":%d,"source":%b%b%b%b,'
           b'"transaction":{"id":%b,"total_order":%d,"data_collection_order":%d}}')
 _OPS = {op: dumps(op) for op in ("c", "u", "d", "r", "t")}
@@ -281,7 +281,7 @@ class Publisher:
         elif type(event) is Heartbeat:
             self._heartbeat(event)
         elif type(event) is Idle:
-            self._acks.check()  # take in acknowledgements while the source is quiet (cdc.events.Idle)
+            self._acks.check()  # take in acknowledgements while the source is quiet (cdc.stream.events.Idle)
         elif type(event) is SchemaChange:
             self._schema_change(event)
         else:
@@ -301,7 +301,7 @@ class Publisher:
         row = after if after is not None else before
         if self._json and not self._per_table and row is not None and (not src or _BASE_KEYS.isdisjoint(src)):
             # The per-row hot path: the same bytes orjson.dumps gives for the dicts of
-            # cdc.envelope.data_record (a unit test holds them equal), spliced from per-table and
+            # cdc.stream.envelope.data_record (a unit test holds them equal), spliced from per-table and
             # per-transaction constants with one dumps per row image.
             pk = ch.schema.primary_key if ch.schema is not None else ()
             if not pk:
@@ -317,7 +317,7 @@ class Publisher:
         entry = self._entry(ch.table, ch.schema)
         name = entry.name
         n, total, seq = self._count(tx, name, ch.op)
-        # Same dicts as cdc.envelope.data_record, built from per-table constants. (Keys keep the base's order.)
+        # Same dicts as cdc.stream.envelope.data_record, built from per-table constants. (Keys keep the base's order.)
         op = ch.op
         if op == "r":
             source = {**entry.base, "ts_ms": tx.ts_ms, "snapshot": "true", **src}
@@ -344,7 +344,7 @@ class Publisher:
         self._after_row(seq)
 
     def _batch(self, ev: ChangeBatch) -> None:
-        """A reader's serialized changes (cdc.events.ChangeBatch): spliced into records as they are on the
+        """A reader's serialized changes (cdc.stream.events.ChangeBatch): spliced into records as they are on the
         JSON changes topic; every other configuration takes them one Change at a time."""
         if self._tx is None:
             raise StreamCorrupt("row changes outside a transaction", source=self.source_name, rows=len(ev))
@@ -416,7 +416,7 @@ class Publisher:
 
     def _splice_py(self, tables: list[Any], rows: list[tuple]) -> None:
         """Data records on the JSON changes topic from the JSON of their parts. ``tables[i]``: (TableId,
-        TableSchema | None); ``rows[i]``: (op, key values as cdc.envelope.row_key gives them for that schema,
+        TableSchema | None); ``rows[i]``: (op, key values as cdc.stream.envelope.row_key gives them for that schema,
         before, after, the ``source`` fields after the opening brace or ``}`` when none). The per-row hot
         path: only bytes formatting between the reader's JSON and the producer, with each table's constant
         parts made once per transaction and the counters in locals (written back wherever anything else

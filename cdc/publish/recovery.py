@@ -10,7 +10,7 @@ at or past the watermark. Every read is bounded by ``deadline_s``.
 :func:`read_tail` returns what the publisher needs to restart (see
 :class:`TailState`). It reads FORWARD from ~2,000 records before the
 watermark to the end, applying the consumer's sequence rule
-(cdc.sequence) to every record: it gives the max sequence, skips
+(cdc.stream.sequence) to every record: it gives the max sequence, skips
 duplicate runs wherever they sit (the producer may append a retried batch
 twice: see cdc.publish.producer) and refuses a gap (StreamCorrupt: records
 the broker acknowledged and then lost). A checkpoint is an END, SCHEMA or
@@ -34,17 +34,17 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from cdc.envelope import ABORTED, BEGIN, CHECKPOINT_STATUSES, record_epoch
+from cdc.config.kafka_settings import KafkaConnection, create_client
 from cdc.errors import CdcError, PublishError, StreamCorrupt
-from cdc.kafka_settings import KafkaConnection, create_client
-from cdc.sequence import SequenceWatch, gap_error, sequence_peeker
-from cdc.serde import Serde
+from cdc.stream.envelope import ABORTED, BEGIN, CHECKPOINT_STATUSES, record_epoch
+from cdc.stream.sequence import SequenceWatch, gap_error, sequence_peeker
+from cdc.stream.serde import Serde
 
 TAIL_WINDOW = 2000
 
 
 def make_consumer(where: str | KafkaConnection, extra: dict[str, Any] | None = None) -> Consumer:
-    """A consumer that only assign()s and never commits, with the connection's settings (cdc.kafka_settings)."""
+    """A consumer that only assign()s and never commits, with the connection's settings (cdc.config.kafka_settings)."""
     conf = {
         "group.id": f"cdc-tail-{uuid.uuid4().hex[:12]}",  # never committed: we only assign()
         "enable.auto.commit": False,
@@ -112,7 +112,7 @@ def read_range(consumer: Consumer, topic: str, start: int, stop: int | None, *, 
 class _Window:
     """Summary of the records read from one offset on: the last checkpoint and the BEGIN/ABORTED after it.
 
-    Only records ABOVE the highest sequence seen before them count (cdc.sequence): a duplicate
+    Only records ABOVE the highest sequence seen before them count (cdc.stream.sequence): a duplicate
     run appended by a producer retry is skipped wherever it sits in the window. A window read
     without knowing what precedes it (``strict=False``) notes jumps in ``gaps`` instead of raising:
     records at its start may be duplicates of records before it, which makes a jump that is no
@@ -165,7 +165,7 @@ def _summarise(messages: Iterator[Any], key_serde: Serde, value_serde: Serde, to
 
 def _summarise_unchecked(messages: Iterator[Any], key_serde: Serde, value_serde: Serde, topic: str,
                          after: int | None, strict: bool) -> _Window:
-    """Every record's sequence is peeked (cdc.sequence: duplicates skipped); markers and SCHEMA
+    """Every record's sequence is peeked (cdc.stream.sequence: duplicates skipped); markers and SCHEMA
     records are decoded, data records are not."""
     w = _Window()
     watch = SequenceWatch(topic, 0, last=after)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 
-from cdc.config_option import add_config_option
+from cdc.config.options import add_config_option
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -35,9 +35,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config import load_config
-    from cdc.envelope import changes_topic
+    from cdc.config.models import load_config
     from cdc.publish.topics import recreate_topic, topic_id, topic_spec
+    from cdc.stream.envelope import changes_topic
 
     config = load_config(args.config)
     config.source(args.source)  # names the known sources if it is not one
@@ -68,7 +68,7 @@ def _describe(config: object, topic: str) -> str:
     """Watermarks and, when readable, the last sequence and resume state of the stream."""
     from cdc.errors import CdcError
     from cdc.publish.recovery import make_consumer, read_tail, watermarks
-    from cdc.serde import get_serdes
+    from cdc.stream.serde import get_serdes
 
     kafka = config.kafka  # type: ignore[attr-defined]
     consumer = make_consumer(kafka.connection())

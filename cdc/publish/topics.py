@@ -11,7 +11,7 @@ delete). Replication factor and ``min.insync.replicas`` default to the
 broker's.
 
 Every admin client comes from :func:`admin_client`: the connection's settings
-(cdc.kafka_settings), librdkafka's lines through Python logging, and the last
+(cdc.config.kafka_settings), librdkafka's lines through Python logging, and the last
 client error (a TLS or SASL failure) remembered so that a failed request's
 error says WHY the broker was unreachable, not only that it was.
 """
@@ -25,8 +25,8 @@ from typing import Any, Literal
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import ConfigResource, NewTopic
 
+from cdc.config.kafka_settings import KafkaConnection, LastError, create_client
 from cdc.errors import PublishError
-from cdc.kafka_settings import KafkaConnection, LastError, create_client
 
 KEEP_FOREVER = {"retention.ms": "-1", "retention.bytes": "-1"}
 TopicKind = Literal["changes", "per_table", "dead_letter", "schemas", "transaction", "schema_change"]
@@ -43,7 +43,7 @@ class TopicSpec:
 
 
 def topic_spec(kafka: Any, kind: TopicKind) -> TopicSpec:
-    """The settings the service creates a ``kind`` topic with, from ``kafka.topics`` (cdc.config.TopicsConfig)
+    """The settings the service creates a ``kind`` topic with, from ``kafka.topics`` (cdc.config.models.TopicsConfig)
     over the defaults: changes 1 partition + KEEP_FOREVER; per_table and schemas compacted; dead_letter and the
     Debezium transaction and schema_change topics the broker's defaults."""
     t = kafka.topics

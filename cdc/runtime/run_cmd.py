@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 
-from cdc.config_option import add_config_option
+from cdc.config.options import add_config_option
 
 log = logging.getLogger("cdc.run")
 
@@ -26,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config import load_config
+    from cdc.config.models import load_config
     from cdc.metrics import process_registry
     from cdc.registry import open_source
     from cdc.runtime.daemon import Daemon, SourceSpec

@@ -4,7 +4,7 @@
    data[start:end] (the body of a WRITE/UPDATE/DELETE rows event after its column
    bitmaps) and returns a list with one dict per row: {keys[k]: row_type(...)} per image,
    each image mapping column name to the value readers/mysql/decode.py's RowConverter
-   makes of the library's value (cdc/values.py: DECIMAL as text, temporal types as ISO
+   makes of the library's value (cdc/schema/values.py: DECIMAL as text, temporal types as ISO
    text, binary as base64, SET as 'a,b', ...). ``plan`` holds one (name, kind, a, b, obj)
    tuple per column (readers/mysql/native_rows.py builds it from the TABLE_MAP).
 
@@ -107,7 +107,7 @@ static PyObject *iso_datetime(long y, long mo, long d, long h, long mi, long s, 
     return ascii(buf, n);
 }
 
-/* cdc.values.time_text of a signed number of microseconds. */
+/* cdc.schema.values.time_text of a signed number of microseconds. */
 static PyObject *time_text(long long us) {
     char buf[48];  /* "%s%02llu:%02llu:%02llu" [".%06llu"] */
     unsigned long long a = us < 0 ? 0ULL - (unsigned long long)us : (unsigned long long)us;

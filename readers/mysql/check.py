@@ -31,8 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cdc.checks import Check, pattern_checks
+from cdc.config.tls import MySqlTls
 from cdc.errors import CdcError
-from cdc.tls import MySqlTls
 from readers.mysql.connection import open_connection
 from readers.mysql.errors import SettingsRefused
 from readers.mysql.privileges import missing_privileges

@@ -6,15 +6,15 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
+from cdc.config.credentials import PasswordLogin
+from cdc.config.tls import MySqlTls
 from cdc.contract import HeartbeatInterval
-from cdc.credentials import PasswordLogin
-from cdc.table_glob import check_pattern
-from cdc.tls import MySqlTls
+from cdc.schema.table_glob import check_pattern
 
 
 class MySqlSourceConfig(PasswordLogin):
     """``kind: mysql``. ``hosts`` lists the primary and its failover candidates; the login's password
-    comes from ``password``, ``password_file`` or ``passwordless: true`` (cdc.credentials)."""
+    comes from ``password``, ``password_file`` or ``passwordless: true`` (cdc.config.credentials)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -25,7 +25,7 @@ class MySqlSourceConfig(PasswordLogin):
                              "the primary and its failover candidates; "
                              "with several, the reader streams from the first writable primary among them")
     user: str = Field(description="login user of the binlog and query connections")
-    tables: list[str] = Field(min_length=1, description="db.table patterns (globs, as apply[].tables: cdc/table_glob.py)")
+    tables: list[str] = Field(min_length=1, description="db.table patterns (globs, as apply[].tables: cdc/schema/table_glob.py)")
     server_id: int = Field(default=0, ge=0, description="server_id the binlog connection "
                            "registers as replica with, unique among the server's replicas (0: derived from "
                            "the source's name)")
@@ -46,7 +46,7 @@ class MySqlSourceConfig(PasswordLogin):
                                         "inserts incremental-snapshot requests and the reader its watermarks "
                                         "(none: no incremental snapshots)")
     tls: MySqlTls | None = Field(default=None, description="TLS for the binlog and every query connection "
-                                 "(cdc/tls.py); none: TLS only if the server offers it, unverified")
+                                 "(cdc/config/tls.py); none: TLS only if the server offers it, unverified")
 
     @field_validator("hosts")
     @classmethod

@@ -16,8 +16,8 @@ from typing import Any
 
 import pymysql
 
-from cdc.dsn import mysql_connect_args
-from cdc.tls import MySqlTls, mysql_tls_problem
+from cdc.config.dsn import mysql_connect_args
+from cdc.config.tls import MySqlTls, mysql_tls_problem
 from readers.mysql.errors import AuthenticationFailed, ConnectionLost, SourceUnavailable, TlsFailed
 from readers.mysql.position import GtidSet
 from readers.mysql.privileges import denied

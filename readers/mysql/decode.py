@@ -1,6 +1,6 @@
 """Turn python-mysql-replication row values into JSON-ready values.
 
-The conversions themselves live in cdc.values (the one conversion shared
+The conversions themselves live in cdc.schema.values (the one conversion shared
 with snapshots, compare repair and the shadow source; its docstring lists
 the value shapes); this module picks one per binlog column type.
 
@@ -16,7 +16,7 @@ from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
-from cdc.values import (
+from cdc.schema.values import (
     Converter,
     base64_text,
     binary_padded,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cdc.tls import MySqlTls
+from cdc.config.tls import MySqlTls
 from readers.mysql.connection import HostInfo, probe
 from readers.mysql.errors import AuthenticationFailed, BinlogPurged, CdcError, Divergence, NoPrimaryFound, Terminal
 from readers.mysql.position import GtidSet

@@ -22,7 +22,7 @@ from typing import Any
 
 from pymysqlreplication.row_event import UpdateRowsEvent
 
-from cdc.events import TableId
+from cdc.stream.events import TableId
 from readers.mysql.errors import PartialRowImage, StatementFormatDml, UnloggedRowChange
 from readers.mysql.tables import TableFilter, dml_tables
 

@@ -22,11 +22,11 @@ is at least as new as anything earlier in the stream, and anything later in
 the stream is newer: the target never goes back in time.
 
 Resync (``cdc snapshot --resync``, signal ``execute-resync``): the same chunks, and each chunk
-transaction also ends with a resync range record (cdc.resync_range: ``op: "x"``) that makes the
+transaction also ends with a resync range record (cdc.stream.resync_range: ``op: "x"``) that makes the
 target delete its rows in the chunk's key range that are neither in the chunk nor changed in the
 window, so rows deleted at the source or added on the target go too. A chunk shorter than
 ``snapshot_chunk_rows`` (or empty, for an empty table or an exact multiple) is the last: its range is
-open at the top. Keys must be integers (cdc.resync_range says why); another key is refused.
+open at the top. Keys must be integers (cdc.stream.resync_range says why); another key is refused.
 
 Window keys: an update that changes the primary key removes BOTH its old and its new key from the
 chunk (the old row is gone from the source; the chunk must not bring it back).
@@ -47,10 +47,10 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from cdc.events import Begin, Change, Commit, Event, TableId
 from cdc.progress_bar import Progress, progress
-from cdc.resync_range import OP as RANGE_OP
-from cdc.resync_range import ResyncRange, int_key, integer_key
+from cdc.stream.events import Begin, Change, Commit, Event, TableId
+from cdc.stream.resync_range import OP as RANGE_OP
+from cdc.stream.resync_range import ResyncRange, int_key, integer_key
 from readers.mysql.connection import open_connection
 from readers.mysql.snapshot import TableReader, estimated_rows, q
 
@@ -226,7 +226,7 @@ class IncrementalSnapshots:
         self._next_chunk()
 
     def _range(self) -> ResyncRange:
-        """The resync range of the chunk about to be published (cdc.resync_range): from the last published
+        """The resync range of the chunk about to be published (cdc.stream.resync_range): from the last published
         key (exclusive) to the chunk's last key, open at the top for the table's last chunk; keeps the
         chunk's keys and every key the stream changed in the window."""
         keep = {int_key(list(k)) for k in self.buffer} | {int_key(list(k)) for k in self.window_keys}

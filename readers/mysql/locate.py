@@ -23,8 +23,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from cdc.credentials import read_secret_file
-from cdc.tls import MySqlTls
+from cdc.config.credentials import read_secret_file
+from cdc.config.tls import MySqlTls
 from readers.mysql.connection import open_connection
 from readers.mysql.errors import CdcError, Divergence
 from readers.mysql.position import GtidSet

@@ -3,7 +3,7 @@
 The Python path turns a rows event into records in two steps: the binlog library
 (with readers/mysql/fastrows.py) decodes each value into a Python object (Decimal,
 datetime, timedelta, set, bit string, ...), then readers/mysql/decode.py's
-RowConverter turns that into the stream's value (cdc/values.py: text, base64, ...).
+RowConverter turns that into the stream's value (cdc/schema/values.py: text, base64, ...).
 The C module ``_rows_native`` (readers/mysql/_rows_native.c, compiled when the
 package is installed) does both in one pass over the event's bytes and hands back
 row images of type :class:`~readers.mysql.decode.ConvertedRow`, which RowConverter
@@ -40,7 +40,7 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 from pymysqlreplication.json_binary import parse_json
 from pymysqlreplication.row_event import RowsEvent
 
-from cdc.values import json_text, text_or_base64
+from cdc.schema.values import json_text, text_or_base64
 from readers.mysql.decode import ConvertedRow
 
 try:
@@ -64,7 +64,7 @@ def _k(name: str) -> int:
 
 
 def _json_document(raw: bytes) -> str:
-    """A MySQL binary JSON value as the reader publishes it: the library's parse, then cdc.values.json_text
+    """A MySQL binary JSON value as the reader publishes it: the library's parse, then cdc.schema.values.json_text
     (a JSON ``null`` document parses to None, which RowConverter leaves as None)."""
     doc = parse_json(raw[0], raw[1:])
     return None if doc is None else json_text(doc)

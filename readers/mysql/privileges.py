@@ -35,8 +35,8 @@ from typing import Any
 
 import pymysql
 
+from cdc.config.tls import MySqlTls
 from cdc.errors import CdcError, Terminal
-from cdc.tls import MySqlTls
 
 ER_SPECIFIC_ACCESS_DENIED = 1227  # "Access denied; you need (at least one of) the X privilege(s) ..."
 ER_TABLEACCESS_DENIED = 1142  # "SELECT command denied to user ... for table ..."

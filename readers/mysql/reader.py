@@ -70,8 +70,8 @@ from pymysqlreplication.row_event import (
 
 from cdc.contract import STOP_CHECK_S, SourceContext
 from cdc.errors import CdcError, Terminal
-from cdc.events import Begin, Change, ChangeBatch, Commit, Event, Heartbeat, Idle, SchemaChange, TableId
 from cdc.publish.lease import WRITER_ID
+from cdc.stream.events import Begin, Change, ChangeBatch, Commit, Event, Heartbeat, Idle, SchemaChange, TableId
 from readers.mysql import binlog_events
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
@@ -193,7 +193,7 @@ def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str,
                 row_no: int, server_id: int, thread: int | None) -> ChangeBatch | None:
     """The rows of one rows event decoded by the native pass (ConvertedRow images: nothing left to convert, so
     nothing that could be dead-lettered) as a ChangeBatch: per row, the JSON of its key values, before and after
-    images and ``source`` fields, byte for byte what the publisher writes for the equal Change (cdc.events). None
+    images and ``source`` fields, byte for byte what the publisher writes for the equal Change (cdc.stream.events). None
     when a value has no JSON form (the rows then go out as Changes and fail, or not, as they always did)."""
     dumps = orjson.dumps
     schema = known[1]

@@ -1,5 +1,5 @@
 """Table definitions: from the binlog's TABLE_MAP (full row metadata) or from
-information_schema (after a DDL), both as cdc.events.TableSchema.
+information_schema (after a DDL), both as cdc.stream.events.TableSchema.
 
 The TABLE_MAP is the truth for the rows that follow it (it is the shape the
 row was written with, even when replaying an old binlog after later ALTERs),
@@ -18,7 +18,7 @@ from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
-from cdc.events import Column, TableId, TableSchema
+from cdc.stream.events import Column, TableId, TableSchema
 
 _INT_NAMES = {T.TINY: "tinyint", T.SHORT: "smallint", T.INT24: "mediumint", T.LONG: "int", T.LONGLONG: "bigint"}
 _BLOB_NAMES = {1: "tiny", 2: "", 3: "medium", 4: "long"}
@@ -89,7 +89,7 @@ def schema_from_table_map(table: Any, null_mask: bytes | None = None) -> TableSc
 
 
 def schema_from_information_schema(conn: Any, db: str, table: str) -> TableSchema | None:
-    """The table's current definition with column defaults (cdc.events.Column.default), None when it no
+    """The table's current definition with column defaults (cdc.stream.events.Column.default), None when it no
     longer exists (DROP)."""
     with conn.cursor() as cur:
         cur.execute(
@@ -118,7 +118,7 @@ _NUMERIC = ("tinyint", "smallint", "mediumint", "int", "bigint", "decimal", "flo
 
 
 def default_text(default: Any, extra: Any, generated: Any, ctype: str, mariadb: bool) -> str | None:
-    """COLUMN_DEFAULT as cdc.events.Column.default: a constant as a SQL literal, an expression as its text
+    """COLUMN_DEFAULT as cdc.stream.events.Column.default: a constant as a SQL literal, an expression as its text
     (a generated column: its expression in parentheses), None for no default or DEFAULT NULL.
 
     MariaDB (10.2.7+) already spells COLUMN_DEFAULT as SQL (``'std'``, ``NULL``, ``current_timestamp()``);

@@ -33,7 +33,7 @@ import argparse
 import time
 from typing import Any
 
-from cdc.config_option import add_config_option
+from cdc.config.options import add_config_option
 from cdc.errors import CdcError, ConfigError, Terminal
 
 
@@ -56,11 +56,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config import load_config
-    from cdc.events import Heartbeat
+    from cdc.config.models import load_config
     from cdc.metrics import SourceMetrics
     from cdc.publish.lease import WriterLease
     from cdc.publish.publisher import Publisher
+    from cdc.stream.events import Heartbeat
     from readers.mysql.position import GtidSet
 
     if not args.yes:
@@ -138,7 +138,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _captured(src: Any, table: str) -> bool:
-    from cdc.events import TableId
+    from cdc.stream.events import TableId
     from readers.mysql.tables import TableFilter
 
     db, _, name = table.partition(".")

@@ -51,13 +51,13 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cdc import table_glob
 from cdc.compare.shapes import classify
-from cdc.events import Begin, Change, Commit, Event, Heartbeat, SchemaChange, TableId, TableSchema
 from cdc.progress_bar import progress as progress_lines
-from cdc.snapshot_marks import row_mark, with_ends
-from cdc.sql_dialects import MYSQL
-from cdc.values import select_expr, stream_value, value_kind
+from cdc.schema import table_glob
+from cdc.schema.sql_dialects import MYSQL
+from cdc.schema.values import select_expr, stream_value, value_kind
+from cdc.stream.events import Begin, Change, Commit, Event, Heartbeat, SchemaChange, TableId, TableSchema
+from cdc.stream.snapshot_marks import row_mark, with_ends
 from readers.mysql.connection import binlog_status, open_connection, server_version
 from readers.mysql.schema import schema_from_information_schema
 
@@ -71,7 +71,7 @@ q = MYSQL.quote
 
 
 def expand_tables(conn: Any, patterns: list[str]) -> list[TableId]:
-    """Configured ``db.table`` patterns (cdc.table_glob) -> the existing base tables they match, sorted."""
+    """Configured ``db.table`` patterns (cdc.schema.table_glob) -> the existing base tables they match, sorted."""
     with conn.cursor() as cur:
         cur.execute("SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'")
         rows = cur.fetchall()
@@ -175,7 +175,7 @@ class InitialSnapshot:
 
     def events(self) -> Iterator[Event]:
         """Chunks as transactions, then the Heartbeat that ends the snapshot; closes the connection. The
-        snapshot's first and last rows carry ``snapshot: first`` / ``last`` (cdc.snapshot_marks)."""
+        snapshot's first and last rows carry ``snapshot: first`` / ``last`` (cdc.stream.snapshot_marks)."""
         start = self.progress.get("table")
         left = [t for t in self.tables if start is None or t >= TableId.parse(start)]
         try:

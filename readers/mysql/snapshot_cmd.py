@@ -11,7 +11,7 @@ change stream as ``op: r`` transactions while streaming continues.
 
 With ``--resync`` the chunks also delete the target rows that the source does not hold (rows deleted
 at the source while the table was not streamed, rows added or left on the target by hand): each chunk
-transaction ends with a resync range record (cdc.resync_range), and the table ends equal to the
+transaction ends with a resync range record (cdc.stream.resync_range), and the table ends equal to the
 source while everything else keeps streaming. Needs a primary key of integer columns and
 ``kafka.per_table_topics`` off (Debezium consumers have no range delete); refused otherwise, naming why.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import uuid
 
-from cdc.config_option import add_config_option
+from cdc.config.options import add_config_option
 from cdc.errors import ConfigError
 
 
@@ -41,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from cdc.compare.errors import CompareError
-    from cdc.config import load_config
+    from cdc.config.models import load_config
     from readers.mysql.connection import open_connection
     from readers.mysql.incremental import EXECUTE, RESYNC, SIGNAL_DDL
     from readers.mysql.snapshot import q
@@ -89,7 +89,7 @@ def main(args: argparse.Namespace) -> int:
 
 def resync_refusal(cur, table: str, config) -> str | None:
     """Why ``table`` cannot be resynced with range deletes (None: it can). ``cur``: a cursor on the source."""
-    from cdc.resync_range import integer_key
+    from cdc.stream.resync_range import integer_key
 
     if config.kafka.per_table_topics:
         return ("kafka.per_table_topics is on, and Debezium consumers of the per-table topics have no record for "

@@ -16,16 +16,16 @@ import time
 from typing import Any
 
 from cdc.errors import ConfigError
-from cdc.events import TableId
 from cdc.progress_bar import duration
+from cdc.stream.events import TableId
 from readers.mysql.snapshot import expand_tables, q
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config import load_config
-    from cdc.envelope import changes_topic
+    from cdc.config.models import load_config
     from cdc.publish.recovery import read_tail
-    from cdc.serde import get_serdes
+    from cdc.stream.envelope import changes_topic
+    from cdc.stream.serde import get_serdes
     from readers.mysql.connection import open_connection
     from readers.mysql.snapshot_cmd import _primary
 

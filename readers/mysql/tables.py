@@ -1,4 +1,4 @@
-"""Which tables a source captures (``tables: [db.table, db.order_*]``, cdc.table_glob), which table a DDL names and which
+"""Which tables a source captures (``tables: [db.table, db.order_*]``, cdc.schema.table_glob), which table a DDL names and which
 tables a statement-format DML names."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cdc import table_glob
-from cdc.events import TableId, TableSchema
+from cdc.schema import table_glob
+from cdc.stream.events import TableId, TableSchema
 
 _IDENT = r"(?:`((?:[^`]|``)+)`|([A-Za-z0-9_$]+))"
 _QUALIFIED = rf"{_IDENT}(?:\s*\.\s*{_IDENT})?"
@@ -30,7 +30,7 @@ _NON_TABLE = re.compile(r"^\s*(?:CREATE|ALTER|DROP)\s+(?:DATABASE|SCHEMA|USER|VI
 
 
 class TableFilter:
-    """Matches ``db.table`` against the configured patterns (cdc.table_glob: the apply side's rule)."""
+    """Matches ``db.table`` against the configured patterns (cdc.schema.table_glob: the apply side's rule)."""
 
     def __init__(self, patterns: list[str]) -> None:
         self.patterns = list(patterns)

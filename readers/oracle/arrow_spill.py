@@ -12,9 +12,9 @@ one at a time, in order (:meth:`ArrowSpill.chunks`), through the native record p
 ChangeBatch each; at COMMIT, ROLLBACK or a hand-over to the row path the files go
 (:meth:`ArrowSpill.discard`).
 
-DATA AT REST as cdc.spill's: the files live in the source's private spill directory (cdc.spill_dir:
+DATA AT REST as cdc.spill's: the files live in the source's private spill directory (cdc.spill.dirs:
 0700, checked), created exclusively with mode 0600 under unpredictable names, one checked frame per
-file (cdc.spill_codec.frame: BLAKE2b digest; a changed or truncated chunk raises SpillError naming file,
+file (cdc.spill.codec.frame: BLAKE2b digest; a changed or truncated chunk raises SpillError naming file,
 chunk and offset, never other rows); an earlier process's files are swept when the store is created,
 the rest when it closes. Their bytes count in the store's spilled bytes (the buffer metrics).
 """
@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from cdc import spill_codec
 from cdc.errors import SpillError
-from cdc.spill import TransactionStore, read_chunk
+from cdc.spill import codec as spill_codec
+from cdc.spill.store import TransactionStore, read_chunk
 
 CHUNK_ROWS = 16_384  # rows per chunk file at most (what one ChangeBatch of a released chunk holds)
 

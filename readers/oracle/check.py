@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdc import table_glob
+from cdc.schema import table_glob
 from readers.oracle.errors import SupplementalLoggingMissing
 
 DATABASE_SQL = "SELECT SUPPLEMENTAL_LOG_DATA_MIN, SUPPLEMENTAL_LOG_DATA_ALL FROM V$DATABASE"
@@ -30,7 +30,7 @@ def supplemental_problems(query: Any, patterns: list[str]) -> list[str]:
     """Each missing setting as ``what is wrong; fix: <statement>`` (empty: capture is safe).
 
     ``query(sql, binds)`` runs on the standby; ``patterns`` are the configured ``SCHEMA.TABLE``
-    patterns (cdc.table_glob): every table of ``ALL_TABLES`` they match now."""
+    patterns (cdc.schema.table_glob): every table of ``ALL_TABLES`` they match now."""
     problems: list[str] = []
     minimal, every_column = (str(v or "NO").upper() for v in query(DATABASE_SQL)[0])
     if minimal not in ("YES", "IMPLICIT"):

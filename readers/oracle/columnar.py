@@ -59,7 +59,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc.events import Begin, ChangeBatch, Commit, Event, TableSchema
+from cdc.stream.events import Begin, ChangeBatch, Commit, Event, TableSchema
 from readers.oracle import redo_json
 from readers.oracle.arrow_spill import ArrowSpill
 from readers.oracle.convert import Converter

@@ -4,7 +4,7 @@ DATA_TYPE names the type only (``VARCHAR2``, ``NUMBER``, ``RAW``); the size is i
 CHAR_LENGTH (characters of CHAR / VARCHAR2 / NCHAR / NVARCHAR2, under BYTE and CHAR semantics alike: a
 ``VARCHAR2(20 BYTE)`` holds at most 20 characters), DATA_LENGTH (bytes of RAW), DATA_PRECISION and
 DATA_SCALE (NUMBER). The schema record spells the type as MySQL's ``COLUMN_TYPE`` does (``varchar2(40)``,
-``number(12,2)``, ``raw(16)``), so the apply's widen / narrow rules (cdc.schema_evolution.type_change) see
+``number(12,2)``, ``raw(16)``), so the apply's widen / narrow rules (cdc.schema.evolution.type_change) see
 an Oracle length change as they see a MySQL one:
 
     VARCHAR2(n), NVARCHAR2(n), CHAR(n), NCHAR(n)   ->  varchar2(n), nvarchar2(n), char(n), nchar(n)  (CHAR_LENGTH)
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cdc.events import Column
+from cdc.stream.events import Column
 from readers.oracle.convert import default_text
 from readers.oracle.errors import ColumnSizesUnreadable
 

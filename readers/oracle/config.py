@@ -6,10 +6,10 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
+from cdc.config.credentials import PasswordLogin
+from cdc.config.tls import OracleTls
 from cdc.contract import HeartbeatInterval
-from cdc.credentials import PasswordLogin
-from cdc.table_glob import check_pattern, is_literal
-from cdc.tls import OracleTls
+from cdc.schema.table_glob import check_pattern, is_literal
 
 
 class OracleSourceConfig(PasswordLogin):
@@ -20,7 +20,7 @@ class OracleSourceConfig(PasswordLogin):
     build, log lists). ``dsn: simulator`` or ``simulator:<workload options>``
     (e.g. ``simulator:transactions=1000,lanes=8``) selects the built-in
     LogMiner simulator for both, which needs no login. The password: ``password``,
-    ``password_file`` or ``passwordless: true`` (cdc.credentials); ``user`` is its own key.
+    ``password_file`` or ``passwordless: true`` (cdc.config.credentials); ``user`` is its own key.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -33,9 +33,9 @@ class OracleSourceConfig(PasswordLogin):
                                     "lists the logs, and that snapshots read (none: dsn)")
     user: str = Field(default="", description="login user of the mining and standby connections")
     tls: OracleTls | None = Field(default=None, description="wallet / server-DN settings for oracledb.connect "
-                                  "(cdc/tls.py); TCPS is chosen by the dsn")
+                                  "(cdc/config/tls.py); TCPS is chosen by the dsn")
     tables: list[str] = Field(min_length=1, description="SCHEMA.TABLE patterns (globs in the table part, as "
-                                                         "apply[].tables: cdc/table_glob.py); SCHEMA.* for a whole schema")
+                                                         "apply[].tables: cdc/schema/table_glob.py); SCHEMA.* for a whole schema")
     dictionary: Literal["flat_file", "redo_log", "online_catalog"] = Field(
         default="flat_file", description="LogMiner's dictionary: flat_file: built on the standby into "
         "dictionary_path/dictionary_file at start and rebuilt after a DDL of a captured table; redo_log: "

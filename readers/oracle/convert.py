@@ -1,7 +1,7 @@
 """Oracle value conversions: the ``temporal`` encoding and the optional ``conversions``.
 
 ``temporal: iso`` (the default) turns the SQL_REDO text of every DATE and
-TIMESTAMP column into the stream's ISO encodings (cdc/values.py), the same
+TIMESTAMP column into the stream's ISO encodings (cdc/schema/values.py), the same
 as MySQL's, and describes those columns with the stream's types in the
 schema records (:func:`stream_schema`):
 
@@ -32,7 +32,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cdc.errors import DecodeError
-from cdc.events import Change, Column, TableSchema
+from cdc.stream.events import Change, Column, TableSchema
 
 
 def _fn_arg(v: str) -> str:
@@ -126,8 +126,8 @@ def stream_schema(schema: TableSchema | None, temporal: str) -> TableSchema | No
 
 def default_text(raw: object) -> str | None:
     """ALL_TAB_COLUMNS.DATA_DEFAULT (a LONG: the DEFAULT clause's text as typed, often with trailing blanks
-    or a newline) as cdc.events.Column.default: ``'std'``, ``0``, ``SYSDATE``, ``sys_guid()``...; None for
-    no default or ``DEFAULT NULL``. cdc.schema_evolution.default_value tells a constant (a quoted literal, a
+    or a newline) as cdc.stream.events.Column.default: ``'std'``, ``0``, ``SYSDATE``, ``sys_guid()``...; None for
+    no default or ``DEFAULT NULL``. cdc.schema.evolution.default_value tells a constant (a quoted literal, a
     number: existing rows are backfilled) from an expression (the apply stops with a way back)."""
     if raw is None:
         return None

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cdc.events import TableId, TableSchema
+from cdc.stream.events import TableId, TableSchema
 
 _ID = r'(?:"((?:[^"]|"")+)"|([A-Za-z][A-Za-z0-9_$#]*))'
 _NAME = rf"{_ID}(?:\s*\.\s*{_ID})?"

@@ -1,13 +1,13 @@
 """The dispatcher: V$LOGMNR_CONTENTS rows in SCN order -> committed transactions in commit-SCN order.
 
-Every row is routed by XID to its transaction's buffer (cdc.spill: big
+Every row is routed by XID to its transaction's buffer (cdc.spill.store: big
 transactions go to chunk files). Rows of one transaction are never parsed
 before its COMMIT, so rolled-back work costs no parsing.
 
 * START opens a transaction (so does its first DML row).
 * DML (1 INSERT, 2 DELETE, 3 UPDATE) of a captured table is buffered (the first
   ``INLINE_ROWS`` rows of a transaction in a plain list, the rest in a spillable
-  cdc.spill buffer; the store's own memory accounting starts at that size too; under
+  cdc.spill.store buffer; the store's own memory accounting starts at that size too; under
   ``max_buffer_bytes`` the largest inline transactions move into the store once all
   inline rows pass the store's ``outside_budget``, a quarter of the bound); ``CSF = 1``
   rows are continuation pieces: joined with the following pieces of the same
@@ -40,8 +40,8 @@ from collections.abc import Callable, Iterable, Iterator
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from cdc.events import Begin, Change, Commit, Event, SchemaChange, TableId, TableSchema
-from cdc.spill import TransactionStore, TxBuffer
+from cdc.spill.store import TransactionStore, TxBuffer
+from cdc.stream.events import Begin, Change, Commit, Event, SchemaChange, TableId, TableSchema
 from readers.oracle.ddl import classify, table_actions
 from readers.oracle.errors import (
     DictionaryMismatch,
@@ -90,7 +90,7 @@ INLINE_ROWS = 256  # a transaction's rows kept in a list before it gets a TxBuff
 
 class _Tx:
     """One open transaction. ``items``/``keys``: its first rows and their ROW_IDs; from the row after
-    ``inline`` on they all live in ``buf`` (cdc.spill), which may spill them to disk."""
+    ``inline`` on they all live in ``buf`` (cdc.spill.store), which may spill them to disk."""
 
     __slots__ = ("bad", "buf", "counted", "csf", "items", "keys", "lobs", "nbytes", "raw", "start_scn", "undo_slot",
                  "xid")

@@ -26,10 +26,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cdc import table_glob
 from cdc.contract import STOP_CHECK_S, SourceContext
-from cdc.events import Change, Commit, Event, Heartbeat, Idle, SchemaChange, TableSchema
-from cdc.spill import SpillPolicy, TransactionStore
+from cdc.schema import table_glob
+from cdc.spill.store import SpillPolicy, TransactionStore
+from cdc.stream.events import Change, Commit, Event, Heartbeat, Idle, SchemaChange, TableSchema
 from readers.oracle.check import refuse_unlogged
 from readers.oracle.columnar import ColumnarFeed
 from readers.oracle.config import OracleSourceConfig
@@ -60,7 +60,7 @@ class OracleSource:
         self.name = config.name
         self.metrics = context.metrics
         self._stop = threading.Event()
-        self._patterns = [t.upper() for t in config.tables]  # cdc.table_glob, on Oracle's upper-case names
+        self._patterns = [t.upper() for t in config.tables]  # cdc.schema.table_glob, on Oracle's upper-case names
         self.standby: Standby | None = None
         self.miner: ParallelMiner | None = None
         self.store: TransactionStore | None = None

@@ -32,7 +32,7 @@ from typing import Any
 import oracledb
 import pyarrow as pa
 
-from cdc.events import TableId, TableSchema
+from cdc.stream.events import TableId, TableSchema
 from readers.oracle import columns
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.errors import ArchiveLogMissing, LogMinerError, MissingLog, RedoGap, SchemaHistoryGone, SessionError

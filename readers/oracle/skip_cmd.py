@@ -38,10 +38,10 @@ class SkipRefused(CdcError, Terminal):
 
 
 def main(args: argparse.Namespace, config: Any, src: Any) -> int:
-    from cdc.events import Heartbeat
     from cdc.metrics import SourceMetrics
     from cdc.publish.lease import WriterLease
     from cdc.publish.publisher import Publisher
+    from cdc.stream.events import Heartbeat
     from readers.oracle.position import ResumeState, Xid
 
     xid = str(Xid.parse(args.xid.strip()))  # usn.slot.sqn as the stop names it, or the RAW hex form
@@ -97,7 +97,7 @@ def main(args: argparse.Namespace, config: Any, src: Any) -> int:
 
 
 def _captured(src: Any, table: str) -> bool:
-    from cdc import table_glob
+    from cdc.schema import table_glob
 
     return table_glob.matches(table, [t.upper() for t in src.tables])
 
@@ -108,8 +108,8 @@ def next_transaction(src: Any, resume: dict[str, Any], timeout_s: float = 60.0) 
     mined by the reader itself with its refused rows collected instead of raised; (None, None, []) when none
     is mined within ``timeout_s``, or a DDL comes first (its text as the XID: a DDL is not skipped here)."""
     from cdc.contract import SourceContext
-    from cdc.events import Begin, Change, ChangeBatch, Commit, Heartbeat, SchemaChange
     from cdc.metrics import SourceMetrics
+    from cdc.stream.events import Begin, Change, ChangeBatch, Commit, Heartbeat, SchemaChange
     from readers.oracle.reader import OracleSource
 
     refused: list[dict] = []  # the fields of each row the reader could not publish (its XID, commit SCN, table)

@@ -57,12 +57,12 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-from cdc import table_glob
 from cdc.errors import CdcError, Terminal
-from cdc.events import Begin, Change, Commit, Event, Heartbeat, TableId, TableSchema
 from cdc.progress_bar import progress as progress_lines
-from cdc.snapshot_marks import row_mark, with_ends
-from cdc.values import stream_value
+from cdc.schema import table_glob
+from cdc.schema.values import stream_value
+from cdc.stream.events import Begin, Change, Commit, Event, Heartbeat, TableId, TableSchema
+from cdc.stream.snapshot_marks import row_mark, with_ends
 from readers.oracle import columns
 from readers.oracle.convert import stream_schema
 
@@ -83,7 +83,7 @@ def redo_text(value: Any, data_type: str) -> Any:
     ``TO_TIMESTAMP('..')`` / ``TO_TIMESTAMP_TZ('..')``; a DATE (or a datetime from another reader)
     becomes ``TO_DATE('..', 'YYYY-MM-DD HH24:MI:SS')`` / ``TO_TIMESTAMP('..')`` in the reader's session
     formats (readers/oracle/session.py NLS); text stays text; anything else goes through
-    cdc.values.stream_value.
+    cdc.schema.values.stream_value.
     """
     t = data_type.upper()
     if isinstance(value, str) and t.startswith("TIMESTAMP"):  # read as TO_CHAR(.., FF9[ TZH:TZM]): see _chunk
@@ -103,7 +103,7 @@ def redo_text(value: Any, data_type: str) -> Any:
 
 
 def expand_tables(conn: Any, patterns: list[str]) -> list[TableId]:
-    """Configured ``SCHEMA.TABLE`` patterns (cdc.table_glob, upper-cased) -> the tables of ``ALL_TABLES``
+    """Configured ``SCHEMA.TABLE`` patterns (cdc.schema.table_glob, upper-cased) -> the tables of ``ALL_TABLES``
     they match, sorted (the schema part is a literal name, see OracleSourceConfig)."""
     upper = [p.upper() for p in patterns]
     out: set[TableId] = set()
@@ -176,7 +176,7 @@ class OracleSnapshot:
 
     def events(self) -> Iterator[Event]:
         """Chunks as transactions, then the Heartbeat that hands over to streaming. The snapshot's first and
-        last rows carry ``snapshot: first`` / ``last`` (cdc.snapshot_marks). Progress: a log line of rows
+        last rows carry ``snapshot: first`` / ``last`` (cdc.stream.snapshot_marks). Progress: a log line of rows
         read every 10 s and at the end (no total: table statistics may be missing or stale)."""
         with progress_lines(None, f"snapshot as of SCN {self.scn}: rows", interval_s=10.0, log=log) as bar:
             yield from self._events(bar)

@@ -6,10 +6,10 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from cdc.config.credentials import PasswordLogin
+from cdc.config.dsn import database_kind
+from cdc.config.tls import MySqlTls
 from cdc.contract import HeartbeatInterval
-from cdc.dsn import database_kind
-from cdc.credentials import PasswordLogin
-from cdc.tls import MySqlTls
 
 
 class ShadowSourceConfig(PasswordLogin):
@@ -17,7 +17,7 @@ class ShadowSourceConfig(PasswordLogin):
 
     ``dsn`` names the database (mysql://, postgresql://, duckdb:///path; see
     cdc.compare.endpoints); the password of a database login: ``password``, ``password_file``, the
-    DSN's own or ``passwordless: true`` (cdc.credentials). The shadow copy (key, MD5, last row image) and
+    DSN's own or ``passwordless: true`` (cdc.config.credentials). The shadow copy (key, MD5, last row image) and
     the undo/redo journal live in ``shadow_schema`` of the same database.
     """
 
@@ -30,7 +30,7 @@ class ShadowSourceConfig(PasswordLogin):
                                     "against a shadow copy, for databases without a usable log")
     dsn: str = Field(description="the database: mysql://, postgresql:// or duckdb:///path")
     tables: list[str] = Field(min_length=1, description="tables to capture: names or glob patterns "
-                              "(cdc/table_glob.py); each must have a primary key")
+                              "(cdc/schema/table_glob.py); each must have a primary key")
     interval_s: float = Field(default=10.0, gt=0, description="seconds between two merges")
     shadow_schema: str = Field(default="cdc_shadow", pattern=r"^[A-Za-z0-9_]+$", description="schema of the same "
                                "database holding the shadow copy and the undo/redo journal")
@@ -39,7 +39,7 @@ class ShadowSourceConfig(PasswordLogin):
                             "cursor fetch while comparing a table with its shadow copy")
     journal_cycles: int = Field(default=100, ge=1, description="merge cycles kept in "
                                 "the undo/redo journal; a stream further behind cannot be reconciled")
-    tls: MySqlTls | None = Field(default=None, description="mysql:// DSNs: TLS as a MySQL source's (cdc/tls.py); "
+    tls: MySqlTls | None = Field(default=None, description="mysql:// DSNs: TLS as a MySQL source's (cdc/config/tls.py); "
                                  "postgresql:// DSNs carry libpq's sslmode etc. themselves")
 
     def needs_login(self) -> bool:

@@ -31,14 +31,14 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cdc import table_glob
 from cdc.compare.endpoints import from_dsn
 from cdc.compare.fingerprint import quote
 from cdc.compare.merge import DIFFERENT, EXTRA, MISSING, merge
 from cdc.compare.shapes import TableShape, describe
 from cdc.compare.table_diff import Side, split_name
-from cdc.events import Begin, Change, Column, Commit, Event, Heartbeat, Idle, TableId, TableSchema
-from cdc.values import select_expr, stream_value, value_kind
+from cdc.schema import table_glob
+from cdc.schema.values import select_expr, stream_value, value_kind
+from cdc.stream.events import Begin, Change, Column, Commit, Event, Heartbeat, Idle, TableId, TableSchema
 from readers.shadow.config import ShadowSourceConfig
 from readers.shadow.errors import TableWithoutKey
 from readers.shadow.position import Cycle
@@ -221,7 +221,7 @@ def _base_tables(ep: Any, conn: Any) -> list[str]:
 
 
 def captured_tables(ep: Any, conn: Any, patterns: list[str]) -> list[str]:
-    """``tables`` patterns (cdc.table_glob, as every source) -> the tables they name: a literal name as given
+    """``tables`` patterns (cdc.schema.table_glob, as every source) -> the tables they name: a literal name as given
     (a missing table fails in describe(), naming it), a glob the existing base tables it matches."""
     literal = [p for p in patterns if table_glob.is_literal(p)]
     globs = [p for p in patterns if not table_glob.is_literal(p)]

@@ -24,8 +24,8 @@ import threading
 import warnings
 from typing import Any
 
-from cdc.config import load_config
-from cdc.config_option import add_config_option
+from cdc.config.models import load_config
+from cdc.config.options import add_config_option
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -7,11 +7,11 @@ job knows its tables without re-reading the stream.
 
 DDL rule (DDL is a batch barrier; the engine applies what came before it
 first, so the target is at the DDL's point): the change from the schema in
-memory to the record's is worked out column by column (cdc.schema_evolution.diff:
+memory to the record's is worked out column by column (cdc.schema.evolution.diff:
 rename, drop, type widen/narrow/change, NULL, default, add) and followed
 according to the table's behaviour (``apply[].schema_changes``: evolve,
 exception, lenient, ignore; docs/schema-evolution.md) with the target's own
-DDL (its dialect, cdc/sql_dialects.py), in the batch transaction where the
+DDL (its dialect, cdc/schema/sql_dialects.py), in the batch transaction where the
 target's DDL is transactional. A new column's existing rows take the source's
 value: its constant default (or MariaDB's implicit one for NOT NULL), written
 by the target's ADD COLUMN ... DEFAULT. What cannot be followed (an expression
@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc.errors import CdcError
-from cdc.events import Column, TableSchema
-from cdc.schema_evolution import (
+from cdc.schema.evolution import (
     ColumnChange,
     SchemaChangeConfig,
     default_value,
@@ -40,7 +39,8 @@ from cdc.schema_evolution import (
     statement_changes,
     type_change,
 )
-from cdc.table_map import TableMap
+from cdc.schema.table_map import TableMap
+from cdc.stream.events import Column, TableSchema
 from streaming.apply import table_ddl
 from streaming.errors import ApplyError, UnsupportedDdl
 from streaming.targets import typemap
@@ -138,7 +138,7 @@ class Catalog:
     def _evolve(self, old: TableInfo, new: TableSchema, dst: str, existing: list[str], sequence: int,
                 ddl: str | None, whole: bool = False) -> TableSchema:
         """Follow the change from ``old`` to ``new``; returns the definition to remember (``new``, or ``old``
-        with only the changes the statement names: cdc.schema_evolution.statement_changes). ``whole``: every
+        with only the changes the statement names: cdc.schema.evolution.statement_changes). ``whole``: every
         change counts whatever the statement names (a table replaced by an online schema change's shadow,
         whose own ALTERs were never in the stream)."""
         table = old.source_table

@@ -8,13 +8,13 @@ streaming.stream.records). Guarantees, per batch:
   dropped; a batch with nothing new is skipped (no data written; only when
   its end offsets lie past the progress row's, the progress row moves its
   offsets on, so Spark's checkpoint never resumes beyond the progress row);
-- a jump in sequence is never applied past (cdc.sequence): the new records
+- a jump in sequence is never applied past (cdc.stream.sequence): the new records
   must continue the progress row's ``last_sequence`` (an empty target: start
   at sequence 1, the beginning of the stream) one by one, else the batch
   raises StreamCorrupt naming the missing range, topic, partition and offset,
   before anything is written (the progress row stays before the gap);
 - the new records are held to the stream's structure before anything is
-  written (streaming.stream.structure, cdc.stream_structure): a batch whose
+  written (streaming.stream.structure, cdc.stream.stream_structure): a batch whose
   records break it is applied only up to the start of the transaction (or
   record) that breaks it, with its progress row, then StreamCorrupt names
   offset, sequence, expected and found;
@@ -27,7 +27,7 @@ streaming.stream.records). Guarantees, per batch:
 - barriers: a SCHEMA record (DDL: followed as streaming/apply/catalog.py says; one
   not followed commits what precedes it and raises UnsupportedDdl at its sequence; a first-sight SCHEMA
   may sit inside the transaction that first touches the table), a TRUNCATE and a resync range
-  (cdc.resync_range: the target rows of a key range that the source no longer holds are deleted there,
+  (cdc.stream.resync_range: the target rows of a key range that the source no longer holds are deleted there,
   in the batch transaction; a target without ``resync_ranges`` stops on it);
   on targets whose DDL commits implicitly (MySQL/MariaDB, Oracle:
   ``ddl_commits``), and on lake tables holding buffered rows (their DDL is a table
@@ -68,13 +68,13 @@ from typing import Any
 
 import orjson
 
-from cdc.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
 from cdc.errors import CdcError
 from cdc.kafka_log import RepeatLimit
 from cdc.metrics import ApplyMetrics
-from cdc.resync_range import OP as RANGE_OP
-from cdc.resync_range import ResyncRange, ResyncRangeError
-from cdc.table_map import TableMap
+from cdc.schema.table_map import TableMap
+from cdc.stream.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
+from cdc.stream.resync_range import OP as RANGE_OP
+from cdc.stream.resync_range import ResyncRange, ResyncRangeError
 from streaming.apply.catalog import Catalog, TableInfo
 from streaming.apply.net_effect import DataChange, TableNet, net_effect, net_effect_columns
 from streaming.apply.table_delta import TableDelta
@@ -273,7 +273,7 @@ class ApplyEngine:
         if excluded:
             keep &= ~np.isin(batch.offset, np.fromiter(excluded, dtype=np.int64))
         ops = batch.table.column("op") if batch.n else None
-        # TRUNCATEs and resync ranges (cdc.resync_range): barriers applied at their place in the stream
+        # TRUNCATEs and resync ranges (cdc.stream.resync_range): barriers applied at their place in the stream
         truncates = np.flatnonzero(keep & (_equals(ops, "t", batch.n) | _equals(ops, RANGE_OP, batch.n)))
         keep[truncates] = False
         live = np.ones(batch.n, dtype=bool)  # False inside aborted transactions
@@ -398,7 +398,7 @@ class ApplyEngine:
         return result
 
     def _resync_range(self, info: TableInfo, rec: StreamRecord) -> int:
-        """Apply a resync range record (cdc.resync_range) at its place: delete the target rows in its key range
+        """Apply a resync range record (cdc.stream.resync_range) at its place: delete the target rows in its key range
         that it does not keep. Everything before it in the batch is written already (it is a barrier)."""
         rng = ResyncRange.from_text(rec.meta, info.source_table)
         if tuple(rng.key) != tuple(info.key):
@@ -424,7 +424,7 @@ class ApplyEngine:
         table): that record is what carries the missing sequence."""
         import numpy as np
 
-        from cdc.sequence import gap_error
+        from cdc.stream.sequence import gap_error
 
         idx = np.flatnonzero(fresh)
         seqs = batch.seq[idx]

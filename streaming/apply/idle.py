@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from cdc.kafka_settings import KafkaConnection, create_client
+from cdc.config.kafka_settings import KafkaConnection, create_client
 from streaming.stream.batches import BoundaryScanner, _PartitionScan, consumer_config
 
 log = logging.getLogger(__name__)

@@ -29,13 +29,13 @@ from typing import Any
 
 import orjson
 
-from cdc.config import ApplyConfig, Config
-from cdc.credentials import LOGIN_FIELDS
-from cdc.envelope import changes_topic
+from cdc.config.credentials import LOGIN_FIELDS
+from cdc.config.models import ApplyConfig, Config
 from cdc.errors import CdcError, PublishError
 from cdc.metrics import ApplyMetrics
 from cdc.publish.topics import topic_id
-from cdc.table_map import TableMap
+from cdc.schema.table_map import TableMap
+from cdc.stream.envelope import changes_topic
 from streaming.apply.checkpoint import check, default_location, read_checkpoint
 from streaming.apply.engine import ApplyEngine
 from streaming.apply.idle import IdleRule

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cdc.config import ApplyRetry
+from cdc.config.models import ApplyRetry
 from cdc.errors import CdcError
 from streaming.apply.engine import ApplyEngine, BatchResult
 from streaming.errors import TargetError, TargetTransient, TargetUnavailable

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 
-from cdc.config_option import add_config_option
+from cdc.config.options import add_config_option
 from cdc.errors import ConfigError
 
 
@@ -37,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config import load_config
+    from cdc.config.models import load_config
     from streaming.targets import make_target
 
     config = load_config(args.config)

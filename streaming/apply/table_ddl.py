@@ -43,7 +43,7 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
-from cdc.events import TableId, TableSchema
+from cdc.stream.events import TableId, TableSchema
 from streaming.errors import UnsupportedDdl
 
 if TYPE_CHECKING:

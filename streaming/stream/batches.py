@@ -8,11 +8,11 @@ of the next micro-batch: the last boundary within the record limit, or the
 first boundary when a single transaction is larger than the limit (a
 transaction is never split). A data record is recognised by its key
 (``{"table", "key"}``) without decoding its value. Every record is held to
-the sequence rule (cdc.sequence: its sequence peeked from the value's first
+the sequence rule (cdc.stream.sequence: its sequence peeked from the value's first
 bytes): a record at or below the highest sequence already scanned is a
 duplicate (a producer retry appended a run twice) and changes nothing, so a
 duplicated END is never a boundary inside the next transaction. Markers are
-held to the stream's structure (cdc.stream_structure): a BEGIN closed by the
+held to the stream's structure (cdc.stream.stream_structure): a BEGIN closed by the
 END of another id, an END whose ``event_count`` differs from the records
 since its BEGIN, a data record outside a transaction, a HEARTBEAT inside
 one... The first record that breaks the structure or the sequence ends the
@@ -51,10 +51,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cdc.envelope import record_epoch
+from cdc.config.kafka_settings import KafkaConnection, create_client
 from cdc.errors import StreamCorrupt
-from cdc.kafka_settings import KafkaConnection, create_client
-from cdc.stream_structure import StreamStructure
+from cdc.stream.envelope import record_epoch
+from cdc.stream.stream_structure import StreamStructure
 from streaming.errors import ApplyError, OffsetsGone
 
 IDLE_POLL_S = 0.15  # no message for this long = we are at the end of the topic
@@ -91,8 +91,8 @@ class _PartitionScan:
     base: int  # the start offset the scan began at (a boundary)
     scanned_to: int  # next offset to inspect
     boundaries: list[int]  # offsets (next-to-read) just after each boundary record, ascending
-    structure: StreamStructure | None = None  # the stream's structure (cdc.stream_structure); None until synced
-    last_seq: int | None = None  # highest sequence taken (cdc.sequence: records at or below it are duplicates)
+    structure: StreamStructure | None = None  # the stream's structure (cdc.stream.stream_structure); None until synced
+    last_seq: int | None = None  # highest sequence taken (cdc.stream.sequence: records at or below it are duplicates)
     hole_ok: bool = False  # a record without a sequence since the last one taken: a jump over it is no gap
     broken_at: int | None = None  # the boundary just after the first record that broke the structure
     last_real: int = -1  # the last boundary that is not a HEARTBEAT (a transaction, SCHEMA, ABORTED, ...)
@@ -101,10 +101,10 @@ class _PartitionScan:
 class BoundaryScanner:
     def __init__(self, where: str | KafkaConnection, topic: str, encoding: str,
                  consumer_extra: dict[str, Any] | None = None) -> None:
-        from cdc.serde import get_serdes
+        from cdc.stream.serde import get_serdes
 
         self.topic = topic
-        from cdc.sequence import sequence_peeker
+        from cdc.stream.sequence import sequence_peeker
 
         self.key_serde, self.value_serde = get_serdes(encoding)
         self._peek = sequence_peeker(encoding, "confluent", self.value_serde.decode)
@@ -231,7 +231,7 @@ class BoundaryScanner:
 
         Every record is held to the sequence rule (its sequence peeked from the value's first bytes) and,
         from the first BEGIN, HEARTBEAT or SCHEMA with a resume state on (a scan may start after a
-        duplicated run), to the stream's structure (cdc.stream_structure: markers decoded, data records
+        duplicated run), to the stream's structure (cdc.stream.stream_structure: markers decoded, data records
         counted by their keys; their tables and transaction ids are the engine's to check; every record's
         writer epoch, ``epoch``, from its header). The first
         record that breaks either ends a batch ("BROKEN") and no later record is a boundary: the batches
@@ -455,7 +455,7 @@ def _chunk_decoder(p: RangePartition) -> Any:
         return JsonChunkDecoder(p.partition).decode
     import pyarrow as pa
 
-    from cdc.serde import get_serdes
+    from cdc.stream.serde import get_serdes
     from streaming.stream.records import FIELDS, arrow_schema, to_row
 
     schema = arrow_schema()

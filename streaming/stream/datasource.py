@@ -11,7 +11,7 @@ Options (``spark.readStream.format("cdc-stream").option(...)``):
                         sasl.*; ``kafka.sasl.password_file``: only the path
                         travels to executors, each reads the file itself);
                         kafka.consumer.<setting>: consumer-only
-                        (cdc.kafka_settings.KafkaConnection.spark_options)
+                        (cdc.config.kafka_settings.KafkaConnection.spark_options)
     topic               the changes topic, ``<prefix>.<source>.changes`` (required)
     encoding            json (default) | avro
     max_records_per_batch   admission control: records per micro-batch (a
@@ -53,8 +53,8 @@ import orjson
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
+from cdc.config.kafka_settings import KafkaConnection
 from cdc.errors import ConfigError, StreamCorrupt
-from cdc.kafka_settings import KafkaConnection
 from streaming.stream.batches import BoundaryScanner, RangePartition, read_range, split_range
 from streaming.stream.offsets import StreamOffset
 from streaming.stream.records import PACKED_DDL, SCHEMA_DDL, pack

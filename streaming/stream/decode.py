@@ -67,7 +67,7 @@ class JsonChunkDecoder:
     def __init__(self, partition: int) -> None:
         import duckdb
 
-        from cdc.serde import get_serdes
+        from cdc.stream.serde import get_serdes
 
         self.partition = partition
         self.serdes = get_serdes("json")

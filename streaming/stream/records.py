@@ -12,7 +12,7 @@ key; the before-image's for a delete). An update that changes the primary key
 also carries ``bkey``, the before-image's key in the same column order, so the
 driver can reduce a batch to its net effect per key without decoding images.
 
-``epoch`` is the record's writer epoch (its ``cdc.epoch`` header, cdc.envelope.record_epoch: 0 without
+``epoch`` is the record's writer epoch (its ``cdc.epoch`` header, cdc.stream.envelope.record_epoch: 0 without
 one; null where a reader did not read headers): the structure check holds it to the epoch rules.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from cdc.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
+from cdc.stream.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
 
 DATA, UNDECODABLE = "data", "UNDECODABLE"
 KINDS = (DATA, BEGIN, END, ABORTED, SCHEMA, HEARTBEAT, UNDECODABLE)
@@ -140,7 +140,7 @@ def to_row(part: int, offset: int, key_bytes: bytes | None, value_bytes: bytes |
             op = value.get("op")
             if op not in ("c", "u", "d", "r", "t", "x"):
                 raise ValueError(f"data record with unknown op {op!r}")
-            if op == "x":  # a resync range (cdc.resync_range): the range travels in ``meta``
+            if op == "x":  # a resync range (cdc.stream.resync_range): the range travels in ``meta``
                 return (part, offset, seq, DATA, (value.get("transaction") or {}).get("id"), table, op, None, None,
                         None, src.get("ts_ms"), src.get("resync"), None, None, None, epoch)
             pk = (key or {}).get("key")

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdc.envelope import ABORTED, BEGIN, END, SCHEMA
 from cdc.errors import StreamCorrupt
-from cdc.stream_structure import NOT_READ, StreamStructure
+from cdc.stream.envelope import ABORTED, BEGIN, END, SCHEMA
+from cdc.stream.stream_structure import NOT_READ, StreamStructure
 from streaming.stream.records import UNDECODABLE, Batch
 
 

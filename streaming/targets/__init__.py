@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from cdc.config import TargetConfig
+from cdc.config.models import TargetConfig
 
 KINDS = {
     "postgres": ("streaming.targets.postgres", "PostgresTarget"),

@@ -12,7 +12,7 @@ Everything between begin() and commit() is ONE target transaction; a reader
 of the target sees all of a batch or none of it. ``cursor()`` gives a DB-API
 cursor inside that transaction (maintained views use it with ``dialect``).
 
-Subclasses set ``dialect`` and ``sql`` (the database's cdc.sql_dialects.SqlDialect:
+Subclasses set ``dialect`` and ``sql`` (the database's cdc.schema.sql_dialects.SqlDialect:
 quoting, the DB-API placeholder ``param``, null-safe equality), implement
 ``_connect``/``begin``/``table_columns``/``upsert_rows`` and may override the
 generic row paths with bulk ones (COPY, Arrow). Rows are dicts keyed by
@@ -35,7 +35,7 @@ the job and the views read only these (no probing for methods):
   ``rowid``, Oracle ``ROWID``) with which ``delete_one_sql`` deletes ONE copy
   of a row of a keyless table; None: the target writes its own
   ``delete_one_sql`` (MySQL: ``DELETE ... LIMIT 1``) or ``delete_copies``;
-- ``resync_ranges``: it applies a resync range record (cdc.resync_range, ``op: "x"``) with
+- ``resync_ranges``: it applies a resync range record (cdc.stream.resync_range, ``op: "x"``) with
   ``delete_range`` in the batch transaction; False: such a record stops the apply (fail closed).
 """
 
@@ -48,10 +48,10 @@ from typing import Any
 
 import orjson
 
-from cdc.config import TargetConfig
-from cdc.events import Column, TableSchema
-from cdc.resync_range import ResyncRange, ResyncRangeError, int_key, range_sql
-from cdc.sql_dialects import SqlDialect
+from cdc.config.models import TargetConfig
+from cdc.schema.sql_dialects import SqlDialect
+from cdc.stream.events import Column, TableSchema
+from cdc.stream.resync_range import ResyncRange, ResyncRangeError, int_key, range_sql
 from streaming.errors import TargetError
 from streaming.targets import typemap
 from streaming.targets.progress_row import PROGRESS_TABLE, SCHEMA_TABLE, Progress, ms_from_ts, ts_from_ms, utc_now
@@ -228,7 +228,7 @@ class Target(abc.ABC):
             self.execute(sql)
 
     def evolve_add(self, table: str, col: Column, const: str | None, after: str | None | bool = False) -> None:
-        """Add ``col``; existing rows take ``const`` (cdc.schema_evolution.default_value's text) or NULL.
+        """Add ``col``; existing rows take ``const`` (cdc.schema.evolution.default_value's text) or NULL.
         The column gets the source's default when it is a constant, else none."""
         tt = self.column_type(col.type)
         fill = self.sql.literal(const, tt) if const is not None else None
@@ -277,7 +277,7 @@ class Target(abc.ABC):
 
     def misfit_sql(self, check: tuple) -> str:
         """The condition (``{c}``: the column) true for a value that does not fit a narrowed type
-        (cdc.schema_evolution.TypeChange.check)."""
+        (cdc.schema.evolution.TypeChange.check)."""
         if check[0] == "range":
             return f"({{c}} < {check[1]} OR {{c}} > {check[2]})"
         if check[0] == "digits":
@@ -435,7 +435,7 @@ class Target(abc.ABC):
         self.execute(f"DELETE FROM {self.qualified(table)}")
 
     def delete_range(self, table: str, rng: ResyncRange) -> int:
-        """Apply a resync range (cdc.resync_range) to ``table``: delete its rows whose integer key lies in the
+        """Apply a resync range (cdc.stream.resync_range) to ``table``: delete its rows whose integer key lies in the
         range and is not kept; returns how many. The keys in the range are read first (one indexed range
         scan), the doomed ones picked in Python and deleted by key, so no statement grows with ``keep``."""
         if not self.resync_ranges:
@@ -490,7 +490,7 @@ def rows_as_lists(rows: Iterable[Row], columns: Sequence[str]) -> list[list[Any]
 
 
 def keepalive(sock: Any, timeouts: Any) -> None:
-    """Turn TCP keepalives on for a driver's socket (``timeouts``: cdc.config.TargetTimeouts): a peer that
+    """Turn TCP keepalives on for a driver's socket (``timeouts``: cdc.config.models.TargetTimeouts): a peer that
     vanished is noticed after ``keepalive_idle_s + keepalive_interval_s * keepalive_count`` seconds, and
     data left unacknowledged that long ends the connection (Linux TCP_USER_TIMEOUT). Options the platform
     lacks are left out; a socket that is not a TCP socket is left alone."""

@@ -1,7 +1,7 @@
 """Delta Lake target (delta-rs, no JVM). Config: ``{name, kind: delta, path: DIR_OR_URI, storage_options: {...}}``.
 
 ``storage_options`` settings named like a secret (``AWS_SECRET_ACCESS_KEY``,
-cdc.credentials.STORE_SECRET) are SecretStr, ``<key>_file`` reads one from a file;
+cdc.config.credentials.STORE_SECRET) are SecretStr, ``<key>_file`` reads one from a file;
 :attr:`DeltaTarget.storage` unwraps them for each deltalake call only.
 
 One Delta table per source table at ``<path>/<table>``; the progress log at
@@ -28,8 +28,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from cdc.config import TargetConfig
-from cdc.credentials import reveal
+from cdc.config.credentials import reveal
+from cdc.config.models import TargetConfig
 from streaming.errors import TargetError
 from streaming.targets.lake import LakeTarget, _conform
 

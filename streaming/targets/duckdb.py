@@ -15,8 +15,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from cdc.config import TargetConfig
-from cdc.sql_dialects import DUCKDB
+from cdc.config.models import TargetConfig
+from cdc.schema.sql_dialects import DUCKDB
 from streaming.errors import TargetError
 from streaming.targets.base import ErrorKind, Row, Target, arrow_array
 

@@ -11,7 +11,7 @@ Config::
 the catalog name readers open it with). Secrets: ``catalog_uri`` is a SecretDsn
 (its password masked in every message; ``catalog_uri_file`` reads the whole URI
 from a file) and a ``catalog`` setting named like a secret (``s3.secret-access-key``,
-cdc.credentials.STORE_SECRET) is a SecretStr (``<key>_file`` reads it); both are
+cdc.config.credentials.STORE_SECRET) is a SecretStr (``<key>_file`` reads it); both are
 unwrapped only in the props handed to SqlCatalog. One Iceberg table per source table
 ``<namespace>.<table>``, plus the progress log ``<namespace>._cdc_progress``
 and the schema log ``<namespace>._cdc_schema`` (streaming.targets.lake has
@@ -39,9 +39,9 @@ from typing import Any
 import pyarrow as pa
 from pydantic import SecretStr
 
-from cdc.config import TargetConfig
-from cdc.credentials import reveal, scrub
-from cdc.dsn import mask, split_password
+from cdc.config.credentials import reveal, scrub
+from cdc.config.dsn import mask, split_password
+from cdc.config.models import TargetConfig
 from streaming.errors import TargetError
 from streaming.targets.lake import LakeTarget, _conform
 

@@ -57,8 +57,8 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from cdc.config import TargetConfig
-from cdc.events import Column, TableSchema
+from cdc.config.models import TargetConfig
+from cdc.stream.events import Column, TableSchema
 from streaming.errors import ApplyError, TargetError
 from streaming.targets import lake_types
 from streaming.targets.base import Row, Target
@@ -401,7 +401,7 @@ class LakeTarget(Target):
         return tuple(rows[0]) if rows else None
 
     def misfit_sql(self, check: tuple) -> str:
-        from cdc.sql_dialects import DUCKDB
+        from cdc.schema.sql_dialects import DUCKDB
 
         if check[0] == "chars":
             return f"{DUCKDB.char_length('{c}')} > {check[1]}"

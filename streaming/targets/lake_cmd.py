@@ -21,8 +21,8 @@ import argparse
 import json
 import sys
 
-from cdc.config import load_config
-from cdc.config_option import add_config_option
+from cdc.config.models import load_config
+from cdc.config.options import add_config_option
 from cdc.errors import ConfigError
 from streaming.targets import make_target
 

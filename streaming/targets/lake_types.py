@@ -19,7 +19,7 @@ primitive type):
     char, varchar, text, json, time, enum, set, anything else   string
 
 TIME stays text: MySQL TIME spans -838:59:59..838:59:59, outside either
-format's time of day. Values arrive in their stream form (cdc.events.Change:
+format's time of day. Values arrive in their stream form (cdc.stream.events.Change:
 DECIMAL and dates as text, binary as base64); ``to_arrow`` casts a column of
 them, and a value that does not fit raises ValueError naming the column and
 the value.
@@ -34,7 +34,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdc.events import TableSchema
+from cdc.stream.events import TableSchema
 from streaming.targets.typemap import parse_type
 
 _STRINGS = ("char", "varchar", "varchar2", "nvarchar2", "nchar", "character varying", "text", "tinytext",

@@ -1,6 +1,6 @@
 """MySQL / MariaDB target (PyMySQL). Config: ``{name, kind: mysql, dsn: mysql://user@host:port/db}``
-plus the password (``password_file``, ``password``, or in the dsn: cdc.credentials), and optionally
-``tls: {ca, cert, key, verify_identity}`` (cdc/tls.py), as a MySQL source's.
+plus the password (``password_file``, ``password``, or in the dsn: cdc.config.credentials), and optionally
+``tls: {ca, cert, key, verify_identity}`` (cdc/config/tls.py), as a MySQL source's.
 
 Upserts are multi-row ``INSERT ... ON DUPLICATE KEY UPDATE`` (PyMySQL folds
 executemany into one statement per chunk); deletes are ``DELETE ... WHERE
@@ -18,10 +18,10 @@ from typing import Any
 
 import pymysql
 
-from cdc.config import TargetConfig
-from cdc.dsn import parse_mysql_dsn
-from cdc.sql_dialects import MYSQL
-from cdc.tls import mysql_tls_problem
+from cdc.config.dsn import parse_mysql_dsn
+from cdc.config.models import TargetConfig
+from cdc.config.tls import mysql_tls_problem
+from cdc.schema.sql_dialects import MYSQL
 from streaming.errors import TargetError
 from streaming.targets.base import ErrorKind, Row, Target, keepalive
 

@@ -1,6 +1,6 @@
 """Oracle target (python-oracledb, thin mode). Config: ``{name, kind: oracle, dsn: user@host:port/service,
-password_file: ...}`` (or ``user``/``password`` keys; a ``user/pw@host:port/service`` DSN still works: cdc.credentials)
-and optionally ``tls:`` wallet settings (cdc/tls.py ``OracleTls``; TCPS via ``tcps://`` in the dsn).
+password_file: ...}`` (or ``user``/``password`` keys; a ``user/pw@host:port/service`` DSN still works: cdc.config.credentials)
+and optionally ``tls:`` wallet settings (cdc/config/tls.py ``OracleTls``; TCPS via ``tcps://`` in the dsn).
 
 NOT RUN HERE: no Oracle server can run where this project is built and
 tested, so this module is written to the documented oracledb API and the
@@ -16,8 +16,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from cdc.config import TargetConfig
-from cdc.sql_dialects import ORACLE
+from cdc.config.models import TargetConfig
+from cdc.schema.sql_dialects import ORACLE
 from streaming.errors import TargetError
 from streaming.targets.base import ErrorKind, Row, Target
 

@@ -29,8 +29,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cdc.config import TargetConfig
-from cdc.events import TableSchema
+from cdc.config.models import TargetConfig
+from cdc.stream.events import TableSchema
 from streaming.errors import ApplyError, TargetError
 from streaming.targets.base import Row, Target, arrow_array
 from streaming.targets.progress_row import Progress, utc_now

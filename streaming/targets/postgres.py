@@ -4,7 +4,7 @@ Bulk path: rows are COPYed into a temporary staging table (``LIKE`` the
 target, dropped at commit) and merged with one ``INSERT ... ON CONFLICT DO
 UPDATE`` or ``DELETE ... USING`` statement; small sets go through
 executemany. Config: ``{name, kind: postgres, dsn, schema (optional)}`` plus the
-password (``password_file``, ``password``, or in the dsn: cdc.credentials), passed as a conninfo keyword.
+password (``password_file``, ``password``, or in the dsn: cdc.config.credentials), passed as a conninfo keyword.
 
 Columnar path (``delete_json``/``upsert_json``, used by the engine for a
 batch's net rows): the row images arrive as JSON text; an in-process DuckDB
@@ -29,9 +29,9 @@ from typing import Any
 import orjson
 import psycopg
 
-from cdc.config import TargetConfig
-from cdc.sql_dialects import POSTGRES
-from cdc.tls import postgres_tls_problem
+from cdc.config.models import TargetConfig
+from cdc.config.tls import postgres_tls_problem
+from cdc.schema.sql_dialects import POSTGRES
 from streaming.errors import TargetError
 from streaming.targets.base import ErrorKind, Row, Target, sqlstate_kind
 

@@ -4,7 +4,7 @@ Source types are the reader's lower-case type text (``int``, ``bigint
 unsigned``, ``varchar(20)``, ``decimal(10,2)``, ``datetime(6)``,
 ``number(10,0)``, ``varchar2(40)``...). Each target dialect gets a type that
 holds every value of the source type (unsigned widened, DECIMAL exact), and
-a converter for values whose stream form (see cdc.events.Change) the target
+a converter for values whose stream form (see cdc.stream.events.Change) the target
 cannot take as is (base64 binary -> bytes, zoned 'Z' text for MySQL).
 Unknown types map to text, which holds the stream's JSON-ready value.
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from cdc.schema_evolution import parse_type  # one reading of a source type for the type maps and the schema diff
+from cdc.schema.evolution import parse_type  # one reading of a source type for the type maps and the schema diff
 
 Converter = Callable[[Any], Any]
 
@@ -191,7 +191,7 @@ def _naive_ts(value: Any) -> Any:
 
 
 def _int(value: Any) -> Any:
-    """An integer beyond signed 64 bits arrives as decimal text from an Avro stream (cdc.serde)."""
+    """An integer beyond signed 64 bits arrives as decimal text from an Avro stream (cdc.stream.serde)."""
     return int(value) if isinstance(value, str) else value
 
 

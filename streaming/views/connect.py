@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdc.sql_dialects import sql_dialect
+from cdc.schema.sql_dialects import sql_dialect
 from streaming.views.dialect import DIALECTS, dialect_for
 from streaming.views.errors import ViewError
 

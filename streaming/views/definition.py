@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from cdc.config import ViewConfig
+from cdc.config.models import ViewConfig
 from streaming.views.errors import ViewDefinitionError
 from streaming.views.sqlparse import Col, Cond, Item, Lit, parse_fragment, parse_select
 
@@ -106,7 +106,7 @@ class ViewDef:
 
 
 def view_mappings(raw: Iterable[ViewConfig | dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """``apply[].views`` (cdc.config.ViewConfig, or mappings as written) as mappings."""
+    """``apply[].views`` (cdc.config.models.ViewConfig, or mappings as written) as mappings."""
     return [v.as_mapping() if isinstance(v, ViewConfig) else v for v in raw or []]
 
 

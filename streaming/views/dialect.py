@@ -1,6 +1,6 @@
 """The SQL spellings that differ between the targets views run on.
 
-Builds on the database's cdc.sql_dialects.SqlDialect (quoting, placeholder,
+Builds on the database's cdc.schema.sql_dialects.SqlDialect (quoting, placeholder,
 text cast, length, md5, null-safe equality: shared with compare and the
 targets) and adds what only views need (scratch tables, AVG's type, bulk
 loads, the catalog queries and DDL options of ``build``, and how maintenance
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cdc.dsn import parse_mysql_dsn
-from cdc.sql_dialects import DUCKDB, MYSQL, POSTGRES, SqlDialect
+from cdc.config.dsn import parse_mysql_dsn
+from cdc.schema.sql_dialects import DUCKDB, MYSQL, POSTGRES, SqlDialect
 from streaming.views.errors import ViewError
 
 _registered = itertools.count()

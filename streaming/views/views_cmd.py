@@ -16,8 +16,8 @@ import argparse
 import json
 import sys
 
-from cdc.config import load_config
-from cdc.config_option import add_config_option
+from cdc.config.models import load_config
+from cdc.config.options import add_config_option
 from cdc.progress_bar import progress
 from streaming.views import maintainer
 from streaming.views.build import REGISTRY

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from cdc.dev.ports import HOST, free_port, wait_until
-from cdc.envelope import changes_topic
+from cdc.stream.envelope import changes_topic
 from tests.fixtures.docker_daemon import DockerDaemon, base_image, build_context, install_container_deps, wheelhouse
 
 pytestmark = [pytest.mark.deploy, pytest.mark.mysql, pytest.mark.kafka, pytest.mark.postgres, pytest.mark.timeout(7200)]

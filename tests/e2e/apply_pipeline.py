@@ -21,8 +21,8 @@ from typing import Any
 
 import duckdb
 
-from cdc.config import load_config
-from cdc.envelope import changes_topic
+from cdc.config.models import load_config
+from cdc.stream.envelope import changes_topic
 from streaming.apply import job
 from tests.fixtures.ops import DaemonProcess
 

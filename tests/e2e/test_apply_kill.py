@@ -17,7 +17,7 @@ import pytest
 
 from cdc.dev.procs import spawn
 from cdc.dev.workload import TABLES, run_workload
-from cdc.envelope import changes_topic
+from cdc.stream.envelope import changes_topic
 from tests.e2e.apply_pipeline import Pipeline, ledger_writer
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka, pytest.mark.spark, pytest.mark.postgres]

@@ -23,10 +23,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from cdc.config import load_config
+from cdc.config.models import load_config
 from cdc.dev.procs import spawn
 from cdc.dev.workload import TABLES, run_workload
-from cdc.envelope import changes_topic
+from cdc.stream.envelope import changes_topic
 from streaming.targets import make_target
 from tests.e2e.apply_pipeline import ledger_writer, norm
 from tests.fixtures.ops import DaemonProcess

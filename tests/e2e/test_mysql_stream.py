@@ -11,10 +11,10 @@ from collections import Counter
 
 import pytest
 
-from cdc.envelope import changes_topic
 from cdc.errors import PublishError
 from cdc.publish.recovery import read_records, read_tail
-from cdc.serde import get_serdes
+from cdc.stream.envelope import changes_topic
+from cdc.stream.serde import get_serdes
 from readers.mysql.position import GtidSet
 from tests.e2e.mysql_daemon import Daemon, wait_for, write_config
 from tests.integration.stream_check import read_stream

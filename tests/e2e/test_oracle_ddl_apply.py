@@ -30,9 +30,9 @@ import orjson
 import pytest
 import yaml
 
-from cdc.config import load_config
-from cdc.envelope import changes_topic
+from cdc.config.models import load_config
 from cdc.publish.recovery import make_consumer, read_range, watermarks
+from cdc.stream.envelope import changes_topic
 from readers.oracle.convert import iso_temporal
 from readers.oracle.sim import evolve, simulator
 from streaming.apply import job

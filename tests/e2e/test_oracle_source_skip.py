@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from cdc.cli import main as cdc_main
-from cdc.envelope import changes_topic
 from cdc.publish.recovery import make_consumer, read_range, watermarks
+from cdc.stream.envelope import changes_topic
 from readers.oracle.sim import simulator
 from readers.oracle.sim.workload import stream_row
 from tests.e2e.mysql_daemon import Daemon, wait_for

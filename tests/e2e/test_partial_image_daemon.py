@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from cdc.envelope import changes_topic
+from cdc.stream.envelope import changes_topic
 from tests.fixtures.ops import DaemonProcess, read_stream
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cdc.config import KafkaConfig
+from cdc.config.models import KafkaConfig
 from cdc.contract import SourceContext
-from cdc.events import Change, Commit, Heartbeat, expand
 from cdc.metrics import SourceMetrics
 from cdc.publish.publisher import Publisher
+from cdc.stream.events import Change, Commit, Heartbeat, expand
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource
 from tests.integration.stream_check import read_stream

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from cdc.events import Change, Commit, Heartbeat, TableId
+from cdc.stream.events import Change, Commit, Heartbeat, TableId
 from readers.oracle.snapshot import FlashbackError, OracleSnapshot
 
 pytestmark = [pytest.mark.oracle]

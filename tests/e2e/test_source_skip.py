@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from cdc.cli import main as cdc_main
-from cdc.envelope import changes_topic
-from cdc.resync_range import ResyncRange
+from cdc.stream.envelope import changes_topic
+from cdc.stream.resync_range import ResyncRange
 from readers.mysql.position import GtidSet
 from tests.e2e.mysql_daemon import Daemon, wait_for
 from tests.integration.stream_check import read_stream
@@ -30,7 +30,7 @@ def _fold(stream, table: str) -> dict:
         for r in changes:
             if r["source"]["table"] != table:
                 continue
-            if r["op"] == "x":  # a resync range (cdc.resync_range): what the source no longer holds goes
+            if r["op"] == "x":  # a resync range (cdc.stream.resync_range): what the source no longer holds goes
                 rng = ResyncRange.from_text(r["source"]["resync"], table)
                 for k in rng.doomed([(k,) for k in rows]):
                     del rows[k[0]]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.envelope import changes_topic
+from cdc.stream.envelope import changes_topic
 from tests.e2e.apply_pipeline import Pipeline
 from tests.fixtures.ops import read_stream
 

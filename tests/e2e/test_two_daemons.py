@@ -4,7 +4,7 @@ For minutes, a bank-transfer workload runs while five daemons with the SAME conf
 turn: with overlap (a new daemon starts next to the running one: it fences it through the broker,
 cdc/publish/lease.py; the older stops with an error naming the newer, whose ABORTED closes the older one's
 open transaction, read again) and without (SIGTERM first, then the next one starts). The stream must be
-valid as a consumer reads it (gapless sequences, no duplicate, the structure rules of cdc.stream_structure,
+valid as a consumer reads it (gapless sequences, no duplicate, the structure rules of cdc.stream.stream_structure,
 the writer epochs: one per daemon, never decreasing), every committed transfer in it exactly once, and
 every target it is applied to (PostgreSQL, DuckDB) equal to the source: `cdc compare` EQUAL, balances
 summing to what they started with. ``CDC_TWO_DAEMONS_PHASE_S`` sets each daemon's share (default 20 s).
@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from cdc.cli import main as cdc_main
-from cdc.config import load_config
-from cdc.envelope import changes_topic
+from cdc.config.models import load_config
+from cdc.stream.envelope import changes_topic
 from readers.mysql.position import GtidSet
 from streaming.apply import job
 from tests.e2e.mysql_daemon import Daemon, wait_for

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdc.cli import main as cdc_main
-from cdc.events import TableId
+from cdc.stream.events import TableId
 from readers.mysql.snapshot import TableReader
 from streaming.targets import make_target
 from tests.e2e import type_cases

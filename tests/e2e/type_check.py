@@ -1,6 +1,6 @@
 """Read a table back from a target as stream values, and check them one by one against the source.
 
-A target's DB-API value goes through cdc.values.stream_value with the SOURCE column's kind, the same
+A target's DB-API value goes through cdc.schema.values.stream_value with the SOURCE column's kind, the same
 conversion the readers use, so a value equals the source's stream value exactly when the target
 holds the source's value. Two documented representational rules apply: FLOAT is compared as the
 float32 it is (a PostgreSQL ``real`` reads back as the shortest decimal of that float32), and
@@ -13,11 +13,11 @@ import struct
 from typing import Any
 
 from cdc.compare.shapes import classify
-from cdc.values import select_expr, stream_value, value_kind
+from cdc.schema.values import select_expr, stream_value, value_kind
 
 
 def kinds(schema) -> dict[str, str]:
-    """Stream-value kinds of the source columns (cdc.values.value_kind)."""
+    """Stream-value kinds of the source columns (cdc.schema.values.value_kind)."""
     return {c.name: value_kind(c.type, classify(c.type, None, "mysql")[0], "mysql") for c in schema.columns}
 
 

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc.contract import SourceContext
-from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange
-from cdc.events import expand as expand_events
 from cdc.metrics import SourceMetrics
+from cdc.stream.events import Begin, Change, Commit, Heartbeat, SchemaChange
+from cdc.stream.events import expand as expand_events
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource
 

@@ -8,12 +8,12 @@ from decimal import Decimal
 
 import orjson
 
-from cdc.config import KafkaConfig
-from cdc.envelope import changes_topic
+from cdc.config.models import KafkaConfig
 from cdc.errors import PublishError
 from cdc.publish.recovery import read_tail
 from cdc.runtime.daemon import SourceSpec
-from cdc.serde import get_serdes
+from cdc.stream.envelope import changes_topic
+from cdc.stream.serde import get_serdes
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.position import GtidSet
 from readers.mysql.reader import MySqlSource

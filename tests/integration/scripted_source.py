@@ -30,7 +30,7 @@ from typing import Any
 if __name__ == "__main__":  # run as a script from anywhere
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cdc.events import Begin, Change, Column, Commit, Heartbeat, SchemaChange, TableId, TableSchema
+from cdc.stream.events import Begin, Change, Column, Commit, Heartbeat, SchemaChange, TableId, TableSchema
 
 T1, T2 = TableId("d", "t1"), TableId("d", "t2")
 SCHEMAS = {t: TableSchema(t, (Column("id", "bigint", False), Column("v", "varchar(20)"), Column("n", "int")), ("id",))
@@ -109,7 +109,7 @@ class ScriptedSource:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from cdc.config import KafkaConfig
+    from cdc.config.models import KafkaConfig
     from cdc.metrics import process_registry
     from cdc.runtime.daemon import Daemon, SourceSpec
     from cdc.runtime.logs import setup_logging

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc.envelope import record_epoch
 from cdc.publish.recovery import make_consumer, read_range, watermarks
-from cdc.serde import get_serdes
-from cdc.stream_structure import StreamStructure
+from cdc.stream.envelope import record_epoch
+from cdc.stream.serde import get_serdes
+from cdc.stream.stream_structure import StreamStructure
 
 
 @dataclass
@@ -25,7 +25,7 @@ class Stream:
 def read_stream(bootstrap: str, topic: str, encoding: str = "json") -> Stream:
     """Decode the whole stream as a consumer does (records at or below the last sequence are
     dropped as duplicates), asserting gapless sequences and marker structure, and holding every record
-    to the structure rules with its writer epoch (cdc.stream_structure: raises StreamCorrupt)."""
+    to the structure rules with its writer epoch (cdc.stream.stream_structure: raises StreamCorrupt)."""
     ks, vs = get_serdes(encoding)
     out = Stream()
     last_seq = 0
@@ -91,7 +91,7 @@ def _records(bootstrap: str, topic: str, ks: Any, vs: Any) -> Any:
 
 def oracle_publisher(broker: Any, prefix: str) -> Any:
     """The publisher of the Oracle source ``ora`` used by the Oracle stream tests."""
-    from cdc.config import KafkaConfig
+    from cdc.config.models import KafkaConfig
     from cdc.metrics import SourceMetrics
     from cdc.publish.publisher import Publisher
 
@@ -102,7 +102,7 @@ def oracle_publisher(broker: Any, prefix: str) -> Any:
 def publish_then_crash(src: Any, pub: Any, after_commits: int) -> None:
     """Publish ``src``'s events until the first row change after ``after_commits`` commits, then stop as a
     crash would: the open transaction has its BEGIN and some rows in the stream but no END."""
-    from cdc.events import Change, Commit, Heartbeat, expand
+    from cdc.stream.events import Change, Commit, Heartbeat, expand
 
     src.start(None)
     commits = 0

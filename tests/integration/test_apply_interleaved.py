@@ -15,16 +15,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cdc.config import KafkaConfig
+from cdc.config.models import KafkaConfig
 from cdc.consumer.assembler import TransactionAssembler
 from cdc.consumer.transactions import Transaction
 from cdc.dev.procs import spawn, terminate
 from cdc.errors import StreamCorrupt
-from cdc.events import Heartbeat
 from cdc.metrics import SourceMetrics
 from cdc.publish.publisher import Publisher
 from cdc.publish.recovery import read_records
-from cdc.serde import get_serdes
+from cdc.stream.events import Heartbeat
+from cdc.stream.serde import get_serdes
 from tests.integration.scripted_source import ScriptedSource
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.postgres]

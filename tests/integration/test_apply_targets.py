@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from cdc.config import ApplyConfig, TargetConfig
-from cdc.table_map import TableMap
+from cdc.config.models import ApplyConfig, TargetConfig
+from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import BadRecord
 from streaming.targets import make_target
@@ -133,7 +133,7 @@ def test_columnar_bulk_path_values_conflicts_and_extra_columns(target):
 
 
 def test_a_resync_range_deletes_what_it_does_not_keep_with_unsigned_and_composite_keys(target):
-    from cdc.resync_range import ResyncRange
+    from cdc.stream.resync_range import ResyncRange
 
     cols = [("a", "bigint unsigned"), ("b", "int"), ("v", "int")]
     b = StreamBuilder().schema("shop.pair", cols, ["a", "b"])

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from cdc.config import ApplyConfig, ApplyRetry, TargetConfig, TargetTimeouts
+from cdc.config.models import ApplyConfig, ApplyRetry, TargetConfig, TargetTimeouts
 from cdc.dev.ports import wait_until
 from cdc.metrics import ApplyMetrics
-from cdc.table_map import TableMap
+from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.apply.retry import apply_with_retry
 from streaming.errors import BadRecord, TargetUnavailable

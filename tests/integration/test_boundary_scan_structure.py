@@ -13,7 +13,7 @@ from cdc.consumer.assembler import TransactionAssembler
 from cdc.errors import StreamCorrupt
 from streaming.stream.batches import BoundaryScanner
 from streaming.testing import produce
-from tests.unit.cdc.structure_streams import write
+from tests.unit.cdc.stream.structure_streams import write
 
 pytestmark = [pytest.mark.kafka]
 

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from cdc.config import KafkaConfig
+from cdc.config.models import KafkaConfig
 from tests.e2e.test_two_daemons import Transfers
 from tests.integration.kafka_proxy import ProxiedBroker
 from tests.integration.net_faults import Run, check_exact, make_bank

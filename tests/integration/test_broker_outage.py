@@ -23,12 +23,12 @@ import time
 import orjson
 import pytest
 
-from cdc.config import KafkaConfig
+from cdc.config.models import KafkaConfig
 from cdc.dev.broker import Broker
-from cdc.envelope import changes_topic
 from cdc.publish.recovery import read_records
 from cdc.runtime.daemon import SourceSpec
-from cdc.serde import get_serdes
+from cdc.stream.envelope import changes_topic
+from cdc.stream.serde import get_serdes
 from tests.fixtures.daemon_thread import DaemonThread
 from tests.fixtures.http import http_get
 from tests.integration.scripted_source import ScriptedSource

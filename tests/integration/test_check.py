@@ -11,7 +11,7 @@ import yaml
 
 from cdc.checks import main
 from cdc.dev.ports import free_port
-from cdc.envelope import changes_topic
+from cdc.stream.envelope import changes_topic
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.postgres]
 

@@ -18,7 +18,7 @@ from cdc.consumer import (
     TopicMissing,
     Transaction,
 )
-from cdc.serde import get_serdes
+from cdc.stream.serde import get_serdes
 from streaming.testing import StreamBuilder, produce
 
 # kafka-python 3.0 loads its protocol schemas with importlib.resources.read_text (deprecated in 3.11)

@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from cdc.consumer import ChangeStreamConsumer, SchemaChange, Transaction
-from cdc.envelope import changes_topic
+from cdc.stream.envelope import changes_topic
 from tests.e2e.mysql_daemon import Daemon, wait_for, write_config
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow, pytest.mark.filterwarnings("ignore:.*is deprecated. Use files\\(\\) instead:DeprecationWarning")]

@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from cdc.consumer import ChangeStreamConsumer
 from cdc.debezium.record import NEWKEY, OLDKEY
-from cdc.envelope import changes_topic, table_topic
+from cdc.stream.envelope import changes_topic, table_topic
 from tests.e2e.mysql_daemon import Daemon, wait_for, write_config
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]

@@ -24,7 +24,7 @@ import orjson
 import pytest
 
 from cdc.debezium.record import DebeziumRecords, TxContext, json_bytes
-from cdc.events import Change
+from cdc.stream.events import Change
 from readers.mysql.position import GtidSet
 from tests.e2e import type_cases
 from tests.integration.mysql_helpers import collect, make_source, transactions

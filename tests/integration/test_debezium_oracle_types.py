@@ -19,12 +19,12 @@ from decimal import Context, Decimal
 import orjson
 import pytest
 
-from cdc.config import KafkaConfig
+from cdc.config.models import KafkaConfig
 from cdc.debezium.connect_schema import schema_name
-from cdc.envelope import table_topic
 from cdc.metrics import SourceMetrics
 from cdc.publish.publisher import Publisher
 from cdc.publish.recovery import make_consumer, read_range, watermarks
+from cdc.stream.envelope import table_topic
 from readers.oracle.sim import simulator
 from readers.oracle.sim.demo import make_source, pump
 from readers.oracle.sim.workload import TYPES_TABLE, table_name

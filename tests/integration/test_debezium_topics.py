@@ -25,13 +25,13 @@ from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibi
 from confluent_kafka import OFFSET_BEGINNING, Consumer, DeserializingConsumer, TopicPartition
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 
-from cdc.config import KafkaConfig
+from cdc.config.models import KafkaConfig
 from cdc.contract import SourceContext
 from cdc.debezium.schema_registry import registry_client
-from cdc.envelope import table_topic
 from cdc.metrics import SourceMetrics
 from cdc.publish.publisher import Publisher
 from cdc.runtime.daemon import run_source
+from cdc.stream.envelope import table_topic
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from cdc.dev.ports import free_port
-from cdc.envelope import changes_topic
+from cdc.stream.envelope import changes_topic
 from tests.e2e.mysql_daemon import Daemon, wait_for
 from tests.integration.stream_check import read_stream
 

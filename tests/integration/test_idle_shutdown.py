@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from cdc.envelope import changes_topic
+from cdc.stream.envelope import changes_topic
 from tests.fixtures.ops import DaemonProcess, read_stream, total, wait_for
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka]

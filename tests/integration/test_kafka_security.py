@@ -20,13 +20,13 @@ import orjson
 import pytest
 import yaml
 
-from cdc.config import load_config
+from cdc.config.models import load_config
 from cdc.consumer import ChangeStreamConsumer
 from cdc.consumer.transactions import Transaction
 from cdc.errors import ConfigError, PublishError
 from cdc.publish.recovery import read_tail
 from cdc.publish.topics import ensure_topic, retention_warnings, topic_id, topic_spec
-from cdc.serde import get_serdes
+from cdc.stream.serde import get_serdes
 from streaming.testing import StreamBuilder, produce
 
 pytestmark = pytest.mark.kafka

@@ -14,8 +14,8 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry
 
-from cdc.envelope import changes_topic
 from cdc.metrics import SourceMetrics
+from cdc.stream.envelope import changes_topic
 from tests.fixtures.ops import DaemonProcess, read_stream, total, value, wait_for
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka]

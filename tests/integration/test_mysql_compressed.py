@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import SchemaChange
+from cdc.stream.events import SchemaChange
 from readers.mysql.position import GtidSet
 from tests.integration.mysql_helpers import collect, make_source, transactions
 

@@ -15,7 +15,7 @@ import zlib
 import pytest
 
 from cdc.errors import CdcError, Terminal
-from cdc.events import Begin, Change, Commit, Heartbeat, expand
+from cdc.stream.events import Begin, Change, Commit, Heartbeat, expand
 from readers.mysql import reader as reader_mod
 from readers.mysql.binlog_events import KNOWN_CODES, PASSIVE_CODES
 from readers.mysql.position import GtidSet

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from cdc.events import expand
+from cdc.stream.events import expand
 from readers.mysql.errors import Divergence
 from readers.mysql.locate import locate
 from readers.mysql.position import GtidSet

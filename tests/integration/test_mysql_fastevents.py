@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import Begin, Commit
+from cdc.stream.events import Begin, Commit
 from readers.mysql import fastevents
 from readers.mysql.position import GtidSet
 from tests.integration.mysql_helpers import collect, make_source, transactions

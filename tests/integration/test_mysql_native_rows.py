@@ -6,7 +6,7 @@ latin1 text, JSON, BIT, SET/ENUM, generated and invisible columns; a big and man
 transactions) is captured twice from the same GTID state: once with the native pass
 and the TABLE_MAP cache (fastrows.install()), once without them (install(native=False,
 table_map_cache=False)). The data records the
-publisher builds of both (cdc.envelope.data_record, serialized as the publisher does)
+publisher builds of both (cdc.stream.envelope.data_record, serialized as the publisher does)
 must be byte-identical, and the native capture must really have taken the native pass.
 """
 
@@ -19,8 +19,8 @@ import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import TableMapEvent, WriteRowsEvent
 
-from cdc.envelope import data_record
-from cdc.events import Change, ChangeBatch, Heartbeat, Idle, expand
+from cdc.stream.envelope import data_record
+from cdc.stream.events import Change, ChangeBatch, Heartbeat, Idle, expand
 from readers.mysql import fastrows, native_rows
 from readers.mysql.decode import ConvertedRow, RowConverter
 from readers.mysql.position import GtidSet

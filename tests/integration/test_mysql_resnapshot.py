@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from cdc.events import Begin, Change, Commit, Heartbeat, expand
+from cdc.stream.events import Begin, Change, Commit, Heartbeat, expand
 from readers.mysql.errors import BinlogPurged
 from tests.integration.mysql_helpers import make_source
 

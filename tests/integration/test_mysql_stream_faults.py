@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import Begin, Commit, SchemaChange, expand
+from cdc.stream.events import Begin, Commit, SchemaChange, expand
 from readers.mysql.position import GtidSet
 from tests.integration.mysql_helpers import collect, make_source, marks, transactions
 

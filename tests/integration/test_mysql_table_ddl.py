@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import SchemaChange
+from cdc.stream.events import SchemaChange
 from readers.mysql.position import GtidSet
 from tests.integration.mysql_helpers import collect, make_source, transactions
 
@@ -64,7 +64,7 @@ def test_record_keys_follow_a_primary_key_change(mariadb_primary, tmp_mysql_db):
     from types import SimpleNamespace
 
     from cdc.debezium.record import DebeziumRecords, TxContext
-    from cdc.events import Change
+    from cdc.stream.events import Change
 
     db, q = tmp_mysql_db, mariadb_primary.query
     q(f"CREATE TABLE `{db}`.k (a INT NOT NULL, b INT NOT NULL, v INT)")

@@ -1,4 +1,4 @@
-"""Source table patterns on a real MariaDB follow the apply side's glob rule (cdc/table_glob.py).
+"""Source table patterns on a real MariaDB follow the apply side's glob rule (cdc/schema/table_glob.py).
 
 ``db.order_*`` takes ``order_items`` (``_`` is a plain character, ``*`` any run of characters) and
 neither ``orders`` nor ``orders_archive``; the same tables in the initial snapshot and in the binlog."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import Change
+from cdc.stream.events import Change
 from readers.mysql.position import GtidSet
 from tests.integration.mysql_helpers import collect, make_source, transactions
 

@@ -10,9 +10,9 @@ import argparse
 import pytest
 
 from cdc.compare.endpoints import from_config
-from cdc.config import TargetConfig, parse_config
-from cdc.events import Change
-from cdc.tls import MySqlTls
+from cdc.config.models import TargetConfig, parse_config
+from cdc.config.tls import MySqlTls
+from cdc.stream.events import Change
 from readers.mysql.check import check_host
 from readers.mysql.connection import open_connection
 from readers.mysql.errors import AuthenticationFailed, TlsFailed

@@ -14,7 +14,7 @@ import base64
 
 import pytest
 
-from cdc.events import Change, TableId
+from cdc.stream.events import Change, TableId
 from readers.mysql.position import GtidSet
 from readers.mysql.snapshot import TableReader
 from tests.integration.mysql_helpers import collect, make_source, transactions

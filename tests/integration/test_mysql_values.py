@@ -1,4 +1,4 @@
-"""A snapshot row, a compare-repair row and a binlog row of the same values are identical (cdc.values).
+"""A snapshot row, a compare-repair row and a binlog row of the same values are identical (cdc.schema.values).
 
 Fault injected: values where the two read paths of MySQL/MariaDB hand Python different objects
 (negative fractional TIME, BIT as bytes vs bits, SET as a set vs text, float32 FLOAT, DECIMAL,
@@ -13,7 +13,7 @@ import pytest
 from cdc.compare.endpoints import from_dsn
 from cdc.compare.repair import fetch_rows
 from cdc.compare.shapes import describe
-from cdc.events import Change, TableId
+from cdc.stream.events import Change, TableId
 from readers.mysql.position import GtidSet
 from readers.mysql.snapshot import TableReader
 from tests.integration.mysql_helpers import collect, make_source, transactions

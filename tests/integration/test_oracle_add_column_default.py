@@ -8,10 +8,10 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from cdc.config import ApplyConfig, TargetConfig
+from cdc.config.models import ApplyConfig, TargetConfig
 from cdc.metrics import SourceMetrics
 from cdc.publish.recovery import make_consumer, read_range, watermarks
-from cdc.table_map import TableMap
+from cdc.schema.table_map import TableMap
 from readers.oracle.sim import simulator
 from readers.oracle.sim.demo import make_source, pump
 from readers.oracle.sim.workload import ADDED_COLUMN, table_name

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import Commit, Heartbeat, SchemaChange, expand
 from cdc.metrics import SourceMetrics
+from cdc.stream.events import Commit, Heartbeat, SchemaChange, expand
 from readers.oracle.sim.demo import make_source, pump
 from tests.integration.stream_check import oracle_publisher, read_stream
 from tests.unit.readers.oracle.helpers import expected
@@ -64,11 +64,11 @@ def test_restarts_right_after_a_ddl_and_a_truncate_publish_each_once(broker, top
 def test_unassembled_lob_rows_reach_the_dead_letter_topic(broker, topic_prefix, tmp_path):
     """The LOB of an existing row rewritten through its locator (no INSERT in the transaction) cannot be
     assembled; with ``kafka.dead_letter_topic`` each of its rows goes there, named and counted."""
-    from cdc.config import KafkaConfig
+    from cdc.config.models import KafkaConfig
     from cdc.contract import SourceContext
     from cdc.publish.publisher import Publisher
     from cdc.publish.recovery import read_records
-    from cdc.serde import get_serdes
+    from cdc.stream.serde import get_serdes
     from readers.oracle.config import OracleSourceConfig
     from readers.oracle.reader import OracleSource
     from readers.oracle.sim import simulator

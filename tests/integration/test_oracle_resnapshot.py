@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from cdc.events import Change, Heartbeat, expand
 from cdc.metrics import SourceMetrics
+from cdc.stream.events import Change, Heartbeat, expand
 from readers.oracle.errors import ArchiveLogMissing
 from readers.oracle.sim import simulator
 from readers.oracle.sim.demo import make_source

@@ -25,10 +25,10 @@ from decimal import Decimal
 import orjson
 import pytest
 
-from cdc.config import ApplyConfig, TargetConfig
+from cdc.config.models import ApplyConfig, TargetConfig
 from cdc.metrics import SourceMetrics
 from cdc.publish.recovery import make_consumer, read_range, watermarks
-from cdc.table_map import TableMap
+from cdc.schema.table_map import TableMap
 from readers.oracle.sim import simulator
 from readers.oracle.sim.demo import make_source, pump
 from readers.oracle.sim.workload import TYPE_COLUMNS, TYPES_TABLE, table_name

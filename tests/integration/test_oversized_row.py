@@ -11,12 +11,12 @@ import re
 import pytest
 from prometheus_client import CollectorRegistry
 
-from cdc.config import KafkaConfig
-from cdc.envelope import changes_topic
-from cdc.events import Change
+from cdc.config.models import KafkaConfig
 from cdc.publish.recovery import read_records
 from cdc.runtime.daemon import Daemon, SourceSpec
-from cdc.serde import get_serdes
+from cdc.stream.envelope import changes_topic
+from cdc.stream.events import Change
+from cdc.stream.serde import get_serdes
 from tests.integration.scripted_source import SCHEMAS, T1, ScriptedSource
 from tests.integration.stream_check import read_stream
 

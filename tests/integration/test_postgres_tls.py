@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from cdc.compare.endpoints import from_config
-from cdc.config import TargetConfig, parse_config
+from cdc.config.models import TargetConfig, parse_config
 from streaming.errors import TargetError
 from streaming.targets.postgres import PostgresTarget
 from streaming.views.connect import open_target

@@ -15,7 +15,7 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry
 
-from cdc.config import KafkaConfig
+from cdc.config.models import KafkaConfig
 from cdc.runtime.daemon import Daemon, SourceSpec
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource

@@ -14,15 +14,15 @@ import fastavro
 import orjson
 import pytest
 
-from cdc.config import KafkaConfig
-from cdc.envelope import changes_topic, table_topic
+from cdc.config.models import KafkaConfig
 from cdc.errors import DecodeError
-from cdc.events import Begin, Change, Commit
 from cdc.metrics import SourceMetrics, process_registry
 from cdc.publish.publisher import Publisher
 from cdc.publish.recovery import read_records
 from cdc.runtime.daemon import Daemon, SourceSpec
-from cdc.serde import get_serdes, get_table_key_serde
+from cdc.stream.envelope import changes_topic, table_topic
+from cdc.stream.events import Begin, Change, Commit
+from cdc.stream.serde import get_serdes, get_table_key_serde
 from tests.fixtures.http import http_get
 from tests.integration.scripted_source import SCHEMAS, T1, ScriptedSource
 from tests.integration.stream_check import read_stream

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from cdc.envelope import changes_topic
+from cdc.stream.envelope import changes_topic
 from tests.integration.stream_check import read_stream
 from tests.integration.test_publisher_crash import _check_exactly_once, _spawn, _wait_for_line
 

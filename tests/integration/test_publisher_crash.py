@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc.envelope import changes_topic
+from cdc.stream.envelope import changes_topic
 from tests.integration.scripted_source import ScriptedSource
 from tests.integration.stream_check import read_stream
 

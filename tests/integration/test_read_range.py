@@ -8,7 +8,7 @@ import uuid
 import orjson
 import pytest
 
-from cdc.serde import get_serdes
+from cdc.stream.serde import get_serdes
 from streaming.stream import batches
 from streaming.stream.batches import RangePartition, read_range
 from streaming.testing import StreamBuilder, produce

@@ -11,13 +11,13 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from cdc.config import KafkaConfig
-from cdc.envelope import changes_topic
+from cdc.config.models import KafkaConfig
 from cdc.errors import StreamCorrupt
 from cdc.metrics import SourceMetrics
 from cdc.publish.publisher import Publisher
 from cdc.publish.recovery import TAIL_WINDOW, read_records
-from cdc.serde import get_serdes
+from cdc.stream.envelope import changes_topic
+from cdc.stream.serde import get_serdes
 from streaming.testing import StreamBuilder, produce
 
 pytestmark = pytest.mark.kafka

@@ -8,13 +8,13 @@ import time
 
 import pytest
 
-from cdc.config import KafkaConfig
-from cdc.envelope import changes_topic
+from cdc.config.models import KafkaConfig
 from cdc.errors import PublishError, StreamCorrupt
 from cdc.metrics import SourceMetrics
 from cdc.publish.publisher import Publisher
 from cdc.publish.recovery import read_records, unreadable_tail
-from cdc.serde import get_serdes
+from cdc.stream.envelope import changes_topic
+from cdc.stream.serde import get_serdes
 from streaming.testing import StreamBuilder, produce
 from tests.integration.kafka_proxy import ProxiedBroker
 

@@ -7,9 +7,9 @@ import decimal
 
 import pytest
 
-from cdc.config import ApplyConfig
-from cdc.schema_evolution import SchemaChangeConfig
-from cdc.table_map import TableMap
+from cdc.config.models import ApplyConfig
+from cdc.schema.evolution import SchemaChangeConfig
+from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import UnsupportedDdl
 from streaming.testing import StreamBuilder

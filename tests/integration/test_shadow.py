@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from cdc.contract import SourceContext
-from cdc.events import Begin, Change, Commit, Heartbeat
 from cdc.metrics import SourceMetrics
+from cdc.stream.events import Begin, Change, Commit, Heartbeat
 from readers.shadow.config import ShadowSourceConfig
 from readers.shadow.reader import ShadowSource
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.config import KafkaConfig
+from cdc.config.models import KafkaConfig
 from cdc.contract import SourceContext
 from cdc.metrics import SourceMetrics
 from readers.shadow.config import ShadowSourceConfig

@@ -1,12 +1,12 @@
 """A real MariaDB initial snapshot marks its first and last rows ``snapshot: first`` / ``last``
-(cdc.snapshot_marks; Debezium's source.snapshot flag), across chunks and an empty table at the end, and
+(cdc.stream.snapshot_marks; Debezium's source.snapshot flag), across chunks and an empty table at the end, and
 its rows carry the binlog ``file``/``pos`` of the snapshot's start."""
 
 from __future__ import annotations
 
 import pytest
 
-from cdc.events import Change, Heartbeat
+from cdc.stream.events import Change, Heartbeat
 from tests.integration.mysql_helpers import collect, make_source
 
 pytestmark = pytest.mark.mysql

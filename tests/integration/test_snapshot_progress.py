@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from cdc.envelope import changes_topic
+from cdc.stream.envelope import changes_topic
 from tests.fixtures.ops import CDC, DaemonProcess, read_stream, total, wait_for
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from cdc.config import KafkaConfig
+from cdc.config.models import KafkaConfig
 from readers.mysql.connection import split_host
 from tests.e2e.test_two_daemons import Transfers
 from tests.fixtures.net_proxy import TcpProxy

@@ -11,7 +11,7 @@ import threading
 import pytest
 from prometheus_client import CollectorRegistry
 
-from cdc.config import KafkaConfig
+from cdc.config.models import KafkaConfig
 from cdc.dev.mariadb import MariaDB
 from cdc.dev.ports import free_port, wait_until
 from cdc.runtime.daemon import Daemon, SourceSpec

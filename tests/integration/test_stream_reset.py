@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cdc.config import KafkaConfig
-from cdc.envelope import changes_topic
-from cdc.events import Begin, Change, Column, Commit, TableId, TableSchema
+from cdc.config.models import KafkaConfig
 from cdc.metrics import SourceMetrics
 from cdc.publish.publisher import Publisher
 from cdc.publish.recovery import read_records
 from cdc.publish.topics import retention_warnings, topic_id
-from cdc.serde import get_serdes
+from cdc.stream.envelope import changes_topic
+from cdc.stream.events import Begin, Change, Column, Commit, TableId, TableSchema
+from cdc.stream.serde import get_serdes
 
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,10 +8,10 @@ import uuid
 
 import pytest
 
-from cdc import envelope
-from cdc.config import ApplyConfig, TargetConfig
-from cdc.events import Column, TableId, TableSchema
-from cdc.table_map import TableMap
+from cdc.config.models import ApplyConfig, TargetConfig
+from cdc.schema.table_map import TableMap
+from cdc.stream import envelope
+from cdc.stream.events import Column, TableId, TableSchema
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import UnsupportedDdl
 from streaming.targets import make_target

@@ -18,8 +18,8 @@ import pytest
 
 from cdc.compare.endpoints import Endpoint, from_dsn
 from cdc.compare.table_diff import TableCompare
-from cdc.config import TargetConfig
-from cdc.events import TableId
+from cdc.config.models import TargetConfig
+from cdc.stream.events import TableId
 from readers.mysql.snapshot import TableReader
 from streaming.targets import typemap
 from streaming.targets.duckdb import DuckDbTarget

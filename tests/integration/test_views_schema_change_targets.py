@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.config import ApplyConfig
-from cdc.table_map import TableMap
+from cdc.config.models import ApplyConfig
+from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.testing import StreamBuilder
 from streaming.views import maintainer

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.config import KafkaConfig
-from cdc.envelope import changes_topic
-from cdc.events import Begin, Change, Commit
+from cdc.config.models import KafkaConfig
 from cdc.metrics import SourceMetrics
 from cdc.publish.lease import WriterLease
 from cdc.publish.publisher import Publisher
+from cdc.stream.envelope import changes_topic
+from cdc.stream.events import Begin, Change, Commit
 from tests.integration.scripted_source import SCHEMAS, T1
 from tests.integration.stream_check import read_stream
 

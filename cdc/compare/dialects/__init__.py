@@ -1,6 +1,6 @@
 """One CompareDialect per database cdc compare reads: fingerprints, bucket SQL, catalog, connections.
 
-``compare_dialect(name)`` gives the object for a cdc.sql_dialects name; the
+``compare_dialect(name)`` gives the object for a cdc.schema.sql_dialects name; the
 compare modules call its methods instead of testing the database's name.
 """
 
@@ -12,7 +12,7 @@ from cdc.compare.dialects.mysql_compare import MySqlCompare
 from cdc.compare.dialects.oracle_compare import OracleCompare
 from cdc.compare.dialects.postgres_compare import PostgresCompare
 from cdc.errors import ConfigError
-from cdc.sql_dialects import DUCKDB, MYSQL, ORACLE, POSTGRES
+from cdc.schema.sql_dialects import DUCKDB, MYSQL, ORACLE, POSTGRES
 
 __all__ = ["COMPARE_DIALECTS", "SEP", "CompareDialect", "compare_dialect"]
 

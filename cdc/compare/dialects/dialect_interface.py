@@ -1,7 +1,7 @@
 """The interface each database implements for cdc compare (one subclass per database).
 
 A CompareDialect holds everything compare spells differently per database, on
-top of the shared spellings of its cdc.sql_dialects.SqlDialect (``self.sql``):
+top of the shared spellings of its cdc.schema.sql_dialects.SqlDialect (``self.sql``):
 
     fingerprints   the canonical text of each type family (``<family>_text``),
                    ``float_digits``, the NULL and length flags, ``row_text``
@@ -25,7 +25,7 @@ from typing import Any
 
 from cdc.compare.columns import ColumnInfo, Family
 from cdc.compare.type_families import common_family
-from cdc.sql_dialects import SqlDialect
+from cdc.schema.sql_dialects import SqlDialect
 
 SEP = "|"  # between the flags and each value of a row text (cdc.compare.fingerprint)
 DsnEndpoint = Callable[..., Any]  # cdc.compare.endpoints.from_dsn

@@ -7,7 +7,7 @@ from typing import Any
 
 from cdc.compare.columns import ColumnInfo, Family
 from cdc.compare.dialects.dialect_interface import CompareDialect, DsnEndpoint, _query
-from cdc.dsn import mysql_connect_args, parse_mysql_dsn
+from cdc.config.dsn import mysql_connect_args, parse_mysql_dsn
 
 _SPATIAL = ("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
             "geometrycollection", "geomcollection")

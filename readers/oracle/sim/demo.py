@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc.contract import SourceContext
-from cdc.events import Change, ChangeBatch, Commit, Heartbeat
 from cdc.metrics import SourceMetrics
+from cdc.stream.events import Change, ChangeBatch, Commit, Heartbeat
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.reader import OracleSource
 
@@ -71,11 +71,11 @@ def run_demo(where: Any = None, *, workload: str = DEMO_WORKLOAD, out: Callable[
     bootstrap = where if isinstance(where, str) and ":" in where else None
     if bootstrap is None and where is not None and (Path(where) / "cdc.yaml").exists():
         try:
-            from cdc.config import load_config
+            from cdc.config.models import load_config
             bootstrap = load_config(Path(where) / "cdc.yaml").kafka.bootstrap_servers
             from confluent_kafka.admin import AdminClient
 
-            from cdc.kafka_settings import KafkaConnection
+            from cdc.config.kafka_settings import KafkaConnection
             AdminClient(KafkaConnection.of(bootstrap).settings("admin")).list_topics(timeout=3)
         except Exception:  # dev stack not up: use our own broker  # noqa: BLE001 -- any failure: use our own broker
             bootstrap = None
@@ -95,7 +95,7 @@ def run_demo(where: Any = None, *, workload: str = DEMO_WORKLOAD, out: Callable[
 def stream_demo(bootstrap: str, *, topic_prefix: str | None = None, workload: str = DEMO_WORKLOAD,
                 out: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the simulator source through the publisher into the broker at ``bootstrap``; print a summary."""
-    from cdc.config import KafkaConfig
+    from cdc.config.models import KafkaConfig
     from cdc.publish.publisher import Publisher
 
     prefix = topic_prefix or f"demo{uuid.uuid4().hex[:6]}"

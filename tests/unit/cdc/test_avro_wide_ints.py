@@ -8,9 +8,9 @@ its decimal text, decodes as that text, and every target's converter takes it ba
 
 from __future__ import annotations
 
-from cdc import envelope
-from cdc.events import Change, Column, TableId, TableSchema
-from cdc.serde import get_serde
+from cdc.stream import envelope
+from cdc.stream.events import Change, Column, TableId, TableSchema
+from cdc.stream.serde import get_serde
 from streaming.targets.typemap import converter
 
 T = TableId("db", "wide")

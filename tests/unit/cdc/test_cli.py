@@ -35,7 +35,7 @@ def _config_actions(parser):
 
 def test_every_command_describes_config_one_way_with_a_default(monkeypatch):
     from cdc.cli import build_parser
-    from cdc.config_option import CONFIG_HELP
+    from cdc.config.options import CONFIG_HELP
     from cdc.registry import COMMANDS
 
     monkeypatch.delenv("CDC_CONFIG", raising=False)
@@ -50,7 +50,7 @@ def test_every_command_describes_config_one_way_with_a_default(monkeypatch):
 
 
 def test_config_defaults_to_cdc_config_then_cdc_yaml(tmp_path, monkeypatch, capsys):
-    from cdc.config_option import default_config
+    from cdc.config.options import default_config
 
     assert default_config({}) == "cdc.yaml" and default_config({"CDC_CONFIG": ""}) == "cdc.yaml"
     assert default_config({"CDC_CONFIG": "/etc/cdc/prod.yaml"}) == "/etc/cdc/prod.yaml"

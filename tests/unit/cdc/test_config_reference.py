@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from cdc.config import Config
+from cdc.config.models import Config
 from cdc.dev.config_reference import _models, sections
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -12,7 +12,7 @@ from cdc.compare.columns import ColumnInfo
 from cdc.compare.dialects import COMPARE_DIALECTS, CompareDialect, compare_dialect
 from cdc.compare.dialects.mysql_compare import MySqlCompare
 from cdc.errors import ConfigError
-from cdc.sql_dialects import SQL_DIALECTS
+from cdc.schema.sql_dialects import SQL_DIALECTS
 
 COMPARE_DIR = Path(__file__).resolve().parents[4] / "cdc" / "compare"
 DATABASES = r"(mysql|mariadb|postgres|postgresql|duckdb|oracle)"

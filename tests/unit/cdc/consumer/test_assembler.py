@@ -133,7 +133,7 @@ def test_schema_record_inside_a_transaction_belongs_to_it():
 
 
 def test_a_resync_range_stops_a_consumer_that_did_not_ask_for_them_and_is_handed_out_to_one_that_did():
-    from cdc.resync_range import ResyncRange, ResyncRangeError
+    from cdc.stream.resync_range import ResyncRange, ResyncRangeError
 
     rng = ResyncRange(("id",), None, (5,), frozenset({(1,), (2,)}))
     sb = _stream()

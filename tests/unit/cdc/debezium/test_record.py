@@ -29,14 +29,14 @@ import pytest
 from cdc.debezium.connect_schema import TableSchemas, source_schema
 from cdc.debezium.errors import DebeziumValueError
 from cdc.debezium.record import NEWKEY, OLDKEY, DebeziumRecords, TxContext, json_bytes
-from cdc.events import Change, Column, TableId, TableSchema
+from cdc.stream.events import Change, Column, TableId, TableSchema
 
 GOLDEN = Path(__file__).parent / "golden"
 MODES = {"iso_string_plain": ("iso", "string", False), "connect_precise_schemas": ("connect", "precise", True),
          "adaptive_double_schemas": ("adaptive_micros", "double", True)}
 
 # ---- MySQL: the type_cases table as the binlog reader describes it (TABLE_MAP type text) and a row as the
-# ordered stream carries it (cdc/values.py encodings)
+# ordered stream carries it (cdc/schema/values.py encodings)
 MY = TableId("shop", "types")
 MY_TYPES = [("id", "int"), ("ti", "tinyint"), ("tiu", "tinyint unsigned"), ("si", "smallint"),
             ("siu", "smallint unsigned"), ("mi", "mediumint"), ("miu", "mediumint unsigned"), ("i", "int"),

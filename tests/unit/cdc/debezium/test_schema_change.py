@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cdc.debezium.avro import avro_datum, avro_schema
 from cdc.debezium.schema_change import schema_change, schema_change_topic
-from cdc.events import Column, TableId, TableSchema
+from cdc.stream.events import Column, TableId, TableSchema
 
 GOLDEN = Path(__file__).parent / "golden"
 CUSTOMERS = TableSchema(TableId("inventory", "customers"),

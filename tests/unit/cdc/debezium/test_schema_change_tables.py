@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cdc.debezium.avro import avro_datum, avro_schema
 from cdc.debezium.schema_change import schema_change
-from cdc.events import Column, TableId, TableSchema
+from cdc.stream.events import Column, TableId, TableSchema
 
 T = TableSchema(TableId("shop", "t"), (Column("id", "int", False), Column("c", "varchar(5)", True)), ("id",))
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from cdc.config import KafkaConfig
+from cdc.config.models import KafkaConfig
 from cdc.metrics import SourceMetrics
 from cdc.publish.publisher import Publisher
-from cdc.serde import get_serdes
+from cdc.stream.serde import get_serdes
 
 
 class RecordingProducer:

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from cdc.errors import ConfigError, PublishError
-from cdc.events import Begin, Change, Commit
 from cdc.publish.producer import OrderedProducer, RecordTooLarge, producer_config
+from cdc.stream.events import Begin, Change, Commit
 from tests.integration.scripted_source import SCHEMAS, T1
 from tests.unit.cdc.publish.fakes import decoded, publisher
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from cdc import envelope
-from cdc.events import Begin, Change, Column, Commit, TableId, TableSchema
-from cdc.serde import get_serdes
+from cdc.stream import envelope
+from cdc.stream.events import Begin, Change, Column, Commit, TableId, TableSchema
+from cdc.stream.serde import get_serdes
 from tests.unit.cdc.publish.fakes import decoded, publisher
 
 A, B = TableId("shop", "orders"), TableId("shop", "items")

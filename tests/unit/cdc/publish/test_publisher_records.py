@@ -7,9 +7,9 @@ import re
 import orjson
 import pytest
 
-from cdc import envelope
 from cdc.errors import DecodeError, PublishError, StreamCorrupt
-from cdc.events import Begin, Change, ChangeBatch, Column, Commit, Heartbeat, SchemaChange, TableId, TableSchema
+from cdc.stream import envelope
+from cdc.stream.events import Begin, Change, ChangeBatch, Column, Commit, Heartbeat, SchemaChange, TableId, TableSchema
 from tests.unit.cdc.publish.fakes import decoded, publisher
 
 A, B = TableId("shop", "orders"), TableId("shop", "items")
@@ -141,7 +141,7 @@ def test_dead_letter_without_a_topic_raises_the_error():
 
 
 def _as_batch(changes: list[Change], mixed: bool = False) -> ChangeBatch:
-    """The serialized form a reader's batch path yields (cdc.events.ChangeBatch); ``mixed``: every other row
+    """The serialized form a reader's batch path yields (cdc.stream.events.ChangeBatch); ``mixed``: every other row
     left as a Change, as the Oracle reader leaves the rows its native pass cannot vouch for."""
     dumps = orjson.dumps
     tables, rows, known = [], [], {}

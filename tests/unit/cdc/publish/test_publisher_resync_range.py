@@ -1,4 +1,4 @@
-"""A resync range record (cdc.resync_range, op "x") on the ordered stream, and a loud stop before anything of
+"""A resync range record (cdc.stream.resync_range, op "x") on the ordered stream, and a loud stop before anything of
 it is written when per-table topics are on (Debezium has no range delete; no broker: a recording producer)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from cdc.events import Begin, Change, Column, Commit, TableId, TableSchema
-from cdc.resync_range import ResyncRange, ResyncRangeError
+from cdc.stream.events import Begin, Change, Column, Commit, TableId, TableSchema
+from cdc.stream.resync_range import ResyncRange, ResyncRangeError
 from tests.unit.cdc.publish.fakes import publisher
 
 T = TableId("shop", "orders")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import Begin, Change, Column, Commit, SchemaChange, TableId, TableSchema
+from cdc.stream.events import Begin, Change, Column, Commit, SchemaChange, TableId, TableSchema
 from tests.unit.cdc.publish.fakes import decoded, publisher
 
 A = TableId("shop", "orders")

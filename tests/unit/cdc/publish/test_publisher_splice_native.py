@@ -15,8 +15,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from cdc.events import Begin, ChangeBatch, Column, Commit, TableId, TableSchema
 from cdc.publish import publisher as publisher_module
+from cdc.stream.events import Begin, ChangeBatch, Column, Commit, TableId, TableSchema
 from tests.unit.cdc.publish.fakes import publisher
 
 A, B = TableId("shop", "orders"), TableId("s\"q", "t\u00e9")

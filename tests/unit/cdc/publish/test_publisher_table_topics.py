@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from cdc.debezium.errors import TruncateOnCompactedTopic
-from cdc.events import Begin, Change, Column, Commit, TableId, TableSchema
+from cdc.stream.events import Begin, Change, Column, Commit, TableId, TableSchema
 from tests.unit.cdc.publish.fakes import publisher
 
 T = TableId("shop", "orders")

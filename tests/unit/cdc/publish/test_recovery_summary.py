@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from cdc import envelope as e
 from cdc.errors import StreamCorrupt
 from cdc.publish.recovery import _summarise
-from cdc.serde import get_serdes
+from cdc.stream import envelope as e
+from cdc.stream.serde import get_serdes
 
 KS, VS = get_serdes("json")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import TableId
+from cdc.stream.events import TableId
 from readers.mysql.connection import HostInfo
 from readers.mysql.errors import AuthenticationFailed, BinlogPurged, ConnectionLost, Divergence, NoPrimaryFound
 from readers.mysql.failover import choose_primary

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from cdc.events import Begin, Change, Column, Commit, TableId, TableSchema
-from cdc.resync_range import ResyncRange
+from cdc.stream.events import Begin, Change, Column, Commit, TableId, TableSchema
+from cdc.stream.resync_range import ResyncRange
 from readers.mysql.incremental import RESYNC, IncrementalSnapshots
 
 T = TableId("d", "t")

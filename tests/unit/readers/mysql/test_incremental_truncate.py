@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from cdc.events import Begin, Change, Commit, TableId
+from cdc.stream.events import Begin, Change, Commit, TableId
 from readers.mysql.incremental import IncrementalSnapshots
 
 

@@ -1,4 +1,4 @@
-"""COLUMN_DEFAULT of information_schema as cdc.events.Column.default: MariaDB spells SQL already, MySQL gives
+"""COLUMN_DEFAULT of information_schema as cdc.stream.events.Column.default: MariaDB spells SQL already, MySQL gives
 bare values and marks expressions in EXTRA."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ tests/integration/test_snapshot_progress.py)."""
 
 from __future__ import annotations
 
-from cdc.events import TableId
+from cdc.stream.events import TableId
 from readers.mysql.snapshot_status import render, snapshot_state
 
 

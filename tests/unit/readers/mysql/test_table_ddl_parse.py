@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import Column, TableId, TableSchema
+from cdc.stream.events import Column, TableId, TableSchema
 from readers.mysql.tables import TableFilter, ddl_subject, ddl_tables, table_actions
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import TableId
+from cdc.stream.events import TableId
 from readers.mysql.tables import ddl_table, dml_tables
 
 

@@ -3,7 +3,7 @@ a ChangeBatch of the serialized release as its Changes, so both pipelines compar
 
 from __future__ import annotations
 
-from cdc.events import ChangeBatch, Commit, Heartbeat, Idle
+from cdc.stream.events import ChangeBatch, Commit, Heartbeat, Idle
 from tests.unit.readers.oracle.helpers import source
 
 

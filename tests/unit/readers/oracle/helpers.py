@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 
 from cdc.contract import SourceContext
-from cdc.events import Begin, Change, Commit, Heartbeat, expand
 from cdc.metrics import SourceMetrics
+from cdc.stream.events import Begin, Change, Commit, Heartbeat, expand
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.reader import OracleSource
 from readers.oracle.sim import simulator

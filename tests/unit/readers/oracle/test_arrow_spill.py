@@ -12,7 +12,7 @@ import os
 import pytest
 
 from cdc.errors import SpillError
-from cdc.events import Begin, ChangeBatch, Commit, SchemaChange
+from cdc.stream.events import Begin, ChangeBatch, Commit, SchemaChange
 from tests.unit.readers.oracle.columnar_helpers import collect, events
 from tests.unit.readers.oracle.helpers import run, source
 
@@ -182,8 +182,8 @@ def test_a_stop_with_a_transaction_spilled_leaves_no_file_and_no_spilled_bytes(t
 def test_a_chunk_whose_digest_passes_but_is_not_arrow_is_a_spill_error(tmp_path):
     import pyarrow as pa
 
-    from cdc import spill_codec
-    from cdc.spill import TransactionStore
+    from cdc.spill import codec as spill_codec
+    from cdc.spill.store import TransactionStore
     from readers.oracle.arrow_spill import ArrowSpill
 
     store = TransactionStore(str(tmp_path / "s"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cdc.events import Heartbeat, expand
+from cdc.stream.events import Heartbeat, expand
 from tests.unit.readers.oracle.columnar_helpers import events
 from tests.unit.readers.oracle.helpers import expected
 
@@ -80,7 +80,7 @@ def test_open_transactions_over_the_byte_bound_go_to_the_row_path(tmp_path):
 
 
 def _txs(evs):
-    from cdc.events import Begin, Change, Commit
+    from cdc.stream.events import Begin, Change, Commit
     out, cur = [], None
     for ev in evs:
         if isinstance(ev, Begin):
@@ -100,7 +100,7 @@ def test_the_metrics_count_every_emitted_change_once(tmp_path_factory, opts, fet
     decline every row of APP.T1 (a user conversion it does not do)."""
     from hypothesis import assume
 
-    from cdc.events import Change
+    from cdc.stream.events import Change
     from tests.unit.readers.oracle.helpers import source
 
     # a LOB update or an unknown operation code stops the source (UnsupportedLob/UnsupportedOperation): other

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import SchemaChange, TableId, expand
-from cdc.schema_evolution import diff, type_change
+from cdc.schema.evolution import diff, type_change
+from cdc.stream.events import SchemaChange, TableId, expand
 from readers.oracle import columns
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.convert import stream_type

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cdc.events import Column, TableId, TableSchema
+from cdc.stream.events import Column, TableId, TableSchema
 from readers.oracle.ddl import classify, table_actions
 
 APP_E2, APP_E3 = TableId("APP", "E2"), TableId("APP", "E3")

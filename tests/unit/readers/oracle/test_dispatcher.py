@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from cdc.events import Begin, Change, SchemaChange
-from cdc.spill import TransactionStore
+from cdc.spill.store import TransactionStore
+from cdc.stream.events import Begin, Change, SchemaChange
 from readers.oracle.dispatcher import Dispatcher
 from readers.oracle.errors import LogMinerError, RedoParseError, UnsupportedOperation
 from readers.oracle.position import ResumeState, Xid

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import Begin, Change, Commit, SchemaChange
+from cdc.stream.events import Begin, Change, Commit, SchemaChange
 from readers.oracle.errors import UnsupportedLob
 from readers.oracle.parse_pool import ParsePool
 from readers.oracle.position import ResumeState

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import Begin, Commit
+from cdc.stream.events import Begin, Commit
 from readers.oracle.errors import UnsupportedOperation
 from tests.unit.readers.oracle.columnar_helpers import collect
 from tests.unit.readers.oracle.helpers import expected, source

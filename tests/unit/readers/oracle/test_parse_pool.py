@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.events import Change
+from cdc.stream.events import Change
 from readers.oracle.errors import DictionaryMismatch, RedoParseError
 from readers.oracle.parse_pool import ParsePool
 from tests.unit.readers.oracle.test_dispatcher import X1, X2, dispatcher, ins, row

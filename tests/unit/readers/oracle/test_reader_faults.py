@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from cdc.contract import SourceContext
-from cdc.events import Begin, Change, Commit, Heartbeat, SchemaChange, expand
 from cdc.metrics import SourceMetrics
+from cdc.stream.events import Begin, Change, Commit, Heartbeat, SchemaChange, expand
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.errors import SupplementalLoggingMissing, UnsupportedLob
 from readers.oracle.reader import OracleSource

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from cdc.events import Change, TableId
+from cdc.stream.events import Change, TableId
 from readers.oracle.convert import Converter
 from readers.oracle.parser import parse_redo
 

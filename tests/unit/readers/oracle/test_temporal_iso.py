@@ -15,7 +15,7 @@ import datetime as dt
 import pytest
 
 from cdc.errors import DecodeError
-from cdc.events import Change, Column, TableId, TableSchema
+from cdc.stream.events import Change, Column, TableId, TableSchema
 from readers.oracle.convert import Converter, iso_temporal, stream_schema, stream_type
 from readers.oracle.sim import simulator
 from readers.oracle.sim.workload import TYPES_TABLE, table_name

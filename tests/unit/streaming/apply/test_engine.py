@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdc.config import ApplyConfig, TargetConfig
-from cdc.table_map import TableMap
+from cdc.config.models import ApplyConfig, TargetConfig
+from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import BadRecord, StreamCorrupt, UnsupportedDdl
 from streaming.targets.duckdb import DuckDbTarget
@@ -142,7 +142,7 @@ def test_first_sight_schema_inside_a_transaction():
     b = StreamBuilder()
     b.tx()  # opens tx; emulate the publisher: BEGIN, SCHEMA, data, END
     b.items.clear()
-    from cdc import envelope
+    from cdc.stream import envelope
     b.items.append((None, envelope.begin_record(b._next(), "0-1-2", b.ts)))  # the id of the tx below
     b.schema("shop.items", [("sku", "int"), ("qty", "int")], ["sku"])
     b.items[-1][1]["resume"] = None  # inside a transaction the publisher writes no resume state

@@ -1,13 +1,13 @@
-"""The engine applies a resync range record (cdc.resync_range, op "x") at its place in the stream: target
+"""The engine applies a resync range record (cdc.stream.resync_range, op "x") at its place in the stream: target
 rows of the range that it does not keep are deleted in the batch transaction, later changes stand."""
 
 from __future__ import annotations
 
 import pytest
 
-from cdc.config import ApplyConfig, TargetConfig
-from cdc.resync_range import ResyncRange, ResyncRangeError
-from cdc.table_map import TableMap
+from cdc.config.models import ApplyConfig, TargetConfig
+from cdc.schema.table_map import TableMap
+from cdc.stream.resync_range import ResyncRange, ResyncRangeError
 from streaming.apply.engine import ApplyEngine
 from streaming.targets.duckdb import DuckDbTarget
 from streaming.targets.parquet import ParquetTarget
@@ -135,7 +135,7 @@ def test_the_lake_targets_declare_they_cannot_apply_ranges_and_the_database_targ
 
 
 def test_the_range_travels_in_avro_too():
-    from cdc.serde import get_serdes
+    from cdc.stream.serde import get_serdes
     from streaming.stream.records import to_row
 
     b = StreamBuilder().schema(T, [("sku", "int"), ("qty", "int")], ["sku"])

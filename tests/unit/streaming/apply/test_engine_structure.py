@@ -9,14 +9,14 @@ import dataclasses
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from cdc.config import ApplyConfig, TargetConfig
-from cdc.table_map import TableMap
+from cdc.config.models import ApplyConfig, TargetConfig
+from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import StreamCorrupt
 from streaming.stream.records import StreamRecord, to_row
 from streaming.targets.duckdb import DuckDbTarget
 from streaming.testing import _Json
-from tests.unit.cdc.structure_streams import TABLES, consume, damaged, interleaved, valid, write
+from tests.unit.cdc.stream.structure_streams import TABLES, consume, damaged, interleaved, valid, write
 
 TOPIC = "cdc.src.changes"
 
@@ -141,7 +141,7 @@ def _epoch_records(recs, epochs) -> list[StreamRecord]:
 def test_an_older_writers_transaction_after_a_newer_ones_is_not_applied(split):
     """A writer of epoch 9 commits one transaction; records of a writer of epoch 4, renumbered to fit the sequence
     rule, follow: the engine stops at them (naming both epochs) with the first transaction applied."""
-    from tests.unit.cdc.structure_streams import renumber
+    from tests.unit.cdc.stream.structure_streams import renumber
 
     recs = renumber(write([("tx", [("c", "db.a", 1, 1)])], 1, "B") + write([("tx", [("c", "db.a", 2, 2)])], 1, "A",
                                                                            {"db.a"}))

@@ -10,9 +10,9 @@ import duckdb
 import pytest
 from prometheus_client import CollectorRegistry
 
-from cdc.config import ApplyConfig, ApplyRetry, TargetConfig
+from cdc.config.models import ApplyConfig, ApplyRetry, TargetConfig
 from cdc.metrics import ApplyMetrics
-from cdc.table_map import TableMap
+from cdc.schema.table_map import TableMap
 from streaming.apply import probes
 from streaming.apply.engine import ApplyEngine
 from streaming.apply.retry import apply_with_retry, backoff_s
@@ -112,7 +112,7 @@ def test_a_fatal_target_error_outside_any_row_is_a_named_refusal_not_retried(tmp
 
 
 def test_retry_and_timeouts_are_read_from_the_file_and_the_environment(tmp_path):
-    from cdc.config import load_config
+    from cdc.config.models import load_config
     from cdc.errors import ConfigError
 
     path = tmp_path / "cdc.yaml"

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from cdc.cli import main as cdc_main
-from cdc.config import TargetConfig
+from cdc.config.models import TargetConfig
 from streaming.targets.duckdb import DuckDbTarget
 from streaming.targets.progress_row import Progress
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.config import ApplyConfig, TargetConfig
-from cdc.schema_evolution import SchemaChangeConfig
-from cdc.table_map import TableMap
+from cdc.config.models import ApplyConfig, TargetConfig
+from cdc.schema.evolution import SchemaChangeConfig
+from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import ApplyError, UnsupportedDdl
 from streaming.targets.duckdb import DuckDbTarget

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.config import ApplyConfig, TargetConfig
-from cdc.table_map import TableMap
+from cdc.config.models import ApplyConfig, TargetConfig
+from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.apply.table_ddl import is_table_level
 from streaming.errors import UnsupportedDdl
@@ -64,7 +64,7 @@ def test_a_key_change_told_first_by_a_table_map_rebuilds_the_target_table():
 
 
 def _table_ddl(b: StreamBuilder, ddl: str, subject: str, *actions: dict) -> StreamBuilder:
-    from cdc import envelope
+    from cdc.stream import envelope
 
     record = envelope.schema_record(b._next(), subject, ddl, None, b.ts, {"r": 1}, tables=list(actions))
     b.items.append(({"table": subject}, record))

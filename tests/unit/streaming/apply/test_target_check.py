@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.config import TargetConfig
+from cdc.config.models import TargetConfig
 from streaming.apply.target_check import _grant
 from streaming.targets.duckdb import DuckDbTarget
 from streaming.targets.mysql import MySqlTarget

@@ -6,7 +6,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdc.serde import get_serdes
+from cdc.stream.serde import get_serdes
 from streaming.stream.decode import JsonChunkDecoder
 from streaming.stream.records import FIELDS, to_row
 from streaming.testing import StreamBuilder

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc.config import TargetConfig
+from cdc.config.models import TargetConfig
 from streaming.errors import TargetError
 from streaming.targets.base import Target
 from streaming.targets.duckdb import DuckDbTarget

@@ -10,7 +10,7 @@ import pymysql
 import pytest
 from oracledb.errors import _Error
 
-from cdc.config import TargetConfig, TargetTimeouts
+from cdc.config.models import TargetConfig, TargetTimeouts
 from streaming.errors import TargetError
 from streaming.targets.base import ErrorKind
 from streaming.targets.duckdb import DuckDbTarget

@@ -16,8 +16,8 @@ import random
 import polars as pl
 import pytest
 
-from cdc.config import ApplyConfig, TargetConfig
-from cdc.table_map import TableMap
+from cdc.config.models import ApplyConfig, TargetConfig
+from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import BadRecord, TargetError
 from streaming.targets import lake, make_target

@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from cdc.credentials import reveal
+from cdc.config.credentials import reveal
 from cdc.errors import ConfigError
 from streaming.targets import lake_cmd, make_target
 from streaming.testing import StreamBuilder

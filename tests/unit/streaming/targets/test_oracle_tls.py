@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import oracledb
 
-from cdc.config import TargetConfig
+from cdc.config.models import TargetConfig
 from streaming.targets.oracle import OracleTarget
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from cdc.config import ApplyConfig, TargetConfig
-from cdc.table_map import TableMap
+from cdc.config.models import ApplyConfig, TargetConfig
+from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.targets.duckdb import DuckDbTarget
 from streaming.testing import StreamBuilder

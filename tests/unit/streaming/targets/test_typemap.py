@@ -33,7 +33,7 @@ def test_type_and_converter_per_target(source, dialect, ttype, conv):
 
 
 def test_every_sql_target_has_a_type_map():
-    from cdc.sql_dialects import SQL_DIALECTS
+    from cdc.schema.sql_dialects import SQL_DIALECTS
 
     assert set(typemap.TYPE_MAPS) == set(SQL_DIALECTS)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.config import ApplyConfig, TargetConfig
-from cdc.table_map import TableMap
+from cdc.config.models import ApplyConfig, TargetConfig
+from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.targets.duckdb import DuckDbTarget
 from streaming.testing import StreamBuilder
@@ -109,7 +109,7 @@ def test_a_schema_record_that_changes_no_shape_rebuilds_no_view():
 
 
 def test_rename_of_a_base_table_stops_naming_the_table():
-    from cdc import envelope
+    from cdc.stream import envelope
 
     b = _base()
     ddl = "RENAME TABLE t TO t_old"

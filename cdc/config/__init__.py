@@ -1,0 +1,1 @@
+"""Configuration: the pydantic models, option helpers, credentials, TLS, Kafka settings and DSNs."""
