@@ -9,8 +9,8 @@ SELECT from the sequence engine, then measures on that same binlog:
   Python reader built on the library pays);
 * pipeline: MySqlSource -> Publisher -> broker, timed until the broker
   acknowledged the END of the last transaction; once with the native rows
-  pass and the TABLE_MAP cache (readers/mysql/native_rows.py, when it was
-  compiled here: ``native``; readers/mysql/fastrows.py), once on the Python path
+  pass and the TABLE_MAP cache (readers/mysql/binlog/native_rows.py, when it was
+  compiled here: ``native``; readers/mysql/binlog/fastrows.py), once on the Python path
   with the cache (fastrows + the library + RowConverter: ``python``, what runs
   where no C compiler was), once without either (``uncached``);
 * reader: MySqlSource alone (no publishing), each way, for the reader's share.
@@ -29,7 +29,7 @@ and raw_txn_per_s (transactions per second of the pipeline and of the raw loop o
 the same binlog), txn_ratio (their ratio) and ``cpu_us_per_txn``.
 
 Why the Python pipeline can beat the raw loop: the reader decodes rows with
-readers.mysql.fastrows (integers, floats and UTF-8 strings read directly,
+readers.mysql.binlog.fastrows (integers, floats and UTF-8 strings read directly,
 everything else by the library's own code, identical values), while the raw
 baseline is the library exactly as shipped.
 """
@@ -83,8 +83,8 @@ def _load(db, rows: int, batch: int) -> tuple[str, str]:
 
 
 def _raw(db, start: str, rows: int) -> tuple[float, float]:
-    """The library as shipped: our leaner row decoder (readers.mysql.fastrows) is switched off."""
-    from readers.mysql import fastrows
+    """The library as shipped: our leaner row decoder (readers.mysql.binlog.fastrows) is switched off."""
+    from readers.mysql.binlog import fastrows
 
     fastrows.uninstall()
     try:
@@ -127,7 +127,7 @@ def _pipeline(db, broker, start: str, end: str, rows: int, batch: int, native: b
     from cdc.metrics import SourceMetrics
     from cdc.publish.publisher import Publisher
     from cdc.stream.events import Commit
-    from readers.mysql import fastrows
+    from readers.mysql.binlog import fastrows
     from readers.mysql.config import MySqlSourceConfig
     from readers.mysql.position import GtidSet
     from readers.mysql.reader import MySqlSource
@@ -170,7 +170,7 @@ def _pipeline(db, broker, start: str, end: str, rows: int, batch: int, native: b
 def run(args: argparse.Namespace) -> dict:
     from cdc.dev.broker import Broker
     from cdc.dev.mariadb import MariaDB
-    from readers.mysql.native_rows import NATIVE
+    from readers.mysql.binlog.native_rows import NATIVE
 
     # (name, native pass, TABLE_MAP cache); "uncached": the Python path without the cache, as before both
     modes = ([("native", True, True)] if NATIVE else []) + [("python", False, True), ("uncached", False, False)]

@@ -18,8 +18,8 @@ baselines produced with confluent-kafka and flushed in the same run:
 and ``load_avg_1m`` shows how busy the shared machine was during the run.
 ``--pipeline columnar`` (the source's default): the source fetches Arrow batches (``fetch_df_batches``; the
 prerendered ranges are replayed from Arrow IPC files, as python-oracledb fills Arrow buffers natively),
-routes them with readers/oracle/columnar.py and builds the records' JSON in the native pass
-(readers/oracle/redo_json.py; ``native`` says whether it was compiled here). ``--pipeline rows``: fetchmany
+routes them with readers/oracle/columnar/stage.py and builds the records' JSON in the native pass
+(readers/oracle/columnar/redo_json.py; ``native`` says whether it was compiled here). ``--pipeline rows``: fetchmany
 tuples and the per-row dispatcher.
 
 ``cpu_us_per_row`` splits the CPU by stage with two more passes over the same prerendered rows (``--rows``
@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdc.progress_bar import progress
     from cdc.publish.publisher import Publisher
     from cdc.publish.topics import ensure_topic
-    from readers.oracle import redo_json
+    from readers.oracle.columnar import redo_json
     from readers.oracle.config import OracleSourceConfig
     from readers.oracle.reader import default_parse_workers
     from readers.oracle.sim.demo import make_source, pump

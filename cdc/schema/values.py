@@ -16,7 +16,7 @@ bool or None, and for the rest:
     BIT                    an unsigned integer;  YEAR an integer (0 for YEAR 0000)
     GEOMETRY               base64 of MySQL's internal value: 4-byte little-endian SRID, then WKB
 
-Both MySQL read paths land here: the binlog reader (readers/mysql/decode.py
+Both MySQL read paths land here: the binlog reader (readers/mysql/binlog/decode.py
 picks a converter per TABLE_MAP column with the functions below) and every
 path that reads rows with a DB-API driver (MySQL snapshots, compare repair,
 the shadow source, the Oracle snapshot) through :func:`stream_value`.

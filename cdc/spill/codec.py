@@ -82,7 +82,7 @@ def encode(chunk: list) -> bytes:
 
 
 def frame(payload: bytes | memoryview) -> bytes:
-    """``payload`` in one checked frame (header + payload); the Arrow IPC spill (readers.oracle.arrow_spill)
+    """``payload`` in one checked frame (header + payload); the Arrow IPC spill (readers.oracle.columnar.arrow_spill)
     frames its chunks so too."""
     length = len(payload).to_bytes(8, "big")
     digest = hashlib.blake2b(length, digest_size=16)

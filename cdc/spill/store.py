@@ -156,7 +156,7 @@ class TransactionStore:
         return buf
 
     def account_spilled(self, nbytes: int) -> None:
-        """Bytes another spill in this directory wrote (+) or removed (-) (readers.oracle.arrow_spill)."""
+        """Bytes another spill in this directory wrote (+) or removed (-) (readers.oracle.columnar.arrow_spill)."""
         self._account(spilled=nbytes)
 
     def close(self) -> None:

@@ -72,11 +72,15 @@ from cdc.contract import STOP_CHECK_S, SourceContext
 from cdc.errors import CdcError, Terminal
 from cdc.publish.lease import WRITER_ID
 from cdc.stream.events import Begin, Change, ChangeBatch, Commit, Event, Heartbeat, Idle, SchemaChange, TableId
-from readers.mysql import binlog_events
+from readers.mysql.binlog import binlog_events
+from readers.mysql.binlog.decode import ConvertedRow, RowConverter
+from readers.mysql.binlog.fastevents import FastBegin, FastGtid, FastStream, FastTableMap, FastXid
+from readers.mysql.binlog.fastrows import install as _install_fast_rows
+from readers.mysql.binlog.inflate import COMPRESSED_TYPES, FORMAT_DESCRIPTION_EVENT, Inflater
+from readers.mysql.binlog.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogEvent, payload_events
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
-from readers.mysql.decode import ConvertedRow, RowConverter
 from readers.mysql.errors import (
     BinlogPurged,
     CompressedEventError,
@@ -88,12 +92,8 @@ from readers.mysql.errors import (
     TransactionInterrupted,
 )
 from readers.mysql.failover import WAY_OUT, choose_primary, default_prober
-from readers.mysql.fastevents import FastBegin, FastGtid, FastStream, FastTableMap, FastXid
-from readers.mysql.fastrows import install as _install_fast_rows
 from readers.mysql.guards import refuse_partial, refuse_statement, refuse_unlogged_ddl
 from readers.mysql.incremental import IncrementalSnapshots
-from readers.mysql.inflate import COMPRESSED_TYPES, FORMAT_DESCRIPTION_EVENT, Inflater
-from readers.mysql.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogEvent, payload_events
 from readers.mysql.patterns import warn_unmatched
 from readers.mysql.position import GtidSet, GtidState
 from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
@@ -139,14 +139,14 @@ def _guarded_connect(**settings: Any) -> pymysql.connections.Connection:
 
 class _Guarded(SharedTlsConnection):
     """Once it has sent a binlog dump command, every packet it reads is a binlog event: compressed ones
-    are inflated into the plain events they hold (readers/mysql/inflate.py) before the library sees them."""
+    are inflated into the plain events they hold (readers/mysql/binlog/inflate.py) before the library sees them."""
 
     _inflater: Inflater | None = None
     _pending: list[bytes] = []  # noqa: RUF012 - replaced by a fresh list when a dump starts
     _unread: Any = None  # a packet handed back (unread) by FastStream, read again next
 
     def unread(self, pkt: Any) -> None:
-        """The next _read_packet returns ``pkt`` (readers/mysql/fastevents.py: a packet it leaves to the library)."""
+        """The next _read_packet returns ``pkt`` (readers/mysql/binlog/fastevents.py: a packet it leaves to the library)."""
         self._unread = pkt
 
     def _write_bytes(self, data: bytes) -> None:

@@ -152,9 +152,9 @@ def next_transaction(src: Any, state: Any, timeout_s: float = 30.0) -> tuple[str
     from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent
     from pymysqlreplication.row_event import TableMapEvent
 
+    from readers.mysql.binlog.mysql8_events import GtidTaggedLogEvent
     from readers.mysql.connection import connection_settings
     from readers.mysql.failover import choose_primary, default_prober
-    from readers.mysql.mysql8_events import GtidTaggedLogEvent
     from readers.mysql.tables import ddl_table, dml_tables
 
     password = src.password.get_secret_value()

@@ -58,7 +58,7 @@ class OracleSourceConfig(PasswordLogin):
                              "(the cursor's arraysize, or the Arrow batch size of the columnar pipeline)")
     pipeline: Literal["rows", "columnar"] = Field(
         default="columnar", description="columnar: fetch V$LOGMNR_CONTENTS as Arrow batches (fetch_df_batches) and "
-                                    "route them with array kernels (readers/oracle/columnar.py); rows: fetch "
+                                    "route them with array kernels (readers/oracle/columnar/stage.py); rows: fetch "
                                     "tuples and route them one by one")
     parse_workers: int | None = Field(
         default=None, ge=0, le=8,

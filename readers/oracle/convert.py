@@ -164,7 +164,7 @@ class Converter:
 
     def temporal_only(self, db: str, table: str, schema: TableSchema | None) -> tuple[str, ...] | None:
         """The columns ``temporal: iso`` converts in this table when that is all this converter does to it
-        (the native pass of readers/oracle/redo_json.py does it), None when other conversions apply."""
+        (the native pass of readers/oracle/columnar/redo_json.py does it), None when other conversions apply."""
         rules = self._for(db, table, schema)
         return tuple(c for c, _ in rules) if all(fn is iso_temporal for _, fn in rules) else None
 

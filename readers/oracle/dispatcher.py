@@ -179,7 +179,7 @@ class Dispatcher:
         self._ddl_pieces: dict[str, list[str]] = {}  # XID -> SQL_REDO pieces of a DDL split with CSF = 1
         self.failed = False
         self.dictionary_rebuilt_scn: int | None = None  # SCN of the last DDL that rebuilt the dictionary (on_ddl)
-        # lowest start SCN of open transactions held outside ``open`` (readers/oracle/columnar.py), or None
+        # lowest start SCN of open transactions held outside ``open`` (readers/oracle/columnar/stage.py), or None
         self.outside_low_watermark: int | None = None
 
     @property

@@ -31,7 +31,7 @@ from cdc.schema import table_glob
 from cdc.spill.store import SpillPolicy, TransactionStore
 from cdc.stream.events import Change, Commit, Event, Heartbeat, Idle, SchemaChange, TableSchema
 from readers.oracle.check import refuse_unlogged
-from readers.oracle.columnar import ColumnarFeed
+from readers.oracle.columnar.stage import ColumnarFeed
 from readers.oracle.config import OracleSourceConfig
 from readers.oracle.convert import Converter, stream_schema
 from readers.oracle.dispatcher import Dispatcher

@@ -17,7 +17,7 @@ import pytest
 from cdc.errors import CdcError, Terminal
 from cdc.stream.events import Begin, Change, Commit, Heartbeat, expand
 from readers.mysql import reader as reader_mod
-from readers.mysql.binlog_events import KNOWN_CODES, PASSIVE_CODES
+from readers.mysql.binlog.binlog_events import KNOWN_CODES, PASSIVE_CODES
 from readers.mysql.position import GtidSet
 from tests.integration.mysql_helpers import collect, make_source, transactions
 

@@ -1,4 +1,4 @@
-"""On a real MariaDB, the events the reader decodes below the library (readers/mysql/fastevents.py) give the same
+"""On a real MariaDB, the events the reader decodes below the library (readers/mysql/binlog/fastevents.py) give the same
 stream as the library's: a table's TABLE_MAP seen again is the cached definition until a DDL changes it, after a
 binlog rotation too, and every transaction's GTID and commit land in the state."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cdc.stream.events import Begin, Commit
-from readers.mysql import fastevents
+from readers.mysql.binlog import fastevents
 from readers.mysql.position import GtidSet
 from tests.integration.mysql_helpers import collect, make_source, transactions
 

@@ -6,7 +6,7 @@ import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from readers.mysql import fastrows
+from readers.mysql.binlog import fastrows
 
 pytestmark = pytest.mark.mysql
 

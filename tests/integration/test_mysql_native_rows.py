@@ -21,8 +21,8 @@ from pymysqlreplication.row_event import TableMapEvent, WriteRowsEvent
 
 from cdc.stream.envelope import data_record
 from cdc.stream.events import Change, ChangeBatch, Heartbeat, Idle, expand
-from readers.mysql import fastrows, native_rows
-from readers.mysql.decode import ConvertedRow, RowConverter
+from readers.mysql.binlog import fastrows, native_rows
+from readers.mysql.binlog.decode import ConvertedRow, RowConverter
 from readers.mysql.position import GtidSet
 from tests.integration.mysql_helpers import collect, make_source, transactions
 from tests.unit.cdc.publish.fakes import publisher

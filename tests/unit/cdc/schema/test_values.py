@@ -2,10 +2,10 @@
 
 For each MySQL type family hypothesis draws a value the server holds, then builds what each
 library hands Python for it: python-mysql-replication from the binlog (TIME through the binary
-TIME2 format the server writes and readers.mysql.fastrows decodes; SET as a set of labels; BIT
+TIME2 format the server writes and readers.mysql.binlog.fastrows decodes; SET as a set of labels; BIT
 as a bit string; FLOAT as the float32; MySQL JSON as a parsed document) and PyMySQL from the
 server's text (through PyMySQL's own converters; BIT as bytes; FLOAT read through
-cdc.schema.values.select_expr, i.e. widened by the server and printed in full; JSON as spaced text). The binlog converter (readers.mysql.decode) and the DB-API path
+cdc.schema.values.select_expr, i.e. widened by the server and printed in full; JSON as spaced text). The binlog converter (readers.mysql.binlog.decode) and the DB-API path
 (cdc.schema.values.stream_value, used by snapshots, compare repair and the shadow source) must agree.
 The user-visible fault without this: a snapshot row and a binlog row of the same values differ
 in the target (negative fractional TIME came out -00:00:01.750000 for -00:00:01.25).
@@ -27,8 +27,8 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 
 from cdc.compare.shapes import classify
 from cdc.schema.values import select_expr, stream_value, time_text, value_kind
-from readers.mysql.decode import converter_for
-from readers.mysql.fastrows import time2_from_bytes
+from readers.mysql.binlog.decode import converter_for
+from readers.mysql.binlog.fastrows import time2_from_bytes
 
 
 def agree(type_code: int, column_type: str, binlog_value, text_value, **column) -> object:

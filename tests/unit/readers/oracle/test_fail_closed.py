@@ -9,7 +9,7 @@ import pytest
 
 from cdc.stream.events import Begin, Commit
 from readers.oracle.errors import UnsupportedOperation
-from tests.unit.readers.oracle.columnar_helpers import collect
+from tests.unit.readers.oracle.columnar.columnar_helpers import collect
 from tests.unit.readers.oracle.helpers import expected, source
 
 OPTS = "seed=11,transactions=8,lanes=2,rollback_rate=0,partial_rollback_rate=0,rows_max=3,odd_op_at=3"

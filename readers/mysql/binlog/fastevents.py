@@ -18,12 +18,12 @@ uses; every other event goes to the library unchanged, as the same packet:
 * TABLE_MAP (``0x13``) whose bytes (body without header and checksum: table id, names, types, metadata,
   nullability, optional metadata) were parsed by the library before on this stream: the library's Table for them
   is put back in the stream's table map, as the library does for every TABLE_MAP. A definition changed by DDL
-  has other bytes and goes to the library, which parses it and fills the cache. Only while readers/mysql/fastrows.py
+  has other bytes and goes to the library, which parses it and fills the cache. Only while readers/mysql/binlog/fastrows.py
   keeps its own TABLE_MAP cache (``install(table_map_cache=False)`` turns both off).
 
 Fail closed: a packet that is not an OK binlog packet, shorter than its kind needs, or of any kind or flag
 not named above goes to the library (and from there to the reader's rule for events it does not decode,
-readers/mysql/binlog_events.py). Nothing is dropped here. A stream with an end position or start timestamp,
+readers/mysql/binlog/binlog_events.py). Nothing is dropped here. A stream with an end position or start timestamp,
 or not connected yet, is the library's alone.
 """
 
@@ -34,7 +34,7 @@ from typing import Any
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import TableMapEvent
 
-from readers.mysql import fastrows
+from readers.mysql.binlog import fastrows
 
 QUERY_EVENT, XID_EVENT, TABLE_MAP_EVENT, GTID_LOG_EVENT, MARIADB_GTID_EVENT = 0x02, 0x10, 0x13, 0x21, 0xA2
 _MARIADB_XA = 0x40 | 0x80  # FL_PREPARED_XA, FL_COMPLETED_XA

@@ -1,4 +1,4 @@
-"""readers/mysql/inflate.py on hand-built packets: MariaDB's compression header, rows and query bodies."""
+"""readers/mysql/binlog/inflate.py on hand-built packets: MariaDB's compression header, rows and query bodies."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import zlib
 
 import pytest
 
+from readers.mysql.binlog.inflate import Inflater, uncompress
 from readers.mysql.errors import CompressedEventError
-from readers.mysql.inflate import Inflater, uncompress
 
 
 def compressed(data: bytes, lenlen: int | None = None, algorithm: int = 0) -> bytes:

@@ -1,4 +1,4 @@
-"""readers/mysql/fastevents.py: the per-transaction events it decodes from packet bytes carry what the library's
+"""readers/mysql/binlog/fastevents.py: the per-transaction events it decodes from packet bytes carry what the library's
 events carry (recorded MySQL 8 binlogs; MariaDB GTID events built byte by byte), and every other event is left
 to the library (None)."""
 
@@ -12,9 +12,9 @@ from pymysql.protocol import MysqlPacket
 from pymysqlreplication import event as ev
 from pymysqlreplication.packet import BinLogPacketWrapper
 
-from readers.mysql import mysql8_events as m8
-from readers.mysql.fastevents import FastBegin, FastGtid, FastXid, decode
-from tests.unit.readers.mysql.test_mysql8_events import EVENTS, binlog_events, library_as_shipped, parse
+from readers.mysql.binlog import mysql8_events as m8
+from readers.mysql.binlog.fastevents import FastBegin, FastGtid, FastXid, decode
+from tests.unit.readers.mysql.binlog.test_mysql8_events import EVENTS, binlog_events, library_as_shipped, parse
 
 __all__ = ["library_as_shipped"]  # its autouse fixture: the library's own decoders here too
 

@@ -3,14 +3,14 @@
 Sessions fetch with ``fetch_df_batches`` (readers/oracle/session.py), so rows arrive as Arrow record
 batches with no Python object per row. :class:`ColumnarFeed` routes each batch as array arithmetic
 (numpy over the batch's columns) instead of a Python step per row, then releases the committed
-transactions: with the native record pass (readers/oracle/redo_json.py, the default where it is
+transactions: with the native record pass (readers/oracle/columnar/redo_json.py, the default where it is
 compiled) all their rows' JSON in one call and each transaction as Begin, one ChangeBatch, Commit with
 the resume state (``_commit_serialized``, the same checks as ``Dispatcher._commit``; rows the pass
 declines are parsed by ``Dispatcher.change_of`` in their places); without it through the row
 dispatcher's own release path (``Dispatcher._commit`` / ``_release``: parse, Change, Commit). There is
 ONE dispatcher semantics: this module decides
 which rows survive, which transactions commit and the low watermark at each commit exactly as
-``Dispatcher.feed`` does (tests/unit/readers/oracle/test_columnar_property.py holds them equal on
+``Dispatcher.feed`` does (tests/unit/readers/oracle/columnar/test_columnar_property.py holds them equal on
 random streams), and every row kind it cannot vouch for goes through ``Dispatcher.feed`` itself.
 
 Per batch (``work`` = rows of transactions still open after the last batch + the new batch):
@@ -37,7 +37,7 @@ them, each back in its place after its stub (``_raw_rows``).
 
 Big transactions (with the native pass): when the open transactions' raw rows held here pass
 ``max_pending_rows`` or ``max_pending_bytes`` (Arrow buffer bytes), the largest ones' rows go to Arrow
-IPC chunk files (readers/oracle/arrow_spill.py) but for each one's first row, until the rows held are
+IPC chunk files (readers/oracle/columnar/arrow_spill.py) but for each one's first row, until the rows held are
 under half the bounds; at COMMIT such a transaction's rows are decided on their flags, then read back
 and published chunk by chunk (``_commit_spilled``). Only when that cannot bring them under the
 bounds (many small transactions) do the open transactions go to the row path, which spills by
@@ -60,8 +60,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc.stream.events import Begin, ChangeBatch, Commit, Event, TableSchema
-from readers.oracle import redo_json
-from readers.oracle.arrow_spill import ArrowSpill
+from readers.oracle.columnar import redo_json
+from readers.oracle.columnar.arrow_spill import ArrowSpill
 from readers.oracle.convert import Converter
 from readers.oracle.dispatcher import HANDLED_OPS, LOB_OPS, Dispatcher, _Tx
 
@@ -167,11 +167,11 @@ class ColumnarFeed:
         self.rows_mode = False                 # True while Dispatcher.feed owns the open transactions
         self._captured: dict[Any, bool] = {}
         self.batches_columnar = self.batches_rows = 0
-        # the native pass (readers/oracle/redo_json.py) builds the records' JSON; without it, the row path
+        # the native pass (readers/oracle/columnar/redo_json.py) builds the records' JSON; without it, the row path
         self.serialize = redo_json.NATIVE if serialize is None else serialize
         self._specs: dict[tuple[str, str], tuple[Any, redo_json.Spec | None]] = {}
         self.native_cpu_s = 0.0  # CPU seconds in the native pass (cdc bench oracle's stage figures)
-        # big open transactions' rows on disk (readers/oracle/arrow_spill.py); the serialized release reads them
+        # big open transactions' rows on disk (readers/oracle/columnar/arrow_spill.py); the serialized release reads them
         self.spill = ArrowSpill(dispatcher.store) if self.serialize else None
         self.peak_pending_bytes = 0  # the most the open transactions' rows held here between batches
 
@@ -531,11 +531,11 @@ class ColumnarFeed:
                 yield from d._submit()
             yield from d.ready()
 
-    # -- the serialized release (readers/oracle/redo_json.py) ---------------------------------------
+    # -- the serialized release (readers/oracle/columnar/redo_json.py) ---------------------------------------
 
     def _commit_spilled(self, work: pa.Table, key: int, xid: str, scn: int, when: int, low: int, open_count: int,
                         stub: int, commit_pos: int) -> Iterator[Event]:
-        """``_commit_serialized`` of a spilled transaction (readers/oracle/arrow_spill.py): its rows are the
+        """``_commit_serialized`` of a spilled transaction (readers/oracle/columnar/arrow_spill.py): its rows are the
         stub's place in ``work`` (the stub itself when it is a captured DML row), the spilled chunks, then its
         later rows in ``work``; which survive is decided on their keys first, then the rows go out chunk by
         chunk, one ChangeBatch each, between one Begin and one Commit."""

@@ -1,6 +1,6 @@
 """MySQL 8 events on real server bytes (tests/fixtures/mysql8/README.md says where each file came from).
 
-Each recorded event is decoded twice: by readers.mysql.mysql8_events directly, and through
+Each recorded event is decoded twice: by readers.mysql.binlog.mysql8_events directly, and through
 python-mysql-replication's own parser (BinLogPacketWrapper, the object its BinLogStreamReader builds
 for every packet), rows included, with the table map from the same bytes.
 """
@@ -19,13 +19,13 @@ from pymysqlreplication import event as ev
 from pymysqlreplication import row_event as rows
 from pymysqlreplication.packet import BinLogPacketWrapper
 
-from readers.mysql import mysql8_events as m8
+from readers.mysql.binlog import mysql8_events as m8
+from readers.mysql.binlog.inflate import Inflater
 from readers.mysql.errors import PayloadUndecodable, TaggedGtidUndecodable
-from readers.mysql.inflate import Inflater
 from readers.mysql.position import GtidSet
 from readers.mysql.schema import schema_from_table_map
 
-FIXTURES = Path(__file__).parents[3] / "fixtures" / "mysql8"
+FIXTURES = Path(__file__).parents[4] / "fixtures" / "mysql8"
 EVENTS = [ev.QueryEvent, ev.XidEvent, ev.GtidEvent, ev.RotateEvent, ev.FormatDescriptionEvent, rows.TableMapEvent,
           rows.WriteRowsEvent, rows.UpdateRowsEvent, rows.DeleteRowsEvent, m8.GtidTaggedLogEvent]
 
@@ -33,10 +33,10 @@ EVENTS = [ev.QueryEvent, ev.XidEvent, ev.GtidEvent, ev.RotateEvent, ev.FormatDes
 @pytest.fixture(autouse=True)
 def library_as_shipped():
     """These tests read recorded bytes through the library's own decoders: the reader's row decoders
-    (readers/mysql/fastrows.py, installed process-wide once the reader is imported) are set aside."""
+    (readers/mysql/binlog/fastrows.py, installed process-wide once the reader is imported) are set aside."""
     from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 
-    from readers.mysql import fastrows
+    from readers.mysql.binlog import fastrows
 
     saved = [(RowsEvent, n, RowsEvent.__dict__[n]) for n in ("_read_column_data", "_RowsEvent__read_time2",
                                                               "_fetch_rows")]
@@ -135,7 +135,7 @@ def test_recorded_go_mysql_payload_decodes_insert_update_delete():
 
 
 def test_the_readers_inflater_splices_the_recorded_payload_at_its_position():
-    """The reader's own path (readers/mysql/inflate.py, fed the whole recorded binlog as the dump sends it):
+    """The reader's own path (readers/mysql/binlog/inflate.py, fed the whole recorded binlog as the dump sends it):
     the payload's inner events come out checksummed, at the payload event's end position, and decode."""
     events = binlog_events("transaction_compression.000001")
     outer = of_type(events, m8.TRANSACTION_PAYLOAD_EVENT)[0]

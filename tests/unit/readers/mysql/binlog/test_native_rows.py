@@ -5,7 +5,7 @@ decodes, with its TABLE_MAP metadata) and generated values, encoded as the serve
 them (NULLs, negative and long DECIMALs, fractional temporal values, zero and impossible
 dates, JSON, BIT, SET/ENUM, BINARY shorter than its width, text in several character sets).
 The same bytes are read twice through the library's RowsEvent: once by the Python path
-(readers/mysql/fastrows.py + the library + RowConverter), once with the native pass in
+(readers/mysql/binlog/fastrows.py + the library + RowConverter), once with the native pass in
 front; the row images, as orjson writes them into records, must be equal -- or both paths
 must raise the same error. Without the compiled module both reads take the Python path and the
 comparisons hold trivially; ``test_a_compiled_module_loads`` fails when a ``_rows_native*.so`` was
@@ -31,8 +31,8 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import DeleteRowsEvent, RowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from readers.mysql import fastrows, native_rows
-from readers.mysql.decode import ConvertedRow, RowConverter
+from readers.mysql.binlog import fastrows, native_rows
+from readers.mysql.binlog.decode import ConvertedRow, RowConverter
 
 _DEC = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 _FRAC = (0, 1, 1, 2, 2, 3, 3)
@@ -349,7 +349,7 @@ def test_a_compiled_module_loads():
     if not built or native_rows.NATIVE:
         return
     try:
-        importlib.import_module("readers.mysql._rows_native")
+        importlib.import_module("readers.mysql.binlog._rows_native")
         why = "it imports now, but did not when native_rows was imported"
     except Exception as exc:  # noqa: BLE001
         why = repr(exc)

@@ -3,10 +3,10 @@
    decode(data, start, end, plan, bitmaps, row_type, keys) reads the row images in
    data[start:end] (the body of a WRITE/UPDATE/DELETE rows event after its column
    bitmaps) and returns a list with one dict per row: {keys[k]: row_type(...)} per image,
-   each image mapping column name to the value readers/mysql/decode.py's RowConverter
+   each image mapping column name to the value readers/mysql/binlog/decode.py's RowConverter
    makes of the library's value (cdc/schema/values.py: DECIMAL as text, temporal types as ISO
    text, binary as base64, SET as 'a,b', ...). ``plan`` holds one (name, kind, a, b, obj)
-   tuple per column (readers/mysql/native_rows.py builds it from the TABLE_MAP).
+   tuple per column (readers/mysql/binlog/native_rows.py builds it from the TABLE_MAP).
 
    It returns None for anything it does not vouch for (a value outside its type's valid
    range, a truncated row, a text that does not decode, a JSON document the callback

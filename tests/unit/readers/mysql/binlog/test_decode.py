@@ -10,7 +10,7 @@ from types import SimpleNamespace as NS
 import pytest
 from pymysqlreplication.constants import FIELD_TYPE as T
 
-from readers.mysql.decode import RowConverter
+from readers.mysql.binlog.decode import RowConverter
 from readers.mysql.errors import DecodeError, UnknownColumnType
 from readers.mysql.schema import type_text
 

@@ -77,7 +77,7 @@ def converter_for(column: Any) -> Converter | None:
 
 
 class ConvertedRow(dict):
-    """A row image whose values are already the stream's: the native rows pass (readers/mysql/native_rows.py)
+    """A row image whose values are already the stream's: the native rows pass (readers/mysql/binlog/native_rows.py)
     decodes and converts in one step, and :class:`RowConverter` hands such a row on untouched."""
 
     __slots__ = ()

@@ -1,5 +1,5 @@
 """``pipeline: columnar`` with big open transactions: their rows go to Arrow IPC chunk files
-(readers/oracle/arrow_spill.py) and come back at COMMIT through the native record pass. The events equal
+(readers/oracle/columnar/arrow_spill.py) and come back at COMMIT through the native record pass. The events equal
 the row pipeline's; a rare row while a transaction is spilled hands its rows, spilled ones in their
 place, to the row path; a chunk that is not what was written, a missing one or a full disk stops the
 source naming the file before the transaction's Commit, and a restart from the last END publishes it
@@ -13,7 +13,7 @@ import pytest
 
 from cdc.errors import SpillError
 from cdc.stream.events import Begin, ChangeBatch, Commit, SchemaChange
-from tests.unit.readers.oracle.columnar_helpers import collect, events
+from tests.unit.readers.oracle.columnar.columnar_helpers import collect, events
 from tests.unit.readers.oracle.helpers import run, source
 
 # one 3,000-row UPDATE transaction (transaction 0) beside 40 others with rollbacks, partial rollbacks, CSF
@@ -184,7 +184,7 @@ def test_a_chunk_whose_digest_passes_but_is_not_arrow_is_a_spill_error(tmp_path)
 
     from cdc.spill import codec as spill_codec
     from cdc.spill.store import TransactionStore
-    from readers.oracle.arrow_spill import ArrowSpill
+    from readers.oracle.columnar.arrow_spill import ArrowSpill
 
     store = TransactionStore(str(tmp_path / "s"))
     spill = ArrowSpill(store)

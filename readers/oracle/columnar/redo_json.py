@@ -1,12 +1,12 @@
 """SQL_REDO statements -> the JSON of their row images and record key, in one native pass.
 
-The columnar pipeline's per-row work (readers/oracle/columnar.py): for each surviving DML row,
+The columnar pipeline's per-row work (readers/oracle/columnar/stage.py): for each surviving DML row,
 :func:`build` returns ``(op, key, before, after)``: the op letter and the exact bytes
 ``orjson.dumps`` gives for the record key's values and the two row images that the row path
 (``parse_redo`` -> ``Converter`` -> ``cdc.envelope.data_record``) would publish; given the rows'
 positions (``sources``), also the JSON of the Change's ``source`` fields after the opening brace
 (:func:`reference_source`). :func:`reference`
-is that definition in Python; the native module ``_redo_native`` (readers/oracle/_redo_native.c,
+is that definition in Python; the native module ``_redo_native`` (readers/oracle/columnar/_redo_native.c,
 built by ``make setup``) computes the same bytes in C for the shapes it can vouch for and returns
 None for any other row (``UNISTR``, ``||`` chains, bare numbers, table aliases, a ROWID inside the
 WHERE clause, other temporal encodings, malformed text...), which then takes the row path. Without
@@ -30,7 +30,7 @@ from readers.oracle.convert import iso_temporal
 from readers.oracle.parser import parse_redo
 
 try:
-    from readers.oracle import _redo_native  # type: ignore[attr-defined]
+    from readers.oracle.columnar import _redo_native  # type: ignore[attr-defined]
 except ImportError:  # not compiled here: the row path for every row
     _redo_native = None
 

@@ -4,7 +4,7 @@ The reader asks python-mysql-replication for EVERY event, not a list of the clas
 event the library maps to no class comes back as ``NotImplementedEvent``, and an event the library
 parsed but would drop on its own (a rows event whose TABLE_MAP it did not keep) comes back as
 :class:`UnreadEvent` instead of vanishing (:func:`install`). Compressed events were already turned into
-plain ones below the library (readers/mysql/inflate.py).
+plain ones below the library (readers/mysql/binlog/inflate.py).
 
 The rule (:func:`classify`): an event is either one the reader decodes (GTID, TABLE_MAP, rows, query,
 XID, XA), one that by definition carries no change of any table (:data:`PASSIVE`: format description,
@@ -38,9 +38,9 @@ from pymysqlreplication.event import (
     UserVarEvent,
 )
 
-from readers.mysql import mysql8_events
+from readers.mysql.binlog import mysql8_events
+from readers.mysql.binlog.inflate import EVENT_NAMES, TRANSACTION_PAYLOAD_EVENT
 from readers.mysql.errors import UndecodedEvent
-from readers.mysql.inflate import EVENT_NAMES, TRANSACTION_PAYLOAD_EVENT
 
 _ORIGINAL_WRAPPER = packet.BinLogPacketWrapper
 
@@ -78,7 +78,7 @@ KNOWN_CODES: dict[int, tuple[str, str, str]] = {
     0x2A: ("GTID_TAGGED_LOG_EVENT", "a tagged GTID (SET gtid_next='AUTOMATIC:tag', MySQL 8.3+)",
            "do not use tagged GTIDs on captured tables"),
     0xA4: ("MARIADB_START_ENCRYPTION_EVENT", "", ""),
-    # MariaDB log_bin_compress: decoded (readers/mysql/inflate.py); named here for an event it cannot inflate
+    # MariaDB log_bin_compress: decoded (readers/mysql/binlog/inflate.py); named here for an event it cannot inflate
     **{code: (name, "log_bin_compress=ON", "SET GLOBAL log_bin_compress=OFF") for code, name in EVENT_NAMES.items()
        if code != TRANSACTION_PAYLOAD_EVENT},
 }
@@ -136,7 +136,7 @@ ALL_EVENTS = frozenset(_ORIGINAL_WRAPPER._BinLogPacketWrapper__event_map.values(
 
 def install() -> None:
     """Make the library hand back the events it would drop (see :class:`UnreadEvent`) and decode MySQL 8.3+
-    tagged GTID events (readers/mysql/mysql8_events.py). Idempotent."""
+    tagged GTID events (readers/mysql/binlog/mysql8_events.py). Idempotent."""
     mysql8_events.install()
     binlogstream.BinLogPacketWrapper = _Wrapper
 

@@ -19,7 +19,7 @@ checksummed stream's parser expects: header length + 4 and the CRC32 appended (p
 told ``use_checksum``, takes the last 4 bytes of the header's length as the CRC32 and cuts a Query
 event's text 4 bytes short without them; it also stops reading a table map's optional metadata 4 bytes
 before the packet's end, so an inner event handed to it needs those 4 bytes either way).
-The reader's inflater (readers/mysql/inflate.py) does both for a whole received payload event and
+The reader's inflater (readers/mysql/binlog/inflate.py) does both for a whole received payload event and
 gives every inner event the enclosing event's ``log_pos``. The whole transaction is decompressed in memory (in 1 MiB reads, never
 more than its stated size + 1 byte): a payload event is at most one binlog event (max_allowed_packet).
 

@@ -9,7 +9,7 @@ ignore_decode_errors), goes to the library's own code, so values are
 identical. ``install()`` / ``uninstall()`` switch it on and off for the whole
 process; the reader installs it, ``cdc bench mysql`` uninstalls it while it
 measures the library's raw loop. ``install()`` also puts the native rows pass
-(readers/mysql/native_rows.py: C, decoding and converting in one step) in front
+(readers/mysql/binlog/native_rows.py: C, decoding and converting in one step) in front
 of it when that module was compiled; ``install(native=False)`` leaves it out.
 It also keeps one parsed TABLE_MAP per definition (see "TABLE_MAP cache" below),
 so a table's Table object, and the plans cached on it, outlive the transaction.
@@ -176,9 +176,9 @@ def _table_map_init(self: Any, from_packet: Any, event_size: int, table_map: dic
 
 def install(native: bool = True, table_map_cache: bool = True) -> None:
     """The lean decoder and the TIME2 correction; with ``native`` (and the C module compiled) the native rows
-    pass first for every rows event (readers/mysql/native_rows.py), this decoder for what it hands back; with
+    pass first for every rows event (readers/mysql/binlog/native_rows.py), this decoder for what it hands back; with
     ``table_map_cache`` one Table per TABLE_MAP definition (see above)."""
-    from readers.mysql import native_rows
+    from readers.mysql.binlog import native_rows
 
     RowsEvent._read_column_data = _read_column_data
     RowsEvent._RowsEvent__read_time2 = _read_time2
@@ -196,6 +196,6 @@ def uninstall() -> None:
 
 def native_installed() -> bool:
     """True when rows events are decoded by the native pass (install(native=True) with the C module compiled)."""
-    from readers.mysql import native_rows
+    from readers.mysql.binlog import native_rows
 
     return RowsEvent._fetch_rows is native_rows.fetch_rows

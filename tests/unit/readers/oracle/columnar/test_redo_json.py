@@ -1,4 +1,4 @@
-"""readers/oracle/redo_json.py: the native ``build`` is held to ``reference`` (the row path's bytes).
+"""readers/oracle/columnar/redo_json.py: the native ``build`` is held to ``reference`` (the row path's bytes).
 
 The contract: for every statement ``build`` answers None (the row path decides) or EXACTLY
 ``reference(sql, spec)``: the same op and the same bytes; where ``reference`` raises (RedoParseError,
@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from readers.oracle import redo_json
+from readers.oracle.columnar import redo_json
 from readers.oracle.sim.workload import (
     TYPE_COLUMNS,
     TYPE_ROWS,
@@ -95,7 +95,7 @@ def test_a_compiled_module_loads() -> None:
     if not built or redo_json.NATIVE:
         return
     try:
-        importlib.import_module("readers.oracle._redo_native")
+        importlib.import_module("readers.oracle.columnar._redo_native")
         why = "it imports now, but did not when redo_json was imported"
     except Exception as exc:  # noqa: BLE001
         why = repr(exc)
@@ -902,7 +902,7 @@ def _run(code: str) -> str:
     import textwrap
 
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120, check=False,
-                          cwd=Path(redo_json.__file__).parents[2])
+                          cwd=Path(redo_json.__file__).parents[3])
     assert proc.returncode == 0, f"exit status {proc.returncode} (-11: SIGSEGV)\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 
@@ -912,7 +912,7 @@ def test_spec_names_from_temporary_objects() -> None:
     str objects live only as long as the C side's copy of the sequence. The answer must be an error or the
     contract's, never names read from freed memory."""
     out = _run('''
-        from readers.oracle import redo_json as R
+        from readers.oracle.columnar import redo_json as R
         cases = [
             ('insert into "S"."T"("你","好") values (\\'1\\',\\'2\\');', lambda: ((), "你好"), ((), ("你", "好"))),
             ('insert into "S"."T"("你","好") values (\\'1\\',\\'2\\');', lambda: ((), "好"), ((), ("好",))),
@@ -939,7 +939,7 @@ def test_arguments_changed_while_read() -> None:
     """An iterable among the arguments runs Python code while build reads them (here: it empties the
     statement / spec lists): an exception or an answer, never a read past the end of a list."""
     _run('''
-        from readers.oracle import redo_json as R
+        from readers.oracle.columnar import redo_json as R
         GOOD = 'insert into "S"."T"("A") values (\\'1\\');'
 
         class Emptying:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc.stream.events import Begin, Change, ChangeBatch, Column, Commit, TableId, TableSchema
-from readers.mysql.decode import ConvertedRow
+from readers.mysql.binlog.decode import ConvertedRow
 from readers.mysql.reader import _serialized
 from tests.unit.cdc.publish.fakes import publisher
 

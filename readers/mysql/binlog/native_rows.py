@@ -1,14 +1,14 @@
 """The rows of a MySQL/MariaDB rows event decoded natively, straight to the values the stream carries.
 
 The Python path turns a rows event into records in two steps: the binlog library
-(with readers/mysql/fastrows.py) decodes each value into a Python object (Decimal,
-datetime, timedelta, set, bit string, ...), then readers/mysql/decode.py's
+(with readers/mysql/binlog/fastrows.py) decodes each value into a Python object (Decimal,
+datetime, timedelta, set, bit string, ...), then readers/mysql/binlog/decode.py's
 RowConverter turns that into the stream's value (cdc/schema/values.py: text, base64, ...).
-The C module ``_rows_native`` (readers/mysql/_rows_native.c, compiled when the
+The C module ``_rows_native`` (readers/mysql/binlog/_rows_native.c, compiled when the
 package is installed) does both in one pass over the event's bytes and hands back
-row images of type :class:`~readers.mysql.decode.ConvertedRow`, which RowConverter
+row images of type :class:`~readers.mysql.binlog.decode.ConvertedRow`, which RowConverter
 passes through untouched. The published records are byte for byte the same
-(tests/unit/readers/mysql/test_native_rows.py holds it to that over generated schemas
+(tests/unit/readers/mysql/binlog/test_native_rows.py holds it to that over generated schemas
 and values; tests/integration/test_mysql_native_rows.py on a real MariaDB).
 
 Where the two could differ, the Python path decides, for the whole event:
@@ -41,10 +41,10 @@ from pymysqlreplication.json_binary import parse_json
 from pymysqlreplication.row_event import RowsEvent
 
 from cdc.schema.values import json_text, text_or_base64
-from readers.mysql.decode import ConvertedRow
+from readers.mysql.binlog.decode import ConvertedRow
 
 try:
-    from readers.mysql import _rows_native  # type: ignore[attr-defined]
+    from readers.mysql.binlog import _rows_native  # type: ignore[attr-defined]
 except ImportError:  # not compiled here: the Python path for every event
     _rows_native = None
 

@@ -1,6 +1,6 @@
 """Big open transactions' raw rows on disk as Arrow IPC chunk files (``pipeline: columnar``).
 
-readers.oracle.columnar holds the raw rows of the open transactions as Arrow between batches. When they
+readers.oracle.columnar.stage holds the raw rows of the open transactions as Arrow between batches. When they
 pass their bound, the largest transactions' captured DML rows move here, all but each transaction's
 first row (its *stub*, which stays with the open rows, so the transaction keeps its start SCN, its
 place in the low watermark and in the open count without anything said here). A spilled transaction's

@@ -9,7 +9,7 @@ Servers compress what they write to the binlog when told to, and send it to a re
   the uncompressed length in ``n`` big-endian bytes, then a zlib stream (MariaDB ``binlog_buf_compress``).
 * MySQL 8.0.20+ ``binlog_transaction_compression=ON``: a transaction's events (everything between its
   GTID event and the end) travel inside one ``TRANSACTION_PAYLOAD_EVENT`` (type 40), zstd
-  (readers/mysql/mysql8_events.py decodes the payload).
+  (readers/mysql/binlog/mysql8_events.py decodes the payload).
 
 python-mysql-replication knows none of these; it would hand them back as unknown events, and a
 reader that asked it for a fixed list of event classes never saw them. Here each such packet becomes
@@ -186,7 +186,7 @@ class Inflater:
                                        reason="unsupported")
         try:
             inner_events = self.payload(body)
-        except CdcError as exc:  # readers/mysql/mysql8_events.py: PayloadUndecodable
+        except CdcError as exc:  # readers/mysql/binlog/mysql8_events.py: PayloadUndecodable
             raise CompressedEventError(f"TRANSACTION_PAYLOAD_EVENT: {exc.message}", reason="payload") from None
         out = []
         for inner in inner_events:

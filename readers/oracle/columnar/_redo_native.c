@@ -1,5 +1,5 @@
 /* SQL_REDO -> JSON of the record key and row images, for the shapes LogMiner writes for ordinary
- * values. The contract and its Python definition: readers/oracle/redo_json.py (``reference``).
+ * values. The contract and its Python definition: readers/oracle/columnar/redo_json.py (``reference``).
  *
  * build(sqls, spec_of_row, specs[, sources]) -> [(op, key, before, after[, source]) | None, ...]
  *   sources: (scns, commit_scns, xids, rs_ids, ssns), one entry per statement (xids: the txId as JSON
@@ -644,7 +644,7 @@ done:
 static PyMethodDef methods[] = {
     {"build", build, METH_VARARGS,
      "build(sqls, spec_of_row, specs[, sources]) -> [(op, key, before, after[, source]) | None]: see "
-     "readers/oracle/redo_json.py"},
+     "readers/oracle/columnar/redo_json.py"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_redo_native", NULL, -1, methods};

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdc.stream.events import Heartbeat, expand
-from tests.unit.readers.oracle.columnar_helpers import events
+from tests.unit.readers.oracle.columnar.columnar_helpers import events
 from tests.unit.readers.oracle.helpers import expected
 
 workloads = st.builds(
@@ -138,7 +138,7 @@ def test_commit_times_per_batch_are_the_row_paths():
 
     import pyarrow as pa
 
-    from readers.oracle.columnar import _epoch_ms
+    from readers.oracle.columnar.stage import _epoch_ms
     from readers.oracle.dispatcher import ts_ms
 
     values = [dt.datetime(2024, 2, 29, 13, 14, 15, 123456), None, dt.datetime(1969, 12, 31, 23, 59, 59, 999999),
