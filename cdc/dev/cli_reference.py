@@ -78,7 +78,7 @@ def _default(path: str, action: argparse.Action) -> tuple[str, str]:
     if action.required:
         return "required", ""
     d = action.default
-    if d is None or d is argparse.SUPPRESS or d is False or d == []:
+    if d is None or d is argparse.SUPPRESS or d is False or d == [] or d == "":
         return "", ""
     if isinstance(action, argparse._StoreTrueAction):
         return "", ""
