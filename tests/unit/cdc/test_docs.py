@@ -169,3 +169,13 @@ def test_pages_name_only_metrics_that_exist():
            for m in re.findall(r"\b(cdc_[a-z_]*[a-z])(?![_*a-z])", p.read_text())
            if m.count("_") >= 2 and m.split("_")[1] in families and m not in names]
     assert not bad, sorted(set(bad))
+
+
+def test_make_bench_runs_exactly_the_documented_commands():
+    """Every figure of the performance table names the `cdc bench` command that produced it; `make bench` runs
+    those commands and no other."""
+    table = re.findall(r"^\| `(cdc bench [^`]+)` \|", (DOCS / "performance.md").read_text(), flags=re.M)
+    make = (ROOT / "Makefile").read_text()
+    recipe = make[make.index("\nbench:"):].split("\n\n")[0]
+    ran = re.findall(r"^\t\$\(CDC\) (bench .+)$", recipe, flags=re.M)
+    assert table and ["cdc " + r for r in ran] == table, (ran, table)
