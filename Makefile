@@ -51,14 +51,16 @@ test-integration: setup
 test-deploy: setup container-deps
 	$(PY) -m pytest -m deploy tests/deploy $(PYTEST_ARGS)
 
+# exactly the commands of docs/performance.md's table, in its order (tests/unit/cdc/test_docs.py checks it)
 bench: setup
-	$(CDC) bench mysql --rows 500000
-	$(CDC) bench apply --rows 500000
+	$(CDC) bench mysql --rows 1000000 --native-only
+	$(CDC) bench mysql --rows 50000 --txn-rows 5
+	$(CDC) bench ddl --rows 200000
 	$(CDC) bench oracle --rows 1000000
 	$(CDC) bench oracle --big-txn 1000000
+	$(CDC) bench apply --rows 500000
 	$(CDC) bench compare --rows 1000000
 	$(CDC) bench views
-	$(CDC) bench ddl --rows 1000000
 
 lint: setup
 	$(VENV)/bin/ruff check cdc readers streaming tests

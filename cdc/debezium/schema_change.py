@@ -13,9 +13,11 @@ schemas from Debezium's SchemaFactory (``io.debezium.connector.<connector>.Schem
   autoIncremented, generated, comment, defaultValueExpression, enumValues}], comment}}]}``.
 
 Built from what a SCHEMA record of the ordered stream holds (cdc.stream.events.SchemaChange / TableSchema: the
-DDL text, and each column's name, type text and nullability). What that does not hold is left as its
-Connect schema allows: ``charsetName``, ``defaultCharsetName``, ``comment`` and ``defaultValueExpression``
-null, ``autoIncremented`` and ``generated`` false; ``source`` has the table, database, connector and
+DDL text, and each column's name, type text, nullability and default). ``defaultValueExpression`` is the
+column's default as the SCHEMA record carries it, SQL text (a literal such as ``'std'`` or ``0``, or an
+expression such as ``current_timestamp()``), null where the column has none or the reader did not read the
+catalog. What a SCHEMA record does not hold is left as its Connect schema allows: ``charsetName``,
+``defaultCharsetName`` and ``comment`` null, ``autoIncremented`` and ``generated`` false; ``source`` has the table, database, connector and
 commit time but no binlog file/pos or SCN (a SchemaChange does not carry them: required position fields
 are 0 / empty). MySQL: ``databaseName`` is the database, ``schemaName`` null; Oracle: ``schemaName`` is
 the schema and ``databaseName`` the source's name (the PDB name is not known here).
@@ -128,7 +130,7 @@ def column(col: Any, position: int) -> dict[str, Any]:
     return {"name": col.name, "jdbcType": jdbc, "nativeType": None, "typeName": type_name,
             "typeExpression": type_name, "charsetName": None, "length": length, "scale": scale,
             "position": position, "optional": bool(col.nullable), "autoIncremented": False, "generated": False,
-            "comment": None, "defaultValueExpression": None, "enumValues": enum_values}
+            "comment": None, "defaultValueExpression": col.default, "enumValues": enum_values}
 
 
 def table_change(table: TableId, ddl: str | None, schema: TableSchema | None, known: bool) -> dict[str, Any]:

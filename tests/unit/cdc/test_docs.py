@@ -1,18 +1,23 @@
 """The documentation site: `mkdocs build --strict` passes (no broken link, anchor or missing page), the
-configuration reference is what the config models generate, lines stay readable, the README is a front page."""
+configuration, command-line, metrics and alerts references are what their sources generate, no page names a
+`cdc` command or flag, a configuration key or a metric that does not exist, every alert has a runbook, lines
+stay readable, the README is a front page."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+from cdc.dev import alerts_reference, cli_reference, metrics_reference
 from cdc.dev.config_reference import render
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCS = ROOT / "docs"
+GENERATED = {"reference.md", "cli.md", "metrics.md", "alerts.md"}  # tables one row a line, however long
 
 
 def test_site_builds_strict(tmp_path):
@@ -38,7 +43,7 @@ def test_configuration_reference_is_generated_and_current():
 
 def test_lines_stay_under_200_characters():
     """Prose and tables are read in an editor and in diffs too; the generated reference's tables are exempt."""
-    long = [f"{p.name}:{n}" for p in [ROOT / "README.md", *DOCS.glob("*.md")] if p.name != "reference.md"
+    long = [f"{p.name}:{n}" for p in [ROOT / "README.md", *DOCS.glob("*.md")] if p.name not in GENERATED
             for n, line in enumerate(p.read_text().splitlines(), 1) if len(line) >= 200]
     assert not long, long
 
@@ -55,3 +60,122 @@ def test_readme_is_a_front_page():
 def test_quickstart_includes_the_tested_grant():
     """The quickstart shows docs/snippets/mariadb-user.sql, the file tests/integration/test_first_run.py runs."""
     assert '--8<-- "mariadb-user.sql"' in (DOCS / "quickstart.md").read_text()
+
+
+def _pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+
+
+def _code(text: str) -> list[str]:
+    """Inline code spans and the lines of fenced code blocks: where pages name commands, keys and metrics."""
+    blocks = re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.M | re.S)
+    rest = re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.M | re.S)
+    return [line for b in blocks for line in b.splitlines()] + re.findall(r"`([^`\n]+)`", rest)
+
+
+def test_generated_references_are_current():
+    for page, module in (("cli.md", cli_reference), ("metrics.md", metrics_reference), ("alerts.md", alerts_reference)):
+        committed = (DOCS / page).read_text()
+        assert committed == module.render(), f"docs/{page} is stale: python -m {module.__name__} > docs/{page}"
+    cli = (DOCS / "cli.md").read_text()
+    assert "## cdc source\n" in cli and "one of: skip" in cli and "## cdc schema" in cli and "`CDC_CONFIG`" in cli
+
+
+def test_every_alert_has_a_runbook_section():
+    headings = set(re.findall(r"^### (\w+)$", (DOCS / "runbooks.md").read_text(), flags=re.M))
+    missing = [a.name for a in alerts_reference.alerts() if a.name not in headings]
+    assert not missing, f"alerts without a '### <name>' section in docs/runbooks.md: {missing}"
+
+
+def _command_errors(span: str, parsers: dict[str, argparse.ArgumentParser]) -> list[str]:
+    errors = []
+    span = span.split(" | ")[0]  # `cdc views check | rebuild [--view V]`: alternatives, each its own flags
+    for m in re.finditer(r"(?:^|[\s(\[$])cdc ((?:[\w|-]+ ?)+)?([^;&]*)", span):
+        at_start = not span[:m.start()].strip(" $")
+        words = (m.group(1) or "").split()
+        path: list[str] = []
+        for word in words:
+            options = word.split("|")
+            if word.startswith("-"):
+                break
+            candidates = [" ".join([*path, o]) for o in options]
+            if all(c in parsers for c in candidates):
+                path.append(options[0])
+                continue
+            parser = parsers.get(" ".join(path))
+            choices = [a.choices for a in parser._actions if not a.option_strings and a.choices] if parser else []
+            if parser is not None and path and choices:  # `cdc schema accept`: a positional of fixed choices
+                if not all(o in choices[0] for o in options):
+                    errors.append(f"cdc {' '.join([*path, word])}")
+                break
+            if (not path and at_start and word.islower()) or (path and parser is not None and any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)):
+                errors.append(f"cdc {' '.join([*path, word])}")
+            break
+        if not path:
+            continue
+        parser = parsers[" ".join(path)]
+        rest = " ".join(words[len(path):]) + " " + m.group(2)
+        for flag in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", rest):
+            if flag not in cli_reference.flags(parser) and flag != "--help":
+                errors.append(f"cdc {' '.join(path)} {flag}")
+    return errors
+
+
+def test_pages_name_only_commands_and_flags_that_exist():
+    parsers = {path: parser for path, _, parser in cli_reference.commands()}
+    bad = [f"{p.name}: {e}" for p in _pages() for span in _code(p.read_text()) for e in _command_errors(span, parsers)]
+    assert not bad, bad
+
+
+def _config_keys() -> tuple[set[str], set[str]]:
+    """Every key of the configuration reference (rows and section headings, a list also without ``[i]``),
+    and the keys whose value is a free mapping (librdkafka settings, storage options: any sub-key)."""
+    text = (DOCS / "reference.md").read_text()
+    rows = re.findall(r"^\| `([^`]+)` \| ([^|]*(?:\\\|[^|]*)*) \|", text, flags=re.M)
+    keys = {k for k, _ in rows} | set(re.findall(r"^#+ `([^`]+)`", text, flags=re.M))
+    free = {k for k, type_ in rows if type_.startswith("dict[")}
+    return {k for key in keys for k in (key, re.sub(r"\[i\]$", "", key))}, free
+
+
+# names pages show on purpose as what is NOT accepted (the error a typo gets)
+WRONG_ON_PURPOSE = {"apply[0].max_record_per_batch", "kafka.topics.changes.partitions"}
+FILE_SUFFIXES = {"py", "yml", "yaml", "json", "md", "sql", "c", "toml", "txt", "cnf", "ora", "parquet"}
+
+
+def test_pages_name_only_configuration_keys_that_exist():
+    keys, free = _config_keys()
+    sections = {k.split(".")[0].split("[")[0] for k in keys if "." in k}
+    bad = []
+    for p in _pages():
+        if p.name == "reference.md":
+            continue
+        for span in _code(p.read_text()):
+            for m in re.finditer(r"(?<![\w./$-])([a-z_]+(?:\[\w*\])?(?:\.[a-z_]+(?:\[\w*\])?)+)(?![\w(/=-]|\.\w)", span):
+                name = m.group(1)
+                if name.split(".")[0].split("[")[0] not in sections:
+                    continue
+                norm = re.sub(r"\[\w*\]", "[i]", name)
+                if name in WRONG_ON_PURPOSE or name.rsplit(".", 1)[1] in FILE_SUFFIXES:
+                    continue
+                if norm not in keys and not any(norm.startswith(k + ".") for k in free):
+                    bad.append(f"{p.name}: {name}")
+    assert not bad, bad
+
+
+def test_pages_name_only_metrics_that_exist():
+    names = metrics_reference.names()
+    families = {n.split("_")[1] for n in names}
+    bad = [f"{p.name}: {m}" for p in _pages()
+           for m in re.findall(r"\b(cdc_[a-z_]*[a-z])(?![_*a-z])", p.read_text())
+           if m.count("_") >= 2 and m.split("_")[1] in families and m not in names]
+    assert not bad, sorted(set(bad))
+
+
+def test_make_bench_runs_exactly_the_documented_commands():
+    """Every figure of the performance table names the `cdc bench` command that produced it; `make bench` runs
+    those commands and no other."""
+    table = re.findall(r"^\| `(cdc bench [^`]+)` \|", (DOCS / "performance.md").read_text(), flags=re.M)
+    make = (ROOT / "Makefile").read_text()
+    recipe = make[make.index("\nbench:"):].split("\n\n")[0]
+    ran = re.findall(r"^\t\$\(CDC\) (bench .+)$", recipe, flags=re.M)
+    assert table and ["cdc " + r for r in ran] == table, (ran, table)

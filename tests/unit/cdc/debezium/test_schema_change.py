@@ -76,3 +76,15 @@ def test_the_record_fits_its_connect_schema_in_avro():
         parsed = fastavro.parse_schema(avro_schema(schema))
         datum = avro_datum(schema, payload)
         assert fastavro.validate(datum, parsed, raise_errors=True)
+
+
+def test_a_column_default_of_the_schema_record_is_its_default_value_expression():
+    table = TableId("shop", "t")
+    schema = TableSchema(table, (Column("id", "int", False), Column("kind", "varchar(8)", False, "'std'"),
+                                 Column("at", "datetime", True, "current_timestamp()")), ("id",))
+    cols = schema_change("cdc.s1", "mysql", "s1", table, "ALTER TABLE t ADD at datetime DEFAULT now()",
+                         schema, 1).value["tableChanges"][0]["table"]["columns"]
+    assert [c["defaultValueExpression"] for c in cols] == [None, "'std'", "current_timestamp()"]
+    created = schema_change("cdc.s1", "mysql", "s1", None, "CREATE TABLE t ...", None, 1, tables=[
+        {"op": "create", "table": "shop.t", "schema": schema.to_json()}]).value["tableChanges"][0]
+    assert created["table"]["columns"][1]["defaultValueExpression"] == "'std'"
