@@ -190,3 +190,29 @@ def test_missing_table_is_a_clear_error(mysql_source, tmp_source_db):
     ep = from_dsn("m", f"mysql://root@127.0.0.1:{mysql_source.port}/{tmp_source_db}")
     with pytest.raises(CompareError, match="does not exist"):
         TableCompare(ep, f"{tmp_source_db}.nope", ep, f"{tmp_source_db}.nope").run()
+
+
+def test_compare_from_config_reads_the_promoted_replica_after_a_mysql97_failover(mysql97_pair):
+    """The configured source lists the old primary first: after it died and the replica was promoted,
+    compare reads the promoted one (the host the daemon would stream from), and says so when none is."""
+    from types import SimpleNamespace
+
+    from cdc.compare.endpoints import from_config
+    from readers.mysql.config import MySqlSourceConfig
+
+    primary, replica = mysql97_pair
+    primary.query("CREATE TABLE test.a (id INT PRIMARY KEY, v VARCHAR(10))")
+    primary.query("INSERT INTO test.a VALUES (1, 'x'), (2, 'y')")
+    replica.wait_caught_up(primary)
+    src = MySqlSourceConfig(name="shop", hosts=[primary.address, replica.address], user="cdc", password="cdc",
+                            tables=["test.a"], connect_timeout_s=2)
+    config = SimpleNamespace(sources=[src], targets=[])
+    primary.kill()
+    with pytest.raises(CompareError, match="current primary"):  # replica still read-only: nobody to read
+        from_config(config, "shop")
+    replica.promote()
+    replica.query("INSERT INTO test.a VALUES (3, 'z')")
+    ep = from_config(config, "shop")
+    assert ep.params["port"] == replica.port
+    report = TableCompare(ep, "test.a", from_dsn("r", f"mysql://root@{replica.address}/test"), "test.a").run()
+    assert report.equal and report.source_rows == 3, report.render()
