@@ -6,13 +6,18 @@ PIP := $(VENV)/bin/pip
 CDC := $(VENV)/bin/cdc
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps container-deps venv demo demo-oracle test test-unit test-integration test-deploy bench lint clean
+.PHONY: setup system-deps mysql-deps container-deps venv demo demo-oracle test test-unit test-integration test-deploy bench lint clean
 
-setup: system-deps venv
+setup: system-deps mysql-deps venv
 
 # Distribution packages the embedded services need; installed only when missing.
 system-deps:
 	@bash deploy/install-system-deps.sh
+
+# A private MySQL 9.7 (Debian sid's packages, unpacked under ~/.cache/cdc-mysql97) for the MySQL
+# test tier; the host's packages are not touched. Cached: does nothing once present.
+mysql-deps:
+	@bash deploy/install-mysql97.sh
 
 # docker.io and debootstrap, for the container test (make test-deploy) only
 container-deps:

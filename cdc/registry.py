@@ -3,6 +3,7 @@
 - ``READERS``: source ``kind`` -> the reader class (``cls(config, context)``, cdc.contract.Source);
 - ``SOURCE_CONFIGS``: the pydantic config model of each kind (cdc.config.models builds its union from it);
 - ``CHECKS``: what `cdc check` runs for each source kind and for targets;
+- ``LOCATORS``: which of a source's hosts a one-shot tool (`cdc compare`) reads (the current primary);
 - ``COMMANDS``: the `cdc` sub-commands and the module that implements each.
 
 Everything else in ``cdc/`` depends on neither ``readers`` nor ``streaming``; only this module and
@@ -38,6 +39,10 @@ CHECKS: dict[str, str] = {  # `cdc check` (cdc/checks.py): source kind (or "targ
     "target": "streaming.apply.target_check:checks",
 }
 
+LOCATORS: dict[str, str] = {  # one-shot tools (`cdc compare`): source kind -> current_host(config) -> "host:port"
+    "mysql": "readers.mysql.failover:current_host",
+}
+
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("cdc.runtime.run_cmd", "run the capture daemon (readers + publisher)"),
     "apply": ("streaming.apply.apply_cmd", "run the Spark apply job into the targets"),
@@ -61,6 +66,15 @@ def open_source(config: Any, context: Any):
     """The reader of ``config.kind``, constructed (not started)."""
     module, _, cls = READERS[config.kind].partition(":")
     return getattr(importlib.import_module(module), cls)(config, context)
+
+
+def current_host(config: Any) -> str | None:
+    """The host a one-shot tool reads ``config``'s source from now (the primary among its ``hosts``);
+    None for a kind with no choice of hosts."""
+    if config.kind not in LOCATORS:
+        return None
+    module, _, fn = LOCATORS[config.kind].partition(":")
+    return getattr(importlib.import_module(module), fn)(config)
 
 
 def checker(kind: str):

@@ -86,6 +86,22 @@ def from_dsn(name: str, dsn: str, tls: MySqlTls | None = None, **login: Any) -> 
     return Endpoint(name, d.name, params, schema)
 
 
+def _at_current_host(src):
+    """``src`` with ``hosts`` narrowed to the one the daemon would read now (after a failover: the promoted
+    replica, not the first listed host), found by the source kind's locator (cdc.registry)."""
+    from cdc import registry
+
+    hosts = getattr(src, "hosts", None)
+    if not hosts or len(hosts) == 1:
+        return src
+    try:
+        chosen = registry.current_host(src)
+    except Exception as exc:  # noqa: BLE001 - the reader's own error classes (NoPrimaryFound, ...)
+        raise CompareError(f"source {src.name}: cannot find its current primary among {hosts}: {exc}",
+                           source=src.name) from None
+    return src if chosen is None else src.model_copy(update={"hosts": [chosen]})
+
+
 def from_config(config, name: str) -> Endpoint:
     """The Endpoint of the source or target called ``name`` in the service config."""
     for src in config.sources:
@@ -93,7 +109,7 @@ def from_config(config, name: str) -> Endpoint:
             if src.kind == "shadow":
                 return from_dsn(name, src.dsn, src.tls, **src.login_kwargs())
             d = COMPARE_DIALECTS.get(src.kind)
-            params = d.source_params(src) if d is not None else None
+            params = d.source_params(_at_current_host(src)) if d is not None else None
             if d is None or params is None:
                 raise CompareError(f"source {name}: compare against a {src.kind} source is not supported here "
                                    "(Oracle cannot run where this is built)", source=name)

@@ -134,11 +134,10 @@ class MariaDB:
             if not (self.datadir / "mysql").is_dir():
                 self._install_db()
             log_start = self.error_log.stat().st_size if self.error_log.exists() else 0
-            self.proc = procs.spawn([MARIADBD, f"--defaults-file={self.cnf}"], self.dir / "stdout.log",
-                                    die_with_parent=self.die_with_parent)
+            self.proc = procs.spawn(self._command(), self.dir / "stdout.log", die_with_parent=self.die_with_parent)
             procs.register(self)
             try:
-                wait_until(self._probe_socket, timeout, f"MariaDB {self.name} on {self.address}",
+                wait_until(self._probe_socket, timeout, f"{type(self).__name__} {self.name} on {self.address}",
                            interval=0.1, alive=self._exit_reason)
                 break
             except (RuntimeError, TimeoutError) as exc:
@@ -323,6 +322,9 @@ class MariaDB:
         (self.dir / "binlog").mkdir(parents=True, exist_ok=True)
         lines = ["[mysqld]"] + [f"{k} = {v}" for k, v in self._settings().items() if v is not None]
         self.cnf.write_text("\n".join(lines) + "\n")
+
+    def _command(self) -> list[str]:
+        return [MARIADBD, f"--defaults-file={self.cnf}"]
 
     def _install_db(self) -> None:
         """Copy a data directory made once per process by mariadb-install-db (2-3 s saved per server)."""

@@ -100,3 +100,16 @@ def choose_primary(hosts: list[str], prober: Prober, checkpoint: GtidSet | None)
 
 def default_prober(user: str, password: str, timeout_s: float, tls: MySqlTls | None = None) -> Prober:
     return lambda address: probe(address, user, password, timeout_s, tls)
+
+
+def current_host(config) -> str:
+    """The host a one-shot tool (`cdc compare`) reads from: the one the daemon would stream from now.
+
+    ``config``: a MySqlSourceConfig. One configured host: that host, unprobed (its connect error is
+    the tool's own). Several: the first writable primary, as ``choose_primary`` picks it without a
+    checkpoint; raises NoPrimaryFound naming every host's state, or AuthenticationFailed.
+    """
+    if len(config.hosts) == 1:
+        return config.hosts[0]
+    prober = default_prober(config.user, config.password.get_secret_value(), config.connect_timeout_s, config.tls)
+    return choose_primary(config.hosts, prober, None).address

@@ -91,6 +91,16 @@ def estimated_rows(conn: Any, tables: list[TableId]) -> int | None:
     return total or None
 
 
+def advance_within_estimate(bar: Any, n: int) -> None:
+    """Count ``n`` rows on a progress ``bar`` whose total is ``estimated_rows``: once the rows read pass
+    the estimate (stale TABLE_ROWS: MySQL's can be 1 % of the truth), the total is dropped and the line
+    shows the count alone, so it never reads above 100 %."""
+    if bar.total is not None and bar.completed + n > bar.total:
+        bar.total = None
+        bar.description = bar.description.replace(" (total estimated)", " (estimate exceeded)")
+    bar.advance(n)
+
+
 def open_snapshot(conn: Any, flavor: str) -> tuple[str, dict[str, Any]]:
     """Start a consistent-snapshot transaction on ``conn``; return the GTID state it sees and its binlog
     position ``{"file", "pos"}`` (snapshot rows carry it, as Debezium's do; {} when the server has none)."""
@@ -180,12 +190,13 @@ class InitialSnapshot:
         left = [t for t in self.tables if start is None or t >= TableId.parse(start)]
         try:
             stopped = self.source._stop.is_set
-            with progress_lines(estimated_rows(self.conn, left), f"source {self.source.name}: snapshot rows",
-                                interval_s=10.0, log=log) as bar:  # log lines with percentage and ETA
+            estimate = estimated_rows(self.conn, left)
+            what = f"source {self.source.name}: snapshot rows" + (" (total estimated)" if estimate else "")
+            with progress_lines(estimate, what, interval_s=10.0, log=log) as bar:  # log lines with % and ETA
                 for chunk, first, last in with_ends(self._chunks(), lambda c: bool(c[2]),
                                                     fresh=start is None, complete=lambda: not stopped()):
                     yield from self._chunk(*chunk, first=first, last=last)
-                    bar.advance(len(chunk[2]))
+                    advance_within_estimate(bar, len(chunk[2]))
             if stopped():
                 return  # the resume state of the last chunk continues here
             ts = int(time.time() * 1000)
