@@ -58,3 +58,39 @@ def marks(events: list[Any], table: str = "log") -> list[int]:
     """The ``id`` values inserted into the workload's log table, in stream order."""
     return [ch.after["id"] for _, rows in transactions(events) for ch in rows
             if ch.table.table == table and ch.op == "c"]
+
+
+def is_mysql(db: Any) -> bool:
+    """Whether ``db`` is an Oracle MySQL server (cdc.dev.mysql.MySQL), not MariaDB."""
+    from cdc.dev.mysql import MySQL
+
+    return isinstance(db, MySQL)
+
+
+def source_for(db: Any, tables: list[str], **kw: Any) -> MySqlSource:
+    """``make_source`` on ``db`` with the user a test should capture as: on MySQL 9.7 the session server's
+    user made by the documented MySQL 8 statements (``capture_user``), else cdc/cdc."""
+    user, password = getattr(db, "capture_user", ("cdc", "cdc"))
+    kw.setdefault("user", user)
+    kw.setdefault("password", password)
+    return make_source([db.address], tables, **kw)
+
+
+def fill_sql(table: str, n: int, columns: str = "seq, seq") -> str:
+    """One ``INSERT ... SELECT`` writing ``n`` rows (``seq`` = 1..n) into ``table``, on MariaDB and MySQL alike:
+    a recursive CTE (its depth limit raised first: see ``fill``)."""
+    return (f"INSERT INTO {table} WITH RECURSIVE s(seq) AS (SELECT 1 UNION ALL SELECT seq + 1 FROM s "
+            f"WHERE seq < {n}) SELECT {columns} FROM s")
+
+
+def fill(db: Any, table: str, n: int, columns: str = "seq, seq") -> None:
+    """Write rows 1..n into ``table`` in one transaction (see ``fill_sql``)."""
+    conn = db.connect()
+    try:
+        with conn.cursor() as cur:
+            limit = "cte_max_recursion_depth" if is_mysql(db) else "max_recursive_iterations"
+            cur.execute(f"SET SESSION {limit} = {n + 1}")
+            cur.execute(fill_sql(table, n, columns))
+            cur.execute("COMMIT")
+    finally:
+        conn.close()

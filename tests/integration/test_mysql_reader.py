@@ -1,4 +1,5 @@
-"""MySqlSource against a real MariaDB: transactions, types, DDL, rollback, resume, bad input."""
+"""MySqlSource against a real MariaDB and MySQL 9.7 (``mysql_source``): transactions, types, DDL, rollback,
+resume, bad input."""
 
 from __future__ import annotations
 
@@ -7,22 +8,22 @@ import pytest
 from cdc.stream.events import Commit, SchemaChange, expand
 from readers.mysql.errors import AuthenticationFailed, BinlogPurged, SettingsRefused, SourceUnavailable
 from readers.mysql.position import GtidSet
-from tests.integration.mysql_helpers import collect, make_source, marks, transactions
+from tests.integration.mysql_helpers import collect, fill, make_source, marks, source_for, transactions
 
 pytestmark = pytest.mark.mysql
 
 
-def test_stream_types_ddl_rollback_and_resume(mariadb_primary, tmp_mysql_db):
-    db = tmp_mysql_db
-    src = make_source([mariadb_primary.address], [f"{db}.*"])
+def test_stream_types_ddl_rollback_and_resume(mysql_source, tmp_source_db):
+    db = tmp_source_db
+    src = source_for(mysql_source, [f"{db}.*"])
     src.start(None)
     start_state = src.state
-    q = mariadb_primary.query
+    q = mysql_source.query
     q(f"CREATE TABLE `{db}`.log (id INT PRIMARY KEY, d DECIMAL(10,2), ts TIMESTAMP(3) NULL, dt DATETIME,"
       f" tm TIME(2), bl VARBINARY(8), e ENUM('x','y'), s SET('p','q'), bt BIT(5), n VARCHAR(5) NOT NULL)")
     q(f"CREATE TABLE test.not_captured_{db[-6:]} (id INT PRIMARY KEY)")
     q(f"INSERT INTO test.not_captured_{db[-6:]} VALUES (1)")
-    conn = mariadb_primary.connect()
+    conn = mysql_source.connect()
     try:
         with conn.cursor() as cur:
             cur.execute("BEGIN")
@@ -38,7 +39,7 @@ def test_stream_types_ddl_rollback_and_resume(mariadb_primary, tmp_mysql_db):
             cur.execute("COMMIT")
     finally:
         conn.close()
-    end = GtidSet.parse(mariadb_primary.gtid_binlog_pos())
+    end = GtidSet.parse(mysql_source.gtid_binlog_pos())
     try:
         events = collect(src, lambda evs: src.state.issuperset(end), timeout=20)
     finally:
@@ -61,7 +62,7 @@ def test_stream_types_ddl_rollback_and_resume(mariadb_primary, tmp_mysql_db):
     assert GtidSet.parse(events[-1].resume["gtid_set"]) == end == src.state
 
     # resume after the first transaction: the next event is the second one, nothing twice
-    again = make_source([mariadb_primary.address], [f"{db}.*"])
+    again = source_for(mysql_source, [f"{db}.*"])
     again.start(commits[0].resume)
     try:
         evs2 = collect(again, lambda evs: again.state.issuperset(end), timeout=20)
@@ -70,8 +71,8 @@ def test_stream_types_ddl_rollback_and_resume(mariadb_primary, tmp_mysql_db):
     assert [g for g, _ in transactions(evs2)] == [g for g, _ in txs[1:]]
 
 
-def test_wrong_password_is_terminal(mariadb_primary):
-    src = make_source([mariadb_primary.address], ["test.*"], password="nope")
+def test_wrong_password_is_terminal(mysql_source):
+    src = source_for(mysql_source, ["test.*"], password="nope")
     with pytest.raises(AuthenticationFailed):
         src.start(None)
 
@@ -138,12 +139,13 @@ def test_reconnect_after_restart_then_purged_and_unsafe_settings_are_refused(mar
     assert found["binlog_format"].check == f"source s: host {primary.address}"
 
 
-def test_connection_killed_inside_a_transaction_continues_without_duplicates(mariadb_primary, tmp_mysql_db):
-    db = tmp_mysql_db
-    mariadb_primary.query(f"CREATE TABLE `{db}`.big (id INT PRIMARY KEY, v INT)")
-    src = make_source([mariadb_primary.address], [f"{db}.*"], reconnect_attempts=20)
+def test_connection_killed_inside_a_transaction_continues_without_duplicates(mysql_source, tmp_source_db):
+    db = tmp_source_db
+    # 16 MB of rows: more than the socket buffers hold, so the kill lands before the server has sent it all
+    mysql_source.query(f"CREATE TABLE `{db}`.big (id INT PRIMARY KEY, v INT, pad VARCHAR(1000))")
+    src = source_for(mysql_source, [f"{db}.*"], reconnect_attempts=20)
     src.start(None)
-    mariadb_primary.query(f"INSERT INTO `{db}`.big SELECT seq, seq FROM `{db}`.seq_1_to_20000")
+    fill(mysql_source, f"`{db}`.big", 20000, "seq, seq, REPEAT('x', 800)")
     events: list = []
     killed = False
     try:
@@ -151,9 +153,9 @@ def test_connection_killed_inside_a_transaction_continues_without_duplicates(mar
             events.append(ev)
             if not killed and len(events) > 2000:
                 killed = True
-                for row in mariadb_primary.query("SHOW PROCESSLIST"):
-                    if row[4] == "Binlog Dump":  # our binlog connection, cut mid-transaction
-                        mariadb_primary.query(f"KILL {row[0]}")
+                for row in mysql_source.query("SHOW PROCESSLIST"):
+                    if row[4].startswith("Binlog Dump"):  # ours (MySQL: "Binlog Dump GTID"), cut mid-transaction
+                        mysql_source.query(f"KILL {row[0]}")
             if isinstance(ev, Commit):
                 break
     finally:
