@@ -1,4 +1,4 @@
-"""Table-level DDL as the MySQL/MariaDB reader reports it, on a real MariaDB: every table a DDL touches is
+"""Table-level DDL as the MySQL/MariaDB reader reports it, on a real MariaDB and MySQL 9.7 (``mysql_source``): every table a DDL touches is
 named, a table renamed into the patterns is noticed, the online schema change cut-over is one ``replace``,
 and the rows of a ``CREATE TABLE ... SELECT`` are captured (readers/mysql/tables.py: table_actions)."""
 
@@ -8,15 +8,15 @@ import pytest
 
 from cdc.stream.events import SchemaChange
 from readers.mysql.position import GtidSet
-from tests.integration.mysql_helpers import collect, make_source, transactions
+from tests.integration.mysql_helpers import collect, is_mysql, source_for, transactions
 
 pytestmark = pytest.mark.mysql
 
 
-def test_the_reader_names_what_each_table_ddl_did(mariadb_primary, tmp_mysql_db):
-    db, q = tmp_mysql_db, mariadb_primary.query
+def test_the_reader_names_what_each_table_ddl_did(mysql_source, tmp_source_db):
+    db, q = tmp_source_db, mysql_source.query
     q(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v INT)")
-    src = make_source([mariadb_primary.address], [f"{db}.t", f"{db}.n*"], snapshot="never")
+    src = source_for(mysql_source, [f"{db}.t", f"{db}.n*"], snapshot="never")
     src.start(None)
     statements = [
         f"CREATE TABLE `{db}`.n1 (id INT PRIMARY KEY)",
@@ -30,12 +30,13 @@ def test_the_reader_names_what_each_table_ddl_did(mariadb_primary, tmp_mysql_db)
         f"RENAME TABLE `{db}`.other TO `{db}`.n3",
         f"DROP TABLE `{db}`.n3, `{db}`.gone",
         f"CREATE TABLE `{db}`.n4 (id INT PRIMARY KEY) SELECT id FROM `{db}`.t",
-        f"CREATE TABLE IF NOT EXISTS `{db}`.n4 (id INT PRIMARY KEY)",  # exists: MariaDB does not log it
+        # exists: MariaDB does not log it; MySQL does, and the action says if_not_exists (the apply keeps the table)
+        f"CREATE TABLE IF NOT EXISTS `{db}`.n4 (id INT PRIMARY KEY)",
     ]
     q(f"INSERT INTO `{db}`.t VALUES (1, 1), (2, 2)")
     for s in statements:
         q(s)
-    end = GtidSet.parse(mariadb_primary.gtid_binlog_pos())
+    end = GtidSet.parse(mysql_source.gtid_binlog_pos())
     try:
         events = collect(src, lambda evs: src.state.issuperset(end), timeout=30)
     finally:
@@ -51,14 +52,17 @@ def test_the_reader_names_what_each_table_ddl_did(mariadb_primary, tmp_mysql_db)
         ("n3", [("rename_in", "n3", f"{db}.other")]),
         ("n3", [("drop", "n3", None)]),
         ("n4", [("create", "n4", None)]),
-    ], ddl
+    ] + ([("n4", [("create", "n4", None)])] if is_mysql(mysql_source) else []), ddl
+    if is_mysql(mysql_source):
+        last = [ev for ev in events if isinstance(ev, SchemaChange) and ev.ddl][-1]
+        assert last.tables[0].get("if_not_exists") is True and "IF NOT EXISTS" in last.ddl
     replace = next(ev for ev in events if isinstance(ev, SchemaChange) and ev.tables and ev.tables[0]["op"] == "replace")
     assert [c["name"] for c in replace.tables[0]["schema"]["columns"]] == ["id", "v", "c"]
     rows = [(ch.table.table, ch.op, ch.after["id"]) for _, chs in transactions(events) for ch in chs]
     assert rows == [("t", "c", 1), ("t", "c", 2), ("n4", "c", 1), ("n4", "c", 2)], rows
 
 
-def test_record_keys_follow_a_primary_key_change(mariadb_primary, tmp_mysql_db):
+def test_record_keys_follow_a_primary_key_change(mysql_source, tmp_source_db):
     """Each row carries the key of the table map it was written with: the change stream's and the Debezium
     per-table topics' keys follow ADD / DROP PRIMARY KEY from the first row after the DDL."""
     from types import SimpleNamespace
@@ -66,9 +70,9 @@ def test_record_keys_follow_a_primary_key_change(mariadb_primary, tmp_mysql_db):
     from cdc.debezium.record import DebeziumRecords, TxContext
     from cdc.stream.events import Change
 
-    db, q = tmp_mysql_db, mariadb_primary.query
+    db, q = tmp_source_db, mysql_source.query
     q(f"CREATE TABLE `{db}`.k (a INT NOT NULL, b INT NOT NULL, v INT)")
-    src = make_source([mariadb_primary.address], [f"{db}.k"], snapshot="never")
+    src = source_for(mysql_source, [f"{db}.k"], snapshot="never")
     src.start(None)
     q(f"INSERT INTO `{db}`.k VALUES (1, 1, 1)")
     q(f"ALTER TABLE `{db}`.k ADD PRIMARY KEY (a, b)")
@@ -77,7 +81,7 @@ def test_record_keys_follow_a_primary_key_change(mariadb_primary, tmp_mysql_db):
     q(f"UPDATE `{db}`.k SET b = 3 WHERE b = 2")
     q(f"ALTER TABLE `{db}`.k DROP PRIMARY KEY")
     q(f"INSERT INTO `{db}`.k VALUES (1, 1, 1)")
-    end = GtidSet.parse(mariadb_primary.gtid_binlog_pos())
+    end = GtidSet.parse(mysql_source.gtid_binlog_pos())
     try:
         events = collect(src, lambda evs: src.state.issuperset(end), timeout=30)
     finally:
