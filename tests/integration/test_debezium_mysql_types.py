@@ -1,8 +1,8 @@
 """Every MySQL/MariaDB type family from the real binlog reader through the Debezium record builder.
 
 The rows of tests/e2e/type_cases.py (integer limits, DECIMAL(65,30), BIT(64), zero dates, TIME +-838 h,
-TIMESTAMP(6), binary with trailing zero bytes, ENUM/SET, JSON, spatial) are inserted into MariaDB, read
-from the binlog by MySqlSource, and turned into per-table records in ``adaptive_micros``/``precise`` and in
+TIMESTAMP(6), binary with trailing zero bytes, ENUM/SET, JSON, spatial) are inserted into MariaDB and into MySQL 9.7
+(``flavour``), read from the binlog by MySqlSource, and turned into per-table records in ``adaptive_micros``/``precise`` and in
 ``connect``/``double`` with schemas. Each payload value is decoded the way a Kafka Connect consumer decodes
 it (by the field's logical type) and must give back the ordered stream's value of the same change, which
 the other type tests hold equal to MariaDB's. This catches a type text from the reader that the codecs
@@ -27,7 +27,7 @@ from cdc.debezium.record import DebeziumRecords, TxContext, json_bytes
 from cdc.stream.events import Change
 from readers.mysql.position import GtidSet
 from tests.e2e import type_cases
-from tests.integration.mysql_helpers import collect, make_source, transactions
+from tests.integration.mysql_helpers import collect, source_for, transactions
 
 pytestmark = pytest.mark.mysql
 
@@ -82,21 +82,22 @@ def _back(field: dict, v, stream_value):
     return v
 
 
-@pytest.fixture(scope="module")
-def binlog_rows(mariadb_primary):
+@pytest.fixture(scope="module", params=["mariadb", "mysql97"])
+def binlog_rows(request):
+    server = request.getfixturevalue(f"{request.param}_primary")
     db = f"dbz_types_{uuid.uuid4().hex[:8]}"
-    q = mariadb_primary.query
+    q = server.query
     q(f"CREATE DATABASE `{db}`")
-    src = make_source([mariadb_primary.address], [f"{db}.*"])
+    src = source_for(server, [f"{db}.*"])
     src.start(None)
     try:
-        conn = mariadb_primary.connect()
+        conn = server.connect()
         try:
             type_cases.load(conn, db)
             conn.commit()
         finally:
             conn.close()
-        end = GtidSet.parse(mariadb_primary.gtid_binlog_pos())
+        end = GtidSet.parse(server.gtid_binlog_pos())
         events = collect(src, lambda evs: src.state.issuperset(end), timeout=30)
     finally:
         src.close()
