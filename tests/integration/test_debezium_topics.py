@@ -115,16 +115,17 @@ def _fold(records: list[Any]) -> dict[Any, dict]:
 
 @pytest.mark.mysql
 @pytest.mark.parametrize("encoding", ["avro_registry", "json"])
-def test_per_table_transaction_and_schema_change_topics_from_mariadb(broker, mariadb_primary, tmp_mysql_db,
-                                                                      topic_prefix, encoding):
-    db, registry = tmp_mysql_db, {"url": f"mock://{uuid.uuid4().hex}"}
+def test_per_table_transaction_and_schema_change_topics_from_mysql(broker, mysql_source, tmp_source_db,
+                                                                    topic_prefix, encoding):
+    """On MariaDB and MySQL 9.7 (``mysql_source``; MySQL: the documented capture user)."""
+    db, registry = tmp_source_db, {"url": f"mock://{uuid.uuid4().hex}"}
     avro_settings = {"encoding": "avro", "avro_framing": "schema_registry", "schema_registry": registry}
     kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=topic_prefix, per_table_topics=True,
                         debezium={"temporal": "adaptive_micros", "decimal": "precise", "transaction_topic": True,
                                   "schema_change_topic": True},
                         **(avro_settings if encoding == "avro_registry" else {}))
     metrics = SourceMetrics("s1")
-    source = MySqlSource(MySqlSourceConfig(name="s1", hosts=[mariadb_primary.address], user="cdc", password="cdc",
+    source = MySqlSource(MySqlSourceConfig(name="s1", hosts=[mysql_source.address], **_login(mysql_source),
                                            tables=[f"{db}.*"], heartbeat_interval_s=0.3, reconnect_backoff_s=0.2),
                          SourceContext(metrics=metrics))
     publisher = Publisher("s1", "mysql", kafka, metrics, heartbeat_min_interval_s=0)
@@ -143,12 +144,12 @@ def test_per_table_transaction_and_schema_change_topics_from_mariadb(broker, mar
         while publisher.next_sequence is None or publisher.last_resume is None:  # recovered and reading
             assert not failed and time.monotonic() < deadline, f"the source did not start: {failed}"
             time.sleep(0.1)
-        conn = mariadb_primary.connect()
+        conn = mysql_source.connect()
         try:
             _workload(db, conn)
         finally:
             conn.close()
-        table = {r[0]: r for r in mariadb_primary.query(f"SELECT id, name, price, born, note FROM `{db}`.items")}
+        table = {r[0]: r for r in mysql_source.query(f"SELECT id, name, price, born, note FROM `{db}`.items")}
         deser = {}
         if encoding == "avro_registry":
             client = registry_client(registry)
@@ -214,18 +215,18 @@ def test_per_table_transaction_and_schema_change_topics_from_mariadb(broker, mar
 
 @pytest.mark.mysql
 @pytest.mark.parametrize("encoding", ["avro_registry", "json"])
-def test_a_primary_key_change_reaches_the_per_table_keys_and_the_schema_change_topic(broker, mariadb_primary,
-                                                                                     tmp_mysql_db, topic_prefix,
+def test_a_primary_key_change_reaches_the_per_table_keys_and_the_schema_change_topic(broker, mysql_source,
+                                                                                     tmp_source_db, topic_prefix,
                                                                                      encoding):
     """``ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (a, b)`` between writes: the per-table topic's keys
     are ``{a}`` before and ``{a, b}`` after (Avro: a second version of the key subject), and the
-    schema-change topic carries the statement with the new key columns."""
-    db, registry = tmp_mysql_db, {"url": f"mock://{uuid.uuid4().hex}"}
+    schema-change topic carries the statement with the new key columns. On MariaDB and MySQL 9.7."""
+    db, registry = tmp_source_db, {"url": f"mock://{uuid.uuid4().hex}"}
     avro_settings = {"encoding": "avro", "avro_framing": "schema_registry", "schema_registry": registry}
     kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=topic_prefix, per_table_topics=True,
                         debezium={"schema_change_topic": True}, **(avro_settings if encoding == "avro_registry" else {}))
     metrics = SourceMetrics("s1")
-    source = MySqlSource(MySqlSourceConfig(name="s1", hosts=[mariadb_primary.address], user="cdc", password="cdc",
+    source = MySqlSource(MySqlSourceConfig(name="s1", hosts=[mysql_source.address], **_login(mysql_source),
                                            tables=[f"{db}.*"], heartbeat_interval_s=0.3, reconnect_backoff_s=0.2),
                          SourceContext(metrics=metrics))
     publisher = Publisher("s1", "mysql", kafka, metrics, heartbeat_min_interval_s=0)
@@ -244,7 +245,7 @@ def test_a_primary_key_change_reaches_the_per_table_keys_and_the_schema_change_t
         while publisher.next_sequence is None or publisher.last_resume is None:  # recovered and reading
             assert not failed and time.monotonic() < deadline, f"the source did not start: {failed}"
             time.sleep(0.1)
-        q = mariadb_primary.query
+        q = mysql_source.query
         q(f"CREATE TABLE `{db}`.pairs (a INT NOT NULL, b INT NOT NULL, v VARCHAR(10), PRIMARY KEY (a))")
         q(f"INSERT INTO `{db}`.pairs VALUES (1, 1, 'x')")
         q(f"ALTER TABLE `{db}`.pairs DROP PRIMARY KEY, ADD PRIMARY KEY (a, b)")
@@ -275,6 +276,12 @@ def test_a_primary_key_change_reaches_the_per_table_keys_and_the_schema_change_t
         assert len(versions) == 2, versions
         old, new = (orjson.loads(client.get_version(f"{topic}-key", v).schema.schema_str) for v in versions)
         assert [f["name"] for f in old["fields"]] == ["a"] and [f["name"] for f in new["fields"]] == ["a", "b"]
+
+
+def _login(server) -> dict[str, str]:
+    """The user a test captures as: MySQL 9.7's documented capture user, else cdc/cdc."""
+    user, password = getattr(server, "capture_user", ("cdc", "cdc"))
+    return {"user": user, "password": password}
 
 
 def _unscaled(text: str | None) -> decimal.Decimal | None:
