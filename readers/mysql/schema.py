@@ -19,6 +19,7 @@ from typing import Any
 from pymysqlreplication.constants import FIELD_TYPE as T
 
 from cdc.stream.events import Column, TableId, TableSchema
+from readers.mysql.binlog.vector import VECTOR
 
 _INT_NAMES = {T.TINY: "tinyint", T.SHORT: "smallint", T.INT24: "mediumint", T.LONG: "int", T.LONGLONG: "bigint"}
 _BLOB_NAMES = {1: "tiny", 2: "", 3: "medium", 4: "long"}
@@ -72,6 +73,8 @@ def type_text(col: Any) -> str:
         return f"set({_quoted(col.set_values or ())})"
     if t == T.BIT:
         return f"bit({col.bits})"
+    if t == VECTOR:  # MySQL 9 (readers/mysql/binlog/vector.py)
+        return f"vector({col.dimensions})" if getattr(col, "dimensions", None) else "vector"
     return f"type#{t}"
 
 

@@ -38,7 +38,7 @@ from pymysqlreplication.event import (
     UserVarEvent,
 )
 
-from readers.mysql.binlog import mysql8_events
+from readers.mysql.binlog import mysql8_events, vector
 from readers.mysql.binlog.inflate import EVENT_NAMES, TRANSACTION_PAYLOAD_EVENT
 from readers.mysql.errors import UndecodedEvent
 
@@ -136,8 +136,10 @@ ALL_EVENTS = frozenset(_ORIGINAL_WRAPPER._BinLogPacketWrapper__event_map.values(
 
 def install() -> None:
     """Make the library hand back the events it would drop (see :class:`UnreadEvent`) and decode MySQL 8.3+
-    tagged GTID events (readers/mysql/binlog/mysql8_events.py). Idempotent."""
+    tagged GTID events (readers/mysql/binlog/mysql8_events.py) and MySQL 9 VECTOR columns
+    (readers/mysql/binlog/vector.py). Idempotent."""
     mysql8_events.install()
+    vector.install()
     binlogstream.BinLogPacketWrapper = _Wrapper
 
 

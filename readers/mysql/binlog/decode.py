@@ -32,6 +32,7 @@ from cdc.schema.values import (
     timestamp_text,
     year_value,
 )
+from readers.mysql.binlog.vector import VECTOR
 from readers.mysql.errors import DecodeError, UnknownColumnType
 
 _INTS = {T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG}
@@ -71,7 +72,7 @@ def converter_for(column: Any) -> Converter | None:
         return json_text
     if t == T.BIT:
         return bit_int
-    if t == T.GEOMETRY:
+    if t in (T.GEOMETRY, VECTOR):  # VECTOR: its stored float32 bytes (readers/mysql/binlog/vector.py)
         return base64_text
     raise UnknownColumnType("unknown column type", column=column.name, type_code=t)
 

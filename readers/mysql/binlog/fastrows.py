@@ -35,6 +35,8 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 from pymysqlreplication.event import BinLogEvent
 from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 
+from readers.mysql.binlog.vector import VECTOR
+
 _ORIGINAL = RowsEvent._read_column_data
 _ORIGINAL_TIME2 = RowsEvent._RowsEvent__read_time2
 _ORIGINAL_FETCH = RowsEvent._fetch_rows
@@ -65,6 +67,8 @@ def _plan(columns: list[Any]) -> tuple | None:
             plan.append((c.name, 2, 2 if c.max_length > 255 else 1, None))
         elif c.type == T.SET and c.set_values:
             plan.append((c.name, 3, c.size, tuple(c.set_values)))
+        elif c.type == VECTOR:  # its stored float32 bytes (readers/mysql/binlog/vector.py)
+            plan.append((c.name, 4, c.length_size, None))
         else:
             plan.append((c.name, 0, 0, None))
     return tuple(plan)
@@ -101,6 +105,8 @@ def _read_column_data(self: Any, cols_bitmap: bytes, row_image_type: Any = None)
         elif kind == 3:  # SET: the library turns the empty set into None, i.e. NULL
             mask = int.from_bytes(read(size), "little")
             values[name] = {label for b, label in enumerate(unpack) if mask >> b & 1}
+        elif kind == 4:
+            values[name] = read(int.from_bytes(read(size), "little"))
         else:
             c = columns[i]
             values[name] = slow(c, null_bytes, idx, False, cols_bitmap, c.unsigned, i)

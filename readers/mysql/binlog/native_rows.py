@@ -42,6 +42,7 @@ from pymysqlreplication.row_event import RowsEvent
 
 from cdc.schema.values import json_text, text_or_base64
 from readers.mysql.binlog.decode import ConvertedRow
+from readers.mysql.binlog.vector import VECTOR
 
 try:
     from readers.mysql.binlog import _rows_native  # type: ignore[attr-defined]
@@ -116,7 +117,7 @@ def _column(c: Any) -> tuple | None:
         return _text(c, 2 if c.max_length > 255 else 1)
     if t == T.BLOB:
         return _text(c, c.length_size)
-    if t == T.GEOMETRY:
+    if t in (T.GEOMETRY, VECTOR):  # VECTOR: its stored float32 bytes (readers/mysql/binlog/vector.py)
         return (c.name, _k("K_B64"), c.length_size, 0, None)
     if t == T.JSON:
         return (c.name, _k("K_CALL"), c.length_size, 0, _json_document)

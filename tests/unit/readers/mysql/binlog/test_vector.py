@@ -1,0 +1,22 @@
+"""readers/mysql/binlog/vector.py: the VECTOR_DIMENSIONALITY field is taken out of a TABLE_MAP's optional
+metadata, the other fields stay byte for byte (the bytes are the layout MySQL 9.7.4 writes)."""
+
+from __future__ import annotations
+
+import pytest
+
+from readers.mysql.binlog.vector import split_vector_dimensionality
+
+
+def test_the_dimensions_are_taken_out_and_the_rest_kept():
+    names = bytes([4, 7, 2]) + b"id" + bytes([3]) + b"emb"  # COLUMN_NAME: "id", "emb"
+    dims = bytes([13, 4, 3, 0xFC, 0x00, 0x08])  # VECTOR_DIMENSIONALITY: 3 and 2048 (packed 0xfc + 2 bytes)
+    visibility = bytes([12, 1, 0xC0])
+    kept, got = split_vector_dimensionality(names + visibility + dims)
+    assert kept == names + visibility and got == [3, 2048]
+    assert split_vector_dimensionality(names) == (names, [])
+
+
+def test_a_field_running_past_the_event_is_an_error_naming_it():
+    with pytest.raises(ValueError, match="optional metadata field 13 of 9 bytes"):
+        split_vector_dimensionality(bytes([13, 9, 3]))
