@@ -1,4 +1,5 @@
-"""Initial and incremental snapshots under concurrent writes, on a real MariaDB (and the broker).
+"""Initial and incremental snapshots under concurrent writes, on a real MariaDB and on MySQL 9.7
+(``mysql_source``; MySQL: the capture user of the documented MySQL 8 statements), and the broker.
 
 Checked against the change stream itself (replayed in sequence order as a
 consumer would: r/c/u upsert the after image, d deletes), not through the
@@ -30,7 +31,8 @@ ROWS = 3000
 
 
 def make_source(primary, tables, **kw) -> MySqlSource:
-    cfg = MySqlSourceConfig(name="snap", hosts=[primary.address], user="cdc", password="cdc", tables=tables,
+    user, password = getattr(primary, "capture_user", ("cdc", "cdc"))
+    cfg = MySqlSourceConfig(name="snap", hosts=[primary.address], user=user, password=password, tables=tables,
                             heartbeat_interval_s=0.3, **kw)
     return MySqlSource(cfg, SourceContext(metrics=SourceMetrics("snap")))
 
@@ -95,13 +97,13 @@ def caught_up(src, primary):
     return lambda evs: str(src.state) == target or all(p in str(src.state).split(",") for p in target.split(","))
 
 
-def test_initial_snapshot_then_streaming_under_concurrent_writes(mariadb_primary, tmp_mysql_db, broker,
+def test_initial_snapshot_then_streaming_under_concurrent_writes(mysql_source, tmp_source_db, broker,
                                                                    topic_prefix):
-    load(mariadb_primary, tmp_mysql_db)
-    writer = Writer(mariadb_primary, tmp_mysql_db)
+    load(mysql_source, tmp_source_db)
+    writer = Writer(mysql_source, tmp_source_db)
     writer.start()
     time.sleep(0.3)
-    src = make_source(mariadb_primary, [f"{tmp_mysql_db}.t"], snapshot="initial", snapshot_chunk_rows=400)
+    src = make_source(mysql_source, [f"{tmp_source_db}.t"], snapshot="initial", snapshot_chunk_rows=400)
     kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=topic_prefix)
     pub = Publisher("snap", "mysql", kafka, SourceMetrics("snap"))
     assert pub.recover() is None
@@ -112,7 +114,7 @@ def test_initial_snapshot_then_streaming_under_concurrent_writes(mariadb_primary
         time.sleep(1.0)  # streaming while writes continue
         writer.stop.set()
         writer.join(10)
-        pump(src, caught_up(src, mariadb_primary), pub)
+        pump(src, caught_up(src, mysql_source), pub)
         pub.flush()
     finally:
         writer.stop.set()
@@ -133,27 +135,30 @@ def test_initial_snapshot_then_streaming_under_concurrent_writes(mariadb_primary
     first_stream = next(i for i, op in enumerate(ops) if op != "r")
     assert set(ops[:first_stream]) == {"r"} and "r" not in ops[first_stream:]  # snapshot before streaming
     assert first_stream > ROWS // 2  # the snapshot carried the rows that existed at its start
-    assert table == source_rows(mariadb_primary, tmp_mysql_db)
+    assert table == source_rows(mysql_source, tmp_source_db)
 
 
-def test_incremental_snapshot_never_goes_back_in_time(mariadb_primary, tmp_mysql_db, tmp_path: Path):
+def test_incremental_snapshot_never_goes_back_in_time(mysql_source, tmp_source_db, tmp_path: Path):
     from readers.mysql.snapshot_cmd import main as snapshot_main
 
-    load(mariadb_primary, tmp_mysql_db)
-    signal = f"{tmp_mysql_db}.cdc_signal"
-    src = make_source(mariadb_primary, [f"{tmp_mysql_db}.t"], signal_table=signal, snapshot_chunk_rows=250)
+    load(mysql_source, tmp_source_db)
+    login = getattr(mysql_source, "capture_user", ("cdc", "cdc"))
+    mysql_source.query("CREATE DATABASE IF NOT EXISTS ops")  # where the documented grant lets cdc write
+    signal = f"ops.cdc_signal_{tmp_source_db[-6:]}"
+    src = make_source(mysql_source, [f"{tmp_source_db}.t"], signal_table=signal, snapshot_chunk_rows=250)
     src.start(None)
-    writer = Writer(mariadb_primary, tmp_mysql_db, updates_only=True)
+    writer = Writer(mysql_source, tmp_source_db, updates_only=True)
     writer.start()
     cfg = tmp_path / "cdc.yaml"
     cfg.write_text(yaml.safe_dump({"kafka": {"bootstrap_servers": "127.0.0.1:1"}, "sources": [
-        {"name": "snap", "kind": "mysql", "hosts": [mariadb_primary.address], "user": "cdc", "password": "cdc",
-         "tables": [f"{tmp_mysql_db}.t"], "signal_table": signal}]}))
+        {"name": "snap", "kind": "mysql", "hosts": [mysql_source.address],
+         "user": login[0], "password": login[1],
+         "tables": [f"{tmp_source_db}.t"], "signal_table": signal}]}))
     try:
         time.sleep(0.3)
 
         class Args:
-            config, source, table = str(cfg), "snap", [f"{tmp_mysql_db}.t"]
+            config, source, table = str(cfg), "snap", [f"{tmp_source_db}.t"]
         assert snapshot_main(Args) == 0
         started = []
 
@@ -164,10 +169,11 @@ def test_incremental_snapshot_never_goes_back_in_time(mariadb_primary, tmp_mysql
         events = pump(src, done)
         writer.stop.set()
         writer.join(10)
-        events += pump(src, caught_up(src, mariadb_primary))
+        events += pump(src, caught_up(src, mysql_source))
     finally:
         writer.stop.set()
         src.close()
+        mysql_source.query(f"DROP TABLE IF EXISTS {signal}")
     changes = [e for e in events if isinstance(e, Change) and e.table.table == "t"]
     snapshot_rows = [c for c in changes if c.op == "r"]
     assert len(snapshot_rows) > ROWS // 2 and writer.count > 100
@@ -176,18 +182,18 @@ def test_incremental_snapshot_never_goes_back_in_time(mariadb_primary, tmp_mysql
         v = c.after["v"]
         assert v >= latest.get(c.after["id"], -1), f"row {c.after['id']} went back from {latest[c.after['id']]} to {v}"
         latest[c.after["id"]] = v
-    assert {k: r["v"] for k, r in source_rows(mariadb_primary, tmp_mysql_db).items()} == latest
+    assert {k: r["v"] for k, r in source_rows(mysql_source, tmp_source_db).items()} == latest
 
 
-def test_initial_snapshot_resumes_at_the_next_chunk(mariadb_primary, tmp_mysql_db):
-    load(mariadb_primary, tmp_mysql_db)
-    src = make_source(mariadb_primary, [f"{tmp_mysql_db}.t"], snapshot="initial", snapshot_chunk_rows=500)
+def test_initial_snapshot_resumes_at_the_next_chunk(mysql_source, tmp_source_db):
+    load(mysql_source, tmp_source_db)
+    src = make_source(mysql_source, [f"{tmp_source_db}.t"], snapshot="initial", snapshot_chunk_rows=500)
     src.start(None)
     first = pump(src, lambda evs: sum(isinstance(e, Commit) for e in evs) == 2)  # two chunks reach the stream
     src.close()
     resume = [e for e in first if isinstance(e, Commit)][-1].resume
     assert resume["snapshot"]["after"] == [1000] and resume["gtid_set"]
-    src = make_source(mariadb_primary, [f"{tmp_mysql_db}.t"], snapshot="initial", snapshot_chunk_rows=500)
+    src = make_source(mysql_source, [f"{tmp_source_db}.t"], snapshot="initial", snapshot_chunk_rows=500)
     src.start(resume)
     rest = pump(src, lambda evs: isinstance(evs[-1], Heartbeat) and "snapshot" not in (evs[-1].resume or {}))
     src.close()
