@@ -152,11 +152,13 @@ def next_transaction(src: Any, state: Any, timeout_s: float = 30.0) -> tuple[str
     from pymysqlreplication.event import GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent
     from pymysqlreplication.row_event import TableMapEvent
 
+    from readers.mysql.binlog.binlog_events import install_decoders
     from readers.mysql.binlog.mysql8_events import GtidTaggedLogEvent
     from readers.mysql.connection import connection_settings
     from readers.mysql.failover import choose_primary, default_prober
     from readers.mysql.tables import ddl_table, dml_tables
 
+    install_decoders()  # tagged GTIDs, VECTOR table maps, MySQL 9 query status variables
     password = src.password.get_secret_value()
     info = choose_primary(src.hosts, default_prober(src.user, password, src.connect_timeout_s, src.tls), state)
     settings = connection_settings(info.address, src.user, password, src.connect_timeout_s, tls=src.tls)

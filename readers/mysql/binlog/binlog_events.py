@@ -38,7 +38,7 @@ from pymysqlreplication.event import (
     UserVarEvent,
 )
 
-from readers.mysql.binlog import mysql8_events, vector
+from readers.mysql.binlog import mysql8_events, query_status, vector
 from readers.mysql.binlog.inflate import EVENT_NAMES, TRANSACTION_PAYLOAD_EVENT
 from readers.mysql.errors import UndecodedEvent
 
@@ -134,12 +134,20 @@ ALL_EVENTS = frozenset(_ORIGINAL_WRAPPER._BinLogPacketWrapper__event_map.values(
     NotImplementedEvent, UnreadEvent, mysql8_events.GtidTaggedLogEvent}
 
 
-def install() -> None:
-    """Make the library hand back the events it would drop (see :class:`UnreadEvent`) and decode MySQL 8.3+
-    tagged GTID events (readers/mysql/binlog/mysql8_events.py) and MySQL 9 VECTOR columns
-    (readers/mysql/binlog/vector.py). Idempotent."""
+def install_decoders() -> None:
+    """Teach the library what it cannot decode alone: MySQL 8.3+ tagged GTID events
+    (readers/mysql/binlog/mysql8_events.py), MySQL 9 VECTOR columns (readers/mysql/binlog/vector.py) and
+    query events with status variables it does not know (readers/mysql/binlog/query_status.py). Idempotent;
+    every user of the library (the reader, ``cdc source skip``) calls it."""
     mysql8_events.install()
     vector.install()
+    query_status.install()
+
+
+def install() -> None:
+    """:func:`install_decoders`, and make the library hand back the events it would drop (see
+    :class:`UnreadEvent`). Idempotent."""
+    install_decoders()
     binlogstream.BinLogPacketWrapper = _Wrapper
 
 
