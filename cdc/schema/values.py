@@ -186,7 +186,7 @@ def set_text(order: Iterable[str]) -> Converter:
 
 # ---- rows read with a DB-API driver ------------------------------------------------------------
 def value_kind(type_text: str, family: str, dialect: str) -> str:
-    """The conversion kind of a column: its family, refined for MySQL FLOAT, BIT and JSON.
+    """The conversion kind of a column: its family, refined for MySQL FLOAT, BIT, JSON and VECTOR.
 
     ``type_text`` is the catalog's type (MySQL COLUMN_TYPE); other dialects keep their family.
     """
@@ -199,6 +199,8 @@ def value_kind(type_text: str, family: str, dialect: str) -> str:
         return "bit"
     if family == "other" and t == "json":
         return "json"
+    if t.startswith("vector"):
+        return "vector"
     return family
 
 
@@ -210,7 +212,11 @@ def select_expr(quoted: str, kind: str) -> str:
     """How a DB-API read selects a column of ``kind`` (``quoted``: its quoted name).
 
     MySQL FLOAT as ``col + 0e0``: the server widens the float32 exactly to a double and prints
-    that in full, where the column's own text has only 6 significant digits."""
+    that in full, where the column's own text has only 6 significant digits. MySQL 9 VECTOR as
+    ``CAST(col AS BINARY)``: its stored float32 bytes, as the binlog carries them (PyMySQL cannot fetch the
+    VECTOR type itself: it decodes it as ASCII text)."""
+    if kind == "vector":
+        return f"CAST({quoted} AS BINARY)"
     return f"({quoted} + 0e0)" if kind == "float32" else quoted
 
 

@@ -102,6 +102,8 @@ class MySqlCompare(CompareDialect):
             return "int", None  # rendered as their number (fingerprint)
         if t.startswith(_SPATIAL):
             return "binary", None  # the internal value (SRID + WKB), which the stream carries
+        if t.startswith("vector"):
+            return "binary", None  # MySQL 9: the stored float32 bytes, which the stream carries
         return None
 
     def describe_columns(self, conn: Any, schema: str, table: str) -> tuple[list[ColumnInfo], list[tuple]]:
