@@ -8,7 +8,7 @@ import pytest
 from cdc.stream.events import Commit, SchemaChange, expand
 from readers.mysql.errors import AuthenticationFailed, BinlogPurged, SettingsRefused, SourceUnavailable
 from readers.mysql.position import GtidSet
-from tests.integration.mysql_helpers import collect, fill, make_source, marks, source_for, transactions
+from tests.integration.mysql_helpers import collect, fill, is_mysql, make_source, marks, source_for, transactions
 
 pytestmark = pytest.mark.mysql
 
@@ -84,9 +84,17 @@ def test_unreachable_host_is_a_clear_transient_error():
     assert "127.0.0.1:1" in str(info.value)
 
 
-def test_reconnect_after_restart_then_purged_and_unsafe_settings_are_refused(mariadb_pair, tmp_path):
+@pytest.fixture(params=["mariadb", "mysql97"])
+def fresh_primary(request):
+    """A server of each flavour of this test's own: the primary of ``mariadb_pair``, or ``mysql97_alone``."""
+    if request.param == "mariadb":
+        return request.getfixturevalue("mariadb_pair")[0]
+    return request.getfixturevalue("mysql97_alone")
+
+
+def test_reconnect_after_restart_then_purged_and_unsafe_settings_are_refused(fresh_primary, tmp_path):
     """One fresh server, three startup/recovery rules (sharing it keeps the suite fast)."""
-    primary, _ = mariadb_pair
+    primary = fresh_primary
     primary.query("CREATE TABLE test.log (id INT PRIMARY KEY)")
     src = make_source([primary.address], ["test.*"], reconnect_attempts=30)
     src.start(None)
@@ -108,7 +116,10 @@ def test_reconnect_after_restart_then_purged_and_unsafe_settings_are_refused(mar
     assert src.metrics._m.reconnects.labels("src")._value.get() >= 1
 
     # (2) binlog purged past a checkpoint: clear Terminal error at start
-    old = {"gtid_set": f"0-{primary.server_id}-1"}
+    if is_mysql(primary):
+        old = {"gtid_set": f"{primary.query('SELECT @@server_uuid')[0][0]}:1"}
+    else:
+        old = {"gtid_set": f"0-{primary.server_id}-1"}
     primary.query("INSERT INTO test.log VALUES (3)")
     primary.query("FLUSH BINARY LOGS")
     last = primary.query("SHOW BINARY LOGS")[-1][0]
