@@ -20,3 +20,18 @@ def test_the_dimensions_are_taken_out_and_the_rest_kept():
 def test_a_field_running_past_the_event_is_an_error_naming_it():
     with pytest.raises(ValueError, match="optional metadata field 13 of 9 bytes"):
         split_vector_dimensionality(bytes([13, 9, 3]))
+
+
+def test_a_vector_value_is_its_stored_bytes_on_the_native_and_the_python_path():
+    import base64
+    import struct
+
+    from pymysqlreplication.column import Column
+
+    from readers.mysql.binlog.vector import VECTOR
+    from tests.unit.readers.mysql.binlog.test_native_rows import _one, _pascal
+
+    raw = struct.pack("<3f", 1.0, -2.5, 7.25)
+    cols = [Column(type=VECTOR, name="v", unsigned=False, length_size=4)]
+    _, images = _one(cols, [_pascal(raw, 4)])  # _one: both paths publish the same bytes
+    assert images[0] == {"v": base64.b64encode(raw).decode()}
