@@ -56,6 +56,7 @@ from cdc.publish.producer import DELIVERY_TIMEOUT_S, RECORD_OVERHEAD, OrderedPro
 from cdc.publish.recovery import read_tail
 from cdc.publish.topics import admin_client, ensure_topic, retention_warnings, topic_spec
 from cdc.schema.evolution import changes_json, statement_changes
+from cdc.stream import wire
 from cdc.stream.envelope import (
     aborted_record,
     begin_record,
@@ -68,7 +69,6 @@ from cdc.stream.envelope import (
 from cdc.stream.events import Begin, Change, ChangeBatch, Commit, Heartbeat, Idle, SchemaChange, TableId, TableSchema
 from cdc.stream.resync_range import OP as RANGE_OP
 from cdc.stream.resync_range import ResyncRangeError
-from cdc.stream import wire
 from cdc.stream.serde import get_serdes, get_table_key_serde
 from cdc.stream.wire import (
     BEGIN_VALUE,

@@ -46,8 +46,7 @@ from __future__ import annotations
 from typing import Any
 
 from cdc.stream.events import Change, TableSchema
-from cdc.stream.wire import EPOCH_HEADER, epoch_headers, record_epoch  # noqa: F401 - re-exported: the header is the wire's
-from cdc.stream.wire import key_values, source_base
+from cdc.stream.wire import EPOCH_HEADER, epoch_headers, key_values, record_epoch, source_base  # noqa: F401 - re-exported: the header is the wire's
 
 BEGIN, END, ABORTED, SCHEMA, HEARTBEAT = "BEGIN", "END", "ABORTED", "SCHEMA", "HEARTBEAT"
 CHECKPOINT_STATUSES = frozenset({END, SCHEMA, HEARTBEAT})

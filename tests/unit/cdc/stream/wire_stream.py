@@ -92,10 +92,10 @@ def _events() -> list[Any]:
     # Oracle: the columnar pipeline's rows (native bytes where it vouches for them, else the reference)
     specs = [(("CREATED",), ("ID",))]
     sqls = [
-        "insert into \"HR\".\"EMP\"\"S\"(\"ID\",\"NAME\",\"CREATED\") values ('1','O''Brien \\ é',"
-        "TO_DATE('2024-01-02 03:04:05', 'YYYY-MM-DD HH24:MI:SS'));",
-        "update \"HR\".\"EMP\"\"S\" set \"NAME\" = 'a\"b' where \"ID\" = '1' and \"NAME\" = 'O''Brien \\ é' and "
-        "\"CREATED\" = TO_DATE('2024-01-02 03:04:05', 'YYYY-MM-DD HH24:MI:SS');",
+        ("insert into \"HR\".\"EMP\"\"S\"(\"ID\",\"NAME\",\"CREATED\") values ('1','O''Brien \\ é',"
+        "TO_DATE('2024-01-02 03:04:05', 'YYYY-MM-DD HH24:MI:SS'));"),
+        ("update \"HR\".\"EMP\"\"S\" set \"NAME\" = 'a\"b' where \"ID\" = '1' and \"NAME\" = 'O''Brien \\ é' and "
+        "\"CREATED\" = TO_DATE('2024-01-02 03:04:05', 'YYYY-MM-DD HH24:MI:SS');"),
         "delete from \"HR\".\"EMP\"\"S\" where \"ID\" = '1' and \"NAME\" = 'a\"b' and \"CREATED\" IS NULL;",
         "insert into \"HR\".\"EMP\"\"S\"(\"ID\",\"NAME\",\"CREATED\") values ('2',NULL,NULL);",
     ]
