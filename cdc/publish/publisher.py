@@ -279,7 +279,7 @@ class Publisher:
                 raise StreamCorrupt("BEGIN inside an open transaction", source=self.source_name,
                                     open=self._tx.txid, txid=event.txid)
             tx = self._tx = _Tx(event.txid, event.ts_ms)
-            if self._json:  # the bytes of begin_record's dict (a unit test holds them equal)
+            if self._json:  # the bytes of begin_record's dict (test_wire_conformance holds them equal)
                 self._produce_bytes(self.topic, BEGIN_VALUE % (self._take_seq(), tx.id_json, tx.ts_json), None)
             else:
                 self._produce(self.topic, begin_record(self._take_seq(), event.txid, event.ts_ms), None)
@@ -311,7 +311,7 @@ class Publisher:
         row = after if after is not None else before
         if self._json and not self._per_table and row is not None and (not src or _BASE_KEYS.isdisjoint(src)):
             # The per-row hot path: the same bytes orjson.dumps gives for the dicts of
-            # cdc.stream.envelope.data_record (a unit test holds them equal), spliced from per-table and
+            # cdc.stream.envelope.data_record (test_wire_conformance holds them equal), spliced from per-table and
             # per-transaction constants with one dumps per row image.
             kv = key_json(row, ch.schema.primary_key if ch.schema is not None else ())
             self._splice([(ch.table, ch.schema)], [(ch.op, kv, NULL if before is None else dumps(before),
@@ -594,7 +594,7 @@ class Publisher:
             raise StreamCorrupt("COMMIT without its BEGIN", source=self.source_name, txid=ev.txid,
                                 open=None if tx is None else tx.txid)
         seq = self._take_seq()
-        if self._json:  # the bytes of end_record's dict (a unit test holds them equal)
+        if self._json:  # the bytes of end_record's dict (test_wire_conformance holds them equal)
             collections = b",".join([COLLECTION % (dumps(t), n) for t, n in tx.counts.items()])
             self._produce_bytes(self.topic, END_VALUE % (seq, tx.id_json, sum(tx.counts.values()), collections, dumps(ev.ts_ms),
                                                     dumps(ev.position), dumps(ev.resume)), None)
