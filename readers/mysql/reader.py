@@ -71,6 +71,7 @@ from pymysqlreplication.row_event import (
 from cdc.contract import STOP_CHECK_S, SourceContext
 from cdc.errors import CdcError, Terminal
 from cdc.publish.lease import WRITER_ID
+from cdc.stream import wire
 from cdc.stream.events import Begin, Change, ChangeBatch, Commit, Event, Heartbeat, Idle, SchemaChange, TableId
 from readers.mysql.binlog import binlog_events
 from readers.mysql.binlog.decode import ConvertedRow, RowConverter
@@ -193,22 +194,25 @@ def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str,
                 row_no: int, server_id: int, thread: int | None) -> ChangeBatch | None:
     """The rows of one rows event decoded by the native pass (ConvertedRow images: nothing left to convert, so
     nothing that could be dead-lettered) as a ChangeBatch: per row, the JSON of its key values, before and after
-    images and ``source`` fields, byte for byte what the publisher writes for the equal Change (cdc.stream.events). None
-    when a value has no JSON form (the rows then go out as Changes and fail, or not, as they always did)."""
+    images and ``source`` fields, byte for byte what the publisher writes for the equal Change (cdc.stream.events;
+    the bytes' rules are cdc.stream.wire's). None when a value has no JSON form (the rows then go out as Changes and
+    fail, or not, as they always did)."""
     dumps = orjson.dumps
     schema = known[1]
     pk = schema.primary_key if schema is not None else ()
-    head = b',"gtid":' + dumps(gtid) + b',"file":' + dumps(file) + b',"pos":' + dumps(pos) + b',"row":'
-    tail = b',"server_id":' + dumps(server_id) + (b"" if thread is None else b',"thread":' + dumps(thread)) + b"}"
+    fields = {"gtid": gtid, "file": file, "pos": pos, "row": 0, "server_id": server_id}
+    if thread is not None:
+        fields["thread"] = thread
+    head, tail = wire.source_split(fields, "row")
     out = []
     try:
         for i, r in enumerate(rows):
             if op == "c":
                 row = r["values"]
-                before, after = b"null", dumps(row)
+                before, after = wire.NULL, dumps(row)
             elif op == "d":
                 row = r["values"]
-                before, after = dumps(row), b"null"
+                before, after = dumps(row), wire.NULL
             else:
                 row = r["after_values"]
                 if type(r["before_values"]) is not ConvertedRow:
@@ -216,12 +220,7 @@ def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str,
                 before, after = dumps(r["before_values"]), dumps(row)
             if type(row) is not ConvertedRow:
                 return None
-            if not pk:
-                kv = after if op != "d" else before
-            elif len(pk) == 1:
-                kv = dumps(row.get(pk[0]))
-            else:
-                kv = dumps({c: row.get(c) for c in pk})
+            kv = (after if op != "d" else before) if not pk else wire.key_json(row, pk)  # keyless: the image's bytes
             out.append((op, kv, before, after, b"%b%d%b" % (head, row_no + i, tail)))
     except orjson.JSONEncodeError:
         return None
