@@ -4,7 +4,11 @@
 - ``SOURCE_CONFIGS``: the pydantic config model of each kind (cdc.config.models builds its union from it);
 - ``CHECKS``: what `cdc check` runs for each source kind and for targets;
 - ``LOCATORS``: which of a source's hosts a one-shot tool (`cdc compare`) reads (the current primary);
-- ``COMMANDS``: the `cdc` sub-commands and the module that implements each.
+- ``COMMANDS``: the `cdc` sub-commands and the module that implements each;
+- ``TYPE_PARSERS``: each kind's reading of its own type text into a cdc.schema.logical.LogicalType (the
+  only readers of a source's spellings; the core asks them through :func:`logical_of` for a column that
+  came without one: a SCHEMA record written before the field, a schema built by hand);
+- ``DEBEZIUM_SOURCES``: the fields each kind declares for the Debezium ``source`` block (cdc/debezium).
 
 Everything else in ``cdc/`` depends on neither ``readers`` nor ``streaming``; only this module and
 the tools under cdc/dev and cdc/bench import them (tests/unit/cdc/test_layout.py checks it). A new
@@ -14,11 +18,14 @@ source kind is a folder under readers/ plus one line in each table here.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import Any
 
 from readers.mysql.config import MySqlSourceConfig
 from readers.oracle.config import OracleSourceConfig
 from readers.shadow.config import ShadowSourceConfig
+
+from cdc.schema.logical import LogicalType
 
 READERS: dict[str, str] = {
     "mysql": "readers.mysql.reader:MySqlSource",
@@ -41,6 +48,18 @@ CHECKS: dict[str, str] = {  # `cdc check` (cdc/checks.py): source kind (or "targ
 
 LOCATORS: dict[str, str] = {  # one-shot tools (`cdc compare`): source kind -> current_host(config) -> "host:port"
     "mysql": "readers.mysql.failover:current_host",
+}
+
+TYPE_PARSERS: dict[str, str] = {  # source kind -> logical_type(type_text) -> LogicalType
+    "mysql": "readers.mysql.types:logical_type",
+    "oracle": "readers.oracle.types:logical_type",
+    "shadow": "readers.shadow.types:logical_type",
+}
+
+DEBEZIUM_SOURCES: dict[str, str] = {  # source kind -> its Debezium ``source`` fields after the common ones
+    "mysql": "readers.mysql.debezium:SOURCE_FIELDS",
+    "oracle": "readers.oracle.debezium:SOURCE_FIELDS",
+    "shadow": "readers.mysql.debezium:SOURCE_FIELDS",  # the shadow source publishes MySQL's block (as it always has)
 }
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -81,3 +100,29 @@ def checker(kind: str):
     """The ``checks(config, key) -> list[cdc.checks.Check]`` function of a source kind or of "target"."""
     module, _, fn = CHECKS[kind].partition(":")
     return getattr(importlib.import_module(module), fn)
+
+
+def _attr(table: dict[str, str], kind: str, what: str) -> Any:
+    spec = table.get(kind)
+    if spec is None:
+        raise KeyError(f"source kind {kind!r} declares no {what}; known kinds: {sorted(table)} (cdc/registry.py)")
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def type_parser(kind: str) -> Callable[[str], LogicalType]:
+    """The source kind's ``logical_type(type_text)``; KeyError naming the kind for an unknown one."""
+    return _attr(TYPE_PARSERS, kind, "type parser")
+
+
+def logical_of(column: Any, kind: str) -> LogicalType:
+    """``column.logical``, or the one the source kind's parser reads from ``column.type`` when the column came
+    without it (cdc.stream.events.Column)."""
+    if column.logical is not None:
+        return column.logical
+    return type_parser(kind)(column.type)
+
+
+def debezium_source_fields(kind: str) -> list[dict[str, Any]]:
+    """The Connect field schemas the source kind declares for its Debezium ``source`` block."""
+    return _attr(DEBEZIUM_SOURCES, kind, "Debezium source block")
