@@ -57,9 +57,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from cdc.config.models import load_config
-    from cdc.metrics import SourceMetrics
-    from cdc.publish.lease import WriterLease
-    from cdc.publish.publisher import Publisher
+    from cdc.publish.opening import close_publisher, open_publisher
     from cdc.stream.events import Heartbeat
     from readers.mysql.position import GtidSet
 
@@ -82,8 +80,7 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(f"source {src.name} is a MySQL/MariaDB source: name the transaction with --gtid (its error "
                           "names it)", key="--gtid")
     gtid = GtidSet.parse(args.gtid)
-    lease = WriterLease(config.kafka.connection(), config.kafka.topic_prefix, src.name)
-    publisher = Publisher(src.name, "mysql", config.kafka, SourceMetrics(src.name), lease=lease)
+    publisher, lease = open_publisher(config.kafka, src.name, "mysql")  # with the writer lease
     try:
         resume = publisher.recover()
         publisher.recovered()
@@ -105,8 +102,7 @@ def main(args: argparse.Namespace) -> int:
                                                        "skipped": skipped}))
         publisher.flush()
     finally:
-        publisher.close()
-        lease.close()
+        close_publisher(publisher, lease)
     captured = [t for t in tables if _captured(src, t)]
     print(f"source {src.name}: moved past {found} (not published); tables it touched: "
           f"{', '.join(tables) or 'none seen'}; recorded in {publisher.topic}")
