@@ -9,9 +9,11 @@ the target never sees half a repair. The END carries the resume state the
 stream's tail already had, so a daemon restarted afterwards resumes where it
 was: a repair never moves the checkpoint.
 
-Limits: run it while the daemon of that source is stopped (two writers to
-one stream would interleave sequences); tables without a primary key are
-refused (which copy of a duplicate row to delete is ambiguous).
+It takes the stream's writer lease (cdc.publish.opening, as the daemon and
+``cdc source skip`` do): a daemon still running for the source is fenced
+and stops, and the repair's records carry the lease's epoch. Restart the
+daemon afterwards. Tables without a primary key are refused (which copy of
+a duplicate row to delete is ambiguous).
 """
 
 from __future__ import annotations
@@ -54,11 +56,11 @@ def repair(config, source_name: str, src_ep: Endpoint, tgt_ep: Endpoint, report:
         raise CompareError(f"cannot repair {report.source_table}: it has no primary key, so which copy of a row "
                            "to delete or keep is ambiguous", table=report.source_table)
     own = publisher is None
-    if own:
-        from cdc.metrics import SourceMetrics
-        from cdc.publish.publisher import Publisher
+    lease = None
+    if own:  # with the writer lease, like the daemon and `cdc source skip` (a running daemon is fenced)
+        from cdc.publish.opening import open_publisher
 
-        publisher = Publisher(source_name, "repair", config.kafka, SourceMetrics(source_name))
+        publisher, lease = open_publisher(config.kafka, source_name, "repair")
     src_conn, tgt_conn = src_ep.connect(), tgt_ep.connect()
     try:
         resume = publisher.recover()
@@ -88,4 +90,6 @@ def repair(config, source_name: str, src_ep: Endpoint, tgt_ep: Endpoint, report:
         src_conn.close()
         tgt_conn.close()
         if own:
-            publisher.close()
+            from cdc.publish.opening import close_publisher
+
+            close_publisher(publisher, lease)

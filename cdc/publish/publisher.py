@@ -131,6 +131,8 @@ class Publisher:
                                          single_partition=(self.topic,),
                                          idempotence=getattr(kafka, "idempotence", True),
                                          delivery_timeout_s=getattr(kafka, "delivery_timeout_s", DELIVERY_TIMEOUT_S))
+        if lease is not None:  # a writer blocked on a full queue still learns it was fenced (cdc.publish.producer)
+            self._producer.while_blocked = self._lease_due
         # a data record (key + value + overhead) above this is refused before producing (_too_large);
         # lowered to the topic's max.message.bytes when the broker reports one (_learn_record_limit)
         self._record_limit = self._producer.max_message_bytes - RECORD_OVERHEAD
@@ -579,7 +581,8 @@ class Publisher:
             kbytes, vbytes = self._registry.record_bytes(rec)
         else:
             kbytes, vbytes = json_bytes(rec, self.kafka.debezium.schemas)
-        self._producer.produce(rec.topic, vbytes, kbytes, rec.headers)
+        # + the writer epoch: a fenced writer's late record is told from the newer writer's (docs/stream.md)
+        self._producer.produce(rec.topic, vbytes, kbytes, rec.headers + tuple(self._headers.items()))
 
     def _to_schema_change_topic(self, table: TableId | None, ddl: str | None, schema: TableSchema | None,
                                 ts_ms: int, tables: list[dict[str, Any]] | None = None) -> None:
@@ -680,15 +683,20 @@ class Publisher:
                 self._bytes += len(vbytes)
             self._producer.produce(topic, vbytes, kbytes, self._headers)
             return
-        self._producer.produce(topic, vbytes, kbytes)
+        self._producer.produce(topic, vbytes, kbytes, self._headers)  # a per-table topic: the writer epoch too
 
     def _prove_lease(self) -> None:
         """The lease is still ours, or WriterFenced: then nothing queued may reach the broker (purged)."""
         try:
             self._lease.check(self.topic)  # type: ignore[union-attr]
         except WriterFenced as exc:
-            self._producer.failure = exc  # close() purges what is queued and in flight instead of sending it
+            self._producer.fence(exc)  # what is queued and in flight is purged now, never sent
             raise
+
+    def _lease_due(self) -> None:
+        """The producer's wait on a full queue (OrderedProducer.while_blocked): prove the lease when due."""
+        if time.monotonic() >= self._lease.due:  # type: ignore[union-attr]
+            self._prove_lease()
 
     def flush(self, timeout_s: float = 30) -> None:
         """Wait until the broker acknowledged every record; raise PublishError if any failed."""

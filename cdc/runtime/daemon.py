@@ -55,6 +55,7 @@ from cdc.contract import STOP_CHECK_S, Source, SourceContext
 from cdc.errors import ConfigError, PublishError, SourceUnavailable, StreamCorrupt
 from cdc.metrics import SourceMetrics
 from cdc.publish.lease import WriterLease
+from cdc.publish.opening import open_publisher
 from cdc.publish.publisher import Publisher
 from cdc.runtime.health import HealthServer, describe, source_readiness
 from cdc.runtime.logs import THREAD_PREFIX, bind_source_state
@@ -272,11 +273,9 @@ class Daemon:
 
     def _build(self, w: _Worker) -> None:
         spec = w.spec
-        if w.lease is None and getattr(self.kafka, "writer_fencing", False):
-            w.lease = WriterLease(self.kafka.connection(), self.kafka.topic_prefix, spec.name,
-                                  timeout_s=min(30.0, getattr(self.kafka, "delivery_timeout_s", 30.0)))
-        w.publisher = Publisher(spec.name, spec.connector, self.kafka, w.metrics, producer_config=self.producer_config,
-                                lease=w.lease)
+        # the lease (kafka.writer_fencing) is kept across the publisher's restarts: the process never fences itself
+        w.publisher, w.lease = open_publisher(self.kafka, spec.name, spec.connector, w.metrics, lease=w.lease,
+                                              producer_config=self.producer_config)
         ctx = SourceContext(metrics=w.metrics, **spec.context_args)
         if getattr(self.kafka, "dead_letter_topic", None):
             ctx.dead_letter = w.publisher.dead_letter

@@ -11,7 +11,10 @@ past it without a rebuild:
    source is fenced and stops; nothing else writes the stream meanwhile.
 2. The stream's checkpoint is read (the publisher's recovery) and the source's binlog is read from
    it: the first transaction after the checkpoint must be G (so exactly one transaction is skipped,
-   never a range), and the tables it touched are taken from its table maps and statements.
+   never a range), and the tables it touched are taken from its table maps and statements. With
+   ``--resync`` its prerequisites are checked now, BEFORE anything is recorded (a ``signal_table``; each
+   table's key and the per-table topics, read on the primary): a missing one refuses with nothing
+   written, so the same command runs whole after the fix (check first, record once).
 3. A HEARTBEAT record is written whose resume state is the checkpoint plus G, and whose ``skipped``
    entry names G, the tables and the time: the stream records what was skipped, and every consumer
    already accepts the record. The next `cdc run` resumes after G.
@@ -24,7 +27,8 @@ past it without a rebuild:
    command prints the `cdc snapshot` lines to run after the restart.
 
 Refuses, naming what it found, when the stream has no checkpoint yet, when G is already in the
-checkpoint, or when the next transaction on the source is not G.
+checkpoint (a re-run with ``--resync`` names the `cdc snapshot --resync` lines of the tables G touched,
+for a resync that was not requested), or when the next transaction on the source is not G.
 """
 
 from __future__ import annotations
@@ -57,9 +61,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from cdc.config.models import load_config
-    from cdc.metrics import SourceMetrics
-    from cdc.publish.lease import WriterLease
-    from cdc.publish.publisher import Publisher
+    from cdc.publish.opening import close_publisher, open_publisher
     from cdc.stream.events import Heartbeat
     from readers.mysql.position import GtidSet
 
@@ -82,8 +84,7 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError(f"source {src.name} is a MySQL/MariaDB source: name the transaction with --gtid (its error "
                           "names it)", key="--gtid")
     gtid = GtidSet.parse(args.gtid)
-    lease = WriterLease(config.kafka.connection(), config.kafka.topic_prefix, src.name)
-    publisher = Publisher(src.name, "mysql", config.kafka, SourceMetrics(src.name), lease=lease)
+    publisher, lease = open_publisher(config.kafka, src.name, "mysql")  # with the writer lease
     try:
         resume = publisher.recover()
         publisher.recovered()
@@ -93,33 +94,28 @@ def main(args: argparse.Namespace) -> int:
         state = GtidSet.parse(resume["gtid_set"])
         if state.issuperset(gtid):
             raise SkipRefused(f"the checkpoint of {src.name} ({state}) already holds {args.gtid}: the source is past "
-                              "it", source=src.name, gtid=args.gtid, found=str(state))
+                              f"it{_resync_hint(args, src, resume)}", source=src.name, gtid=args.gtid,
+                              found=str(state))
         found, tables = next_transaction(src, state)
         if found is None or GtidSet.parse(found) != gtid:
             raise SkipRefused(
                 f"the next transaction of {src.name} after its checkpoint {state} is {found or 'not written yet'}, "
                 f"not {args.gtid}: only the transaction the source stopped on can be skipped (exactly one)",
                 source=src.name, gtid=args.gtid, found=found)
+        captured = [t for t in tables if _captured(src, t)]
+        # the resync's prerequisites are checked BEFORE the skip is recorded: check first, record once
+        refused = _resync_refusals(args, config, src, captured) if captured and args.resync else {}
         skipped = {"gtid": found, "tables": tables, "at_ms": int(time.time() * 1000), "reason": args.reason}
         publisher.publish(Heartbeat(skipped["at_ms"], {**resume, "gtid_set": str(state.add(found)),
                                                        "skipped": skipped}))
         publisher.flush()
     finally:
-        publisher.close()
-        lease.close()
-    captured = [t for t in tables if _captured(src, t)]
+        close_publisher(publisher, lease)
     print(f"source {src.name}: moved past {found} (not published); tables it touched: "
           f"{', '.join(tables) or 'none seen'}; recorded in {publisher.topic}")
     if captured and args.resync:
         from readers.mysql import snapshot_cmd
-        from readers.mysql.connection import open_connection
 
-        conn = snapshot_cmd._primary(src, open_connection)
-        try:
-            with conn.cursor() as cur:
-                refused = {t: why for t in captured if (why := snapshot_cmd.resync_refusal(cur, t, config))}
-        finally:
-            conn.close()
         for resync, tables in ((True, [t for t in captured if t not in refused]), (False, list(refused))):
             if tables:
                 snapshot_cmd.main(argparse.Namespace(action="request", config=args.config, source=src.name,
@@ -135,6 +131,41 @@ def main(args: argparse.Namespace) -> int:
     else:
         print("restart the daemon (`cdc run`): none of those tables is captured")
     return 0
+
+
+def _resync_refusals(args: argparse.Namespace, config: Any, src: Any, captured: list[str]) -> dict[str, str]:
+    """The resync's prerequisites, checked before the skip is recorded: a ConfigError without a signal table
+    (nothing recorded: fix it and run the command again); per table, why it gets a plain snapshot instead of a
+    resync (its keys, per-table topics), read on the source's primary."""
+    from readers.mysql import snapshot_cmd
+    from readers.mysql.connection import open_connection
+
+    if not src.signal_table:
+        raise ConfigError(f"source {src.name} has no signal_table, which --resync needs to request the snapshot of "
+                          f"{', '.join(captured)}; nothing was recorded: add e.g. `signal_table: ops.cdc_signal` to "
+                          "the source and run the same command again (or run it without --resync and resync later)",
+                          key="signal_table", file=args.config)
+    conn = snapshot_cmd._primary(src, open_connection)
+    try:
+        with conn.cursor() as cur:
+            return {t: why for t in captured if (why := snapshot_cmd.resync_refusal(cur, t, config))}
+    finally:
+        conn.close()
+
+
+def _resync_hint(args: argparse.Namespace, src: Any, resume: dict[str, Any]) -> str:
+    """For a re-run with --resync of a skip already recorded: how to request the resync of the tables it
+    touched (from the skip's record at the stream's tail, when that is the last checkpoint)."""
+    if not args.resync:
+        return ""
+    skipped = resume.get("skipped") or {}
+    tables = [t for t in skipped.get("tables") or () if _captured(src, t)] if skipped.get("gtid") == args.gtid else []
+    if not tables:
+        return ("; if the resync of the tables it touched was not requested, request it: `cdc snapshot --config "
+                f"{args.config} --source {src.name} --table DB.TABLE --resync` for each")
+    return ("; if the resync was not requested (a prerequisite failed after the skip was recorded), request it: "
+            + "; ".join(f"`cdc snapshot --config {args.config} --source {src.name} --table {t} --resync`"
+                        for t in tables))
 
 
 def _captured(src: Any, table: str) -> bool:

@@ -80,7 +80,13 @@ from streaming.apply.net_effect import DataChange, TableNet, net_effect, net_eff
 from streaming.apply.table_delta import TableDelta
 from streaming.errors import BadRecord, StreamCorrupt, TargetRefused, TargetTransient, UnsupportedDdl
 from streaming.stream.records import DATA, UNDECODABLE, Batch, StreamRecord
-from streaming.stream.structure import first_violation, max_epoch, prefix_offsets
+from streaming.stream.structure import (
+    applied_epoch,
+    first_violation,
+    max_epoch,
+    prefix_offsets,
+    stale_duplicate,
+)
 from streaming.targets import typemap
 from streaming.targets.base import ErrorKind, Target
 from streaming.targets.progress_row import Progress
@@ -135,7 +141,9 @@ class ApplyEngine:
         self.views = views or []
         self.progress: Progress | None = None
         self.topic = "?"  # the changes topic (names it in errors); set by the job
-        self.epoch = 0  # the highest writer epoch applied by this engine (the structure check's floor; 0: none yet)
+        self.epoch = 0  # the highest writer epoch applied (the structure check's floor; 0: none yet), also in
+        # the progress row (Progress.epoch), so a restarted engine starts from it
+        self._epoch_batch: Batch | None = None  # the batch being applied (its epochs go into the progress row)
         self.dead_letter_enabled = bool(target.config.dead_letter_table)
         self._wanted: dict[str, bool] = {}  # table_map.wanted() per source table (fnmatch is slow per row)
 
@@ -167,8 +175,14 @@ class ApplyEngine:
         applied only up to the start of the transaction (or record) that breaks it, with its progress row,
         then the StreamCorrupt naming offset, sequence, expected and found is raised: nothing of that
         transaction is written."""
-        broken = first_violation(batch, self.progress.last_sequence if self.progress else None, self.topic,
-                                 self.epoch)
+        last = self.progress.last_sequence if self.progress else None
+        # the epoch floor: the highest writer epoch applied, kept in the progress row across restarts
+        self.epoch = max(self.epoch, self.progress.epoch if self.progress else 0)
+        stale = stale_duplicate(batch, last, self.topic, self.epoch)
+        if stale is not None:  # a newer writer's record under a sequence the target holds from an older one
+            self.metrics.error(stale)
+            raise stale
+        broken = first_violation(batch, last, self.topic, self.epoch)
         if broken is None:
             result = self._apply_batch(batch, batch_id, end_offsets)
             self.epoch = max(self.epoch, max_epoch(batch))
@@ -182,6 +196,7 @@ class ApplyEngine:
 
     def _apply_batch(self, batch: Batch, batch_id: int, end_offsets: dict[str, Any] | None) -> BatchResult:
         started = time.monotonic()
+        self._epoch_batch = batch  # _finish writes the highest epoch of what it applies of it
         excluded: dict[int, BadRecord] = {}
         while True:
             try:
@@ -513,6 +528,9 @@ class ApplyEngine:
             maintain(self.target, deltas, batch_id, views=self.views, last_sequence=last_seq, truncated=truncated)
         if end_offsets is not None:
             position = {**position, "kafka": end_offsets}
+        epoch = max(self.epoch, applied_epoch(self._epoch_batch, last_seq)) if self._epoch_batch else self.epoch
+        if epoch:
+            position = {**position, "epoch": epoch}
         progress = Progress(self.source, last_seq, batch_id, position, commit_ts)
         self.target.write_progress(progress)
         self.target.commit()
