@@ -240,7 +240,9 @@ def test_make_bench_records_exactly_the_bench_files():
 
 # -- user pages for users: testing and internals live under docs/internals/ and contributing.md --
 
-FOR_CONTRIBUTORS = re.compile(r"pytest|tests/|\b[\w/]+_native\.c\b|\b[\w/]+\.c`|this machine|this session", re.I)
+# a test file name, however its path is cut; and the build environment as a place ("where we build")
+FOR_CONTRIBUTORS = re.compile(r"pytest|tests/|\btest_\w+\.py\b|\b[\w/]+_native\.c\b|\b[\w/]+\.c`|this machine|this session"
+                              r"|where (?:we|this|it) (?:is |was )?(?:built|build)|where this (?:product|project) (?:is|was) built", re.I)
 
 
 def test_user_pages_carry_no_test_suite_or_internals_text():
