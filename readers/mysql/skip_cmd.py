@@ -1,6 +1,7 @@
-"""`cdc source skip --config FILE --source S --gtid G --yes [--resync]`: move a stopped source past one
-refused transaction, record it in the stream, and bring the tables it touched back to equality. For an
-Oracle source the transaction is named by ``--xid`` (readers/oracle/skip_cmd.py).
+"""`cdc source skip --config FILE --source S --gtid G --yes [--resync]` for a MySQL/MariaDB source: move a
+stopped source past one refused transaction, record it in the stream, and bring the tables it touched back
+to equality. The command (cdc/runtime/source_cmd.py) hands the source here through cdc.registry
+SOURCE_COMMANDS; an Oracle source's transaction is named by ``--xid`` (readers/oracle/skip_cmd.py).
 
 A source that stops on a transaction it will not publish (a statement-format write, a partial row image,
 a partition DDL that removes rows, an event it does not decode) stops on the same GTID at every
@@ -33,7 +34,6 @@ import argparse
 import time
 from typing import Any
 
-from cdc.config.options import add_config_option
 from cdc.errors import CdcError, ConfigError, Terminal
 
 
@@ -41,43 +41,14 @@ class SkipRefused(CdcError, Terminal):
     """`cdc source skip` cannot move past the named transaction (``source``, ``gtid``, ``found``)."""
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["skip"], help="skip: move a stopped source past one transaction")
-    add_config_option(parser)
-    parser.add_argument("--source", required=True, help="source name")
-    parser.add_argument("--gtid", help="MySQL/MariaDB source: the GTID the source stopped on (named in its error)")
-    parser.add_argument("--xid", help="Oracle source: the XID of the transaction the source stopped on (named in "
-                        "its error, usn.slot.sqn)")
-    parser.add_argument("--yes", action="store_true", help="acknowledge that the transaction is not published")
-    parser.add_argument("--resync", action="store_true",
-                        help="re-read the tables it touched: MySQL: an incremental snapshot (needs signal_table); "
-                        "Oracle: a snapshot of those tables as of the transaction's commit SCN")
-    parser.add_argument("--reason", default="", help="free text recorded in the stream with the skip")
-
-
-def main(args: argparse.Namespace) -> int:
-    from cdc.config.models import load_config
+def main(args: argparse.Namespace, config: Any, src: Any) -> int:
+    """`cdc source skip` of MySQL/MariaDB source ``src`` of ``config`` (cdc.registry SOURCE_COMMANDS)."""
     from cdc.metrics import SourceMetrics
     from cdc.publish.lease import WriterLease
     from cdc.publish.publisher import Publisher
     from cdc.stream.events import Heartbeat
     from readers.mysql.position import GtidSet
 
-    if not args.yes:
-        raise ConfigError("cdc source skip: add --yes to acknowledge that transaction "
-                          f"{args.gtid or args.xid} is NOT published (its tables are resynced instead)", key="--yes")
-    config = load_config(args.config)
-    src = config.source(args.source)
-    if src.kind == "oracle":  # the same command for an Oracle source: by XID (readers/oracle/skip_cmd.py)
-        if not args.xid:
-            raise ConfigError(f"source {src.name} is an Oracle source: name the transaction with --xid (its error "
-                              "names it)", key="--xid")
-        from readers.oracle import skip_cmd as oracle_skip
-
-        return oracle_skip.main(args, config, src)
-    if src.kind != "mysql":
-        raise ConfigError(f"source {src.name} is kind {src.kind}: `cdc source skip` moves MySQL/MariaDB and Oracle "
-                          "sources", key="sources", file=args.config)
     if not args.gtid:
         raise ConfigError(f"source {src.name} is a MySQL/MariaDB source: name the transaction with --gtid (its error "
                           "names it)", key="--gtid")
@@ -112,9 +83,9 @@ def main(args: argparse.Namespace) -> int:
           f"{', '.join(tables) or 'none seen'}; recorded in {publisher.topic}")
     if captured and args.resync:
         from readers.mysql import snapshot_cmd
-        from readers.mysql.connection import open_connection
+        from readers.mysql.connection import open_primary
 
-        conn = snapshot_cmd._primary(src, open_connection)
+        conn = open_primary(src)
         try:
             with conn.cursor() as cur:
                 refused = {t: why for t in captured if (why := snapshot_cmd.resync_refusal(cur, t, config))}
@@ -123,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
         for resync, tables in ((True, [t for t in captured if t not in refused]), (False, list(refused))):
             if tables:
                 snapshot_cmd.main(argparse.Namespace(action="request", config=args.config, source=src.name,
-                                                     table=tables, interval=0, resync=resync))
+                                                     table=tables, interval=0, resync=resync), config, src)
         for t, why in refused.items():
             print(f"{t}: plain snapshot, not a resync ({why}); rows the skipped transaction deleted may remain on "
                   f"the target: check with `cdc compare --config {args.config} --tables {t}`")
