@@ -1,6 +1,7 @@
-"""`cdc source skip --config FILE --source S --gtid G --yes [--resync]`: move a stopped source past one
-refused transaction, record it in the stream, and bring the tables it touched back to equality. For an
-Oracle source the transaction is named by ``--xid`` (readers/oracle/skip_cmd.py).
+"""`cdc source skip --config FILE --source S --gtid G --yes [--resync]` for a MySQL/MariaDB source: move a
+stopped source past one refused transaction, record it in the stream, and bring the tables it touched back
+to equality. The command (cdc/runtime/source_cmd.py) hands the source here through cdc.registry
+SOURCE_COMMANDS; an Oracle source's transaction is named by ``--xid`` (readers/oracle/skip_cmd.py).
 
 A source that stops on a transaction it will not publish (a statement-format write, a partial row image,
 a partition DDL that removes rows, an event it does not decode) stops on the same GTID at every
@@ -11,10 +12,7 @@ past it without a rebuild:
    source is fenced and stops; nothing else writes the stream meanwhile.
 2. The stream's checkpoint is read (the publisher's recovery) and the source's binlog is read from
    it: the first transaction after the checkpoint must be G (so exactly one transaction is skipped,
-   never a range), and the tables it touched are taken from its table maps and statements. With
-   ``--resync`` its prerequisites are checked now, BEFORE anything is recorded (a ``signal_table``; each
-   table's key and the per-table topics, read on the primary): a missing one refuses with nothing
-   written, so the same command runs whole after the fix (check first, record once).
+   never a range), and the tables it touched are taken from its table maps and statements.
 3. A HEARTBEAT record is written whose resume state is the checkpoint plus G, and whose ``skipped``
    entry names G, the tables and the time: the stream records what was skipped, and every consumer
    already accepts the record. The next `cdc run` resumes after G.
@@ -27,8 +25,7 @@ past it without a rebuild:
    command prints the `cdc snapshot` lines to run after the restart.
 
 Refuses, naming what it found, when the stream has no checkpoint yet, when G is already in the
-checkpoint (a re-run with ``--resync`` names the `cdc snapshot --resync` lines of the tables G touched,
-for a resync that was not requested), or when the next transaction on the source is not G.
+checkpoint, or when the next transaction on the source is not G.
 """
 
 from __future__ import annotations
@@ -37,7 +34,6 @@ import argparse
 import time
 from typing import Any
 
-from cdc.config.options import add_config_option
 from cdc.errors import CdcError, ConfigError, Terminal
 
 
@@ -45,41 +41,12 @@ class SkipRefused(CdcError, Terminal):
     """`cdc source skip` cannot move past the named transaction (``source``, ``gtid``, ``found``)."""
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["skip"], help="skip: move a stopped source past one transaction")
-    add_config_option(parser)
-    parser.add_argument("--source", required=True, help="source name")
-    parser.add_argument("--gtid", help="MySQL/MariaDB source: the GTID the source stopped on (named in its error)")
-    parser.add_argument("--xid", help="Oracle source: the XID of the transaction the source stopped on (named in "
-                        "its error, usn.slot.sqn)")
-    parser.add_argument("--yes", action="store_true", help="acknowledge that the transaction is not published")
-    parser.add_argument("--resync", action="store_true",
-                        help="re-read the tables it touched: MySQL: an incremental snapshot (needs signal_table); "
-                        "Oracle: a snapshot of those tables as of the transaction's commit SCN")
-    parser.add_argument("--reason", default="", help="free text recorded in the stream with the skip")
-
-
-def main(args: argparse.Namespace) -> int:
-    from cdc.config.models import load_config
+def main(args: argparse.Namespace, config: Any, src: Any) -> int:
+    """`cdc source skip` of MySQL/MariaDB source ``src`` of ``config`` (cdc.registry SOURCE_COMMANDS)."""
     from cdc.publish.opening import close_publisher, open_publisher
     from cdc.stream.events import Heartbeat
     from readers.mysql.position import GtidSet
 
-    if not args.yes:
-        raise ConfigError("cdc source skip: add --yes to acknowledge that transaction "
-                          f"{args.gtid or args.xid} is NOT published (its tables are resynced instead)", key="--yes")
-    config = load_config(args.config)
-    src = config.source(args.source)
-    if src.kind == "oracle":  # the same command for an Oracle source: by XID (readers/oracle/skip_cmd.py)
-        if not args.xid:
-            raise ConfigError(f"source {src.name} is an Oracle source: name the transaction with --xid (its error "
-                              "names it)", key="--xid")
-        from readers.oracle import skip_cmd as oracle_skip
-
-        return oracle_skip.main(args, config, src)
-    if src.kind != "mysql":
-        raise ConfigError(f"source {src.name} is kind {src.kind}: `cdc source skip` moves MySQL/MariaDB and Oracle "
-                          "sources", key="sources", file=args.config)
     if not args.gtid:
         raise ConfigError(f"source {src.name} is a MySQL/MariaDB source: name the transaction with --gtid (its error "
                           "names it)", key="--gtid")
@@ -119,7 +86,7 @@ def main(args: argparse.Namespace) -> int:
         for resync, tables in ((True, [t for t in captured if t not in refused]), (False, list(refused))):
             if tables:
                 snapshot_cmd.main(argparse.Namespace(action="request", config=args.config, source=src.name,
-                                                     table=tables, interval=0, resync=resync))
+                                                     table=tables, interval=0, resync=resync), config, src)
         for t, why in refused.items():
             print(f"{t}: plain snapshot, not a resync ({why}); rows the skipped transaction deleted may remain on "
                   f"the target: check with `cdc compare --config {args.config} --tables {t}`")
@@ -138,14 +105,14 @@ def _resync_refusals(args: argparse.Namespace, config: Any, src: Any, captured: 
     (nothing recorded: fix it and run the command again); per table, why it gets a plain snapshot instead of a
     resync (its keys, per-table topics), read on the source's primary."""
     from readers.mysql import snapshot_cmd
-    from readers.mysql.connection import open_connection
+    from readers.mysql.connection import open_primary
 
     if not src.signal_table:
         raise ConfigError(f"source {src.name} has no signal_table, which --resync needs to request the snapshot of "
                           f"{', '.join(captured)}; nothing was recorded: add e.g. `signal_table: ops.cdc_signal` to "
                           "the source and run the same command again (or run it without --resync and resync later)",
                           key="signal_table", file=args.config)
-    conn = snapshot_cmd._primary(src, open_connection)
+    conn = open_primary(src)
     try:
         with conn.cursor() as cur:
             return {t: why for t in captured if (why := snapshot_cmd.resync_refusal(cur, t, config))}

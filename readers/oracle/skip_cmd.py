@@ -30,7 +30,7 @@ import tempfile
 import time
 from typing import Any
 
-from cdc.errors import CdcError, Terminal
+from cdc.errors import CdcError, ConfigError, Terminal
 
 
 class SkipRefused(CdcError, Terminal):
@@ -38,10 +38,14 @@ class SkipRefused(CdcError, Terminal):
 
 
 def main(args: argparse.Namespace, config: Any, src: Any) -> int:
+    """`cdc source skip` of Oracle source ``src`` of ``config`` (cdc.registry SOURCE_COMMANDS)."""
     from cdc.publish.opening import close_publisher, open_publisher
     from cdc.stream.events import Heartbeat
     from readers.oracle.position import ResumeState, Xid
 
+    if not args.xid:
+        raise ConfigError(f"source {src.name} is an Oracle source: name the transaction with --xid (its error "
+                          "names it)", key="--xid")
     xid = str(Xid.parse(args.xid.strip()))  # usn.slot.sqn as the stop names it, or the RAW hex form
     publisher, lease = open_publisher(config.kafka, src.name, "oracle")  # with the writer lease
     try:

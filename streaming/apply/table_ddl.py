@@ -41,13 +41,29 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cdc.stream.events import TableId, TableSchema
+from streaming.apply.table_info import TableInfo
 from streaming.errors import UnsupportedDdl
 
 if TYPE_CHECKING:
-    from streaming.apply.catalog import Catalog, TableInfo
+    from cdc.schema.table_map import TableMap
+    from streaming.targets.base import Target
+
+
+class Catalog(Protocol):
+    """What this module uses of the apply's catalog (streaming/apply/catalog.py Catalog, which calls this module
+    and so is not imported by it)."""
+
+    source: str
+    target: Target
+    table_map: TableMap
+    tables: dict[str, TableInfo]
+
+    def on_schema(self, meta: dict[str, Any], sequence: int) -> str | None: ...
+
+    def _ways(self, table: str, sequence: int, ways: tuple[str, ...]) -> str: ...
 
 log = logging.getLogger(__name__)
 _FOLLOWED = "table_level_followed"  # on a SCHEMA record handed on to catalog.on_schema after its table-level part

@@ -137,7 +137,7 @@ def test_initial_snapshot_then_streaming_under_concurrent_writes(mariadb_primary
 
 
 def test_incremental_snapshot_never_goes_back_in_time(mariadb_primary, tmp_mysql_db, tmp_path: Path):
-    from readers.mysql.snapshot_cmd import main as snapshot_main
+    from cdc.runtime.snapshot_cmd import main as snapshot_main
 
     load(mariadb_primary, tmp_mysql_db)
     signal = f"{tmp_mysql_db}.cdc_signal"

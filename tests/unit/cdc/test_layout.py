@@ -43,3 +43,137 @@ def test_unit_tests_mirror_the_package_tree():
     for p in (ROOT / "tests" / "unit").rglob("test_*.py"):
         folder = p.parent.relative_to(ROOT / "tests" / "unit")
         assert (ROOT / folder).is_dir(), f"{p.relative_to(ROOT)}: no package folder {folder} to mirror"
+
+
+# ---- import graph: cycles, readers <-> streaming, product -> tools (issue #35 part 4) ---------------------------
+import ast  # here, not at the top: this block is self-contained (another block of this file may follow)
+
+PRODUCT = ("cdc", "readers", "streaming")
+TOOL_MODULES = ("cdc.dev", "cdc.bench", "readers.oracle.sim")
+# the registry-hooked entry points from the product to a tool: cdc.registry STAND_INS names the simulator by
+# string (imported only for a `dsn: simulator` source); COMMANDS names the dev and bench command modules
+HOOKED = {"cdc.registry": {"readers.oracle.sim.simulator", "cdc.dev.dev_cmd", "cdc.bench.bench_cmd"}}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PRODUCT:
+        for p in (ROOT / pkg).rglob("*.py"):
+            parts = list(p.relative_to(ROOT).with_suffix("").parts)
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    return out
+
+
+def _imports(tree: ast.AST, modules: dict[str, Path], module_level: bool) -> set[str]:
+    """The product modules ``tree`` imports (``from a.b import c`` of a module c: a.b.c), every import
+    statement (in functions too, and under ``if TYPE_CHECKING``) unless ``module_level``."""
+    def owner(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    nodes = list(ast.iter_child_nodes(tree)) if module_level else list(ast.walk(tree))
+    if module_level:  # also inside module-level if/try blocks (not functions or classes)
+        i = 0
+        while i < len(nodes):
+            if isinstance(nodes[i], (ast.If, ast.Try)):
+                nodes += [n for n in ast.iter_child_nodes(nodes[i]) if isinstance(n, ast.stmt)]
+                nodes += [n for h in getattr(nodes[i], "handlers", []) for n in h.body]
+            i += 1
+    out: set[str] = set()
+    for n in nodes:
+        if isinstance(n, ast.Import):
+            out |= {m for a in n.names if (m := owner(a.name))}
+        elif isinstance(n, ast.ImportFrom) and n.level == 0 and n.module:
+            for a in n.names:
+                sub = f"{n.module}.{a.name}"
+                out |= {m for m in ((sub if sub in modules else None) or owner(n.module),) if m}
+    return out
+
+
+def _graph(module_level: bool) -> dict[str, set[str]]:
+    modules = _modules()
+    return {m: _imports(ast.parse(p.read_text()), modules, module_level) - {m} for m, p in modules.items()}
+
+
+def _string_refs(path: Path) -> set[str]:
+    """Dotted module names written as string constants ("pkg.mod" or "pkg.mod:attr"): the registry's tables."""
+    tree = ast.parse(path.read_text())
+    return {n.value.partition(":")[0] for n in ast.walk(tree) if isinstance(n, ast.Constant)
+            and isinstance(n.value, str) and n.value.partition(":")[0].startswith(tuple(f"{p}." for p in PRODUCT))}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles_among_product_modules():
+    # module-level imports: a cycle there breaks at import time depending on which module comes first
+    assert _cycles(_graph(module_level=True)) == []
+    # every import, in functions and under TYPE_CHECKING too: a deferred import hides a circle, it does not untie it
+    assert _cycles(_graph(module_level=False)) == []
+
+
+def test_readers_and_streaming_never_import_each_other():
+    graph = _graph(module_level=False)
+    offenders = sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps
+                       if {m.split(".")[0], d.split(".")[0]} == {"readers", "streaming"})
+    assert offenders == []
+
+
+def _is_tool(module: str) -> bool:
+    return any(module == t or module.startswith(f"{t}.") for t in TOOL_MODULES)
+
+
+def test_product_code_never_imports_the_tools():
+    graph = _graph(module_level=False)
+    offenders = sorted(f"{m} -> {d}" for m, deps in graph.items() if not _is_tool(m) for d in deps if _is_tool(d))
+    assert offenders == []
+    for m, p in _modules().items():  # names by string (importlib): only the registry's hooked entry points
+        if not _is_tool(m):
+            named = {r for r in _string_refs(p) if _is_tool(r)}
+            assert named <= HOOKED.get(m, set()), f"{m} names tools {sorted(named - HOOKED.get(m, set()))}"
+    assert _string_refs(ROOT / "cdc" / "registry.py") >= HOOKED["cdc.registry"]

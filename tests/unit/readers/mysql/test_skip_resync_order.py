@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from cdc.errors import ConfigError
+from cdc.runtime import source_cmd
 from readers.mysql import skip_cmd
 
 
@@ -55,7 +56,7 @@ def test_a_missing_signal_table_refuses_before_anything_is_recorded(tmp_path, mo
     monkeypatch.setattr("cdc.publish.opening.open_publisher", lambda *a, **k: (pub, None))
     monkeypatch.setattr(skip_cmd, "next_transaction", lambda src, state: ("0-1-9", ["db.items"]))
     with pytest.raises(ConfigError, match="signal_table") as info:
-        skip_cmd.main(_args(_config(tmp_path, None)))
+        source_cmd.main(_args(_config(tmp_path, None)))
     assert "nothing was recorded" in str(info.value)
     assert pub.published == []  # the skip is not recorded: a re-run after the fix does the whole thing
 
@@ -66,6 +67,6 @@ def test_a_rerun_after_the_skip_names_the_resync_still_to_request(tmp_path, monk
     monkeypatch.setattr("cdc.publish.opening.open_publisher", lambda *a, **k: (pub, None))
     config = _config(tmp_path, "db.cdc_signal")
     with pytest.raises(skip_cmd.SkipRefused, match="already holds") as info:
-        skip_cmd.main(_args(config))
+        source_cmd.main(_args(config))
     assert "cdc snapshot" in str(info.value) and "--table db.items --resync" in str(info.value)
     assert pub.published == []
