@@ -35,7 +35,7 @@ def logical_type(type_text: str) -> LogicalType:
         base, args, unsigned = text, None, False
         if text.startswith(("enum(", "set(")):  # labels may hold ')' or blanks
             base, _, rest = text.partition("(")
-            args = rest.removesuffix(")")
+            args = rest[:-1] if rest.endswith(")") else rest
     else:
         base, args, unsigned = m.group(1).strip(), m.group(2), bool(m.group(3))
     if base in _INT_BITS:
