@@ -80,6 +80,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "dev": ("cdc.dev.dev_cmd", "embedded services: `cdc dev up|down|status`"),
     "bench": ("cdc.bench.bench_cmd", "benchmarks: `cdc bench mysql|apply|oracle|compare|views`"),
     "tail": ("cdc.consumer.tail_cmd", "print the change stream of a source (console consumer)"),
+    "decrypt": ("cdc.transforms.decrypt_cmd", "key holders: the clear text of values `mask: encrypt` wrote"),
     "stream": ("cdc.publish.stream_cmd", "the change stream: `cdc stream reset` starts a source's stream afresh"),
 }
 

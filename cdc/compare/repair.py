@@ -28,10 +28,16 @@ from cdc.compare.merge import DIFFERENT, EXTRA, MISSING
 from cdc.compare.report import TableReport
 from cdc.compare.shapes import TableShape, describe
 from cdc.compare.table_diff import split_name
+from cdc.schema.logical import LogicalType
 from cdc.schema.values import select_expr, stream_value, value_kind
 from cdc.stream.events import Begin, Change, Column, Commit, TableId, TableSchema
 
 BATCH = 500
+# the compare family of a column as a logical type: enough for the transforms' checks (cdc/transforms/mapper.py)
+_LOGICAL = {"int": LogicalType("integer"), "string": LogicalType("string"), "bool": LogicalType("boolean"),
+            "decimal": LogicalType("decimal"), "float": LogicalType("double"), "binary": LogicalType("binary"),
+            "date": LogicalType("date"), "datetime": LogicalType("timestamp"), "time": LogicalType("time"),
+            "timestamptz": LogicalType("timestamp_tz", time_zone="utc"), "other": LogicalType("other")}
 
 
 def fetch_rows(ep: Endpoint, conn, shape: TableShape, key_cols: list[str], keys: list[tuple]) -> Iterator[dict]:
@@ -50,8 +56,12 @@ def fetch_rows(ep: Endpoint, conn, shape: TableShape, key_cols: list[str], keys:
 
 
 def repair(config, source_name: str, src_ep: Endpoint, tgt_ep: Endpoint, report: TableReport,
-           publisher=None) -> int:
-    """Publish one transaction that repairs ``report``'s table; return the number of changes."""
+           publisher=None, transforms=None) -> int:
+    """Publish one transaction that repairs ``report``'s table; return the number of changes.
+
+    ``transforms`` (the source's cdc.transforms.mapper.SourceTransforms): the source rows are shaped as the
+    daemon shapes them before they are published (no clear value of a masked column reaches Kafka); the
+    target's rows (deletes) are already shaped."""
     if report.mode == "full-row":
         raise CompareError(f"cannot repair {report.source_table}: it has no primary key, so which copy of a row "
                            "to delete or keep is ambiguous", table=report.source_table)
@@ -69,19 +79,23 @@ def repair(config, source_name: str, src_ep: Endpoint, tgt_ep: Endpoint, report:
         key = list(report.key_columns)
         t_key = [next(c.name for c in t_shape.columns if c.name.lower() == k.lower()) for k in key]
         table = TableId(s_shape.schema, s_shape.table)
-        schema = TableSchema(table, tuple(Column(c.name, c.type, c.nullable) for c in s_shape.columns), tuple(key))
+        schema = TableSchema(table, tuple(Column(c.name, c.type, c.nullable, None, _LOGICAL.get(c.family))
+                                          for c in s_shape.columns), tuple(key))
+        mapper = transforms.mapper(schema) if transforms else None
+        shaped = schema if mapper is None else mapper.schema
         now = int(time.time() * 1000)
         txid = f"repair:{table}:{now}"
         publisher.publish(Begin(txid, now))
         n = 0
         upserts = report.keys(MISSING) + report.keys(DIFFERENT)
         for row in fetch_rows(src_ep, src_conn, s_shape, key, upserts):
-            publisher.publish(Change(table, "r", None, row, {"repair": True}, schema))
+            publisher.publish(Change(table, "r", None, row if mapper is None else mapper.row(row), {"repair": True},
+                                     shaped))
             n += 1
         by_lower = {c.name.lower(): c.name for c in s_shape.columns}
         for row in fetch_rows(tgt_ep, tgt_conn, t_shape, t_key, report.keys(EXTRA)):
             before = {by_lower.get(k.lower(), k): v for k, v in row.items()}
-            publisher.publish(Change(table, "d", before, None, {"repair": True}, schema))
+            publisher.publish(Change(table, "d", before, None, {"repair": True}, shaped))
             n += 1
         publisher.publish(Commit(txid, now, resume=resume, position={"repair": True}))
         publisher.flush()

@@ -71,7 +71,8 @@ class MySqlCompare(CompareDialect):
 
     def null_flag(self, col: ColumnInfo, rendered: str) -> str:
         # a zero date renders as NULL: its flag says NULL too
-        return f"ISNULL({rendered if col.family in ('date', 'datetime', 'timestamptz') else self.quote(col.name)})"
+        shown = col.expr is not None or col.family in ('date', 'datetime', 'timestamptz')
+        return f"ISNULL({rendered if shown else self.quote(col.name)})"
 
     # ---- bucket pass and row pass --------------------------------------------------------------
     def bucket_digest(self, text: str, order_by: str, ordered: bool) -> str:
