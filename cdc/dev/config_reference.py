@@ -3,7 +3,7 @@
 ``python -m cdc.dev.config_reference > docs/reference.md`` writes it; tests/unit/cdc/test_docs.py fails when
 the committed page differs from what this prints, so the reference cannot drift from the models. One table
 per section: key (as written in the YAML file), type, default, meaning (the field's description), and the
-environment variable that overrides it (cdc/config/models.py: ``CDC_`` + the key path in upper case joined by
+environment variable that overrides it (cdc/config/loader.py: ``CDC_`` + the key path in upper case joined by
 ``__``, list items by index). A section's introduction is the field's description and the model's docstring,
 wrapped at ``WIDTH`` characters; tests/unit/cdc/test_config_reference.py requires a description of every field.
 """

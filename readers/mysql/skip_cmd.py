@@ -56,7 +56,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
     from cdc.metrics import SourceMetrics
     from cdc.publish.lease import WriterLease
     from cdc.publish.publisher import Publisher

@@ -41,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from cdc.compare.errors import CompareError
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
     from readers.mysql.connection import open_connection
     from readers.mysql.incremental import EXECUTE, RESYNC, SIGNAL_DDL
     from readers.mysql.snapshot import q

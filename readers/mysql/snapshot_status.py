@@ -22,7 +22,7 @@ from readers.mysql.snapshot import expand_tables, q
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
     from cdc.publish.recovery import read_tail
     from cdc.stream.envelope import changes_topic
     from cdc.stream.serde import get_serdes

@@ -21,7 +21,7 @@ import argparse
 import json
 import sys
 
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from cdc.config.options import add_config_option
 from cdc.errors import ConfigError
 from streaming.targets import make_target

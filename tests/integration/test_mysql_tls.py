@@ -10,7 +10,8 @@ import argparse
 import pytest
 
 from cdc.compare.endpoints import from_config
-from cdc.config.models import TargetConfig, parse_config
+from cdc.config.loader import parse_config
+from cdc.config.models import TargetConfig
 from cdc.config.tls import MySqlTls
 from cdc.stream.events import Change
 from readers.mysql.check import check_host

@@ -15,7 +15,7 @@ from cdc.config.credentials import (
     reveal,
     scrub,
 )
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from cdc.errors import ConfigError
 
 LEAK = "Leak-Me-7f3a9#*!"

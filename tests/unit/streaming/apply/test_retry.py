@@ -112,7 +112,7 @@ def test_a_fatal_target_error_outside_any_row_is_a_named_refusal_not_retried(tmp
 
 
 def test_retry_and_timeouts_are_read_from_the_file_and_the_environment(tmp_path):
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
     from cdc.errors import ConfigError
 
     path = tmp_path / "cdc.yaml"
