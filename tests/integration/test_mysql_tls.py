@@ -21,7 +21,7 @@ from readers.mysql.locate import locate
 from readers.mysql.locate import main as locate_main
 from readers.mysql.position import GtidSet
 from streaming.errors import TargetError
-from streaming.targets.mysql import MySqlTarget
+from streaming.targets.mysql.target import MySqlTarget
 from tests.fixtures.tls import SSL_USER, TLS_PASSWORD, X509_USER
 from tests.integration.mysql_helpers import collect, make_source, transactions
 

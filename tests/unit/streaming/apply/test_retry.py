@@ -17,7 +17,7 @@ from streaming.apply import probes
 from streaming.apply.engine import ApplyEngine
 from streaming.apply.retry import apply_with_retry, backoff_s
 from streaming.errors import BadRecord, TargetRefused, TargetTransient, TargetUnavailable
-from streaming.targets.duckdb import DuckDbTarget
+from streaming.targets.duckdb.target import DuckDbTarget
 from streaming.testing import StreamBuilder
 
 NO_WAIT = ApplyRetry(attempts=3, initial_backoff_s=0, max_backoff_s=0)
