@@ -11,32 +11,24 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import (
     BaseModel,
     ConfigDict,
-    Discriminator,
     Field,
     SecretStr,
-    Tag,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from cdc.config.credentials import (
-    STORE_FILE_SETTINGS,
-    PasswordLogin,
-    SecretDsn,
-    file_secret,
-    is_store_secret,
-    resolve_secrets,
     reveal,
 )
 from cdc.config.kafka_settings import KafkaConnection, parse_block
-from cdc.config.tls import MySqlTls, OracleTls, tls_kind
+from cdc.config.target_base import TargetConfig, TargetTimeouts  # noqa: F401 (importers name them from here)
 from cdc.errors import ConfigError
 from cdc.registry import SOURCE_CONFIGS
 from cdc.schema.evolution import SchemaChangeConfig
 from cdc.spill.dirs import default_spill_dir
 
-SourceConfig = Annotated[Union[tuple(SOURCE_CONFIGS.values())], Field(discriminator="kind")]
+SourceConfig = Annotated[Union[tuple(SOURCE_CONFIGS.values())], Field(discriminator="kind")]  # noqa: UP007
 
 
 class SchemaRegistryConfig(BaseModel):
@@ -183,45 +175,6 @@ class KafkaConfig(BaseModel):
         return self
 
 
-class TargetTimeouts(BaseModel):
-    """Every wait on a database target is bounded (``targets[].timeouts``; 0 turns one bound off).
-
-    PostgreSQL gets them as libpq connect options (connect_timeout, keepalives, tcp_user_timeout) and
-    session settings (statement_timeout, lock_timeout, idle_in_transaction_session_timeout); MySQL/MariaDB
-    as PyMySQL connect/read/write timeouts and session variables; Oracle as the connect timeout, TCP
-    keepalive and the per-call timeout. ``reply_s`` is the client's own bound on one call: a call that hears
-    nothing from the server for that long (a dead network path, a hung proxy: the kernel's keepalives do not
-    see those) ends the connection, and the batch is retried."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    connect_s: float = Field(default=10.0, gt=0, description="seconds to open a connection, login "
-                                                        "included")
-    statement_s: float = Field(default=300.0, ge=0, description="seconds after which the server "
-                                                         "cancels one statement (0: no bound)")
-    lock_s: float = Field(default=0.0, ge=0, description="seconds after which the server gives "
-                                                         "up a lock wait (0: statement_s bounds it)")
-    idle_in_transaction_s: float = Field(default=120.0, ge=0, description="seconds after which the server ends "
-                                         "a session idle inside a transaction (a driver that died mid-batch; "
-                                         "0: no bound)")
-    keepalive_idle_s: int = Field(default=30, gt=0, description="TCP keepalive: seconds a connection "
-                                 "is idle before the first probe")
-    keepalive_interval_s: int = Field(default=10, gt=0, description="TCP keepalive: seconds between "
-                                     "probes")
-    keepalive_count: int = Field(default=3, gt=0, description="TCP keepalive: unanswered probes "
-                                "after which the connection counts as dead")
-    reply_s: float | None = Field(default=None, ge=0, description="seconds the client waits for the "
-                                  "server's reply to one call, then ends the connection and the batch is "
-                                  "retried (none: statement_s + 30; 0: no bound)")
-
-    @property
-    def reply_bound_s(self) -> float | None:
-        """The client-side bound on one call, None when off."""
-        if self.reply_s is not None:
-            return self.reply_s or None
-        return self.statement_s + 30.0 if self.statement_s else None
-
-
 class ApplyRetry(BaseModel):
     """``apply[].retry``: a batch that failed transiently (lock or statement timeout, deadlock, serialization
     failure, lost connection) is rolled back whole and applied again after ``initial_backoff_s``, doubling up
@@ -236,96 +189,6 @@ class ApplyRetry(BaseModel):
                                      "failed batch, doubled at each further one")
     max_backoff_s: float = Field(default=30.0, ge=0, description="seconds the wait between retries grows to "
                                  "at most")
-
-
-class TargetConfig(PasswordLogin):
-    """One target. Database targets (postgres, mysql, oracle) log in: ``user`` (else the DSN's) and
-    a password from ``password``, ``password_file`` or the DSN (cdc.config.credentials), else ``passwordless``."""
-
-    model_config = ConfigDict(extra="forbid")
-    dsn_field = "dsn"
-
-    name: str = Field(description="the target's name, which apply[].target refers to")
-    kind: Literal["postgres", "mysql", "duckdb", "oracle", "parquet", "delta", "iceberg"] = Field(
-        description="the kind of database or table format written")
-    dsn: str | None = Field(default=None, description="database targets: where to connect (postgresql://, "
-                            "mysql://, oracle host:port/service; duckdb and parquet: a file or directory path)")
-    user: str | None = Field(default=None, description="login user (default: the DSN's)")
-    path: str | None = Field(default=None, description="duckdb: the database file (else dsn; neither: in "
-                             "memory); parquet: the directory (else dsn); delta: the root directory or "
-                             "object-store URI of the tables (required)")
-    schema_: str | None = Field(default=None, alias="schema", description="database schema the tables are "
-                                "written to (none: the connection's default)")
-    dead_letter_table: str | None = Field(default=None, description="table (created when missing) receiving "
-                                          "records the apply cannot write, with the error (none: such a record "
-                                          "stops the apply)")
-    timeouts: TargetTimeouts = Field(default_factory=TargetTimeouts, description="bounds on every wait on a "
-                                     "database target")
-    # lakehouse targets (streaming/targets/delta.py, iceberg.py). Secrets among the settings (a name matching
-    # cdc.config.credentials.STORE_SECRET) are SecretStr, <name>_file reads one from a file; the catalog_uri's password
-    # is masked wherever the URI is shown (SecretDsn). Unwrapped only where handed to deltalake / pyiceberg.
-    storage_options: dict[str, str | SecretStr] = Field(default_factory=dict,
-                                                        description="delta: object-store settings "
-                                                        "(AWS_REGION, AWS_ACCESS_KEY_ID, ...) passed to deltalake; "
-                                                        "iceberg takes its own in catalog")
-    catalog_uri: SecretDsn | None = Field(default=None, description="iceberg: SQL catalog URI (sqlite:///..., "
-                                          "postgresql://...; its password: better catalog_uri_file)")
-    warehouse: str | None = Field(default=None, description="iceberg: the location (path or "
-                                      "object-store URI) where table files are written")
-    namespace: str = Field(default="cdc", description="iceberg: the catalog namespace of the tables (created "
-                           "when missing)")
-    catalog: dict[str, Any] = Field(default_factory=dict, description="iceberg: other pyiceberg catalog settings")
-    tls: Annotated[Annotated[MySqlTls, Tag("mysql")] | Annotated[OracleTls, Tag("oracle")],
-                   Discriminator(tls_kind)] | None = Field(
-        default=None, description="mysql: {ca, cert, key, verify_identity}; oracle: wallet settings (cdc/config/tls.py); "
-                                  "postgres: libpq's sslmode/sslrootcert/sslcert/sslkey in the dsn instead")
-
-    def needs_login(self) -> bool:
-        return self.kind in ("postgres", "mysql", "oracle")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _catalog_uri_file(cls, data: Any) -> Any:
-        """``catalog_uri_file``: the whole catalog URI (with its password) read from a file."""
-        if isinstance(data, dict) and "catalog_uri_file" in data:
-            data = dict(data)
-            path = data.pop("catalog_uri_file")
-            if data.get("catalog_uri") is not None:
-                raise ValueError("give catalog_uri or catalog_uri_file, not both")
-            if path is not None:
-                data["catalog_uri"] = SecretDsn(file_secret(str(path), "catalog_uri_file").get_secret_value())
-        return data
-
-    @field_validator("storage_options", "catalog", mode="before")
-    @classmethod
-    def _store_secrets(cls, raw: Any, info: ValidationInfo) -> Any:
-        """Secret settings become SecretStr, ``<secret>_file`` is read (cdc.config.credentials.resolve_secrets)."""
-        if not isinstance(raw, dict):
-            return raw  # pydantic reports a mapping is expected
-        out = resolve_secrets(raw, info.field_name, is_store_secret, STORE_FILE_SETTINGS)
-        if info.field_name == "storage_options":  # deltalake takes text only
-            for name, value in out.items():
-                if not isinstance(value, (str, SecretStr)):  # the value is not shown: it may be a secret, mis-parsed
-                    raise ValueError(f"storage_options.{name}: an object-store setting is text (got "  # noqa: TRY004
-                                     f"{type(value).__name__}); quote it")
-        return out
-
-    def login_kwargs(self) -> dict[str, Any]:
-        """``user`` (when set) and the unwrapped password, as driver keywords, for connect() only."""
-        return {**({"user": self.user} if self.user else {}), **super().login_kwargs()}
-
-    @model_validator(mode="after")
-    def _tls_fits_kind(self) -> TargetConfig:
-        if self.tls is not None and tls_kind(self.tls) != self.kind:
-            raise ValueError(f"tls: a {self.kind} target takes {_TLS_TAKES.get(self.kind, 'no tls block')}")
-        return self
-
-
-_TLS_TAKES = {
-    "mysql": "tls: {ca, cert, key, verify_identity}",
-    "oracle": "tls: {config_dir, wallet_location, wallet_password, ssl_server_dn_match, ssl_server_cert_dn}",
-    "postgres": "no tls block: libpq's settings go in the dsn (sslmode=verify-full&sslrootcert=/path/ca.pem)",
-}
 
 
 class TableMapping(BaseModel):
