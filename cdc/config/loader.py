@@ -32,7 +32,7 @@ from cdc.config.dsn import mask
 from cdc.config.models import Config
 from cdc.config.options import CONFIG_ENV, DEFAULT_CONFIG
 from cdc.errors import ConfigError
-from cdc.registry import SOURCE_CONFIGS
+from cdc.registry import SOURCE_CONFIGS, TARGET_CONFIGS
 
 ENV_PREFIX = "CDC_"
 
@@ -70,6 +70,11 @@ def parse_config(raw: dict[str, Any], origin: str = "<dict>", overridden: dict[s
             if err["type"] == "extra_forbidden":
                 problems.append(f"key '{key}' in {where}: unknown key{_did_you_mean(err['loc'])}")
                 continue
+            if err["type"] in ("union_tag_invalid", "union_tag_not_found"):  # the kind of a source or target
+                key, tags = f"{key}.kind", _kinds(err["loc"])
+                said = f"got {err['ctx']['tag']!r}" if err["type"] == "union_tag_invalid" else "missing"
+                problems.append(f"key '{key}' in {where}: the kind must be one of {tags} ({said})")
+                continue
             value = f" (got {_shown(err)})" if err.get("input") is not None and not isinstance(err["input"], dict) else ""
             problems.append(f"key '{key}' in {where}: {err['msg']}{value}{_login_origins(err, key, origin, overridden)}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems), file=origin,
@@ -78,11 +83,18 @@ def parse_config(raw: dict[str, Any], origin: str = "<dict>", overridden: dict[s
     return config
 
 
+def _kinds(loc: tuple[Any, ...]) -> str:
+    """The kinds a ``sources[i]`` or ``targets[i]`` takes (for an error at ``loc``)."""
+    return ", ".join(repr(k) for k in sorted(SOURCE_CONFIGS if loc[0] == "sources" else TARGET_CONFIGS))
+
+
 def _did_you_mean(loc: tuple[Any, ...]) -> str:
     """For an unknown key at ``loc``: the closest valid key of the same model (difflib), else the valid keys."""
     path, root = list(loc[:-1]), Config
     if len(path) > 2 and path[0] == "sources" and path[2] in SOURCE_CONFIGS:  # only the keys of that source kind
         path, root = path[3:], SOURCE_CONFIGS[path[2]]
+    elif len(path) > 2 and path[0] == "targets" and path[2] in TARGET_CONFIGS:  # only the keys of that target kind
+        path, root = path[3:], TARGET_CONFIGS[path[2]]
     models = [t for t in _field_types(path, root) or [] if isinstance(t, type) and issubclass(t, BaseModel)]
     valid = sorted({f.alias or n for m in models for n, f in m.model_fields.items()})
     if not valid:
@@ -132,8 +144,9 @@ def _dotted(loc: tuple[Any, ...]) -> str:
     for item in loc:
         if isinstance(item, int):
             parts.append(f"[{item}]")
-        elif item in SOURCE_CONFIGS and parts and (parts[-1].endswith("]") or parts[-1] == ".tls"):
-            continue  # discriminator tag pydantic inserts for unions (sources[i], targets[i].tls)
+        elif (item in SOURCE_CONFIGS or item in TARGET_CONFIGS) and parts and (parts[-1].endswith("]")
+                                                                              or parts[-1] == ".tls"):
+            continue  # discriminator tag pydantic inserts for unions (sources[i], targets[i], targets[i].tls)
         else:
             parts.append(("." if parts else "") + str(item))
     return "".join(parts)

@@ -24,11 +24,12 @@ from cdc.config.credentials import (
 from cdc.config.kafka_settings import KafkaConnection, parse_block
 from cdc.config.target_base import TargetConfig, TargetTimeouts  # noqa: F401 (importers name them from here)
 from cdc.errors import ConfigError
-from cdc.registry import SOURCE_CONFIGS
+from cdc.registry import SOURCE_CONFIGS, TARGET_CONFIGS
 from cdc.schema.evolution import SchemaChangeConfig
 from cdc.spill.dirs import default_spill_dir
 
 SourceConfig = Annotated[Union[tuple(SOURCE_CONFIGS.values())], Field(discriminator="kind")]  # noqa: UP007
+TargetKindConfig = Annotated[Union[tuple(TARGET_CONFIGS.values())], Field(discriminator="kind")]  # noqa: UP007
 
 
 class SchemaRegistryConfig(BaseModel):
@@ -292,7 +293,7 @@ class Config(BaseModel):
     sources: list[SourceConfig] = Field(default_factory=list, description="the databases the daemon reads, "
                                         "one stream each (kind: mysql, oracle or shadow)")
     kafka: KafkaConfig = Field(description="the brokers, topics and record encoding of the streams")
-    targets: list[TargetConfig] = Field(default_factory=list, description="the databases and table formats "
+    targets: list[TargetKindConfig] = Field(default_factory=list, description="the databases and table formats "
                                         "the apply jobs write")
     apply: list[ApplyConfig] = Field(default_factory=list, description="apply jobs: each applies one source's "
                                      "stream to one target")

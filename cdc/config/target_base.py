@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -12,7 +12,6 @@ from pydantic import (
     SecretStr,
     Tag,
     ValidationInfo,
-    field_validator,
     model_validator,
 )
 
@@ -68,21 +67,20 @@ class TargetTimeouts(BaseModel):
 
 
 class TargetConfig(PasswordLogin):
-    """One target. Database targets (postgres, mysql, oracle) log in: ``user`` (else the DSN's) and
-    a password from ``password``, ``password_file`` or the DSN (cdc.config.credentials), else ``passwordless``."""
+    """One target. Each kind's model (``streaming/targets/<kind>/config.py``, registered in
+    cdc.registry.TARGET_CONFIGS) adds its own keys to these; ``targets:`` is the union of them, told
+    apart by ``kind``. ``TargetConfig(kind=..., ...)`` builds the model of that kind."""
 
     model_config = ConfigDict(extra="forbid")
     dsn_field = "dsn"
+    logs_in: ClassVar[bool] = False  # a database login (user, password): postgres, mysql, oracle
+    tls_takes: ClassVar[str] = "no tls block"  # what a wrong ``tls:`` block is told
 
     name: str = Field(description="the target's name, which apply[].target refers to")
-    kind: Literal["postgres", "mysql", "duckdb", "oracle", "parquet", "delta", "iceberg"] = Field(
-        description="the kind of database or table format written")
+    kind: str = Field(description="the kind of database or table format written")
     dsn: str | None = Field(default=None, description="database targets: where to connect (postgresql://, "
                             "mysql://, oracle host:port/service; duckdb and parquet: a file or directory path)")
     user: str | None = Field(default=None, description="login user (default: the DSN's)")
-    path: str | None = Field(default=None, description="duckdb: the database file (else dsn; neither: in "
-                             "memory); parquet: the directory (else dsn); delta: the root directory or "
-                             "object-store URI of the tables (required)")
     schema_: str | None = Field(default=None, alias="schema", description="database schema the tables are "
                                 "written to (none: the connection's default)")
     dead_letter_table: str | None = Field(default=None, description="table (created when missing) receiving "
@@ -90,54 +88,21 @@ class TargetConfig(PasswordLogin):
                                           "stops the apply)")
     timeouts: TargetTimeouts = Field(default_factory=TargetTimeouts, description="bounds on every wait on a "
                                      "database target")
-    # lakehouse targets (streaming/targets/delta.py, iceberg.py). Secrets among the settings (a name matching
-    # cdc.config.credentials.STORE_SECRET) are SecretStr, <name>_file reads one from a file; the catalog_uri's password
-    # is masked wherever the URI is shown (SecretDsn). Unwrapped only where handed to deltalake / pyiceberg.
-    storage_options: dict[str, str | SecretStr] = Field(default_factory=dict,
-                                                        description="delta: object-store settings "
-                                                        "(AWS_REGION, AWS_ACCESS_KEY_ID, ...) passed to deltalake; "
-                                                        "iceberg takes its own in catalog")
-    catalog_uri: SecretDsn | None = Field(default=None, description="iceberg: SQL catalog URI (sqlite:///..., "
-                                          "postgresql://...; its password: better catalog_uri_file)")
-    warehouse: str | None = Field(default=None, description="iceberg: the location (path or "
-                                      "object-store URI) where table files are written")
-    namespace: str = Field(default="cdc", description="iceberg: the catalog namespace of the tables (created "
-                           "when missing)")
-    catalog: dict[str, Any] = Field(default_factory=dict, description="iceberg: other pyiceberg catalog settings")
-    tls: Annotated[Annotated[MySqlTls, Tag("mysql")] | Annotated[OracleTls, Tag("oracle")],
-                   Discriminator(tls_kind)] | None = Field(
-        default=None, description="mysql: {ca, cert, key, verify_identity}; oracle: wallet settings (cdc/config/tls.py); "
-                                  "postgres: libpq's sslmode/sslrootcert/sslcert/sslkey in the dsn instead")
+
+    def __new__(cls, *args: Any, **data: Any) -> TargetConfig:  # noqa: PYI034 - it returns a subclass
+        """``TargetConfig(kind=k, ...)``: the model of kind ``k`` (a ValueError naming the kinds when
+        ``k`` is none of them)."""
+        model = cls
+        if cls is TargetConfig:
+            from cdc.registry import TARGET_CONFIGS
+
+            if data.get("kind") not in TARGET_CONFIGS:
+                raise ValueError(f"targets: kind {data.get('kind')!r} is none of {sorted(TARGET_CONFIGS)}")
+            model = TARGET_CONFIGS[data["kind"]]
+        return super().__new__(model)
 
     def needs_login(self) -> bool:
-        return self.kind in ("postgres", "mysql", "oracle")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _catalog_uri_file(cls, data: Any) -> Any:
-        """``catalog_uri_file``: the whole catalog URI (with its password) read from a file."""
-        if isinstance(data, dict) and "catalog_uri_file" in data:
-            data = dict(data)
-            path = data.pop("catalog_uri_file")
-            if data.get("catalog_uri") is not None:
-                raise ValueError("give catalog_uri or catalog_uri_file, not both")
-            if path is not None:
-                data["catalog_uri"] = SecretDsn(file_secret(str(path), "catalog_uri_file").get_secret_value())
-        return data
-
-    @field_validator("storage_options", "catalog", mode="before")
-    @classmethod
-    def _store_secrets(cls, raw: Any, info: ValidationInfo) -> Any:
-        """Secret settings become SecretStr, ``<secret>_file`` is read (cdc.config.credentials.resolve_secrets)."""
-        if not isinstance(raw, dict):
-            return raw  # pydantic reports a mapping is expected
-        out = resolve_secrets(raw, info.field_name, is_store_secret, STORE_FILE_SETTINGS)
-        if info.field_name == "storage_options":  # deltalake takes text only
-            for name, value in out.items():
-                if not isinstance(value, (str, SecretStr)):  # the value is not shown: it may be a secret, mis-parsed
-                    raise ValueError(f"storage_options.{name}: an object-store setting is text (got "  # noqa: TRY004
-                                     f"{type(value).__name__}); quote it")
-        return out
+        return self.logs_in
 
     def login_kwargs(self) -> dict[str, Any]:
         """``user`` (when set) and the unwrapped password, as driver keywords, for connect() only."""
@@ -145,13 +110,38 @@ class TargetConfig(PasswordLogin):
 
     @model_validator(mode="after")
     def _tls_fits_kind(self) -> TargetConfig:
-        if self.tls is not None and tls_kind(self.tls) != self.kind:
-            raise ValueError(f"tls: a {self.kind} target takes {_TLS_TAKES.get(self.kind, 'no tls block')}")
+        tls = getattr(self, "tls", None)
+        if tls is not None and tls_kind(tls) != self.kind:
+            raise ValueError(f"tls: a {self.kind} target takes {self.tls_takes}")
         return self
 
 
-_TLS_TAKES = {
-    "mysql": "tls: {ca, cert, key, verify_identity}",
-    "oracle": "tls: {config_dir, wallet_location, wallet_password, ssl_server_dn_match, ssl_server_cert_dn}",
-    "postgres": "no tls block: libpq's settings go in the dsn (sslmode=verify-full&sslrootcert=/path/ca.pem)",
-}
+TargetTls = Annotated[Annotated[MySqlTls, Tag("mysql")] | Annotated[OracleTls, Tag("oracle")], Discriminator(tls_kind)]
+TLS_DESCRIPTION = ("mysql: {ca, cert, key, verify_identity}; oracle: wallet settings (cdc/config/tls.py); "
+                   "postgres: libpq's sslmode/sslrootcert/sslcert/sslkey in the dsn instead")
+
+
+def store_secrets(raw: Any, info: ValidationInfo) -> Any:
+    """A lake target's object-store or catalog settings: secret settings become SecretStr, ``<secret>_file``
+    is read (cdc.config.credentials.resolve_secrets); deltalake's ``storage_options`` take text only."""
+    if not isinstance(raw, dict):
+        return raw  # pydantic reports a mapping is expected
+    out = resolve_secrets(raw, info.field_name, is_store_secret, STORE_FILE_SETTINGS)
+    if info.field_name == "storage_options":  # deltalake takes text only
+        for name, value in out.items():
+            if not isinstance(value, (str, SecretStr)):  # the value is not shown: it may be a secret, mis-parsed
+                raise ValueError(f"storage_options.{name}: an object-store setting is text (got "  # noqa: TRY004
+                                 f"{type(value).__name__}); quote it")
+    return out
+
+
+def catalog_uri_file(data: Any) -> Any:
+    """``catalog_uri_file``: the whole catalog URI (with its password) read from a file."""
+    if isinstance(data, dict) and "catalog_uri_file" in data:
+        data = dict(data)
+        path = data.pop("catalog_uri_file")
+        if data.get("catalog_uri") is not None:
+            raise ValueError("give catalog_uri or catalog_uri_file, not both")
+        if path is not None:
+            data["catalog_uri"] = SecretDsn(file_secret(str(path), "catalog_uri_file").get_secret_value())
+    return data
