@@ -48,6 +48,8 @@ the job and the views read only these (no probing for methods):
 - ``upsert``: how ``upsert_rows`` replaces a row: ``on_conflict`` (INSERT ... ON CONFLICT / ON
   DUPLICATE KEY), ``merge`` (MERGE INTO), ``delete_insert`` (delete by key, then insert), ``merge_by_key``
   (the batch's net effect merged into the table's files), ``append`` (a changelog: rows are appended);
+- ``text_lengths``: a text value longer than its column's declared length is refused (a bad record);
+  False: the target's text type takes any length (DuckDB's VARCHAR, the table formats' strings);
 - ``resync_ranges``: it applies a resync range record (cdc.stream.resync_range, ``op: "x"``) with
   ``delete_range`` in the batch transaction; False: such a record stops the apply (fail closed).
 """
@@ -109,6 +111,7 @@ class Target(abc.ABC):
     bulk_min_rows: int = 200
     ddl_commits: bool = False
     row_id_column: str | None = None
+    text_lengths: bool = False
     resync_ranges: bool = False
     schema_kinds: frozenset[str] = frozenset()
 
@@ -289,6 +292,7 @@ class SqlTarget(Target):
     batch_commit = "atomic"
     table_ddl = "all"
     constraints = "enforced"
+    text_lengths = True
     resync_ranges = True
     schema_kinds: frozenset[str] = frozenset({"add", "backfill", "drop", "rename", "type", "null", "default"})
 

@@ -26,6 +26,7 @@ _stage_ids = itertools.count()
 class DuckDbTarget(SqlTarget):
     dialect = "duckdb"
     upsert = "on_conflict"
+    text_lengths = False  # VARCHAR(n) takes any length in DuckDB
     columnar = True
     row_id_column = "rowid"
     sql = DUCKDB
