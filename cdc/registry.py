@@ -2,6 +2,8 @@
 
 - ``READERS``: source ``kind`` -> the reader class (``cls(config, context)``, cdc.contract.Source);
 - ``SOURCE_CONFIGS``: the pydantic config model of each kind (cdc.config.models builds its union from it);
+- ``TARGET_CONFIGS``: the config model of each target kind, built from the target packages
+  (streaming/targets/<kind>/: a new target kind is a new package there, and no line here);
 - ``CHECKS``: what `cdc check` runs for each source kind and for targets;
 - ``LOCATORS``: which of a source's hosts a one-shot tool (`cdc compare`) reads (the current primary);
 - ``COMMANDS``: the `cdc` sub-commands and the module that implements each;
@@ -29,6 +31,7 @@ from cdc.schema.logical import LogicalType
 from readers.mysql.config import MySqlSourceConfig
 from readers.oracle.config import OracleSourceConfig
 from readers.shadow.config import ShadowSourceConfig
+from streaming.targets import config_models
 
 READERS: dict[str, str] = {
     "mysql": "readers.mysql.reader:MySqlSource",
@@ -41,6 +44,8 @@ SOURCE_CONFIGS: dict[str, type] = {
     "oracle": OracleSourceConfig,
     "shadow": ShadowSourceConfig,
 }
+
+TARGET_CONFIGS: dict[str, type] = config_models()
 
 CHECKS: dict[str, str] = {  # `cdc check` (cdc/checks.py): source kind (or "target") -> checks(config, key)
     "mysql": "readers.mysql.check:checks",

@@ -388,7 +388,7 @@ def _batched_consumer(dsn: str, bootstrap: str, topic: str, items: list, start: 
 
 def _config(bootstrap: str, prefix: str, dsn: str, schema: str, checkpoint: Path, **apply: Any):
     """The config of one bench apply run: stream ``<prefix>.bench.changes`` into ``schema`` of the PostgreSQL."""
-    from cdc.config.models import parse_config
+    from cdc.config.loader import parse_config
 
     return parse_config({
         "kafka": {"bootstrap_servers": bootstrap, "topic_prefix": prefix},

@@ -134,7 +134,8 @@ def _update_stream(rows: int, updates: int, tx_rows: int, seed: int = 18):
 
 
 def _spark_rate(args, work: Path, kind: str, builder, last_seq: int) -> dict[str, Any]:
-    from cdc.config.models import TargetConfig, parse_config
+    from cdc.config.loader import parse_config
+    from cdc.config.models import TargetConfig
     from cdc.dev.broker import Broker
     from streaming.apply import job
     from streaming.targets import make_target

@@ -91,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
     from cdc.compare.endpoints import from_config
     from cdc.compare.report import TableReport, dumps
     from cdc.compare.table_diff import TableCompare
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
     from cdc.progress_bar import progress
 
     config = load_config(args.config)

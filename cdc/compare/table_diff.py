@@ -24,7 +24,7 @@ collision.
 
 Digest: MD5 where both databases have it. MySQL 9 has no MD5() (nor SHA1()): a
 comparison with a side that lacks it fingerprints rows on both sides with the
-first 32 hex characters of SHA-256 instead (``SHA256_SQL``), row pass only
+first 32 hex characters of SHA-256 instead (each CompareDialect's ``sha256_sql``), row pass only
 (the bucket digests are MD5 aggregates of the dialects).
 """
 
@@ -54,13 +54,8 @@ RANGES_PER_QUERY = 200
 SLAB_BUCKETS = 128  # buckets per bucket-pass query
 EXACT_BELOW = 100_000  # row estimates under this are replaced by COUNT(*)
 # The row fingerprint when a side has no MD5 (MySQL 9): the first 32 hex characters of the
-# SHA-256 of the UTF-8 row text, the same width as an MD5 so merge and reports are unchanged.
-SHA256_SQL = {
-    "mysql": "LEFT(SHA2({}, 256), 32)",
-    "postgres": "left(encode(sha256(convert_to({}, 'UTF8')), 'hex'), 32)",
-    "duckdb": "left(sha256({}), 32)",
-    "oracle": "LOWER(SUBSTR(RAWTOHEX(STANDARD_HASH({}, 'SHA256')), 1, 32))",
-}
+# SHA-256 of the UTF-8 row text, the same width as an MD5 so merge and reports are unchanged
+# (each CompareDialect's ``sha256_sql``).
 NO_MD5_ERRORS = (1046, 1305)  # MySQL 9: MD5 resolves as a stored function (no database / does not exist)
 COMPATIBLE = {frozenset({"int", "bool"}), frozenset({"datetime", "timestamptz"}), frozenset({"int", "decimal"})}
 
@@ -91,7 +86,7 @@ class Side:
         columns = self.columns if columns is None else columns
         if self.digest == "md5":
             return md5_sql(self.dialect, columns, self.trim)
-        return SHA256_SQL[self.dialect].format(row_text_sql(self.dialect, columns, self.trim))
+        return self.sql.sha256_sql.format(row_text_sql(self.dialect, columns, self.trim))
 
     def text(self) -> str:
         """The row text the bucket digests join (string lengths in bytes: see row_text_sql)."""
@@ -288,7 +283,7 @@ class TableCompare:
             except Exception as exc:  # noqa: BLE001 - the driver's own error class
                 if not (exc.args and exc.args[0] in NO_MD5_ERRORS):
                     continue  # not the missing function (a database that needs FROM): _probe says what fails
-            if self.s.dialect not in SHA256_SQL or self.t.dialect not in SHA256_SQL:
+            if not self.s.sql.sha256_sql or not self.t.sql.sha256_sql:
                 raise CompareError(f"{self.src_name}: {side.endpoint.name} has no MD5() and "
                                    f"{self.s.dialect}/{self.t.dialect} have no common SHA-256", table=self.src_name)
             self.s.digest = self.t.digest = "sha256"

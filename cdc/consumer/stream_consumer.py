@@ -101,7 +101,7 @@ class ChangeStreamConsumer:
         path of the YAML file): bootstrap servers and client settings (``kafka.client``, ``kafka.consumer``),
         topic prefix, encoding and Avro framing."""
         if not hasattr(config, "kafka"):
-            from cdc.config.models import load_config
+            from cdc.config.loader import load_config
 
             config = load_config(config)
         config.source(source)  # a ConfigError naming the known sources if it is not one

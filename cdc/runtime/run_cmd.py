@@ -26,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
     from cdc.metrics import process_registry
     from cdc.registry import open_source
     from cdc.runtime.daemon import Daemon, SourceSpec

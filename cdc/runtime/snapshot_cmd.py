@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
     from cdc.registry import source_command
 
     status = getattr(args, "action", "request") == "status"  # callers that build args by hand mean a request

@@ -31,7 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
     from cdc.registry import source_command
 
     if not args.yes:

@@ -121,7 +121,7 @@ def _apply_tables(catalog: Catalog, meta: dict[str, Any], sequence: int) -> str 
     if not plan:
         return None
     target = catalog.target
-    if target.sql is None and any(a["op"] != "create" for a in plan):
+    if target.table_ddl == "create" and any(a["op"] != "create" for a in plan):
         a = next(a for a in plan if a["op"] != "create")
         raise UnsupportedDdl(f"{a['op'].replace('_', ' ')} of {a['table']} is not followed by target {target.name!r} "
                              "(a file/lake target follows only CREATE TABLE); the job stops before it",
@@ -190,7 +190,7 @@ def _forget(catalog: Catalog, table: str) -> None:
 
 
 def _has_rows(catalog: Catalog, dst: str) -> bool:
-    if catalog.target.sql is None:
+    if catalog.target.table_ddl == "create":
         return True  # a file/lake table: never replaced here
     cur = catalog.target.execute(f"SELECT count(*) FROM {catalog.target.qualified(dst)}")
     return bool(cur.fetchone()[0])
@@ -208,7 +208,7 @@ def _create(catalog: Catalog, table: str, raw: dict[str, Any] | None, sequence: 
     target, old = catalog.target, catalog.tables.get(table)
     dst = old.target_table if old else catalog.table_map.target_name(table)
     if target.table_columns(dst) is not None:
-        if (old is None or target.sql is None) and _has_rows(catalog, dst):
+        if (old is None or target.table_ddl == "create") and _has_rows(catalog, dst):
             raise UnsupportedDdl(f"{table} was created in the source, and target table {dst!r} already exists "
                                  "with rows this apply does not write (kept after a DROP or RENAME of the source "
                                  "table: apply[].drop_table: keep); the new source table starts empty. Drop or "
@@ -324,7 +324,7 @@ def follow_key(catalog: Catalog, info: TableInfo, schema: TableSchema, sequence:
     known = {c.name for c in info.schema.columns}
     missing = [k for k in schema.primary_key if k not in known]
     what = f"primary key of {table} {list(info.schema.primary_key)} -> {list(schema.primary_key)}"
-    if target.sql is None or missing:
+    if target.table_ddl == "create" or missing:
         why = (f"its new key columns {missing} are not in the target table yet" if missing else
                f"target {target.name!r} (a file/lake target) does not change a table's key")
         raise UnsupportedDdl(f"{what} is not followed: {why}; the job stops before it", table=table,

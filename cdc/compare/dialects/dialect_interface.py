@@ -36,6 +36,7 @@ class CompareDialect(ABC):
 
     buckets = True  # the bucket pass runs here (an aggregate MD5 over a bucket's row texts)
     plain_timestamp: Family = "datetime"  # the family of a bare ``timestamp``
+    sha256_sql = ""  # "...{}..." the first 32 hex characters of the SHA-256 of a row text; "" none
 
     def __init__(self, sql: SqlDialect) -> None:
         self.sql = sql

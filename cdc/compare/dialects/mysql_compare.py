@@ -17,6 +17,7 @@ _UTF8 = ("utf8mb4", "utf8", "utf8mb3")
 class MySqlCompare(CompareDialect):
     """CONCAT_WS converts numbers and temporals to their text itself: no CAST (it costs per row).
     Zero dates render as NULL; the session time zone is UTC (``connect``)."""
+    sha256_sql = "LEFT(SHA2({}, 256), 32)"
 
     plain_timestamp: Family = "timestamptz"  # MySQL TIMESTAMP is an instant (stored in UTC)
 

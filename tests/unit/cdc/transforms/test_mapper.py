@@ -118,7 +118,7 @@ def test_config_errors(raw, match):
 
 
 def test_config_errors_name_key_and_file(tmp_path):
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
 
     path = tmp_path / "cdc.yaml"
     path.write_text("kafka: {bootstrap_servers: 'x:1'}\nsources:\n- name: s\n  kind: mysql\n  hosts: [h]\n"

@@ -50,6 +50,8 @@ def _runs_of_one_shape(parts: list[pa.Table]) -> list[list[pa.Table]]:
 
 class ParquetTarget(Target):
     dialect = "parquet"
+    batch_commit = "per_table"  # each table's files renamed into place, the progress file last (docstring)
+    upsert = "append"
     schema_kinds = frozenset({"changelog"})  # each batch's files carry the columns of their rows
     resync_ranges = False  # no delete by key range over stored files: a resync range record stops the apply
 
