@@ -12,7 +12,7 @@ from cdc.config.models import ApplyConfig, TargetConfig
 from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import StreamCorrupt
-from streaming.targets.duckdb import DuckDbTarget
+from streaming.targets.duckdb.target import DuckDbTarget
 from tests.unit.cdc.stream.structure_streams import write
 from tests.unit.streaming.apply.test_engine_structure import TOPIC, _records
 

@@ -10,7 +10,7 @@ from cdc.config.models import ApplyConfig, TargetConfig
 from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.stream.records import StreamRecord, to_row
-from streaming.targets.parquet import ParquetTarget
+from streaming.targets.parquet.target import ParquetTarget
 from streaming.testing import _Json
 from tests.unit.cdc.stream.structure_streams import write
 
