@@ -446,6 +446,9 @@ class LoggingConfig(BaseModel):
                         "(false: text lines)")
 
 
+from cdc.ops.config import ApiConfig  # noqa: E402 - the ``api:`` section lives with the operations API
+
+
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -459,6 +462,7 @@ class Config(BaseModel):
     metrics: MetricsConfig = Field(default_factory=MetricsConfig, description="the HTTP endpoint of metrics and "
                                    "health checks")
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="log level and format")
+    api: ApiConfig = Field(default_factory=ApiConfig, description="the operations API (cdc/ops): off by default")
     spill_dir: str = Field(default_factory=default_spill_dir, description="directory under which each source "
                            "gets its private directory for transactions spilled to disk (cdc/spill/dirs.py)")
     max_buffer_bytes: int = Field(default=64 * 1024 * 1024, gt=0, description="bytes of open transactions a "
