@@ -53,6 +53,7 @@ from cdc.config.kafka_settings import KafkaConnection, parse_block
 from cdc.config.options import CONFIG_ENV, DEFAULT_CONFIG
 from cdc.config.tls import MySqlTls, OracleTls, tls_kind
 from cdc.errors import ConfigError
+from cdc.ops.config import ApiConfig  # the ``api:`` section lives with the operations API
 from cdc.registry import SOURCE_CONFIGS
 from cdc.schema.evolution import SchemaChangeConfig
 from cdc.spill.dirs import default_spill_dir
@@ -444,9 +445,6 @@ class LoggingConfig(BaseModel):
                                                                 "log lines written (librdkafka's too)")
     json_: bool = Field(default=False, alias="json", description="log lines to stderr as one JSON object each "
                         "(false: text lines)")
-
-
-from cdc.ops.config import ApiConfig  # noqa: E402 - the ``api:`` section lives with the operations API
 
 
 class Config(BaseModel):

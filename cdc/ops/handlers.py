@@ -43,9 +43,9 @@ def check_body(op: dict[str, Any], body: dict[str, Any]) -> None:
         want = props[key].get("type")
         if want and (not isinstance(value, _TYPES[want]) or (want != "boolean" and isinstance(value, bool))):
             raise Refusal(400, f"field {key!r} must be a JSON {want}")
-        if want == "array":
-            if len(value) < props[key].get("minItems", 0) or not all(isinstance(v, str) and v for v in value):
-                raise Refusal(400, f"field {key!r} must be a non-empty list of names")
+        if want == "array" and (len(value) < props[key].get("minItems", 0)
+                                or not all(isinstance(v, str) and v for v in value)):
+            raise Refusal(400, f"field {key!r} must be a non-empty list of names")
 
 
 def _ops_by_id() -> dict[str, dict[str, Any]]:

@@ -54,7 +54,7 @@ from typing import Any
 from cdc.contract import STOP_CHECK_S, Source, SourceContext
 from cdc.errors import ConfigError, PublishError, SourceUnavailable, StreamCorrupt
 from cdc.metrics import SourceMetrics
-from cdc.ops.control import SourceControl, checkpoint_of, operation_of, paused_by
+from cdc.ops.control import SourceControl, checkpoint_of, paused_by
 from cdc.publish.lease import WriterLease
 from cdc.publish.publisher import Publisher
 from cdc.runtime.health import HealthServer, describe, source_readiness

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import yaml
 from openapi_spec_validator import validate
 from prometheus_client import CollectorRegistry
 
@@ -206,3 +207,18 @@ def test_config_off_by_default_on_loopback_and_tokens_required_elsewhere(tmp_pat
     assert exc.value.fields["key"] == "api.tokens[0].file"
     with pytest.raises(ConfigError, match="cannot read the token"):
         OpsServer(_Daemon(), ApiConfig(enabled=True, port=0, tokens=[{"name": "a", "file": str(tmp_path / "no")}]))
+
+
+def test_resync_and_skip_run_the_cli_commands_and_answer_their_refusal(api, tmp_path):
+    """The API's skip and resync are `cdc source skip` / `cdc snapshot`: their own checks answer (409)."""
+    server, daemon = api
+    (tmp_path / "cdc.yaml").write_text(yaml.safe_dump({
+        "kafka": {"bootstrap_servers": "127.0.0.1:1"},
+        "sources": [{"name": "s1", "kind": "shadow", "dsn": "duckdb:///nowhere.db", "passwordless": True,
+                     "tables": ["a.b"]}]}))
+    status, body = call(server, "POST", "/api/v1/sources/s1/resync", OP_TOKEN, b'{"tables": ["a.b"]}')
+    assert status == 409 and "incremental snapshots are for kind mysql" in body["error"], body
+    status, body = call(server, "POST", "/api/v1/sources/s1/skip", OP_TOKEN, b'{"gtid": "0-1-9"}')
+    assert status == 409 and "moves MySQL/MariaDB and Oracle sources" in body["error"], body
+    assert daemon.written == []  # refused: nothing recorded
+    assert call(server, "POST", "/api/v1/sources/s1/resync", OP_TOKEN, b'{"tables": []}')[0] == 400
