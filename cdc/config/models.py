@@ -24,6 +24,7 @@ from cdc.config.credentials import (
 from cdc.config.kafka_settings import KafkaConnection, parse_block
 from cdc.config.target_base import TargetConfig, TargetTimeouts  # noqa: F401 (importers name them from here)
 from cdc.errors import ConfigError
+from cdc.ops.config import ApiConfig  # the ``api:`` section lives with the operations API
 from cdc.registry import SOURCE_CONFIGS, TARGET_CONFIGS
 from cdc.schema.evolution import SchemaChangeConfig
 from cdc.spill.dirs import default_spill_dir
@@ -300,6 +301,7 @@ class Config(BaseModel):
     metrics: MetricsConfig = Field(default_factory=MetricsConfig, description="the HTTP endpoint of metrics and "
                                    "health checks")
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="log level and format")
+    api: ApiConfig = Field(default_factory=ApiConfig, description="the operations API (cdc/ops): off by default")
     spill_dir: str = Field(default_factory=default_spill_dir, description="directory under which each source "
                            "gets its private directory for transactions spilled to disk (cdc/spill/dirs.py)")
     max_buffer_bytes: int = Field(default=64 * 1024 * 1024, gt=0, description="bytes of open transactions a "
