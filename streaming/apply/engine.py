@@ -38,7 +38,9 @@ streaming.stream.records). Guarantees, per batch:
   raises BadRecord naming table, key, sequence, offset and value, after a
   row-by-row pass found the culprit; with ``dead_letter_table`` configured the
   record goes there instead (same transaction) and the batch is retried
-  without it. What the target's error means is the target's call
+  without it. A constraint error (Target.is_constraint: a foreign or unique key) in the engine's own write
+  order is not bad input: the batch is rolled back and applied again in stream order, one change per
+  statement; only a row refused there is a BadRecord. What the target's error means is the target's call
   (``Target.classify``): only data errors are bad records; a transient one (lock
   or statement timeout, deadlock, lost connection) rolls the batch back and
   raises TargetTransient naming target, batch and sequence range (the job
