@@ -75,6 +75,12 @@ Row = dict[str, Any]
 DECISIONS_TABLE = "cdc_schema_decisions"
 
 
+# integrity constraint errors (SQLSTATE class 23) by driver: MySQL/MariaDB server error numbers (duplicate entry,
+# foreign key, NOT NULL, CHECK) and Oracle codes (unique, NOT NULL, CHECK, parent key not found, child record found)
+CONSTRAINT_ERRNOS = frozenset({1062, 1586, 1216, 1217, 1451, 1452, 1048, 3819, 4025})
+CONSTRAINT_ORA = frozenset(f"ORA-{n:05d}" for n in (1, 1400, 2290, 2291, 2292))
+
+
 class ErrorKind(enum.Enum):
     """What a target's error means for the batch (Target.classify)."""
 
@@ -198,6 +204,15 @@ class Target(abc.ABC):
         """A DB-API cursor inside the batch transaction (maintained views); SQL targets only."""
         raise TargetError(f"target {self.name!r} ({self.dialect}) has no SQL cursor", target=self.name)
 
+    def defer_constraints(self, defer: bool) -> None:
+        """Called by the engine at the start of every batch transaction (SqlTarget: deferrable constraint
+        checks); nothing here."""
+
+    def is_constraint(self, exc: BaseException) -> bool:
+        """``exc`` is an integrity constraint violation the engine retries in stream order before it calls a
+        row bad (SqlTarget reads the driver's error); False here."""
+        return False
+
     # ---- catalogue and schema memory ---------------------------------------------------
     @abc.abstractmethod
     def table_columns(self, table: str) -> list[str] | None:
@@ -310,6 +325,34 @@ class SqlTarget(Target):
 
     def rollback(self) -> None:
         self.conn.rollback()
+
+    defer_sql: str | None = None  # "... {}": DEFERRED or IMMEDIATE, the checks of DEFERRABLE constraints
+
+    def defer_constraints(self, defer: bool) -> None:
+        """Called by the engine at the start of every batch transaction: ``defer`` (the net effect written in
+        the engine's order) moves the checks the target can move to the commit there (PostgreSQL's
+        ``DEFERRABLE`` constraints); not ``defer`` (the row-by-row passes) checks every row at once, even on
+        ``INITIALLY DEFERRED`` constraints, so a refused row is named. Lasts for this transaction only."""
+        if self.defer_sql:
+            self.execute(self.defer_sql.format("DEFERRED" if defer else "IMMEDIATE"))
+
+    def is_constraint(self, exc: BaseException) -> bool:
+        """``exc`` (from this target's driver) is an integrity constraint violation: a foreign key, a unique or
+        primary key, a NOT NULL or CHECK constraint (SQLSTATE class 23; MySQL 1062/1451/1452...; ORA-00001,
+        ORA-02291, ORA-02292; DuckDB's constraint errors). The engine does not call a row bad for one of these
+        until the batch failed again in stream order (the write order of the net effect may have caused it)."""
+        if not self.is_driver_error(exc):
+            return False
+        state = getattr(exc, "sqlstate", None)  # psycopg
+        if isinstance(state, str):
+            return state.startswith("23")
+        err = exc.args[0] if exc.args else None
+        if isinstance(err, int):  # pymysql: the server's error number
+            return err in CONSTRAINT_ERRNOS
+        code = getattr(err, "full_code", None)  # oracledb
+        if isinstance(code, str):
+            return code in CONSTRAINT_ORA
+        return any(c.__name__ in ("IntegrityError", "ConstraintException") for c in type(exc).__mro__)  # duckdb
 
     def cursor(self) -> Any:
         return self.conn.cursor()

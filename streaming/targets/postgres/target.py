@@ -65,6 +65,7 @@ class PostgresTarget(SqlTarget):
     sql = POSTGRES
     who_sql = "SELECT current_user, current_schema()"
     row_id_column = "ctid"
+    defer_sql = "SET CONSTRAINTS ALL {}"  # DEFERRABLE constraints: checked at the commit, or at once
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)
