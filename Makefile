@@ -57,15 +57,22 @@ test-deploy: setup container-deps
 	$(PY) -m pytest -m deploy tests/deploy $(PYTEST_ARGS)
 
 # exactly the commands of docs/performance.md's table, in its order (tests/unit/cdc/test_docs.py checks it)
+# each documented command's JSON line kept in docs/bench/NAME.json (command, host, date, result), then the
+# pages' figures rendered from those files (cdc/dev/bench_figures.py)
+BENCH_RECORD = $(PY) -m cdc.dev.bench_figures record
+
 bench: setup
-	$(CDC) bench mysql --rows 1000000 --native-only
-	$(CDC) bench mysql --rows 50000 --txn-rows 5
-	$(CDC) bench ddl --rows 200000
-	$(CDC) bench oracle --rows 1000000
-	$(CDC) bench oracle --big-txn 1000000
-	$(CDC) bench apply --rows 500000
-	$(CDC) bench compare --rows 1000000
-	$(CDC) bench views
+	$(BENCH_RECORD) mysql-big -- $(CDC) bench mysql --rows 1000000 --native-only
+	$(BENCH_RECORD) mysql-small -- $(CDC) bench mysql --rows 50000 --txn-rows 5
+	$(BENCH_RECORD) ddl -- $(CDC) bench ddl --rows 200000
+	$(BENCH_RECORD) oracle -- $(CDC) bench oracle --rows 1000000
+	$(BENCH_RECORD) oracle-big-txn -- $(CDC) bench oracle --big-txn 1000000
+	$(BENCH_RECORD) apply -- $(CDC) bench apply --rows 500000
+	$(BENCH_RECORD) apply-delta -- $(CDC) bench apply --target delta --rows 500000
+	$(BENCH_RECORD) apply-iceberg -- $(CDC) bench apply --target iceberg --rows 500000
+	$(BENCH_RECORD) compare -- $(CDC) bench compare --rows 1000000
+	$(BENCH_RECORD) views -- $(CDC) bench views
+	$(PY) -m cdc.dev.bench_figures render
 
 lint: setup
 	$(VENV)/bin/ruff check cdc readers streaming tests

@@ -203,7 +203,7 @@ def run_checks(cfg: Any, source: str | None = None) -> list[Check]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
 
     checks = run_checks(load_config(args.config), args.source)
     if args.json:

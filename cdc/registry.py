@@ -2,9 +2,18 @@
 
 - ``READERS``: source ``kind`` -> the reader class (``cls(config, context)``, cdc.contract.Source);
 - ``SOURCE_CONFIGS``: the pydantic config model of each kind (cdc.config.models builds its union from it);
+- ``TARGET_CONFIGS``: the config model of each target kind, built from the target packages
+  (streaming/targets/<kind>/: a new target kind is a new package there, and no line here);
 - ``CHECKS``: what `cdc check` runs for each source kind and for targets;
 - ``LOCATORS``: which of a source's hosts a one-shot tool (`cdc compare`) reads (the current primary);
-- ``COMMANDS``: the `cdc` sub-commands and the module that implements each.
+- ``COMMANDS``: the `cdc` sub-commands and the module that implements each;
+- ``TYPE_PARSERS``: each kind's reading of its own type text into a cdc.schema.logical.LogicalType (the
+  only readers of a source's spellings; the core asks them through :func:`logical_of` for a column that
+  came without one: a SCHEMA record written before the field, a schema built by hand);
+- ``DEBEZIUM_SOURCES``: the fields each kind declares for the Debezium ``source`` block (cdc/debezium);
+- ``SOURCE_COMMANDS``: the commands on one source that each kind opts into (`cdc source skip`, `cdc snapshot`);
+- ``STAND_INS``: dev/test tools that serve a source DSN ``<scheme>[:options]`` in-process instead of a server
+  (the LogMiner simulator): the only way product code reaches a tool.
 
 Everything else in ``cdc/`` depends on neither ``readers`` nor ``streaming``; only this module and
 the tools under cdc/dev and cdc/bench import them (tests/unit/cdc/test_layout.py checks it). A new
@@ -14,11 +23,15 @@ source kind is a folder under readers/ plus one line in each table here.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import Any
 
+from cdc.errors import ConfigError
+from cdc.schema.logical import LogicalType
 from readers.mysql.config import MySqlSourceConfig
 from readers.oracle.config import OracleSourceConfig
 from readers.shadow.config import ShadowSourceConfig
+from streaming.targets import config_models
 
 READERS: dict[str, str] = {
     "mysql": "readers.mysql.reader:MySqlSource",
@@ -32,6 +45,8 @@ SOURCE_CONFIGS: dict[str, type] = {
     "shadow": ShadowSourceConfig,
 }
 
+TARGET_CONFIGS: dict[str, type] = config_models()
+
 CHECKS: dict[str, str] = {  # `cdc check` (cdc/checks.py): source kind (or "target") -> checks(config, key)
     "mysql": "readers.mysql.check:checks",
     "oracle": "readers.oracle.check:checks",
@@ -43,6 +58,18 @@ LOCATORS: dict[str, str] = {  # one-shot tools (`cdc compare`): source kind -> c
     "mysql": "readers.mysql.failover:current_host",
 }
 
+TYPE_PARSERS: dict[str, str] = {  # source kind -> logical_type(type_text) -> LogicalType
+    "mysql": "readers.mysql.types:logical_type",
+    "oracle": "readers.oracle.types:logical_type",
+    "shadow": "readers.shadow.types:logical_type",
+}
+
+DEBEZIUM_SOURCES: dict[str, str] = {  # source kind -> its Debezium ``source`` fields after the common ones
+    "mysql": "readers.mysql.debezium:SOURCE_FIELDS",
+    "oracle": "readers.oracle.debezium:SOURCE_FIELDS",
+    "shadow": "readers.mysql.debezium:SOURCE_FIELDS",  # the shadow source publishes MySQL's block (as it always has)
+}
+
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("cdc.runtime.run_cmd", "run the capture daemon (readers + publisher)"),
     "apply": ("streaming.apply.apply_cmd", "run the Spark apply job into the targets"),
@@ -51,21 +78,48 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gtid": ("readers.mysql.locate", "GTID tools: `cdc gtid locate`"),
     "oracle": ("readers.oracle.tools", "Oracle tools: `cdc oracle parse`"),
     "compare": ("cdc.compare.compare_cmd", "prove a target equals its source (MD5 merge)"),
-    "snapshot": ("readers.mysql.snapshot_cmd", "re-snapshot one table while streaming continues"),
-    "source": ("readers.mysql.skip_cmd", "a stopped source: `cdc source skip` moves past a refused transaction"),
+    "snapshot": ("cdc.runtime.snapshot_cmd", "re-snapshot one table while streaming continues"),
+    "source": ("cdc.runtime.source_cmd", "a stopped source: `cdc source skip` moves past a refused transaction"),
     "views": ("streaming.views.views_cmd", "maintained views: `cdc views rebuild`"),
     "lake": ("streaming.targets.lake_cmd", "Delta/Iceberg targets: `cdc lake snapshot|compact`"),
     "dev": ("cdc.dev.dev_cmd", "embedded services: `cdc dev up|down|status`"),
     "bench": ("cdc.bench.bench_cmd", "benchmarks: `cdc bench mysql|apply|oracle|compare|views`"),
     "tail": ("cdc.consumer.tail_cmd", "print the change stream of a source (console consumer)"),
+    "decrypt": ("cdc.transforms.decrypt_cmd", "key holders: the clear text of values `mask: encrypt` wrote"),
     "stream": ("cdc.publish.stream_cmd", "the change stream: `cdc stream reset` starts a source's stream afresh"),
 }
+
+SOURCE_COMMANDS: dict[str, dict[str, str]] = {  # source kind -> the commands it supports -> main(args, config, src)
+    "mysql": {"source skip": "readers.mysql.skip_cmd:main",  # cdc/runtime/source_cmd.py
+              "snapshot": "readers.mysql.snapshot_cmd:main",  # cdc/runtime/snapshot_cmd.py
+              "snapshot status": "readers.mysql.snapshot_status:main"},
+    "oracle": {"source skip": "readers.oracle.skip_cmd:main"},
+    "shadow": {},
+}
+
+STAND_INS: dict[str, str] = {  # DSN scheme -> the tool module; importing it registers its connection factory
+    "simulator": "readers.oracle.sim.simulator",  # the LogMiner simulator (docs/sources-oracle.md)
+}
+
+
+def _load(entry: str):
+    module, _, name = entry.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def load_stand_ins(source: Any) -> None:
+    """Import the tool behind each DSN of source config ``source`` (``dsn``, ``standby_dsn``) whose scheme is in
+    STAND_INS: the tool registers itself with its reader on import (readers/oracle/session.py
+    register_stand_in). A DSN of any other scheme is the reader's own business."""
+    for dsn in (getattr(source, "dsn", None), getattr(source, "standby_dsn", None)):
+        if isinstance(dsn, str) and (module := STAND_INS.get(dsn.partition(":")[0])):
+            importlib.import_module(module)
 
 
 def open_source(config: Any, context: Any):
     """The reader of ``config.kind``, constructed (not started)."""
-    module, _, cls = READERS[config.kind].partition(":")
-    return getattr(importlib.import_module(module), cls)(config, context)
+    load_stand_ins(config)
+    return _load(READERS[config.kind])(config, context)
 
 
 def current_host(config: Any) -> str | None:
@@ -79,5 +133,51 @@ def current_host(config: Any) -> str | None:
 
 def checker(kind: str):
     """The ``checks(config, key) -> list[cdc.checks.Check]`` function of a source kind or of "target"."""
-    module, _, fn = CHECKS[kind].partition(":")
-    return getattr(importlib.import_module(module), fn)
+    checks = _load(CHECKS[kind])
+    if kind not in SOURCE_CONFIGS:
+        return checks
+
+    def source_checks(config: Any, key: str) -> list:
+        load_stand_ins(config)
+        return checks(config, key)
+
+    return source_checks
+
+
+def source_command(command: str, source: Any, file: str | None = None):
+    """The ``main(args, config, src) -> int`` of ``command`` ("source skip", "snapshot", "snapshot status") for
+    source config ``source``, from SOURCE_COMMANDS; ConfigError naming the source, its kind, the command and
+    the kinds that have it when its kind has none."""
+    entry = SOURCE_COMMANDS.get(source.kind, {}).get(command)
+    if entry is None:
+        kinds = [k for k, commands in SOURCE_COMMANDS.items() if command in commands]
+        raise ConfigError(f"source {source.name} is kind {source.kind}, which does not support `cdc {command}` "
+                          f"(kinds that do: {', '.join(kinds)})", key="sources", file=file)
+    load_stand_ins(source)
+    return _load(entry)
+
+
+def _attr(table: dict[str, str], kind: str, what: str) -> Any:
+    spec = table.get(kind)
+    if spec is None:
+        raise KeyError(f"source kind {kind!r} declares no {what}; known kinds: {sorted(table)} (cdc/registry.py)")
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def type_parser(kind: str) -> Callable[[str], LogicalType]:
+    """The source kind's ``logical_type(type_text)``; KeyError naming the kind for an unknown one."""
+    return _attr(TYPE_PARSERS, kind, "type parser")
+
+
+def logical_of(column: Any, kind: str) -> LogicalType:
+    """``column.logical``, or the one the source kind's parser reads from ``column.type`` when the column came
+    without it (cdc.stream.events.Column)."""
+    if column.logical is not None:
+        return column.logical
+    return type_parser(kind)(column.type)
+
+
+def debezium_source_fields(kind: str) -> list[dict[str, Any]]:
+    """The Connect field schemas the source kind declares for its Debezium ``source`` block."""
+    return _attr(DEBEZIUM_SOURCES, kind, "Debezium source block")

@@ -68,6 +68,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cdc.bench.apply_stream import COLS, External, bench_row, bench_stream
 from cdc.progress_bar import progress
 
 
@@ -92,33 +93,6 @@ def _say(msg: str) -> None:
     print(f"[bench apply] {msg}", file=sys.stderr, flush=True)
 
 
-COLS = [("id", "bigint"), ("name", "varchar(40)"), ("amount", "decimal(12,2)"), ("at", "datetime(6)")]
-
-
-def _row(i: int, v: int = 0) -> dict[str, Any]:
-    return {"id": i, "name": f"name {i} v{v}", "amount": f"{i % 100000}.{v % 100:02d}",
-            "at": f"2024-05-06T07:08:{i % 60:02d}.{i % 1000000:06d}"}
-
-
-def _stream(n: int, tx_rows: int):
-    from streaming.testing import StreamBuilder
-
-    b = StreamBuilder(source="bench")
-    b.schema("bench.t", COLS, ["id"])
-    i = 0
-    while i < n:
-        ops = []
-        for j in range(i, min(n, i + tx_rows)):
-            if j % 10 == 9 and j >= 50:  # every tenth change updates an earlier row
-                k = j - 50
-                ops.append(("u", "bench.t", _row(k), _row(k, 1)))
-            else:
-                ops.append(("c", "bench.t", None, _row(j)))
-        b.tx(*ops)
-        i += tx_rows
-    return b
-
-
 def _mixed_stream(keys: int, n: int, tx_rows: int, seed: int = 7):
     """``keys`` inserts, then ``n`` changes to existing keys: 60% updates, 20% deletes, 20% inserts (a
     deleted key again, or a new one). Returns the builder and the index of the first mixed item."""
@@ -130,7 +104,7 @@ def _mixed_stream(keys: int, n: int, tx_rows: int, seed: int = 7):
     b = StreamBuilder(source="bench")
     b.schema("bench.t", COLS, ["id"])
     for i in range(0, keys, tx_rows):
-        b.tx(*[("c", "bench.t", None, _row(j)) for j in range(i, min(keys, i + tx_rows))])
+        b.tx(*[("c", "bench.t", None, bench_row(j)) for j in range(i, min(keys, i + tx_rows))])
     split = len(b.items)
     live, dead, version = list(range(keys)), [], {}
     pos = {k: k for k in live}  # key -> index in live (O(1) delete by swap)
@@ -147,9 +121,9 @@ def _mixed_stream(keys: int, n: int, tx_rows: int, seed: int = 7):
                 v = version.get(k, 0)
                 if roll < 0.6:
                     version[k] = v + 1
-                    ops.append(("u", "bench.t", _row(k, v), _row(k, v + 1)))
+                    ops.append(("u", "bench.t", bench_row(k, v), bench_row(k, v + 1)))
                 else:
-                    ops.append(("d", "bench.t", _row(k, v), None))
+                    ops.append(("d", "bench.t", bench_row(k, v), None))
                     last = live.pop()
                     if last != k:
                         live[pos[k]] = last
@@ -165,7 +139,7 @@ def _mixed_stream(keys: int, n: int, tx_rows: int, seed: int = 7):
                     continue
                 touched.add(k)
                 version[k] = version.get(k, 0) + 1
-                ops.append(("c", "bench.t", None, _row(k, version[k])))
+                ops.append(("c", "bench.t", None, bench_row(k, version[k])))
                 pos[k] = len(live)
                 live.append(k)
         if ops:
@@ -197,9 +171,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         else:
             broker = Broker(log_dir=work).start()
             bootstrap = broker.bootstrap
-        admin = broker or _External(bootstrap)
+        admin = broker or External(bootstrap)
         _say(f"building a stream of {args.rows} row changes")
-        b = _stream(args.rows, args.tx_rows)
+        b = bench_stream(args.rows, args.tx_rows)
         topic = "bench.bench.changes"
         admin.create_topic(topic)
         produce(bootstrap, topic, b.encoded(), timeout=300)
@@ -270,15 +244,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             broker.stop()
         if pg is not None:
             pg.destroy()
-
-
-class _External:
-    def __init__(self, bootstrap: str) -> None:
-        from cdc.dev.broker import ExternalBroker
-        self._b = ExternalBroker(bootstrap).start()
-
-    def create_topic(self, name: str) -> None:
-        self._b.create_topic(name)
 
 
 def _naive(dsn: str, b, n: int) -> float:
@@ -423,7 +388,7 @@ def _batched_consumer(dsn: str, bootstrap: str, topic: str, items: list, start: 
 
 def _config(bootstrap: str, prefix: str, dsn: str, schema: str, checkpoint: Path, **apply: Any):
     """The config of one bench apply run: stream ``<prefix>.bench.changes`` into ``schema`` of the PostgreSQL."""
-    from cdc.config.models import parse_config
+    from cdc.config.loader import parse_config
 
     return parse_config({
         "kafka": {"bootstrap_servers": bootstrap, "topic_prefix": prefix},
@@ -530,7 +495,7 @@ def _copy(dsn: str, n: int, keyed: bool = False) -> float:
         t0 = time.monotonic()
         with c.cursor().copy(f"COPY {table} FROM STDIN") as cp:
             for i in range(n):
-                r = _row(i)
+                r = bench_row(i)
                 cp.write_row((r["id"], r["name"], r["amount"], r["at"]))
         c.commit()
         rate = n / (time.monotonic() - t0)
@@ -606,7 +571,7 @@ def _latency(args, bootstrap: str, admin, dsn: str, spark, work: Path, schemas) 
         if due > now:
             time.sleep(due - now)
         b.ts = int(time.time() * 1000) - 10
-        b.tx(("c", "bench.t", None, _row(10_000_000 + n)))
+        b.tx(("c", "bench.t", None, bench_row(10_000_000 + n)))
         for k, v in b.encoded():
             p.produce(topic, key=k, value=v, partition=0)
         if time.time() - start >= warm:

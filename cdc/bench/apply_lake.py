@@ -82,14 +82,14 @@ def _append_rate(kind: str, work: Path, rows: int, from_json: bool = False) -> f
     import orjson
     import pyarrow as pa
 
-    from cdc.bench.apply import COLS, _row
+    from cdc.bench.apply_stream import COLS, bench_row
     from cdc.stream.events import Column, TableId, TableSchema
     from streaming.targets import lake_types
 
     schema = lake_types.arrow_schema(TableSchema(TableId.parse("bench.t"), tuple(Column(n, t) for n, t in COLS),
                                                  ("id",)), kind)
     schema = pa.schema([f.with_nullable(True) for f in schema])
-    images = [orjson.dumps(_row(i)) for i in range(rows)]
+    images = [orjson.dumps(bench_row(i)) for i in range(rows)]
     name = "append-json" if from_json else "append"
     if kind == "delta":
         from deltalake import write_deltalake
@@ -111,13 +111,13 @@ def _append_rate(kind: str, work: Path, rows: int, from_json: bool = False) -> f
 
 
 def _update_stream(rows: int, updates: int, tx_rows: int, seed: int = 18):
-    from cdc.bench.apply import COLS, _row
+    from cdc.bench.apply_stream import COLS, bench_row
     from streaming.testing import StreamBuilder
 
     b = StreamBuilder(source="bench")
     b.schema("bench.t", COLS, ["id"])
     for i in range(0, rows, 10_000):
-        b.tx(*[("c", "bench.t", None, _row(j)) for j in range(i, min(rows, i + 10_000))])
+        b.tx(*[("c", "bench.t", None, bench_row(j)) for j in range(i, min(rows, i + 10_000))])
     base = len(b.items)
     rng, version = random.Random(seed), {}
     done = 0
@@ -127,14 +127,15 @@ def _update_stream(rows: int, updates: int, tx_rows: int, seed: int = 18):
             k = rng.randrange(rows)
             v = version.get(k, 0)
             version[k] = v + 1
-            ops.append(("u", "bench.t", _row(k, v), _row(k, v + 1)))
+            ops.append(("u", "bench.t", bench_row(k, v), bench_row(k, v + 1)))
         b.tx(*ops)
         done += len(ops)
     return b, base
 
 
 def _spark_rate(args, work: Path, kind: str, builder, last_seq: int) -> dict[str, Any]:
-    from cdc.config.models import TargetConfig, parse_config
+    from cdc.config.loader import parse_config
+    from cdc.config.models import TargetConfig
     from cdc.dev.broker import Broker
     from streaming.apply import job
     from streaming.targets import make_target
@@ -143,8 +144,8 @@ def _spark_rate(args, work: Path, kind: str, builder, last_seq: int) -> dict[str
     broker = None
     try:
         if args.kafka:
-            from cdc.bench.apply import _External
-            bootstrap, admin = args.kafka, _External(args.kafka)
+            from cdc.bench.apply_stream import External
+            bootstrap, admin = args.kafka, External(args.kafka)
         else:
             broker = Broker(log_dir=work).start()
             bootstrap, admin = broker.bootstrap, broker
@@ -191,13 +192,13 @@ def _spark_rate(args, work: Path, kind: str, builder, last_seq: int) -> dict[str
 
 
 def run(args) -> dict[str, Any]:
-    from cdc.bench.apply import _stream
+    from cdc.bench.apply_stream import bench_stream
 
     kind = args.target
     work = Path(tempfile.mkdtemp(prefix=f"cdc-bench-apply-{kind}-"))
     try:
         _say(f"{kind}: building a stream of {args.rows} row changes")
-        b = _stream(args.rows, args.tx_rows)
+        b = bench_stream(args.rows, args.tx_rows)
         last_seq = b.seq - 1
         append = _append_rate(kind, work, args.rows)
         _say(f"{kind}: library append of {args.rows} rows -> {append:,.0f} rows/s")

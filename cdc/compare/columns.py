@@ -19,3 +19,4 @@ class ColumnInfo:
     scale: int | None = None  # decimal scale, fractional seconds digits
     nullable: bool = True
     charset: str | None = None  # MySQL character set of string columns
+    expr: str | None = None  # the canonical text as SQL, rendering a transform (cdc/compare/transformed.py)

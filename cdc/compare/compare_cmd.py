@@ -77,21 +77,33 @@ def _expand(patterns: list[str], src_ep) -> list[str]:
     return table_glob.select(names, patterns)
 
 
+def source_transforms(config, source: str):
+    """The shaping of ``source``'s stream (sources[].transforms), None for none: compare and repair shape the
+    source rows the same way before fingerprinting or publishing them."""
+    from cdc.transforms.mapper import SourceTransforms
+
+    cfg = next((s for s in config.sources if s.name == source), None)
+    shaping = getattr(cfg, "transforms", None)
+    return SourceTransforms(source, shaping) if shaping is not None else None
+
+
 def main(args: argparse.Namespace) -> int:
     from cdc.compare.endpoints import from_config
     from cdc.compare.report import TableReport, dumps
     from cdc.compare.table_diff import TableCompare
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
     from cdc.progress_bar import progress
 
     config = load_config(args.config)
     src_ep, tgt_ep = from_config(config, args.source), from_config(config, args.target)
     pairs = table_pairs(config, args.source, args.target, args.tables, src_ep)
+    transforms = source_transforms(config, args.source)
     reports = []
     for src, tgt in pairs:
         with progress(None, f"compare {src}") as bar:
             cmp = TableCompare(src_ep, src, tgt_ep, tgt, bucket_rows=args.bucket_rows,
-                               use_buckets=not args.no_buckets, parallel=args.parallel, advance=bar.advance)
+                               use_buckets=not args.no_buckets, parallel=args.parallel, advance=bar.advance,
+                               transforms=transforms)
             try:
                 report = cmp.run()
             except Exception as exc:  # noqa: BLE001 - one table's failure is reported; the others are compared
@@ -107,7 +119,7 @@ def main(args: argparse.Namespace) -> int:
         from cdc.compare.repair import repair
 
         for r in differ:
-            n = repair(config, args.source, src_ep, tgt_ep, r)
+            n = repair(config, args.source, src_ep, tgt_ep, r, transforms=transforms)
             print(f"repair {r.source_table}: published {n} corrective changes", file=sys.stderr)
     if not args.json:
         print(f"{len(reports) - len(differ) - len(failed)} of {len(reports)} tables equal"

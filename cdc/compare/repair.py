@@ -9,9 +9,11 @@ the target never sees half a repair. The END carries the resume state the
 stream's tail already had, so a daemon restarted afterwards resumes where it
 was: a repair never moves the checkpoint.
 
-Limits: run it while the daemon of that source is stopped (two writers to
-one stream would interleave sequences); tables without a primary key are
-refused (which copy of a duplicate row to delete is ambiguous).
+It takes the stream's writer lease (cdc.publish.opening, as the daemon and
+``cdc source skip`` do): a daemon still running for the source is fenced
+and stops, and the repair's records carry the lease's epoch. Restart the
+daemon afterwards. Tables without a primary key are refused (which copy of
+a duplicate row to delete is ambiguous).
 """
 
 from __future__ import annotations
@@ -26,10 +28,16 @@ from cdc.compare.merge import DIFFERENT, EXTRA, MISSING
 from cdc.compare.report import TableReport
 from cdc.compare.shapes import TableShape, describe
 from cdc.compare.table_diff import split_name
+from cdc.schema.logical import LogicalType
 from cdc.schema.values import select_expr, stream_value, value_kind
 from cdc.stream.events import Begin, Change, Column, Commit, TableId, TableSchema
 
 BATCH = 500
+# the compare family of a column as a logical type: enough for the transforms' checks (cdc/transforms/mapper.py)
+_LOGICAL = {"int": LogicalType("integer"), "string": LogicalType("string"), "bool": LogicalType("boolean"),
+            "decimal": LogicalType("decimal"), "float": LogicalType("double"), "binary": LogicalType("binary"),
+            "date": LogicalType("date"), "datetime": LogicalType("timestamp"), "time": LogicalType("time"),
+            "timestamptz": LogicalType("timestamp_tz", time_zone="utc"), "other": LogicalType("other")}
 
 
 def fetch_rows(ep: Endpoint, conn, shape: TableShape, key_cols: list[str], keys: list[tuple]) -> Iterator[dict]:
@@ -48,17 +56,21 @@ def fetch_rows(ep: Endpoint, conn, shape: TableShape, key_cols: list[str], keys:
 
 
 def repair(config, source_name: str, src_ep: Endpoint, tgt_ep: Endpoint, report: TableReport,
-           publisher=None) -> int:
-    """Publish one transaction that repairs ``report``'s table; return the number of changes."""
+           publisher=None, transforms=None) -> int:
+    """Publish one transaction that repairs ``report``'s table; return the number of changes.
+
+    ``transforms`` (the source's cdc.transforms.mapper.SourceTransforms): the source rows are shaped as the
+    daemon shapes them before they are published (no clear value of a masked column reaches Kafka); the
+    target's rows (deletes) are already shaped."""
     if report.mode == "full-row":
         raise CompareError(f"cannot repair {report.source_table}: it has no primary key, so which copy of a row "
                            "to delete or keep is ambiguous", table=report.source_table)
     own = publisher is None
-    if own:
-        from cdc.metrics import SourceMetrics
-        from cdc.publish.publisher import Publisher
+    lease = None
+    if own:  # with the writer lease, like the daemon and `cdc source skip` (a running daemon is fenced)
+        from cdc.publish.opening import open_publisher
 
-        publisher = Publisher(source_name, "repair", config.kafka, SourceMetrics(source_name))
+        publisher, lease = open_publisher(config.kafka, source_name, "repair")
     src_conn, tgt_conn = src_ep.connect(), tgt_ep.connect()
     try:
         resume = publisher.recover()
@@ -67,19 +79,23 @@ def repair(config, source_name: str, src_ep: Endpoint, tgt_ep: Endpoint, report:
         key = list(report.key_columns)
         t_key = [next(c.name for c in t_shape.columns if c.name.lower() == k.lower()) for k in key]
         table = TableId(s_shape.schema, s_shape.table)
-        schema = TableSchema(table, tuple(Column(c.name, c.type, c.nullable) for c in s_shape.columns), tuple(key))
+        schema = TableSchema(table, tuple(Column(c.name, c.type, c.nullable, None, _LOGICAL.get(c.family))
+                                          for c in s_shape.columns), tuple(key))
+        mapper = transforms.mapper(schema) if transforms else None
+        shaped = schema if mapper is None else mapper.schema
         now = int(time.time() * 1000)
         txid = f"repair:{table}:{now}"
         publisher.publish(Begin(txid, now))
         n = 0
         upserts = report.keys(MISSING) + report.keys(DIFFERENT)
         for row in fetch_rows(src_ep, src_conn, s_shape, key, upserts):
-            publisher.publish(Change(table, "r", None, row, {"repair": True}, schema))
+            publisher.publish(Change(table, "r", None, row if mapper is None else mapper.row(row), {"repair": True},
+                                     shaped))
             n += 1
         by_lower = {c.name.lower(): c.name for c in s_shape.columns}
         for row in fetch_rows(tgt_ep, tgt_conn, t_shape, t_key, report.keys(EXTRA)):
             before = {by_lower.get(k.lower(), k): v for k, v in row.items()}
-            publisher.publish(Change(table, "d", before, None, {"repair": True}, schema))
+            publisher.publish(Change(table, "d", before, None, {"repair": True}, shaped))
             n += 1
         publisher.publish(Commit(txid, now, resume=resume, position={"repair": True}))
         publisher.flush()
@@ -88,4 +104,6 @@ def repair(config, source_name: str, src_ep: Endpoint, tgt_ep: Endpoint, report:
         src_conn.close()
         tgt_conn.close()
         if own:
-            publisher.close()
+            from cdc.publish.opening import close_publisher
+
+            close_publisher(publisher, lease)

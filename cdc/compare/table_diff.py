@@ -24,7 +24,7 @@ collision.
 
 Digest: MD5 where both databases have it. MySQL 9 has no MD5() (nor SHA1()): a
 comparison with a side that lacks it fingerprints rows on both sides with the
-first 32 hex characters of SHA-256 instead (``SHA256_SQL``), row pass only
+first 32 hex characters of SHA-256 instead (each CompareDialect's ``sha256_sql``), row pass only
 (the bucket digests are MD5 aggregates of the dialects).
 """
 
@@ -46,18 +46,16 @@ from cdc.compare.fingerprint import ColumnInfo, bucket_digest_sql, md5_sql, quot
 from cdc.compare.merge import merge, merge_multiset, walk
 from cdc.compare.report import TableReport
 from cdc.compare.shapes import TableShape, describe
+from cdc.compare.transformed import left_out, shape_columns
+from cdc.stream.events import TableId
+from cdc.transforms.mapper import SourceTransforms
 
 RANGES_PER_QUERY = 200
 SLAB_BUCKETS = 128  # buckets per bucket-pass query
 EXACT_BELOW = 100_000  # row estimates under this are replaced by COUNT(*)
 # The row fingerprint when a side has no MD5 (MySQL 9): the first 32 hex characters of the
-# SHA-256 of the UTF-8 row text, the same width as an MD5 so merge and reports are unchanged.
-SHA256_SQL = {
-    "mysql": "LEFT(SHA2({}, 256), 32)",
-    "postgres": "left(encode(sha256(convert_to({}, 'UTF8')), 'hex'), 32)",
-    "duckdb": "left(sha256({}), 32)",
-    "oracle": "LOWER(SUBSTR(RAWTOHEX(STANDARD_HASH({}, 'SHA256')), 1, 32))",
-}
+# SHA-256 of the UTF-8 row text, the same width as an MD5 so merge and reports are unchanged
+# (each CompareDialect's ``sha256_sql``).
 NO_MD5_ERRORS = (1046, 1305)  # MySQL 9: MD5 resolves as a stored function (no database / does not exist)
 COMPATIBLE = {frozenset({"int", "bool"}), frozenset({"datetime", "timestamptz"}), frozenset({"int", "decimal"})}
 
@@ -88,7 +86,7 @@ class Side:
         columns = self.columns if columns is None else columns
         if self.digest == "md5":
             return md5_sql(self.dialect, columns, self.trim)
-        return SHA256_SQL[self.dialect].format(row_text_sql(self.dialect, columns, self.trim))
+        return self.sql.sha256_sql.format(row_text_sql(self.dialect, columns, self.trim))
 
     def text(self) -> str:
         """The row text the bucket digests join (string lengths in bytes: see row_text_sql)."""
@@ -109,13 +107,19 @@ def split_name(name: str, default_schema: str | None) -> tuple[str, str]:
 
 
 def plan(src_ep: Endpoint, src_conn, src_name: str, tgt_ep: Endpoint, tgt_conn, tgt_name: str,
-         report: TableReport) -> tuple[Side, Side]:
-    """Pair the two tables' columns, name mismatches, choose key and rendering."""
+         report: TableReport, transforms: SourceTransforms | None = None) -> tuple[Side, Side]:
+    """Pair the two tables' columns, name mismatches, choose key and rendering; ``transforms``: the source's
+    (sources[].transforms): its columns are rendered as the stream shaped them (cdc/compare/transformed.py)."""
     s_shape = describe(src_ep.dialect, src_conn, *split_name(src_name, src_ep.default_schema))
     t_shape = describe(tgt_ep.dialect, tgt_conn, *split_name(tgt_name, tgt_ep.default_schema))
     t_by = {c.name.lower(): c for c in t_shape.columns}
+    s_table = TableId(s_shape.schema, s_shape.table)
+    dropped = left_out(transforms, s_table, [c.name for c in s_shape.columns])
     s_cols, t_cols, trim = [], [], set()
     for sc in s_shape.columns:
+        if sc.name.lower() in dropped and sc.name.lower() not in t_by:
+            report.warnings.append(f"column {sc.name}: left out by the source's transforms; not compared")
+            continue
         tc = t_by.pop(sc.name.lower(), None)
         if tc is None:
             report.type_mismatches.append(f"column {sc.name}: in source ({sc.type}) but not in target; not compared")
@@ -166,6 +170,8 @@ def plan(src_ep: Endpoint, src_conn, src_name: str, tgt_ep: Endpoint, tgt_conn, 
         report.warnings.append(f"{src_name} has no primary key: compared by full-row fingerprint "
                                "(a changed row shows as one missing plus one extra)")
         s_key, t_key = [], []
+    s_cols, t_cols = shape_columns(transforms, src_ep.compare, s_table, lambda n: quote(src_ep.dialect, n), s_cols,
+                                   t_cols, s_key, report.warnings)
     s_trim = frozenset(c.name for c in s_cols if c.name.lower() in trim)
     t_trim = frozenset(c.name for c, s in zip(t_cols, s_cols) if s.name.lower() in trim)
     return (Side(src_ep, s_shape, s_cols, s_key, s_trim), Side(tgt_ep, t_shape, t_cols, t_key, t_trim))
@@ -215,7 +221,8 @@ class TableCompare:
 
     def __init__(self, src_ep: Endpoint, src_name: str, tgt_ep: Endpoint, tgt_name: str, *,
                  bucket_rows: int = 64, chunk: int = 10_000, use_buckets: bool = True, parallel: int = 2,
-                 advance: Callable[[int], None] | None = None) -> None:
+                 advance: Callable[[int], None] | None = None, transforms: SourceTransforms | None = None) -> None:
+        self.transforms = transforms
         self.src_ep, self.tgt_ep = src_ep, tgt_ep
         self.src_name, self.tgt_name = src_name, tgt_name
         self.bucket_rows, self.chunk, self.use_buckets = bucket_rows, chunk, use_buckets
@@ -234,7 +241,7 @@ class TableCompare:
             raise
         try:
             self.s, self.t = plan(self.src_ep, src_conn, self.src_name, self.tgt_ep, tgt_conn, self.tgt_name,
-                                  report)
+                                  report, self.transforms)
             self.src_conn, self.tgt_conn = src_conn, tgt_conn
             self._choose_digest()
             self._probe(report)
@@ -276,7 +283,7 @@ class TableCompare:
             except Exception as exc:  # noqa: BLE001 - the driver's own error class
                 if not (exc.args and exc.args[0] in NO_MD5_ERRORS):
                     continue  # not the missing function (a database that needs FROM): _probe says what fails
-            if self.s.dialect not in SHA256_SQL or self.t.dialect not in SHA256_SQL:
+            if not self.s.sql.sha256_sql or not self.t.sql.sha256_sql:
                 raise CompareError(f"{self.src_name}: {side.endpoint.name} has no MD5() and "
                                    f"{self.s.dialect}/{self.t.dialect} have no common SHA-256", table=self.src_name)
             self.s.digest = self.t.digest = "sha256"

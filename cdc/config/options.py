@@ -1,7 +1,7 @@
 """The ``--config`` option every command takes, described one way.
 
 Its default is the ``CDC_CONFIG`` environment variable when set, else ``./cdc.yaml``; a file that
-does not exist is one error naming both ways to give it (cdc.config.models.load_config). Kept apart from
+does not exist is one error naming both ways to give it (cdc.config.loader.load_config). Kept apart from
 cdc.config.models so building the parser does not import pydantic.
 """
 

@@ -54,7 +54,9 @@ class TransactionAssembler:
     the first boundary)."""
 
     def __init__(self, topic: str, last_sequence: int | None = None, *, synced: bool = True,
-                 resync_ranges: bool = False) -> None:
+                 resync_ranges: bool = False, epoch: int = 0) -> None:
+        """``epoch``: the highest writer epoch handed out before ``last_sequence`` (a resumed consumer's
+        Position.epoch): the epoch rules hold from there."""
         self.topic = topic
         self.resync_ranges = resync_ranges
         self._watch = SequenceWatch(topic, 0, last=last_sequence)
@@ -66,7 +68,7 @@ class TransactionAssembler:
         self._items: list[RowChange | SchemaChange] = []
         self._rows = 0
         self._broken: StreamCorrupt | None = None
-        self._structure = StreamStructure(topic)
+        self._structure = StreamStructure(topic, 0, epoch)
 
     @property
     def last_sequence(self) -> int | None:
@@ -76,9 +78,31 @@ class TransactionAssembler:
     def in_transaction(self) -> bool:
         return self._begin is not None
 
+    @property
+    def epoch(self) -> int:
+        """The highest writer epoch taken so far (or the one it started from)."""
+        return self._structure.epoch
+
     def is_duplicate(self, sequence: Any) -> bool:
         """True for a record the assembler would drop as already taken (cheap pre-check, no decoding of keys)."""
         return type(sequence) is int and self.last_sequence is not None and sequence <= self.last_sequence
+
+    def check_duplicate(self, offset: int, sequence: int, epoch: int | None) -> None:
+        """A record dropped as a duplicate (at or below ``last_sequence``) must not be of a HIGHER writer epoch
+        than every record taken: a newer writer never re-uses an older one's sequence, so what was taken under
+        it was an older writer's record written late. StreamCorrupt then (never a silent drop)."""
+        if self._broken is not None:
+            raise self._broken
+        held = self._structure.epoch
+        if epoch and held and epoch > held:
+            from cdc.stream.stream_structure import WAY_BACK
+
+            raise self._fail(StreamCorrupt(
+                f"{self.topic}: a record of writer epoch {epoch} at offset {offset}, sequence {sequence}, is not a "
+                f"duplicate of what was taken under that sequence (writer epoch {held} or lower): a newer writer "
+                f"never re-uses an older one's sequence, so the record taken there was an older writer's, written "
+                f"after the newer one took the stream. {WAY_BACK}", topic=self.topic, offset=offset,
+                sequence=sequence, epoch=epoch, previous_epoch=held))
 
     def feed(self, offset: int, key: dict[str, Any] | None, value: dict[str, Any],
              epoch: int | None = None) -> Item | None:
@@ -92,6 +116,7 @@ class TransactionAssembler:
                                            topic=self.topic, offset=offset, value=_short(value)))
         try:
             if not self._watch.admit(seq, offset):
+                self.check_duplicate(offset, seq, epoch)
                 self.duplicates += 1
                 return None
         except StreamCorrupt as gap:
@@ -121,7 +146,7 @@ class TransactionAssembler:
             return None
         if status == SCHEMA:
             item = SchemaChange(value.get("table"), value.get("ddl"), value.get("schema"), seq, offset, value,
-                                self._begin is not None)
+                                self._begin is not None, epoch=self._structure.epoch)
             if self._begin is not None:
                 self._items.append(item)
                 return None
@@ -146,7 +171,8 @@ class TransactionAssembler:
 
     def _end(self, offset: int, value: dict[str, Any]) -> Transaction:
         begin = self._begin
-        tx = Transaction(begin.get("id"), begin, value, tuple(self._items), self._begin_offset, offset)
+        tx = Transaction(begin.get("id"), begin, value, tuple(self._items), self._begin_offset, offset,
+                         self._structure.epoch)
         self._begin, self._items = None, []
         return tx
 

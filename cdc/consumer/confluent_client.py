@@ -1,4 +1,4 @@
-"""The confluent-kafka (librdkafka) client of the consumer: cdc.consumer.kafka_clients.KafkaClient."""
+"""The confluent-kafka (librdkafka) client of the consumer: cdc.consumer.client.KafkaClient."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import uuid
 from typing import Any
 
 from cdc.config.kafka_settings import KafkaConnection, LastError, create_client
+from cdc.consumer.client import Raw
 from cdc.consumer.errors import BrokerUnreachable, CommitFailed, ReadFailed
-from cdc.consumer.kafka_clients import Raw
 
 
 class ConfluentClient:

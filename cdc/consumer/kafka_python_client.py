@@ -1,12 +1,12 @@
-"""The kafka-python (pure Python) client of the consumer: cdc.consumer.kafka_clients.KafkaClient."""
+"""The kafka-python (pure Python) client of the consumer: cdc.consumer.client.KafkaClient."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from cdc.config.kafka_settings import KafkaConnection
+from cdc.consumer.client import Raw
 from cdc.consumer.errors import BrokerUnreachable, CommitFailed, ReadFailed
-from cdc.consumer.kafka_clients import Raw
 
 
 class KafkaPythonClient:

@@ -101,7 +101,7 @@ class ChangeStreamConsumer:
         path of the YAML file): bootstrap servers and client settings (``kafka.client``, ``kafka.consumer``),
         topic prefix, encoding and Avro framing."""
         if not hasattr(config, "kafka"):
-            from cdc.config.models import load_config
+            from cdc.config.loader import load_config
 
             config = load_config(config)
         config.source(source)  # a ConfigError naming the known sources if it is not one
@@ -149,18 +149,18 @@ class ChangeStreamConsumer:
             if offset is None:
                 kind = "beginning"
             else:
-                seq = self._sequence_before(offset, f"the offset committed by group {self.group_id!r}",
-                                            boundary=True)
-                self.committed = self.delivered = Position(seq, offset)
+                seq, epoch = self._sequence_before(offset, f"the offset committed by group {self.group_id!r}",
+                                                   boundary=True)
+                self.committed = self.delivered = Position(seq, offset, epoch)
                 self._seek(offset)
-                return TransactionAssembler(self.topic, seq, resync_ranges=self.resync_ranges)
+                return TransactionAssembler(self.topic, seq, resync_ranges=self.resync_ranges, epoch=epoch)
         if kind == "beginning":
             low, _ = self._client.watermarks()
             self._seek(low)
             # low > 0: history was deleted
             return TransactionAssembler(self.topic, None, synced=low == 0, resync_ranges=self.resync_ranges)
         if kind == "position":
-            seq = self._sequence_before(arg.offset, f"position {arg}", boundary=False)
+            seq, epoch = self._sequence_before(arg.offset, f"position {arg}", boundary=False)
             if seq != arg.sequence:
                 raise StreamCorrupt(f"{self.topic}: position {arg} does not belong to this stream: the record "
                                     f"at offset {arg.offset - 1} has sequence {seq}, not {arg.sequence} (a "
@@ -168,7 +168,10 @@ class ChangeStreamConsumer:
                                     sequence=seq, expected=arg.sequence)
             self.committed = self.delivered = arg
             self._seek(arg.offset)
-            return TransactionAssembler(self.topic, arg.sequence, resync_ranges=self.resync_ranges)
+            # the epoch floor: the position's, and the record before it (the END or SCHEMA it follows, whose epoch
+            # is the highest up to it: a position stored before epochs, or a group's committed offset, has none)
+            return TransactionAssembler(self.topic, arg.sequence, resync_ranges=self.resync_ranges,
+                                        epoch=max(arg.epoch, epoch))
         if kind == "sequence":
             low, _ = self._client.watermarks()
             self._seek(low)
@@ -198,8 +201,8 @@ class ChangeStreamConsumer:
                 raise BrokerUnreachable(f"{self.topic}: reading to the end from offset {high} did not finish "
                                         f"within 120 s", topic=self.topic, offset=position)
 
-    def _sequence_before(self, offset: int, what: str, *, boundary: bool) -> int:
-        """The sequence of the record at ``offset - 1``; ``boundary``: it must end an item."""
+    def _sequence_before(self, offset: int, what: str, *, boundary: bool) -> tuple[int, int]:
+        """The sequence and writer epoch of the record at ``offset - 1``; ``boundary``: it must end an item."""
         raw = self._read_one(offset - 1)
         if raw is None:
             raise StreamCorrupt(f"{self.topic}: {what} follows offset {offset - 1}, but no record there could be "
@@ -215,7 +218,7 @@ class ChangeStreamConsumer:
                                 f"record at offset {offset - 1} is {value.get('status') or 'a data record'}, "
                                 f"sequence {seq}); resuming there would hand out part of a transaction",
                                 topic=self.topic, offset=offset, sequence=seq)
-        return seq
+        return seq, max(0, record_epoch(raw[3]) if len(raw) > 3 else 0)
 
     def _read_one(self, offset: int) -> tuple[int, bytes | None, bytes | None] | None:
         self._client.seek(offset)
@@ -245,6 +248,7 @@ class ChangeStreamConsumer:
         self.records += 1
         value = self._decode(offset, data)
         if asm.is_duplicate(value.get("sequence")):
+            asm.check_duplicate(offset, value["sequence"], record_epoch(headers))  # never a newer writer's
             asm.duplicates += 1
             return None
         if value.get("status") != HEARTBEAT:

@@ -115,7 +115,7 @@ def _ts(ms: Any) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
     from cdc.errors import CdcError
 
     config = load_config(args.config)

@@ -72,10 +72,11 @@ class SchemaChange:
     value: dict[str, Any]
     in_transaction: bool = False  # a table definition inside a Transaction (tx.items): not an item to commit
     changes: tuple = ()  # no rows: lets `for item in consumer: item.changes` treat every item alike
+    epoch: int = 0  # the highest writer epoch read up to this record (its position carries it)
 
     @property
     def position(self) -> Position:
-        return Position(self.sequence, self.offset + 1)
+        return Position(self.sequence, self.offset + 1, self.epoch)
 
     def record_key(self) -> dict[str, Any] | None:
         return {"table": self.table} if self.table is not None else None
@@ -91,6 +92,7 @@ class Transaction:
     items: tuple[RowChange | SchemaChange, ...]  # row changes and in-transaction table definitions, in order
     begin_offset: int
     end_offset: int
+    epoch: int = 0  # the highest writer epoch read up to its END (its position carries it)
     changes: tuple[RowChange, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -106,7 +108,7 @@ class Transaction:
 
     @property
     def position(self) -> Position:
-        return Position(self.sequence, self.end_offset + 1)
+        return Position(self.sequence, self.end_offset + 1, self.epoch)
 
     @property
     def schemas(self) -> tuple[SchemaChange, ...]:

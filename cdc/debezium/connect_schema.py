@@ -3,10 +3,10 @@
 For one table (cdc.stream.events.TableSchema) :class:`TableSchemas` holds the key schema (``<topic>.Key``: the
 primary-key columns; None for a table without one, whose records have a null key, as Debezium's), the
 row schema (``<topic>.Value``) and the envelope (``<topic>.Envelope``: before, after, source, transaction,
-op, ts_ms, ts_us, ts_ns), plus each column's value encoding. Field order and attribute order are those of
+op, ts_ms, ts_us, ts_ns), plus each column's value encoding (from its logical type: cdc.schema.logical). Field order and attribute order are those of
 Debezium 3.x as JsonConverter writes them (a captured MariaDB record of Debezium 3.5.2 is the reference in
-tests/unit/cdc/debezium/); the source blocks are MySqlSourceInfoStructMaker's and
-OracleSourceInfoStructMaker's: https://debezium.io/documentation/reference/stable/connectors/mysql.html
+tests/unit/cdc/debezium/); the source block's fields are the reader's declaration (readers/<kind>/debezium.py:
+MySqlSourceInfoStructMaker's and OracleSourceInfoStructMaker's): https://debezium.io/documentation/reference/stable/connectors/mysql.html
 ("source metadata") and .../oracle.html.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from cdc import registry
 from cdc.debezium.encodings import Codec, codec
 from cdc.stream.events import TableSchema
 
@@ -24,24 +25,17 @@ SNAPSHOT_ENUM = {"type": "string", "optional": True, "name": "io.debezium.data.E
                  "default": "false", "field": "snapshot"}
 
 
-def _f(type_: str, name: str, optional: bool = True) -> dict[str, Any]:
+def connect_field(type_: str, name: str, optional: bool = True) -> dict[str, Any]:
+    """One field schema of a Connect struct (readers declare their ``source`` fields with it)."""
     return {"type": type_, "optional": optional, "field": name}
+
+
+_f = connect_field
 
 
 _COMMON = [_f("string", "version", False), _f("string", "connector", False), _f("string", "name", False),
            _f("int64", "ts_ms", False), SNAPSHOT_ENUM, _f("string", "db", False), _f("string", "sequence"),
            _f("int64", "ts_us"), _f("int64", "ts_ns")]
-
-# the fields after the common ones, per connector, with their Connect types
-SOURCE_FIELDS: dict[str, list[dict[str, Any]]] = {
-    "mysql": [_f("string", "table"), _f("int64", "server_id", False), _f("string", "gtid"),
-              _f("string", "file", False), _f("int64", "pos", False), _f("int32", "row", False),
-              _f("int64", "thread"), _f("string", "query")],
-    "oracle": [_f("string", "schema", False), _f("string", "table", False), _f("string", "txId"),
-               _f("string", "scn"), _f("string", "commit_scn"), _f("string", "lcr_position"), _f("string", "rs_id"),
-               _f("int32", "ssn"), _f("int32", "redo_thread"), _f("string", "user_name"), _f("string", "redo_sql"),
-               _f("string", "row_id")],
-}
 
 TRANSACTION = {"type": "struct", "fields": [_f("string", "id", False), _f("int64", "total_order", False),
                                             _f("int64", "data_collection_order", False)],
@@ -49,9 +43,9 @@ TRANSACTION = {"type": "struct", "fields": [_f("string", "id", False), _f("int64
 
 
 def source_schema(connector: str) -> dict[str, Any]:
-    """The ``source`` field's schema: io.debezium.connector.<connector>.Source (MariaDB as MySQL)."""
-    kind = "oracle" if connector == "oracle" else "mysql"
-    return {"type": "struct", "fields": _COMMON + SOURCE_FIELDS[kind], "optional": False,
+    """The ``source`` field's schema: io.debezium.connector.<connector>.Source, the common fields followed by
+    the ones the source kind declares (cdc.registry.debezium_source_fields: readers/<kind>/debezium.py)."""
+    return {"type": "struct", "fields": _COMMON + registry.debezium_source_fields(connector), "optional": False,
             "name": f"io.debezium.connector.{connector}.Source", "version": 1, "field": "source"}
 
 
@@ -67,10 +61,10 @@ class TableSchemas:
     __slots__ = ("codecs", "envelope", "key", "key_columns", "row", "topic")
 
     def __init__(self, table: TableSchema, topic: str, connector: str, temporal: str, decimal: str) -> None:
-        kind = "oracle" if connector == "oracle" else "mysql"
         self.topic = topic
         name = schema_name(topic)
-        self.codecs: dict[str, Codec] = {c.name: codec(c.type, kind, temporal, decimal) for c in table.columns}
+        self.codecs: dict[str, Codec] = {c.name: codec(registry.logical_of(c, connector), connector, temporal, decimal)
+                                         for c in table.columns}
         columns = {c.name: c for c in table.columns}
         self.key_columns = tuple(table.primary_key)
         self.key: dict[str, Any] | None = None

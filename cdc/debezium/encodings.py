@@ -1,7 +1,7 @@
 """Column types -> Kafka Connect field types and value encodings, as Debezium's connectors write them.
 
-One function, :func:`codec`, maps a column's type text (cdc.stream.events.Column.type: MySQL's COLUMN_TYPE in
-lower case, Oracle's type as the stream's schema record names it) and the ``kafka.debezium`` options to a
+One function, :func:`codec`, maps a column's logical type (cdc.schema.logical, made by the reader from its
+type text: only readers read a source's spellings) and the ``kafka.debezium`` options to a
 :class:`Codec`: the Connect type (with Debezium's logical name, version and parameters) and the function
 that turns the ordered stream's value into the payload value. References, per mode:
 
@@ -36,8 +36,8 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-_TYPE = re.compile(r"^([a-z0-9_ ]+?)\s*(?:\(([^)]*)\))?\s*(unsigned)?\s*(zerofill)?$")
-_ZONED = re.compile(r"^timestamp\s*(?:\((\d)\))?\s+with (local )?time zone$")
+from cdc.schema.logical import LogicalType
+
 # a date and time inside ISO text ('2024-02-29T12:34:56.5Z') or SQL_REDO text (TO_DATE('2024-02-29 12:34:56', ..))
 _DATETIME = re.compile(r"(-?\d{4,})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d):(\d\d)(?:\.(\d{0,9}))?)?")
 _TIME = re.compile(r"^(-)?(\d+):(\d\d):(\d\d)(?:\.(\d{1,9}))?$")
@@ -46,11 +46,9 @@ _EPOCH_DAY = date(1970, 1, 1).toordinal()
 
 Convert = Callable[[Any], Any]
 
-_INT_TYPES = {"tinyint": ("int16", "int16"), "smallint": ("int16", "int32"), "mediumint": ("int32", "int32"),
-              "int": ("int32", "int64"), "integer": ("int32", "int64"), "bigint": ("int64", "int64")}
-_BYTES_TYPES = ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob")
-_SPATIAL = ("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
-            "geometrycollection", "geomcollection")
+# integer storage bits -> (Connect type signed, unsigned), as Debezium's MySQL connector
+_INT_TYPES = {8: ("int16", "int16"), 16: ("int16", "int32"), 24: ("int32", "int32"), 32: ("int32", "int64"),
+              64: ("int64", "int64")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,54 +79,53 @@ class Codec:
         return out
 
 
-def codec(type_text: str, connector: str, temporal: str, decimal: str) -> Codec:
-    """The Codec of one column. Unknown types are strings carrying the stream value."""
-    text = type_text.strip().lower()
+def codec(logical: LogicalType, connector: str, temporal: str, decimal: str) -> Codec:
+    """The Codec of one column of ``logical`` type (cdc.schema.logical; cdc.registry.logical_of makes it for a
+    column that came without one). ``connector``: the source kind, for the one rule Debezium's connectors
+    differ in (Oracle NUMBER(p[,0]) is an integer by precision, a MySQL DECIMAL(p,0) a decimal). Unknown
+    families are strings carrying the stream value."""
     typed = temporal != "iso"
-    zoned = _ZONED.match(text)
-    if zoned:
-        return _zoned(int(zoned.group(1) or 6), typed)
-    m = _TYPE.match(text)
-    base, args, unsigned = (m.group(1), m.group(2), bool(m.group(3))) if m else (text, None, False)
-    if base == "bigint" and unsigned:
-        return _unsigned_bigint(decimal)
-    if base in _INT_TYPES:
-        return Codec(_INT_TYPES[base][1 if unsigned else 0])
-    precision, _, scale = (args or "").partition(",")
-    if base in ("decimal", "numeric", "dec", "fixed") or (base == "number" and int(scale or 0) > 0):
-        return _decimal(int(precision or 10), int(scale or 0), decimal)
-    if base == "number":  # NUMBER(p[,0]) or NUMBER(p,-s): integers; NUMBER: any scale
-        return _number(int(precision) if precision else None, decimal, typed)
-    if base in ("float", "double", "real", "double precision"):  # MySQL: numbers in the stream
-        return Codec("float32" if base == "float" else "float64")
-    if base in ("binary_float", "binary_double"):  # Oracle: SQL_REDO text ('1.1E+000', 'Nan', 'Inf')
-        return Codec("float32" if base == "binary_float" else "float64", convert=_float) if typed else Codec("string")
-    if base == "bit":
-        return _bit(int(args or 1), typed)
-    if base == "year":
+    family = logical.family
+    if family == "integer":
+        if logical.length == 64 and logical.unsigned:
+            return _unsigned_bigint(decimal)
+        return Codec(_INT_TYPES.get(logical.length or 64, ("int64", "int64"))[1 if logical.unsigned else 0])
+    if family == "decimal":
+        scale = logical.scale or 0
+        if connector == "oracle" and scale <= 0:  # NUMBER(p[,0]) or NUMBER(p,-s): integers; NUMBER: any scale
+            return _number(logical.precision, decimal, typed)
+        return _decimal(logical.precision or 10, scale, decimal)
+    if family in ("float", "double"):
+        kind = "float32" if family == "float" else "float64"
+        if logical.stream_form == "text":  # Oracle: SQL_REDO text ('1.1E+000', 'Nan', 'Inf')
+            return Codec(kind, convert=_float) if typed else Codec("string")
+        return Codec(kind)  # MySQL: numbers in the stream
+    if family == "boolean":
+        return Codec("boolean")
+    if family == "bit":
+        return _bit(logical.length or 1, typed)
+    if family == "year":
         return Codec("int32", "io.debezium.time.Year", 1)
-    if base == "date" and connector != "oracle":
+    if family == "date":
         return _date(temporal)
-    if base == "timestamp" and connector != "oracle":  # MySQL TIMESTAMP: an instant, published in UTC
-        return _zoned(int(args or 0), typed)
-    if base in ("datetime", "timestamp", "date"):  # a wall clock; Oracle DATE is one to the second
-        return _timestamp(0 if base == "date" else int(args) if args else (6 if connector == "oracle" else 0),
-                          temporal)
-    if base == "time":
+    if family == "timestamp_tz":  # an instant, published in UTC (MySQL TIMESTAMP, Oracle WITH [LOCAL] TIME ZONE)
+        return _zoned(logical.precision or 0, typed)
+    if family == "timestamp":  # a wall clock; Oracle DATE is one to the second
+        return _timestamp(logical.precision or 0, temporal)
+    if family == "time":
         return _time(temporal)
-    if base == "enum":
-        return Codec("string", "io.debezium.data.Enum", 1, {"allowed": _labels(args)})
-    if base == "set":
-        return Codec("string", "io.debezium.data.EnumSet", 1, {"allowed": _labels(args)})
-    if base == "json":
+    if family in ("enum", "set"):
+        name = "io.debezium.data.Enum" if family == "enum" else "io.debezium.data.EnumSet"
+        return Codec("string", name, 1, {"allowed": ",".join(logical.values)})
+    if family == "json":
         return Codec("string", "io.debezium.data.Json", 1)
-    if base in _BYTES_TYPES:
+    if family == "binary":
+        if logical.stream_form == "hextoraw":
+            return Codec("bytes", convert=_raw) if typed else Codec("string")
         return Codec("bytes")
-    if base == "raw":
-        return Codec("bytes", convert=_raw) if typed else Codec("string")
-    if base in _SPATIAL:
-        return _spatial(base, typed)
-    return Codec("string")  # CHAR/VARCHAR/TEXT/CLOB/..., Oracle INTERVAL text, and types we do not know
+    if family == "spatial":
+        return _spatial(logical.subtype or "geometry", typed)
+    return Codec("string")  # strings, intervals, and types we do not know
 
 
 # ---------------------------------------------------------------- numbers
@@ -275,10 +272,6 @@ def _point(v: Any) -> Any:
     srid, wkb = _split_srid(v)
     x, y = struct.unpack_from("<dd" if wkb[0] == 1 else ">dd", wkb, 5)
     return {"x": x, "y": y, "wkb": base64.b64encode(wkb).decode(), "srid": srid}
-
-
-def _labels(args: str | None) -> str:
-    return ",".join(p.strip().strip("'").replace("''", "'") for p in re.findall(r"'(?:[^']|'')*'", args or ""))
 
 
 # ---------------------------------------------------------------- temporal

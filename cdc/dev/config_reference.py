@@ -3,7 +3,7 @@
 ``python -m cdc.dev.config_reference > docs/reference.md`` writes it; tests/unit/cdc/test_docs.py fails when
 the committed page differs from what this prints, so the reference cannot drift from the models. One table
 per section: key (as written in the YAML file), type, default, meaning (the field's description), and the
-environment variable that overrides it (cdc/config/models.py: ``CDC_`` + the key path in upper case joined by
+environment variable that overrides it (cdc/config/loader.py: ``CDC_`` + the key path in upper case joined by
 ``__``, list items by index). A section's introduction is the field's description and the model's docstring,
 wrapped at ``WIDTH`` characters; tests/unit/cdc/test_config_reference.py requires a description of every field.
 """
@@ -179,16 +179,17 @@ def sections() -> list[Section]:
     """Every section of the page in order: each source kind, the targets, then the rest of the top-level
     keys, each followed by the sections of the models nested in it (tests/unit/cdc/test_config_reference.py
     walks these to require a description of every field)."""
-    from cdc.config.models import Config, TargetConfig
-    from cdc.registry import SOURCE_CONFIGS
+    from cdc.config.models import Config
+    from cdc.registry import SOURCE_CONFIGS, TARGET_CONFIGS
 
     top = Config.model_fields
     out: list[Section] = []
     for i, (kind, model) in enumerate(SOURCE_CONFIGS.items()):
         intro = [_sentence(top["sources"].description or "") if i == 0 else "", model.__doc__ or ""]
         out += _sections(f"Source `kind: {kind}`", intro, model, model.model_fields, "sources[i].", "CDC_SOURCES__0__")
-    out += _sections("Targets", [_sentence(top["targets"].description or ""), TargetConfig.__doc__ or ""], TargetConfig,
-                     TargetConfig.model_fields, "targets[i].", "CDC_TARGETS__0__")
+    for i, (kind, model) in enumerate(TARGET_CONFIGS.items()):
+        intro = [_sentence(top["targets"].description or "") if i == 0 else "", model.__doc__ or ""]
+        out += _sections(f"Target `kind: {kind}`", intro, model, model.model_fields, "targets[i].", "CDC_TARGETS__0__")
     rest = {n: f for n, f in top.items() if n not in ("sources", "targets")}
     out += _sections("Kafka, apply, metrics, logging and the daemon", [], Config, rest, "", "CDC_")
     return out

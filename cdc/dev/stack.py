@@ -136,7 +136,7 @@ class DevStack:
         }
 
     def write_config(self, **kw: Any) -> Path:
-        from cdc.config.models import parse_config
+        from cdc.config.loader import parse_config
 
         raw = self.config(**kw)
         path = self.dir / CONFIG_FILE

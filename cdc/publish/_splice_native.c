@@ -1,5 +1,8 @@
 /* Data records of the JSON changes topic, spliced and produced in one C loop (cdc/publish/publisher.py).
 
+   configure(fragments) once at import: the literal parts of a record value between its holes,
+   cdc.stream.wire.VALUE_FRAGMENTS (this file holds none of the record's bytes itself).
+
    splice(tables, rows, i, known, parts, seq, total, n, now, limit, produce, topic, partition, headers)
 
    formats the records of rows[i:] while tables[j] is ``known`` (a ChangeBatch's rows of one table, the
@@ -7,8 +10,8 @@
    Publisher._splice_py does with bytes formatting:
 
      key   = head + kv + close
-     value = {"sequence":SEQ,"before":B,"after":A,"op":"O","ts_ms":NOW,"source":SHEAD TS STAIL SRC,
-              "transaction":{"id":IDJ,"total_order":TOTAL,"data_collection_order":N}}
+     value = F0 SEQ F1 B F2 A F3 "O" F4 NOW F5 SHEAD TS STAIL SRC F6 IDJ F7 TOTAL F8 N F9
+             (Fk: the configured fragments; with cdc.stream.wire's, {"sequence":SEQ,"before":B,...}})
 
    with ``parts`` = (head, close, shead, stail, stail_r, ts, idj) (stail_r for op 'r'), and hands each
    record to ``produce(topic, value, key, partition, headers=headers)`` (confluent-kafka's bound
@@ -52,7 +55,24 @@ static Py_ssize_t int_len(long long v) {
     return n;
 }
 
-#define LIT(s) s, (Py_ssize_t)(sizeof(s) - 1)
+#define NFRAG 10
+static PyObject *fragments; /* tuple of NFRAG bytes, set by configure() */
+
+static PyObject *configure(PyObject *self, PyObject *arg) {
+    if (!PyTuple_CheckExact(arg) || PyTuple_GET_SIZE(arg) != NFRAG) {
+        PyErr_SetString(PyExc_ValueError, "configure: a tuple of the 10 value fragments (cdc.stream.wire)");
+        return NULL;
+    }
+    for (int k = 0; k < NFRAG; k++) {
+        if (!PyBytes_CheckExact(PyTuple_GET_ITEM(arg, k))) {
+            PyErr_SetString(PyExc_TypeError, "configure: the value fragments are bytes");
+            return NULL;
+        }
+    }
+    Py_INCREF(arg);
+    Py_XSETREF(fragments, arg);
+    Py_RETURN_NONE;
+}
 
 static PyObject *splice(PyObject *self, PyObject *args) {
     PyObject *tables, *rows, *known, *parts, *produce, *topic, *partition, *headers;
@@ -62,6 +82,16 @@ static PyObject *splice(PyObject *self, PyObject *args) {
                           &PyTuple_Type, &parts, &seq, &total, &n, &now, &limit, &produce, &topic, &partition,
                           &headers))
         return NULL;
+    if (fragments == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "splice before configure()");
+        return NULL;
+    }
+    const char *fv[NFRAG];
+    Py_ssize_t fl[NFRAG], fsum = 0;
+    for (int k = 0; k < NFRAG; k++) {
+        fv[k] = PyBytes_AS_STRING(PyTuple_GET_ITEM(fragments, k));
+        fsum += fl[k] = PyBytes_GET_SIZE(PyTuple_GET_ITEM(fragments, k));
+    }
     if (PyTuple_GET_SIZE(parts) != 7) {
         PyErr_SetString(PyExc_ValueError, "parts: (head, close, shead, stail, stail_r, ts, idj)");
         return NULL;
@@ -78,6 +108,8 @@ static PyObject *splice(PyObject *self, PyObject *args) {
         pl[k] = PyBytes_GET_SIZE(b);
     }
     enum { HEAD, CLOSE, SHEAD, STAIL, STAIL_R, TS, IDJ };
+    PyObject *frag = fragments; /* held: produce() runs Python code, which could configure() again */
+    Py_INCREF(frag);
     long long counts[5] = {0, 0, 0, 0, 0};
     long long nbytes = 0;
     int status = 0;
@@ -86,6 +118,7 @@ static PyObject *splice(PyObject *self, PyObject *args) {
     PyObject *kwnames = NULL;
     if (headers != Py_None && (kwnames = Py_BuildValue("(s)", "headers")) == NULL) {
         Py_DECREF(error);
+        Py_DECREF(frag);
         return NULL;
     }
     Py_ssize_t nrows = PyList_GET_SIZE(rows);
@@ -116,41 +149,37 @@ static PyObject *splice(PyObject *self, PyObject *args) {
         long long nn = n + 1, tt = total + 1;
         int tail = opc == 'r' ? STAIL_R : STAIL;
         Py_ssize_t klen = pl[HEAD] + PyBytes_GET_SIZE(kv) + pl[CLOSE];
-        Py_ssize_t vlen = (Py_ssize_t)(sizeof("{\"sequence\":") - 1) + int_len(seq)
-            + (Py_ssize_t)(sizeof(",\"before\":") - 1) + PyBytes_GET_SIZE(before)
-            + (Py_ssize_t)(sizeof(",\"after\":") - 1) + PyBytes_GET_SIZE(after)
-            + (Py_ssize_t)(sizeof(",\"op\":\"x\",\"ts_ms\":") - 1) + int_len(now)
-            + (Py_ssize_t)(sizeof(",\"source\":") - 1) + pl[SHEAD] + pl[TS] + pl[tail] + PyBytes_GET_SIZE(src)
-            + (Py_ssize_t)(sizeof(",\"transaction\":{\"id\":") - 1) + pl[IDJ]
-            + (Py_ssize_t)(sizeof(",\"total_order\":") - 1) + int_len(tt)
-            + (Py_ssize_t)(sizeof(",\"data_collection_order\":") - 1) + int_len(nn) + 2;
+        Py_ssize_t vlen = fsum + int_len(seq) + PyBytes_GET_SIZE(before) + PyBytes_GET_SIZE(after) + 3
+            + int_len(now) + pl[SHEAD] + pl[TS] + pl[tail] + PyBytes_GET_SIZE(src) + pl[IDJ] + int_len(tt)
+            + int_len(nn);
         if ((long long)vlen + (long long)klen > limit) { status = 1; break; }
         PyObject *value = PyBytes_FromStringAndSize(NULL, vlen);
         if (value == NULL) goto fail;
         char *o = PyBytes_AS_STRING(value);
-        o = put(o, LIT("{\"sequence\":"));
+        o = put(o, fv[0], fl[0]);
         o = put_int(o, seq);
-        o = put(o, LIT(",\"before\":"));
+        o = put(o, fv[1], fl[1]);
         o = put(o, PyBytes_AS_STRING(before), PyBytes_GET_SIZE(before));
-        o = put(o, LIT(",\"after\":"));
+        o = put(o, fv[2], fl[2]);
         o = put(o, PyBytes_AS_STRING(after), PyBytes_GET_SIZE(after));
-        o = put(o, LIT(",\"op\":\""));
+        o = put(o, fv[3], fl[3]);
+        *o++ = '"'; /* the op as JSON: one ASCII letter of OPS, quoted */
         *o++ = opc;
-        o = put(o, LIT("\",\"ts_ms\":"));
+        *o++ = '"';
+        o = put(o, fv[4], fl[4]);
         o = put_int(o, now);
-        o = put(o, LIT(",\"source\":"));
+        o = put(o, fv[5], fl[5]);
         o = put(o, pv[SHEAD], pl[SHEAD]);
         o = put(o, pv[TS], pl[TS]);
         o = put(o, pv[tail], pl[tail]);
         o = put(o, PyBytes_AS_STRING(src), PyBytes_GET_SIZE(src));
-        o = put(o, LIT(",\"transaction\":{\"id\":"));
+        o = put(o, fv[6], fl[6]);
         o = put(o, pv[IDJ], pl[IDJ]);
-        o = put(o, LIT(",\"total_order\":"));
+        o = put(o, fv[7], fl[7]);
         o = put_int(o, tt);
-        o = put(o, LIT(",\"data_collection_order\":"));
+        o = put(o, fv[8], fl[8]);
         o = put_int(o, nn);
-        *o++ = '}';
-        *o++ = '}';
+        o = put(o, fv[9], fl[9]);
         if (o - PyBytes_AS_STRING(value) != vlen) {
             Py_DECREF(value);
             PyErr_SetString(PyExc_SystemError, "splice: record length mismatch");
@@ -193,15 +222,18 @@ static PyObject *splice(PyObject *self, PyObject *args) {
         n = nn;
     }
     Py_XDECREF(kwnames);
+    Py_DECREF(frag);
     return Py_BuildValue("(nLLLL(LLLLL)iN)", i, seq, total, n, nbytes, counts[0], counts[1], counts[2], counts[3],
                          counts[4], status, error);
 fail:
     Py_XDECREF(kwnames);
+    Py_DECREF(frag);
     Py_XDECREF(error);
     return NULL;
 }
 
 static PyMethodDef methods[] = {
+    {"configure", configure, METH_O, "configure(fragments): the value fragments of cdc.stream.wire, once"},
     {"splice", splice, METH_VARARGS,
      "splice(tables, rows, i, known, parts, seq, total, n, now, limit, produce, topic, partition, headers) -> "
      "(j, seq, total, n, nbytes, op counts, status, error): see the module source"},

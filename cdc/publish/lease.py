@@ -21,6 +21,8 @@ their records. The lease stops that with the broker's own fencing of transaction
   the broker orders the claims, so every later claim, by any writer, has a higher one. The publisher
   stamps it on every record of the stream (header ``cdc.epoch``, cdc.stream.envelope) and consumers refuse a
   record of a lower epoch after a higher one (cdc.stream.stream_structure);
+* the lease FAILS CLOSED: a read of the lease topic that fails or times out (``READ_TIMEOUT_S``) is a
+  PublishError, which the daemon retries with backoff; it is never taken as "no other writer";
 * the same process re-acquiring after a broker outage (the daemon restarts the source) does NOT take
   the lease back from a newer writer that claimed it meanwhile: that is WriterFenced too.
 
@@ -56,6 +58,11 @@ LEASE_RETENTION_MS = 3_600_000
 _FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH,
            KafkaError.INVALID_PRODUCER_ID_MAPPING}
 WRITER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # this process
+READ_TIMEOUT_S = 10.0  # a read of the lease topic that takes longer: PublishError (never "no other writer")
+
+
+class _Unreadable(Exception):
+    """The lease topic's last claim could not be read (turned into PublishError)."""
 
 
 class WriterFenced(CdcError, Terminal):
@@ -138,7 +145,7 @@ class WriterLease:
             err = exc.args[0] if exc.args else None
             if isinstance(err, KafkaError) and (err.code() in _FENCED or "fence" in err.str().lower()):
                 self.due = float("inf")
-                raise self._fenced(stream_topic, self._last_claim()) from None
+                raise self._fenced(stream_topic, self._newer_claim()) from None
             if isinstance(err, KafkaError) and err.txn_requires_abort():
                 try:
                     p.abort_transaction(10)
@@ -165,28 +172,55 @@ class WriterLease:
             writer=self.writer)
 
     def _last_claim(self) -> dict | None:
-        """The last record of the lease topic (the current holder's latest claim or proof), or None."""
-        consumer = create_client("consumer", self.conn.settings("consumer", {
-            "group.id": f"cdc-lease-{uuid.uuid4().hex[:12]}", "enable.auto.commit": False,
-            "enable.partition.eof": False}))
+        """The last record of the lease topic (the current holder's latest claim or proof); None only when
+        the topic holds none. Fails CLOSED: a read that fails, times out or finds a record that is not a
+        claim raises PublishError (retryable: the daemon backs off and tries again), never None, which
+        would mean "no other writer" and skip the wait for one."""
+        consumer = None
         try:
-            low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=10, cached=False)
+            consumer = create_client("consumer", self.conn.settings("consumer", {
+                "group.id": f"cdc-lease-{uuid.uuid4().hex[:12]}", "enable.auto.commit": False,
+                "enable.partition.eof": False}))
+            part = TopicPartition(self.topic, 0)
+            low, high = consumer.get_watermark_offsets(part, timeout=READ_TIMEOUT_S, cached=False)
             if high <= low:
                 return None
-            consumer.assign([TopicPartition(self.topic, 0, max(low, high - 8))])  # control records sit between
-            last, deadline = None, time.monotonic() + 5
+            consumer.assign([TopicPartition(self.topic, 0, max(low, high - 64))])  # control records sit between
+            last, deadline = None, time.monotonic() + READ_TIMEOUT_S
             while time.monotonic() < deadline:
                 msgs = consumer.consume(100, 0.2)
                 for m in msgs:
-                    if not m.error() and m.value():
+                    if m.error():
+                        raise KafkaException(m.error())
+                    if m.value():
                         last = m
                 if last is not None and (not msgs or last.offset() >= high - 1):
                     break
-            return orjson.loads(last.value()) if last is not None else None
-        except (KafkaException, orjson.JSONDecodeError):
-            return None
+                if last is None and not msgs and consumer.position([part])[0].offset >= high:
+                    return None  # read to the end: only aborted proofs and control records in the window
+            if last is None:
+                raise _Unreadable(f"no record arrived within {READ_TIMEOUT_S:g}s although the topic holds "
+                                  f"offsets {low}..{high - 1}")
+            claim = orjson.loads(last.value())
+            if not isinstance(claim, dict):
+                raise _Unreadable(f"the record at offset {last.offset()} is not a claim: {last.value()[:80]!r}")
+            return claim
+        except (KafkaException, orjson.JSONDecodeError, _Unreadable) as exc:
+            raise PublishError(
+                f"source {self.source}: cannot read the writer lease topic {self.topic} on {self.conn.bootstrap} "
+                f"({exc}); without it this process cannot know whether another daemon holds the stream, so it "
+                "takes nothing and retries (the broker must let it read that topic: ACL READ on "
+                "<topic_prefix>.*.writer)", topic=self.topic, source=self.source) from None
         finally:
-            consumer.close()
+            if consumer is not None:
+                consumer.close()
+
+    def _newer_claim(self) -> dict | None:
+        """The newer writer's claim to name in WriterFenced; None when it cannot be read (the fencing stands)."""
+        try:
+            return self._last_claim()
+        except PublishError:
+            return None
 
     def close(self) -> None:
         """Release the lease (a ``release`` record: the next writer need not wait); best effort."""

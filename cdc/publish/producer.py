@@ -41,6 +41,13 @@ Guarantees the publisher builds on:
   stream's tail (cdc.runtime.daemon).
 - NO DROP: on ``BufferError`` (local queue full) it polls and retries the
   SAME record, never skips it (and honours the delivery timeout meanwhile).
+  While blocked so it also calls :attr:`OrderedProducer.while_blocked` (the
+  publisher's writer-lease check, cdc.publish.lease): a writer fenced while
+  its queue is full learns it within a proof interval, not after draining.
+- FENCED: :meth:`OrderedProducer.fence` purges everything queued and in
+  flight at once (``Producer.purge()``: a queued record never expires, so
+  left in the client it would land after the newer writer's) and refuses
+  every later record; the wait is bounded (no flush after fencing).
 - POLL: ``poll(0)`` serves delivery callbacks. Only failures produce one
   here, so it runs every ``POLL_EVERY`` records rather than after each:
   measured, a poll per record costs ~14 us when reader threads compete for
@@ -64,6 +71,7 @@ Guarantees the publisher builds on:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -147,6 +155,7 @@ class OrderedProducer:
         self._acked = 0  # acknowledged prefix at the last look
         self._progress_t = time.monotonic()  # when the acknowledged prefix last moved (or nothing was pending)
         self._looked_t = self._progress_t  # when the calling thread last served delivery reports (_look, a full queue)
+        self.while_blocked: Callable[[], None] | None = None  # called while the local queue is full (a lease check)
 
     # -- callbacks (run inside poll/flush, on the calling thread) --
     def _on_error(self, err: KafkaError | None, msg: Any) -> None:
@@ -181,6 +190,8 @@ class OrderedProducer:
                 headers: tuple[tuple[str, bytes], ...] | list[tuple[str, bytes]] | dict[str, bytes] | None = None,
                 ) -> None:
         """Queue one record; blocks (polling) while the local queue is full, up to the delivery timeout."""
+        if self.failure is not None and not self._down_failure:
+            raise self.failure  # fenced or failed: nothing more is queued behind it
         p = self._p
         partition = 0 if topic in self._single else -1  # -1: librdkafka's partitioner (RD_KAFKA_PARTITION_UA)
         while True:
@@ -192,9 +203,7 @@ class OrderedProducer:
                     p.produce(topic, value, key, partition)
                 break
             except BufferError:
-                p.poll(0.005)
-                self._looked_t = time.monotonic()
-                self.check()
+                self._blocked()
             except KafkaException as exc:
                 raise self._refused(exc, topic, value, key) from None
         if self.produced == self._acked:  # nothing was pending: the delivery timeout starts now
@@ -202,6 +211,29 @@ class OrderedProducer:
         self.produced += 1
         if not self.produced % POLL_EVERY:
             p.poll(0)
+
+    def _blocked(self) -> None:
+        """One wait on a full local queue: serve deliveries, raise a failure or the delivery timeout, and
+        check the writer lease (:attr:`while_blocked`; WriterFenced then purges the queue, see :meth:`fence`)."""
+        self._p.poll(0.005)
+        self._looked_t = time.monotonic()
+        self.check()
+        if self.while_blocked is not None:
+            self.while_blocked()
+
+    def fence(self, failure: CdcError) -> None:
+        """This writer was fenced (cdc.publish.lease.WriterFenced): purge what is queued and in flight NOW, so
+        nothing of it reaches the broker after the newer writer's records, and refuse every later record
+        with ``failure``. Never flushes; bounded by one poll."""
+        self.failure, self._fatal = failure, False
+        p = self._p
+        if p is None:
+            return
+        try:
+            p.purge()  # queued and in flight; their delivery reports say "purged" (ignored: failure is set)
+            p.poll(0)
+        except Exception:  # noqa: BLE001, S110 - the client is being given up: the fencing error is the one to report
+            pass
 
     def _refused(self, exc: KafkaException, topic: str, value: bytes | None, key: bytes | None) -> CdcError:
         """The error for a record librdkafka refused to queue."""
@@ -234,9 +266,7 @@ class OrderedProducer:
                         i += 1
                 except BufferError:  # the local queue is full: serve deliveries, then resume at record i
                     self.produced = start + i
-                    p.poll(0.005)
-                    self._looked_t = time.monotonic()
-                    self.check()
+                    self._blocked()
                 except KafkaException as exc:
                     raise self._refused(exc, topic, values[i], keys[i]) from None
         finally:
@@ -265,9 +295,7 @@ class OrderedProducer:
                 ops[k] += counted[k]
             i = j
             if status == 2:  # the local queue is full: serve deliveries, then resume at row j
-                p.poll(0.005)
-                self._looked_t = time.monotonic()
-                self.check()
+                self._blocked()
                 continue
             if status == 3:
                 exc, value, key = error

@@ -56,12 +56,12 @@ from cdc.publish.producer import DELIVERY_TIMEOUT_S, RECORD_OVERHEAD, OrderedPro
 from cdc.publish.recovery import read_tail
 from cdc.publish.topics import admin_client, ensure_topic, retention_warnings, topic_spec
 from cdc.schema.evolution import changes_json, statement_changes
+from cdc.stream import wire
 from cdc.stream.envelope import (
     aborted_record,
     begin_record,
     changes_topic,
     end_record,
-    epoch_headers,
     heartbeat_record,
     schema_record,
     table_topic,
@@ -70,6 +70,22 @@ from cdc.stream.events import Begin, Change, ChangeBatch, Commit, Heartbeat, Idl
 from cdc.stream.resync_range import OP as RANGE_OP
 from cdc.stream.resync_range import ResyncRangeError
 from cdc.stream.serde import get_serdes, get_table_key_serde
+from cdc.stream.wire import (
+    BEGIN_VALUE,
+    COLLECTION,
+    END_VALUE,
+    NULL,
+    OPS,
+    VALUE,
+    epoch_headers,
+    key_close,
+    key_head,
+    key_json,
+    source_base,
+    source_fields,
+    source_parts,
+    value_fragments,
+)
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +93,8 @@ try:  # compiled at install (pyproject ext-modules); without a C compiler, _spli
     from cdc.publish import _splice_native as _native  # type: ignore[attr-defined]
 except ImportError:
     _native = None
+else:
+    _native.configure(value_fragments())  # the record's bytes are cdc.stream.wire's, not the C file's
 _NATIVE_OFF = False  # tests compare the two paths by switching this
 
 PROGRESS_EVERY = 10_000  # records between progress marks inside a long transaction
@@ -85,14 +103,6 @@ SPLICE_CHUNK = 4_096  # records of a ChangeBatch formatted before they are hande
 
 
 dumps = orjson.dumps
-# A data record's value (JSON): orjson.dumps of cdc.stream.envelope.data_record's dict, as a template.
-_VALUE = (b'{"sequence":%d,"before":%b,"after":%b,"op":%b,"ts_ms":%d,"source":%b%b%b%b,'
-          b'"transaction":{"id":%b,"total_order":%d,"data_collection_order":%d}}')
-_OPS = {op: dumps(op) for op in ("c", "u", "d", "r", "t")}
-_END = (b'{"sequence":%d,"status":"END","id":%b,"event_count":%d,"data_collections":[%b],"ts_ms":%b,'
-        b'"position":%b,"resume":%b}')
-_COLLECTION = b'{"data_collection":%b,"event_count":%d}'
-_BEGIN = b'{"sequence":%d,"status":"BEGIN","id":%b,"event_count":null,"data_collections":null,"ts_ms":%b}'
 
 
 class _Tx:
@@ -121,6 +131,8 @@ class Publisher:
                                          single_partition=(self.topic,),
                                          idempotence=getattr(kafka, "idempotence", True),
                                          delivery_timeout_s=getattr(kafka, "delivery_timeout_s", DELIVERY_TIMEOUT_S))
+        if lease is not None:  # a writer blocked on a full queue still learns it was fenced (cdc.publish.producer)
+            self._producer.while_blocked = self._lease_due
         # a data record (key + value + overhead) above this is refused before producing (_too_large);
         # lowered to the topic's max.message.bytes when the broker reports one (_learn_record_limit)
         self._record_limit = self._producer.max_message_bytes - RECORD_OVERHEAD
@@ -269,8 +281,8 @@ class Publisher:
                 raise StreamCorrupt("BEGIN inside an open transaction", source=self.source_name,
                                     open=self._tx.txid, txid=event.txid)
             tx = self._tx = _Tx(event.txid, event.ts_ms)
-            if self._json:  # the bytes of begin_record's dict (a unit test holds them equal)
-                self._produce_bytes(self.topic, _BEGIN % (self._take_seq(), tx.id_json, tx.ts_json), None)
+            if self._json:  # the bytes of begin_record's dict (test_wire_conformance holds them equal)
+                self._produce_bytes(self.topic, BEGIN_VALUE % (self._take_seq(), tx.id_json, tx.ts_json), None)
             else:
                 self._produce(self.topic, begin_record(self._take_seq(), event.txid, event.ts_ms), None)
             if self._tx_topic is not None:
@@ -301,18 +313,11 @@ class Publisher:
         row = after if after is not None else before
         if self._json and not self._per_table and row is not None and (not src or _BASE_KEYS.isdisjoint(src)):
             # The per-row hot path: the same bytes orjson.dumps gives for the dicts of
-            # cdc.stream.envelope.data_record (a unit test holds them equal), spliced from per-table and
+            # cdc.stream.envelope.data_record (test_wire_conformance holds them equal), spliced from per-table and
             # per-transaction constants with one dumps per row image.
-            pk = ch.schema.primary_key if ch.schema is not None else ()
-            if not pk:
-                kv = dumps(row)
-            elif len(pk) == 1:
-                kv = dumps(row.get(pk[0]))
-            else:
-                kv = dumps({c: row.get(c) for c in pk})
-            self._splice([(ch.table, ch.schema)], [(ch.op, kv, b"null" if before is None else dumps(before),
-                                                     b"null" if after is None else dumps(after),
-                                                     b"," + dumps(src)[1:] if src else b"}")])
+            kv = key_json(row, ch.schema.primary_key if ch.schema is not None else ())
+            self._splice([(ch.table, ch.schema)], [(ch.op, kv, NULL if before is None else dumps(before),
+                                                     NULL if after is None else dumps(after), source_fields(src))])
             return
         entry = self._entry(ch.table, ch.schema)
         name = entry.name
@@ -323,13 +328,9 @@ class Publisher:
             source = {**entry.base, "ts_ms": tx.ts_ms, "snapshot": "true", **src}
         else:
             source = {**entry.base, "ts_ms": tx.ts_ms, **src}
-        pk = ch.schema.primary_key if ch.schema is not None else ()
-        if row is None:  # op "t" (TRUNCATE): no row image and, as in Debezium, no key
-            key_values = None
-        elif len(pk) == 1:
-            key_values = {pk[0]: row.get(pk[0])}
-        else:
-            key_values = {c: row.get(c) for c in pk} if pk else dict(row)
+        # op "t" (TRUNCATE): no row image and, as in Debezium, no key
+        key_values = None if row is None else wire.key_values(
+            row, ch.schema.primary_key if ch.schema is not None else ())
         value = {"sequence": seq, "before": before, "after": after, "op": op,
                  "ts_ms": int(time.time() * 1000), "source": source,
                  "transaction": {"id": tx.txid, "total_order": total, "data_collection_order": n}}
@@ -447,7 +448,7 @@ class Publisher:
             ops[opkey] = ops.get(opkey, 0) + 1
             total += 1
             kbytes = head + kv + close
-            vbytes = _VALUE % (seq, before, after, _OPS[op], now, shead, ts, stail_r if op == "r" else stail, src, idj,
+            vbytes = VALUE % (seq, before, after, OPS[op], now, shead, ts, stail_r if op == "r" else stail, src, idj,
                                total, n)
             if len(vbytes) + len(kbytes) > limit:  # rare: _too_large takes the row back out of the counters
                 if values:  # the rows before it go first (its stop or dead letter names what precedes it)
@@ -482,8 +483,7 @@ class Publisher:
             entry.key_for(schema)
         if len(self._consts) > 10_000:  # a reader that makes a new TableId per row
             self._consts.clear()
-        c = self._consts[id(table)] = (table, schema, entry.name, entry.key_head,
-                                       b"}}" if type(entry.pk) is str else b"}", entry.source_head,
+        c = self._consts[id(table)] = (table, schema, entry.name, entry.key_head, entry.key_close, entry.source_head,
                                        entry.source_tail, entry.source_tail_r)
         return c
 
@@ -581,7 +581,8 @@ class Publisher:
             kbytes, vbytes = self._registry.record_bytes(rec)
         else:
             kbytes, vbytes = json_bytes(rec, self.kafka.debezium.schemas)
-        self._producer.produce(rec.topic, vbytes, kbytes, rec.headers)
+        # + the writer epoch: a fenced writer's late record is told from the newer writer's (docs/stream.md)
+        self._producer.produce(rec.topic, vbytes, kbytes, rec.headers + tuple(self._headers.items()))
 
     def _to_schema_change_topic(self, table: TableId | None, ddl: str | None, schema: TableSchema | None,
                                 ts_ms: int, tables: list[dict[str, Any]] | None = None) -> None:
@@ -596,9 +597,9 @@ class Publisher:
             raise StreamCorrupt("COMMIT without its BEGIN", source=self.source_name, txid=ev.txid,
                                 open=None if tx is None else tx.txid)
         seq = self._take_seq()
-        if self._json:  # the bytes of end_record's dict (a unit test holds them equal)
-            collections = b",".join([_COLLECTION % (dumps(t), n) for t, n in tx.counts.items()])
-            self._produce_bytes(self.topic, _END % (seq, tx.id_json, sum(tx.counts.values()), collections, dumps(ev.ts_ms),
+        if self._json:  # the bytes of end_record's dict (test_wire_conformance holds them equal)
+            collections = b",".join([COLLECTION % (dumps(t), n) for t, n in tx.counts.items()])
+            self._produce_bytes(self.topic, END_VALUE % (seq, tx.id_json, sum(tx.counts.values()), collections, dumps(ev.ts_ms),
                                                     dumps(ev.position), dumps(ev.resume)), None)
         else:
             self._produce(self.topic, end_record(seq, ev.txid, ev.ts_ms, tx.counts, ev.resume, ev.position), None)
@@ -682,15 +683,20 @@ class Publisher:
                 self._bytes += len(vbytes)
             self._producer.produce(topic, vbytes, kbytes, self._headers)
             return
-        self._producer.produce(topic, vbytes, kbytes)
+        self._producer.produce(topic, vbytes, kbytes, self._headers)  # a per-table topic: the writer epoch too
 
     def _prove_lease(self) -> None:
         """The lease is still ours, or WriterFenced: then nothing queued may reach the broker (purged)."""
         try:
             self._lease.check(self.topic)  # type: ignore[union-attr]
         except WriterFenced as exc:
-            self._producer.failure = exc  # close() purges what is queued and in flight instead of sending it
+            self._producer.fence(exc)  # what is queued and in flight is purged now, never sent
             raise
+
+    def _lease_due(self) -> None:
+        """The producer's wait on a full queue (OrderedProducer.while_blocked): prove the lease when due."""
+        if time.monotonic() >= self._lease.due:  # type: ignore[union-attr]
+            self._prove_lease()
 
     def flush(self, timeout_s: float = 30) -> None:
         """Wait until the broker acknowledged every record; raise PublishError if any failed."""
@@ -707,35 +713,26 @@ class _TableOut:
     """A table's constant parts of data records: its name, the base of the ``source`` block (as a
     dict, and as JSON cut around ``ts_ms``), and the JSON head of record keys for the last schema."""
 
-    __slots__ = ("base", "key_head", "key_schema", "name", "pk", "source_head", "source_tail",
+    __slots__ = ("base", "key_close", "key_head", "key_schema", "name", "pk", "source_head", "source_tail",
                  "source_tail_r", "table")
 
     def __init__(self, table: TableId, source_name: str, connector: str) -> None:
         self.table, self.name = table, str(table)
-        base = self.base = _source_base(table, source_name, connector)
-        keys = list(base)
-        cut = keys.index("ts_ms")
-        self.source_head = dumps({k: base[k] for k in keys[:cut]})[:-1] + b',"ts_ms":'
-        tail = {k: base[k] for k in keys[cut + 1:]}
-        self.source_tail = b"," + dumps(tail)[1:-1]
-        self.source_tail_r = b"," + dumps({**tail, "snapshot": "true"})[1:-1]
+        self.base = _source_base(table, source_name, connector)
+        self.source_head, self.source_tail, self.source_tail_r = source_parts(self.base)
         self.key_for(None)
 
     def key_for(self, schema: TableSchema | None) -> None:
         """Key JSON up to the key values: ``pk`` is None (whole row), a column name or a tuple of them."""
         pk = schema.primary_key if schema is not None else ()
-        head = b'{"table":' + dumps(self.name) + b',"key":'
-        if len(pk) == 1:
-            self.pk, self.key_head = pk[0], head + b"{" + dumps(pk[0]) + b":"
-        else:
-            self.pk, self.key_head = (tuple(pk) if pk else None), head
+        self.key_head, self.key_close = key_head(self.name, pk), key_close(pk)
+        self.pk = pk[0] if len(pk) == 1 else (tuple(pk) if pk else None)
         self.key_schema = schema
 
 
 def _source_base(table: TableId, source_name: str, connector: str) -> dict[str, Any]:
     """The constant part of a data record's ``source`` block for ``table`` (see envelope.data_record)."""
-    return {"version": "cdc-1", "connector": connector, "name": source_name, "ts_ms": 0,
-            "db": table.db, "schema": table.db, "table": table.table, "snapshot": "false"}
+    return source_base(table.db, table.table, source_name, connector)
 
 
 _BASE_KEYS = frozenset(_source_base(TableId("db", "table"), "source", "connector"))  # a Change's own source fields

@@ -35,7 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
     from cdc.publish.topics import recreate_topic, topic_id, topic_spec
     from cdc.stream.envelope import changes_topic
 

@@ -54,7 +54,9 @@ from typing import Any
 from cdc.contract import STOP_CHECK_S, Source, SourceContext
 from cdc.errors import ConfigError, PublishError, SourceUnavailable, StreamCorrupt
 from cdc.metrics import SourceMetrics
+from cdc.ops.control import SourceControl, checkpoint_of, paused_by
 from cdc.publish.lease import WriterLease
+from cdc.publish.opening import open_publisher
 from cdc.publish.publisher import Publisher
 from cdc.runtime.health import HealthServer, describe, source_readiness
 from cdc.runtime.logs import THREAD_PREFIX, bind_source_state
@@ -85,9 +87,19 @@ class ReadWatch:
 _END = object()
 
 
+def write_operations(publisher: Publisher, ops: list[dict[str, Any]], resume: dict[str, Any] | None) -> None:
+    """Write operations records (cdc.ops.control) at a transaction boundary: HEARTBEATs carrying the
+    checkpoint ``resume`` unchanged plus the operation. Not flushed here."""
+    from cdc.stream.events import Heartbeat
+
+    base = checkpoint_of(resume) or {}
+    for op in ops:
+        publisher.publish(Heartbeat(op["at_ms"], {**base, "operation": op}))
+
+
 def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, metrics: SourceMetrics,
                acknowledged: int = 0, on_recovered: Callable[[], None] | None = None,
-               watch: ReadWatch | None = None) -> None:
+               watch: ReadWatch | None = None, control: SourceControl | None = None) -> bool:
     """Recover, start the reader at the stream's resume state, pump events until stopped.
 
     When ``stop`` is set, the reader is asked to stop; its iterator ends at the
@@ -97,7 +109,10 @@ def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, m
     ``acknowledged``: a sequence an earlier publisher of this process saw in
     the stream; a tail below it raises StreamCorrupt before the reader starts.
     ``on_recovered`` is called once the tail was read and found sound. ``watch``: told when the thread
-    waits on the reader (/readyz).
+    waits on the reader (/readyz). ``control``: the operator's requests (cdc.ops): its pending operations
+    records are written between transactions; a pause stops the reader at its next transaction boundary and
+    ends with the pause record as the stream's last record. Returns True when the source stopped because it
+    is paused (also when the stream's tail already was a pause record: the reader is then not started).
     """
     try:
         resume = publisher.recover()
@@ -112,15 +127,26 @@ def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, m
                 source=publisher.source_name, topic=publisher.topic, last_sequence=last,
                 acknowledged_sequence=acknowledged)
     except BaseException:
-        publisher.close()
-        try:
-            source.close()
-        except Exception:  # a reader never started may not close cleanly; the error above is the one to raise
-            log.debug("closing the unstarted reader failed", exc_info=True)
+        _close_unstarted(source, publisher)
         raise
     if on_recovered is not None:
         on_recovered()
-    source.start(resume)
+    if control is not None:
+        try:
+            ops = control.take()
+            if ops:
+                write_operations(publisher, ops, resume)
+                publisher.flush()
+                resume = {**(checkpoint_of(resume) or {}), "operation": ops[-1]}
+            if paused_by(resume) is not None:  # paused (now, or before the daemon's restart): do not read
+                control.paused, control.paused_since = True, paused_by(resume)
+        except BaseException:
+            _close_unstarted(source, publisher)
+            raise
+        if control.paused:
+            _close_unstarted(source, publisher)
+            return True
+    source.start(checkpoint_of(resume))
     stop_requested = False
     watch = ReadWatch() if watch is None else watch
     mono = time.monotonic
@@ -137,10 +163,21 @@ def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, m
             if stop.is_set() and not stop_requested:
                 source.request_stop()
                 stop_requested = True
+            if control is not None and control.wake.is_set() and not publisher.in_transaction:
+                control.wake.clear()
+                if control.paused:  # the pause record follows the reader's last transaction (below)
+                    if not stop_requested:
+                        source.request_stop()
+                        stop_requested = True
+                else:
+                    write_operations(publisher, control.take(), publisher.last_resume)
         if publisher.in_transaction:
             log.warning("the reader ended inside a transaction; the next start closes it with ABORTED",
                         extra={"source": publisher.source_name})
+        elif control is not None and control.pending:
+            write_operations(publisher, control.take(), publisher.last_resume)
         publisher.flush()
+        return control is not None and control.paused and not publisher.in_transaction
     except BaseException as exc:
         metrics.error(exc)
         if not isinstance(exc, PublishError):  # a reader failure: learn what is acknowledged, for the report
@@ -155,6 +192,14 @@ def run_source(source: Source, publisher: Publisher, stop: threading.Event, *, m
             source.close()
         finally:
             publisher.close()
+
+
+def _close_unstarted(source: Source, publisher: Publisher) -> None:
+    publisher.close()
+    try:
+        source.close()
+    except Exception:  # a reader never started may not close cleanly; an error being raised is the one to raise
+        log.debug("closing the unstarted reader failed", exc_info=True)
 
 
 @dataclass
@@ -183,11 +228,13 @@ class _Worker:
     lease: WriterLease | None = None  # one writer per stream, kept across the publisher's restarts
     position: Any = None  # resume state of the last acknowledged checkpoint, across restarts
     watch: ReadWatch = field(default_factory=ReadWatch)  # whether the source thread waits on the reader (/readyz)
+    control: SourceControl = field(default_factory=SourceControl)  # the operator's requests (cdc.ops)
+    holding: bool = False  # paused: the thread waits for a resume, no reader runs
 
     @property
     def last_resume(self) -> Any:
         pub = self.publisher
-        return (pub.last_resume if pub is not None else None) or self.position
+        return checkpoint_of((pub.last_resume if pub is not None else None) or self.position)
 
 
 class Daemon:
@@ -195,7 +242,8 @@ class Daemon:
 
     def __init__(self, specs: list[SourceSpec], kafka: Any, registry: Any, *, metrics_host: str = "127.0.0.1",
                  metrics_port: int | None = 0, drain_timeout_s: float = 30.0,
-                 producer_config: dict | None = None, source_restart_limit: int = 0) -> None:
+                 producer_config: dict | None = None, source_restart_limit: int = 0, api: Any = None,
+                 config_path: str | None = None) -> None:
         self.kafka, self.registry, self.drain_timeout_s = kafka, registry, drain_timeout_s
         self.source_restart_limit = source_restart_limit  # 0: restart an unreachable source for as long as it takes
         self.producer_config = producer_config
@@ -207,6 +255,11 @@ class Daemon:
         except OSError as exc:
             raise ConfigError(f"cannot serve /metrics on {metrics_host}:{metrics_port}: {exc.strerror}",
                               key="metrics.port") from None
+        self.api = None
+        if api is not None and api.enabled:  # the operations API (cdc/ops/server.py)
+            from cdc.ops.server import OpsServer
+
+            self.api = OpsServer(self, api, config_path=config_path)
 
     def readiness(self) -> dict[str, str]:
         """{source: why it is not ready} for /readyz: classes and positions only (cdc.runtime.health);
@@ -253,6 +306,9 @@ class Daemon:
         if self.health is not None:
             self.health.start()
             log.info("health server on http://%s:%d (/metrics /healthz /readyz)", self.health.host, self.health.port)
+        if self.api is not None:
+            self.api.start()
+            log.info("operations API on http://%s:%d/api/v1 (status page /status)", self.api.host, self.api.port)
         try:
             try:
                 for w in self.workers:
@@ -264,6 +320,8 @@ class Daemon:
         finally:
             if self.health is not None:
                 self.health.stop()
+            if self.api is not None:
+                self.api.stop()
 
     def _start(self, w: _Worker) -> None:
         self._build(w)
@@ -272,11 +330,9 @@ class Daemon:
 
     def _build(self, w: _Worker) -> None:
         spec = w.spec
-        if w.lease is None and getattr(self.kafka, "writer_fencing", False):
-            w.lease = WriterLease(self.kafka.connection(), self.kafka.topic_prefix, spec.name,
-                                  timeout_s=min(30.0, getattr(self.kafka, "delivery_timeout_s", 30.0)))
-        w.publisher = Publisher(spec.name, spec.connector, self.kafka, w.metrics, producer_config=self.producer_config,
-                                lease=w.lease)
+        # the lease (kafka.writer_fencing) is kept across the publisher's restarts: the process never fences itself
+        w.publisher, w.lease = open_publisher(self.kafka, spec.name, spec.connector, w.metrics, lease=w.lease,
+                                              producer_config=self.producer_config)
         ctx = SourceContext(metrics=w.metrics, **spec.context_args)
         if getattr(self.kafka, "dead_letter_topic", None):
             ctx.dead_letter = w.publisher.dead_letter
@@ -288,8 +344,15 @@ class Daemon:
         try:
             while True:
                 try:
-                    run_source(w.source, w.publisher, self.stop, metrics=w.metrics, acknowledged=w.acknowledged,
-                               on_recovered=lambda: setattr(w, "waiting", None), watch=w.watch)
+                    paused = run_source(w.source, w.publisher, self.stop, metrics=w.metrics,
+                                        acknowledged=w.acknowledged, on_recovered=lambda: setattr(w, "waiting", None),
+                                        watch=w.watch, control=w.control)
+                    w.acknowledged = max(w.acknowledged, w.publisher.acked_sequence)
+                    if paused and not self.stop.is_set():
+                        if self._hold(w):
+                            self._build(w)
+                            continue
+                        return
                     log.info("source stopped at a transaction boundary, position %s", w.publisher.last_resume,
                              extra={"source": w.spec.name, "position": w.publisher.last_resume})
                     return
@@ -314,6 +377,60 @@ class Daemon:
             w.done = True
             if w.lease is not None:
                 w.lease.close()
+
+    def _hold(self, w: _Worker) -> bool:
+        """A paused source: no reader runs and the stream's last record is the pause record. The writer lease
+        is let go (taken again on resume). Operations records asked for meanwhile (a skip, a resync) are
+        written at once by a short-lived publisher, followed by the pause record again, so that the stream's
+        tail still says paused. True once resumed (the resume record is pending: run_source writes it), False when
+        the daemon stops."""
+        log.info("source paused at position %s (%s)", w.last_resume, w.control.paused_since,
+                 extra={"source": w.spec.name, "position": w.last_resume})
+        if w.lease is not None:
+            w.lease.close()
+            w.lease = None
+        w.holding = True
+        try:
+            while not self.stop.is_set():
+                w.control.wake.wait(0.5)
+                w.control.wake.clear()
+                if not w.control.paused:
+                    return True
+                if w.control.pending:
+                    self.write_now(w, w.control.take(), keep_paused=True)
+            return False
+        finally:
+            w.holding = False
+
+    def write_now(self, w: _Worker, ops: list[dict[str, Any]], *, keep_paused: bool = False) -> None:
+        """Write operations records for a source no reader runs for (paused, or stopped): a short-lived
+        publisher with its own writer lease. ``keep_paused``: the pause record is written again after them,
+        so that the stream's tail still says paused (a restart stays paused)."""
+        if keep_paused and w.control.paused_since is not None:
+            ops = [*ops, w.control.paused_since]
+        lease = (WriterLease(self.kafka.connection(), self.kafka.topic_prefix, w.spec.name,
+                             timeout_s=min(30.0, getattr(self.kafka, "delivery_timeout_s", 30.0)))
+                 if getattr(self.kafka, "writer_fencing", False) else None)
+        pub = Publisher(w.spec.name, w.spec.connector, self.kafka, w.metrics, producer_config=self.producer_config,
+                        lease=lease)
+        try:
+            resume = pub.recover()
+            pub.recovered()
+            write_operations(pub, ops, resume)
+            pub.flush()
+        finally:
+            pub.close()
+            if lease is not None:
+                lease.close()
+
+    def restart(self, w: _Worker) -> bool:
+        """Start a source whose thread ended (stopped, failed) again, from the stream's tail; False when it
+        still runs (nothing done). The restart record is written by the new run after recovery."""
+        if w.thread is not None and w.thread.is_alive():
+            return False
+        w.error, w.done, w.restarts, w.waiting, w.lease = None, False, 0, None, None
+        self._start(w)
+        return True
 
     def _wait_to_restart(self, w: _Worker, exc: PublishError | SourceUnavailable) -> bool:
         """After a broker failure or a source its reader could not reach: back off (1, 2, 4 ... RESTART_MAX_S

@@ -26,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
     from cdc.metrics import process_registry
     from cdc.registry import open_source
     from cdc.runtime.daemon import Daemon, SourceSpec
@@ -46,7 +46,8 @@ def main(args: argparse.Namespace) -> int:
                         context_args=context_args) for s in chosen]
     daemon = Daemon(specs, config.kafka, process_registry(), metrics_host=config.metrics.host,
                     metrics_port=config.metrics.port, drain_timeout_s=config.drain_timeout_s,
-                    source_restart_limit=config.source_restart_limit)
+                    source_restart_limit=config.source_restart_limit, api=config.api,
+                    config_path=str(args.config))
     signals = TwoStageSignals(daemon.request_stop).install()
     try:
         status = daemon.run()

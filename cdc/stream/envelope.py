@@ -30,7 +30,7 @@ RESYNC   a data record of ``op: "x"`` (key {"table": "db.t", "key": None}, no im
          (cdc.stream.resync_range); consumers that do not apply it must stop on it.
 
 Writer epoch: every record of the stream carries the Kafka header
-``cdc.epoch`` (ASCII decimal): the epoch of the daemon that wrote it, taken
+``cdc.epoch`` (ASCII decimal; cdc.stream.wire owns it and the record bytes): the epoch of the daemon that wrote it, taken
 from the writer lease (cdc.publish.lease) when the daemon takes the stream
 over; a later writer's epoch is higher. A record without the header (written
 before epochs) has epoch 0 (:func:`record_epoch`). Consumers hold the epoch to
@@ -46,31 +46,10 @@ from __future__ import annotations
 from typing import Any
 
 from cdc.stream.events import Change, TableSchema
+from cdc.stream.wire import EPOCH_HEADER, epoch_headers, key_values, record_epoch, source_base  # noqa: F401 - re-exported: the header is the wire's
 
 BEGIN, END, ABORTED, SCHEMA, HEARTBEAT = "BEGIN", "END", "ABORTED", "SCHEMA", "HEARTBEAT"
 CHECKPOINT_STATUSES = frozenset({END, SCHEMA, HEARTBEAT})
-EPOCH_HEADER = "cdc.epoch"
-
-
-def epoch_headers(epoch: int) -> dict[str, bytes]:
-    """The headers of every record a writer of epoch ``epoch`` produces to the changes topic (a dict: the
-    cheapest form for confluent-kafka's produce)."""
-    return {EPOCH_HEADER: str(int(epoch)).encode()}
-
-
-def record_epoch(headers: Any) -> int:
-    """The writer epoch of a record from its Kafka headers (a list of (name, bytes), as confluent-kafka and
-    kafka-python give them, or a dict; None when it has none): 0 when the header is absent. A header that
-    is not a decimal number is returned as -1, which every epoch rule refuses (cdc.stream.stream_structure)."""
-    if not headers:
-        return 0
-    for name, value in (headers.items() if isinstance(headers, dict) else headers):
-        if name == EPOCH_HEADER:
-            try:
-                return int(value)
-            except (TypeError, ValueError):
-                return -1
-    return 0
 
 
 def changes_topic(prefix: str, source: str) -> str:
@@ -85,10 +64,7 @@ def row_key(change: Change) -> dict[str, Any]:
     """The primary-key values of a change (all columns when there is no key)."""
     row = change.after if change.after is not None else change.before
     assert row is not None
-    pk = change.schema.primary_key if change.schema is not None else ()
-    if pk:
-        return {name: row.get(name) for name in pk}
-    return dict(row)
+    return key_values(row, change.schema.primary_key if change.schema is not None else ())
 
 
 def data_record(
@@ -103,16 +79,9 @@ def data_record(
     data_collection_order: int,
     now_ms: int,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    source = {
-        "version": "cdc-1",
-        "connector": connector,
-        "name": source_name,
-        "ts_ms": commit_ts_ms,
-        "db": change.table.db,
-        "schema": change.table.db,
-        "table": change.table.table,
-        "snapshot": "true" if change.op == "r" else "false",
-    }
+    source = source_base(change.table.db, change.table.table, source_name, connector)
+    source["ts_ms"] = commit_ts_ms
+    source["snapshot"] = "true" if change.op == "r" else "false"
     source.update(change.source)
     # TRUNCATE (op t) and a resync range (op x, cdc.stream.resync_range) have no row image and no key
     imaged = change.after is not None or change.before is not None

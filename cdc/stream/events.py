@@ -27,6 +27,8 @@ from typing import Any, Literal, Union
 
 import orjson
 
+from cdc.schema.logical import LogicalType
+
 Op = Literal["c", "u", "d", "r", "t"]
 
 
@@ -62,12 +64,18 @@ class Column:
     else an expression (``current_timestamp()``, ``uuid()``); None: no
     default (NULL). It does not take part in equality: a table map's shape
     (no defaults) equals the catalog's.
+
+    ``logical`` is the column's logical type (cdc.schema.logical), made by the reader from ``type``;
+    the core switches on it, never on ``type``'s spelling. None where no reader made it (a schema
+    built by hand, a SCHEMA record written before the field existed): the core then asks the source
+    kind's parser (cdc.registry.logical_of). It follows from ``type``, so it takes no part in equality.
     """
 
     name: str
     type: str
     nullable: bool = True
     default: str | None = field(default=None, compare=False)
+    logical: LogicalType | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,18 +85,25 @@ class TableSchema:
     primary_key: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
+        """The schema object of SCHEMA records and of the targets' schema memory: per column ``name``,
+        ``type`` (the source's text), ``nullable``, ``default`` when there is one and ``logical`` (its
+        LogicalType.to_json) when the reader made one."""
         return {
             "table": str(self.table),
             "columns": [{"name": c.name, "type": c.type, "nullable": c.nullable}
-                        | ({"default": c.default} if c.default is not None else {}) for c in self.columns],
+                        | ({"default": c.default} if c.default is not None else {})
+                        | ({"logical": c.logical.to_json()} if c.logical is not None else {}) for c in self.columns],
             "primary_key": list(self.primary_key),
         }
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> TableSchema:
+        """The inverse of :meth:`to_json`. A column written without ``logical`` (a stream written before the
+        field) gets None: cdc.registry.logical_of rebuilds it with the source kind's parser."""
         return cls(
             TableId.parse(obj["table"]),
-            tuple(Column(c["name"], c["type"], c.get("nullable", True), c.get("default")) for c in obj["columns"]),
+            tuple(Column(c["name"], c["type"], c.get("nullable", True), c.get("default"),
+                         LogicalType.from_json(c["logical"]) if "logical" in c else None) for c in obj["columns"]),
             tuple(obj.get("primary_key") or ()),
         )
 

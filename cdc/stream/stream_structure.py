@@ -55,6 +55,11 @@ from typing import Any
 from cdc.errors import StreamCorrupt
 from cdc.stream.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
 
+# what an operator does about a fenced writer's records in the stream (docs/faults.md "Two daemons")
+WAY_BACK = ("The way back: a daemon fenced by a newer one wrote these records late (its client still held them); "
+            "what was applied before this point is consistent. Check that one daemon runs for the source, then "
+            "rebuild the stream and what was applied from it: `cdc stream reset --source NAME --yes`, and drop "
+            "the target's tables and its cdc_progress row (docs/faults.md)")
 NOT_READ: Any = type("NotRead", (), {"__repr__": lambda self: "NOT_READ"})()  # a field this reader did not decode
 
 
@@ -275,10 +280,11 @@ class StreamStructure:
                        f"{what} with epoch {epoch}", epoch=epoch, previous_epoch=tx.epoch)
         if epoch and epoch < self._epoch:
             at_offset, at_sequence = self._epoch_at or (None, None)
+            where = (f"reached the stream at offset {at_offset}, sequence {at_sequence}" if at_offset is not None
+                     else "were applied before this reader's start position")
             self._fail(offset, sequence, f"epoch {self._epoch} or higher (a newer writer's records, epoch "
-                       f"{self._epoch}, reached the stream at offset {at_offset}, sequence {at_sequence}; an older "
-                       f"writer's may not follow them)", f"{what} with epoch {epoch}", epoch=epoch,
-                       previous_epoch=self._epoch)
+                       f"{self._epoch}, {where}; an older writer's may not follow them)",
+                       f"{what} with epoch {epoch}", epoch=epoch, previous_epoch=self._epoch, way_back=WAY_BACK)
         if epoch > self._epoch:
             self._epoch, self._epoch_at = epoch, (offset, sequence)
 
@@ -289,13 +295,15 @@ class StreamStructure:
 
     def _fail(self, offset: int, sequence: int, expected: str, found: str, **fields: Any) -> None:
         tx = self._open
+        way_back = fields.pop("way_back", None)
         breaks = (f"; transaction {tx.txid!r} (BEGIN at offset {tx.offset}, sequence {tx.sequence}) is not applied"
                   if tx is not None else "")
         self._broken = err = StreamCorrupt(
             f"{self.topic}[{self.partition}]: {found} at offset {offset}, sequence {sequence}, where the stream's "
             f"structure expects {expected}{breaks}. The stream is not what one publisher writes: two daemons "
             f"writing the same source (each numbering from the same tail), or records lost, doubled or reordered "
-            f"between the publisher and this reader; nothing from this point on is applied",
+            f"between the publisher and this reader; nothing from this point on is applied"
+            + (f". {way_back}" if way_back else ""),
             topic=self.topic, partition=self.partition, offset=offset, sequence=sequence,
             txid=None if tx is None else tx.txid, **fields)
         err.expected, err.found = expected, found  # for callers and tests (the message says both)

@@ -35,7 +35,7 @@ from cdc.config.tls import MySqlTls
 from cdc.errors import CdcError
 from readers.mysql.connection import open_connection
 from readers.mysql.errors import SettingsRefused
-from readers.mysql.privileges import missing_privileges
+from readers.mysql.privileges import missing
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,11 @@ def inspect_host(address: str, user: str, password: str, candidate: bool, timeou
         conn.close()
     problems, notes = evaluate(settings, address, user, candidate)
     # every statement the daemon runs, run as the configured user (readers/mysql/privileges.py)
-    problems += [Problem(address, *m.problem()) for m in missing_privileges(address, user, password, timeout_s, tls)]
+    conn = open_connection(address, user, password, timeout_s, tls=tls)
+    try:
+        problems += [Problem(address, *m.problem()) for m in missing(conn)]
+    finally:
+        conn.close()
     return problems, notes
 
 

@@ -10,6 +10,7 @@ from cdc.config.credentials import PasswordLogin
 from cdc.config.tls import MySqlTls
 from cdc.contract import HeartbeatInterval
 from cdc.schema.table_glob import check_pattern
+from cdc.transforms.config import TransformsConfig
 
 
 class MySqlSourceConfig(PasswordLogin):
@@ -47,6 +48,8 @@ class MySqlSourceConfig(PasswordLogin):
                                         "(none: no incremental snapshots)")
     tls: MySqlTls | None = Field(default=None, description="TLS for the binlog and every query connection "
                                  "(cdc/config/tls.py); none: TLS only if the server offers it, unverified")
+    transforms: TransformsConfig | None = Field(default=None, description="columns left out, masked or "
+                                                "encrypted before anything reaches Kafka (docs/transforms.md)")
 
     @field_validator("hosts")
     @classmethod

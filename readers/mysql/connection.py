@@ -159,3 +159,24 @@ def probe(address: str, user: str, password: str, timeout_s: float = 5.0,
     finally:
         conn.close()
     return HostInfo(address, flavor, version, server_id, read_only, is_replica, state, oldest, oldest_file)
+
+
+def open_primary(src: Any) -> Any:
+    """A connection to the first writable host of MySQL/MariaDB source config ``src`` (the commands that write
+    to the source: `cdc snapshot`, `cdc source skip --resync`); ConfigError when none is."""
+    from cdc.errors import ConfigError
+
+    last: Exception | None = None
+    for host in src.hosts:
+        try:
+            conn = open_connection(host, src.user, src.password.get_secret_value(), src.connect_timeout_s,
+                                   tls=src.tls)
+        except Exception as exc:  # noqa: BLE001 - try the next host; the last error is reported
+            last = exc
+            continue
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@GLOBAL.read_only")
+            if not int(cur.fetchone()[0]):
+                return conn
+        conn.close()
+    raise ConfigError(f"source {src.name}: no writable host among {src.hosts} ({last})", key="hosts")

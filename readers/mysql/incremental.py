@@ -216,11 +216,16 @@ class IncrementalSnapshots:
                 f"{None if rng.through is None else list(rng.through)}"
             if rng is not None and rng.through is None:  # the last chunk: the table is done once it is out
                 self._finish_table()
+            transforms = getattr(self.source, "transforms", None)  # the transforms hook: rows leave shaped
+            mapper = transforms.mapper(reader.schema) if transforms else None
+            schema = reader.schema if mapper is None else mapper.schema
+            if mapper is not None:
+                rows = [mapper.row(r) for r in rows]
             yield Begin(txid, ts)
             for i, row in enumerate(rows):
-                yield Change(table, "r", None, row, {"incremental_snapshot": True, "row": i}, reader.schema)
+                yield Change(table, "r", None, row, {"incremental_snapshot": True, "row": i}, schema)
             if rng is not None:
-                yield Change(table, RANGE_OP, None, None, {"resync": rng.to_text(), "row": len(rows)}, reader.schema)
+                yield Change(table, RANGE_OP, None, None, {"resync": rng.to_text(), "row": len(rows)}, schema)
             self.source.metrics.event_read(str(table), "r", len(rows))
             yield Commit(txid, ts, self.source.resume_state(), {"snapshot": str(table)})
         self._next_chunk()

@@ -35,7 +35,6 @@ from typing import Any
 
 import pymysql
 
-from cdc.config.tls import MySqlTls
 from cdc.errors import CdcError, Terminal
 
 ER_SPECIFIC_ACCESS_DENIED = 1227  # "Access denied; you need (at least one of) the X privilege(s) ..."
@@ -126,18 +125,6 @@ def missing(conn: Any) -> list[Missing]:
         if not any(re.search(r"\b(SELECT|ALL PRIVILEGES)\b", g.split(" ON ")[0]) for g in grants):
             need("SELECT", "snapshots read the captured tables")
     return out
-
-
-def missing_privileges(address: str, user: str, password: str, timeout_s: float = 5.0,
-                       tls: MySqlTls | None = None) -> list[Missing]:
-    """:func:`missing` on a connection of its own to ``address`` (the hook of readers/mysql/check.py)."""
-    from readers.mysql.connection import open_connection  # connection.py imports this module (denied)
-
-    conn = open_connection(address, user, password, timeout_s, tls=tls)
-    try:
-        return missing(conn)
-    finally:
-        conn.close()
 
 
 def denied(exc: BaseException, address: str, user: str) -> MissingPrivilege | None:

@@ -71,7 +71,20 @@ from pymysqlreplication.row_event import (
 from cdc.contract import STOP_CHECK_S, SourceContext
 from cdc.errors import CdcError, Terminal
 from cdc.publish.lease import WRITER_ID
-from cdc.stream.events import Begin, Change, ChangeBatch, Commit, Event, Heartbeat, Idle, SchemaChange, TableId
+from cdc.stream import wire
+from cdc.stream.events import (
+    Begin,
+    Change,
+    ChangeBatch,
+    Commit,
+    Event,
+    Heartbeat,
+    Idle,
+    SchemaChange,
+    TableId,
+    TableSchema,
+)
+from cdc.transforms.mapper import SourceTransforms
 from readers.mysql.binlog import binlog_events
 from readers.mysql.binlog.decode import ConvertedRow, RowConverter
 from readers.mysql.binlog.fastevents import FastBegin, FastGtid, FastStream, FastTableMap, FastXid
@@ -193,22 +206,25 @@ def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str,
                 row_no: int, server_id: int, thread: int | None) -> ChangeBatch | None:
     """The rows of one rows event decoded by the native pass (ConvertedRow images: nothing left to convert, so
     nothing that could be dead-lettered) as a ChangeBatch: per row, the JSON of its key values, before and after
-    images and ``source`` fields, byte for byte what the publisher writes for the equal Change (cdc.stream.events). None
-    when a value has no JSON form (the rows then go out as Changes and fail, or not, as they always did)."""
+    images and ``source`` fields, byte for byte what the publisher writes for the equal Change (cdc.stream.events;
+    the bytes' rules are cdc.stream.wire's). None when a value has no JSON form (the rows then go out as Changes and
+    fail, or not, as they always did)."""
     dumps = orjson.dumps
     schema = known[1]
     pk = schema.primary_key if schema is not None else ()
-    head = b',"gtid":' + dumps(gtid) + b',"file":' + dumps(file) + b',"pos":' + dumps(pos) + b',"row":'
-    tail = b',"server_id":' + dumps(server_id) + (b"" if thread is None else b',"thread":' + dumps(thread)) + b"}"
+    fields = {"gtid": gtid, "file": file, "pos": pos, "row": 0, "server_id": server_id}
+    if thread is not None:
+        fields["thread"] = thread
+    head, tail = wire.source_split(fields, "row")
     out = []
     try:
         for i, r in enumerate(rows):
             if op == "c":
                 row = r["values"]
-                before, after = b"null", dumps(row)
+                before, after = wire.NULL, dumps(row)
             elif op == "d":
                 row = r["values"]
-                before, after = dumps(row), b"null"
+                before, after = dumps(row), wire.NULL
             else:
                 row = r["after_values"]
                 if type(r["before_values"]) is not ConvertedRow:
@@ -216,12 +232,7 @@ def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str,
                 before, after = dumps(r["before_values"]), dumps(row)
             if type(row) is not ConvertedRow:
                 return None
-            if not pk:
-                kv = after if op != "d" else before
-            elif len(pk) == 1:
-                kv = dumps(row.get(pk[0]))
-            else:
-                kv = dumps({c: row.get(c) for c in pk})
+            kv = (after if op != "d" else before) if not pk else wire.key_json(row, pk)  # keyless: the image's bytes
             out.append((op, kv, before, after, b"%b%d%b" % (head, row_no + i, tail)))
     except orjson.JSONEncodeError:
         return None
@@ -256,6 +267,9 @@ class MySqlSource:
         # rows the native pass decoded go out as one ChangeBatch per rows event (see _serialized); the incremental
         # snapshot's window (incremental.py) reads each Change, so with a signal table every row is a Change
         self._serialize = self._incremental is None
+        # -- transforms hook (cdc/transforms): the key files are read here, so a bad one stops the start --
+        self.transforms = SourceTransforms(config.name, config.transforms,
+                                           key_window=config.signal_table is not None)
         self._stream: BinLogStreamReader | None = None
         self._ctl: pymysql.connections.Connection | None = None
         self._prober = default_prober(config.user, config.password.get_secret_value(), config.connect_timeout_s,
@@ -412,7 +426,7 @@ class MySqlSource:
         row_no = skip = 0
         thread: int | None = None
         in_tx = False  # the open GTID group is a transaction, not a standalone DDL
-        converters: dict[int, tuple[Any, RowConverter, Any]] = {}
+        converters: dict[int, tuple[Any, RowConverter, Any, Any]] = {}
         null_masks: dict[int, bytes] = {}
         self._null_masks = null_masks
         tables: dict[tuple[str, str], tuple[TableId, bool]] = {}  # (db, table) -> (TableId, captured)
@@ -576,28 +590,32 @@ class MySqlSource:
         return True, done
 
     def _changes(self, ev: Any, table: TableId, gtid: str, row_no: int,
-                 converters: dict[int, tuple[Any, RowConverter, Any]], thread: int | None) -> Iterator[Change]:
+                 converters: dict[int, tuple[Any, RowConverter, Any, Any]], thread: int | None) -> Iterator[Change]:
         stream = self._stream
         pos = ev.packet.log_pos
         file = stream.log_file if stream is not None else None
         cached = converters.get(ev.table_id)
         tmap = stream.table_map.get(ev.table_id) if stream is not None else None
         if cached is None or cached[0] is not tmap:
-            cached = (tmap, RowConverter(str(table), tmap.columns),
-                      schema_from_table_map(tmap, self._null_masks.get(ev.table_id)))
+            schema = schema_from_table_map(tmap, self._null_masks.get(ev.table_id))
+            mapper = self.transforms.mapper(schema)  # the transforms hook: None for a table not shaped
+            cached = (tmap, RowConverter(str(table), tmap.columns), schema if mapper is None else mapper.schema,
+                      mapper)
             converters[ev.table_id] = cached
             self._table_schemas[table] = cached[2]
-        _, convert, schema = cached
+        _, convert, schema, mapper = cached
         try:
             rows = ev.rows
         except Exception as exc:  # noqa: BLE001 - the library raises anything from its decoders
             where = f"{file}:{pos} gtid {gtid}"
-            raise DecodeError(f"cannot decode a row of {table} at {where}: {exc!r}", table=str(table),
+            said = "(the table has masked columns: the library's words are not shown)" if mapper else repr(exc)
+            raise DecodeError(f"cannot decode a row of {table} at {where}: {said}", table=str(table),
                               position=where, column=None, value=None) from None
         server_id = ev.packet.server_id
         op = "c" if isinstance(ev, WriteRowsEvent) else "u" if isinstance(ev, UpdateRowsEvent) else "d"
         self.metrics.event_read(str(table), op, len(rows))
-        if self._serialize and rows and type(rows[0].get("values", rows[0].get("after_values"))) is ConvertedRow:
+        # a shaped table never takes the serialized path: its rows go through mapper.row below
+        if self._serialize and mapper is None and rows and type(rows[0].get("values", rows[0].get("after_values"))) is ConvertedRow:
             batch = _serialized(rows, op, (table, schema), gtid, file, pos, row_no, server_id, thread)
             if batch is not None:
                 yield batch
@@ -608,7 +626,9 @@ class MySqlSource:
             if thread is not None:
                 src["thread"] = thread
             try:
-                if op == "c":
+                if mapper is not None:
+                    change = self._shaped_change(r, op, table, src, schema, convert, where, mapper)
+                elif op == "c":
                     change = Change(table, op, None, convert(r["values"], where), src, schema)
                 elif op == "d":
                     change = Change(table, op, convert(r["values"], where), None, src, schema)
@@ -618,9 +638,27 @@ class MySqlSource:
             except DecodeError as exc:
                 if self._dead_letter is None:
                     raise
-                self._dead_letter(exc, {"table": str(table), "op": op, "source": src, "row": repr(r)[:2000]})
+                row = repr(r)[:2000] if mapper is None else "(not shown: the table has masked columns)"
+                self._dead_letter(exc, {"table": str(table), "op": op, "source": src, "row": row})
                 continue
             yield change
+
+    @staticmethod
+    def _shaped_change(r: dict[str, Any], op: str, table: TableId, src: dict[str, Any], schema: Any,
+                       convert: RowConverter, where: str, mapper: Any) -> Change:
+        """The Change of one row of a shaped table: converted, then shaped (cdc/transforms); a DecodeError
+        names the column but shows no value of a masked or dropped column."""
+        try:
+            before = convert(r["values"] if op == "d" else r["before_values"], where) if op != "c" else None
+            after = convert(r["values"] if op == "c" else r["after_values"], where) if op != "d" else None
+        except DecodeError as exc:
+            column = exc.fields.get("column")
+            if not mapper.hides(column):
+                raise
+            raise DecodeError(f"cannot decode {table}.{column} at {where} (the value is not shown: the column is "
+                              "masked or left out)", table=str(table), column=column, position=where,
+                              value=None) from None
+        return Change(table, op, mapper.row(before), mapper.row(after), src, schema)
 
     def _commit(self, gtid: str, began: bool, timestamp: int, log_pos: int,
                 stream: BinLogStreamReader) -> Commit | None:
@@ -650,6 +688,7 @@ class MySqlSource:
             except pymysql.err.MySQLError as exc:
                 raise ConnectionLost(f"cannot read the schema of {named} from {self.host}: {exc}",
                                      host=self.host) from exc
+        schema = self.transforms.shape(schema)
         stream = self._stream
         file = stream.log_file if stream is not None else None
         src = {"gtid": gtid, "file": file, "pos": ev.packet.log_pos, "row": 0, "server_id": ev.packet.server_id}
@@ -674,6 +713,9 @@ class MySqlSource:
             except pymysql.err.MySQLError as exc:
                 raise ConnectionLost(f"cannot read the schema of {named} from {self.host}: {exc}",
                                      host=self.host) from exc
+        if captured:  # the transforms hook, before the state takes the GTID: a rule that no longer fits stops here
+            schema = self.transforms.shape(schema)
+            tables = self._shaped_actions(tables)
         if not rows_follow:
             self.gtid_state.add(gtid)
         if not captured:
@@ -683,6 +725,13 @@ class MySqlSource:
             if schema is not None:
                 self._table_schemas[named] = schema
         return SchemaChange(named, query, schema, ev.timestamp * 1000, self.resume_state(), tables)
+
+    def _shaped_actions(self, actions: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        """table_actions with each table's schema shaped by the transforms."""
+        if not actions or not self.transforms:
+            return actions
+        return [a | {"schema": self.transforms.shape(TableSchema.from_json(a["schema"])).to_json()}
+                if a.get("schema") is not None else a for a in actions]
 
     def _where(self, ev: Any) -> str:
         """``file:pos`` of a binlog event of the open stream."""

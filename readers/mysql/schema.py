@@ -20,6 +20,7 @@ from pymysqlreplication.constants import FIELD_TYPE as T
 
 from cdc.stream.events import Column, TableId, TableSchema
 from readers.mysql.binlog.vector import VECTOR
+from readers.mysql.types import logical_type
 
 _INT_NAMES = {T.TINY: "tinyint", T.SHORT: "smallint", T.INT24: "mediumint", T.LONG: "int", T.LONGLONG: "bigint"}
 _BLOB_NAMES = {1: "tiny", 2: "", 3: "medium", 4: "long"}
@@ -86,7 +87,8 @@ def schema_from_table_map(table: Any, null_mask: bytes | None = None) -> TableSc
     cols = []
     for i, c in enumerate(table.columns):
         nullable = True if null_mask is None else bool(null_mask[i // 8] & (1 << (i % 8)))
-        cols.append(Column(c.name, type_text(c), nullable))
+        text = type_text(c)
+        cols.append(Column(c.name, text, nullable, None, logical_type(text)))
     pk = tuple(c.name for c in table.columns if c.is_primary)
     return TableSchema(TableId(table.schema, table.table), tuple(cols), pk)
 
@@ -113,7 +115,8 @@ def schema_from_information_schema(conn: Any, db: str, table: str) -> TableSchem
             r["COLUMN_NAME"], r["COLUMN_TYPE"], r["IS_NULLABLE"], r["COLUMN_KEY"], r["COLUMN_DEFAULT"],
             r["EXTRA"], r["GENERATION_EXPRESSION"])
         ctype = _DISPLAY_WIDTH.sub(r"\1", str(ctype).lower())
-        cols.append(Column(name, ctype, nullable == "YES", default_text(default, extra, generated, ctype, mariadb)))
+        cols.append(Column(name, ctype, nullable == "YES", default_text(default, extra, generated, ctype, mariadb),
+                           logical_type(ctype)))
     return TableSchema(TableId(db, table), tuple(cols), pk)
 
 

@@ -1,6 +1,7 @@
-"""`cdc source skip --config FILE --source S --gtid G --yes [--resync]`: move a stopped source past one
-refused transaction, record it in the stream, and bring the tables it touched back to equality. For an
-Oracle source the transaction is named by ``--xid`` (readers/oracle/skip_cmd.py).
+"""`cdc source skip --config FILE --source S --gtid G --yes [--resync]` for a MySQL/MariaDB source: move a
+stopped source past one refused transaction, record it in the stream, and bring the tables it touched back
+to equality. The command (cdc/runtime/source_cmd.py) hands the source here through cdc.registry
+SOURCE_COMMANDS; an Oracle source's transaction is named by ``--xid`` (readers/oracle/skip_cmd.py).
 
 A source that stops on a transaction it will not publish (a statement-format write, a partial row image,
 a partition DDL that removes rows, an event it does not decode) stops on the same GTID at every
@@ -33,7 +34,6 @@ import argparse
 import time
 from typing import Any
 
-from cdc.config.options import add_config_option
 from cdc.errors import CdcError, ConfigError, Terminal
 
 
@@ -41,49 +41,17 @@ class SkipRefused(CdcError, Terminal):
     """`cdc source skip` cannot move past the named transaction (``source``, ``gtid``, ``found``)."""
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["skip"], help="skip: move a stopped source past one transaction")
-    add_config_option(parser)
-    parser.add_argument("--source", required=True, help="source name")
-    parser.add_argument("--gtid", help="MySQL/MariaDB source: the GTID the source stopped on (named in its error)")
-    parser.add_argument("--xid", help="Oracle source: the XID of the transaction the source stopped on (named in "
-                        "its error, usn.slot.sqn)")
-    parser.add_argument("--yes", action="store_true", help="acknowledge that the transaction is not published")
-    parser.add_argument("--resync", action="store_true",
-                        help="re-read the tables it touched: MySQL: an incremental snapshot (needs signal_table); "
-                        "Oracle: a snapshot of those tables as of the transaction's commit SCN")
-    parser.add_argument("--reason", default="", help="free text recorded in the stream with the skip")
-
-
-def main(args: argparse.Namespace) -> int:
-    from cdc.config.models import load_config
-    from cdc.metrics import SourceMetrics
-    from cdc.publish.lease import WriterLease
-    from cdc.publish.publisher import Publisher
+def main(args: argparse.Namespace, config: Any, src: Any) -> int:
+    """`cdc source skip` of MySQL/MariaDB source ``src`` of ``config`` (cdc.registry SOURCE_COMMANDS)."""
+    from cdc.publish.opening import close_publisher, open_publisher
     from cdc.stream.events import Heartbeat
     from readers.mysql.position import GtidSet
 
-    if not args.yes:
-        raise ConfigError("cdc source skip: add --yes to acknowledge that transaction "
-                          f"{args.gtid or args.xid} is NOT published (its tables are resynced instead)", key="--yes")
-    config = load_config(args.config)
-    src = config.source(args.source)
-    if src.kind == "oracle":  # the same command for an Oracle source: by XID (readers/oracle/skip_cmd.py)
-        if not args.xid:
-            raise ConfigError(f"source {src.name} is an Oracle source: name the transaction with --xid (its error "
-                              "names it)", key="--xid")
-        from readers.oracle import skip_cmd as oracle_skip
-
-        return oracle_skip.main(args, config, src)
-    if src.kind != "mysql":
-        raise ConfigError(f"source {src.name} is kind {src.kind}: `cdc source skip` moves MySQL/MariaDB and Oracle "
-                          "sources", key="sources", file=args.config)
     if not args.gtid:
         raise ConfigError(f"source {src.name} is a MySQL/MariaDB source: name the transaction with --gtid (its error "
                           "names it)", key="--gtid")
     gtid = GtidSet.parse(args.gtid)
-    lease = WriterLease(config.kafka.connection(), config.kafka.topic_prefix, src.name)
-    publisher = Publisher(src.name, "mysql", config.kafka, SourceMetrics(src.name), lease=lease)
+    publisher, lease = open_publisher(config.kafka, src.name, "mysql")  # with the writer lease
     try:
         resume = publisher.recover()
         publisher.recovered()
@@ -93,37 +61,32 @@ def main(args: argparse.Namespace) -> int:
         state = GtidSet.parse(resume["gtid_set"])
         if state.issuperset(gtid):
             raise SkipRefused(f"the checkpoint of {src.name} ({state}) already holds {args.gtid}: the source is past "
-                              "it", source=src.name, gtid=args.gtid, found=str(state))
+                              f"it{_resync_hint(args, src, resume)}", source=src.name, gtid=args.gtid,
+                              found=str(state))
         found, tables = next_transaction(src, state)
         if found is None or GtidSet.parse(found) != gtid:
             raise SkipRefused(
                 f"the next transaction of {src.name} after its checkpoint {state} is {found or 'not written yet'}, "
                 f"not {args.gtid}: only the transaction the source stopped on can be skipped (exactly one)",
                 source=src.name, gtid=args.gtid, found=found)
+        captured = [t for t in tables if _captured(src, t)]
+        # the resync's prerequisites are checked BEFORE the skip is recorded: check first, record once
+        refused = _resync_refusals(args, config, src, captured) if captured and args.resync else {}
         skipped = {"gtid": found, "tables": tables, "at_ms": int(time.time() * 1000), "reason": args.reason}
         publisher.publish(Heartbeat(skipped["at_ms"], {**resume, "gtid_set": str(state.add(found)),
                                                        "skipped": skipped}))
         publisher.flush()
     finally:
-        publisher.close()
-        lease.close()
-    captured = [t for t in tables if _captured(src, t)]
+        close_publisher(publisher, lease)
     print(f"source {src.name}: moved past {found} (not published); tables it touched: "
           f"{', '.join(tables) or 'none seen'}; recorded in {publisher.topic}")
     if captured and args.resync:
         from readers.mysql import snapshot_cmd
-        from readers.mysql.connection import open_connection
 
-        conn = snapshot_cmd._primary(src, open_connection)
-        try:
-            with conn.cursor() as cur:
-                refused = {t: why for t in captured if (why := snapshot_cmd.resync_refusal(cur, t, config))}
-        finally:
-            conn.close()
         for resync, tables in ((True, [t for t in captured if t not in refused]), (False, list(refused))):
             if tables:
                 snapshot_cmd.main(argparse.Namespace(action="request", config=args.config, source=src.name,
-                                                     table=tables, interval=0, resync=resync))
+                                                     table=tables, interval=0, resync=resync), config, src)
         for t, why in refused.items():
             print(f"{t}: plain snapshot, not a resync ({why}); rows the skipped transaction deleted may remain on "
                   f"the target: check with `cdc compare --config {args.config} --tables {t}`")
@@ -135,6 +98,41 @@ def main(args: argparse.Namespace) -> int:
     else:
         print("restart the daemon (`cdc run`): none of those tables is captured")
     return 0
+
+
+def _resync_refusals(args: argparse.Namespace, config: Any, src: Any, captured: list[str]) -> dict[str, str]:
+    """The resync's prerequisites, checked before the skip is recorded: a ConfigError without a signal table
+    (nothing recorded: fix it and run the command again); per table, why it gets a plain snapshot instead of a
+    resync (its keys, per-table topics), read on the source's primary."""
+    from readers.mysql import snapshot_cmd
+    from readers.mysql.connection import open_primary
+
+    if not src.signal_table:
+        raise ConfigError(f"source {src.name} has no signal_table, which --resync needs to request the snapshot of "
+                          f"{', '.join(captured)}; nothing was recorded: add e.g. `signal_table: ops.cdc_signal` to "
+                          "the source and run the same command again (or run it without --resync and resync later)",
+                          key="signal_table", file=args.config)
+    conn = open_primary(src)
+    try:
+        with conn.cursor() as cur:
+            return {t: why for t in captured if (why := snapshot_cmd.resync_refusal(cur, t, config))}
+    finally:
+        conn.close()
+
+
+def _resync_hint(args: argparse.Namespace, src: Any, resume: dict[str, Any]) -> str:
+    """For a re-run with --resync of a skip already recorded: how to request the resync of the tables it
+    touched (from the skip's record at the stream's tail, when that is the last checkpoint)."""
+    if not args.resync:
+        return ""
+    skipped = resume.get("skipped") or {}
+    tables = [t for t in skipped.get("tables") or () if _captured(src, t)] if skipped.get("gtid") == args.gtid else []
+    if not tables:
+        return ("; if the resync of the tables it touched was not requested, request it: `cdc snapshot --config "
+                f"{args.config} --source {src.name} --table DB.TABLE --resync` for each")
+    return ("; if the resync was not requested (a prerequisite failed after the skip was recorded), request it: "
+            + "; ".join(f"`cdc snapshot --config {args.config} --source {src.name} --table {t} --resync`"
+                        for t in tables))
 
 
 def _captured(src: Any, table: str) -> bool:

@@ -244,6 +244,10 @@ class InitialSnapshot:
         """One chunk as a transaction; ``replace``: it starts with an ``op: "t"`` (see the module docstring);
         ``first``/``last``: it holds the snapshot's first/last row."""
         ts = int(time.time() * 1000)
+        transforms = getattr(self.source, "transforms", None)  # the transforms hook: rows leave shaped
+        mapper = transforms.mapper(schema) if transforms else None
+        if mapper is not None:
+            schema, rows = mapper.schema, [mapper.row(r) for r in rows]
         if n == EMPTY_TABLE:  # no rows: the table's definition alone, so every consumer (the apply's target
             # table, `cdc compare`) knows the table exists; a checkpoint like a chunk's END (a restart reads
             # the table again: it is still empty, or its rows come from that newer read)

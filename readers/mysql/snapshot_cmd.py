@@ -1,5 +1,6 @@
-"""`cdc snapshot --config FILE --source S --table db.t [--table ...]`: re-snapshot tables live.
-`cdc snapshot status --config FILE --source S`: how far a snapshot is (readers/mysql/snapshot_status.py).
+"""`cdc snapshot --config FILE --source S --table db.t [--table ...]` for a MySQL/MariaDB source: re-snapshot
+tables live. The command (cdc/runtime/snapshot_cmd.py) hands the source here through cdc.registry
+SOURCE_COMMANDS; `cdc snapshot status` is readers/mysql/snapshot_status.py.
 
 Asks the RUNNING daemon of source S for an incremental snapshot (watermark
 method, readers/mysql/incremental.py) by inserting one row into the
@@ -22,45 +23,23 @@ from __future__ import annotations
 
 import argparse
 import uuid
+from typing import Any
 
-from cdc.config.options import add_config_option
 from cdc.errors import ConfigError
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", nargs="?", choices=["request", "status"], default="request",
-                        help="request (default): snapshot the --table tables; status: rows done/total per table")
-    add_config_option(parser)
-    parser.add_argument("--source", required=True, help="source name (a kind: mysql source)")
-    parser.add_argument("--table", action="append", metavar="DB.TABLE", help="table to re-snapshot (request)")
-    parser.add_argument("--resync", action="store_true",
-                        help="also delete target rows the source does not hold (the table ends equal to the source)")
-    parser.add_argument("--interval", type=float, default=5.0,
-                        help="status: seconds between two reads of the stream, for the rate and ETA (0: none)")
-
-
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, config: Any, src: Any) -> int:
+    """`cdc snapshot` (a request) of MySQL/MariaDB source ``src`` of ``config`` (cdc.registry SOURCE_COMMANDS)."""
     from cdc.compare.errors import CompareError
-    from cdc.config.models import load_config
-    from readers.mysql.connection import open_connection
+    from readers.mysql.connection import open_primary
     from readers.mysql.incremental import EXECUTE, RESYNC, SIGNAL_DDL
     from readers.mysql.snapshot import q
 
-    if getattr(args, "action", "request") == "status":  # callers that build args by hand mean a request
-        from readers.mysql.snapshot_status import main as status
-        return status(args)
-    if not args.table:
-        raise ConfigError("cdc snapshot: name at least one --table db.table to snapshot", key="--table")
-    config = load_config(args.config)
-    src = config.source(args.source)
-    if src.kind != "mysql":
-        raise ConfigError(f"source {src.name} is kind {src.kind}: incremental snapshots are for kind mysql",
-                          key="sources", file=args.config)
     if not src.signal_table:
         raise ConfigError(f"source {src.name} has no signal_table: add e.g. `signal_table: ops.cdc_signal` to it "
                           "(and restart the daemon) to accept snapshot requests", key="signal_table", file=args.config)
     resync = bool(getattr(args, "resync", False))
-    conn = _primary(src, open_connection)
+    conn = open_primary(src)
     try:
         with conn.cursor() as cur:
             for table in args.table:
@@ -104,21 +83,3 @@ def resync_refusal(cur, table: str, config) -> str | None:
         return (f"its primary key ({', '.join(types) or 'none'}) is not all integer columns, and only integers "
                 "order the same in the source and every target; stop the daemon and use `cdc compare --repair`")
     return None
-
-
-def _primary(src, open_connection):
-    """A connection to the first writable host of the source."""
-    last: Exception | None = None
-    for host in src.hosts:
-        try:
-            conn = open_connection(host, src.user, src.password.get_secret_value(), src.connect_timeout_s,
-                                   tls=src.tls)
-        except Exception as exc:  # noqa: BLE001 - try the next host; the last error is reported
-            last = exc
-            continue
-        with conn.cursor() as cur:
-            cur.execute("SELECT @@GLOBAL.read_only")
-            if not int(cur.fetchone()[0]):
-                return conn
-        conn.close()
-    raise ConfigError(f"source {src.name}: no writable host among {src.hosts} ({last})", key="hosts")

@@ -15,25 +15,18 @@ import argparse
 import time
 from typing import Any
 
-from cdc.errors import ConfigError
 from cdc.progress_bar import duration
 from cdc.stream.events import TableId
 from readers.mysql.snapshot import expand_tables, q
 
 
-def main(args: argparse.Namespace) -> int:
-    from cdc.config.models import load_config
+def main(args: argparse.Namespace, config: Any, src: Any) -> int:
+    """`cdc snapshot status` of MySQL/MariaDB source ``src`` of ``config`` (cdc.registry SOURCE_COMMANDS)."""
     from cdc.publish.recovery import read_tail
     from cdc.stream.envelope import changes_topic
     from cdc.stream.serde import get_serdes
-    from readers.mysql.connection import open_connection
-    from readers.mysql.snapshot_cmd import _primary
+    from readers.mysql.connection import open_primary
 
-    config = load_config(args.config)
-    src = config.source(args.source)
-    if src.kind != "mysql":
-        raise ConfigError(f"source {src.name} is kind {src.kind}: `cdc snapshot status` reads MySQL/MariaDB "
-                          "snapshots", key="sources", file=args.config)
     kafka = config.kafka
     topic = changes_topic(kafka.topic_prefix, src.name)
     kser, vser = get_serdes(kafka.encoding, kafka.avro_framing)
@@ -46,7 +39,7 @@ def main(args: argparse.Namespace) -> int:
     if state is None:
         print(f"source {src.name}: no snapshot in progress (stream {topic} at {resume or 'no position yet'})")
         return 0
-    conn = _primary(src, open_connection)
+    conn = open_primary(src)
     try:
         kind = state["kind"]
         tables = expand_tables(conn, src.tables) if kind == "initial" else state["tables"]

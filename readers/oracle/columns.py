@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from cdc.stream.events import Column
 from readers.oracle.convert import default_text
 from readers.oracle.errors import ColumnSizesUnreadable
+from readers.oracle.types import logical_type
 
 # the select list of every definition read (LogMiner session and snapshot): one row per column, in this order
 SELECT = "COLUMN_NAME, DATA_TYPE, NULLABLE, DATA_DEFAULT, DATA_LENGTH, CHAR_LENGTH, DATA_PRECISION, DATA_SCALE"
@@ -67,8 +68,8 @@ def columns(table: str, rows: Sequence[Sequence[object]]) -> tuple[Column, ...]:
             raise ColumnSizesUnreadable(f"the dictionary answered {len(row)} of the {WIDTH} columns the reader "
                                         f"asks of ALL_TAB_COLUMNS for {table} ({SELECT}); {WAY_OUT}", table=table)
         name, data_type, nullable, default, length, chars, precision, scale = row
-        out.append(Column(str(name), type_text(table, str(name), str(data_type), length, chars, precision, scale),
-                          nullable == "Y", default_text(default)))
+        text = type_text(table, str(name), str(data_type), length, chars, precision, scale)
+        out.append(Column(str(name), text, nullable == "Y", default_text(default), logical_type(text)))
     return tuple(out)
 
 

@@ -33,6 +33,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cdc.errors import DecodeError
 from cdc.stream.events import Change, Column, TableSchema
+from readers.oracle.types import logical_type
 
 
 def _fn_arg(v: str) -> str:
@@ -120,8 +121,11 @@ def stream_schema(schema: TableSchema | None, temporal: str) -> TableSchema | No
     """The schema record of an Oracle table under ``temporal`` (``redo_text``: unchanged)."""
     if schema is None or temporal != "iso":
         return schema
-    cols = tuple(Column(c.name, stream_type(c.type), c.nullable, c.default) for c in schema.columns)
-    return TableSchema(schema.table, cols, schema.primary_key)
+    cols = []
+    for c in schema.columns:
+        text = stream_type(c.type)
+        cols.append(Column(c.name, text, c.nullable, c.default, logical_type(text)))
+    return TableSchema(schema.table, tuple(cols), schema.primary_key)
 
 
 def default_text(raw: object) -> str | None:

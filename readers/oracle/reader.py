@@ -39,7 +39,7 @@ from readers.oracle.errors import ArchiveLogMissing, MissingLog, RedoGap
 from readers.oracle.miner import ParallelMiner
 from readers.oracle.parse_pool import ParsePool
 from readers.oracle.position import ResumeState
-from readers.oracle.session import LogMinerSession, Standby
+from readers.oracle.session import LogMinerSession, Standby, stand_in
 from readers.oracle.snapshot import OracleSnapshot
 
 log = logging.getLogger(__name__)
@@ -101,9 +101,8 @@ class OracleSource:
             from_scn = state.low_watermark_scn
         elif c.start_scn is not None:
             from_scn = c.start_scn
-        elif c.dsn.startswith("simulator"):
-            from readers.oracle.sim import simulator
-            from_scn = simulator.instance(c.dsn.partition(":")[2]).workload.base_scn
+        elif (served := stand_in(c.dsn)) is not None:  # a dev/test tool (the simulator): its workload's start
+            from_scn = served[0].first_scn(served[1])
         else:
             from_scn = self.standby.head_scn()
         spill_dir = f"{self.context.spill_dir.rstrip('/')}/{c.name}"

@@ -80,11 +80,36 @@ ARCHIVE_WAY_OUT = ("Way out: restore the missing archived logs to the standby (R
                    "archived logs on the standby longer than the longest outage (RMAN retention / deletion policy).")
 
 
+@dataclass(frozen=True)
+class StandIn:
+    """A dev/test tool that serves Oracle DSNs ``<scheme>[:options]`` in-process instead of a database (the
+    LogMiner simulator, readers/oracle/sim/simulator.py, registers one when it is imported; cdc.registry
+    STAND_INS imports it for a configured DSN of its scheme). Product code never imports the tool."""
+
+    connect: Callable[[str, str], Any]  # (options, role) -> a DB-API connection
+    first_scn: Callable[[str], int]  # (options) -> where a new stream without start_scn mines from
+
+
+_STAND_INS: dict[str, StandIn] = {}
+
+
+def register_stand_in(scheme: str, stand_in: StandIn) -> None:
+    """Serve DSNs ``scheme`` and ``scheme:<options>`` with ``stand_in`` in this process (idempotent)."""
+    _STAND_INS[scheme] = stand_in
+
+
+def stand_in(dsn: str) -> tuple[StandIn, str] | None:
+    """(the registered stand-in, its options) for ``dsn``; None for a DSN of the database."""
+    scheme, _, options = dsn.partition(":")
+    found = _STAND_INS.get(scheme)
+    return (found, options) if found is not None else None
+
+
 def connect(dsn: str, config: OracleSourceConfig, role: str) -> Any:
-    """A DB-API connection: oracledb for a real DSN, the simulator for ``simulator[:options]``."""
-    if dsn.startswith("simulator"):
-        from readers.oracle.sim import simulator
-        return simulator.instance(dsn.partition(":")[2]).connect(role)
+    """A DB-API connection: oracledb for a real DSN, a registered stand-in (the simulator) for its scheme."""
+    if (served := stand_in(dsn)) is not None:
+        tool, options = served
+        return tool.connect(options, role)
     try:
         return oracledb.connect(user=config.user, password=config.password.get_secret_value(), dsn=dsn,
                                 **(config.tls.connect_kwargs() if config.tls else {}))

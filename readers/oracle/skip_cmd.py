@@ -30,7 +30,7 @@ import tempfile
 import time
 from typing import Any
 
-from cdc.errors import CdcError, Terminal
+from cdc.errors import CdcError, ConfigError, Terminal
 
 
 class SkipRefused(CdcError, Terminal):
@@ -38,15 +38,16 @@ class SkipRefused(CdcError, Terminal):
 
 
 def main(args: argparse.Namespace, config: Any, src: Any) -> int:
-    from cdc.metrics import SourceMetrics
-    from cdc.publish.lease import WriterLease
-    from cdc.publish.publisher import Publisher
+    """`cdc source skip` of Oracle source ``src`` of ``config`` (cdc.registry SOURCE_COMMANDS)."""
+    from cdc.publish.opening import close_publisher, open_publisher
     from cdc.stream.events import Heartbeat
     from readers.oracle.position import ResumeState, Xid
 
+    if not args.xid:
+        raise ConfigError(f"source {src.name} is an Oracle source: name the transaction with --xid (its error "
+                          "names it)", key="--xid")
     xid = str(Xid.parse(args.xid.strip()))  # usn.slot.sqn as the stop names it, or the RAW hex form
-    lease = WriterLease(config.kafka.connection(), config.kafka.topic_prefix, src.name)
-    publisher = Publisher(src.name, "oracle", config.kafka, SourceMetrics(src.name), lease=lease)
+    publisher, lease = open_publisher(config.kafka, src.name, "oracle")  # with the writer lease
     try:
         resume = publisher.recover()
         publisher.recovered()
@@ -81,8 +82,7 @@ def main(args: argparse.Namespace, config: Any, src: Any) -> int:
         publisher.publish(Heartbeat(skipped["at_ms"], record))
         publisher.flush()
     finally:
-        publisher.close()
-        lease.close()
+        close_publisher(publisher, lease)
     print(f"source {src.name}: moved past {xid} (commit SCN {commit_scn}, not published); tables it touched: "
           f"{', '.join(tables) or 'none seen'}; recorded in {publisher.topic}")
     if captured and args.resync:

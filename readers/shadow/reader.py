@@ -42,6 +42,7 @@ from cdc.stream.events import Begin, Change, Column, Commit, Event, Heartbeat, I
 from readers.shadow.config import ShadowSourceConfig
 from readers.shadow.errors import TableWithoutKey
 from readers.shadow.position import Cycle
+from readers.shadow.types import of_column
 from readers.shadow.store import ShadowStore
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ class ShadowSource:
         else:
             self.store.reconcile(self.cycle)
         self.schemas = {str(s): TableSchema(TableId(s.schema, s.table),
-                                            tuple(Column(c.name, c.type, c.nullable) for c in s.columns),
+                                            tuple(Column(c.name, c.type, c.nullable, None, of_column(c)) for c in s.columns),
                                             s.primary_key) for s in self.shapes}
 
     def request_stop(self) -> None:

@@ -24,7 +24,7 @@ import threading
 import warnings
 from typing import Any
 
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from cdc.config.options import add_config_option
 
 

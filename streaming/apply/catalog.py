@@ -26,8 +26,6 @@ table when missing.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from cdc.errors import CdcError
@@ -42,31 +40,11 @@ from cdc.schema.evolution import (
 from cdc.schema.table_map import TableMap
 from cdc.stream.events import Column, TableSchema
 from streaming.apply import table_ddl
+from streaming.apply.table_info import TableInfo
 from streaming.errors import ApplyError, UnsupportedDdl
-from streaming.targets import typemap
 from streaming.targets.base import Target
 
 DECISIONS = ("accept", "skip", "evolve")
-
-
-@dataclass(slots=True)
-class TableInfo:
-    source_table: str
-    target_table: str
-    schema: TableSchema
-    columns: list[str] = field(default_factory=list)
-    key: tuple[str, ...] = ()
-    converters: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
-    ignored: frozenset[str] = frozenset()  # source columns the target does not hold (behaviour ignore)
-
-    @classmethod
-    def build(cls, source_table: str, target_table: str, schema: TableSchema, dialect: str,
-              target_columns: list[str] | None = None) -> TableInfo:
-        """``target_columns``: the target table's columns when only those are written (others ignored)."""
-        cols = [c for c in schema.columns if target_columns is None or c.name in target_columns]
-        conv = {c.name: f for c in cols if (f := typemap.converter(c.type, dialect)) is not None}
-        ignored = frozenset(c.name for c in schema.columns) - {c.name for c in cols}
-        return cls(source_table, target_table, schema, [c.name for c in cols], schema.primary_key, conv, ignored)
 
 
 class Catalog:

@@ -38,7 +38,9 @@ streaming.stream.records). Guarantees, per batch:
   raises BadRecord naming table, key, sequence, offset and value, after a
   row-by-row pass found the culprit; with ``dead_letter_table`` configured the
   record goes there instead (same transaction) and the batch is retried
-  without it. What the target's error means is the target's call
+  without it. A constraint error (Target.is_constraint: a foreign or unique key) in the engine's own write
+  order is not bad input: the batch is rolled back and applied again in stream order, one change per
+  statement; only a row refused there is a BadRecord. What the target's error means is the target's call
   (``Target.classify``): only data errors are bad records; a transient one (lock
   or statement timeout, deadlock, lost connection) rolls the batch back and
   raises TargetTransient naming target, batch and sequence range (the job
@@ -80,7 +82,13 @@ from streaming.apply.net_effect import DataChange, TableNet, net_effect, net_eff
 from streaming.apply.table_delta import TableDelta
 from streaming.errors import BadRecord, StreamCorrupt, TargetRefused, TargetTransient, UnsupportedDdl
 from streaming.stream.records import DATA, UNDECODABLE, Batch, StreamRecord
-from streaming.stream.structure import first_violation, max_epoch, prefix_offsets
+from streaming.stream.structure import (
+    applied_epoch,
+    first_violation,
+    max_epoch,
+    prefix_offsets,
+    stale_duplicate,
+)
 from streaming.targets import typemap
 from streaming.targets.base import ErrorKind, Target
 from streaming.targets.progress_row import Progress
@@ -113,6 +121,10 @@ class _Fallback(Exception):
     """Internal: the columnar way met something it does not handle; run the batch record by record."""
 
 
+class _Reorder(Exception):
+    """Internal: a constraint error in the engine's own write order; the batch is applied again in stream order."""
+
+
 @dataclass(slots=True)
 class _Src:
     """Where a net row came from (names the record in errors): its last change."""
@@ -135,7 +147,9 @@ class ApplyEngine:
         self.views = views or []
         self.progress: Progress | None = None
         self.topic = "?"  # the changes topic (names it in errors); set by the job
-        self.epoch = 0  # the highest writer epoch applied by this engine (the structure check's floor; 0: none yet)
+        self.epoch = 0  # the highest writer epoch applied (the structure check's floor; 0: none yet), also in
+        # the progress row (Progress.epoch), so a restarted engine starts from it
+        self._epoch_batch: Batch | None = None  # the batch being applied (its epochs go into the progress row)
         self.dead_letter_enabled = bool(target.config.dead_letter_table)
         self._wanted: dict[str, bool] = {}  # table_map.wanted() per source table (fnmatch is slow per row)
 
@@ -167,8 +181,14 @@ class ApplyEngine:
         applied only up to the start of the transaction (or record) that breaks it, with its progress row,
         then the StreamCorrupt naming offset, sequence, expected and found is raised: nothing of that
         transaction is written."""
-        broken = first_violation(batch, self.progress.last_sequence if self.progress else None, self.topic,
-                                 self.epoch)
+        last = self.progress.last_sequence if self.progress else None
+        # the epoch floor: the highest writer epoch applied, kept in the progress row across restarts
+        self.epoch = max(self.epoch, self.progress.epoch if self.progress else 0)
+        stale = stale_duplicate(batch, last, self.topic, self.epoch)
+        if stale is not None:  # a newer writer's record under a sequence the target holds from an older one
+            self.metrics.error(stale)
+            raise stale
+        broken = first_violation(batch, last, self.topic, self.epoch)
         if broken is None:
             result = self._apply_batch(batch, batch_id, end_offsets)
             self.epoch = max(self.epoch, max_epoch(batch))
@@ -182,6 +202,7 @@ class ApplyEngine:
 
     def _apply_batch(self, batch: Batch, batch_id: int, end_offsets: dict[str, Any] | None) -> BatchResult:
         started = time.monotonic()
+        self._epoch_batch = batch  # _finish writes the highest epoch of what it applies of it
         excluded: dict[int, BadRecord] = {}
         while True:
             try:
@@ -232,15 +253,29 @@ class ApplyEngine:
     # ---- one attempt: columnar, else bulk record by record, then a row-by-row pass to name a culprit --
     def _attempt(self, batch: Batch, batch_id: int, end_offsets: dict[str, Any] | None,
                  excluded: dict[int, BadRecord]) -> BatchResult:
+        """A constraint error (Target.is_constraint) on a batch written in the engine's order (deletes, then
+        upserts, table by table: the net effect) is not a data error: that order is not the source's, and a
+        foreign key or a unique key the target holds may not hold in between (a parent deleted before its
+        children, a child inserted before its parent, two rows exchanging a unique value). The batch is rolled
+        back and applied again in stream order (_in_stream_order); only a row that fails there is bad."""
         if self.target.columnar and not excluded:
             try:
                 return self._apply(batch, batch_id, end_offsets, excluded, careful=False, columnar=True)
             except _Fallback as fb:
+                cause = fb.__cause__
+                if cause is not None and self.target.is_constraint(cause):
+                    return self._in_stream_order(batch, batch_id, end_offsets, excluded, cause)
                 log.warning("columnar apply of batch %s stopped (%s); applying it record by record", batch_id,
-                            fb.__cause__ or fb)
+                            cause or fb)
                 self.target.rollback()
                 self.catalog.tables.clear()
                 self.catalog.load()
+            except (CdcError, _Stop):
+                raise
+            except Exception as exc:  # the commit of deferred constraints (Target.defer_constraints)
+                if not self.target.is_constraint(exc):
+                    raise
+                return self._in_stream_order(batch, batch_id, end_offsets, excluded, exc)
         try:
             return self._apply(batch, batch_id, end_offsets, excluded, careful=False)
         except (CdcError, _Stop):
@@ -248,13 +283,35 @@ class ApplyEngine:
         except Exception as exc:
             if self.target.classify(exc) is ErrorKind.TRANSIENT:
                 raise  # a lock, a timeout, a lost connection: no row is to blame (the batch is retried whole)
+            if self.target.is_constraint(exc):
+                return self._in_stream_order(batch, batch_id, end_offsets, excluded, exc)
             log.warning("bulk apply of batch %s failed (%s); retrying row by row to find the record", batch_id, exc)
             self.target.rollback()
             self.catalog.load()
+        try:
             return self._apply(batch, batch_id, end_offsets, excluded, careful=True)
+        except _Reorder as reorder:  # a row refused by a constraint in the net-effect order: not yet bad
+            return self._in_stream_order(batch, batch_id, end_offsets, excluded, reorder.__cause__)
+
+    def _in_stream_order(self, batch: Batch, batch_id: int, end_offsets: dict[str, Any] | None,
+                         excluded: dict[int, BadRecord], cause: BaseException | None) -> BatchResult:
+        """Roll back, then apply the batch record by record in stream order: each change its own statement, in
+        sequence order, in one target transaction with the progress row. The source applied these changes in
+        this order under its own constraints, so a target holding the same rows and constraints accepts
+        them; a row refused now is a data error (BadRecord: dead-lettered, or the stop naming it)."""
+        log.warning("batch %s hit a constraint of target %r in the apply's write order (%s); applying it again in "
+                    "stream order", batch_id, self.target.name, str(cause).strip().splitlines()[0] if cause else "?")
+        self.target.rollback()
+        self.catalog.tables.clear()
+        self.catalog.load()
+        return self._apply(batch, batch_id, end_offsets, excluded, careful=True, in_order=True)
 
     def _apply(self, batch: Batch, batch_id: int, end_offsets: dict[str, Any] | None,
-               excluded: dict[int, BadRecord], careful: bool, columnar: bool = False) -> BatchResult:
+               excluded: dict[int, BadRecord], careful: bool, columnar: bool = False,
+               in_order: bool = False) -> BatchResult:
+        """One attempt at the batch in one target transaction. ``careful``: row by row (a failing row is named);
+        ``in_order``: each change written on its own in stream order (the constraint retry, _in_stream_order);
+        else the net effect is written in the engine's order, deferring what the target can defer."""
         import numpy as np
 
         prev = self.progress
@@ -297,7 +354,7 @@ class ApplyEngine:
                     raise _Fallback(str(exc)) from exc
             else:
                 records = batch.records()
-                self._apply_run([self._change(records[i]) for i in idx], deltas, result, careful)
+                self._apply_run([self._change(records[i]) for i in idx], deltas, result, careful, in_order)
 
         def truncate(rec: StreamRecord) -> None:
             info = self._info(rec.tbl, rec.sequence, rec.offset)
@@ -310,6 +367,7 @@ class ApplyEngine:
             truncated.append(info.target_table)
 
         self.target.begin()
+        self.target.defer_constraints(not careful)
         for bad in excluded.values():
             self.target.dead_letter(self.source, bad.fields.get("sequence"), bad.fields.get("table"),
                                     bad.fields.get("key"), bad.fields.get("value"), str(bad))
@@ -513,6 +571,9 @@ class ApplyEngine:
             maintain(self.target, deltas, batch_id, views=self.views, last_sequence=last_seq, truncated=truncated)
         if end_offsets is not None:
             position = {**position, "kafka": end_offsets}
+        epoch = max(self.epoch, applied_epoch(self._epoch_batch, last_seq)) if self._epoch_batch else self.epoch
+        if epoch:
+            position = {**position, "epoch": epoch}
         progress = Progress(self.source, last_seq, batch_id, position, commit_ts)
         self.target.write_progress(progress)
         self.target.commit()
@@ -615,19 +676,29 @@ class ApplyEngine:
         return info
 
     def _apply_run(self, run: list[DataChange], deltas: dict[str, TableDelta], result: BatchResult,
-                   careful: bool) -> None:
+                   careful: bool, in_order: bool = False) -> None:
+        """Write ``run`` (one run of data between barriers, stream order): its net effect, deletes of all tables
+        then upserts, or (``in_order``) each change on its own in stream order. Counts and view deltas are
+        the net effect's either way."""
         if not run:
             return
         infos: dict[str, TableInfo] = {}
         for ch in run:
             if ch.table not in infos:
                 infos[ch.table] = self._info(ch.table, ch.sequence, ch.offset)
-        nets = net_effect(run, {t: i.key for t, i in infos.items()})
-        order = list(nets)
-        for table in reversed(order):  # deletes first (children were touched after parents)
-            self._write(infos[table], nets[table], deletes=True, careful=careful)
-        for table in order:
-            self._write(infos[table], nets[table], deletes=False, careful=careful)
+        keys = {t: i.key for t, i in infos.items()}
+        nets = net_effect(run, keys)
+        if in_order:
+            for ch in run:
+                one = net_effect([ch], keys)[ch.table]
+                self._write(infos[ch.table], one, deletes=True, careful=True, in_order=True)
+                self._write(infos[ch.table], one, deletes=False, careful=True, in_order=True)
+        else:
+            order = list(nets)
+            for table in reversed(order):  # deletes first (children were touched after parents)
+                self._write(infos[table], nets[table], deletes=True, careful=careful)
+            for table in order:
+                self._write(infos[table], nets[table], deletes=False, careful=careful)
         for table, net in nets.items():
             info = infos[table]
             n = len(net.deletes) + len(net.upserts)
@@ -640,7 +711,7 @@ class ApplyEngine:
                 d.deleted.extend(net.replaced)
                 d.inserted.extend(net.upserts)
 
-    def _write(self, info: TableInfo, net: TableNet, deletes: bool, careful: bool) -> None:
+    def _write(self, info: TableInfo, net: TableNet, deletes: bool, careful: bool, in_order: bool = False) -> None:
         rows = net.deletes if deletes else net.upserts
         srcs = net.delete_src if deletes else net.upsert_src
         if not rows:
@@ -660,6 +731,8 @@ class ApplyEngine:
                 kind = self.target.classify(exc)
                 if kind is ErrorKind.TRANSIENT:
                     raise
+                if not in_order and self.target.is_constraint(exc):  # maybe the write order's fault, not the row's
+                    raise _Reorder() from exc
                 if kind is ErrorKind.FATAL:  # not the row's values: a stop, never a dead letter
                     raise TargetRefused(f"target {self.target.name!r} refused a statement on {t} (for a row of "
                                         f"{info.source_table}): {str(exc).strip().splitlines()[0]}; this is not "

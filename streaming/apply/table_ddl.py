@@ -41,13 +41,29 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cdc.stream.events import TableId, TableSchema
+from streaming.apply.table_info import TableInfo
 from streaming.errors import UnsupportedDdl
 
 if TYPE_CHECKING:
-    from streaming.apply.catalog import Catalog, TableInfo
+    from cdc.schema.table_map import TableMap
+    from streaming.targets.base import Target
+
+
+class Catalog(Protocol):
+    """What this module uses of the apply's catalog (streaming/apply/catalog.py Catalog, which calls this module
+    and so is not imported by it)."""
+
+    source: str
+    target: Target
+    table_map: TableMap
+    tables: dict[str, TableInfo]
+
+    def on_schema(self, meta: dict[str, Any], sequence: int) -> str | None: ...
+
+    def _ways(self, table: str, sequence: int, ways: tuple[str, ...]) -> str: ...
 
 log = logging.getLogger(__name__)
 _FOLLOWED = "table_level_followed"  # on a SCHEMA record handed on to catalog.on_schema after its table-level part
@@ -105,7 +121,7 @@ def _apply_tables(catalog: Catalog, meta: dict[str, Any], sequence: int) -> str 
     if not plan:
         return None
     target = catalog.target
-    if target.sql is None and any(a["op"] != "create" for a in plan):
+    if target.table_ddl == "create" and any(a["op"] != "create" for a in plan):
         a = next(a for a in plan if a["op"] != "create")
         raise UnsupportedDdl(f"{a['op'].replace('_', ' ')} of {a['table']} is not followed by target {target.name!r} "
                              "(a file/lake target follows only CREATE TABLE); the job stops before it",
@@ -174,7 +190,7 @@ def _forget(catalog: Catalog, table: str) -> None:
 
 
 def _has_rows(catalog: Catalog, dst: str) -> bool:
-    if catalog.target.sql is None:
+    if catalog.target.table_ddl == "create":
         return True  # a file/lake table: never replaced here
     cur = catalog.target.execute(f"SELECT count(*) FROM {catalog.target.qualified(dst)}")
     return bool(cur.fetchone()[0])
@@ -192,7 +208,7 @@ def _create(catalog: Catalog, table: str, raw: dict[str, Any] | None, sequence: 
     target, old = catalog.target, catalog.tables.get(table)
     dst = old.target_table if old else catalog.table_map.target_name(table)
     if target.table_columns(dst) is not None:
-        if (old is None or target.sql is None) and _has_rows(catalog, dst):
+        if (old is None or target.table_ddl == "create") and _has_rows(catalog, dst):
             raise UnsupportedDdl(f"{table} was created in the source, and target table {dst!r} already exists "
                                  "with rows this apply does not write (kept after a DROP or RENAME of the source "
                                  "table: apply[].drop_table: keep); the new source table starts empty. Drop or "
@@ -308,7 +324,7 @@ def follow_key(catalog: Catalog, info: TableInfo, schema: TableSchema, sequence:
     known = {c.name for c in info.schema.columns}
     missing = [k for k in schema.primary_key if k not in known]
     what = f"primary key of {table} {list(info.schema.primary_key)} -> {list(schema.primary_key)}"
-    if target.sql is None or missing:
+    if target.table_ddl == "create" or missing:
         why = (f"its new key columns {missing} are not in the target table yet" if missing else
                f"target {target.name!r} (a file/lake target) does not change a table's key")
         raise UnsupportedDdl(f"{what} is not followed: {why}; the job stops before it", table=table,

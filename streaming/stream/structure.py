@@ -159,6 +159,51 @@ def max_epoch(batch: Batch, upto: int | None = None) -> int:
     return int(top) if top is not None and top > 0 else 0
 
 
+def applied_epoch(batch: Batch, last_sequence: int) -> int:
+    """The highest writer epoch of the batch's records at or below ``last_sequence`` (what a progress row at
+    that sequence covers); 0 when none was read."""
+    import numpy as np
+
+    if not batch.n:
+        return 0
+    epochs = np.asarray(batch.table.column("epoch").fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    covered = (batch.seq <= last_sequence) & (batch.seq != Batch.NO_SEQUENCE)
+    return int(epochs[covered].max()) if covered.any() else 0
+
+
+def stale_duplicate(batch: Batch, last_sequence: int | None, topic: str, epoch: int) -> StreamCorrupt | None:
+    """A record the sequence rule would drop as a replay of what the target holds (at or below
+    ``last_sequence``, or below a record of the batch before it) while its writer epoch is HIGHER than every
+    epoch applied up to it (``epoch``: the target's, from its progress row): the target holds an older writer's
+    record under that sequence, and the newer writer's must not be dropped as its duplicate. None when there is
+    none, or when the target's epoch is unknown (0: a progress row written before epochs)."""
+    import numpy as np
+
+    if not batch.n or not epoch:
+        return None
+    seq = batch.seq
+    valid = seq != Batch.NO_SEQUENCE
+    floor = np.maximum.accumulate(np.r_[last_sequence if last_sequence is not None else -1, seq])[:-1]
+    fresh = seq > floor
+    epochs = np.asarray(batch.table.column("epoch").fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    held = np.maximum.accumulate(np.r_[epoch, np.where(fresh & valid, epochs, 0)])[:-1]  # applied before each
+    bad = np.flatnonzero(valid & ~fresh & (epochs > held))
+    if not len(bad):
+        return None
+    i = int(bad[0])
+    offsets = batch.table.column("offset").to_numpy(zero_copy_only=False)
+    parts = batch.table.column("part").to_numpy(zero_copy_only=False)
+    from cdc.stream.stream_structure import WAY_BACK
+
+    return StreamCorrupt(
+        f"{topic}[{int(parts[i])}]: a record of writer epoch {int(epochs[i])} at offset {int(offsets[i])}, sequence "
+        f"{int(seq[i])}, is not a duplicate of what was applied under that sequence (writer epoch {int(held[i])} "
+        f"or lower): a newer writer never re-uses an older one's sequence, so the record applied there was an older "
+        f"writer's, written after the newer one took the stream; nothing from this point on is applied. {WAY_BACK}",
+        topic=topic, partition=int(parts[i]), offset=int(offsets[i]), sequence=int(seq[i]), epoch=int(epochs[i]),
+        previous_epoch=int(held[i]))
+
+
 def _before_gap(seq: Any, fresh: Any, undecodable: Any, last_sequence: int | None) -> int:
     """The position of the first new record after a jump in sequence (the batch's length when none). A hole
     with an UNDECODABLE record in it is no jump: that record carries the missing sequence."""

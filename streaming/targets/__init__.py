@@ -1,23 +1,39 @@
-"""Target modules, one per database kind, all shaped like targets.base.Target.
+"""The targets: one package per kind (``streaming/targets/<kind>/``), all shaped like targets.base.Target.
 
-``open_target(config)`` imports only the module of the kind asked for.
+The kinds are the packages found here: a package whose ``__init__`` names its class in ``TARGET``
+and its config model in ``CONFIG`` (each ``"module:Name"``) is the target of the kind of its folder's
+name; cdc.registry.TARGET_CONFIGS (and so the ``targets:`` union of cdc.config.models) is built from
+``config_models()``. A new target is one new package; nothing else lists the kinds. ``open_target(config)`` imports only the module of the kind asked for
+(the package ``__init__`` imports no driver).
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
+from pathlib import Path
+from typing import Any
 
-from cdc.config.models import TargetConfig
 
-KINDS = {
-    "postgres": ("streaming.targets.postgres", "PostgresTarget"),
-    "mysql": ("streaming.targets.mysql", "MySqlTarget"),
-    "duckdb": ("streaming.targets.duckdb", "DuckDbTarget"),
-    "oracle": ("streaming.targets.oracle", "OracleTarget"),
-    "parquet": ("streaming.targets.parquet", "ParquetTarget"),
-    "delta": ("streaming.targets.delta", "DeltaTarget"),
-    "iceberg": ("streaming.targets.iceberg", "IcebergTarget"),
-}
+def _packages(attr: str) -> dict[str, tuple[str, str]]:
+    """kind -> (module, name) of what each kind's package names in ``attr``."""
+    out: dict[str, tuple[str, str]] = {}
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda i: i.name):
+        if info.ispkg:
+            spec = getattr(importlib.import_module(f"{__name__}.{info.name}"), attr, None)
+            if spec is not None:
+                module, _, name = spec.partition(":")
+                out[info.name] = (module, name)
+    return out
+
+
+KINDS: dict[str, tuple[str, str]] = _packages("TARGET")  # kind -> (module, class name)
+
+
+def config_models() -> dict[str, type]:
+    """kind -> the pydantic model of its ``targets[i]`` (imports the config modules only: no driver)."""
+    return {kind: getattr(importlib.import_module(module), name)
+            for kind, (module, name) in _packages("CONFIG").items()}
 
 
 def target_class(kind: str) -> type:
@@ -25,6 +41,6 @@ def target_class(kind: str) -> type:
     return getattr(importlib.import_module(module), cls)
 
 
-def make_target(config: TargetConfig):
-    """Build (not yet open) the target of ``config``."""
+def make_target(config: Any):
+    """Build (not yet open) the target of ``config`` (a cdc.config.target_base.TargetConfig)."""
     return target_class(config.kind)(config)

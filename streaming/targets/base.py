@@ -1,4 +1,4 @@
-"""The shape every target module has, and the SQL they share.
+"""The target contract (``Target``) and the SQL body the database targets share (``SqlTarget``).
 
 A target is opened once per apply job (on the driver). The engine drives it
 per micro-batch::
@@ -12,7 +12,10 @@ Everything between begin() and commit() is ONE target transaction; a reader
 of the target sees all of a batch or none of it. ``cursor()`` gives a DB-API
 cursor inside that transaction (maintained views use it with ``dialect``).
 
-Subclasses set ``dialect`` and ``sql`` (the database's cdc.schema.sql_dialects.SqlDialect:
+``Target`` is the contract the engine drives: the abstract methods below and the declared
+capabilities; ``SqlTarget`` is the body of an SQL database target (the DDL, the progress and
+schema memory tables, the generic row paths, all in SQL). ``LakeTarget`` (streaming/targets/lake.py)
+is the base of the table formats that commit per table. SQL targets set ``dialect`` and ``sql`` (the database's cdc.schema.sql_dialects.SqlDialect:
 quoting, the DB-API placeholder ``param``, null-safe equality), implement
 ``_connect``/``begin``/``table_columns``/``upsert_rows`` and may override the
 generic row paths with bulk ones (COPY, Arrow). Rows are dicts keyed by
@@ -35,6 +38,18 @@ the job and the views read only these (no probing for methods):
   ``rowid``, Oracle ``ROWID``) with which ``delete_one_sql`` deletes ONE copy
   of a row of a keyless table; None: the target writes its own
   ``delete_one_sql`` (MySQL: ``DELETE ... LIMIT 1``) or ``delete_copies``;
+- ``batch_commit``: ``atomic``: one transaction holds a whole batch over every table (its progress
+  row too); ``per_table``: each table commits on its own and a progress log written last records the
+  consistent point (streaming/targets/lake.py);
+- ``table_ddl``: the table DDL the target follows (streaming/apply/table_ddl.py): ``all`` (create,
+  replace, rename, drop, a new primary key), or ``create`` only (a file/lake target);
+- ``constraints``: ``enforced``: the target keeps the primary key (a duplicate key is refused);
+  ``none``: it holds no constraint, the apply's net effect per key is what keeps rows unique;
+- ``upsert``: how ``upsert_rows`` replaces a row: ``on_conflict`` (INSERT ... ON CONFLICT / ON
+  DUPLICATE KEY), ``merge`` (MERGE INTO), ``delete_insert`` (delete by key, then insert), ``merge_by_key``
+  (the batch's net effect merged into the table's files), ``append`` (a changelog: rows are appended);
+- ``text_lengths``: a text value longer than its column's declared length is refused (a bad record);
+  False: the target's text type takes any length (DuckDB's VARCHAR, the table formats' strings);
 - ``resync_ranges``: it applies a resync range record (cdc.stream.resync_range, ``op: "x"``) with
   ``delete_range`` in the batch transaction; False: such a record stops the apply (fail closed).
 """
@@ -44,7 +59,7 @@ from __future__ import annotations
 import abc
 import enum
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -58,6 +73,12 @@ from streaming.targets.progress_row import PROGRESS_TABLE, SCHEMA_TABLE, Progres
 
 Row = dict[str, Any]
 DECISIONS_TABLE = "cdc_schema_decisions"
+
+
+# integrity constraint errors (SQLSTATE class 23) by driver: MySQL/MariaDB server error numbers (duplicate entry,
+# foreign key, NOT NULL, CHECK) and Oracle codes (unique, NOT NULL, CHECK, parent key not found, child record found)
+CONSTRAINT_ERRNOS = frozenset({1062, 1586, 1216, 1217, 1451, 1452, 1048, 3819, 4025})
+CONSTRAINT_ORA = frozenset(f"ORA-{n:05d}" for n in (1, 1400, 2290, 2291, 2292))
 
 
 class ErrorKind(enum.Enum):
@@ -82,19 +103,24 @@ def sqlstate_kind(sqlstate: str | None, transient: frozenset[str], transient_cla
 
 
 class Target(abc.ABC):
+    """The contract of a target (module docstring): what the engine calls, and what the target declares."""
+
     dialect: str = ""
-    sql: SqlDialect | None = None  # None: not an SQL database (Parquet overrides every SQL path)
-    bigint: str = "bigint"
-    text: str = "text"
-    timestamp: str = "timestamp"
+    sql: SqlDialect | None = None  # None: not an SQL database
     # capabilities (see the module docstring)
+    batch_commit: Literal["atomic", "per_table"] = "atomic"
+    table_ddl: Literal["all", "create"] = "create"
+    constraints: Literal["enforced", "none"] = "none"
+    upsert: Literal["on_conflict", "merge", "delete_insert", "merge_by_key", "append"] = "append"
     columnar: bool = False
     json_rows: bool = False
     bulk_min_rows: int = 200
     ddl_commits: bool = False
     row_id_column: str | None = None
-    resync_ranges: bool = True
-    schema_kinds: frozenset[str] = frozenset({"add", "backfill", "drop", "rename", "type", "null", "default"})
+    text_lengths: bool = False
+    resync_ranges: bool = False
+    schema_kinds: frozenset[str] = frozenset()
+
 
     def __init__(self, config: TargetConfig) -> None:
         self.config = config
@@ -102,16 +128,8 @@ class Target(abc.ABC):
         self.schema = config.schema_
         self.conn: Any = None
 
-    # ---- connection and transaction -------------------------------------------------
     @abc.abstractmethod
     def _connect(self) -> Any: ...
-
-    # ---- `cdc check` (streaming/apply/target_check.py) --------------------------------
-    who_sql = ""  # SELECT of (the user we are, the current schema)
-
-    def grant_hint(self, user: str, schema: str, missing: bool) -> str:
-        """The statement that lets ``user`` write in ``schema`` (``missing``: create it first)."""
-        return f"make {schema} writable by the user that runs `cdc apply`"
 
     def open(self) -> Target:
         if self.conn is None:
@@ -129,11 +147,13 @@ class Target(abc.ABC):
     def begin(self) -> None:
         """Start the batch transaction (DB-API connections start one implicitly)."""
 
+    @abc.abstractmethod
     def commit(self) -> None:
-        self.conn.commit()
+        """Commit the batch (``batch_commit`` says whether as one transaction or table by table)."""
 
-    def rollback(self) -> None:
-        self.conn.rollback()
+    @abc.abstractmethod
+    def rollback(self) -> None: ...
+
 
     def abandon(self) -> None:
         """Roll the open transaction back after a failure, whatever state the connection is in: a connection
@@ -148,7 +168,6 @@ class Target(abc.ABC):
             except Exception:  # noqa: BLE001
                 self.conn = None
 
-    # ---- what a failure means (the ONE place per target; the engine asks only this) -------
     def classify(self, exc: BaseException) -> ErrorKind:
         """What ``exc``, raised by this target's driver, means for the batch:
 
@@ -173,6 +192,168 @@ class Target(abc.ABC):
         a fatal one is reported as the target refusing the batch. None here; database targets say which."""
         return False
 
+    # ---- `cdc check` (streaming/apply/target_check.py) --------------------------------
+    who_sql = ""  # SELECT of (the user we are, the current schema)
+
+
+    def grant_hint(self, user: str, schema: str, missing: bool) -> str:
+        """The statement that lets ``user`` write in ``schema`` (``missing``: create it first)."""
+        return f"make {schema} writable by the user that runs `cdc apply`"
+
+    def cursor(self) -> Any:
+        """A DB-API cursor inside the batch transaction (maintained views); SQL targets only."""
+        raise TargetError(f"target {self.name!r} ({self.dialect}) has no SQL cursor", target=self.name)
+
+    def defer_constraints(self, defer: bool) -> None:
+        """Called by the engine at the start of every batch transaction (SqlTarget: deferrable constraint
+        checks); nothing here."""
+
+    def is_constraint(self, exc: BaseException) -> bool:
+        """``exc`` is an integrity constraint violation the engine retries in stream order before it calls a
+        row bad (SqlTarget reads the driver's error); False here."""
+        return False
+
+    # ---- catalogue and schema memory ---------------------------------------------------
+    @abc.abstractmethod
+    def table_columns(self, table: str) -> list[str] | None:
+        """The target table's column names, or None when it does not exist."""
+
+    @abc.abstractmethod
+    def create_table(self, table: str, schema: TableSchema) -> None: ...
+
+    @abc.abstractmethod
+    def ensure_meta(self) -> None:
+        """Create what the apply keeps in the target (progress, schema memory) when missing; called by open()."""
+
+    @abc.abstractmethod
+    def read_progress(self, source: str) -> Progress | None: ...
+
+    @abc.abstractmethod
+    def write_progress(self, p: Progress) -> None:
+        """The batch's progress row, in the batch (atomic) or written last (per_table)."""
+
+    @abc.abstractmethod
+    def load_schemas(self, source: str) -> dict[str, tuple[str, TableSchema]]: ...
+
+    @abc.abstractmethod
+    def save_schema(self, source: str, source_table: str, target_table: str, schema: TableSchema,
+                    sequence: int) -> None: ...
+
+
+    def column_type(self, source_type: str) -> str:
+        return typemap.target_type(source_type, self.dialect)
+
+    def commit_before_ddl(self, tables: set[str] | None = None) -> bool:
+        """The engine commits what precedes a SCHEMA record (with its progress row) before the DDL runs;
+        ``tables``: the target tables the record names (None: unknown)."""
+        return self.ddl_commits
+
+    def retype_refusal(self, old_type: str, new_type: str) -> str | None:
+        """Why this target cannot change a column's type from ``old_type`` to ``new_type`` (source type texts),
+        or None: it can (checked before any DDL of the statement runs)."""
+        return None
+
+    # ---- data (inside the batch) ---------------------------------------------------------
+    @abc.abstractmethod
+    def delete_rows(self, table: str, key: Sequence[str], rows: list[Row]) -> None:
+        """Delete the rows whose primary key matches each row's key columns."""
+
+    @abc.abstractmethod
+    def upsert_rows(self, table: str, columns: Sequence[str], key: Sequence[str], rows: list[Row]) -> None:
+        """Insert each row, or replace the row with the same primary key (``upsert`` says how)."""
+
+    @abc.abstractmethod
+    def insert_rows(self, table: str, columns: Sequence[str], rows: list[Row]) -> None: ...
+
+    @abc.abstractmethod
+    def delete_copies(self, table: str, columns: Sequence[str], rows: list[Row]) -> None:
+        """Keyless table: delete ONE matching row per entry of ``rows``."""
+
+    @abc.abstractmethod
+    def truncate(self, table: str) -> None: ...
+
+    @abc.abstractmethod
+    def dead_letter(self, source: str, sequence: int | None, table: str | None, key: Any, value: Any,
+                    error: str) -> None: ...
+
+
+    def delete_json(self, table: str, key: Sequence[str], images: Any, binary: set[str]) -> None:
+        """Delete the rows whose key the before-images ``images`` (pyarrow strings) hold."""
+        raise NotImplementedError(f"target {self.name!r} ({self.dialect}) declares no json_rows")
+
+    def upsert_json(self, table: str, columns: Sequence[str], key: Sequence[str], images: Any, new: Any,
+                    binary: set[str]) -> None:
+        """Insert or replace the after-images ``images``; ``new[i]``: key i cannot exist yet."""
+        raise NotImplementedError(f"target {self.name!r} ({self.dialect}) declares no json_rows")
+
+    def delete_range(self, table: str, rng: ResyncRange) -> int:
+        """Apply a resync range (cdc.stream.resync_range) to ``table``; a target that declares no
+        ``resync_ranges`` refuses it (the apply stops: fail closed)."""
+        raise ResyncRangeError(
+            f"target {self.name!r} ({self.dialect}) cannot apply a resync range of {table} (a delete of the rows "
+            "in a key range): a resync is for database targets; rebuild this table from a snapshot instead",
+            table=table, why=f"{self.dialect} target")
+
+
+
+class SqlTarget(Target):
+    """The body of an SQL database target: every path in SQL over a DB-API connection, through ``sql``
+    (the database's cdc.schema.sql_dialects.SqlDialect). A subclass implements ``_connect``,
+    ``table_columns`` and ``upsert_rows`` and may override the row paths with bulk ones."""
+
+    bigint: str = "bigint"
+    text: str = "text"
+    timestamp: str = "timestamp"
+    batch_commit = "atomic"
+    table_ddl = "all"
+    constraints = "enforced"
+    text_lengths = True
+    resync_ranges = True
+    schema_kinds: frozenset[str] = frozenset({"add", "backfill", "drop", "rename", "type", "null", "default"})
+
+    @abc.abstractmethod
+    def table_columns(self, table: str) -> list[str] | None:
+        """The target table's column names, or None when it does not exist."""
+
+    @abc.abstractmethod
+    def upsert_rows(self, table: str, columns: Sequence[str], key: Sequence[str], rows: list[Row]) -> None:
+        """Insert each row, or replace the row with the same primary key (``upsert`` says how)."""
+
+
+    def commit(self) -> None:
+        self.conn.commit()
+
+    def rollback(self) -> None:
+        self.conn.rollback()
+
+    defer_sql: str | None = None  # "... {}": DEFERRED or IMMEDIATE, the checks of DEFERRABLE constraints
+
+    def defer_constraints(self, defer: bool) -> None:
+        """Called by the engine at the start of every batch transaction: ``defer`` (the net effect written in
+        the engine's order) moves the checks the target can move to the commit there (PostgreSQL's
+        ``DEFERRABLE`` constraints); not ``defer`` (the row-by-row passes) checks every row at once, even on
+        ``INITIALLY DEFERRED`` constraints, so a refused row is named. Lasts for this transaction only."""
+        if self.defer_sql:
+            self.execute(self.defer_sql.format("DEFERRED" if defer else "IMMEDIATE"))
+
+    def is_constraint(self, exc: BaseException) -> bool:
+        """``exc`` (from this target's driver) is an integrity constraint violation: a foreign key, a unique or
+        primary key, a NOT NULL or CHECK constraint (SQLSTATE class 23; MySQL 1062/1451/1452...; ORA-00001,
+        ORA-02291, ORA-02292; DuckDB's constraint errors). The engine does not call a row bad for one of these
+        until the batch failed again in stream order (the write order of the net effect may have caused it)."""
+        if not self.is_driver_error(exc):
+            return False
+        state = getattr(exc, "sqlstate", None)  # psycopg
+        if isinstance(state, str):
+            return state.startswith("23")
+        err = exc.args[0] if exc.args else None
+        if isinstance(err, int):  # pymysql: the server's error number
+            return err in CONSTRAINT_ERRNOS
+        code = getattr(err, "full_code", None)  # oracledb
+        if isinstance(code, str):
+            return code in CONSTRAINT_ORA
+        return any(c.__name__ in ("IntegrityError", "ConstraintException") for c in type(exc).__mro__)  # duckdb
+
     def cursor(self) -> Any:
         return self.conn.cursor()
 
@@ -185,7 +366,6 @@ class Target(abc.ABC):
         if rows:
             self.cursor().executemany(sql, rows)
 
-    # ---- names ----------------------------------------------------------------------
     @property
     def param(self) -> str:
         """The DB-API placeholder."""
@@ -199,14 +379,6 @@ class Target(abc.ABC):
 
     def placeholders(self, n: int) -> str:
         return ", ".join([self.param] * n)
-
-    # ---- catalogue ------------------------------------------------------------------
-    @abc.abstractmethod
-    def table_columns(self, table: str) -> list[str] | None:
-        """The target table's column names, or None when it does not exist."""
-
-    def column_type(self, source_type: str) -> str:
-        return typemap.target_type(source_type, self.dialect)
 
     def create_table(self, table: str, schema: TableSchema) -> None:
         cols = [f"{self.quote(c.name)} {self.column_type(c.type)}" + ("" if c.nullable or c.name in
@@ -222,7 +394,6 @@ class Target(abc.ABC):
         self.execute(f"ALTER TABLE {self.qualified(table)} ALTER COLUMN {self.quote(name)} TYPE "
                      f"{self.column_type(source_type)}")
 
-    # ---- schema evolution: column DDL from the dialect (streaming/apply/catalog.py drives it) ------
     def _run_ddl(self, statements: list[str]) -> None:
         for sql in statements:
             self.execute(sql)
@@ -248,16 +419,6 @@ class Target(abc.ABC):
         tt = self.column_type(col.type)
         fill = self.sql.literal(const_default, tt) if const_default is not None else None
         self._run_ddl(self.sql.alter_column(self.qualified(table), col.name, tt, not col.nullable, fill, what))
-
-    def commit_before_ddl(self, tables: set[str] | None = None) -> bool:
-        """The engine commits what precedes a SCHEMA record (with its progress row) before the DDL runs;
-        ``tables``: the target tables the record names (None: unknown)."""
-        return self.ddl_commits
-
-    def retype_refusal(self, old_type: str, new_type: str) -> str | None:
-        """Why this target cannot change a column's type from ``old_type`` to ``new_type`` (source type texts),
-        or None: it can (checked before any DDL of the statement runs)."""
-        return None
 
     def evolve_copy(self, table: str, src: str, dst: str) -> None:
         """dst = src in every row (a rename the target keeps both names of)."""
@@ -288,7 +449,6 @@ class Target(abc.ABC):
             return f"{self.sql.blob_length('{c}')} > {check[1]}"
         return "{c} IS NOT NULL"
 
-    # ---- schema-change decisions (`cdc schema accept|skip|evolve`, read at the DDL's barrier) -----------
     def schema_decision(self, source: str, sequence: int) -> tuple[str, str] | None:
         """(decision, source table) the operator recorded for the SCHEMA record at ``sequence``, or None."""
         if self.table_columns(DECISIONS_TABLE) is None:
@@ -358,7 +518,6 @@ class Target(abc.ABC):
     def key_text(self) -> str:
         return "varchar(255)"
 
-    # ---- progress and schema memory (inside the batch transaction) -------------------
     def read_progress(self, source: str) -> Progress | None:
         cur = self.execute(f"SELECT last_sequence, last_position, batch_id, last_commit_ts, applied_at FROM "
                            f"{self.qualified(PROGRESS_TABLE)} WHERE source = {self.param}", [source])
@@ -391,15 +550,10 @@ class Target(abc.ABC):
                      f"({self.placeholders(5)})",
                      [source, source_table, target_table, orjson.dumps(schema.to_json()).decode(), sequence])
 
-    # ---- data (inside the batch transaction) -------------------------------------------
     def delete_rows(self, table: str, key: Sequence[str], rows: list[Row]) -> None:
         """Delete the rows whose primary key matches each row's key columns."""
         where = " AND ".join(f"{self.quote(k)} = {self.param}" for k in key)
         self.executemany(f"DELETE FROM {self.qualified(table)} WHERE {where}", [[r[k] for k in key] for r in rows])
-
-    @abc.abstractmethod
-    def upsert_rows(self, table: str, columns: Sequence[str], key: Sequence[str], rows: list[Row]) -> None:
-        """Insert each row, or replace the row with the same primary key."""
 
     def insert_rows(self, table: str, columns: Sequence[str], rows: list[Row]) -> None:
         cols = ", ".join(self.quote(c) for c in columns)
@@ -421,16 +575,6 @@ class Target(abc.ABC):
         return (f"DELETE FROM {self.qualified(table)} WHERE {rid} = (SELECT {rid} FROM {self.qualified(table)} "
                 f"WHERE {match} LIMIT 1)")
 
-    # ---- bulk JSON row images (targets with json_rows = True) ----------------------------
-    def delete_json(self, table: str, key: Sequence[str], images: Any, binary: set[str]) -> None:
-        """Delete the rows whose key the before-images ``images`` (pyarrow strings) hold."""
-        raise NotImplementedError(f"target {self.name!r} ({self.dialect}) declares no json_rows")
-
-    def upsert_json(self, table: str, columns: Sequence[str], key: Sequence[str], images: Any, new: Any,
-                    binary: set[str]) -> None:
-        """Insert or replace the after-images ``images``; ``new[i]``: key i cannot exist yet."""
-        raise NotImplementedError(f"target {self.name!r} ({self.dialect}) declares no json_rows")
-
     def truncate(self, table: str) -> None:
         self.execute(f"DELETE FROM {self.qualified(table)}")
 
@@ -439,10 +583,7 @@ class Target(abc.ABC):
         range and is not kept; returns how many. The keys in the range are read first (one indexed range
         scan), the doomed ones picked in Python and deleted by key, so no statement grows with ``keep``."""
         if not self.resync_ranges:
-            raise ResyncRangeError(
-                f"target {self.name!r} ({self.dialect}) cannot apply a resync range of {table} (a delete of the rows "
-                "in a key range): a resync is for database targets; rebuild this table from a snapshot instead",
-                table=table, why=f"{self.dialect} target")
+            return super().delete_range(table, rng)
         where, params = range_sql(self.quote, self.param, rng.key, rng.after, rng.through)
         cols = ", ".join(self.quote(k) for k in rng.key)
         found = self.execute(f"SELECT {cols} FROM {self.qualified(table)} WHERE {where}", params).fetchall()
@@ -451,7 +592,6 @@ class Target(abc.ABC):
             self.delete_rows(table, rng.key, [dict(zip(rng.key, k, strict=True)) for k in doomed])
         return len(doomed)
 
-    # ---- dead letters -----------------------------------------------------------------
     def dead_letter(self, source: str, sequence: int | None, table: str | None, key: Any, value: Any, error: str) -> None:
         name = self.config.dead_letter_table
         assert name, "dead_letter() needs targets[].dead_letter_table"

@@ -95,6 +95,8 @@ class _Pending:
 class LakeTarget(Target):
     """Base of the Delta and Iceberg targets (see the module docstring for the commit protocol)."""
 
+    batch_commit = "per_table"
+    upsert = "merge_by_key"
     columnar = True
     json_rows = True
     bulk_min_rows = 1

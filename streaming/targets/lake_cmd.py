@@ -21,10 +21,11 @@ import argparse
 import json
 import sys
 
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from cdc.config.options import add_config_option
 from cdc.errors import ConfigError
 from streaming.targets import make_target
+from streaming.targets.lake import LakeTarget
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -48,10 +49,12 @@ def open_lake(config_path: str, target_name: str):
     if tcfg is None:
         raise ConfigError(f"{config_path}: no target named {target_name!r} (targets: {[t.name for t in cfg.targets]})",
                           key="targets", file=config_path)
-    if tcfg.kind not in ("delta", "iceberg"):
-        raise ConfigError(f"{config_path}: target {target_name!r} is {tcfg.kind}, not a lake target (delta, iceberg)",
+    target = make_target(tcfg)
+    if not isinstance(target, LakeTarget):
+        raise ConfigError(f"{config_path}: target {target_name!r} is {tcfg.kind}, not a lake target (a table format "
+                          "that commits per table with a progress log, such as delta or iceberg)",
                           key=f"targets.{target_name}.kind", file=config_path)
-    return make_target(tcfg).open()
+    return target.open()
 
 
 def latest_point(config_path: str, target_name: str, source: str | None = None) -> dict | None:

@@ -11,7 +11,11 @@ as the data next to it:
                       commit SCN...) plus ``kafka`` = next offsets to read and
                       the topic's id (``{"next": {"0": n}, "stream": id,
                       "topic": t}``): the identity of the stream the target
-                      was applied from (streaming.apply.checkpoint)
+                      was applied from (streaming.apply.checkpoint), and
+                      ``epoch`` = the highest writer epoch applied (header
+                      ``cdc.epoch``; absent in rows written before epochs: 0),
+                      so a restarted apply holds the stream to the epoch rules
+                      from where it stopped (streaming.apply.engine)
     batch_id          Spark micro-batch id that wrote it
     applied_at        target-side time of the apply (UTC)
     last_commit_ts    source commit time of the last applied transaction (UTC)
@@ -43,6 +47,13 @@ class Progress:
     def next_offsets(self) -> dict[str, Any] | None:
         """Kafka offsets to resume from when the Spark checkpoint is gone (with the topic id in ``stream``)."""
         return self.last_position.get("kafka") if self.last_position else None
+
+    @property
+    def epoch(self) -> int:
+        """The highest writer epoch the target has applied (0: none known, e.g. a row written before epochs).
+        Kept in ``last_position`` so every target stores it without a new column."""
+        value = self.last_position.get("epoch") if self.last_position else None
+        return value if type(value) is int and value > 0 else 0
 
 
 def ts_from_ms(ms: int | None) -> dt.datetime | None:

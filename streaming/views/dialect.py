@@ -276,11 +276,13 @@ def _duckdb_load(cur: Any, table: str, collist: str, columns: list[list]) -> Non
         cur.unregister(name)
 
 
-DIALECTS: dict[str, Dialect] = {
-    "postgres": _PostgresViews(POSTGRES, "TEMP", "NUMERIC"),
-    "duckdb": _DuckDbViews(DUCKDB, "TEMP", "DOUBLE"),
-    "mysql": _MySqlViews(MYSQL, "TEMPORARY", "DECIMAL(65,10)"),
-}
+# keyed by the SQL dialect's name (a target's ``dialect``): views are offered per SQL dialect, and a
+# target kind without one here has none (dialect_for says so)
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (
+    _PostgresViews(POSTGRES, "TEMP", "NUMERIC"),
+    _DuckDbViews(DUCKDB, "TEMP", "DOUBLE"),
+    _MySqlViews(MYSQL, "TEMPORARY", "DECIMAL(65,10)"),
+)}
 
 
 def dialect_for(name: str, view: str | None = None) -> Dialect:

@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from cdc.config.options import add_config_option
 from cdc.progress_bar import progress
 from streaming.views import maintainer

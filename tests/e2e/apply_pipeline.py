@@ -21,7 +21,7 @@ from typing import Any
 
 import duckdb
 
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from cdc.stream.envelope import changes_topic
 from streaming.apply import job
 from tests.fixtures.ops import DaemonProcess

@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from cdc.dev.procs import spawn
 from cdc.dev.workload import TABLES, run_workload
 from cdc.stream.envelope import changes_topic

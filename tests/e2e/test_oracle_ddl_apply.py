@@ -30,7 +30,7 @@ import orjson
 import pytest
 import yaml
 
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from cdc.publish.recovery import make_consumer, read_range, watermarks
 from cdc.stream.envelope import changes_topic
 from readers.oracle.convert import iso_temporal

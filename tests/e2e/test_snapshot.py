@@ -139,7 +139,7 @@ def test_initial_snapshot_then_streaming_under_concurrent_writes(mysql_source, t
 
 
 def test_incremental_snapshot_never_goes_back_in_time(mysql_source, tmp_source_db, tmp_path: Path):
-    from readers.mysql.snapshot_cmd import main as snapshot_main
+    from cdc.runtime.snapshot_cmd import main as snapshot_main
 
     load(mysql_source, tmp_source_db)
     login = getattr(mysql_source, "capture_user", ("cdc", "cdc"))

@@ -11,7 +11,7 @@ import yaml
 
 from cdc.compare.endpoints import Endpoint, from_dsn
 from cdc.compare.table_diff import TableCompare
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from tests.e2e.apply_pipeline import Pipeline
 from tests.e2e.test_snapshot import ROWS, Writer, load
 

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from cdc.cli import main as cdc_main
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from tests.e2e.apply_pipeline import Pipeline
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka, pytest.mark.spark, pytest.mark.postgres]

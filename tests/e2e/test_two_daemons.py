@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from cdc.cli import main as cdc_main
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from cdc.stream.envelope import changes_topic
 from readers.mysql.position import GtidSet
 from streaming.apply import job

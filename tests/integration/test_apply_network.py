@@ -21,7 +21,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from cdc.config.models import parse_config
+from cdc.config.loader import parse_config
 from cdc.dev.ports import wait_until
 from cdc.dev.procs import spawn, terminate
 from streaming.apply import job, probes

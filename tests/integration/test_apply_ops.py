@@ -15,7 +15,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from cdc.config.models import parse_config
+from cdc.config.loader import parse_config
 from cdc.dev.ports import HOST, free_port, wait_until
 from cdc.dev.procs import spawn, terminate
 from cdc.metrics import process_registry

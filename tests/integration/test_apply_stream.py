@@ -5,7 +5,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from cdc.config.models import parse_config
+from cdc.config.loader import parse_config
 from streaming.apply import job
 from streaming.testing import StreamBuilder, produce
 

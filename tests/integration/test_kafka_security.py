@@ -20,7 +20,7 @@ import orjson
 import pytest
 import yaml
 
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from cdc.consumer import ChangeStreamConsumer
 from cdc.consumer.transactions import Transaction
 from cdc.errors import ConfigError, PublishError

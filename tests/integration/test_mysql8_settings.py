@@ -23,7 +23,7 @@ def test_binlog_status_is_where_the_server_writes(mariadb_primary):
 
 
 def test_check_reports_log_bin_compress_as_decoded(mariadb_primary, tmp_path):
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
 
     cfg = tmp_path / "cdc.yaml"
     cfg.write_text(f"sources: [{{name: s, kind: mysql, hosts: ['{mariadb_primary.address}'], user: cdc, password: cdc,"

@@ -143,7 +143,7 @@ def test_reconnect_after_restart_then_purged_and_unsafe_settings_are_refused(fre
     cfg.write_text(f"sources: [{{name: s, kind: mysql, hosts: ['{primary.address}'], user: cdc, password: cdc,"
                    f" tables: [test.*]}}]\nkafka: {{bootstrap_servers: '127.0.0.1:1'}}\n")
     from cdc.checks import run_checks
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
 
     found = {c.detail.split(" is ")[0]: c for c in run_checks(load_config(cfg)) if not c.ok}
     assert {"binlog_format", "binlog_row_metadata"} <= set(found)

@@ -10,7 +10,8 @@ import argparse
 import pytest
 
 from cdc.compare.endpoints import from_config
-from cdc.config.models import TargetConfig, parse_config
+from cdc.config.loader import parse_config
+from cdc.config.models import TargetConfig
 from cdc.config.tls import MySqlTls
 from cdc.stream.events import Change
 from readers.mysql.check import check_host
@@ -20,7 +21,7 @@ from readers.mysql.locate import locate
 from readers.mysql.locate import main as locate_main
 from readers.mysql.position import GtidSet
 from streaming.errors import TargetError
-from streaming.targets.mysql import MySqlTarget
+from streaming.targets.mysql.target import MySqlTarget
 from tests.fixtures.tls import SSL_USER, TLS_PASSWORD, X509_USER
 from tests.integration.mysql_helpers import collect, make_source, transactions
 

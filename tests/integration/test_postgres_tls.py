@@ -9,9 +9,10 @@ import uuid
 import pytest
 
 from cdc.compare.endpoints import from_config
-from cdc.config.models import TargetConfig, parse_config
+from cdc.config.loader import parse_config
+from cdc.config.models import TargetConfig
 from streaming.errors import TargetError
-from streaming.targets.postgres import PostgresTarget
+from streaming.targets.postgres.target import PostgresTarget
 from streaming.views.connect import open_target
 from tests.fixtures.tls import verify_full_dsn
 

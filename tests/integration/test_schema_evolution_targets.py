@@ -1,4 +1,4 @@
-"""Column DDL through the engine (no Spark) on real PostgreSQL and MariaDB targets: the SQL each dialect writes
+"""Column DDL through the engine (no Spark) on every SQL target kind (tests/fixtures/targets.py): the SQL each dialect writes
 for a backfilled add, rename, retype, NULL change and the value checks of a narrowing, and lenient."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import UnsupportedDdl
 from streaming.testing import StreamBuilder
-from tests.integration.test_apply_targets import target  # noqa: F401 - the fixture (PostgreSQL, MariaDB)
+from tests.integration.test_apply_targets import target  # noqa: F401 - the fixture: every conformance kind
 
 pytestmark = [pytest.mark.postgres, pytest.mark.mysql]
 

@@ -20,7 +20,7 @@ from urllib.parse import quote
 import pytest
 import yaml
 
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from cdc.dev.ports import HOST, free_port
 from cdc.dev.procs import spawn, terminate
 from tests.fixtures.ops import DaemonProcess, total

@@ -152,7 +152,7 @@ def test_dev_up_detach_status_down(tmp_path):
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         assert (tmp_path / "dev" / "cdc.yaml").exists()
-        from cdc.config.models import load_config
+        from cdc.config.loader import load_config
 
         cfg = load_config(tmp_path / "dev" / "cdc.yaml")
         assert cfg.sources[0].hosts and cfg.kafka.bootstrap_servers.startswith("127.0.0.1:")

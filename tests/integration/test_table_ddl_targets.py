@@ -1,10 +1,9 @@
 """Table-level DDL on each SQL target through the engine (no Spark): real PostgreSQL and MariaDB, embedded
 DuckDB. SCHEMA records as the MySQL reader writes them for CREATE / DROP / RENAME TABLE (``tables``) and for
-a primary key change (streaming/apply/table_ddl.py)."""
+a primary key change (streaming/apply/table_ddl.py). Part of the target conformance suite: every registered SQL
+kind that declares table_ddl "all" runs it (tests/fixtures/targets.py)."""
 
 from __future__ import annotations
-
-import uuid
 
 import pytest
 
@@ -16,26 +15,15 @@ from streaming.apply.engine import ApplyEngine
 from streaming.errors import UnsupportedDdl
 from streaming.targets import make_target
 from streaming.testing import StreamBuilder
+from tests.fixtures.targets import conformance_kinds, fresh_target_config
 
 pytestmark = [pytest.mark.postgres, pytest.mark.mysql]
 KV = [("id", "int"), ("v", "varchar(10)")]
 
 
-@pytest.fixture(params=["postgres", "mysql", "duckdb"])
+@pytest.fixture(params=conformance_kinds(lambda cls: cls.table_ddl == "all"))
 def target_cfg(request, tmp_path):
-    name = "t" + uuid.uuid4().hex[:10]
-    if request.param == "postgres":
-        pg = request.getfixturevalue("postgres")
-        with pg.connect() as c:
-            c.execute(f"CREATE SCHEMA {name}")
-            c.commit()
-        return TargetConfig(name="pg", kind="postgres", dsn=pg.dsn, schema=name)
-    if request.param == "mysql":
-        db = request.getfixturevalue("mariadb_primary")
-        db.query(f"CREATE DATABASE {name}")
-        db.query(f"GRANT ALL ON {name}.* TO 'cdc'@'%'")
-        return TargetConfig(name="my", kind="mysql", dsn=f"mysql://cdc:cdc@{db.host}:{db.port}/{name}")
-    return TargetConfig(name="duck", kind="duckdb", path=str(tmp_path / "t.duckdb"))
+    return fresh_target_config(request, tmp_path, request.param)
 
 
 def _engine(cfg: TargetConfig, **apply) -> ApplyEngine:

@@ -22,9 +22,9 @@ from cdc.config.models import TargetConfig
 from cdc.stream.events import TableId
 from readers.mysql.snapshot import TableReader
 from streaming.targets import typemap
-from streaming.targets.duckdb import DuckDbTarget
-from streaming.targets.mysql import MySqlTarget
-from streaming.targets.postgres import PostgresTarget
+from streaming.targets.duckdb.target import DuckDbTarget
+from streaming.targets.mysql.target import MySqlTarget
+from streaming.targets.postgres.target import PostgresTarget
 from tests.e2e import type_cases
 from tests.e2e.type_check import mismatches, read_target
 

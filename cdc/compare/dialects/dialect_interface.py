@@ -36,6 +36,7 @@ class CompareDialect(ABC):
 
     buckets = True  # the bucket pass runs here (an aggregate MD5 over a bucket's row texts)
     plain_timestamp: Family = "datetime"  # the family of a bare ``timestamp``
+    sha256_sql = ""  # "...{}..." the first 32 hex characters of the SHA-256 of a row text; "" none
 
     def __init__(self, sql: SqlDialect) -> None:
         self.sql = sql
@@ -50,6 +51,8 @@ class CompareDialect(ABC):
     # ---- fingerprints: the canonical text of one column (NULL stays NULL) -------------------------
     def render(self, col: ColumnInfo, trim_decimal: bool) -> str:
         """SQL for the canonical text of ``col`` (cdc.compare.fingerprint's module docstring)."""
+        if col.expr is not None:  # a shaped column: the mask's SQL gives the text (cdc/compare/transformed.py)
+            return col.expr
         c = self.quote(col.name)
         if col.family == "decimal":
             return self.decimal_text(c, col, trim_decimal)
@@ -108,7 +111,7 @@ class CompareDialect(ABC):
 
     def null_flag(self, col: ColumnInfo, rendered: str) -> str:
         """'1' when the column is NULL, else '0'."""
-        return f"(CASE WHEN {self.quote(col.name)} IS NULL THEN '1' ELSE '0' END)"
+        return f"(CASE WHEN {col.expr or self.quote(col.name)} IS NULL THEN '1' ELSE '0' END)"
 
     def length_flag(self, col: ColumnInfo, rendered: str, lengths: str = "chars") -> str:
         """The length of a string or binary column's text; ``lengths="bytes"``: in UTF-8 bytes."""

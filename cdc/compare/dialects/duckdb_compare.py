@@ -12,6 +12,7 @@ _TRIM = "rtrim(rtrim(CAST({x} AS VARCHAR), '0'), '.')"
 
 class DuckDbCompare(CompareDialect):
     """Values CAST to VARCHAR; concat_ws skips NULLs like MySQL's; timestamptz rendered in UTC."""
+    sha256_sql = "left(sha256({}), 32)"
 
     # ---- fingerprints --------------------------------------------------------------------------
     def int_text(self, c: str, col: ColumnInfo) -> str:

@@ -17,6 +17,7 @@ _UTF8 = ("utf8mb4", "utf8", "utf8mb3")
 class MySqlCompare(CompareDialect):
     """CONCAT_WS converts numbers and temporals to their text itself: no CAST (it costs per row).
     Zero dates render as NULL; the session time zone is UTC (``connect``)."""
+    sha256_sql = "LEFT(SHA2({}, 256), 32)"
 
     plain_timestamp: Family = "timestamptz"  # MySQL TIMESTAMP is an instant (stored in UTC)
 
@@ -71,7 +72,8 @@ class MySqlCompare(CompareDialect):
 
     def null_flag(self, col: ColumnInfo, rendered: str) -> str:
         # a zero date renders as NULL: its flag says NULL too
-        return f"ISNULL({rendered if col.family in ('date', 'datetime', 'timestamptz') else self.quote(col.name)})"
+        shown = col.expr is not None or col.family in ('date', 'datetime', 'timestamptz')
+        return f"ISNULL({rendered if shown else self.quote(col.name)})"
 
     # ---- bucket pass and row pass --------------------------------------------------------------
     def bucket_digest(self, text: str, order_by: str, ordered: bool) -> str:

@@ -17,6 +17,7 @@ _NUMBER = "RTRIM(RTRIM(TO_CHAR({c}, 'TM9'), '0'), '.')"
 
 class OracleCompare(CompareDialect):
     """'' is NULL (the null flag says it); a DATE carries a time of day; rows are joined with ||."""
+    sha256_sql = "LOWER(SUBSTR(RAWTOHEX(STANDARD_HASH({}, 'SHA256')), 1, 32))"
 
     buckets = False
 

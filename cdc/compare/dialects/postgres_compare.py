@@ -12,6 +12,7 @@ from cdc.compare.dialects.dialect_interface import CompareDialect, DsnEndpoint
 
 class PostgresCompare(CompareDialect):
     """Values cast to text; timestamptz rendered in UTC; strings ordered by their bytes (COLLATE "C")."""
+    sha256_sql = "left(encode(sha256(convert_to({}, 'UTF8')), 'hex'), 32)"
 
     # ---- fingerprints --------------------------------------------------------------------------
     def int_text(self, c: str, col: ColumnInfo) -> str:

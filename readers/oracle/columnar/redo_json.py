@@ -3,7 +3,7 @@
 The columnar pipeline's per-row work (readers/oracle/columnar/stage.py): for each surviving DML row,
 :func:`build` returns ``(op, key, before, after)``: the op letter and the exact bytes
 ``orjson.dumps`` gives for the record key's values and the two row images that the row path
-(``parse_redo`` -> ``Converter`` -> ``cdc.envelope.data_record``) would publish; given the rows'
+(``parse_redo`` -> ``Converter`` -> ``cdc.stream.envelope.data_record``) would publish; given the rows'
 positions (``sources``), also the JSON of the Change's ``source`` fields after the opening brace
 (:func:`reference_source`). :func:`reference`
 is that definition in Python; the native module ``_redo_native`` (readers/oracle/columnar/_redo_native.c,
@@ -15,8 +15,10 @@ the compiled module (no C compiler where the package was installed) every row ta
 ``specs[i]`` describes a table: ``(temporal, pk)``, the names of the columns whose
 ``TO_DATE('YYYY-MM-DD HH24:MI:SS')`` text ``temporal: iso`` turns into ``YYYY-MM-DDTHH:MM:SS``
 (readers/oracle/convert.py), and the primary key column names (None: the record key is the whole
-row image, as in ``cdc.envelope.row_key``). The key bytes are the key VALUES: the one column's
-value for a one-column key, ``{col: value, ...}`` for a longer one, the row image for none.
+row image, as in ``cdc.stream.wire.key_values``). The key bytes are the key VALUES
+(``cdc.stream.wire.key_json``): the one column's value for a one-column key, ``{col: value, ...}``
+for a longer one, the row image for none. The C file holds its own copy of the source-field and
+string-escape bytes; tests/unit/cdc/stream/test_wire_conformance.py holds it to cdc.stream.wire.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from cdc.stream import wire
 from readers.oracle.convert import iso_temporal
 from readers.oracle.parser import parse_redo
 
@@ -52,8 +55,8 @@ def build(sqls: Sequence[str], spec_of_row: Sequence[int], specs: Sequence[Spec]
 
 def reference_source(scn: int, commit_scn: int, xid: str, rs_id: str | None, ssn: int | None) -> bytes:
     """The ``source`` part :func:`build` adds: a Change's source fields (readers/oracle/dispatcher.py) as the
-    publisher splices them, ``b"," + dumps(source)[1:]``."""
-    return b"," + orjson.dumps({"scn": scn, "commit_scn": commit_scn, "txId": xid, "rs_id": rs_id, "ssn": ssn})[1:]
+    publisher splices them (cdc.stream.wire.source_fields)."""
+    return wire.source_fields({"scn": scn, "commit_scn": commit_scn, "txId": xid, "rs_id": rs_id, "ssn": ssn})
 
 
 def reference(sql: str, spec: Spec) -> Built:
@@ -67,10 +70,5 @@ def reference(sql: str, spec: Spec) -> Built:
                 if v is not None:
                     image[col] = iso_temporal(v)
     row: Any = after if after is not None else before
-    if pk is None:
-        key = row
-    elif len(pk) == 1:
-        key = row.get(pk[0])
-    else:
-        key = {c: row.get(c) for c in pk}
-    return op, orjson.dumps(key), orjson.dumps(before), orjson.dumps(after)
+    key = orjson.dumps(row) if pk is None else wire.key_json(row, pk)  # None: the whole row (wire.key_values)
+    return op, key, orjson.dumps(before), orjson.dumps(after)

@@ -71,7 +71,7 @@ def run_demo(where: Any = None, *, workload: str = DEMO_WORKLOAD, out: Callable[
     bootstrap = where if isinstance(where, str) and ":" in where else None
     if bootstrap is None and where is not None and (Path(where) / "cdc.yaml").exists():
         try:
-            from cdc.config.models import load_config
+            from cdc.config.loader import load_config
             bootstrap = load_config(Path(where) / "cdc.yaml").kafka.bootstrap_servers
             from confluent_kafka.admin import AdminClient
 

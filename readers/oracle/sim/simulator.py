@@ -55,6 +55,7 @@ from typing import Any
 import oracledb
 import pyarrow as pa
 
+from readers.oracle.session import StandIn, register_stand_in
 from readers.oracle.sim import evolve
 from readers.oracle.sim.workload import (
     ADDED_COLUMN,
@@ -821,3 +822,9 @@ class SimCursor:
             row = (scn, _EPOCH + dt.timedelta(milliseconds=g), lane % threads + 1, raw, xid.usn, xid.slot, sqn,
                    op, ops.get(op, "UNSUPPORTED"), owner, tname, rid, rollback, csf, sql, f" 0x{g:06x}.00000010.0010 ", g, info, status)
             yield tuple([row[i] for i in idx])
+
+
+# the hook product code reaches the simulator by (readers/oracle/session.py; cdc.registry STAND_INS imports
+# this module for a `dsn: simulator[:options]`): product code never imports the simulator
+register_stand_in("simulator", StandIn(connect=lambda options, role: instance(options).connect(role),
+                                       first_scn=lambda options: instance(options).workload.base_scn))

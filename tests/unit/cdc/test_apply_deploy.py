@@ -10,7 +10,7 @@ import urllib.request
 import yaml
 from prometheus_client import CollectorRegistry
 
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from cdc.runtime.health import HealthServer
 from tests.fixtures.deploy import k8s_secret_files, rewrite
 from tests.fixtures.prometheus import DEPLOY

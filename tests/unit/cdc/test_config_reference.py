@@ -39,7 +39,8 @@ def test_every_config_field_has_a_description():
 
 def test_sections_walk_every_source_kind_and_nested_model():
     titles = [s.title for s in sections()]
-    for expected in ("Source `kind: mysql`", "Source `kind: oracle`", "Source `kind: shadow`", "Targets",
+    for expected in ("Source `kind: mysql`", "Source `kind: oracle`", "Source `kind: shadow`", "Target `kind: postgres`",
+                     "Target `kind: iceberg`",
                      "`targets[i].timeouts`", "`kafka.debezium`", "`apply[i].schema_changes`",
                      "`apply[i].tables[i]`", "`apply[i].views[i]`", "`logging`"):
         assert expected in titles, (expected, titles)

@@ -12,12 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cdc.dev import alerts_reference, cli_reference, metrics_reference
+import pytest
+
+from cdc.dev import alerts_reference, bench_figures, cli_reference, metrics_reference, ops_api_reference
 from cdc.dev.config_reference import render
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCS = ROOT / "docs"
-GENERATED = {"reference.md", "cli.md", "metrics.md", "alerts.md"}  # tables one row a line, however long
+GENERATED = {"reference.md", "cli.md", "metrics.md", "alerts.md", "operations-api.md"}  # tables one row a line, however long
 
 
 def test_site_builds_strict(tmp_path):
@@ -31,8 +33,8 @@ def test_site_builds_strict(tmp_path):
 
 def test_every_page_is_in_the_nav():
     nav = (ROOT / "mkdocs.yml").read_text()
-    pages = {p.name for p in DOCS.glob("*.md")}
-    assert pages == set(re.findall(r"([\w-]+\.md)", nav)), "a page outside the nav, or a nav entry without page"
+    pages = {str(p.relative_to(DOCS)) for p in [*DOCS.glob("*.md"), *DOCS.glob("internals/*.md")]}
+    assert pages == set(re.findall(r"([\w/-]+\.md)", nav)), "a page outside the nav, or a nav entry without page"
 
 
 def test_configuration_reference_is_generated_and_current():
@@ -43,8 +45,9 @@ def test_configuration_reference_is_generated_and_current():
 
 def test_lines_stay_under_200_characters():
     """Prose and tables are read in an editor and in diffs too; the generated reference's tables are exempt."""
-    long = [f"{p.name}:{n}" for p in [ROOT / "README.md", *DOCS.glob("*.md")] if p.name not in GENERATED
-            for n, line in enumerate(p.read_text().splitlines(), 1) if len(line) >= 200]
+    long = [f"{p.name}:{n}" for p in bench_figures.PAGES if p.name not in GENERATED
+            for n, line in enumerate(p.read_text().splitlines(), 1)
+            if len(re.sub(r"<!-- /?bench[^>]*-->", "", line)) >= 200]  # as read: the region markers aside
     assert not long, long
 
 
@@ -74,7 +77,8 @@ def _code(text: str) -> list[str]:
 
 
 def test_generated_references_are_current():
-    for page, module in (("cli.md", cli_reference), ("metrics.md", metrics_reference), ("alerts.md", alerts_reference)):
+    for page, module in (("cli.md", cli_reference), ("metrics.md", metrics_reference), ("alerts.md", alerts_reference),
+                         ("operations-api.md", ops_api_reference)):
         committed = (DOCS / page).read_text()
         assert committed == module.render(), f"docs/{page} is stale: python -m {module.__name__} > docs/{page}"
     cli = (DOCS / "cli.md").read_text()
@@ -171,11 +175,78 @@ def test_pages_name_only_metrics_that_exist():
     assert not bad, sorted(set(bad))
 
 
-def test_make_bench_runs_exactly_the_documented_commands():
-    """Every figure of the performance table names the `cdc bench` command that produced it; `make bench` runs
-    those commands and no other."""
-    table = re.findall(r"^\| `(cdc bench [^`]+)` \|", (DOCS / "performance.md").read_text(), flags=re.M)
+# -- one source for every figure: docs/bench/NAME.json, rendered into the pages (cdc/dev/bench_figures.py) --
+
+# a measured figure: throughput, CPU per row/record/transaction, memory
+FIGURE = re.compile(r"(?<![\w.,])(?<![<>≤≥] )(?<![<>≤≥]=)(?<![<>≤≥])\d[\d,.]*(?:-\d[\d,.]*)?\s*k?\s*"
+                    r"(?:rows/s|records/s|transactions/s|rows per (?:CPU-)?second|µs|us\b|MB\b)")
+
+
+def _outside_regions(text: str) -> str:
+    """What a page says outside its bench regions, fenced blocks (sample output) and inline code."""
+    text = bench_figures.REGION.sub("", text)
+    text = re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.M | re.S)
+    return re.sub(r"`[^`\n]+`", "", text)
+
+
+def test_every_bench_file_is_one_run_of_a_command():
+    for name in bench_figures.names():
+        data = bench_figures.load(name)
+        assert {"command", "host", "date", "result"} <= set(data), name
+        assert data["command"].startswith("cdc bench "), name
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d", data["date"]), name
+        assert data["result"] is None and "seeded_from" in data or data["result"]["bench"] == data["command"].split()[2]
+
+
+def test_pages_render_their_figures_from_the_bench_files():
+    """A figure edited by hand, or a bench file `make bench` rewrote without `render`, fails here."""
+    stale = [p.name for p in bench_figures.PAGES if bench_figures.render(p.read_text()) != p.read_text()]
+    assert not stale, f"figures differ from docs/bench/*.json: python -m cdc.dev.bench_figures render ({stale})"
+    rendered = {name for p in bench_figures.PAGES for name, _ in bench_figures.regions(p.read_text())}
+    assert rendered == set(bench_figures.names()), "a bench file no page shows, or a page naming no file"
+    perf = (DOCS / "performance.md").read_text()
+    assert all(f"<!-- bench:{n}.command -->" in perf for n in bench_figures.names())
+
+
+def test_render_fails_closed_on_an_unknown_field():
+    with pytest.raises(bench_figures.BenchFigureError, match="no field 'no_such'"):
+        bench_figures.render("<!-- bench:apply.no_such --><!-- /bench -->")
+    with pytest.raises(bench_figures.BenchFigureError, match="no bench file"):
+        bench_figures.render("<!-- bench:no-such.rows --><!-- /bench -->")
+    assert bench_figures.render("<!-- bench:apply.rows -->1<!-- /bench -->") != "<!-- bench:apply.rows -->1<!-- /bench -->"
+
+
+def test_no_figure_without_its_bench_file():
+    """A rows/s, us per row, MB or transactions/s figure is rendered from the run that measured it, or absent;
+    a bound (`< 300 MB`, `≥ 200,000 rows/s`) is not a measurement."""
+    bad = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in bench_figures.PAGES if p.name not in GENERATED
+           for m in FIGURE.finditer(_outside_regions(p.read_text()))]
+    assert not bad, bad
+    loose = [p.name for p in bench_figures.PAGES
+             if re.search(r'^```json\n\{\n "bench"', bench_figures.REGION.sub("", p.read_text()), flags=re.M)]
+    assert not loose, f"a bench JSON line outside a <!-- bench:NAME --> region: {loose}"
+
+
+def test_make_bench_records_exactly_the_bench_files():
+    """`make bench` runs each file's command and nothing else, and renders the pages after."""
     make = (ROOT / "Makefile").read_text()
     recipe = make[make.index("\nbench:"):].split("\n\n")[0]
-    ran = re.findall(r"^\t\$\(CDC\) (bench .+)$", recipe, flags=re.M)
-    assert table and ["cdc " + r for r in ran] == table, (ran, table)
+    ran = dict(re.findall(r"^\t\$\(BENCH_RECORD\) ([\w-]+) -- \$\(CDC\) (bench .+)$", recipe, flags=re.M))
+    files = {n: bench_figures.load(n)["command"] for n in bench_figures.names()}
+    assert {n: "cdc " + c for n, c in ran.items()} == files, (ran, files)
+    assert recipe.rstrip().endswith("$(PY) -m cdc.dev.bench_figures render")
+    other = [line for line in recipe.strip().splitlines()[1:] if "BENCH_RECORD" not in line and "bench_figures render" not in line]
+    assert not other, other
+
+
+# -- user pages for users: testing and internals live under docs/internals/ and contributing.md --
+
+# a test file name, however its path is cut; and the build environment as a place ("where we build")
+FOR_CONTRIBUTORS = re.compile(r"pytest|tests/|\btest_\w+\.py\b|\b[\w/]+_native\.c\b|\b[\w/]+\.c`|this machine|this session"
+                              r"|where (?:we|this|it) (?:is |was )?(?:built|build)|where this (?:product|project) (?:is|was) built", re.I)
+
+
+def test_user_pages_carry_no_test_suite_or_internals_text():
+    user = [p for p in DOCS.glob("*.md") if p.name != "contributing.md"]  # the README also maps the repo
+    bad = sorted({p.name for p in user for line in p.read_text().splitlines() if FOR_CONTRIBUTORS.search(line)})
+    assert not bad, f"move testing/internals text to docs/internals/ (testing.md, or a page per topic): {bad}"

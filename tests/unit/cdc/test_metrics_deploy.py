@@ -10,7 +10,7 @@ import re
 import pytest
 import yaml
 
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from cdc.metrics import ApplyMetrics, SourceMetrics, process_registry
 from tests.fixtures.deploy import compose_secret_files, k8s_secret_files, rewrite
 from tests.fixtures.prometheus import (

@@ -1,12 +1,13 @@
 """Database logins (cdc.config.credentials): password, password_file, a DSN's password, passwordless; and the
-environment override rule of cdc.config.models (string fields verbatim, structured fields as YAML)."""
+environment override rule of cdc.config.loader (string fields verbatim, structured fields as YAML)."""
 
 from __future__ import annotations
 
 import pytest
 
 from cdc.config.dsn import mask, split_password
-from cdc.config.models import TargetConfig, load_config
+from cdc.config.loader import load_config
+from cdc.config.models import TargetConfig
 from cdc.errors import ConfigError
 
 LEAK = "Leak-Me-7f3a9#*!"

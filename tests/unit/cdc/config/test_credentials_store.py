@@ -15,7 +15,7 @@ from cdc.config.credentials import (
     reveal,
     scrub,
 )
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from cdc.errors import ConfigError
 
 LEAK = "Leak-Me-7f3a9#*!"
@@ -110,13 +110,20 @@ def test_a_loaded_lake_config_shows_no_secret(tmp_path):
 
 
 def test_an_env_storage_secret_is_verbatim_and_masked(tmp_path):
-    cfg = _load(tmp_path, "  - {name: lake, kind: delta, path: /lake}",
+    cfg = _load(tmp_path, "  - {name: lake, kind: delta, path: /lake}\n  - {name: ice, kind: iceberg}",
                 env={"CDC_TARGETS__0__STORAGE_OPTIONS__AWS_SECRET_ACCESS_KEY": "[" + LEAK,
-                     "CDC_TARGETS__0__CATALOG_URI": f"sqlite:///x.db?password={LEAK2}"})
+                     "CDC_TARGETS__1__CATALOG_URI": f"sqlite:///x.db?password={LEAK2}"})
     (key, value), = cfg.targets[0].storage_options.items()
     assert key.lower() == "aws_secret_access_key" and isinstance(value, SecretStr)
     assert value.get_secret_value() == "[" + LEAK and LEAK not in repr(cfg)
-    assert cfg.targets[0].catalog_uri.get_secret_value().endswith(LEAK2) and LEAK2 not in repr(cfg)
+    assert cfg.targets[1].catalog_uri.get_secret_value().endswith(LEAK2) and LEAK2 not in repr(cfg)
+
+
+def test_a_key_of_another_target_kind_is_refused_naming_the_valid_keys(tmp_path):
+    msg = _fails(tmp_path, "  - {name: pg, kind: postgres, dsn: postgresql://h/db, passwordless: true, "
+                           "storage_options: {AWS_REGION: x}}")
+    assert "key 'targets[0].storage_options'" in msg and "unknown key" in msg and "valid keys here:" in msg
+    assert "catalog" not in msg.split("valid keys here:")[1]  # only the postgres model's keys
 
 
 def test_store_secret_errors_name_the_key_and_file_never_the_value(tmp_path):
@@ -134,3 +141,10 @@ def test_store_secret_errors_name_the_key_and_file_never_the_value(tmp_path):
     assert "catalog_uri_file" in msg and "not both" in msg and LEAK2 not in msg and LEAK not in msg
     msg = _fails(tmp_path, f"  - {{name: i, kind: iceberg, warehouse: /w, catalog_uri_file: {tmp_path}/missing}}")
     assert "catalog_uri_file" in msg and f"{tmp_path}/missing" in msg
+
+
+def test_a_target_kind_that_is_none_of_the_packages_names_them(tmp_path):
+    msg = _fails(tmp_path, "  - {name: pg, kind: pg, dsn: postgresql://h/db}")
+    assert "key 'targets[0].kind'" in msg and "'postgres'" in msg and "'iceberg'" in msg and "got 'pg'" in msg
+    msg = _fails(tmp_path, "  - {name: pg, dsn: postgresql://h/db}")
+    assert "key 'targets[0].kind'" in msg and "'duckdb'" in msg and "missing" in msg

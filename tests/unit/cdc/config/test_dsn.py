@@ -8,7 +8,7 @@ from cdc.compare.endpoints import from_dsn
 from cdc.config.dsn import mask, parse_mysql_dsn
 from cdc.config.models import TargetConfig
 from cdc.errors import ConfigError
-from streaming.targets.mysql import MySqlTarget
+from streaming.targets.mysql.target import MySqlTarget
 
 
 def test_full_dsn():

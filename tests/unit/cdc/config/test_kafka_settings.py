@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from cdc.config.kafka_settings import KafkaConnection
-from cdc.config.models import parse_config
+from cdc.config.loader import parse_config
 from cdc.errors import ConfigError
 from cdc.publish.producer import producer_config
 

@@ -1,6 +1,6 @@
 import pytest
 
-from cdc.config.models import load_config
+from cdc.config.loader import load_config
 from cdc.errors import ConfigError
 
 GOOD = """

@@ -9,7 +9,7 @@ import pymysql
 import pytest
 
 from cdc.config.dsn import parse_mysql_dsn
-from cdc.config.models import parse_config
+from cdc.config.loader import parse_config
 from cdc.config.tls import MySqlTls, OracleTls, mysql_tls_problem, postgres_tls_problem
 from cdc.errors import ConfigError
 

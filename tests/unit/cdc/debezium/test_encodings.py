@@ -7,6 +7,8 @@ import base64
 import pytest
 
 from cdc.debezium.encodings import codec
+from readers.mysql.types import logical_type as my
+from readers.oracle.types import logical_type as ora
 
 
 def _unscaled(b64: str) -> int:
@@ -16,24 +18,24 @@ def _unscaled(b64: str) -> int:
 def test_precise_decimals_keep_all_65_digits():
     """Decimal.scaleb would round to 28 digits: DECIMAL(65,30) must keep every digit."""
     text = "-12345678901234567890123456789012345.123456789012345678901234567891"[:67]
-    convert = codec("decimal(65,30)", "mysql", "iso", "precise").convert
+    convert = codec(my("decimal(65,30)"), "mysql", "iso", "precise").convert
     assert _unscaled(convert(text)) == -int(text.replace("-", "").replace(".", "").ljust(65, "0"))
-    number = codec("number", "oracle", "iso", "precise").convert("12345678901234567890123456789012345678")
+    number = codec(ora("number"), "oracle", "iso", "precise").convert("12345678901234567890123456789012345678")
     assert number["scale"] == 0 and _unscaled(number["value"]) == 12345678901234567890123456789012345678
 
 
 def test_java_biginteger_bytes():
     """BigInteger.toByteArray(): minimal two's complement, e.g. 128 -> 00 80, -128 -> 80, 255 -> 00 ff."""
-    convert = codec("decimal(5,0)", "mysql", "iso", "precise").convert
+    convert = codec(my("decimal(5,0)"), "mysql", "iso", "precise").convert
     assert [base64.b64decode(convert(v)) for v in ("128", "-128", "255", "0", "-1")] == \
         [b"\x00\x80", b"\x80", b"\x00\xff", b"\x00", b"\xff"]
 
 
 def test_more_fraction_digits_than_the_scale_is_refused():
     with pytest.raises(ValueError, match="more than 2 fraction digits"):
-        codec("decimal(10,2)", "mysql", "iso", "precise").convert("1.005")
+        codec(my("decimal(10,2)"), "mysql", "iso", "precise").convert("1.005")
 
 
 def test_time_beyond_a_day_and_negative():
-    micro = codec("time(6)", "mysql", "adaptive_micros", "string").convert
+    micro = codec(my("time(6)"), "mysql", "adaptive_micros", "string").convert
     assert micro("838:59:59.000000") == 3020399000000 and micro("-00:00:01.250000") == -1250000

@@ -8,7 +8,8 @@ import uuid
 
 import pytest
 
-from cdc.config.models import KafkaConfig, parse_config
+from cdc.config.loader import parse_config
+from cdc.config.models import KafkaConfig
 from cdc.debezium.errors import SchemaRefused
 from cdc.debezium.schema_registry import RegistryAvro
 from cdc.errors import ConfigError, PublishError, Terminal
@@ -68,7 +69,7 @@ def test_a_schema_the_registry_refuses_stops_the_source_naming_the_subject():
 
 
 def test_the_secret_comes_from_the_environment_as_documented(tmp_path):
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
 
     path = tmp_path / "cdc.yaml"
     path.write_text("kafka: {bootstrap_servers: 'b:9092', encoding: avro, avro_framing: schema_registry, "

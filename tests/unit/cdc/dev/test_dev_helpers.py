@@ -38,7 +38,7 @@ def test_pid_alive_checks_the_executable():
 
 
 def test_dev_config_is_valid_for_the_config_contract(tmp_path):
-    from cdc.config.models import parse_config
+    from cdc.config.loader import parse_config
 
     stack = DevStack(tmp_path)  # nothing started: ports are chosen, the config can be rendered
     cfg = parse_config(stack.config())

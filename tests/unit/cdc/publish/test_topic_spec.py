@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.config.models import parse_config
+from cdc.config.loader import parse_config
 from cdc.errors import ConfigError
 from cdc.publish.topics import KEEP_FOREVER, TopicSpec, topic_spec
 

@@ -9,9 +9,9 @@ import pytest
 
 from cdc.errors import ConfigError
 from cdc.schema.sql_dialects import DUCKDB, MYSQL, SQL_DIALECTS, sql_dialect
-from streaming.targets.duckdb import DuckDbTarget
-from streaming.targets.mysql import MySqlTarget
-from streaming.targets.postgres import PostgresTarget
+from streaming.targets.duckdb.target import DuckDbTarget
+from streaming.targets.mysql.target import MySqlTarget
+from streaming.targets.postgres.target import PostgresTarget
 from streaming.views.dialect import DIALECTS as VIEW_DIALECTS
 
 

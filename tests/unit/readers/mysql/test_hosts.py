@@ -2,7 +2,7 @@
 
 import pytest
 
-from cdc.config.models import parse_config
+from cdc.config.loader import parse_config
 from cdc.errors import ConfigError
 from readers.mysql.connection import split_host
 

@@ -10,7 +10,7 @@ from cdc.config.models import ApplyConfig, TargetConfig
 from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import BadRecord, StreamCorrupt, UnsupportedDdl
-from streaming.targets.duckdb import DuckDbTarget
+from streaming.targets.duckdb.target import DuckDbTarget
 from streaming.testing import StreamBuilder
 
 COLS = [("id", "int"), ("name", "varchar(20)"), ("amount", "decimal(10,2)")]
@@ -121,7 +121,7 @@ def test_mapping_rename_and_exclude():
 def test_parquet_changelog_sink_is_replay_safe(tmp_path):
     import pyarrow.parquet as pq
 
-    from streaming.targets.parquet import ParquetTarget
+    from streaming.targets.parquet.target import ParquetTarget
 
     t = ParquetTarget(TargetConfig(name="pq", kind="parquet", path=str(tmp_path)))
     e = ApplyEngine("src", t, TableMap.from_config(ApplyConfig(source="src", target="pq"))).start()

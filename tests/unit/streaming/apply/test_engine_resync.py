@@ -9,8 +9,8 @@ from cdc.config.models import ApplyConfig, TargetConfig
 from cdc.schema.table_map import TableMap
 from cdc.stream.resync_range import ResyncRange, ResyncRangeError
 from streaming.apply.engine import ApplyEngine
-from streaming.targets.duckdb import DuckDbTarget
-from streaming.targets.parquet import ParquetTarget
+from streaming.targets.duckdb.target import DuckDbTarget
+from streaming.targets.parquet.target import ParquetTarget
 from streaming.testing import StreamBuilder
 
 T = "shop.items"
@@ -126,9 +126,9 @@ def test_the_duckdb_decoder_carries_the_range_like_the_record_decoder():
 
 def test_the_lake_targets_declare_they_cannot_apply_ranges_and_the_database_targets_can():
     from streaming.targets.lake import LakeTarget
-    from streaming.targets.mysql import MySqlTarget
-    from streaming.targets.oracle import OracleTarget
-    from streaming.targets.postgres import PostgresTarget
+    from streaming.targets.mysql.target import MySqlTarget
+    from streaming.targets.oracle.target import OracleTarget
+    from streaming.targets.postgres.target import PostgresTarget
 
     assert not LakeTarget.resync_ranges and not ParquetTarget.resync_ranges  # Delta and Iceberg are LakeTargets
     assert all(t.resync_ranges for t in (PostgresTarget, MySqlTarget, OracleTarget, DuckDbTarget))

@@ -14,7 +14,7 @@ from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import StreamCorrupt
 from streaming.stream.records import StreamRecord, to_row
-from streaming.targets.duckdb import DuckDbTarget
+from streaming.targets.duckdb.target import DuckDbTarget
 from streaming.testing import _Json
 from tests.unit.cdc.stream.structure_streams import TABLES, consume, damaged, interleaved, valid, write
 

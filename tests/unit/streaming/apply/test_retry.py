@@ -17,7 +17,7 @@ from streaming.apply import probes
 from streaming.apply.engine import ApplyEngine
 from streaming.apply.retry import apply_with_retry, backoff_s
 from streaming.errors import BadRecord, TargetRefused, TargetTransient, TargetUnavailable
-from streaming.targets.duckdb import DuckDbTarget
+from streaming.targets.duckdb.target import DuckDbTarget
 from streaming.testing import StreamBuilder
 
 NO_WAIT = ApplyRetry(attempts=3, initial_backoff_s=0, max_backoff_s=0)
@@ -112,7 +112,7 @@ def test_a_fatal_target_error_outside_any_row_is_a_named_refusal_not_retried(tmp
 
 
 def test_retry_and_timeouts_are_read_from_the_file_and_the_environment(tmp_path):
-    from cdc.config.models import load_config
+    from cdc.config.loader import load_config
     from cdc.errors import ConfigError
 
     path = tmp_path / "cdc.yaml"

@@ -8,7 +8,7 @@ import yaml
 
 from cdc.cli import main as cdc_main
 from cdc.config.models import TargetConfig
-from streaming.targets.duckdb import DuckDbTarget
+from streaming.targets.duckdb.target import DuckDbTarget
 from streaming.targets.progress_row import Progress
 
 

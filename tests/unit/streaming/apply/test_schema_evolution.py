@@ -11,7 +11,7 @@ from cdc.schema.evolution import SchemaChangeConfig
 from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import ApplyError, UnsupportedDdl
-from streaming.targets.duckdb import DuckDbTarget
+from streaming.targets.duckdb.target import DuckDbTarget
 from streaming.testing import StreamBuilder
 
 BASE = [("id", "int", False), ("name", "varchar(20)"), ("qty", "int")]
@@ -371,7 +371,7 @@ def test_a_statement_without_a_definition_stops_until_skipped():
 
 
 def test_a_parquet_changelog_follows_columns_and_keeps_decisions(tmp_path):
-    from streaming.targets.parquet import ParquetTarget
+    from streaming.targets.parquet.target import ParquetTarget
 
     cfg = TargetConfig(name="pq", kind="parquet", path=str(tmp_path / "pq"))
     b = _base()

@@ -10,7 +10,7 @@ from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.apply.table_ddl import is_table_level
 from streaming.errors import UnsupportedDdl
-from streaming.targets.duckdb import DuckDbTarget
+from streaming.targets.duckdb.target import DuckDbTarget
 from streaming.testing import StreamBuilder
 
 KV = [("id", "int"), ("v", "varchar(10)")]

@@ -6,10 +6,10 @@ import pytest
 
 from cdc.config.models import TargetConfig
 from streaming.apply.target_check import _grant
-from streaming.targets.duckdb import DuckDbTarget
-from streaming.targets.mysql import MySqlTarget
-from streaming.targets.oracle import OracleTarget
-from streaming.targets.postgres import PostgresTarget
+from streaming.targets.duckdb.target import DuckDbTarget
+from streaming.targets.mysql.target import MySqlTarget
+from streaming.targets.oracle.target import OracleTarget
+from streaming.targets.postgres.target import PostgresTarget
 
 TARGETS = {
     "postgres": lambda: PostgresTarget(TargetConfig(name="pg", kind="postgres", dsn="postgresql://u:p@127.0.0.1:1/db")),

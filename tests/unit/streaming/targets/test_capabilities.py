@@ -10,10 +10,10 @@ import pytest
 from cdc.config.models import TargetConfig
 from streaming.errors import TargetError
 from streaming.targets.base import Target
-from streaming.targets.duckdb import DuckDbTarget
-from streaming.targets.mysql import MySqlTarget
-from streaming.targets.oracle import OracleTarget
-from streaming.targets.postgres import PostgresTarget
+from streaming.targets.duckdb.target import DuckDbTarget
+from streaming.targets.mysql.target import MySqlTarget
+from streaming.targets.oracle.target import OracleTarget
+from streaming.targets.postgres.target import PostgresTarget
 
 ROOT = Path(__file__).resolve().parents[4]
 

@@ -13,11 +13,11 @@ from oracledb.errors import _Error
 from cdc.config.models import TargetConfig, TargetTimeouts
 from streaming.errors import TargetError
 from streaming.targets.base import ErrorKind
-from streaming.targets.duckdb import DuckDbTarget
-from streaming.targets.mysql import MySqlTarget
-from streaming.targets.oracle import OracleTarget
-from streaming.targets.parquet import ParquetTarget
-from streaming.targets.postgres import PostgresTarget
+from streaming.targets.duckdb.target import DuckDbTarget
+from streaming.targets.mysql.target import MySqlTarget
+from streaming.targets.oracle.target import OracleTarget
+from streaming.targets.parquet.target import ParquetTarget
+from streaming.targets.postgres.target import PostgresTarget
 
 DATA, TRANSIENT, FATAL = ErrorKind.DATA, ErrorKind.TRANSIENT, ErrorKind.FATAL
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import oracledb
 
 from cdc.config.models import TargetConfig
-from streaming.targets.oracle import OracleTarget
+from streaming.targets.oracle.target import OracleTarget
 
 
 def test_wallet_settings_reach_the_connect_call(monkeypatch, tmp_path):

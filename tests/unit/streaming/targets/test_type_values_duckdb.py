@@ -16,7 +16,7 @@ from datetime import timedelta
 from cdc.config.models import ApplyConfig, TargetConfig
 from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
-from streaming.targets.duckdb import DuckDbTarget
+from streaming.targets.duckdb.target import DuckDbTarget
 from streaming.testing import StreamBuilder
 
 COLS = [("id", "int"), ("b10", "bit(10)"), ("b64", "bit(64)"), ("ub", "bigint unsigned"), ("tm", "time(6)"),

@@ -10,7 +10,7 @@ import pytest
 from cdc.config.models import ApplyConfig, TargetConfig
 from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
-from streaming.targets.duckdb import DuckDbTarget
+from streaming.targets.duckdb.target import DuckDbTarget
 from streaming.testing import StreamBuilder
 from streaming.views import maintainer
 from streaming.views.errors import ViewError

@@ -50,6 +50,8 @@ def _runs_of_one_shape(parts: list[pa.Table]) -> list[list[pa.Table]]:
 
 class ParquetTarget(Target):
     dialect = "parquet"
+    batch_commit = "per_table"  # each table's files renamed into place, the progress file last (docstring)
+    upsert = "append"
     schema_kinds = frozenset({"changelog"})  # each batch's files carry the columns of their rows
     resync_ranges = False  # no delete by key range over stored files: a resync range record stops the apply
 
@@ -61,6 +63,7 @@ class ParquetTarget(Target):
         self._pending: list[tuple[str, str, int, dict[str, list]]] = []  # (table, op, rows, columns)
         self._meta: dict[str, Any] = {}
         self._batch = (-1, 0)
+        self._dead: list[tuple[str, bytes]] = []  # (file, line): dead letters of the batch, written at its commit
 
     def _connect(self) -> Any:
         os.makedirs(os.path.join(self.root, "_cdc"), exist_ok=True)
@@ -75,10 +78,12 @@ class ParquetTarget(Target):
     def begin(self) -> None:
         self._pending = []
         self._meta = {}
+        self._dead = []
 
     def rollback(self) -> None:
         self._pending = []
         self._meta = {}
+        self._dead = []
 
     def _meta_path(self, kind: str, source: str) -> str:
         return os.path.join(self.root, "_cdc", f"{kind}-{source}.json")
@@ -118,9 +123,12 @@ class ParquetTarget(Target):
         for tmp, dst in moves:
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             os.replace(tmp, dst)
+        for path, line in self._dead:  # once per committed batch (a retried batch rolled its own back)
+            with open(path, "ab") as f:
+                f.write(line)
         for path, value in self._meta.items():
             self._write_json(path, value)
-        self._pending, self._meta = [], {}
+        self._pending, self._meta, self._dead = [], {}, []
 
     def table_columns(self, table: str) -> list[str] | None:
         return None  # a changelog has no fixed table; every batch's files carry their own columns
@@ -191,10 +199,10 @@ class ParquetTarget(Target):
         self._pending.append((table, "t", 1, {}))
 
     def dead_letter(self, source: str, sequence: int | None, table: str | None, key: Any, value: Any, error: str) -> None:
+        """Kept with the batch, appended to ``_cdc/dead-letter-<source>.jsonl`` at its commit (never on a retry)."""
         path = os.path.join(self.root, "_cdc", f"dead-letter-{source}.jsonl")
-        with open(path, "ab") as f:
-            f.write(orjson.dumps({"sequence": sequence, "table": table, "key": key, "value": value,
-                                  "error": error}, default=str) + b"\n")
+        self._dead.append((path, orjson.dumps({"sequence": sequence, "table": table, "key": key, "value": value,
+                                               "error": error}, default=str) + b"\n"))
 
     def close(self) -> None:
         shutil.rmtree(os.path.join(self.root, "_staging"), ignore_errors=True)

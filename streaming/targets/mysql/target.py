@@ -23,7 +23,7 @@ from cdc.config.models import TargetConfig
 from cdc.config.tls import mysql_tls_problem
 from cdc.schema.sql_dialects import MYSQL
 from streaming.errors import TargetError
-from streaming.targets.base import ErrorKind, Row, Target, keepalive
+from streaming.targets.base import ErrorKind, Row, SqlTarget, keepalive
 
 CHUNK = 1000
 # server errors whose SQLSTATE is of class 22 (data exception) or 23 (integrity constraint violation)
@@ -47,8 +47,9 @@ MYSQL_TRANSIENT = frozenset({1205, 1213, 1317, 1969, 3024, 1927, 1053, 1040, 115
                              1290, 1792, 1836, 4031, 1180, 1181, 1614})
 
 
-class MySqlTarget(Target):
+class MySqlTarget(SqlTarget):
     dialect = "mysql"
+    upsert = "on_conflict"
     columnar = True
     ddl_commits = True
     sql = MYSQL

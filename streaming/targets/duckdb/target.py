@@ -18,13 +18,15 @@ import pyarrow as pa
 from cdc.config.models import TargetConfig
 from cdc.schema.sql_dialects import DUCKDB
 from streaming.errors import TargetError
-from streaming.targets.base import ErrorKind, Row, Target, arrow_array
+from streaming.targets.base import ErrorKind, Row, SqlTarget, arrow_array
 
 _stage_ids = itertools.count()
 
 
-class DuckDbTarget(Target):
+class DuckDbTarget(SqlTarget):
     dialect = "duckdb"
+    upsert = "on_conflict"
+    text_lengths = False  # VARCHAR(n) takes any length in DuckDB
     columnar = True
     row_id_column = "rowid"
     sql = DUCKDB

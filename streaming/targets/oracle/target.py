@@ -19,7 +19,7 @@ from typing import Any
 from cdc.config.models import TargetConfig
 from cdc.schema.sql_dialects import ORACLE
 from streaming.errors import TargetError
-from streaming.targets.base import ErrorKind, Row, Target
+from streaming.targets.base import ErrorKind, Row, SqlTarget
 
 _PARAM = re.compile(r"%s")
 # NULL into NOT NULL, unique, check, foreign keys, precision/size, invalid number, date conversions, overflow,
@@ -37,8 +37,9 @@ ORACLE_TRANSIENT = frozenset(
     + ["DPY-1001", "DPY-4011", "DPY-4024", "DPY-6005"])
 
 
-class OracleTarget(Target):
+class OracleTarget(SqlTarget):
     dialect = "oracle"
+    upsert = "merge"
     ddl_commits = True
     row_id_column = "ROWID"
     sql = ORACLE  # its placeholder %s is rewritten to :1, :2, ... in execute()

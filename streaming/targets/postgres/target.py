@@ -33,7 +33,7 @@ from cdc.config.models import TargetConfig
 from cdc.config.tls import postgres_tls_problem
 from cdc.schema.sql_dialects import POSTGRES
 from streaming.errors import TargetError
-from streaming.targets.base import ErrorKind, Row, Target, sqlstate_kind
+from streaming.targets.base import ErrorKind, Row, SqlTarget, sqlstate_kind
 
 # SQLSTATEs a retry may cure: serialization_failure, deadlock_detected, lock_not_available (lock_timeout),
 # query_canceled (statement_timeout), idle_in_transaction_session_timeout, read_only_sql_transaction (a
@@ -59,11 +59,13 @@ class _LostConnectionNoise(logging.Filter):
 logging.getLogger("psycopg").addFilter(_LostConnectionNoise())
 
 
-class PostgresTarget(Target):
+class PostgresTarget(SqlTarget):
     dialect = "postgres"
+    upsert = "on_conflict"
     sql = POSTGRES
     who_sql = "SELECT current_user, current_schema()"
     row_id_column = "ctid"
+    defer_sql = "SET CONSTRAINTS ALL {}"  # DEFERRABLE constraints: checked at the commit, or at once
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)

@@ -1,0 +1,55 @@
+"""The ``api:`` section of the config: the daemon's operations API (cdc/ops/server.py).
+
+Off by default. When on, it listens on ``api.host:api.port`` (loopback by default) and every request
+carries ``Authorization: Bearer <token>``; each token is read from a file (never from the config
+itself), with a role: ``read`` (GET routes) or ``operator`` (GET and every action). A listener on an
+address other than loopback without tokens is refused at start.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class ApiToken(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, description="who the token is: recorded as the actor of every action "
+                      "taken with it (operations records in the change stream)")
+    file: str = Field(min_length=1, description="file holding the bearer token (one line; surrounding "
+                      "whitespace ignored; at least 16 characters)")
+    role: Literal["read", "operator"] = Field(default="read", description="read: GET routes only; operator: "
+                                              "GET routes and every action (pause, resume, restart, skip, resync)")
+
+
+class ApiConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(default=False, description="serve the operations API (/api/v1/..., /status) on "
+                          "api.host:api.port")
+    host: str = Field(default="127.0.0.1", description="address the operations API listens on; any address "
+                      "other than loopback needs api.tokens")
+    port: int = Field(default=9110, ge=0, le=65535, description="TCP port of the operations API (0: one the "
+                      "system picks)")
+    tokens: list[ApiToken] = Field(default_factory=list, description="bearer tokens accepted, each read from "
+                                   "a file with its role; none: no authentication (allowed on loopback only)")
+    max_body_bytes: int = Field(default=65536, gt=0, description="largest request body accepted (larger: 413)")
+
+    @model_validator(mode="after")
+    def _loopback_or_tokens(self) -> ApiConfig:
+        if self.enabled and not self.tokens and not is_loopback(self.host):
+            raise ValueError(f"api.host {self.host} is not loopback: add api.tokens (bearer tokens read from files) "
+                             "or bind api.host to 127.0.0.1")
+        return self
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

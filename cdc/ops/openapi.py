@@ -1,0 +1,144 @@
+"""The OpenAPI 3 document of the operations API: the one list of its routes.
+
+cdc/ops/server.py routes by this document (each operation's ``operationId`` is a handler method,
+``x-cdc-role`` the role it needs), so a route exists exactly when it is documented; the tests hold
+the handlers and the document to each other, and docs/operations-api.md is generated from it
+(cdc/dev/ops_api_reference.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+VERSION = "1"
+PREFIX = "/api/v1"
+
+_ERROR = {"type": "object", "required": ["error"], "properties": {
+    "error": {"type": "string", "description": "what was refused and why, naming the field or state to fix"},
+    "fields": {"type": "object", "description": "the refusal's names and positions (no row values)"}}}
+
+_OPERATION = {"type": "object", "required": ["action", "actor", "at_ms", "detail"], "properties": {
+    "action": {"type": "string", "enum": ["pause", "resume", "restart", "skip", "resync"]},
+    "actor": {"type": "string", "description": "the token's name (api.tokens[].name), or 'loopback' "
+              "without authentication"},
+    "at_ms": {"type": "integer", "description": "when, in milliseconds since the epoch"},
+    "detail": {"type": "object"}}}
+
+_SOURCE = {"type": "object", "required": ["name", "kind", "state"], "properties": {
+    "name": {"type": "string"},
+    "kind": {"type": "string", "description": "mysql, oracle, shadow"},
+    "state": {"type": "string", "enum": ["starting", "streaming", "paused", "waiting to restart", "stopped",
+                                         "failed"]},
+    "why": {"type": "string", "nullable": True, "description": "why the source is not streaming (the /readyz "
+            "reason: error class and position, no row values)"},
+    "position": {"type": "object", "nullable": True, "description": "resume state of the last acknowledged "
+                 "checkpoint (MySQL: gtid_set; Oracle: SCNs)"},
+    "lag_seconds": {"type": "number", "nullable": True, "description": "cdc_source_lag_seconds"},
+    "tail": {"type": "object", "properties": {
+        "sequence": {"type": "integer", "description": "highest sequence known to be in the stream"},
+        "epoch": {"type": "integer", "description": "writer epoch of this daemon's publisher"},
+        "writer": {"type": "string", "description": "this daemon's writer id (host:pid:nonce)"}}},
+    "paused": {"allOf": [{"$ref": "#/components/schemas/Operation"}], "nullable": True,
+               "description": "the pause in force (null: not paused)"},
+    "way_back": {"type": "array", "items": {"type": "string"}, "description": "the CLI commands and API calls "
+                 "that bring a stopped or paused source back"}}}
+
+_DONE = {"type": "object", "required": ["source", "did"], "properties": {
+    "source": {"type": "string"},
+    "did": {"type": "string", "description": "what the call changed ('nothing: ...' when it was already so)"},
+    "operation": {"allOf": [{"$ref": "#/components/schemas/Operation"}], "nullable": True,
+                  "description": "the operations record written to the change stream (null: none, nothing done)"},
+    "output": {"type": "array", "items": {"type": "string"}, "description": "what the CLI command printed"}}}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+_REFUSALS = {
+    "400": _json({"$ref": "#/components/schemas/Error"}, "malformed request: JSON, fields"),
+    "401": _json({"$ref": "#/components/schemas/Error"}, "no token, or a token not accepted"),
+    "403": _json({"$ref": "#/components/schemas/Error"}, "the token's role may not do this"),
+}
+_NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}, "description": "source name"}
+
+
+def _action(op_id: str, summary: str, body: dict[str, Any] | None, required: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "operationId": op_id, "summary": summary, "x-cdc-role": "operator", "parameters": [_NAME],
+        "responses": {"200": _json({"$ref": "#/components/schemas/Done"}, "done (or already so: `did` says)"),
+                      **_REFUSALS,
+                      "404": _json({"$ref": "#/components/schemas/Error"}, "no such source"),
+                      "409": _json({"$ref": "#/components/schemas/Error"}, "refused in the source's state, or by "
+                                   "the CLI command's checks"),
+                      "413": _json({"$ref": "#/components/schemas/Error"}, "body over api.max_body_bytes")}}
+    if body is not None:
+        out["requestBody"] = {"required": required,
+                              "content": {"application/json": {"schema": {**body, "additionalProperties": False}}}}
+    return out
+
+
+_REASON = {"reason": {"type": "string", "description": "free text recorded with the action"}}
+
+DOCUMENT: dict[str, Any] = {
+    "openapi": "3.0.3",
+    "info": {"title": "cdc operations API", "version": VERSION,
+             "description": "State of the capture daemon's sources and the operator's actions. Every action is "
+             "idempotent, answers with what it did, and is recorded in the source's change stream as an "
+             "operations record (a HEARTBEAT whose resume carries `operation`: who, what, when)."},
+    "components": {
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
+                                       "description": "a token of api.tokens (read from its file)"}},
+        "schemas": {"Error": _ERROR, "Operation": _OPERATION, "Source": _SOURCE, "Done": _DONE}},
+    "security": [{"bearer": []}],
+    "paths": {
+        f"{PREFIX}/openapi.json": {"get": {
+            "operationId": "get_openapi", "summary": "this document", "x-cdc-role": "read",
+            "responses": {"200": _json({"type": "object"}, "the OpenAPI document"), **_REFUSALS}}},
+        f"{PREFIX}/sources": {"get": {
+            "operationId": "list_sources", "summary": "every source of the daemon with its state, position, lag "
+            "and the stream's tail", "x-cdc-role": "read",
+            "responses": {"200": _json({"type": "object", "required": ["sources"], "properties": {
+                "sources": {"type": "array", "items": {"$ref": "#/components/schemas/Source"}}}}, "the sources"),
+                **_REFUSALS}}},
+        f"{PREFIX}/sources/{{name}}": {"get": {
+            "operationId": "get_source", "summary": "one source", "x-cdc-role": "read", "parameters": [_NAME],
+            "responses": {"200": _json({"$ref": "#/components/schemas/Source"}, "the source"), **_REFUSALS,
+                          "404": _json({"$ref": "#/components/schemas/Error"}, "no such source")}}},
+        f"{PREFIX}/sources/{{name}}/pause": {"post": _action(
+            "pause_source", "stop the source at its next transaction boundary and keep it stopped, across "
+            "daemon restarts, until resumed", {"type": "object", "properties": _REASON})},
+        f"{PREFIX}/sources/{{name}}/resume": {"post": _action(
+            "resume_source", "resume a paused source from where it paused", {"type": "object",
+                                                                              "properties": _REASON})},
+        f"{PREFIX}/sources/{{name}}/restart": {"post": _action(
+            "restart_source", "start a stopped or failed source again from the stream's tail",
+            {"type": "object", "properties": _REASON})},
+        f"{PREFIX}/sources/{{name}}/skip": {"post": _action(
+            "skip_transaction", "move a stopped or paused source past the one transaction it stopped on "
+            "(`cdc source skip`: the same code and checks), then restart it yourself",
+            {"type": "object", "properties": {
+                "gtid": {"type": "string", "description": "MySQL/MariaDB: the GTID the source stopped on"},
+                "xid": {"type": "string", "description": "Oracle: the XID the source stopped on"},
+                "resync": {"type": "boolean", "description": "re-read the tables it touched"}, **_REASON}},
+            required=True)},
+        f"{PREFIX}/sources/{{name}}/resync": {"post": _action(
+            "resync_tables", "re-read tables while streaming continues (`cdc snapshot --resync`: the same code); "
+            "resync false: a plain incremental snapshot", {"type": "object", "required": ["tables"], "properties": {
+                "tables": {"type": "array", "minItems": 1, "items": {"type": "string"},
+                           "description": "db.table names"},
+                "resync": {"type": "boolean", "default": True,
+                           "description": "also delete target rows the source does not hold"}, **_REASON}},
+            required=True)},
+        "/status": {"get": {
+            "operationId": "status_page", "summary": "one HTML page: each source, position, lag, the last error "
+            "and the way back", "x-cdc-role": "read",
+            "responses": {"200": {"description": "the page", "content": {"text/html": {"schema": {"type": "string"}}}},
+                          **_REFUSALS}}},
+    },
+}
+
+
+def routes() -> list[tuple[str, str, dict[str, Any]]]:
+    """(METHOD, path template, operation) for every operation of the document."""
+    return [(method.upper(), path, op) for path, item in DOCUMENT["paths"].items() for method, op in item.items()]

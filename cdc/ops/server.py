@@ -1,0 +1,199 @@
+"""The operations API's HTTP listener (``api:`` config, cdc/ops/config.py).
+
+A stdlib ``ThreadingHTTPServer`` of its own, on ``api.host:api.port`` (loopback by default), routed by
+the OpenAPI document (cdc/ops/openapi.py): a route exists exactly when it is documented.
+
+- Authentication: ``Authorization: Bearer <token>``, compared in constant time with every token read
+  from ``api.tokens[].file`` at start (a missing, unreadable or short file stops the start, naming it).
+  No token configured: every caller on loopback is an operator named ``loopback``.
+- Refusals: 401 (no or unknown token), 403 (a ``read`` token on an action), 404 (no such route or
+  source), 405, 400 (malformed JSON, unknown or wrong fields), 411/413 (body without length / over
+  ``api.max_body_bytes``), 409 (not possible in the source's state, or refused by the CLI command).
+  Each is logged with method, path, client and reason, never with the token.
+- Answers are JSON; an action answers ``{"source", "did", "operation", "output"}`` and is recorded in
+  the stream as an operations record when it did something (cdc/ops/control.py).
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from cdc.errors import CdcError, ConfigError
+from cdc.ops import openapi
+from cdc.ops.config import ApiConfig
+from cdc.ops.errors import Refusal
+
+log = logging.getLogger(__name__)
+
+MIN_TOKEN_CHARS = 16
+ROLES = {"read": 0, "operator": 1}
+
+
+def load_tokens(api: ApiConfig) -> list[tuple[bytes, str, str]]:
+    """(token bytes, name, role) of every ``api.tokens`` entry; ConfigError naming the entry when its file is
+    missing, unreadable or holds a token shorter than MIN_TOKEN_CHARS."""
+    out = []
+    for i, t in enumerate(api.tokens):
+        key = f"api.tokens[{i}].file"
+        try:
+            text = Path(t.file).read_text().strip()
+        except OSError as exc:
+            raise ConfigError(f"cannot read the token of {t.name!r} from {t.file}: {exc.strerror}", key=key) from None
+        if len(text) < MIN_TOKEN_CHARS:
+            raise ConfigError(f"the token of {t.name!r} in {t.file} has {len(text)} characters; use at least "
+                              f"{MIN_TOKEN_CHARS} (e.g. `openssl rand -hex 32 > {t.file}`)", key=key)
+        out.append((text.encode(), t.name, t.role))
+    return out
+
+
+def _compile(path: str) -> re.Pattern[str]:
+    return re.compile("^" + re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(path)) + "$")
+
+
+class OpsServer:
+    """Serves the operations API of ``daemon`` (cdc.runtime.daemon.Daemon); ``config_path``: the config file
+    the CLI commands it runs read (the daemon's own)."""
+
+    def __init__(self, daemon: Any, api: ApiConfig, *, config_path: str | None = None) -> None:
+        from cdc.ops.handlers import Handlers
+
+        self.api, self.tokens = api, load_tokens(api)
+        self.handlers = Handlers(daemon, config_path)
+        self.routes = [(m, _compile(p), op) for m, p, op in openapi.routes()]
+        missing = [op["operationId"] for _, _, op in self.routes if not hasattr(self.handlers, op["operationId"])]
+        if missing:  # the document and the handlers are one list (tests hold them so)
+            raise RuntimeError(f"operations without a handler: {missing}")
+        try:
+            self._server = ThreadingHTTPServer((api.host, api.port), _make_handler(self))
+        except OSError as exc:
+            raise ConfigError(f"cannot serve the operations API on {api.host}:{api.port}: {exc.strerror}",
+                              key="api.port") from None
+        self._server.daemon_threads = True
+        self.host, self.port = self._server.server_address[0], self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, name="ops-http", daemon=True)
+
+    def start(self) -> OpsServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # -- one request ---------------------------------------------------------------------------------
+    def who(self, authorization: str | None) -> tuple[str, str]:
+        """(actor name, role) of the request's bearer token; Refusal 401 without an accepted one."""
+        if not self.tokens:
+            return "loopback", "operator"
+        if not authorization or not authorization.startswith("Bearer "):
+            raise Refusal(401, "no bearer token: send `Authorization: Bearer <token>` (api.tokens)")
+        given = authorization[len("Bearer "):].strip().encode()
+        found = None
+        for token, name, role in self.tokens:  # every token compared, in constant time: no early exit
+            if hmac.compare_digest(token, given) and found is None:
+                found = (name, role)
+        if found is None:
+            raise Refusal(401, "the bearer token is not one of api.tokens")
+        return found
+
+    def route(self, method: str, path: str) -> tuple[dict[str, Any], dict[str, str]]:
+        allowed = []
+        for m, pattern, op in self.routes:
+            match = pattern.match(path)
+            if match:
+                if m == method:
+                    return op, match.groupdict()
+                allowed.append(m)
+        if allowed:
+            raise Refusal(405, f"{method} is not served on {path}; use {', '.join(allowed)}")
+        raise Refusal(404, f"no route {path}; the routes are in {openapi.PREFIX}/openapi.json")
+
+
+def _make_handler(server: OpsServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "cdc-ops"
+
+        def do_GET(self) -> None:
+            self._serve("GET")
+
+        def do_POST(self) -> None:
+            self._serve("POST")
+
+        def do_PUT(self) -> None:
+            self._serve("PUT")
+
+        def do_DELETE(self) -> None:
+            self._serve("DELETE")
+
+        def _serve(self, method: str) -> None:
+            path = self.path.split("?", 1)[0]
+            try:
+                actor, role = server.who(self.headers.get("Authorization"))
+                op, params = server.route(method, path)
+                if ROLES[role] < ROLES[op["x-cdc-role"]]:
+                    raise Refusal(403, f"the token of {actor!r} has role {role}; {op['operationId']} needs role "
+                                  f"{op['x-cdc-role']}")
+                body = self._body(method)
+                status, answer, ctype = getattr(server.handlers, op["operationId"])(actor=actor, body=body,
+                                                                                      **params)
+            except Refusal as exc:
+                log.warning("operations API refused %s %s from %s: %d %s", method, path, self.client_address[0],
+                            exc.status, exc, extra={"status": exc.status})
+                self._send(exc.status, orjson.dumps({"error": str(exc), "fields": exc.fields}),
+                           "application/json")
+                return
+            except Exception as exc:  # an answer, never a dropped connection
+                log.exception("operations API: %s %s failed", method, path)
+                fields = {k: str(v) for k, v in exc.fields.items()} if isinstance(exc, CdcError) else {}
+                self._send(500, orjson.dumps({"error": f"{type(exc).__name__}: {exc}", "fields": fields}),
+                           "application/json")
+                return
+            if ctype == "application/json":
+                answer = orjson.dumps(answer, default=str)
+            self._send(status, answer, ctype)
+
+        def _body(self, method: str) -> dict[str, Any]:
+            if method == "GET":
+                return {}
+            if self.headers.get("Transfer-Encoding"):
+                self.close_connection = True
+                raise Refusal(411, "send the body with a Content-Length (no chunked transfer)")
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                self.close_connection = True
+                raise Refusal(400, "Content-Length is not a number") from None
+            if length > server.api.max_body_bytes:
+                self.close_connection = True  # the body is not read
+                raise Refusal(413, f"the body has {length} bytes; at most {server.api.max_body_bytes} "
+                              "(api.max_body_bytes)")
+            raw = self.rfile.read(length) if length else b""
+            if not raw.strip():
+                return {}
+            try:
+                body = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise Refusal(400, f"the body is not JSON: {exc}") from None
+            if not isinstance(body, dict):
+                raise Refusal(400, f"the body is a JSON {type(body).__name__}; send a JSON object")
+            return body
+
+        def _send(self, code: int, body: bytes, ctype: str) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, fmt: str, *args: object) -> None:  # refusals and actions log themselves
+            return
+
+    return Handler

@@ -1,0 +1,122 @@
+"""``sources[].transforms``: how a source's rows are shaped before anything reaches Kafka.
+
+.. code-block:: yaml
+
+    sources:
+      - name: shop
+        kind: mysql
+        transforms:
+          hash_key_file: /etc/cdc/hash.key          # HMAC key (read at start, never logged)
+          encryption_key_file: /etc/cdc/aes.key     # 64 hex characters: an AES-256 key
+          tables:
+            - match: shop.customers                 # a db.table glob; the first rule that matches wins
+              exclude: [internal_notes]             # or include: [id, email, ...]
+              columns:
+                email: {mask: hash}
+                name: {mask: truncate, length: 1}
+                card: {mask: keep_last, length: 4}
+                ssn: {mask: encrypt}
+                comment: {mask: replace, value: "(removed)"}
+                phone: {mask: "null"}
+
+A rule whose ``match`` names one table (no glob character) requires every column it names: a column the
+table does not have (any more) stops the source with the way back. A glob rule shapes the columns each
+matched table has.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from cdc.schema.table_glob import check_pattern
+
+
+class _Mask(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class HashMask(_Mask):
+    mask: Literal["hash"] = Field(description="hash: HMAC-SHA256 of the value under hash_key_file, 64 hex "
+                                  "characters; deterministic, so keys, joins and compare still work")
+
+
+class EncryptMask(_Mask):
+    mask: Literal["encrypt"] = Field(description="encrypt: AES-256-GCM under encryption_key_file, "
+                                     "'aesgcm1:' + base64; `cdc decrypt` reverses it; never on a key column")
+
+
+class TruncateMask(_Mask):
+    mask: Literal["truncate"] = Field(description="truncate: the first `length` characters")
+    length: int = Field(ge=0, description="characters kept")
+
+
+class KeepLastMask(_Mask):
+    mask: Literal["keep_last"] = Field(description="keep_last: every character but the last `length` "
+                                       "replaced by '*'")
+    length: int = Field(ge=0, description="characters kept at the end")
+
+
+class ReplaceMask(_Mask):
+    mask: Literal["replace"] = Field(description="replace: the fixed `value` (NULL stays NULL)")
+    value: str = Field(description="the text every non-NULL value becomes")
+
+
+class NullMask(_Mask):
+    mask: Literal["null"] = Field(description="null: every value becomes NULL")
+
+
+ColumnMask = Annotated[HashMask | EncryptMask | TruncateMask | KeepLastMask | ReplaceMask | NullMask,
+                       Field(discriminator="mask")]
+
+
+class TableTransform(BaseModel):
+    """One rule: the tables it matches and what it does to their columns."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    match: str = Field(description="db.table glob (cdc/schema/table_glob.py) of the tables this rule shapes; "
+                       "the first matching rule of the list applies")
+    include: list[str] | None = Field(default=None, description="only these columns move (the primary key "
+                                      "columns must be among them); none: every column")
+    exclude: list[str] = Field(default_factory=list, description="columns that never leave the daemon "
+                               "(not a primary key column)")
+    columns: dict[str, ColumnMask] = Field(default_factory=dict, description="column name -> its mask")
+
+    @field_validator("match")
+    @classmethod
+    def _pattern(cls, pattern: str) -> str:
+        return check_pattern(pattern)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TableTransform:
+        if self.include is not None and self.exclude:
+            raise ValueError(f"rule {self.match!r}: give include or exclude, not both")
+        dropped = set(self.exclude) | (set() if self.include is None else set(self.columns) - set(self.include))
+        both = sorted(dropped & set(self.columns))
+        if both:
+            raise ValueError(f"rule {self.match!r}: column(s) {', '.join(both)} are masked and not moved; "
+                             "remove them from columns or from include/exclude")
+        return self
+
+
+class TransformsConfig(BaseModel):
+    """``sources[].transforms``: the key files and the rules, applied in the daemon before publishing."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hash_key_file: str | None = Field(default=None, description="file holding the HMAC key of `mask: hash` "
+                                      "(at least 16 bytes; read at start, never logged)")
+    encryption_key_file: str | None = Field(default=None, description="file holding the AES-256 key of "
+                                            "`mask: encrypt` as 64 hex characters")
+    tables: list[TableTransform] = Field(default_factory=list, description="the rules, first match wins")
+
+    @model_validator(mode="after")
+    def _keys_given(self) -> TransformsConfig:
+        masks = {m.mask for rule in self.tables for m in rule.columns.values()}
+        if "hash" in masks and not self.hash_key_file:
+            raise ValueError("a column has `mask: hash`: give transforms.hash_key_file")
+        if "encrypt" in masks and not self.encryption_key_file:
+            raise ValueError("a column has `mask: encrypt`: give transforms.encryption_key_file")
+        return self

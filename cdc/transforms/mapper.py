@@ -1,0 +1,197 @@
+"""The column-mapper hook: one :class:`ColumnMapper` per table shape, built from ``sources[].transforms``.
+
+Readers call :meth:`SourceTransforms.mapper` where they choose a table's column converters (MySQL: per
+TABLE_MAP; Oracle: per dictionary shape) and after every DDL; ``cdc compare`` calls it for the source
+table it fingerprints. A mapper gives
+
+- ``schema``: the shaped TableSchema (what SCHEMA records, ``Change.schema`` and so the Debezium/Avro
+  schemas and the apply's catalog see: an excluded column absent, a hashed or encrypted one a string);
+- ``row(values)``: the shaped row image, a new dict (the reader's own dict is left as it was);
+- ``columns``: per kept column, its mask config (None: the value moves as it is).
+
+None from ``mapper()`` means the table is not shaped: its rows move as they are, and the fast paths (the
+native MySQL rows pass, Oracle's columnar redo pass) may serialize them. A table with a mapper never takes
+a fast path that skips ``row()``: that is the fast paths' one rule (tests/unit/cdc/transforms).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+from cdc.schema.logical import LogicalType
+from cdc.schema.table_glob import is_literal
+from cdc.stream.events import Column, TableId, TableSchema
+from cdc.transforms import masks
+from cdc.transforms.config import TableTransform, TransformsConfig
+from cdc.transforms.errors import TransformError
+
+_TEXT_FAMILIES = frozenset({"string", "enum", "set"})
+_HASHABLE = _TEXT_FAMILIES | {"integer"}
+ALLOWED_FAMILIES = {"hash": _HASHABLE, "encrypt": _HASHABLE, "truncate": _TEXT_FAMILIES,
+                    "keep_last": _TEXT_FAMILIES, "replace": None, "null": None}  # None: any family
+KEY_MASKS = frozenset({"hash"})  # deterministic and injective enough to stay a key
+
+
+def mysql_spelling(logical: LogicalType) -> str:
+    """The type text a shaped string column gets in a MySQL source's schema."""
+    return f"varchar({logical.length})" if logical.length is not None and logical.length <= 16_383 else "longtext"
+
+
+def oracle_spelling(logical: LogicalType) -> str:
+    """The type text a shaped string column gets in an Oracle source's schema."""
+    return f"varchar2({logical.length})" if logical.length is not None and logical.length <= 4000 else "clob"
+
+
+@dataclass(frozen=True)
+class ColumnMapper:
+    """The shaping of one table shape. See the module docstring."""
+
+    table: TableId
+    schema: TableSchema
+    plan: tuple[tuple[str, Callable[[Any], Any] | None], ...]  # kept column -> its mask (None: as it is)
+    masked: frozenset[str]  # columns whose values the mask changes (never shown in an error or a log)
+    dropped: frozenset[str]  # columns that never leave the daemon
+
+    def row(self, values: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The shaped image of ``values`` (None stays None). TransformError names table and column, never
+        the value."""
+        if values is None:
+            return None
+        out = {}
+        for name, fn in self.plan:
+            v = values.get(name)
+            if fn is not None and v is not None:
+                try:
+                    v = fn(v)
+                except TypeError:
+                    raise TransformError(f"{self.table}.{name}: a {type(v).__name__} value cannot be masked",
+                                         table=str(self.table), column=name) from None
+            out[name] = v
+        return out
+
+    def hides(self, column: str | None) -> bool:
+        """Whether an error naming ``column`` must not show its value (a masked or dropped column)."""
+        return column is None or column in self.masked or column in self.dropped
+
+
+class SourceTransforms:
+    """The transforms of one source: its rules and keys (read once, at start), and a mapper per shape."""
+
+    def __init__(self, source: str, config: TransformsConfig | None,
+                 spelling: Callable[[LogicalType], str] = mysql_spelling, key_window: bool = False) -> None:
+        """``key_window``: the reader matches snapshot rows to binlog rows by their clear key (MySQL incremental
+        snapshots): a hashed key column is then refused (not built yet)."""
+        self.source = source
+        self.key_window = key_window
+        self.rules = list(config.tables) if config is not None else []
+        self.spelling = spelling
+        self._hash_key = masks.read_hash_key(config.hash_key_file) \
+            if config is not None and config.hash_key_file else None
+        self._aes_key = masks.read_encryption_key(config.encryption_key_file) \
+            if config is not None and config.encryption_key_file else None
+        self._cache: dict[TableSchema, ColumnMapper | None] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.rules)
+
+    def rule(self, table: TableId) -> TableTransform | None:
+        name = str(table)
+        return next((r for r in self.rules if fnmatchcase(name, r.match)), None)
+
+    def mapper(self, schema: TableSchema | None) -> ColumnMapper | None:
+        """The mapper of one table shape, None when no rule matches it. Cached per shape.
+
+        Raises TransformError when the rule does not fit the shape: a named column it lacks (a literal rule),
+        a key column excluded or masked with anything but ``hash``, a mask on a family it cannot shape."""
+        if schema is None or not self.rules:
+            return None
+        if schema in self._cache:
+            return self._cache[schema]
+        rule = self.rule(schema.table)
+        built = None if rule is None else self._build(schema, rule)
+        if len(self._cache) > 10_000:
+            self._cache.clear()
+        self._cache[schema] = built
+        return built
+
+    def shape(self, schema: TableSchema | None) -> TableSchema | None:
+        """``schema`` as the stream shows it (unchanged when no rule matches)."""
+        m = self.mapper(schema)
+        return schema if m is None else m.schema
+
+    def _fail(self, schema: TableSchema, rule: TableTransform, message: str, column: str) -> TransformError:
+        return TransformError(
+            f"source {self.source}: table {schema.table} column {column}: {message} (sources[].transforms rule "
+            f"{rule.match!r}). Way back: change the rule in the config (or restore the column in the source), "
+            "then restart the daemon: it resumes at its position, nothing of this table was published after it",
+            source=self.source, table=str(schema.table), column=column)
+
+    def _build(self, schema: TableSchema, rule: TableTransform) -> ColumnMapper:
+        names = {c.name for c in schema.columns}
+        named = list(rule.columns) + list(rule.exclude) + list(rule.include or [])
+        if is_literal(rule.match):
+            for col in named:
+                if col not in names:
+                    raise self._fail(schema, rule, "the table has no such column (dropped or renamed?)", col)
+        keep = [c for c in schema.columns
+                if c.name not in rule.exclude and (rule.include is None or c.name in rule.include)]
+        kept = {c.name for c in keep}
+        for k in schema.primary_key:
+            if k not in kept:
+                raise self._fail(schema, rule, "a primary key column cannot be left out", k)
+        plan, cols, masked = [], [], set()
+        for c in keep:
+            cfg = rule.columns.get(c.name)
+            if cfg is None:
+                plan.append((c.name, None))
+                cols.append(c)
+                continue
+            family = c.logical.family if c.logical is not None else "other"
+            allowed = ALLOWED_FAMILIES[cfg.mask]
+            if allowed is not None and family not in allowed:
+                raise self._fail(schema, rule, f"mask {cfg.mask} cannot shape a {family} column "
+                                 f"(it shapes {', '.join(sorted(allowed))}; use replace or null)", c.name)
+            if c.name in schema.primary_key and cfg.mask not in KEY_MASKS:
+                raise self._fail(schema, rule, f"a primary key column can only be hashed (mask {cfg.mask} would "
+                                 "break the key: updates and deletes could not find their row)", c.name)
+            if c.name in schema.primary_key and self.key_window:
+                raise self._fail(schema, rule, "a hashed primary key column is not supported yet on a source with "
+                                 "a signal_table (incremental snapshots match rows by their clear key)", c.name)
+            fn, column = self._mask(cfg, c)
+            plan.append((c.name, fn))
+            cols.append(column)
+            masked.add(c.name)
+        shaped = TableSchema(schema.table, tuple(cols), schema.primary_key)
+        return ColumnMapper(schema.table, shaped, tuple(plan), frozenset(masked), frozenset(names - kept))
+
+    def _mask(self, cfg: Any, c: Column) -> tuple[Callable[[Any], Any], Column]:
+        family = c.logical.family if c.logical is not None else "other"
+        length = c.logical.length if c.logical is not None else None
+        if cfg.mask == "hash":
+            out = LogicalType("string", length=64)
+            return masks.hash_mask(self._hash_key), Column(c.name, self.spelling(out), c.nullable, None, out)
+        if cfg.mask == "encrypt":
+            chars = 20 if family == "integer" else length
+            out = LogicalType("string", length=None if chars is None else encrypted_length(chars))
+            return masks.encrypt_mask(self._aes_key), Column(c.name, self.spelling(out), c.nullable, None, out)
+        if cfg.mask == "truncate":
+            out = LogicalType("string", length=cfg.length if length is None else min(length, cfg.length))
+            return masks.truncate_mask(cfg.length), Column(c.name, self.spelling(out), c.nullable, None, out)
+        if cfg.mask == "keep_last":
+            out = LogicalType("string", length=length)
+            return masks.keep_last_mask(cfg.length), Column(c.name, self.spelling(out), c.nullable, None, out)
+        if cfg.mask == "replace":
+            if family == "string" and (length is None or len(cfg.value) <= length):
+                return masks.replace_mask(cfg.value), Column(c.name, c.type, c.nullable, None, c.logical)
+            out = LogicalType("string", length=max(len(cfg.value), 1))
+            return masks.replace_mask(cfg.value), Column(c.name, self.spelling(out), c.nullable, None, out)
+        return masks.null_mask, Column(c.name, c.type, True, None, c.logical)
+
+
+def encrypted_length(chars: int) -> int:
+    """Most characters an encrypted value of at most ``chars`` characters takes (UTF-8: 4 bytes a character)."""
+    raw = 12 + 16 + 4 * chars
+    return len(masks.ENCRYPTED_PREFIX) + 4 * ((raw + 2) // 3)
