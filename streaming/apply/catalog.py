@@ -19,7 +19,10 @@ default on a table with rows, a narrowing a target value does not fit, a
 change the target cannot express, any change under ``exception``) raises
 UnsupportedDdl naming table, statement, sequence and the way back
 (``cdc schema accept|skip|evolve``, whose decision the target keeps and this
-module reads at the barrier). A first sight of a table creates the target
+module reads at the barrier). A transient target error during the DDL (a
+lock or statement timeout, a lost connection: Target.classify) is no stop: it
+goes through unchanged, the batch is rolled back whole and retried like any
+batch (streaming/apply/retry.py). A first sight of a table creates the target
 table when missing.
 """
 
@@ -42,7 +45,7 @@ from cdc.stream.events import Column, TableSchema
 from streaming.apply import table_ddl
 from streaming.apply.table_info import TableInfo
 from streaming.errors import ApplyError, UnsupportedDdl
-from streaming.targets.base import Target
+from streaming.targets.base import ErrorKind, Target
 
 DECISIONS = ("accept", "skip", "evolve")
 
@@ -154,6 +157,8 @@ class Catalog:
                 except CdcError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - the target's own error class: name the DDL
+                    if self.target.classify(exc) is ErrorKind.TRANSIENT:
+                        raise  # a lock or statement timeout, a lost connection: the batch is retried whole
                     raise ApplyError(
                         f"target {self.target.name!r} refused the DDL for {ch.describe()} of {table} at sequence "
                         f"{sequence} (statement: {ddl}): {str(exc).strip().splitlines()[0]}; the batch is rolled "

@@ -33,8 +33,11 @@ apply does not take is a rename out of its patterns, and so on.
   table, statement and sequence) or ``create`` (create it empty and go on;
   the rows come with an incremental snapshot of the table).
 
-Targets without SQL (Parquet, Delta, Iceberg) follow only CREATE; any other
-table-level DDL on an applied table is a stop there.
+The lake targets (Delta, Iceberg) follow all of it as their own table commits
+(streaming/targets/lake.py): drop per ``drop_table``, rename with the rows, and
+a key change as a new merge key (a lake table holds no key to rebuild). The
+Parquet changelog follows only CREATE; any other table-level DDL on an applied
+table is a stop there.
 """
 
 from __future__ import annotations
@@ -191,9 +194,8 @@ def _forget(catalog: Catalog, table: str) -> None:
 
 def _has_rows(catalog: Catalog, dst: str) -> bool:
     if catalog.target.table_ddl == "create":
-        return True  # a file/lake table: never replaced here
-    cur = catalog.target.execute(f"SELECT count(*) FROM {catalog.target.qualified(dst)}")
-    return bool(cur.fetchone()[0])
+        return True  # a changelog of files: never replaced here
+    return catalog.target.has_rows(dst)
 
 
 def _follow(catalog: Catalog, table: str, ddl: str | None, raw: dict[str, Any] | None, sequence: int,
@@ -317,7 +319,8 @@ def follow_key(catalog: Catalog, info: TableInfo, schema: TableSchema, sequence:
     The target table is rebuilt under the new key in the barrier's transaction (create a copy with the
     key, copy the rows, drop, rename): the rows are the source's, which were unique under the new key when
     the source accepted it. A key column the target does not hold yet (``ADD COLUMN id ... , ADD PRIMARY
-    KEY (id)``: values made by the source) is a stop, as on a file/lake target."""
+    KEY (id)``: values made by the source) is a stop, as on the Parquet changelog. A lake target takes the
+    new key as its merge key (Target.rekey), with no rebuild."""
     if tuple(info.schema.primary_key) == tuple(schema.primary_key):
         return info
     target, table = catalog.target, info.source_table
@@ -326,13 +329,18 @@ def follow_key(catalog: Catalog, info: TableInfo, schema: TableSchema, sequence:
     what = f"primary key of {table} {list(info.schema.primary_key)} -> {list(schema.primary_key)}"
     if target.table_ddl == "create" or missing:
         why = (f"its new key columns {missing} are not in the target table yet" if missing else
-               f"target {target.name!r} (a file/lake target) does not change a table's key")
+               f"target {target.name!r} (a file target) does not change a table's key")
         raise UnsupportedDdl(f"{what} is not followed: {why}; the job stops before it", table=table,
                              sequence=sequence, ddl=ddl)
     rekeyed = TableSchema(info.schema.table, info.schema.columns, tuple(schema.primary_key))
-    _rebuild(target, info.target_table, rekeyed, sequence)
-    log.warning("apply %s: %s at sequence %d: target table %s rebuilt with the new key", catalog.source, what,
-                sequence, info.target_table)
+    if target.sql is None:  # a lake table (streaming/targets/lake.py): no key of its own, only the merge key
+        target.rekey(info.target_table, rekeyed.primary_key)
+        log.warning("apply %s: %s at sequence %d: target table %s merged by the new key", catalog.source, what,
+                    sequence, info.target_table)
+    else:
+        _rebuild(target, info.target_table, rekeyed, sequence)
+        log.warning("apply %s: %s at sequence %d: target table %s rebuilt with the new key", catalog.source, what,
+                    sequence, info.target_table)
     new = type(info).build(table, info.target_table, rekeyed, target.dialect)
     catalog.tables[table] = new
     return new

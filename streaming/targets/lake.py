@@ -31,6 +31,11 @@ table (the net effect says so, and no earlier attempt of this batch reached
 the table) are appended; everything else is merged by key. Keyless tables
 with deletes are rewritten whole (meant for small tables).
 
+Table DDL commits at once too: DROP TABLE (with ``apply[].drop_table: drop``)
+removes the table, RENAME TABLE renames it with its rows and history (Delta:
+its directory, on local storage; Iceberg: in the catalog), and a change of the
+primary key changes the key the batches merge by (a lake table holds no key).
+
 Column DDL commits at once, one table commit per change: CREATE TABLE, ADD
 COLUMN (a constant default fills the stored rows in the same commit), DROP,
 RENAME and type changes (Delta rewrites the table's files with the new schema
@@ -101,6 +106,7 @@ class LakeTarget(Target):
     json_rows = True
     bulk_min_rows = 1
     schema_kinds = frozenset({"add", "backfill", "drop", "rename", "type"})  # every column stays nullable
+    table_ddl = "all"  # CREATE, DROP (apply[].drop_table), RENAME TABLE, a key change: streaming/apply/table_ddl.py
     resync_ranges = False  # no delete by key range over stored files: a resync range record stops the apply
 
     def __init__(self, config: TargetConfig) -> None:
@@ -152,6 +158,14 @@ class LakeTarget(Target):
     def retype_refusal(self, old_type: str, new_type: str) -> str | None:
         return self.arrow_retype_refusal(lake_types.arrow_type(old_type, self.dialect),
                                          lake_types.arrow_type(new_type, self.dialect))
+
+    @abc.abstractmethod
+    def _drop(self, table: str) -> None:
+        """Remove the table (its data and metadata); nothing when it does not exist."""
+
+    @abc.abstractmethod
+    def _rename(self, old: str, new: str) -> None:
+        """Give table ``old`` the name ``new``, with its rows and history."""
 
     @abc.abstractmethod
     def _recorded(self, table: str, source: str) -> int | None:
@@ -232,7 +246,7 @@ class LakeTarget(Target):
         self.rollback()
 
     def _touched_tables(self) -> list[str]:
-        return [s["target_table"] for s in self._schemas]
+        return [s["target_table"] for s in self._schemas if s["target_table"] is not None]
 
     # ---- one table's commit -------------------------------------------------------------
     def _commit_table(self, table: str, pend: _Pending, source: str, seq: int, trust_new: bool) -> int:
@@ -335,6 +349,32 @@ class LakeTarget(Target):
         arrow = pa.schema([f.with_nullable(True) for f in arrow])
         self._create(table, arrow)
         self._arrow[table] = arrow
+
+    # ---- table-level DDL (streaming/apply/table_ddl.py): each its own commit, like column DDL ----------
+    def drop_table(self, table: str) -> None:
+        self._drop(table)
+        self._forget(table)
+
+    def rename_table(self, old: str, new: str) -> None:
+        """The table and its history under the new name; the consistent point names it so from the next
+        progress-log row on."""
+        self._rename(old, new)
+        key = self._key_memory.get(old)
+        self._forget(old)
+        self._arrow.pop(new, None)
+        if key is not None:
+            self._key_memory[new] = key
+
+    def rekey(self, table: str, key: Sequence[str]) -> None:
+        """ADD / DROP / change of the primary key: a lake table has no key of its own, only the merge key
+        the batches use (the rows are the source's, unique under the new key when the source took it)."""
+        self._key_memory[table] = tuple(key)
+
+    def _forget(self, table: str) -> None:
+        self._arrow.pop(table, None)
+        self._key_memory.pop(table, None)
+        for versions in self._versions.values():  # the next consistent point no longer names it
+            versions.pop(table, None)
 
     def add_column(self, table: str, name: str, source_type: str) -> None:
         old = self._arrow_schema(table)
@@ -461,12 +501,24 @@ class LakeTarget(Target):
     def load_schemas(self, source: str) -> dict[str, tuple[str, TableSchema]]:
         if self._table_schema(SCHEMA_LOG) is None:
             return {}
-        out: dict[str, tuple[int, str, TableSchema]] = {}
+        out: dict[str, tuple[int, str, TableSchema | None]] = {}
         for r in self._read_all(SCHEMA_LOG).to_pylist():
             if r["source"] == source and (r["source_table"] not in out or r["sequence"] >= out[r["source_table"]][0]):
-                out[r["source_table"]] = (r["sequence"], r["target_table"], TableSchema.from_json(orjson.loads(r["schema_json"])))
+                out[r["source_table"]] = (r["sequence"], r["target_table"], None if r["schema_json"] is None else
+                                          TableSchema.from_json(orjson.loads(r["schema_json"])))
+        out = {k: v for k, v in out.items() if v[2] is not None}  # the last word on a table was forget_schema
         self._key_memory.update({v[1]: tuple(v[2].primary_key) for v in out.values()})
         return {k: (v[1], v[2]) for k, v in out.items()}
+
+    def forget_schema(self, source: str, source_table: str) -> None:
+        """A source table dropped or renamed away: a row without definition in the (append-only) schema log,
+        at a sequence no earlier than any definition saved before it (the last applied one + 1, or the newest
+        of this batch), so load_schemas ends on it; a later definition of the name (re-created) wins again."""
+        applied = self._applied.get(source)
+        seq = max([applied.last_sequence + 1 if applied else 0,
+                   *(r["sequence"] for r in self._schemas if r["source"] == source)])
+        self._schemas.append({"source": source, "source_table": source_table, "target_table": None,
+                              "schema_json": None, "sequence": seq})
 
     def save_schema(self, source: str, source_table: str, target_table: str, schema: TableSchema, sequence: int) -> None:
         self._key_memory[target_table] = tuple(schema.primary_key)

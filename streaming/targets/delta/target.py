@@ -4,7 +4,8 @@
 cdc.config.credentials.STORE_SECRET) are SecretStr, ``<key>_file`` reads one from a file;
 :attr:`DeltaTarget.storage` unwraps them for each deltalake call only.
 
-One Delta table per source table at ``<path>/<table>``; the progress log at
+One Delta table per source table at ``<path>/<table>`` (DROP and RENAME TABLE remove or move that
+directory: followed on local storage; on an object store they stop, naming the table); the progress log at
 ``<path>/_cdc_progress`` and the schema log at ``<path>/_cdc_schema``
 (streaming.targets.lake has the commit protocol). Types: streaming.targets.lake_types.
 
@@ -24,6 +25,7 @@ Read the tables as of the latest consistent point::
 from __future__ import annotations
 
 import os
+import shutil
 from typing import Any
 
 import pyarrow as pa
@@ -125,6 +127,25 @@ class DeltaTarget(LakeTarget):
 
     def _retype_field(self, table: str, schema: pa.Schema, name: str) -> None:
         self._rewrite_data(table, _conform(self._stored(table), schema))
+
+    def _drop(self, table: str) -> None:
+        self._tables.pop(table, None)
+        if "://" in self.root:
+            raise TargetError(f"target {self.name!r} (delta at {self.root}): DROP TABLE of {table} is followed on "
+                              "local storage only; remove the table's directory by hand, or set "
+                              "apply[].drop_table: keep", target=self.name, table=table)
+        shutil.rmtree(self.uri(table), ignore_errors=True)
+
+    def _rename(self, old: str, new: str) -> None:
+        # a Delta table is its directory (its log holds paths relative to it): a rename is a directory move,
+        # which object stores do not have
+        self._tables.pop(old, None)
+        self._tables.pop(new, None)
+        if "://" in self.root:
+            raise TargetError(f"target {self.name!r} (delta at {self.root}): RENAME TABLE {old} TO {new} is followed "
+                              "on local storage only (an object store has no directory move); copy the table to "
+                              f"{self.uri(new)} by hand", target=self.name, table=old)
+        os.rename(self.uri(old), self.uri(new))
 
     def _recorded(self, table: str, source: str) -> int | None:
         d = self._dt(table)

@@ -13,7 +13,8 @@ the catalog name readers open it with). Secrets: ``catalog_uri`` is a SecretDsn
 from a file) and a ``catalog`` setting named like a secret (``s3.secret-access-key``,
 cdc.config.credentials.STORE_SECRET) is a SecretStr (``<key>_file`` reads it); both are
 unwrapped only in the props handed to SqlCatalog. One Iceberg table per source table
-``<namespace>.<table>``, plus the progress log ``<namespace>._cdc_progress``
+``<namespace>.<table>`` (DROP TABLE purges it, RENAME TABLE renames it in
+the catalog with its snapshots), plus the progress log ``<namespace>._cdc_progress``
 and the schema log ``<namespace>._cdc_schema`` (streaming.targets.lake has
 the commit protocol; streaming.targets.lake_types the types).
 
@@ -146,6 +147,20 @@ class IcebergTarget(LakeTarget):
             return None
         return (f"Iceberg changes a column type in place only by its promotions (int -> long, float -> double, "
                 f"decimal(P,S) -> decimal(P2,S) with P2 > P), not {old} -> {new}")
+
+    def _drop(self, table: str) -> None:
+        from pyiceberg.exceptions import NoSuchTableError
+
+        self._tables.pop(table, None)
+        try:
+            self.catalog.purge_table((self.namespace, table))
+        except NoSuchTableError:
+            pass  # a replay of the barrier after the drop
+
+    def _rename(self, old: str, new: str) -> None:
+        self._tables.pop(old, None)
+        self._tables.pop(new, None)
+        self.catalog.rename_table((self.namespace, old), (self.namespace, new))
 
     def _recorded(self, table: str, source: str) -> int | None:
         t = self._t(table)
