@@ -57,6 +57,9 @@ class MySqlTarget(SqlTarget):
     who_sql = "SELECT CURRENT_USER(), DATABASE()"
     timestamp = "datetime(6)"
     text = "longtext"
+    foreign_keys_sql = ("SELECT table_name, referenced_table_name, 0 FROM information_schema.referential_constraints "
+                        "WHERE constraint_schema = coalesce(%s, DATABASE()) AND unique_constraint_schema = "
+                        "constraint_schema")
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)
