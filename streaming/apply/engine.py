@@ -152,6 +152,7 @@ class ApplyEngine:
         self._epoch_batch: Batch | None = None  # the batch being applied (its epochs go into the progress row)
         self.dead_letter_enabled = bool(target.config.dead_letter_table)
         self._wanted: dict[str, bool] = {}  # table_map.wanted() per source table (fnmatch is slow per row)
+        self.stream_order_passes = 0  # batches a constraint error sent to the stream-order pass (_in_stream_order)
 
     def start(self) -> ApplyEngine:
         self.target.open()
@@ -301,6 +302,7 @@ class ApplyEngine:
         them; a row refused now is a data error (BadRecord: dead-lettered, or the stop naming it)."""
         log.warning("batch %s hit a constraint of target %r in the apply's write order (%s); applying it again in "
                     "stream order", batch_id, self.target.name, str(cause).strip().splitlines()[0] if cause else "?")
+        self.stream_order_passes += 1
         self.target.rollback()
         self.catalog.tables.clear()
         self.catalog.load()
@@ -433,8 +435,10 @@ class ApplyEngine:
                 try:
                     self.catalog.on_schema(rec.meta_dict(), rec.sequence)
                 except UnsupportedDdl as err:
+                    self.target.forget_foreign_keys()
                     self._finish(batch_id, stop_at, position, commit_ts, None, deltas, truncated)
                     raise _Stop(err) from None
+                self.target.forget_foreign_keys()  # the DDL may have made, dropped or renamed a table
                 if self.views:  # rebuild the views over the changed tables, or stop the ones it broke
                     self._views_after_schema(rec, shapes, batch_id, position, commit_ts, pending is None)
             elif rec.kind == HEARTBEAT:
@@ -623,10 +627,17 @@ class ApplyEngine:
             net = net_effect_columns(t["op"].to_numpy(zero_copy_only=False), t["key"], t["bkey"], t["before"],
                                      t["after"])
             nets.append((info, net, (at, t, seqs, offs)))
-        for info, net, where in reversed(nets):  # deletes first (children were touched after parents)
-            self._write_columns(info, net, where, deletes=True)
-        for info, net, where in nets:
-            self._write_columns(info, net, where, deletes=False)
+        order, mixed = self._write_order([info.target_table for info, _, _ in nets])
+        nets.sort(key=lambda n: order.index(n[0].target_table))
+        mixed = {info.target_table for info, net, _ in nets if info.target_table in mixed and not isinstance(net, TableNet)}
+        for info, net, where in reversed(nets):  # deletes first: children before parents
+            if info.target_table not in mixed:
+                self._write_columns(info, net, where, deletes=True)
+        for info, net, where in nets:  # then upserts: parents before children
+            if info.target_table in mixed:
+                self._write_mixed(info, self._column_changes(info, net, where))
+            else:
+                self._write_columns(info, net, where, deletes=False)
         for info, net, where in nets:
             n_del, n_up = len(net.deletes), len(net.upserts)
             result.rows[info.target_table] = result.rows.get(info.target_table, 0) + n_del + n_up
@@ -668,6 +679,55 @@ class ApplyEngine:
         conv = [self._convert(info, r, s) for r, s in zip(images, srcs)]
         self._op(info.target_table, info.columns, info.key, conv, deletes, info.key)
 
+    def _write_order(self, tables: list[str]) -> tuple[list[str], set[str]]:
+        """The target ``tables`` (in the order the run first touched them) ordered parents before children by the
+        target's foreign keys (Target.foreign_keys; ties keep the first-touch order), and the tables whose rows
+        are written in stream order instead (_write_mixed): those on a cycle of foreign keys (a self-reference:
+        a category tree) that the target does not defer to the commit. Deletes go in the reverse order."""
+        edges = [(c, p) for c, p, deferred in self.target.foreign_keys() if not deferred and c in tables and p in tables]
+        if not edges:
+            return tables, set()
+        parents: dict[str, set[str]] = {t: set() for t in tables}
+        for c, p in edges:
+            parents[c].add(p)
+        mixed = {t for t in tables if t in _reaches(parents, t, t)}  # on a cycle (itself included)
+        order: list[str] = []
+        left = list(tables)
+        while left:  # Kahn, first-touch order among the ready; a cycle's tables go when only cycles are left
+            # ready: every parent not written yet is the table itself or on a cycle with it
+            ready = [t for t in left if all(t in _reaches(parents, p, t) for p in parents[t] - set(order) - {t})]
+            pick = ready[0] if ready else left[0]
+            order.append(pick)
+            left.remove(pick)
+        return order, mixed
+
+    def _column_changes(self, info: TableInfo, net: Any, where: Any) -> list[tuple[int, bool, dict[str, Any]]]:
+        """(sequence, delete?, converted row) of each net change of a columnar table (ColumnNet)."""
+        at, t, seqs, offs = where
+        out: list[tuple[int, bool, dict[str, Any]]] = []
+        for deletes, rows, last, texts in ((True, net.deletes, net.delete_last, t["before"]),
+                                           (False, net.upserts, net.upsert_last, t["after"])):
+            if not len(rows):
+                continue
+            images = _loads(texts.take(rows), range(len(rows)))
+            for image, i in zip(images, at[last]):
+                src = _Src(int(seqs[i]), int(offs[i]))
+                out.append((src.sequence, deletes, self._convert(info, image, src)))
+        return out
+
+    def _write_mixed(self, info: TableInfo, changes: list[tuple[int, bool, dict[str, Any]]]) -> None:
+        """Write a table's net changes in the order of their last change in the stream (a table on a cycle of
+        foreign keys: a node re-parented under a new one, then its old parent deleted), runs of deletes or
+        upserts one statement each."""
+        changes.sort(key=lambda c: c[0])
+        i = 0
+        while i < len(changes):
+            j = i
+            while j < len(changes) and changes[j][1] == changes[i][1]:
+                j += 1
+            self._op(info.target_table, info.columns, info.key, [c[2] for c in changes[i:j]], changes[i][1], info.key)
+            i = j
+
     def _info(self, table: str, sequence: int, offset: int | None) -> TableInfo:
         info = self.catalog.get(table)
         if info is None:
@@ -694,11 +754,22 @@ class ApplyEngine:
                 self._write(infos[ch.table], one, deletes=True, careful=True, in_order=True)
                 self._write(infos[ch.table], one, deletes=False, careful=True, in_order=True)
         else:
-            order = list(nets)
-            for table in reversed(order):  # deletes first (children were touched after parents)
-                self._write(infos[table], nets[table], deletes=True, careful=careful)
-            for table in order:
-                self._write(infos[table], nets[table], deletes=False, careful=careful)
+            order, mixed = self._write_order([infos[t].target_table for t in nets])
+            tables = sorted(nets, key=lambda t: order.index(infos[t].target_table))
+            if careful or any(not infos[t].key for t in tables if infos[t].target_table in mixed):
+                mixed = set()  # row by row (every row named), or keyless rows: the net effect's order
+            for table in reversed(tables):  # deletes first: children before parents
+                if infos[table].target_table not in mixed:
+                    self._write(infos[table], nets[table], deletes=True, careful=careful)
+            for table in tables:  # then upserts: parents before children
+                info, net = infos[table], nets[table]
+                if info.target_table in mixed:
+                    self._write_mixed(info, [(s.sequence, True, self._convert(info, r, s))
+                                             for r, s in zip(net.deletes, net.delete_src)]
+                                      + [(s.sequence, False, self._convert(info, r, s))
+                                         for r, s in zip(net.upserts, net.upsert_src)])
+                else:
+                    self._write(info, net, deletes=False, careful=careful)
         for table, net in nets.items():
             info = infos[table]
             n = len(net.deletes) + len(net.upserts)
@@ -782,6 +853,18 @@ class ApplyEngine:
                                     table=info.source_table, key=None, column=col, sequence=src.sequence,
                                     offset=src.offset, value=v) from None
         return out
+
+
+def _reaches(parents: dict[str, set[str]], start: str, goal: str) -> set[str]:
+    """The tables reachable from ``start`` along child -> parent edges (``goal`` among them: a cycle back)."""
+    seen: set[str] = set()
+    todo = list(parents.get(start, ()))
+    while todo:
+        t = todo.pop()
+        if t not in seen:
+            seen.add(t)
+            todo.extend(parents.get(t, ()))
+    return seen
 
 
 def _describe(exc: Exception, batch: Batch) -> tuple[str, str, Any]:

@@ -213,6 +213,15 @@ class Target(abc.ABC):
         row bad (SqlTarget reads the driver's error); False here."""
         return False
 
+    def foreign_keys(self) -> list[tuple[str, str, bool]]:
+        """The target's foreign keys between its tables as (child table, parent table, deferred): the engine
+        deletes children before parents and upserts parents before children (SqlTarget reads its catalog);
+        none here."""
+        return []
+
+    def forget_foreign_keys(self) -> None:
+        """The apply ran DDL: read the foreign keys again at the next foreign_keys()."""
+
     # ---- catalogue and schema memory ---------------------------------------------------
     @abc.abstractmethod
     def table_columns(self, table: str) -> list[str] | None:
@@ -335,6 +344,27 @@ class SqlTarget(Target):
         ``INITIALLY DEFERRED`` constraints, so a refused row is named. Lasts for this transaction only."""
         if self.defer_sql:
             self.execute(self.defer_sql.format("DEFERRED" if defer else "IMMEDIATE"))
+
+    # the foreign keys in the target's schema, one row (child table, parent table, DEFERRABLE) each; the
+    # schema (None: the session's) is the parameter; None: the target does not read them (writes in first-touch order)
+    foreign_keys_sql: str | None = None
+    _foreign_keys: list[tuple[str, str, bool]] | None = None
+
+    def foreign_keys(self) -> list[tuple[str, str, bool]]:
+        """(child table, parent table, deferred) per foreign key between tables of the target's schema, read from
+        its catalog (``foreign_keys_sql``) once and kept until forget_foreign_keys() (the engine calls it after
+        any DDL it runs). ``deferred``: the constraint is DEFERRABLE and the target defers checks to the commit
+        (``defer_sql``), so the write order does not matter for it. Read inside the batch's transaction."""
+        if self._foreign_keys is None:
+            if not self.foreign_keys_sql:
+                self._foreign_keys = []
+            else:
+                rows = self.execute(self.foreign_keys_sql, [self.schema]).fetchall()
+                self._foreign_keys = [(str(c), str(p), bool(d) and self.defer_sql is not None) for c, p, d in rows]
+        return self._foreign_keys
+
+    def forget_foreign_keys(self) -> None:
+        self._foreign_keys = None
 
     def is_constraint(self, exc: BaseException) -> bool:
         """``exc`` (from this target's driver) is an integrity constraint violation: a foreign key, a unique or

@@ -1,64 +1,84 @@
-"""A target schema the user made, with foreign keys and unique keys, through the engine (no Spark).
+"""A target schema the user made, with foreign keys and unique keys, through the engine (no Spark). Part of the
+target conformance suite: every SQL kind that enforces these constraints (tests/fixtures/targets.py).
 
-Real PostgreSQL. The tables exist before the apply, with the constraints users put on them: orders and
-items reference their parents, categories form a tree (a self-reference), customers have a unique e-mail
-and items a unique (order, position). The source's transactions touch parents and children in both orders
-and exchange unique values; the engine's own write order (the net effect, deletes then upserts) breaks
-those constraints in between, so a constraint error there is retried in stream order before any row is
-called bad: the target ends equal to the source, nothing is dead-lettered, the progress row at the end.
+Real PostgreSQL and MariaDB, and DuckDB for unique keys. The tables exist before the apply, with the
+constraints users put on them: orders and items reference their parents, categories form a tree (a
+self-reference), customers have a unique e-mail and items a unique (order, position). The source's
+transactions touch parents and children in both orders and exchange unique values. The engine writes
+deletes children-first and upserts parents-first from the target's foreign keys (SqlTarget.foreign_keys);
+what its own write order still breaks (a unique value exchanged, a self-reference without deferral) is
+retried in stream order before any row is called bad: the target ends equal to the source, nothing is
+dead-lettered, the progress row at the end. A collision on a unique key other than the primary key is an
+error on every kind, never an overwrite of the other row (MySQL's ON DUPLICATE KEY UPDATE did that).
+
+DuckDB is left out of the foreign-key cases: its foreign keys refuse a parent's delete or upsert after its
+children were deleted in the same transaction (checked against the committed state), so even the source's
+own order fails there (docs/apply-faults.md).
 """
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
-from cdc.config.models import ApplyConfig, TargetConfig
+from cdc.config.models import ApplyConfig
 from cdc.schema.table_map import TableMap
 from streaming.apply.engine import ApplyEngine
 from streaming.stream.records import Batch
 from streaming.targets import make_target
 from streaming.testing import StreamBuilder
+from tests.fixtures.targets import conformance_kinds, fresh_target_config
 
-pytestmark = [pytest.mark.postgres]
+pytestmark = [pytest.mark.postgres, pytest.mark.mysql]
 
 CUSTOMERS = [("id", "bigint"), ("email", "varchar(60)"), ("name", "varchar(40)")]
 ORDERS = [("id", "bigint"), ("customer_id", "bigint"), ("note", "varchar(40)")]
 ITEMS = [("id", "bigint"), ("order_id", "bigint"), ("position", "int"), ("sku", "varchar(20)")]
 CATEGORIES = [("id", "bigint"), ("parent_id", "bigint"), ("name", "varchar(40)")]
+FK_KINDS = [("postgres", ""), ("postgres", " DEFERRABLE"), ("mysql", "")]  # DuckDB: see the module docstring
 
 
-def _schema_sql(s: str, deferrable: str) -> list[str]:
+def _schema_sql(t, deferrable: str, fks: bool = True) -> list[str]:
+    q, n = t.quote, t.qualified
+
+    def ref(col: str, parent: str) -> str:
+        return f", FOREIGN KEY ({q(col)}) REFERENCES {n(parent)} (id){deferrable}" if fks else ""
+
     return [
-        f"CREATE TABLE {s}.customers (id bigint PRIMARY KEY, email varchar(60) NOT NULL UNIQUE, name varchar(40))",
-        (f"CREATE TABLE {s}.orders (id bigint PRIMARY KEY, customer_id bigint NOT NULL REFERENCES {s}.customers(id)"
-         f"{deferrable}, note varchar(40))"),
-        (f"CREATE TABLE {s}.items (id bigint PRIMARY KEY, order_id bigint NOT NULL REFERENCES {s}.orders(id)"
-         f"{deferrable}, position int NOT NULL, sku varchar(20), UNIQUE (order_id, position))"),
-        (f"CREATE TABLE {s}.categories (id bigint PRIMARY KEY, parent_id bigint REFERENCES {s}.categories(id)"
-         f"{deferrable}, name varchar(40))"),
+        f"CREATE TABLE {n('customers')} (id bigint PRIMARY KEY, email varchar(60) NOT NULL UNIQUE, name varchar(40))",
+        f"CREATE TABLE {n('orders')} (id bigint PRIMARY KEY, customer_id bigint NOT NULL, note varchar(40)"
+        f"{ref('customer_id', 'customers')})",
+        f"CREATE TABLE {n('items')} (id bigint PRIMARY KEY, order_id bigint NOT NULL, {q('position')} int NOT NULL, "
+        f"sku varchar(20), UNIQUE (order_id, {q('position')}){ref('order_id', 'orders')})",
+        f"CREATE TABLE {n('categories')} (id bigint PRIMARY KEY, parent_id bigint, name varchar(40)"
+        f"{ref('parent_id', 'categories')})",
     ]
 
 
-@pytest.fixture(params=["immediate", "deferrable"])
-def target(request, postgres):
-    """A PostgreSQL target schema with the user's tables and constraints made before the apply starts:
-    immediate constraints (the default), or DEFERRABLE foreign keys (SET CONSTRAINTS ALL DEFERRED applies)."""
-    name = "fk" + uuid.uuid4().hex[:10]
-    deferrable = " DEFERRABLE" if request.param == "deferrable" else ""
-    with postgres.connect() as c:
-        c.execute(f"CREATE SCHEMA {name}")
-        for sql in _schema_sql(name, deferrable):
-            c.execute(sql)
-        c.commit()
-    t = make_target(TargetConfig(name="pg", kind="postgres", dsn=postgres.dsn, schema=name,
-                                 dead_letter_table="cdc_dead"))
+def _made(request, tmp_path, kind: str, deferrable: str, fks: bool):
+    config = fresh_target_config(request, tmp_path, kind)
+    t = make_target(config.model_copy(update={"dead_letter_table": "cdc_dead"}))
+    t.open()
+    for sql in _schema_sql(t, deferrable, fks):
+        t.execute(sql)
+    t.commit()
+    return t
+
+
+@pytest.fixture(params=FK_KINDS, ids=lambda p: p[0] + ("-deferrable" if p[1] else ""))
+def target(request, tmp_path):
+    """A target with the user's tables and constraints made before the apply starts: PostgreSQL with immediate
+    constraints (the default) or DEFERRABLE foreign keys (SET CONSTRAINTS ALL DEFERRED applies), MariaDB."""
+    t = _made(request, tmp_path, *request.param, fks=True)
     yield t
     t.close()
-    with postgres.connect() as c:
-        c.execute(f"DROP SCHEMA {name} CASCADE")
-        c.commit()
+
+
+@pytest.fixture(params=conformance_kinds())
+def unique_target(request, tmp_path):
+    """Every SQL kind with the same tables, their unique keys and no foreign keys."""
+    t = _made(request, tmp_path, request.param, "", fks=False)
+    yield t
+    t.close()
 
 
 class Model:
@@ -81,7 +101,7 @@ def _tx(b: StreamBuilder, m: Model, *changes: tuple) -> None:
 
 
 def _rows(t, table: str, cols: list[tuple[str, str]]) -> list[tuple]:
-    names = ", ".join(c for c, _ in cols)
+    names = ", ".join(t.quote(c) for c, _ in cols)
     cur = t.execute(f"SELECT {names} FROM {t.qualified(table)} ORDER BY id")
     out = [tuple(r) for r in cur.fetchall()]
     t.commit()
@@ -184,3 +204,114 @@ def test_row_that_fails_in_stream_order_is_dead_lettered_alone(target):
     assert [(int(s), t) for s, t in dead] == [(records[-2].sequence, "shop.orders")]
     assert target.read_progress("src").last_sequence == records[-1].sequence
     target.commit()
+
+
+def _engine(t) -> ApplyEngine:
+    return ApplyEngine("src", t, TableMap.from_config(ApplyConfig(source="src", target=t.name))).start()
+
+
+@pytest.mark.parametrize("entry", ["records", "arrow"])
+def test_unique_value_taken_by_a_new_row_is_never_merged(unique_target, entry):
+    """Two rows exchanging a unique e-mail inside one batch, one of them new in it (touched first), and a new row
+    taking the e-mail of a row deleted earlier in the batch. MySQL's ON DUPLICATE KEY UPDATE fired on the
+    e-mail and overwrote the other row (the new row lost, its values under the other row's key, no error);
+    now every kind refuses that collision and the stream-order retry applies the batch whole."""
+    t = unique_target
+    b = StreamBuilder().schema("shop.customers", CUSTOMERS, ["id"])
+    m = Model()
+    c1, c2 = {"id": 1, "email": "a@x", "name": "ann"}, {"id": 2, "email": "b@x", "name": "bob"}
+    c4 = {"id": 4, "email": "d@x", "name": "dan"}
+    cuts = []  # each scenario is a batch of its own (an error in one cannot hide another's silent merge)
+    _tx(b, m, ("c", "shop.customers", None, c1), ("c", "shop.customers", None, c2), ("c", "shop.customers", None, c4))
+    cuts.append(len(b.items))
+    # a new customer 3 is made first, then takes ann's e-mail once ann moved to another one
+    c3 = {"id": 3, "email": "tmp@x", "name": "cy"}
+    c1b, c3b = {**c1, "email": "new@x"}, {**c3, "email": "a@x"}
+    _tx(b, m, ("c", "shop.customers", None, c3), ("u", "shop.customers", c1, c1b), ("u", "shop.customers", c3, c3b))
+    cuts.append(len(b.items))
+    # bob and ann exchange e-mails through a temporary value (both rows exist)
+    c2t, c1c, c2b = {**c2, "email": "t2@x"}, {**c1b, "email": "b@x"}, {**c2, "email": "new@x"}
+    _tx(b, m, ("u", "shop.customers", c2, c2t), ("u", "shop.customers", c1b, c1c), ("u", "shop.customers", c2t, c2b))
+    cuts.append(len(b.items))
+    # dan is deleted and a new customer 5 takes his e-mail; 5 was touched before dan's delete
+    c5 = {"id": 5, "email": "e@x", "name": "eve"}
+    c5b = {**c5, "email": "d@x"}
+    _tx(b, m, ("c", "shop.customers", None, c5), ("d", "shop.customers", c4, None), ("u", "shop.customers", c5, c5b))
+    records = b.as_records()
+    e = _engine(t)
+    for batch_id, (lo, hi) in enumerate(zip([0, *cuts], [*cuts, len(records)])):
+        part = records[lo:hi]
+        if entry == "arrow":
+            e.apply_arrow(Batch.from_records(part).table, batch_id)
+        else:
+            e.apply_records(part, batch_id)
+    assert _rows(t, "customers", CUSTOMERS) == _want(m, "customers", CUSTOMERS) == [
+        (1, "b@x", "ann"), (2, "new@x", "bob"), (3, "a@x", "cy"), (5, "d@x", "eve")]
+    assert _dead_letters(t) == 0
+    assert t.read_progress("src").last_sequence == records[-1].sequence
+    t.commit()
+
+
+def test_real_unique_collision_is_the_bad_row(unique_target):
+    """A new row whose e-mail a row the source never touched holds (the target differs from the source): it
+    fails in stream order too and is dead-lettered alone; the other row keeps its values."""
+    t = unique_target
+    b = StreamBuilder().schema("shop.customers", CUSTOMERS, ["id"])
+    m = Model()
+    c1 = {"id": 1, "email": "a@x", "name": "ann"}
+    _tx(b, m, ("c", "shop.customers", None, c1))
+    seeded = len(b.items)
+    c2 = {"id": 2, "email": "b@x", "name": "bob"}
+    _tx(b, m, ("c", "shop.customers", None, c2))
+    b.tx(("c", "shop.customers", None, {"id": 3, "email": "a@x", "name": "intruder"}))  # not in the model
+    records = b.as_records()
+    e = _engine(t)
+    e.apply_records(records[:seeded], 0)
+    result = e.apply_records(records[seeded:], 1)
+    assert result.dead_letters == 1
+    assert _rows(t, "customers", CUSTOMERS) == _want(m, "customers", CUSTOMERS) == [(1, "a@x", "ann"),
+                                                                                  (2, "b@x", "bob")]
+
+
+@pytest.mark.parametrize("entry", ["records", "arrow"])
+def test_foreign_keys_order_the_writes_without_a_retry(target, entry):
+    """The engine reads the target's foreign keys (SqlTarget.foreign_keys) and writes deletes children first,
+    upserts parents first, and the self-referencing category tree in stream order: the foreign-key cases
+    apply on the first try, the stream-order pass never runs (it ran for each of these batches before)."""
+    b = (StreamBuilder().schema("shop.items", ITEMS, ["id"]).schema("shop.orders", ORDERS, ["id"])
+         .schema("shop.customers", CUSTOMERS, ["id"]).schema("shop.categories", CATEGORIES, ["id"]))
+    m = Model()
+    c1 = {"id": 1, "email": "a@x", "name": "ann"}
+    o10, o11 = {"id": 10, "customer_id": 1, "note": "n10"}, {"id": 11, "customer_id": 1, "note": "n11"}
+    i100 = {"id": 100, "order_id": 10, "position": 1, "sku": "s100"}
+    i102 = {"id": 102, "order_id": 11, "position": 1, "sku": "s102"}
+    k1, k2 = {"id": 1, "parent_id": None, "name": "root"}, {"id": 2, "parent_id": 1, "name": "mid"}
+    k3 = {"id": 3, "parent_id": 2, "name": "leaf"}
+    # parents first in the source; the batch touches the children's tables first (item, order, customer)
+    _tx(b, m, ("c", "shop.customers", None, c1), ("c", "shop.orders", None, o10), ("c", "shop.orders", None, o11),
+        ("c", "shop.items", None, i100), ("c", "shop.items", None, i102),
+        ("c", "shop.categories", None, k1), ("c", "shop.categories", None, k2), ("c", "shop.categories", None, k3))
+    seeded = len(b.items)
+    _tx(b, m, ("d", "shop.items", i102, None), ("d", "shop.orders", o11, None))  # children first
+    c3 = {"id": 3, "email": "c@x", "name": "cy"}
+    o12 = {"id": 12, "customer_id": 3, "note": "n12"}
+    i103 = {"id": 103, "order_id": 12, "position": 1, "sku": "s103"}
+    _tx(b, m, ("c", "shop.customers", None, c3), ("c", "shop.orders", None, o12), ("c", "shop.items", None, i103))
+    k4 = {"id": 4, "parent_id": 1, "name": "new mid"}
+    _tx(b, m, ("c", "shop.categories", None, k4), ("u", "shop.categories", k3, {**k3, "parent_id": 4}),
+        ("d", "shop.categories", k2, None))
+    _tx(b, m, ("d", "shop.items", i100, None), ("d", "shop.orders", o10, None), ("d", "shop.customers", c1, None))
+    records = b.as_records()
+    e = _engine(target)
+    for batch_id, part in enumerate((records[:seeded], records[seeded:])):
+        if entry == "arrow":
+            e.apply_arrow(Batch.from_records(part).table, batch_id)
+        else:
+            e.apply_records(part, batch_id)
+    for table, cols in (("customers", CUSTOMERS), ("orders", ORDERS), ("items", ITEMS), ("categories", CATEGORIES)):
+        assert _rows(target, table, cols) == _want(m, table, cols), table
+    assert _dead_letters(target) == 0
+    assert e.stream_order_passes == 0
+    assert sorted(target.foreign_keys()) == sorted([
+        ("categories", "categories", False), ("items", "orders", False), ("orders", "customers", False)]) or \
+        all(d for _, _, d in target.foreign_keys())  # PostgreSQL DEFERRABLE: deferred to the commit

@@ -32,6 +32,8 @@ class DuckDbTarget(SqlTarget):
     sql = DUCKDB
     who_sql = "SELECT 'you', 'main'"
     text = "varchar"
+    foreign_keys_sql = ("SELECT table_name, referenced_table, false FROM duckdb_constraints() WHERE constraint_type = "
+                        "'FOREIGN KEY' AND schema_name = coalesce(?, current_schema())")
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)

@@ -3,7 +3,8 @@ plus the password (``password_file``, ``password``, or in the dsn: cdc.config.cr
 ``tls: {ca, cert, key, verify_identity}`` (cdc/config/tls.py), as a MySQL source's.
 
 Upserts are multi-row ``INSERT ... ON DUPLICATE KEY UPDATE`` (PyMySQL folds
-executemany into one statement per chunk); deletes are ``DELETE ... WHERE
+executemany into one statement per chunk) guarded to replace only the row with the same primary key (a
+collision on another unique key is an error, never an overwrite of that other row: upsert_rows); deletes are ``DELETE ... WHERE
 (key) IN (...)`` per chunk. All in one InnoDB transaction. DDL (CREATE /
 ALTER of a table seen for the first time or ADD COLUMN) commits implicitly in
 MySQL: the engine applies it at a batch barrier and it is idempotent
@@ -56,6 +57,9 @@ class MySqlTarget(SqlTarget):
     who_sql = "SELECT CURRENT_USER(), DATABASE()"
     timestamp = "datetime(6)"
     text = "longtext"
+    foreign_keys_sql = ("SELECT table_name, referenced_table_name, 0 FROM information_schema.referential_constraints "
+                        "WHERE constraint_schema = coalesce(%s, DATABASE()) AND unique_constraint_schema = "
+                        "constraint_schema")
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)
@@ -157,11 +161,35 @@ class MySqlTarget(SqlTarget):
             self.execute(f"DELETE FROM {self.qualified(table)} WHERE ({keys}) IN ({', '.join([one] * len(chunk))})", args)
 
     def upsert_rows(self, table: str, columns: Sequence[str], key: Sequence[str], rows: list[Row]) -> None:
-        cols = ", ".join(self.quote(c) for c in columns)
+        """``INSERT ... ON DUPLICATE KEY UPDATE`` that replaces only the row with the same PRIMARY key.
+
+        MySQL's clause fires on a duplicate of ANY unique key: a new row whose unique e-mail another row
+        still holds would overwrite that other row (its key kept, the new row lost) without an error. So
+        every assignment is guarded by the primary key being the one that collided (``k <=> VALUES(k)``;
+        InnoDB checks the primary key first, so a row whose key exists is replaced, and a unique value it
+        takes from another row is refused with 1062), and a chunk whose rows are not all there afterwards
+        (a new row that collided on another unique key was left out) raises a duplicate-key error (1062):
+        the engine retries the batch in stream order, where only a row that really collides is bad."""
+        q = self.quote
+        cols = ", ".join(q(c) for c in columns)
+        same = " AND ".join(f"{q(k)} <=> VALUES({q(k)})" for k in key)
+        sets = ", ".join(f"{q(c)} = IF({same}, VALUES({q(c)}), {q(c)})"
+                         for c in [c for c in columns if c not in key] or key)
         sql = (f"INSERT INTO {self.qualified(table)} ({cols}) VALUES ({self.placeholders(len(columns))}) "
-               f"{self.sql.upsert_clause(columns, key)}")
+               f"ON DUPLICATE KEY UPDATE {sets}")
+        keys = ", ".join(q(k) for k in key)
+        one = "(" + ", ".join(["%s"] * len(key)) + ")"
         for i in range(0, len(rows), CHUNK):
-            self.executemany(sql, [[r.get(c) for c in columns] for r in rows[i:i + CHUNK]])
+            chunk = rows[i:i + CHUNK]
+            self.executemany(sql, [[r.get(c) for c in columns] for r in chunk])
+            found = self.execute(f"SELECT COUNT(*) FROM {self.qualified(table)} WHERE ({keys}) IN "
+                                 f"({', '.join([one] * len(chunk))})", [r[k] for r in chunk for k in key]).fetchone()[0]
+            if found < len(chunk):
+                which = f" (key {[chunk[0][k] for k in key]})" if len(chunk) == 1 else ""
+                raise pymysql.err.IntegrityError(
+                    1062, f"{len(chunk) - found} of {len(chunk)} row(s) upserted into {table}{which} collide on a "
+                          f"unique key other than the primary key with another row of the table (MySQL's ON "
+                          f"DUPLICATE KEY UPDATE would have overwritten that row): duplicate entry")
 
     def delete_one_sql(self, table: str, columns: Sequence[str]) -> str:
         match = " AND ".join(self.sql.null_safe_eq(self.quote(c), self.param) for c in columns)

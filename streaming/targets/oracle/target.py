@@ -46,6 +46,10 @@ class OracleTarget(SqlTarget):
     who_sql = "SELECT USER, SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA') FROM DUAL"
     bigint = "number(19)"
     text = "clob"
+    foreign_keys_sql = ("SELECT c.table_name, p.table_name, CASE c.deferrable WHEN 'DEFERRABLE' THEN 1 ELSE 0 END "
+                        "FROM all_constraints c JOIN all_constraints p ON p.owner = c.r_owner AND p.constraint_name = "
+                        "c.r_constraint_name WHERE c.constraint_type = 'R' AND p.owner = c.owner AND c.owner = "
+                        "coalesce(%s, SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA'))")
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)

@@ -66,6 +66,10 @@ class PostgresTarget(SqlTarget):
     who_sql = "SELECT current_user, current_schema()"
     row_id_column = "ctid"
     defer_sql = "SET CONSTRAINTS ALL {}"  # DEFERRABLE constraints: checked at the commit, or at once
+    foreign_keys_sql = ("SELECT c.relname, p.relname, k.condeferrable FROM pg_constraint k JOIN pg_class c ON "
+                        "c.oid = k.conrelid JOIN pg_class p ON p.oid = k.confrelid JOIN pg_namespace n ON n.oid = "
+                        "c.relnamespace WHERE k.contype = 'f' AND p.relnamespace = c.relnamespace AND n.nspname = "
+                        "coalesce(%s, current_schema())")
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)
