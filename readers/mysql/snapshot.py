@@ -6,10 +6,12 @@ With ``snapshot: initial`` and no stream yet, MySqlSource.start() calls
 1. one connection opens ``START TRANSACTION WITH CONSISTENT SNAPSHOT``.
    MariaDB reports the binlog position of exactly that snapshot
    (``SHOW STATUS LIKE 'binlog_snapshot_%'``), turned into a GTID state by
-   ``BINLOG_GTID_POS(file, pos)``: no lock at all. MySQL has no such status,
-   so there ``FLUSH TABLES WITH READ LOCK`` is held only while the snapshot
-   opens and ``@@gtid_executed`` and the binlog position (``SHOW BINARY LOG
-   STATUS`` on 8.2+, ``SHOW MASTER STATUS`` before) are read; on 8.0.30+ the
+   ``BINLOG_GTID_POS(file, pos)``: no lock at all. MySQL has no such status
+   and no lock is taken there either: the read opens between a low watermark
+   (``@@gtid_executed``) and a high one (the binlog position, ``SHOW BINARY LOG
+   STATUS`` on 8.2+, ``SHOW MASTER STATUS`` before), and the rows the binlog
+   changed in between are rolled back to the low watermark, which is the
+   snapshot's state (readers/mysql/snapshot_window.py); on 8.0.30+ the
    session shows generated invisible primary keys (``my_row_id``), which the
    binlog rows carry, so the snapshot reads them too;
 2. every table is read in that one transaction, chunked by primary key
@@ -37,10 +39,12 @@ reached yet and never truncates a table whose first chunk is already in the stre
 
 Restart in the middle: the stream's resume still names the snapshot state
 and the next chunk. The remaining chunks are read in a NEW consistent read
-(later than the first), then streaming replays from the original state, so
-changes between the two reads are applied again over newer rows: the target
-converges to the source once streaming passes the second read (it may show
-newer-then-older values for such rows until then). Tables without a primary
+(later than the first), rolled back to the original state the same way (its
+window runs from that state to the new read), so streaming from the original
+state applies nothing twice. Only when that window cannot be rolled back (a
+TRUNCATE/DDL of a captured table or a change of a keyless one in it: logged)
+do changes between the two reads apply again over newer rows, and the target
+converges once streaming passes the second read. Tables without a primary
 key are read in one chunk (they cannot be paged by key).
 """
 
