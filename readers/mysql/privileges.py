@@ -16,8 +16,9 @@ primary or replica?            MariaDB ``SHOW SLAVE STATUS``                  SL
                                MySQL ``SHOW REPLICA STATUS``                  REPLICATION CLIENT
 binlogs still on the server    ``SHOW BINARY LOGS``                           BINLOG MONITOR (MariaDB 10.5.2+),
                                                                               REPLICATION CLIENT (MySQL, older)
-snapshot, MySQL                ``FLUSH TABLES WITH READ LOCK``                RELOAD (not checked here: the
-                               (held while the snapshot opens)                snapshot's own error names it)
+snapshot, MySQL                ``@@gtid_executed``, ``SHOW BINARY LOG STATUS``  REPLICATION CLIENT, and
+                               around the read, its window's binlog           REPLICATION SLAVE (no RELOAD:
+                               (readers/mysql/snapshot_window.py)             no global lock is taken)
 snapshot, both                 ``SELECT`` on each captured table              SELECT
 =============================  =============================================  ===========================
 

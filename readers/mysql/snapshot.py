@@ -6,10 +6,12 @@ With ``snapshot: initial`` and no stream yet, MySqlSource.start() calls
 1. one connection opens ``START TRANSACTION WITH CONSISTENT SNAPSHOT``.
    MariaDB reports the binlog position of exactly that snapshot
    (``SHOW STATUS LIKE 'binlog_snapshot_%'``), turned into a GTID state by
-   ``BINLOG_GTID_POS(file, pos)``: no lock at all. MySQL has no such status,
-   so there ``FLUSH TABLES WITH READ LOCK`` is held only while the snapshot
-   opens and ``@@gtid_executed`` and the binlog position (``SHOW BINARY LOG
-   STATUS`` on 8.2+, ``SHOW MASTER STATUS`` before) are read; on 8.0.30+ the
+   ``BINLOG_GTID_POS(file, pos)``: no lock at all. MySQL has no such status
+   and no lock is taken there either: the read opens between a low watermark
+   (``@@gtid_executed``) and a high one (the binlog position, ``SHOW BINARY LOG
+   STATUS`` on 8.2+, ``SHOW MASTER STATUS`` before), and the rows the binlog
+   changed in between are rolled back to the low watermark, which is the
+   snapshot's state (readers/mysql/snapshot_window.py); on 8.0.30+ the
    session shows generated invisible primary keys (``my_row_id``), which the
    binlog rows carry, so the snapshot reads them too;
 2. every table is read in that one transaction, chunked by primary key
@@ -37,10 +39,12 @@ reached yet and never truncates a table whose first chunk is already in the stre
 
 Restart in the middle: the stream's resume still names the snapshot state
 and the next chunk. The remaining chunks are read in a NEW consistent read
-(later than the first), then streaming replays from the original state, so
-changes between the two reads are applied again over newer rows: the target
-converges to the source once streaming passes the second read (it may show
-newer-then-older values for such rows until then). Tables without a primary
+(later than the first), rolled back to the original state the same way (its
+window runs from that state to the new read), so streaming from the original
+state applies nothing twice. Only when that window cannot be rolled back (a
+TRUNCATE/DDL of a captured table or a change of a keyless one in it: logged)
+do changes between the two reads apply again over newer rows, and the target
+converges once streaming passes the second read. Tables without a primary
 key are read in one chunk (they cannot be paged by key).
 """
 
@@ -58,8 +62,18 @@ from cdc.schema.sql_dialects import MYSQL
 from cdc.schema.values import select_expr, stream_value, value_kind
 from cdc.stream.events import Begin, Change, Commit, Event, Heartbeat, SchemaChange, TableId, TableSchema
 from cdc.stream.snapshot_marks import row_mark, with_ends
-from readers.mysql.connection import binlog_status, open_connection, server_version
+from readers.mysql.connection import open_connection, server_version
 from readers.mysql.schema import schema_from_information_schema
+from readers.mysql.snapshot_window import (
+    OPEN_ATTEMPTS,
+    Images,
+    SnapshotWindowError,
+    WindowUnusable,
+    open_watermarked,
+    rolled_back,
+    unseen,
+    window_images,
+)
 
 log = logging.getLogger(__name__)
 EMPTY_TABLE = -1  # the chunk number _chunks gives a table that has no rows at all
@@ -102,8 +116,11 @@ def advance_within_estimate(bar: Any, n: int) -> None:
 
 
 def open_snapshot(conn: Any, flavor: str) -> tuple[str, dict[str, Any]]:
-    """Start a consistent-snapshot transaction on ``conn``; return the GTID state it sees and its binlog
-    position ``{"file", "pos"}`` (snapshot rows carry it, as Debezium's do; {} when the server has none)."""
+    """Start a consistent-snapshot transaction on ``conn``, with no lock; return a GTID state and a binlog
+    position ``{"file", "pos"}`` (snapshot rows carry it, as Debezium's do; {} when the server has none).
+    MariaDB: the read's own state and position. MySQL: the low watermark (the read sees all of it) and the
+    high watermark (the read sees nothing after it): readers/mysql/snapshot_window.py rolls the read back
+    to the low one."""
     with conn.cursor() as cur:
         cur.execute("SET SESSION time_zone = '+00:00'")
         cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -118,15 +135,7 @@ def open_snapshot(conn: Any, flavor: str) -> tuple[str, dict[str, Any]]:
         if server_version(str(cur.fetchone()[0])) >= (8, 0, 30):
             # a generated invisible primary key (my_row_id) is in every binlog row: the snapshot must read it too
             cur.execute("SET SESSION show_gipk_in_create_table_and_information_schema = ON")
-        cur.execute("FLUSH TABLES WITH READ LOCK")  # MySQL: hold writes only while the snapshot opens
-        try:
-            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            cur.execute("SELECT @@GLOBAL.gtid_executed")
-            gtid = cur.fetchone()[0] or ""
-            at = binlog_status(cur)  # SHOW BINARY LOG STATUS on MySQL 8.2+ (8.4 has no SHOW MASTER STATUS)
-            return gtid, ({"file": at[0], "pos": at[1]} if at else {})
-        finally:
-            cur.execute("UNLOCK TABLES")
+        return open_watermarked(cur)  # no lock: the window is rolled back (readers/mysql/snapshot_window.py)
 
 
 class TableReader:
@@ -170,14 +179,51 @@ class InitialSnapshot:
         cfg = source.config
         self.conn = open_connection(source.host, cfg.user, cfg.password.get_secret_value(), cfg.connect_timeout_s,
                                     tls=cfg.tls)
-        gtid, at = open_snapshot(self.conn, source.flavor)
-        if progress is None:
-            progress = {"gtid_set": gtid, "table": None, "after": None, "binlog": at,
-                        **({"replace": True} if replace else {})}
-        self.progress = dict(progress)
-        self.binlog = self.progress.get("binlog") or {}  # where the FIRST read began (kept across restarts)
         self.tables = expand_tables(self.conn, cfg.tables)
+        for attempt in range(1, OPEN_ATTEMPTS + 1):
+            gtid, at = open_snapshot(self.conn, source.flavor)
+            if progress is None:
+                start = {"gtid_set": gtid, "table": None, "after": None, "binlog": at,
+                         **({"replace": True} if replace else {})}
+            self.progress = dict(progress if progress is not None else start)
+            try:
+                self.images: Images = self._window(gtid, at)
+                break
+            except WindowUnusable as exc:
+                failed = exc
+                if progress is not None:  # a restart: the window runs from the snapshot's start, reopening is no help
+                    log.warning("source %s: %s: the resumed snapshot's rows may show older values until streaming "
+                                "passes %s", source.name, exc, at)
+                    self.images = {}
+                    break
+                log.warning("source %s: snapshot attempt %d/%d: %s; opening it again", source.name, attempt,
+                            OPEN_ATTEMPTS, exc)
+                self.close()
+                self.conn = open_connection(source.host, cfg.user, cfg.password.get_secret_value(),
+                                            cfg.connect_timeout_s, tls=cfg.tls)
+        else:
+            raise SnapshotWindowError(
+                f"source {source.name}: the initial snapshot could not open in {OPEN_ATTEMPTS} attempts: {failed}. "
+                "Run it when that table is not truncated or altered, or give it a primary key",
+                table=failed.fields.get("table"))
+        self.binlog = self.progress.get("binlog") or {}  # where the FIRST read began (kept across restarts)
         log.info("source %s: snapshot of %d tables at %s", source.name, len(self.tables), self.progress["gtid_set"])
+
+    def _window(self, gtid: str, at: dict[str, Any]) -> Images:
+        """The rows to roll the read back to the stream's state with (readers/mysql/snapshot_window.py); none when
+        the read is at that state (MariaDB's first read)."""
+        since = self.progress["gtid_set"]
+        if self.source.flavor == "mariadb" and since == gtid:
+            return {}
+        keys = {}
+        for t in self.tables:
+            schema = schema_from_information_schema(self.conn, t.db, t.table)
+            keys[t] = list(schema.primary_key) if schema is not None else []
+        images = window_images(self.source, since, at, keys)
+        if images:
+            log.info("source %s: snapshot read rolled back to %s for %d rows changed while it opened",
+                     self.source.name, since, sum(len(v) for v in images.values()))
+        return images
 
     @property
     def gtid_set(self) -> str:
@@ -213,20 +259,29 @@ class InitialSnapshot:
                 continue  # finished before the restart
             after = self.progress.get("after") if str(table) == start else None
             reader = TableReader(self.conn, table)
+            images, used = self.images.get(table, {}), set()
+            resumed_after = after
             n = 0
             replace = after is None and bool(self.progress.get("replace"))  # the table's first chunk
             while True:
-                rows = reader.chunk(after, self.chunk_rows)
+                read = reader.chunk(after, self.chunk_rows)
+                last = not reader.key or len(read) < self.chunk_rows
+                rows = rolled_back(read, reader.key, images, used)
+                if last:  # rows the window deleted: at the stream's state they exist, the read no longer sees them
+                    rows += unseen(reader.key, images, used, resumed_after)
                 if not rows and not replace:
-                    if n == 0 and after is None:  # an empty table: its definition still goes out (_chunk)
+                    if not last and read:  # every row of this chunk was rolled back out of it: read on
+                        after = reader.key_of(read[-1])
+                        continue
+                    if n == 0 and resumed_after is None:  # an empty table: its definition still goes out (_chunk)
                         self.progress.update(table=str(table), after=None)
                         yield table, reader.schema, rows, EMPTY_TABLE, False, dict(self.progress)
                     break
-                after = reader.key_of(rows[-1]) if reader.key and rows else None
+                after = reader.key_of(read[-1]) if reader.key and read else after
                 self.progress.update(table=str(table), after=after)
                 yield table, reader.schema, rows, n, replace, dict(self.progress)
                 n, replace = n + 1, False
-                if not reader.key or len(rows) < self.chunk_rows or self.source._stop.is_set():
+                if last or self.source._stop.is_set():
                     break
             if self.source._stop.is_set():
                 return
