@@ -58,8 +58,8 @@ def lag_chart(series: dict[str, list[tuple[float, float]]], width: int = 640, he
         x = left + (0 if t1 == t0 else (t - t0) / (t1 - t0) * w)
         return f"{x:.1f},{10 + h - v / top * h:.1f}"
 
-    out = [f"<svg id=\"lag-chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" "
-           f"role=\"img\" aria-label=\"lag in seconds per source\">",
+    out = [(f"<svg id=\"lag-chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" "
+            f"role=\"img\" aria-label=\"lag in seconds per source\">"),
            f"<line x1=\"{left}\" y1=\"{10 + h}\" x2=\"{left + w}\" y2=\"{10 + h}\" stroke=\"#888\"/>",
            f"<line x1=\"{left}\" y1=\"10\" x2=\"{left}\" y2=\"{10 + h}\" stroke=\"#888\"/>",
            f"<text x=\"2\" y=\"16\" font-size=\"11\">{top:.1f}s</text>",
