@@ -13,7 +13,10 @@ status:
   and the last acknowledged position. Sources fail alone: the others keep
   streaming, /readyz names the failed one, and the daemon exits once every
   source has ended. A supervisor restarts the daemon; recovery from the
-  stream tail makes that exactly-once.
+  stream tail makes that exactly-once. With the operations API on (``api:``),
+  the daemon does not exit when its last source failed: it keeps serving the
+  API (the failed source's state and way back, restart and skip) until a
+  signal stops it, then exits 2.
 
 Readiness names the cause of a stall: the source thread both reads the
 source and takes in the broker's acknowledgements, so a reader blocked on a
@@ -467,6 +470,9 @@ class Daemon:
         while True:
             alive = [w for w in self.workers if w.thread is not None and w.thread.is_alive()]
             if not alive:
+                if self.api is not None and not self.stop.is_set() and any(w.error for w in self.workers):
+                    self.stop.wait(0.2)  # the operations API is the way back: skip or restart it there
+                    continue
                 break
             if self.stop.is_set() and drain_deadline is None:
                 drain_deadline = time.monotonic() + self.drain_timeout_s
