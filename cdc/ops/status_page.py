@@ -102,7 +102,7 @@ def render(sources: list[dict[str, Any]], apply: list[dict[str, Any]], apply_err
                   "<th>last batch</th><th>applied at (UTC)</th><th>records behind</th><th>lag (s)</th>"
                   "<th>dead letters</th><th>error</th></tr>" + "".join(arows) + "</table>" if apply else
                   "<p>no apply items in the config file</p>")
-    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>cdc status</title><style>"
+    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><link rel=\"icon\" href=\"data:,\"><title>cdc status</title><style>"
             "body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:4px;vertical-align:top}"
             "table{border-collapse:collapse}.failed{background:#fdd}.paused{background:#ffd}</style></head><body>"
             "<h1>cdc status</h1><h2>sources</h2><table id=\"sources\"><tr><th>source</th><th>kind</th><th>state</th>"
