@@ -4,7 +4,9 @@ on) -> broker -> Spark apply -> PostgreSQL.
 While a writer keeps changing ``t``: the target of ``t`` drifts (rows deleted by hand) and POST .../resync
 re-reads it; then a statement-format write to ``items`` stops the source: the daemon stays up serving the
 API (its last source failed), the state names the GTID and the way back, a webhook alert says so; POST
-.../skip (with resync) and POST .../restart bring it back without a shell. GET /api/v1/apply shows the
+.../skip (with resync) and POST .../restart bring it back without a shell. A column added to ``items`` (whose
+schema changes stop the apply) is added to the target by hand and accepted with POST /api/v1/apply/.../schema;
+the restarted apply goes on. GET /api/v1/apply shows the
 target's progress row; `cdc compare` finds both tables EQUAL; each action is an operations record in the
 stream with its actor, in order.
 """
@@ -20,6 +22,7 @@ from cdc.cli import main as cdc_main
 from cdc.config.loader import load_config
 from cdc.dev.ports import free_port, wait_until
 from cdc.stream.envelope import changes_topic
+from streaming.errors import UnsupportedDdl
 from tests.e2e.apply_pipeline import Pipeline
 from tests.e2e.test_ops_api_e2e import TOKEN, Api
 from tests.e2e.test_snapshot import Writer, load
@@ -44,6 +47,7 @@ def test_resync_skip_and_restart_through_the_api_end_equal(tmp_path, mariadb_pri
     port = free_port()
     (tmp_path / "op.token").write_text(TOKEN)
     doc = yaml.safe_load(p.config_path.read_text())
+    doc["apply"][0]["schema_changes"] = {"behavior": "evolve", "tables": {f"{db}.items": "exception"}}
     doc["api"] = {"enabled": True, "port": port,
                   "tokens": [{"name": "alice", "file": str(tmp_path / "op.token"), "role": "operator"}]}
     doc["alerts"] = {"enabled": True, "webhook_url": hook.url, "check_interval_s": 0.5, "timeout_s": 2}
@@ -95,6 +99,21 @@ def test_resync_skip_and_restart_through_the_api_end_equal(tmp_path, mariadb_pri
                    interval=0.5, alive=lambda: p.daemon._died() or (repr(errors[0]) if errors else None))
         assert api.call("GET", "/sources/src")[1]["state"] == "streaming"
 
+        # a schema change the apply stops at (items: behaviour exception); the target altered by hand, accepted
+        my.query(f"ALTER TABLE `{db}`.items ADD COLUMN c INT")
+        my.query(f"INSERT INTO `{db}`.items VALUES (5, 'e', 7)")
+        wait_until(lambda: errors, 240, "the apply stopping at the schema change of items", interval=0.3)
+        thread.join(60)
+        stopped = errors.pop()
+        assert isinstance(stopped, UnsupportedDdl) and stopped.table == f"{db}.items", repr(stopped)
+        with p.postgres.connect() as c:
+            c.execute(f"ALTER TABLE {p.tag}.items ADD COLUMN c integer")
+            c.commit()
+        status, decided = api.call("POST", "/apply/src/pg/schema", {"decision": "accept", "table": f"{db}.items",
+                                                                    "sequence": stopped.sequence})
+        assert status == 200 and decided["operation"]["action"] == "schema", decided
+        thread, stop, errors = p.apply_in_thread(spark)  # `cdc apply` restarted: it honours the decision
+
         writer.stop.set()
         writer.join(10)
         p.wait_sentinel(p.sentinel(), p.targets, timeout=240, errors=errors)
@@ -116,5 +135,7 @@ def test_resync_skip_and_restart_through_the_api_end_equal(tmp_path, mariadb_pri
     assert rc == 0 and out.count("EQUAL") >= 2, out
     stream = read_stream(broker.bootstrap, changes_topic(topic_prefix, "src"))
     ops = [hb["resume"]["operation"] for hb in stream.heartbeats if (hb.get("resume") or {}).get("operation")]
-    assert [(o["action"], o["actor"]) for o in ops] == [("resync", "alice"), ("skip", "alice"), ("restart", "alice")]
+    assert [(o["action"], o["actor"]) for o in ops] == [("resync", "alice"), ("skip", "alice"), ("restart", "alice"),
+                                                        ("schema", "alice")]
+    assert ops[3]["detail"]["decision"] == "accept" and ops[3]["detail"]["sequence"] == stopped.sequence
     assert ops[1]["detail"]["gtid"] == gtid and ops[0]["detail"]["tables"] == [f"{db}.t"]
