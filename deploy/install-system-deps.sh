@@ -7,6 +7,7 @@
 #   prometheus       prometheus + promtool (rules tests, deploy/)
 #   python3-venv     `python3 -m venv` for the project's .venv
 #   openssl          the command line that makes the TLS tests' certificates (tests/fixtures/tls.py)
+#   chromium         headless browser of the status-page test (tests/integration/test_status_page_browser.py)
 # Safe to re-run: does nothing when everything is present.
 set -euo pipefail
 need=()
@@ -18,6 +19,7 @@ command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 py=python3; [ -x /usr/bin/python3 ] && py=/usr/bin/python3  # the Makefile builds .venv on this one
 "$py" -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)

@@ -24,7 +24,7 @@ from cdc.config.credentials import (
 from cdc.config.kafka_settings import KafkaConnection, parse_block
 from cdc.config.target_base import TargetConfig, TargetTimeouts  # noqa: F401 (importers name them from here)
 from cdc.errors import ConfigError
-from cdc.ops.config import ApiConfig  # the ``api:`` section lives with the operations API
+from cdc.ops.config import AlertsConfig, ApiConfig  # the ``api:`` and ``alerts:`` sections live with cdc/ops
 from cdc.registry import SOURCE_CONFIGS, TARGET_CONFIGS
 from cdc.schema.evolution import SchemaChangeConfig
 from cdc.spill.dirs import default_spill_dir
@@ -302,6 +302,8 @@ class Config(BaseModel):
                                    "health checks")
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="log level and format")
     api: ApiConfig = Field(default_factory=ApiConfig, description="the operations API (cdc/ops): off by default")
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig, description="webhook alerts (cdc/ops/alerts.py): "
+                                 "off by default")
     spill_dir: str = Field(default_factory=default_spill_dir, description="directory under which each source "
                            "gets its private directory for transactions spilled to disk (cdc/spill/dirs.py)")
     max_buffer_bytes: int = Field(default=64 * 1024 * 1024, gt=0, description="bytes of open transactions a "

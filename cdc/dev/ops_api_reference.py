@@ -53,6 +53,45 @@ record, and a daemon (re)started on that stream stays paused until a resume. Ski
 CLI's own commands (`cdc source skip`, `cdc snapshot --resync`): the same checks, the same refusals
 (answered 409 with the command's message), the same records.
 
+## The apply side and schema decisions
+
+The apply job (Spark) keeps what an operator asks about in the target, in the same transaction as the
+data, so the daemon's API reads it there for every `apply:` item of its config file (`GET /api/v1/apply`):
+the progress row (last applied sequence and position), the last batch (id, when), how many stream records
+wait (`records_behind`, when the source is one of this daemon's), the age of the last applied commit while
+records wait (`lag_seconds`), the rows in `dead_letter_table`, and the schema decisions recorded. It is
+right whether the apply job runs or not; a target that cannot be read answers its own `error`.
+
+When the apply stops at a schema change it does not follow, `POST /api/v1/apply/{source}/{target}/schema`
+with `{"decision": "accept"|"skip"|"evolve", "table", "sequence"}` (both named by the stop) records the
+decision through the same code as `cdc schema accept|skip|evolve` (the same refusal for a sequence the
+target has passed), writes a `schema` operations record to the source's stream, and answers
+`restart cdc apply to go on`. Asked again, it answers `nothing: ... already recorded`.
+
+## Status page
+
+`GET /status` (same listener, same tokens) is one HTML page without script or external resource: each
+source (state, position, lag, stream sequence, why it is not streaming, and the way back: the CLI command
+and the API call), each apply item, and a lag chart per source (inline SVG) drawn from the lag the API
+samples every 5 s and keeps in memory for 30 minutes (a restart starts it afresh; Prometheus keeps the
+long history).
+
+## Alerts
+
+The `alerts:` section (off by default) posts Slack-compatible JSON (`{"text": ...}`) to a webhook when a
+source stops on an error or is fenced (the error class and position /readyz names, never the message
+text, and the way back), writes dead letters, or lags over `alerts.lag_threshold_s`; each once, and once
+more when it clears. The webhook is called from its own thread with `alerts.timeout_s` per POST and
+`alerts.retries` retries; alerts that cannot be sent are dropped and logged: the pipeline never waits for
+it.
+
+```yaml
+alerts:
+  enabled: true
+  webhook_url_file: /run/secrets/slack-webhook   # or webhook_url: http://alertmanager-bridge:9000/hook
+  lag_threshold_s: 300
+```
+
 ## Routes
 
 | Method | Path | Role | What it does |

@@ -53,3 +53,32 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+class AlertsConfig(BaseModel):
+    """The ``alerts:`` section: a webhook notifier (cdc/ops/alerts.py), off by default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(default=False, description="post an alert to the webhook when a source stops or is "
+                          "fenced, writes dead letters, or lags over alerts.lag_threshold_s")
+    webhook_url: str | None = Field(default=None, description="URL the alerts are POSTed to as Slack-compatible "
+                                    "JSON ({\"text\": ...}); a URL that holds a secret (Slack's do) belongs in "
+                                    "alerts.webhook_url_file")
+    webhook_url_file: str | None = Field(default=None, description="file holding the webhook URL (one line)")
+    lag_threshold_s: float = Field(default=300.0, gt=0, description="seconds of cdc_source_lag_seconds over "
+                                   "which a source's lag is alerted (once, then once when back under)")
+    check_interval_s: float = Field(default=5.0, gt=0, description="seconds between two looks at the sources")
+    timeout_s: float = Field(default=5.0, gt=0, le=60, description="seconds one POST may take")
+    retries: int = Field(default=3, ge=0, le=10, description="POSTs retried after a failure (backoff 1, 2, 4 "
+                         "... s); then the alert is dropped and logged")
+    queue_size: int = Field(default=100, gt=0, description="alerts waiting to be sent at most; more are dropped "
+                            "and logged (the pipeline never waits for the webhook)")
+
+    @model_validator(mode="after")
+    def _one_url(self) -> AlertsConfig:
+        if self.enabled and (self.webhook_url is None) == (self.webhook_url_file is None):
+            raise ValueError("alerts.enabled needs exactly one of alerts.webhook_url and alerts.webhook_url_file")
+        if self.webhook_url is not None and not self.webhook_url.startswith(("http://", "https://")):
+            raise ValueError(f"alerts.webhook_url must be an http:// or https:// URL; got {self.webhook_url[:40]!r}")
+        return self

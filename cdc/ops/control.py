@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-ACTIONS = ("pause", "resume", "restart", "skip", "resync")
+ACTIONS = ("pause", "resume", "restart", "skip", "resync", "schema")
 
 
 def operation(action: str, actor: str, **detail: Any) -> dict[str, Any]:

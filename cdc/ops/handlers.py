@@ -11,12 +11,11 @@ does not.
 
 from __future__ import annotations
 
-import html
 import threading
 from typing import Any
 
 from cdc.errors import CdcError
-from cdc.ops import actions, openapi
+from cdc.ops import actions, openapi, status_page
 from cdc.ops.control import operation
 from cdc.ops.errors import Refusal
 from cdc.runtime.health import describe
@@ -43,6 +42,8 @@ def check_body(op: dict[str, Any], body: dict[str, Any]) -> None:
         want = props[key].get("type")
         if want and (not isinstance(value, _TYPES[want]) or (want != "boolean" and isinstance(value, bool))):
             raise Refusal(400, f"field {key!r} must be a JSON {want}")
+        if "enum" in props[key] and value not in props[key]["enum"]:
+            raise Refusal(400, f"field {key!r} must be one of {', '.join(props[key]['enum'])}; got {value!r}")
         if want == "array" and (len(value) < props[key].get("minItems", 0)
                                 or not all(isinstance(v, str) and v for v in value)):
             raise Refusal(400, f"field {key!r} must be a non-empty list of names")
@@ -56,6 +57,7 @@ class Handlers:
     def __init__(self, daemon: Any, config_path: str | None) -> None:
         self.daemon, self.config_path = daemon, config_path
         self.ops = _ops_by_id()
+        self.lag = status_page.LagHistory()
         self._lock = threading.Lock()  # one action at a time: state checks and changes do not interleave
 
     # -- read ----------------------------------------------------------------------------------------
@@ -68,8 +70,24 @@ class Handlers:
     def get_source(self, *, actor: str, body: dict[str, Any], name: str) -> tuple[int, Any, str]:
         return 200, self._state(self._worker(name)), "application/json"
 
+    def list_apply(self, *, actor: str, body: dict[str, Any]) -> tuple[int, Any, str]:
+        return 200, {"apply": self._apply_state()}, "application/json"
+
     def status_page(self, *, actor: str, body: dict[str, Any]) -> tuple[int, Any, str]:
-        return 200, render_status([self._state(w) for w in self.daemon.workers]).encode(), "text/html; charset=utf-8"
+        sources = self._sample_lag()
+        try:
+            apply, apply_error = self._apply_state(), None
+        except Refusal as exc:  # the page still shows the sources
+            apply, apply_error = [], str(exc)
+        page = status_page.render(sources, apply, apply_error, self.lag.series())
+        return 200, page.encode(), "text/html; charset=utf-8"
+
+    def _sample_lag(self) -> list[dict[str, Any]]:
+        """Every source's state, its lag added to the in-memory history (the status page's chart)."""
+        sources = [self._state(w) for w in self.daemon.workers]
+        for s in sources:
+            self.lag.add(s["name"], s["lag_seconds"])
+        return sources
 
     # -- act -----------------------------------------------------------------------------------------
     def pause_source(self, *, actor: str, body: dict[str, Any], name: str) -> tuple[int, Any, str]:
@@ -153,6 +171,28 @@ class Handlers:
             return self._done(name, f"{'resync' if body.get('resync', True) else 'snapshot'} of "
                               f"{', '.join(body['tables'])} requested; the running source re-reads them", op, output)
 
+    def decide_schema(self, *, actor: str, body: dict[str, Any], source: str, target: str) -> tuple[int, Any, str]:
+        from streaming.apply.schema_cmd import list_decisions, record_decision
+
+        check_body(self.ops["decide_schema"], body)
+        w = self._worker(source)
+        decision, table, sequence = body["decision"], body["table"], body["sequence"]
+        with self._lock:
+            config = self._load_config()
+            try:
+                if any(seq == sequence and t == table and d == decision
+                       for seq, t, d, _ in list_decisions(config, self._config(), source, target)):
+                    return self._done(source, f"nothing: {decision} is already recorded for {table} at sequence "
+                                      f"{sequence} in target {target}")
+                said = record_decision(config, self._config(), source, target, decision, table, sequence)
+            except CdcError as exc:
+                raise Refusal(409, str(exc), {k: str(v) for k, v in exc.fields.items() if v is not None}) from None
+            op = operation("schema", actor, reason=body.get("reason", ""), target=target, table=table,
+                           sequence=sequence, decision=decision)
+            self._record(w, op)
+            return self._done(source, f"{decision} recorded for {table} at sequence {sequence} in target {target}; "
+                              "restart `cdc apply` to go on", op, [said])
+
     # -- helpers -------------------------------------------------------------------------------------
     def _worker(self, name: str) -> Any:
         for w in self.daemon.workers:
@@ -170,6 +210,24 @@ class Handlers:
             w.control.add(op)  # between transactions, or (paused) with the pause record after it
         else:
             self.daemon.write_now(w, [op])
+
+    def _load_config(self) -> Any:
+        from cdc.config.loader import load_config
+
+        try:
+            return load_config(self._config())
+        except CdcError as exc:
+            raise Refusal(409, f"cannot read the daemon's config file: {exc}") from None
+
+    def _apply_state(self) -> list[dict[str, Any]]:
+        """The apply items of the config file, read from their targets (cdc/ops/apply_state.py); [] without a
+        config file."""
+        from cdc.ops.apply_state import apply_items
+
+        if not self.config_path:
+            return []
+        tails = {w.spec.name: self._state(w)["tail"]["sequence"] for w in self.daemon.workers}
+        return apply_items(self._load_config(), self.config_path, tails)
 
     def _config(self) -> str:
         if not self.config_path:
@@ -243,21 +301,3 @@ def way_back(name: str, state: str, error: BaseException | None, config: str | N
         out += [f"cdc source skip --config {cfg} --source {name} {flag} {gtid or txid} --yes --resync",
                 f'POST {api}/skip {{"{key}": "{gtid or txid}", "resync": true}}']
     return [*out, f"POST {api}/restart (or restart `cdc run --config {cfg}`)"]
-
-
-def render_status(sources: list[dict[str, Any]]) -> str:
-    """The status page: one table row per source (no script, no external resource)."""
-    e = html.escape
-    rows = []
-    for s in sources:
-        lag = "" if s["lag_seconds"] is None else f"{s['lag_seconds']:.1f}"
-        back = "<br>".join(f"<code>{e(x)}</code>" for x in s["way_back"])
-        rows.append(f"<tr class=\"{e(s['state'].replace(' ', '-'))}\"><td>{e(s['name'])}</td><td>{e(s['kind'])}"
-                    f"</td><td>{e(s['state'])}</td><td>{e(str(s['position']))}</td><td>{lag}</td>"
-                    f"<td>{s['tail']['sequence']}</td><td>{e(s['why'] or '')}</td><td>{back}</td></tr>")
-    return ("<!doctype html><html><head><meta charset=\"utf-8\"><title>cdc status</title><style>"
-            "body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:4px;vertical-align:top}"
-            "table{border-collapse:collapse}.failed{background:#fdd}.paused{background:#ffd}</style></head><body>"
-            "<h1>cdc status</h1><table><tr><th>source</th><th>kind</th><th>state</th><th>position</th>"
-            "<th>lag (s)</th><th>stream sequence</th><th>why</th><th>way back</th></tr>"
-            + "".join(rows) + "</table></body></html>")

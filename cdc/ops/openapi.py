@@ -18,7 +18,7 @@ _ERROR = {"type": "object", "required": ["error"], "properties": {
     "fields": {"type": "object", "description": "the refusal's names and positions (no row values)"}}}
 
 _OPERATION = {"type": "object", "required": ["action", "actor", "at_ms", "detail"], "properties": {
-    "action": {"type": "string", "enum": ["pause", "resume", "restart", "skip", "resync"]},
+    "action": {"type": "string", "enum": ["pause", "resume", "restart", "skip", "resync", "schema"]},
     "actor": {"type": "string", "description": "the token's name (api.tokens[].name), or 'loopback' "
               "without authentication"},
     "at_ms": {"type": "integer", "description": "when, in milliseconds since the epoch"},
@@ -42,6 +42,23 @@ _SOURCE = {"type": "object", "required": ["name", "kind", "state"], "properties"
                "description": "the pause in force (null: not paused)"},
     "way_back": {"type": "array", "items": {"type": "string"}, "description": "the CLI commands and API calls "
                  "that bring a stopped or paused source back"}}}
+
+_APPLY = {"type": "object", "required": ["source", "target"], "properties": {
+    "source": {"type": "string", "description": "apply[].source"},
+    "target": {"type": "string", "description": "apply[].target"},
+    "progress": {"type": "object", "nullable": True, "description": "the target's progress row (null: nothing "
+                 "applied yet): last_sequence, position (the source's commit position), epoch"},
+    "last_batch": {"type": "object", "nullable": True, "description": "the last micro-batch that committed: "
+                   "batch_id, applied_at (target time, UTC), last_commit_ms (source commit time)"},
+    "records_behind": {"type": "integer", "nullable": True, "description": "stream sequences not applied yet "
+                       "(null: the source is not one of this daemon's)"},
+    "lag_seconds": {"type": "number", "nullable": True, "description": "age of the last applied source commit "
+                    "while records wait (0: caught up)"},
+    "dead_letters": {"type": "integer", "nullable": True, "description": "rows of this source in the target's "
+                     "dead_letter_table (null: the target keeps none, or not in SQL)"},
+    "schema_decisions": {"type": "array", "items": {"type": "object"}, "description": "the decisions recorded "
+                         "(`cdc schema list`)"},
+    "error": {"type": "string", "nullable": True, "description": "why the target could not be read"}}}
 
 _DONE = {"type": "object", "required": ["source", "did"], "properties": {
     "source": {"type": "string"},
@@ -89,7 +106,8 @@ DOCUMENT: dict[str, Any] = {
     "components": {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
                                        "description": "a token of api.tokens (read from its file)"}},
-        "schemas": {"Error": _ERROR, "Operation": _OPERATION, "Source": _SOURCE, "Done": _DONE}},
+        "schemas": {"Error": _ERROR, "Operation": _OPERATION, "Source": _SOURCE, "Done": _DONE,
+                    "Apply": _APPLY}},
     "security": [{"bearer": []}],
     "paths": {
         f"{PREFIX}/openapi.json": {"get": {
@@ -130,6 +148,28 @@ DOCUMENT: dict[str, Any] = {
                 "resync": {"type": "boolean", "default": True,
                            "description": "also delete target rows the source does not hold"}, **_REASON}},
             required=True)},
+        f"{PREFIX}/apply": {"get": {
+            "operationId": "list_apply", "summary": "every apply item of the daemon's config file: the target's "
+            "progress row, the last batch, records behind, dead letters, schema decisions (read from the targets)",
+            "x-cdc-role": "read",
+            "responses": {"200": _json({"type": "object", "required": ["apply"], "properties": {
+                "apply": {"type": "array", "items": {"$ref": "#/components/schemas/Apply"}}}}, "the apply items"),
+                **_REFUSALS}}},
+        f"{PREFIX}/apply/{{source}}/{{target}}/schema": {"post": {
+            **_action("decide_schema", "record the decision for the schema change the apply stopped at "
+                      "(`cdc schema accept|skip|evolve`: the same code and checks); then restart `cdc apply`",
+                      {"type": "object", "required": ["decision", "table", "sequence"], "properties": {
+                          "decision": {"type": "string", "enum": ["accept", "skip", "evolve"],
+                                       "description": "accept: the target already matches; skip: keep the "
+                                       "target's shape; evolve: follow the change"},
+                          "table": {"type": "string", "description": "the source table (db.table) the stop named"},
+                          "sequence": {"type": "integer", "description": "the SCHEMA record's sequence the stop "
+                                       "named"}, **_REASON}}, required=True),
+            "parameters": [
+                {"name": "source", "in": "path", "required": True, "schema": {"type": "string"},
+                 "description": "apply[].source (a source of this daemon: the decision is recorded in its stream)"},
+                {"name": "target", "in": "path", "required": True, "schema": {"type": "string"},
+                 "description": "apply[].target"}]}},
         "/status": {"get": {
             "operationId": "status_page", "summary": "one HTML page: each source, position, lag, the last error "
             "and the way back", "x-cdc-role": "read",

@@ -79,14 +79,29 @@ class OpsServer:
         self._server.daemon_threads = True
         self.host, self.port = self._server.server_address[0], self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="ops-http", daemon=True)
+        self._stopping = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, name="ops-lag", daemon=True)
 
     def start(self) -> OpsServer:
         self._thread.start()
+        self._sampler.start()
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
+        self._sampler.join(5)
+
+    def _sample(self) -> None:
+        """Every SAMPLE_S seconds, each source's lag into the status page's history (cdc/ops/status_page.py)."""
+        from cdc.ops.status_page import SAMPLE_S
+
+        while not self._stopping.wait(SAMPLE_S):
+            try:
+                self.handlers._sample_lag()
+            except Exception:
+                log.debug("lag sample failed", exc_info=True)
 
     # -- one request ---------------------------------------------------------------------------------
     def who(self, authorization: str | None) -> tuple[str, str]:

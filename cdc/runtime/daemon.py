@@ -13,7 +13,10 @@ status:
   and the last acknowledged position. Sources fail alone: the others keep
   streaming, /readyz names the failed one, and the daemon exits once every
   source has ended. A supervisor restarts the daemon; recovery from the
-  stream tail makes that exactly-once.
+  stream tail makes that exactly-once. With the operations API on (``api:``),
+  the daemon does not exit when its last source failed: it keeps serving the
+  API (the failed source's state and way back, restart and skip) until a
+  signal stops it, then exits 2.
 
 Readiness names the cause of a stall: the source thread both reads the
 source and takes in the broker's acknowledgements, so a reader blocked on a
@@ -243,7 +246,7 @@ class Daemon:
     def __init__(self, specs: list[SourceSpec], kafka: Any, registry: Any, *, metrics_host: str = "127.0.0.1",
                  metrics_port: int | None = 0, drain_timeout_s: float = 30.0,
                  producer_config: dict | None = None, source_restart_limit: int = 0, api: Any = None,
-                 config_path: str | None = None) -> None:
+                 config_path: str | None = None, alerts: Any = None) -> None:
         self.kafka, self.registry, self.drain_timeout_s = kafka, registry, drain_timeout_s
         self.source_restart_limit = source_restart_limit  # 0: restart an unreachable source for as long as it takes
         self.producer_config = producer_config
@@ -260,6 +263,11 @@ class Daemon:
             from cdc.ops.server import OpsServer
 
             self.api = OpsServer(self, api, config_path=config_path)
+        self.alerts = None
+        if alerts is not None and alerts.enabled:  # webhook alerts (cdc/ops/alerts.py)
+            from cdc.ops.alerts import AlertWatch
+
+            self.alerts = AlertWatch.from_config(self, alerts, config_path)
 
     def readiness(self) -> dict[str, str]:
         """{source: why it is not ready} for /readyz: classes and positions only (cdc.runtime.health);
@@ -309,6 +317,8 @@ class Daemon:
         if self.api is not None:
             self.api.start()
             log.info("operations API on http://%s:%d/api/v1 (status page /status)", self.api.host, self.api.port)
+        if self.alerts is not None:
+            self.alerts.start()
         try:
             try:
                 for w in self.workers:
@@ -322,6 +332,8 @@ class Daemon:
                 self.health.stop()
             if self.api is not None:
                 self.api.stop()
+            if self.alerts is not None:
+                self.alerts.stop()
 
     def _start(self, w: _Worker) -> None:
         self._build(w)
@@ -458,6 +470,9 @@ class Daemon:
         while True:
             alive = [w for w in self.workers if w.thread is not None and w.thread.is_alive()]
             if not alive:
+                if self.api is not None and not self.stop.is_set() and any(w.error for w in self.workers):
+                    self.stop.wait(0.2)  # the operations API is the way back: skip or restart it there
+                    continue
                 break
             if self.stop.is_set() and drain_deadline is None:
                 drain_deadline = time.monotonic() + self.drain_timeout_s

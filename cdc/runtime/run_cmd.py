@@ -46,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
                         context_args=context_args) for s in chosen]
     daemon = Daemon(specs, config.kafka, process_registry(), metrics_host=config.metrics.host,
                     metrics_port=config.metrics.port, drain_timeout_s=config.drain_timeout_s,
-                    source_restart_limit=config.source_restart_limit, api=config.api,
+                    source_restart_limit=config.source_restart_limit, api=config.api, alerts=config.alerts,
                     config_path=str(args.config))
     signals = TwoStageSignals(daemon.request_stop).install()
     try:
