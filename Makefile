@@ -72,6 +72,8 @@ bench: setup
 	$(BENCH_RECORD) apply-iceberg -- $(CDC) bench apply --target iceberg --rows 500000
 	$(BENCH_RECORD) compare -- $(CDC) bench compare --rows 1000000
 	$(BENCH_RECORD) views -- $(CDC) bench views
+	$(BENCH_RECORD) snapshot -- $(CDC) bench snapshot --rows 200000 --server mysql97
+	$(BENCH_RECORD) snapshot-mariadb -- $(CDC) bench snapshot --rows 200000 --server mariadb
 	$(PY) -m cdc.dev.bench_figures render
 
 lint: setup

@@ -220,6 +220,12 @@ def select_expr(quoted: str, kind: str) -> str:
     return f"({quoted} + 0e0)" if kind == "float32" else quoted
 
 
+def stream_value_is_identity(kind: str) -> bool:
+    """Whether ``stream_value(v, kind)`` is ``v`` itself for every v of type int, str, float, bool or None
+    (a reader may then skip the call for such values)."""
+    return kind not in _BY_KIND and kind not in _DATES
+
+
 def stream_value(v: Any, kind: str) -> Any:
     """One value read with a DB-API driver (PyMySQL, psycopg, duckdb, oracledb) as the stream carries it."""
     if v is None:

@@ -59,7 +59,7 @@ from cdc.compare.shapes import classify
 from cdc.progress_bar import progress as progress_lines
 from cdc.schema import table_glob
 from cdc.schema.sql_dialects import MYSQL
-from cdc.schema.values import select_expr, stream_value, value_kind
+from cdc.schema.values import select_expr, stream_value, stream_value_is_identity, value_kind
 from cdc.stream.events import Begin, Change, Commit, Event, Heartbeat, SchemaChange, TableId, TableSchema
 from cdc.stream.snapshot_marks import row_mark, with_ends
 from readers.mysql.connection import open_connection, server_version
@@ -79,6 +79,7 @@ log = logging.getLogger(__name__)
 EMPTY_TABLE = -1  # the chunk number _chunks gives a table that has no rows at all
 
 CHUNK_ROWS = 5_000
+_PLAIN = frozenset({int, str, float, bool, type(None)})  # the value types stream_value keeps as they are
 
 
 q = MYSQL.quote
@@ -149,6 +150,10 @@ class TableReader:
         self.schema: TableSchema = schema
         self.kinds = [value_kind(c.type, classify(c.type, None, "mysql")[0], "mysql") for c in schema.columns]
         self.key = list(schema.primary_key)
+        self.names = [c.name for c in schema.columns]
+        # every column's value goes out as the driver gave it when it is an int/str/float/bool/None (the
+        # common row): then the row is built in C, not value by value (stream_value is the identity there)
+        self.plain = all(stream_value_is_identity(k) for k in self.kinds)
 
     def key_of(self, row: dict[str, Any]) -> list[Any]:
         return [row[k] for k in self.key]
@@ -167,7 +172,12 @@ class TableReader:
         with self.conn.cursor() as cur:
             cur.execute(sql, params or None)
             rows = cur.fetchall()
-        return [{c.name: stream_value(v, k) for c, v, k in zip(self.schema.columns, r, self.kinds)} for r in rows]
+        names, kinds = self.names, self.kinds
+        if not self.plain:
+            return [{n: stream_value(v, k) for n, v, k in zip(names, r, kinds)} for r in rows]
+        plain = _PLAIN.issuperset
+        return [dict(zip(names, r)) if plain(map(type, r)) else
+                {n: stream_value(v, k) for n, v, k in zip(names, r, kinds)} for r in rows]
 
 
 class InitialSnapshot:

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from pymysqlreplication.constants import FIELD_TYPE as T
 
 from cdc.compare.shapes import classify
-from cdc.schema.values import select_expr, stream_value, time_text, value_kind
+from cdc.schema.values import select_expr, stream_value, stream_value_is_identity, time_text, value_kind
 from readers.mysql.binlog.decode import converter_for
 from readers.mysql.binlog.fastrows import time2_from_bytes
 
@@ -220,3 +220,25 @@ def test_binlog_value_losses_are_repaired():
     for kind in ("date", "datetime", "timestamptz"):
         assert stream_value("0000-00-00", kind) is None
     assert stream_value("0000-00-00", "string") == "0000-00-00"
+
+
+@pytest.mark.parametrize("kind", ["int", "text", "float", "float32", "decimal", "bytes", "bool", "time", "other",
+                                  "vector", "date", "datetime", "timestamptz", "bit", "json"])
+def test_stream_value_is_identity_only_where_it_is(kind):
+    """The snapshot's fast path (readers/mysql/snapshot.py) keeps int/str/float/bool/None values as read
+    where this says so: stream_value must then return each of them unchanged."""
+    samples = [0, -7, 2**63, "x", "0000-00-00", "", 1.5, True, None]
+    if stream_value_is_identity(kind):
+        assert all(stream_value(v, kind) is v for v in samples), kind
+    else:
+        assert kind in ("date", "datetime", "timestamptz", "bit", "json")
+        assert any(stream_value(v, kind) != v for v in ("0000-00-00", "0", "[1, 2]")
+                   if not _raises(stream_value, v, kind))
+
+
+def _raises(f, *a) -> bool:
+    try:
+        f(*a)
+    except Exception:  # noqa: BLE001 - a value the kind does not take
+        return True
+    return False
