@@ -12,6 +12,7 @@
   came without one: a SCHEMA record written before the field, a schema built by hand);
 - ``DEBEZIUM_SOURCES``: the fields each kind declares for the Debezium ``source`` block (cdc/debezium);
 - ``SOURCE_COMMANDS``: the commands on one source that each kind opts into (`cdc source skip`, `cdc snapshot`);
+- ``APPLY_HOOKS``: the apply-side functions the operations API calls (schema decisions, progress, dead letters);
 - ``STAND_INS``: dev/test tools that serve a source DSN ``<scheme>[:options]`` in-process instead of a server
   (the LogMiner simulator): the only way product code reaches a tool.
 
@@ -97,6 +98,13 @@ SOURCE_COMMANDS: dict[str, dict[str, str]] = {  # source kind -> the commands it
     "shadow": {},
 }
 
+APPLY_HOOKS: dict[str, str] = {  # what the operations API (cdc/ops) calls of the apply side
+    "open_apply_target": "streaming.apply.schema_cmd:open_apply_target",
+    "list_decisions": "streaming.apply.schema_cmd:list_decisions",
+    "record_decision": "streaming.apply.schema_cmd:record_decision",
+    "dead_letter_count": "streaming.apply.ops_state:dead_letter_count",
+}
+
 STAND_INS: dict[str, str] = {  # DSN scheme -> the tool module; importing it registers its connection factory
     "simulator": "readers.oracle.sim.simulator",  # the LogMiner simulator (docs/sources-oracle.md)
 }
@@ -105,6 +113,11 @@ STAND_INS: dict[str, str] = {  # DSN scheme -> the tool module; importing it reg
 def _load(entry: str):
     module, _, name = entry.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def apply_hook(name: str):
+    """The apply-side function ``name`` of APPLY_HOOKS (the operations API's way to the apply side)."""
+    return _load(APPLY_HOOKS[name])
 
 
 def load_stand_ins(source: Any) -> None:

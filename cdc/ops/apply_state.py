@@ -26,7 +26,9 @@ def apply_items(config: Any, config_path: str, tails: dict[str, int]) -> list[di
 
 
 def _item(config: Any, config_path: str, source: str, target: str, tail: int | None) -> dict[str, Any]:
-    from streaming.apply.schema_cmd import open_apply_target
+    from cdc.registry import apply_hook
+
+    open_apply_target, dead_letter_count = apply_hook("open_apply_target"), apply_hook("dead_letter_count")
 
     out: dict[str, Any] = {"source": source, "target": target, "progress": None, "last_batch": None,
                            "records_behind": None, "lag_seconds": None, "dead_letters": None,
@@ -59,22 +61,6 @@ def _item(config: Any, config_path: str, source: str, target: str, tail: int | N
     finally:
         t.close()
     return out
-
-
-def dead_letter_count(target: Any, source: str) -> int | None:
-    """Rows of ``source`` in the target's ``dead_letter_table`` (0: none yet); None when the target keeps
-    no dead letters (no ``dead_letter_table``) or is not an SQL database (its dead letters are files)."""
-    from streaming.targets.base import SqlTarget
-
-    name = getattr(target.config, "dead_letter_table", None)
-    if not name or not isinstance(target, SqlTarget):
-        return None
-    if target.table_columns(name) is None:
-        return 0
-    row = target.execute(f"SELECT COUNT(*) FROM {target.qualified(name)} WHERE source = {target.param}",
-                         [source]).fetchone()
-    target.commit()
-    return int(row[0])
 
 
 def _describe(exc: BaseException) -> str:

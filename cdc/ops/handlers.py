@@ -172,7 +172,9 @@ class Handlers:
                               f"{', '.join(body['tables'])} requested; the running source re-reads them", op, output)
 
     def decide_schema(self, *, actor: str, body: dict[str, Any], source: str, target: str) -> tuple[int, Any, str]:
-        from streaming.apply.schema_cmd import list_decisions, record_decision
+        from cdc.registry import apply_hook
+
+        list_decisions, record_decision = apply_hook("list_decisions"), apply_hook("record_decision")
 
         check_body(self.ops["decide_schema"], body)
         w = self._worker(source)

@@ -76,13 +76,12 @@ def window_images(source: Any, low: str, high: dict[str, Any], keys: dict[TableI
     """The rows of the captured tables as they were at ``low``, for every key changed between ``low`` and
     ``high`` (a binlog position): None for a key created in the window. ``keys``: primary key columns per
     captured table ([]: none). Raises WindowUnusable (see the module docstring)."""
-    from readers.mysql.reader import MySqlSource  # the reader imports the snapshot: import it when used
-
     if not high:
         return {}
     cfg = source.config.model_copy(update={"snapshot": "never", "signal_table": None, "transforms": None,
                                            "heartbeat_interval_s": 0.05, "reconnect_attempts": 0})
-    reader = MySqlSource(cfg, SourceContext(metrics=SourceMetrics(f"{source.name}-snapshot-window")))
+    reader = type(source)(cfg, SourceContext(  # a second reader of the source's own class (MySqlSource)
+metrics=SourceMetrics(f"{source.name}-snapshot-window")))
     reader.host, reader.flavor = source.host, source.flavor
     reader.state = GtidSet.parse(low)
     images: Images = {}
