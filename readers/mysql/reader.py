@@ -94,6 +94,7 @@ from readers.mysql.binlog.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogE
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
+from readers.mysql.definitions import Lookahead, Unknown, definition_at, named_columns
 from readers.mysql.errors import (
     BinlogPurged,
     CompressedEventError,
@@ -105,7 +106,6 @@ from readers.mysql.errors import (
     TaggedGtidUndecodable,
     TransactionInterrupted,
 )
-from readers.mysql.definitions import Lookahead, Unknown, definition_at, named_columns
 from readers.mysql.failover import WAY_OUT, choose_primary, default_prober
 from readers.mysql.guards import refuse_partial, refuse_statement, refuse_unlogged_ddl
 from readers.mysql.incremental import IncrementalSnapshots
