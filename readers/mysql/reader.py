@@ -46,7 +46,7 @@ import logging
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -94,11 +94,13 @@ from readers.mysql.binlog.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogE
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
+from readers.mysql.definitions import Lookahead, Unknown, definition_at, named_columns
 from readers.mysql.errors import (
     BinlogPurged,
     CompressedEventError,
     ConnectionLost,
     DecodeError,
+    DefinitionUnknown,
     Divergence,
     SourceUnavailable,
     TaggedGtidUndecodable,
@@ -117,6 +119,7 @@ from readers.mysql.tables import (
     TableFilter,
     ddl_subject,
     ddl_table,
+    ddl_tables,
     rows_follow,
     schema_reader,
     table_actions,
@@ -263,6 +266,7 @@ class MySqlSource:
         self._stop = threading.Event()
         self._partial: tuple[str, int] | None = None  # (gtid, changes yielded) of a cut transaction
         self._table_schemas: dict[TableId, Any] = {}  # last TABLE_MAP shape per table (for TRUNCATE records)
+        self._lookahead = Lookahead()  # the DDL logged after the reader's position (readers/mysql/definitions.py)
         self._dead_letter = getattr(context, "dead_letter", None)  # callable(error, raw) or None
         # rows the native pass decoded go out as one ChangeBatch per rows event (see _serialized); the incremental
         # snapshot's window (incremental.py) reads each Change, so with a signal table every row is a Change
@@ -705,14 +709,11 @@ class MySqlSource:
         named, captured = ddl_subject(query, db, self.filter)  # RENAME TABLE _t_gho TO t concerns t
         if captured and named is not None:  # raises before the state takes the GTID
             refuse_unlogged_ddl(query, named, gtid, self._where(ev), self.host)
-        tables = table_actions(query, db, self.filter, schema_reader(self._ctl, self.host)) if captured else None
-        schema = None
-        if captured and named is not None and self._ctl is not None:  # read before the state takes the GTID:
-            try:  # a failed read reconnects and reads the DDL again
-                schema = schema_from_information_schema(self._ctl, named.db, named.table)
-            except pymysql.err.MySQLError as exc:
-                raise ConnectionLost(f"cannot read the schema of {named} from {self.host}: {exc}",
-                                     host=self.host) from exc
+        # each definition as it was AT this DDL, not as the catalog shows it now (readers/mysql/definitions.py);
+        # read before the state takes the GTID: a failed read reconnects and reads the DDL again
+        read = self._at_position(ev, query, db, gtid, named) if captured else None
+        tables = table_actions(query, db, self.filter, read) if read is not None else None
+        schema = read(named) if read is not None and named is not None else None
         if captured:  # the transforms hook, before the state takes the GTID: a rule that no longer fits stops here
             schema = self.transforms.shape(schema)
             tables = self._shaped_actions(tables)
@@ -725,6 +726,67 @@ class MySqlSource:
             if schema is not None:
                 self._table_schemas[named] = schema
         return SchemaChange(named, query, schema, ev.timestamp * 1000, self.resume_state(), tables)
+
+    def _at_position(self, ev: Any, query: str, db: str, gtid: str, named: TableId | None) -> Callable[
+            [TableId], TableSchema | None]:
+        """``read(table)``: the table's definition right after this DDL (definitions.definition_at), None when the
+        statement drops it, or when it cannot be known and the apply keeps the shape it has (a captured table
+        renamed) or takes it from the table's first rows (a CREATE). Otherwise DefinitionUnknown: never guessed."""
+        conn, stream = self._ctl, self._stream
+        if conn is None or stream is None:
+            return lambda table: None
+        parsed = ddl_tables(query, db)
+        kind = parsed.kind if parsed is not None else None
+        dropped = set(parsed.tables) if kind == "drop" else set()
+        columns = named_columns(query, db) if kind == "alter" else None
+        keeps: set[TableId] = set()
+        if kind == "create":
+            keeps.add(parsed.tables[0])
+        elif kind == "rename":
+            origin: dict[TableId, TableId] = {}
+            for old, new in parsed.renames:
+                origin[new] = origin.pop(old, old)
+            keeps = {new for new, old in origin.items() if self.filter.matches(old)}
+        catalog = schema_reader(conn, self.host)
+        file, end, where = stream.log_file, ev.packet.log_pos, self._where(ev)
+        known: dict[TableId, TableSchema | None] = {}
+
+        def later() -> list[Any]:
+            try:
+                return self._lookahead.after(conn, file, end)
+            except pymysql.err.MySQLError as exc:
+                raise ConnectionLost(f"cannot list the binlog after {where} on {self.host}: {exc}",
+                                     host=self.host) from exc
+
+        def read(table: TableId) -> TableSchema | None:
+            if table in dropped:
+                return None
+            if table in known:
+                return known[table]
+            statements = later()
+            for _ in range(5):  # a DDL logged while the catalog was read: start over (module docstring)
+                found = definition_at(table, statements, catalog, columns if table == named else None)
+                again = later()
+                if len(again) == len(statements):
+                    break
+                statements = again
+            else:
+                found = Unknown("(DDL kept coming while the catalog was read)")
+            if isinstance(found, Unknown):
+                if table not in keeps:
+                    raise DefinitionUnknown(
+                        f"the definition of {table} after {query[:200]!r} at {where} gtid {gtid} cannot be known: the "
+                        f"reader is behind the server and the catalog shows {table} after a later statement it "
+                        f"cannot undo ({found.blocker[:200]!r}); it is never guessed. The source stops at its "
+                        f"checkpoint, before this DDL. Way back: `cdc source skip --config <file> --source "
+                        f"{self.name} --gtid {gtid} --yes --resync` moves past this DDL and re-snapshots the "
+                        f"tables it touched (the target takes their current definition)",
+                        table=str(table), gtid=gtid, position=where, statement=query[:500],
+                        later=found.blocker[:500], host=self.host)
+                found = None
+            known[table] = found
+            return found
+        return read
 
     def _shaped_actions(self, actions: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
         """table_actions with each table's schema shaped by the transforms."""
