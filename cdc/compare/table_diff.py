@@ -46,7 +46,7 @@ from cdc.compare.fingerprint import ColumnInfo, bucket_digest_sql, md5_sql, quot
 from cdc.compare.merge import merge, merge_multiset, walk
 from cdc.compare.report import TableReport
 from cdc.compare.shapes import TableShape, describe
-from cdc.compare.transformed import left_out, shape_columns
+from cdc.compare.transformed import computed_select, filter_sql, left_out, shape_columns
 from cdc.stream.events import TableId
 from cdc.transforms.mapper import SourceTransforms
 
@@ -68,6 +68,8 @@ class Side:
     key: list[str]
     trim: frozenset[str]
     digest: str = "md5"  # or "sha256" when a side has no MD5 (module docstring)
+    where: str = ""  # the source's row filter as SQL (sources[].transforms: cdc/compare/transformed.py)
+    computed: str = ""  # the source's computed columns as select items (", CAST(...) AS name, ...")
 
     @property
     def dialect(self) -> str:
@@ -79,6 +81,9 @@ class Side:
 
     def table_sql(self) -> str:
         q = lambda n: quote(self.dialect, n)
+        if self.where or self.computed:  # only the rows the filter lets move, with the computed columns
+            where = f" WHERE {self.where}" if self.where else ""
+            return f"(SELECT *{self.computed} FROM {q(self.shape.schema)}.{q(self.shape.table)}{where}) AS cdc_shaped"
         return f"{q(self.shape.schema)}.{q(self.shape.table)}"
 
     def md5(self, columns: list[ColumnInfo] | None = None) -> str:
@@ -148,6 +153,17 @@ def plan(src_ep: Endpoint, src_conn, src_name: str, tgt_ep: Endpoint, tgt_conn, 
         nullable = sc.nullable or tc.nullable  # both sides must agree on which flags exist
         s_cols.append(replace(sc, nullable=nullable))
         t_cols.append(replace(tc, nullable=nullable))
+    computed = computed_select(transforms, s_table, lambda n: quote(src_ep.dialect, n))
+    for name in list(computed):  # the source's computed columns: its select items against the target's columns
+        tc = t_by.pop(name.lower(), None)
+        if tc is None:
+            report.warnings.append(f"computed column {name}: not in the target; not compared")
+            del computed[name]
+            continue
+        s_cols.append(replace(tc, name=name, nullable=True))
+        t_cols.append(replace(tc, nullable=True))
+        if tc.family == "decimal":
+            trim.add(name.lower())
     for tc in t_by.values():
         report.type_mismatches.append(f"column {tc.name}: in target ({tc.type}) but not in source; not compared")
     if not s_cols:
@@ -174,7 +190,9 @@ def plan(src_ep: Endpoint, src_conn, src_name: str, tgt_ep: Endpoint, tgt_conn, 
                                    t_cols, s_key, report.warnings)
     s_trim = frozenset(c.name for c in s_cols if c.name.lower() in trim)
     t_trim = frozenset(c.name for c, s in zip(t_cols, s_cols) if s.name.lower() in trim)
-    return (Side(src_ep, s_shape, s_cols, s_key, s_trim), Side(tgt_ep, t_shape, t_cols, t_key, t_trim))
+    return (Side(src_ep, s_shape, s_cols, s_key, s_trim, where=filter_sql(transforms, s_table, report.warnings),
+                 computed="".join(", " + item for item in computed.values())),
+            Side(tgt_ep, t_shape, t_cols, t_key, t_trim))
 
 
 def prefetch(rows: Iterable[tuple], chunk: int = 10_000, depth: int = 4) -> Iterator[tuple]:

@@ -6,7 +6,11 @@
 - a masked column is rendered by the mask's SQL below instead of the column itself, and compared as the
   target's column (a string);
 - an encrypted column cannot be (AES-GCM is not deterministic): it is left out, with a warning;
-- a table whose key column is masked is refused (the two sides' keys would not pair).
+- a table whose key column is masked is refused (the two sides' keys would not pair);
+- a row filter (``filter:``) becomes a WHERE on the source (the expression rendered back as MySQL SQL by
+  sqlglot); a ``filter_function`` has no SQL: such a table is refused;
+- a computed column (``computed:``) is selected on the source as its expression, CAST to its type, and
+  compared with the target's column of that name.
 
 The SQL exists for a MySQL/MariaDB source (the only reader with transforms). ``hash`` computes HMAC-SHA256
 from SHA2 (RFC 2104: ``SHA256((K ^ opad) || SHA256((K ^ ipad) || m))``): the padded key reaches the source
@@ -24,6 +28,7 @@ from cdc.compare.dialects import CompareDialect
 from cdc.compare.dialects.mysql_compare import MySqlCompare
 from cdc.compare.errors import CompareError
 from cdc.stream.events import TableId
+from cdc.transforms.expressions import Expression
 from cdc.transforms.mapper import SourceTransforms
 
 
@@ -93,3 +98,36 @@ def left_out(transforms: SourceTransforms | None, table: TableId, names: list[st
     if rule is None:
         return set()
     return {n.lower() for n in names if n in rule.exclude or (rule.include is not None and n not in rule.include)}
+
+
+def filter_sql(transforms: SourceTransforms | None, table: TableId, warnings: list[str]) -> str:
+    """The WHERE condition of the table's row filter on the source ("" when it has none). CompareError for a
+    ``filter_function`` (Python code has no SQL)."""
+    rule = transforms.rule(table) if transforms else None
+    if rule is None:
+        return ""
+    if rule.filter_function is not None:
+        raise CompareError(f"{table}: its rows are filtered by filter_function {rule.filter_function} (Python), "
+                           "which cannot be rendered as SQL on the source; write the filter as `filter:` (an "
+                           "expression, docs/transforms.md) to compare this table", table=str(table))
+    if rule.filter is None:
+        return ""
+    warnings.append(f"rows filtered at the source: only rows where {rule.filter} are compared")
+    return f"({Expression(rule.filter, f'rule {rule.match!r} filter').sql()}) IS TRUE"
+
+
+def computed_select(transforms: SourceTransforms | None, table: TableId, quote) -> dict[str, str]:
+    """{computed column name: its select item on the source (``CAST((expr) AS type) AS name``)}."""
+    rule = transforms.rule(table) if transforms else None
+    if rule is None:
+        return {}
+    from cdc.transforms.config import computed_logical
+
+    out = {}
+    for name, cc in rule.computed.items():
+        logical = computed_logical(cc.type)
+        cast = {"string": "CHAR", "integer": "SIGNED"}.get(
+            logical.family, f"DECIMAL({logical.precision or 10},{logical.scale or 0})")
+        sql = Expression(cc.expr, f"rule {rule.match!r} computed {name}").sql()
+        out[name] = f"CAST(({sql}) AS {cast}) AS {quote(name)}"
+    return out
