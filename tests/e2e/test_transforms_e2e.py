@@ -1,8 +1,10 @@
-"""Issue #38's proof on real services: a MariaDB table with recognisable PII in a hashed, an excluded, a truncated
-and an encrypted column goes through `cdc run` (per-table Debezium topics on) into the broker and `cdc apply` into
-PostgreSQL, through a kill -9 of the daemon and one of the apply. Then: no record of any topic of the prefix
-(raw key, value and header bytes) and no row of the dead-letter table holds a clear value; the target holds the
-shaped values; `cdc compare` says EQUAL; `cdc decrypt` gives back a clear value.
+"""Issue #38's proof on real services. A MariaDB table with recognisable PII in a hashed, an excluded, a
+truncated and an encrypted column, and a table with a row filter and computed columns, go through `cdc run`
+(per-table Debezium topics on) into the broker and `cdc apply` into PostgreSQL, through a kill -9 of the
+daemon and one of the apply. Then: no record of any topic of the prefix (raw key, value and header bytes) and
+no row of the dead-letter table holds a clear value; the target holds the shaped values (the filtered table:
+only its rows, with the computed columns); `cdc compare` says EQUAL on both; `cdc decrypt` gives back a clear
+value.
 
 The target table is created beforehand with a CHECK that refuses a few rows, so the dead-letter table holds
 shaped rows to scan; those rows are then deleted at the source (a no-op delete on the target)."""
@@ -15,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
@@ -48,6 +51,12 @@ def _writer(mariadb, db: str, done: threading.Event, half: threading.Event) -> N
                     cur.execute("UPDATE people SET email=%s, notes=%s, name=%s WHERE id=%s", _row(k, 1)[1:4] + (k,))
                     if k % 9 == 0:
                         cur.execute("DELETE FROM people WHERE id=%s", (k + 1,))
+            c.commit()
+            with c.cursor() as cur:  # orders: a 'us' one alone is a transaction the filter empties
+                cur.execute("INSERT INTO orders VALUES (%s, %s, %s)", (start, ("eu", "us")[start % 4 == 1],
+                                                                       f"{start}.{start % 100:02d}"))
+                if start > 12 and start % 3 == 0:  # moves an earlier order across the filter (out or in)
+                    cur.execute("UPDATE orders SET region = IF(region = 'eu', 'us', 'eu') WHERE id = %s", (start - 12,))
             c.commit()
             if start > N // 2:
                 half.set()
@@ -94,10 +103,14 @@ def test_shaped_pipeline_through_kill9_leaks_nothing_and_compares_equal(
     (tmp_path / "aes.key").write_text(os.urandom(32).hex())
     mariadb_primary.query(f"CREATE TABLE `{db}`.people (id INT PRIMARY KEY, email VARCHAR(80), notes TEXT, "
                           "name VARCHAR(40), ssn CHAR(16)) DEFAULT CHARSET=utf8mb4")
+    mariadb_primary.query(f"CREATE TABLE `{db}`.orders (id INT PRIMARY KEY, region VARCHAR(4), amount DECIMAL(8,2))")
     transforms = {"hash_key_file": str(tmp_path / "hash.key"), "encryption_key_file": str(tmp_path / "aes.key"),
                   "tables": [{"match": f"{db}.people", "exclude": ["notes"],
                               "columns": {"email": {"mask": "hash"}, "name": {"mask": "truncate", "length": 3},
-                                          "ssn": {"mask": "encrypt"}}}]}
+                                          "ssn": {"mask": "encrypt"}}},
+                             {"match": f"{db}.orders", "filter": "region = 'eu'",
+                              "computed": {"tax": {"expr": "amount * 0.2", "type": "decimal(10,2)"},
+                                           "label": {"expr": "CONCAT(UPPER(region), '#', id)", "type": "varchar(20)"}}}]}
     p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, db, targets=("pg",),
                  kafka={"per_table_topics": True}, source_options={"transforms": transforms},
                  target_options={"pg": {"dead_letter_table": "dead_letters"}})
@@ -172,11 +185,19 @@ def test_shaped_pipeline_through_kill9_leaks_nothing_and_compares_equal(
         for k, (_, email, name, ssn) in got.items():
             assert email == h(want[k][1]) and name == want[k][2][:3] and decrypt(ssn, akey) == want[k][3], k
 
+        # the filtered table: only 'eu' orders, with the computed columns
+        with postgres.connect() as c:
+            orders = {r[0]: r[1:] for r in c.execute(f"SELECT id, region, tax, label FROM {p.tag}.orders").fetchall()}
+        eu = {r[0]: r[1] for r in mariadb_primary.query(f"SELECT id, amount FROM `{db}`.orders WHERE region = 'eu'")}
+        assert sorted(orders) == sorted(eu) and len(eu) > 5
+        assert all(orders[k] == ("eu", (eu[k] * Decimal("0.2")).quantize(Decimal("0.01"), ROUND_HALF_UP), f"EU#{k}")
+                   for k in eu), orders
+
         # 3. `cdc compare` EQUAL
         cmp = subprocess.run([CDC, "compare", "--config", str(p.config_path), "--source", "src", "--target", "pg",
-                              "--tables", f"{db}.people"], check=False, capture_output=True, text=True, timeout=120)
+                              "--tables", f"{db}.people", f"{db}.orders"], check=False, capture_output=True, text=True, timeout=120)
         assert cmp.returncode == 0, cmp.stdout + cmp.stderr
-        assert "1 of 1 tables equal" in cmp.stdout, cmp.stdout
+        assert "2 of 2 tables equal" in cmp.stdout, cmp.stdout
 
         # 4. a key holder gets a clear value back
         some = next(iter(got.values()))
