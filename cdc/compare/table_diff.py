@@ -46,7 +46,7 @@ from cdc.compare.fingerprint import ColumnInfo, bucket_digest_sql, md5_sql, quot
 from cdc.compare.merge import merge, merge_multiset, walk
 from cdc.compare.report import TableReport
 from cdc.compare.shapes import TableShape, describe
-from cdc.compare.transformed import computed_select, filter_sql, left_out, shape_columns
+from cdc.compare.transformed import computed_select, filter_sql, left_out, shape_columns, target_mode
 from cdc.stream.events import TableId
 from cdc.transforms.mapper import SourceTransforms
 
@@ -83,7 +83,7 @@ class Side:
         q = lambda n: quote(self.dialect, n)
         if self.where or self.computed:  # only the rows the filter lets move, with the computed columns
             where = f" WHERE {self.where}" if self.where else ""
-            return f"(SELECT *{self.computed} FROM {q(self.shape.schema)}.{q(self.shape.table)}{where}) AS cdc_shaped"
+            return f"(SELECT *{self.computed} FROM {q(self.shape.schema)}.{q(self.shape.table)}{where}) cdc_shaped"
         return f"{q(self.shape.schema)}.{q(self.shape.table)}"
 
     def md5(self, columns: list[ColumnInfo] | None = None) -> str:
@@ -112,13 +112,16 @@ def split_name(name: str, default_schema: str | None) -> tuple[str, str]:
 
 
 def plan(src_ep: Endpoint, src_conn, src_name: str, tgt_ep: Endpoint, tgt_conn, tgt_name: str,
-         report: TableReport, transforms: SourceTransforms | None = None) -> tuple[Side, Side]:
+         report: TableReport, transforms: SourceTransforms | None = None, modes: Any = None) -> tuple[Side, Side]:
     """Pair the two tables' columns, name mismatches, choose key and rendering; ``transforms``: the source's
-    (sources[].transforms): its columns are rendered as the stream shaped them (cdc/compare/transformed.py)."""
+    (sources[].transforms): its columns are rendered as the stream shaped them (cdc/compare/transformed.py);
+    ``modes``: the apply's target modes (streaming.apply.target_modes.TargetModes): soft-deleted rows are
+    absent, the modes' columns are not compared, a history table is refused."""
     s_shape = describe(src_ep.dialect, src_conn, *split_name(src_name, src_ep.default_schema))
     t_shape = describe(tgt_ep.dialect, tgt_conn, *split_name(tgt_name, tgt_ep.default_schema))
     t_by = {c.name.lower(): c for c in t_shape.columns}
     s_table = TableId(s_shape.schema, s_shape.table)
+    t_where = target_mode(modes, s_table, t_by, lambda n: quote(tgt_ep.dialect, n), report.warnings)
     dropped = left_out(transforms, s_table, [c.name for c in s_shape.columns])
     s_cols, t_cols, trim = [], [], set()
     for sc in s_shape.columns:
@@ -192,7 +195,7 @@ def plan(src_ep: Endpoint, src_conn, src_name: str, tgt_ep: Endpoint, tgt_conn, 
     t_trim = frozenset(c.name for c, s in zip(t_cols, s_cols) if s.name.lower() in trim)
     return (Side(src_ep, s_shape, s_cols, s_key, s_trim, where=filter_sql(transforms, s_table, report.warnings),
                  computed="".join(", " + item for item in computed.values())),
-            Side(tgt_ep, t_shape, t_cols, t_key, t_trim))
+            Side(tgt_ep, t_shape, t_cols, t_key, t_trim, where=t_where))
 
 
 def prefetch(rows: Iterable[tuple], chunk: int = 10_000, depth: int = 4) -> Iterator[tuple]:
@@ -239,8 +242,9 @@ class TableCompare:
 
     def __init__(self, src_ep: Endpoint, src_name: str, tgt_ep: Endpoint, tgt_name: str, *,
                  bucket_rows: int = 64, chunk: int = 10_000, use_buckets: bool = True, parallel: int = 2,
-                 advance: Callable[[int], None] | None = None, transforms: SourceTransforms | None = None) -> None:
-        self.transforms = transforms
+                 advance: Callable[[int], None] | None = None, transforms: SourceTransforms | None = None,
+                 modes: Any = None) -> None:
+        self.transforms, self.modes = transforms, modes
         self.src_ep, self.tgt_ep = src_ep, tgt_ep
         self.src_name, self.tgt_name = src_name, tgt_name
         self.bucket_rows, self.chunk, self.use_buckets = bucket_rows, chunk, use_buckets
@@ -259,7 +263,7 @@ class TableCompare:
             raise
         try:
             self.s, self.t = plan(self.src_ep, src_conn, self.src_name, self.tgt_ep, tgt_conn, self.tgt_name,
-                                  report, self.transforms)
+                                  report, self.transforms, self.modes)
             self.src_conn, self.tgt_conn = src_conn, tgt_conn
             self._choose_digest()
             self._probe(report)

@@ -10,7 +10,10 @@
 - a row filter (``filter:``) becomes a WHERE on the source (the expression rendered back as MySQL SQL by
   sqlglot); a ``filter_function`` has no SQL: such a table is refused;
 - a computed column (``computed:``) is selected on the source as its expression, CAST to its type, and
-  compared with the target's column of that name.
+  compared with the target's column of that name;
+- a target-side mode of the apply (apply[].tables[].mode, streaming/apply/target_modes.py): rows of a
+  ``soft_delete`` table with ``_cdc_deleted`` set count as absent (a WHERE on the target), the columns a mode
+  or ``metadata_columns`` adds are not compared, a ``history`` table (every change a row) is refused.
 
 The SQL exists for a MySQL/MariaDB source (the only reader with transforms). ``hash`` computes HMAC-SHA256
 from SHA2 (RFC 2104: ``SHA256((K ^ opad) || SHA256((K ^ ipad) || m))``): the padded key reaches the source
@@ -131,3 +134,24 @@ def computed_select(transforms: SourceTransforms | None, table: TableId, quote) 
         sql = Expression(cc.expr, f"rule {rule.match!r} computed {name}").sql()
         out[name] = f"CAST(({sql}) AS {cast}) AS {quote(name)}"
     return out
+
+
+def target_mode(modes, table: TableId, t_by: dict, quote, warnings: list[str]) -> str:
+    """The target side of an apply's target mode: the WHERE keeping soft-deleted rows out ("" for none); the
+    mode's columns are taken out of ``t_by`` (the target's columns by lower-case name), so they are not
+    compared. CompareError for a history table."""
+    mode = modes.of(str(table)) if modes else None
+    if mode is None:
+        return ""
+    from streaming.apply.target_modes import DELETED
+
+    if mode.mode == "history":
+        raise CompareError(f"{table}: its target is an append-only history (apply mode history: every change a "
+                           "row), which has no state to compare with the source", table=str(table))
+    for name in mode.extra():
+        if t_by.pop(name.lower(), None) is not None:
+            warnings.append(f"column {name}: added by the apply's target mode; not compared")
+    if mode.mode != "soft_delete":
+        return ""
+    warnings.append(f"soft-delete target: rows with {DELETED} set count as absent")
+    return f"({quote(DELETED)} IS NULL OR {quote(DELETED)} = FALSE)"
