@@ -91,7 +91,7 @@ class TargetModes:
         if not self.rules or not batch.n:
             return batch
         names, _ = batch.table_index()
-        if not any(self.of(n) is not None for n in names) and SCHEMA not in batch.table.column("kind").to_pylist():
+        if not any(self.of(n) is not None for n in names) and not _has_schema(batch):
             return batch
         now = _iso(int(time.time() * 1000))
         out = []
@@ -130,6 +130,13 @@ def shaped_schema(schema: TableSchema, mode: TableMode) -> TableSchema:
     if mode.mode == "history" and schema.primary_key:
         cols = tuple(replace(c, nullable=False) if c.name == SEQUENCE else c for c in cols)
     return TableSchema(schema.table, cols, key)
+
+
+def _has_schema(batch: Batch) -> bool:
+    """Whether the batch holds a SCHEMA record (a table-level DDL may name a table with a mode)."""
+    import pyarrow.compute as pc
+
+    return bool(pc.any(pc.equal(batch.table.column("kind"), SCHEMA)).as_py())
 
 
 def _iso(ms: int | None) -> str | None:
