@@ -87,6 +87,16 @@ def source_transforms(config, source: str):
     return SourceTransforms(source, shaping) if shaping is not None else None
 
 
+def target_modes(config, source: str, target: str):
+    """The apply's target modes of (source, target) (apply[].tables[].mode, metadata_columns), None for none."""
+    from cdc.schema.table_map import TableMap
+    from streaming.apply.target_modes import TargetModes
+
+    apply = next((a for a in config.apply if a.source == source and a.target == target), None)
+    table_map = TableMap.from_config(apply) if apply is not None else None
+    return TargetModes.of_map(table_map) if table_map is not None and table_map.modes else None
+
+
 def main(args: argparse.Namespace) -> int:
     from cdc.compare.endpoints import from_config
     from cdc.compare.report import TableReport, dumps
@@ -98,12 +108,13 @@ def main(args: argparse.Namespace) -> int:
     src_ep, tgt_ep = from_config(config, args.source), from_config(config, args.target)
     pairs = table_pairs(config, args.source, args.target, args.tables, src_ep)
     transforms = source_transforms(config, args.source)
+    modes = target_modes(config, args.source, args.target)
     reports = []
     for src, tgt in pairs:
         with progress(None, f"compare {src}") as bar:
             cmp = TableCompare(src_ep, src, tgt_ep, tgt, bucket_rows=args.bucket_rows,
                                use_buckets=not args.no_buckets, parallel=args.parallel, advance=bar.advance,
-                               transforms=transforms)
+                               transforms=transforms, modes=modes)
             try:
                 report = cmp.run()
             except Exception as exc:  # noqa: BLE001 - one table's failure is reported; the others are compared

@@ -46,7 +46,7 @@ from cdc.compare.fingerprint import ColumnInfo, bucket_digest_sql, md5_sql, quot
 from cdc.compare.merge import merge, merge_multiset, walk
 from cdc.compare.report import TableReport
 from cdc.compare.shapes import TableShape, describe
-from cdc.compare.transformed import left_out, shape_columns
+from cdc.compare.transformed import computed_select, filter_sql, left_out, shape_columns, target_mode
 from cdc.stream.events import TableId
 from cdc.transforms.mapper import SourceTransforms
 
@@ -68,6 +68,8 @@ class Side:
     key: list[str]
     trim: frozenset[str]
     digest: str = "md5"  # or "sha256" when a side has no MD5 (module docstring)
+    where: str = ""  # the source's row filter as SQL (sources[].transforms: cdc/compare/transformed.py)
+    computed: str = ""  # the source's computed columns as select items (", CAST(...) AS name, ...")
 
     @property
     def dialect(self) -> str:
@@ -79,6 +81,9 @@ class Side:
 
     def table_sql(self) -> str:
         q = lambda n: quote(self.dialect, n)
+        if self.where or self.computed:  # only the rows the filter lets move, with the computed columns
+            where = f" WHERE {self.where}" if self.where else ""
+            return f"(SELECT *{self.computed} FROM {q(self.shape.schema)}.{q(self.shape.table)}{where}) cdc_shaped"
         return f"{q(self.shape.schema)}.{q(self.shape.table)}"
 
     def md5(self, columns: list[ColumnInfo] | None = None) -> str:
@@ -107,13 +112,16 @@ def split_name(name: str, default_schema: str | None) -> tuple[str, str]:
 
 
 def plan(src_ep: Endpoint, src_conn, src_name: str, tgt_ep: Endpoint, tgt_conn, tgt_name: str,
-         report: TableReport, transforms: SourceTransforms | None = None) -> tuple[Side, Side]:
+         report: TableReport, transforms: SourceTransforms | None = None, modes: Any = None) -> tuple[Side, Side]:
     """Pair the two tables' columns, name mismatches, choose key and rendering; ``transforms``: the source's
-    (sources[].transforms): its columns are rendered as the stream shaped them (cdc/compare/transformed.py)."""
+    (sources[].transforms): its columns are rendered as the stream shaped them (cdc/compare/transformed.py);
+    ``modes``: the apply's target modes (streaming.apply.target_modes.TargetModes): soft-deleted rows are
+    absent, the modes' columns are not compared, a history table is refused."""
     s_shape = describe(src_ep.dialect, src_conn, *split_name(src_name, src_ep.default_schema))
     t_shape = describe(tgt_ep.dialect, tgt_conn, *split_name(tgt_name, tgt_ep.default_schema))
     t_by = {c.name.lower(): c for c in t_shape.columns}
     s_table = TableId(s_shape.schema, s_shape.table)
+    t_where = target_mode(modes, s_table, t_by, lambda n: quote(tgt_ep.dialect, n), report.warnings)
     dropped = left_out(transforms, s_table, [c.name for c in s_shape.columns])
     s_cols, t_cols, trim = [], [], set()
     for sc in s_shape.columns:
@@ -148,6 +156,17 @@ def plan(src_ep: Endpoint, src_conn, src_name: str, tgt_ep: Endpoint, tgt_conn, 
         nullable = sc.nullable or tc.nullable  # both sides must agree on which flags exist
         s_cols.append(replace(sc, nullable=nullable))
         t_cols.append(replace(tc, nullable=nullable))
+    computed = computed_select(transforms, s_table, lambda n: quote(src_ep.dialect, n))
+    for name in list(computed):  # the source's computed columns: its select items against the target's columns
+        tc = t_by.pop(name.lower(), None)
+        if tc is None:
+            report.warnings.append(f"computed column {name}: not in the target; not compared")
+            del computed[name]
+            continue
+        s_cols.append(replace(tc, name=name, nullable=True))
+        t_cols.append(replace(tc, nullable=True))
+        if tc.family == "decimal":
+            trim.add(name.lower())
     for tc in t_by.values():
         report.type_mismatches.append(f"column {tc.name}: in target ({tc.type}) but not in source; not compared")
     if not s_cols:
@@ -174,7 +193,9 @@ def plan(src_ep: Endpoint, src_conn, src_name: str, tgt_ep: Endpoint, tgt_conn, 
                                    t_cols, s_key, report.warnings)
     s_trim = frozenset(c.name for c in s_cols if c.name.lower() in trim)
     t_trim = frozenset(c.name for c, s in zip(t_cols, s_cols) if s.name.lower() in trim)
-    return (Side(src_ep, s_shape, s_cols, s_key, s_trim), Side(tgt_ep, t_shape, t_cols, t_key, t_trim))
+    return (Side(src_ep, s_shape, s_cols, s_key, s_trim, where=filter_sql(transforms, s_table, report.warnings),
+                 computed="".join(", " + item for item in computed.values())),
+            Side(tgt_ep, t_shape, t_cols, t_key, t_trim, where=t_where))
 
 
 def prefetch(rows: Iterable[tuple], chunk: int = 10_000, depth: int = 4) -> Iterator[tuple]:
@@ -221,8 +242,9 @@ class TableCompare:
 
     def __init__(self, src_ep: Endpoint, src_name: str, tgt_ep: Endpoint, tgt_name: str, *,
                  bucket_rows: int = 64, chunk: int = 10_000, use_buckets: bool = True, parallel: int = 2,
-                 advance: Callable[[int], None] | None = None, transforms: SourceTransforms | None = None) -> None:
-        self.transforms = transforms
+                 advance: Callable[[int], None] | None = None, transforms: SourceTransforms | None = None,
+                 modes: Any = None) -> None:
+        self.transforms, self.modes = transforms, modes
         self.src_ep, self.tgt_ep = src_ep, tgt_ep
         self.src_name, self.tgt_name = src_name, tgt_name
         self.bucket_rows, self.chunk, self.use_buckets = bucket_rows, chunk, use_buckets
@@ -241,7 +263,7 @@ class TableCompare:
             raise
         try:
             self.s, self.t = plan(self.src_ep, src_conn, self.src_name, self.tgt_ep, tgt_conn, self.tgt_name,
-                                  report, self.transforms)
+                                  report, self.transforms, self.modes)
             self.src_conn, self.tgt_conn = src_conn, tgt_conn
             self._choose_digest()
             self._probe(report)

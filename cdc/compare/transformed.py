@@ -6,7 +6,14 @@
 - a masked column is rendered by the mask's SQL below instead of the column itself, and compared as the
   target's column (a string);
 - an encrypted column cannot be (AES-GCM is not deterministic): it is left out, with a warning;
-- a table whose key column is masked is refused (the two sides' keys would not pair).
+- a table whose key column is masked is refused (the two sides' keys would not pair);
+- a row filter (``filter:``) becomes a WHERE on the source (the expression rendered back as MySQL SQL by
+  sqlglot); a ``filter_function`` has no SQL: such a table is refused;
+- a computed column (``computed:``) is selected on the source as its expression, CAST to its type, and
+  compared with the target's column of that name;
+- a target-side mode of the apply (apply[].tables[].mode, streaming/apply/target_modes.py): rows of a
+  ``soft_delete`` table with ``_cdc_deleted`` set count as absent (a WHERE on the target), the columns a mode
+  or ``metadata_columns`` adds are not compared, a ``history`` table (every change a row) is refused.
 
 The SQL exists for a MySQL/MariaDB source (the only reader with transforms). ``hash`` computes HMAC-SHA256
 from SHA2 (RFC 2104: ``SHA256((K ^ opad) || SHA256((K ^ ipad) || m))``): the padded key reaches the source
@@ -24,6 +31,7 @@ from cdc.compare.dialects import CompareDialect
 from cdc.compare.dialects.mysql_compare import MySqlCompare
 from cdc.compare.errors import CompareError
 from cdc.stream.events import TableId
+from cdc.transforms.expressions import Expression
 from cdc.transforms.mapper import SourceTransforms
 
 
@@ -93,3 +101,57 @@ def left_out(transforms: SourceTransforms | None, table: TableId, names: list[st
     if rule is None:
         return set()
     return {n.lower() for n in names if n in rule.exclude or (rule.include is not None and n not in rule.include)}
+
+
+def filter_sql(transforms: SourceTransforms | None, table: TableId, warnings: list[str]) -> str:
+    """The WHERE condition of the table's row filter on the source ("" when it has none). CompareError for a
+    ``filter_function`` (Python code has no SQL)."""
+    rule = transforms.rule(table) if transforms else None
+    if rule is None:
+        return ""
+    if rule.filter_function is not None:
+        raise CompareError(f"{table}: its rows are filtered by filter_function {rule.filter_function} (Python), "
+                           "which cannot be rendered as SQL on the source; write the filter as `filter:` (an "
+                           "expression, docs/transforms.md) to compare this table", table=str(table))
+    if rule.filter is None:
+        return ""
+    warnings.append(f"rows filtered at the source: only rows where {rule.filter} are compared")
+    return f"({Expression(rule.filter, f'rule {rule.match!r} filter').sql()}) IS TRUE"
+
+
+def computed_select(transforms: SourceTransforms | None, table: TableId, quote) -> dict[str, str]:
+    """{computed column name: its select item on the source (``CAST((expr) AS type) AS name``)}."""
+    rule = transforms.rule(table) if transforms else None
+    if rule is None:
+        return {}
+    from cdc.transforms.config import computed_logical
+
+    out = {}
+    for name, cc in rule.computed.items():
+        logical = computed_logical(cc.type)
+        cast = {"string": "CHAR", "integer": "SIGNED"}.get(
+            logical.family, f"DECIMAL({logical.precision or 10},{logical.scale or 0})")
+        sql = Expression(cc.expr, f"rule {rule.match!r} computed {name}").sql()
+        out[name] = f"CAST(({sql}) AS {cast}) AS {quote(name)}"
+    return out
+
+
+def target_mode(modes, table: TableId, t_by: dict, quote, warnings: list[str]) -> str:
+    """The target side of an apply's target mode: the WHERE keeping soft-deleted rows out ("" for none); the
+    mode's columns are taken out of ``t_by`` (the target's columns by lower-case name), so they are not
+    compared. CompareError for a history table."""
+    mode = modes.of(str(table)) if modes else None
+    if mode is None:
+        return ""
+    from streaming.apply.target_modes import DELETED
+
+    if mode.mode == "history":
+        raise CompareError(f"{table}: its target is an append-only history (apply mode history: every change a "
+                           "row), which has no state to compare with the source", table=str(table))
+    for name in mode.extra():
+        if t_by.pop(name.lower(), None) is not None:
+            warnings.append(f"column {name}: added by the apply's target mode; not compared")
+    if mode.mode != "soft_delete":
+        return ""
+    warnings.append(f"soft-delete target: rows with {DELETED} set count as absent")
+    return f"({quote(DELETED)} IS NULL OR {quote(DELETED)} = FALSE)"

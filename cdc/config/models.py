@@ -199,6 +199,12 @@ class TableMapping(BaseModel):
     source: str = Field(description="db.table of the source table (a glob pattern selects without renaming)")
     target: str | None = Field(default=None, description="its table name in the target (none: the source "
                                "table's name)")
+    mode: Literal["upsert", "soft_delete", "history"] = Field(
+        default="upsert", description="upsert: the target mirrors the source; soft_delete: a delete sets "
+        "_cdc_deleted and _cdc_deleted_at instead of removing the row; history: every change is a row of its "
+        "own (_cdc_op, _cdc_commit_ts, _cdc_sequence; key: the source key + _cdc_sequence). docs/transforms.md")
+    metadata_columns: bool = Field(default=False, description="add _cdc_op, _cdc_commit_ts, _cdc_txid (GTID/XID), "
+                                   "_cdc_sequence and _cdc_applied_at to every row written")
 
 
 class ViewConfig(BaseModel):

@@ -28,11 +28,13 @@ class TableMap:
     exclude: tuple[str, ...]
     drop_table: str = "keep"  # apply[].drop_table / rename_in: streaming/apply/table_ddl.py
     rename_in: str = "stop"
+    modes: tuple[tuple[str, str, bool], ...] = ()  # (source glob, mode, metadata_columns): streaming/apply/target_modes.py
 
     @classmethod
     def from_config(cls, apply: ApplyConfig) -> TableMap:
         include: list[str] | None = None
         renames: list[tuple[str, str]] = []
+        modes: list[tuple[str, str, bool]] = []
         if apply.tables is not None:
             include = []
             for item in apply.tables:
@@ -40,10 +42,12 @@ class TableMap:
                     include.append(item.source)
                     if item.target:
                         renames.append((item.source, item.target))
+                    if item.mode != "upsert" or item.metadata_columns:
+                        modes.append((item.source, item.mode, item.metadata_columns))
                 else:
                     include.append(item)
         return cls(tuple(include) if include is not None else None, tuple(renames), tuple(apply.exclude),
-                   apply.drop_table, apply.rename_in)
+                   apply.drop_table, apply.rename_in, tuple(modes))
 
     def wanted(self, source_table: str) -> bool:
         if table_glob.matches(source_table, self.exclude):

@@ -5,6 +5,7 @@ fingerprints, so a shaped target is still proven equal to its source.
 
 - config.py: ``sources[].transforms`` (pydantic models);
 - masks.py: the mask functions, the key files, :func:`decrypt` for key holders;
+- expressions.py: the row filters' and computed columns' SQL expressions (parsed by sqlglot, evaluated here);
 - mapper.py: the column-mapper hook (:class:`SourceTransforms`, :class:`ColumnMapper`) readers call where
   they choose a table's converters;
 - decrypt_cmd.py: `cdc decrypt`.

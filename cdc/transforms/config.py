@@ -26,6 +26,7 @@ matched table has.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -71,6 +72,42 @@ ColumnMask = Annotated[HashMask | EncryptMask | TruncateMask | KeepLastMask | Re
                        Field(discriminator="mask")]
 
 
+class ComputedColumn(BaseModel):
+    """A column the daemon adds, computed from the clear source row."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    expr: str = Field(description="SQL expression (MySQL spelling, docs/transforms.md) over the clear source "
+                      "columns; NULL gives NULL")
+    type: str = Field(description="the column's type, in the source's spelling: varchar(N)/char(N)/text, "
+                      "tinyint..bigint, or decimal(P,S)")
+
+    @model_validator(mode="after")
+    def _valid(self) -> ComputedColumn:
+        from cdc.transforms.errors import TransformError
+        from cdc.transforms.expressions import Expression
+
+        try:
+            Expression(self.expr, "computed column expr")
+        except TransformError as exc:
+            raise ValueError(str(exc)) from None
+        family = computed_logical(self.type).family
+        if family not in COMPUTED_FAMILIES:
+            raise ValueError(f"computed column type {self.type!r} is a {family}; a computed column is one of "
+                             f"{', '.join(sorted(COMPUTED_FAMILIES))} (e.g. varchar(64), bigint, decimal(12,2))")
+        return self
+
+
+COMPUTED_FAMILIES = frozenset({"string", "integer", "decimal"})
+
+
+def computed_logical(type_text: str):  # -> LogicalType
+    """The logical type of a computed column's ``type`` (MySQL's spelling: the sources with transforms)."""
+    from readers.mysql.types import logical_type
+
+    return logical_type(type_text)
+
+
 class TableTransform(BaseModel):
     """One rule: the tables it matches and what it does to their columns."""
 
@@ -83,6 +120,14 @@ class TableTransform(BaseModel):
     exclude: list[str] = Field(default_factory=list, description="columns that never leave the daemon "
                                "(not a primary key column)")
     columns: dict[str, ColumnMask] = Field(default_factory=dict, description="column name -> its mask")
+    computed: dict[str, ComputedColumn] = Field(default_factory=dict, description="column name -> a column "
+                                                "the daemon adds after the moved ones, computed from the clear row")
+    filter: str | None = Field(default=None, description="only rows for which this SQL expression (MySQL "
+                               "spelling, over the clear source columns; docs/transforms.md) is TRUE move; an "
+                               "update leaving it is a delete, one entering it an insert")
+    filter_function: str | None = Field(default=None, description="'package.module:function' called with the "
+                                        "clear row (a dict) instead of `filter`: the row moves when it returns "
+                                        "True; `cdc compare` refuses such a table")
 
     @field_validator("match")
     @classmethod
@@ -93,6 +138,19 @@ class TableTransform(BaseModel):
     def _consistent(self) -> TableTransform:
         if self.include is not None and self.exclude:
             raise ValueError(f"rule {self.match!r}: give include or exclude, not both")
+        if self.filter is not None and self.filter_function is not None:
+            raise ValueError(f"rule {self.match!r}: give filter or filter_function, not both")
+        if self.filter is not None:  # parsed now: a bad expression stops the config load
+            from cdc.transforms.errors import TransformError
+            from cdc.transforms.expressions import Expression
+
+            try:
+                Expression(self.filter, f"rule {self.match!r} filter")
+            except TransformError as exc:
+                raise ValueError(str(exc)) from None
+        if self.filter_function is not None and not re.fullmatch(r"[\w.]+:\w+", self.filter_function):
+            raise ValueError(f"rule {self.match!r}: filter_function {self.filter_function!r} is not "
+                             "'package.module:function'")
         dropped = set(self.exclude) | (set() if self.include is None else set(self.columns) - set(self.include))
         both = sorted(dropped & set(self.columns))
         if both:

@@ -6,8 +6,10 @@ table it fingerprints. A mapper gives
 
 - ``schema``: the shaped TableSchema (what SCHEMA records, ``Change.schema`` and so the Debezium/Avro
   schemas and the apply's catalog see: an excluded column absent, a hashed or encrypted one a string);
-- ``row(values)``: the shaped row image, a new dict (the reader's own dict is left as it was);
-- ``columns``: per kept column, its mask config (None: the value moves as it is).
+- ``row(values)``: the shaped row image, a new dict (the reader's own dict is left as it was), computed
+  columns (``computed:``) added after the moved ones;
+- ``change(op, before, after)``: a row change filtered (``filter``/``filter_function``, evaluated on both clear
+  images) and shaped, None when it moves nowhere; ``rows(rows)``: the snapshot rows that pass, shaped.
 
 None from ``mapper()`` means the table is not shaped: its rows move as they are, and the fast paths (the
 native MySQL rows pass, Oracle's columnar redo pass) may serialize them. A table with a mapper never takes
@@ -16,8 +18,10 @@ a fast path that skips ``row()``: that is the fast paths' one rule (tests/unit/c
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -25,8 +29,9 @@ from cdc.schema.logical import LogicalType
 from cdc.schema.table_glob import is_literal
 from cdc.stream.events import Column, TableId, TableSchema
 from cdc.transforms import masks
-from cdc.transforms.config import TableTransform, TransformsConfig
+from cdc.transforms.config import TableTransform, TransformsConfig, computed_logical
 from cdc.transforms.errors import TransformError
+from cdc.transforms.expressions import Expression
 
 _TEXT_FAMILIES = frozenset({"string", "enum", "set"})
 _HASHABLE = _TEXT_FAMILIES | {"integer"}
@@ -54,6 +59,27 @@ class ColumnMapper:
     plan: tuple[tuple[str, Callable[[Any], Any] | None], ...]  # kept column -> its mask (None: as it is)
     masked: frozenset[str]  # columns whose values the mask changes (never shown in an error or a log)
     dropped: frozenset[str]  # columns that never leave the daemon
+    keep: Callable[[dict[str, Any]], bool] | None = None  # the row filter, on the clear image (None: every row)
+    computed: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = ()  # added columns, from the clear row
+
+    def change(self, op: str, before: dict[str, Any] | None,
+               after: dict[str, Any] | None) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None] | None:
+        """(op, before, after) of one clear change as the stream carries it: filtered on both images, then
+        shaped; None when the row moves nowhere. An update leaving the filter is a delete of its before image,
+        one entering it an insert of its after image."""
+        if self.keep is not None:
+            was = before is not None and self.keep(before)
+            now = after is not None and self.keep(after)
+            if op == "u" and was != now:
+                op, before, after = ("d", before, None) if was else ("c", None, after)
+            elif not (was or now):
+                return None
+        return op, self.row(before), self.row(after)
+
+    def rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The shaped images of the snapshot rows that pass the filter."""
+        keep = self.keep
+        return [self.row(r) for r in rows if keep is None or keep(r)]  # type: ignore[misc]
 
     def row(self, values: dict[str, Any] | None) -> dict[str, Any] | None:
         """The shaped image of ``values`` (None stays None). TransformError names table and column, never
@@ -70,6 +96,8 @@ class ColumnMapper:
                     raise TransformError(f"{self.table}.{name}: a {type(v).__name__} value cannot be masked",
                                          table=str(self.table), column=name) from None
             out[name] = v
+        for name, fn in self.computed:
+            out[name] = fn(values)
         return out
 
     def hides(self, column: str | None) -> bool:
@@ -164,8 +192,47 @@ class SourceTransforms:
             plan.append((c.name, fn))
             cols.append(column)
             masked.add(c.name)
+        computed = []
+        for name, cc in rule.computed.items():
+            if name in names:
+                raise self._fail(schema, rule, "a computed column cannot take the name of a source column", name)
+            expr = Expression(cc.expr, f"sources[].transforms rule {rule.match!r} computed {name}")
+            for col in sorted(expr.columns - names):
+                raise self._fail(schema, rule, f"computed column {name} reads a column the table does not have", col)
+            for col in sorted(expr.columns & (masked | (names - kept))):  # fail closed: no clear value leaves
+                raise self._fail(schema, rule, f"computed column {name} reads a masked or left-out column (its "
+                                 "clear value would leave the daemon)", col)
+            logical = computed_logical(cc.type)
+            computed.append((name, _computed(expr, logical, str(schema.table), name)))
+            cols.append(Column(name, cc.type, True, None, logical))
         shaped = TableSchema(schema.table, tuple(cols), schema.primary_key)
-        return ColumnMapper(schema.table, shaped, tuple(plan), frozenset(masked), frozenset(names - kept))
+        return ColumnMapper(schema.table, shaped, tuple(plan), frozenset(masked), frozenset(names - kept),
+                            self._filter(schema, rule, names), tuple(computed))
+
+    def _filter(self, schema: TableSchema, rule: TableTransform, names: set[str]) -> Callable[[dict], bool] | None:
+        """The rule's row filter (an expression or a function by import path), None when it has none."""
+        if rule.filter is not None:
+            expr = Expression(rule.filter, f"sources[].transforms rule {rule.match!r} filter")
+            for col in sorted(expr.columns - names):  # a glob rule too: a missing column would drop every row
+                raise self._fail(schema, rule, "the filter reads a column the table does not have", col)
+            return expr.matches
+        if rule.filter_function is not None:
+            module, _, name = rule.filter_function.partition(":")
+            try:
+                fn = getattr(importlib.import_module(module), name)
+            except (ImportError, AttributeError) as exc:
+                raise self._fail(schema, rule, f"filter_function {rule.filter_function!r} cannot be imported "
+                                 f"({type(exc).__name__}: {exc})", "-") from None
+            table = str(schema.table)
+
+            def keep(row: dict[str, Any]) -> bool:
+                try:
+                    return fn(dict(row)) is True
+                except Exception as exc:  # noqa: BLE001 - the user's code: named, its row not shown
+                    raise TransformError(f"{table}: filter_function {rule.filter_function} raised "
+                                         f"{type(exc).__name__} (the row is not shown)", table=table) from None
+            return keep
+        return None
 
     def _mask(self, cfg: Any, c: Column) -> tuple[Callable[[Any], Any], Column]:
         family = c.logical.family if c.logical is not None else "other"
@@ -189,6 +256,34 @@ class SourceTransforms:
             out = LogicalType("string", length=max(len(cfg.value), 1))
             return masks.replace_mask(cfg.value), Column(c.name, self.spelling(out), c.nullable, None, out)
         return masks.null_mask, Column(c.name, c.type, True, None, c.logical)
+
+
+def _computed(expr: Expression, logical: LogicalType, table: str, name: str) -> Callable[[dict[str, Any]], Any]:
+    """The value function of a computed column: the expression's value in the stream form of its type (a
+    string; an int; a decimal as its text at the type's scale, rounded half away from zero as MySQL's CAST)."""
+    family, length, scale = logical.family, logical.length, logical.scale or 0
+    step = Decimal(1).scaleb(-scale)
+
+    def value(row: dict[str, Any]) -> Any:
+        v = expr.value(row)
+        if v is None:
+            return None
+        try:
+            if family == "string":
+                text = str(int(v)) if isinstance(v, bool) else str(v)
+                if length is not None and len(text) > length:
+                    raise TransformError(f"{table}.{name}: a computed value is longer than its type's {length} "
+                                         "characters (the value is not shown); widen the computed column's type",
+                                         table=table, column=name)
+                return text
+            d = Decimal(str(int(v)) if isinstance(v, bool) else str(v))
+            if family == "integer":
+                return int(d.to_integral_value(ROUND_HALF_UP))
+            return format(d.quantize(step, ROUND_HALF_UP), "f")
+        except (InvalidOperation, ValueError):
+            raise TransformError(f"{table}.{name}: a computed value is not a {family} (the value is not shown)",
+                                 table=table, column=name) from None
+    return value
 
 
 def encrypted_length(chars: int) -> int:

@@ -220,7 +220,7 @@ class IncrementalSnapshots:
             mapper = transforms.mapper(reader.schema) if transforms else None
             schema = reader.schema if mapper is None else mapper.schema
             if mapper is not None:
-                rows = [mapper.row(r) for r in rows]
+                rows = mapper.rows(rows)  # filtered, then shaped
             yield Begin(txid, ts)
             for i, row in enumerate(rows):
                 yield Change(table, "r", None, row, {"incremental_snapshot": True, "row": i}, schema)

@@ -625,13 +625,16 @@ class MySqlSource:
                 yield batch
                 return
         where = f"{file}:{pos} gtid {gtid}"
-        for i, r in enumerate(rows):
+        i = 0  # the rows yielded: a filtered or dead-lettered row takes no row number
+        for r in rows:
             src = {"gtid": gtid, "file": file, "pos": pos, "row": row_no + i, "server_id": server_id}
             if thread is not None:
                 src["thread"] = thread
             try:
                 if mapper is not None:
                     change = self._shaped_change(r, op, table, src, schema, convert, where, mapper)
+                    if change is None:  # the rule's filter keeps the row out (cdc/transforms)
+                        continue
                 elif op == "c":
                     change = Change(table, op, None, convert(r["values"], where), src, schema)
                 elif op == "d":
@@ -645,13 +648,15 @@ class MySqlSource:
                 row = repr(r)[:2000] if mapper is None else "(not shown: the table has masked columns)"
                 self._dead_letter(exc, {"table": str(table), "op": op, "source": src, "row": row})
                 continue
+            i += 1
             yield change
 
     @staticmethod
     def _shaped_change(r: dict[str, Any], op: str, table: TableId, src: dict[str, Any], schema: Any,
-                       convert: RowConverter, where: str, mapper: Any) -> Change:
-        """The Change of one row of a shaped table: converted, then shaped (cdc/transforms); a DecodeError
-        names the column but shows no value of a masked or dropped column."""
+                       convert: RowConverter, where: str, mapper: Any) -> Change | None:
+        """The Change of one row of a shaped table: converted, then filtered and shaped (cdc/transforms; None
+        when the filter keeps it out); a DecodeError names the column but shows no value of a masked or dropped
+        column."""
         try:
             before = convert(r["values"] if op == "d" else r["before_values"], where) if op != "c" else None
             after = convert(r["values"] if op == "c" else r["after_values"], where) if op != "d" else None
@@ -662,7 +667,8 @@ class MySqlSource:
             raise DecodeError(f"cannot decode {table}.{column} at {where} (the value is not shown: the column is "
                               "masked or left out)", table=str(table), column=column, position=where,
                               value=None) from None
-        return Change(table, op, mapper.row(before), mapper.row(after), src, schema)
+        shaped = mapper.change(op, before, after)
+        return None if shaped is None else Change(table, shaped[0], shaped[1], shaped[2], src, schema)
 
     def _commit(self, gtid: str, began: bool, timestamp: int, log_pos: int,
                 stream: BinLogStreamReader) -> Commit | None:

@@ -312,7 +312,7 @@ class InitialSnapshot:
         transforms = getattr(self.source, "transforms", None)  # the transforms hook: rows leave shaped
         mapper = transforms.mapper(schema) if transforms else None
         if mapper is not None:
-            schema, rows = mapper.schema, [mapper.row(r) for r in rows]
+            schema, rows = mapper.schema, mapper.rows(rows)  # filtered, then shaped
         if n == EMPTY_TABLE:  # no rows: the table's definition alone, so every consumer (the apply's target
             # table, `cdc compare`) knows the table exists; a checkpoint like a chunk's END (a restart reads
             # the table again: it is still empty, or its rows come from that newer read)

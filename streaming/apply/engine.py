@@ -77,6 +77,7 @@ from cdc.schema.table_map import TableMap
 from cdc.stream.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
 from cdc.stream.resync_range import OP as RANGE_OP
 from cdc.stream.resync_range import ResyncRange, ResyncRangeError
+from streaming.apply import target_modes
 from streaming.apply.catalog import Catalog, TableInfo
 from streaming.apply.net_effect import DataChange, TableNet, net_effect, net_effect_columns
 from streaming.apply.table_delta import TableDelta
@@ -182,6 +183,7 @@ class ApplyEngine:
         applied only up to the start of the transaction (or record) that breaks it, with its progress row,
         then the StreamCorrupt naming offset, sequence, expected and found is raised: nothing of that
         transaction is written."""
+        batch = target_modes.rewrite(self.table_map, batch)  # soft delete, history, metadata columns
         last = self.progress.last_sequence if self.progress else None
         # the epoch floor: the highest writer epoch applied, kept in the progress row across restarts
         self.epoch = max(self.epoch, self.progress.epoch if self.progress else 0)

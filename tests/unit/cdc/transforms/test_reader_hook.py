@@ -79,3 +79,15 @@ def test_decode_error_and_dead_letter_hide_masked_values(tmp_path):
     ev = _event(WriteRowsEvent, [{"values": dict(ROW)}])
     assert list(src._changes(ev, T, "0-1-1", 0, conv, None)) == []
     assert letters and CLEAR not in repr(letters) and "secret note" not in repr(letters)
+
+
+def test_filtered_rows_are_not_yielded_and_take_no_row_number(tmp_path):
+    src, conv = _source(tmp_path, {"match": "shop.*", "filter": "score > 5"})
+    rows = [{"values": ConvertedRow(ROW | {"id": i, "score": float(i)})} for i in (1, 7, 2, 9)]
+    out = list(src._changes(_event(WriteRowsEvent, rows), T, "0-1-1", 10, conv, None))
+    assert [(c.op, c.after["id"], c.source["row"]) for c in out] == [("c", 7, 10), ("c", 9, 11)]
+    moves = [{"before_values": ConvertedRow(ROW | {"score": 9.0}), "after_values": ConvertedRow(ROW | {"score": 1.0})},
+             {"before_values": ConvertedRow(ROW | {"score": 1.0}), "after_values": ConvertedRow(ROW | {"score": 2.0})},
+             {"before_values": ConvertedRow(ROW | {"score": 1.0}), "after_values": ConvertedRow(ROW | {"score": 8.0})}]
+    out = list(src._changes(_event(UpdateRowsEvent, moves), T, "0-1-2", 0, conv, None))
+    assert [(c.op, c.before is None, c.after is None) for c in out] == [("d", False, True), ("c", True, False)]
