@@ -31,8 +31,6 @@ NOT_YET = {
     "streaming/targets/lake_types.py",
     # beyond the six the issue names, found by this rule
     "cdc/debezium/schema_change.py",  # the schema-change document's column types (jdbcType, length)
-    "cdc/schema/sql_dialects.py",
-    "cdc/stream/resync_range.py",
 }
 # cdc/compare's own family vocabulary (cdc/compare/columns.py Family) reuses one type name
 COMPARE_FAMILY_NAMES = {"datetime"}
