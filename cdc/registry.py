@@ -170,12 +170,29 @@ def type_parser(kind: str) -> Callable[[str], LogicalType]:
     return _attr(TYPE_PARSERS, kind, "type parser")
 
 
-def logical_of(column: Any, kind: str) -> LogicalType:
+def logical_of(column: Any, kind: str | None = None) -> LogicalType:
     """``column.logical``, or the one the source kind's parser reads from ``column.type`` when the column came
-    without it (cdc.stream.events.Column)."""
+    without it (cdc.stream.events.Column); ``kind`` None: :func:`guess_logical`."""
     if column.logical is not None:
         return column.logical
+    if kind is None:
+        return guess_logical(column.type)
     return type_parser(kind)(column.type)
+
+
+GUESS_ORDER = ("mysql", "oracle")
+
+
+def guess_logical(type_text: str) -> LogicalType:
+    """The logical type of a type text whose source kind is unknown (a column written without its logical type
+    and no kind at hand, a hand-written type): the first of GUESS_ORDER's parsers that knows the spelling, else
+    ``other``. MySQL's first: where both read a spelling (``date``, ``timestamp(3)``) it is the reading the type
+    maps gave every text before logical types existed."""
+    for kind in GUESS_ORDER:
+        found = type_parser(kind)(type_text)
+        if found.family != "other":
+            return found
+    return LogicalType("other")
 
 
 def debezium_source_fields(kind: str) -> list[dict[str, Any]]:

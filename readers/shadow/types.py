@@ -9,6 +9,8 @@ no length.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cdc.compare.columns import ColumnInfo, Family
 from cdc.compare.type_families import common_family
 from cdc.schema.logical import LogicalType
@@ -35,8 +37,10 @@ def from_family(family: Family, scale: int | None) -> LogicalType:
     return LogicalType("other")
 
 
-def of_column(col: ColumnInfo) -> LogicalType:
-    return from_family(col.family, col.scale)
+def of_column(col: ColumnInfo, dialect: str | None = None) -> LogicalType:
+    """``dialect``: the compare dialect of the database the shadow reads (cdc.schema.logical ``dialect``: a
+    target of that dialect takes the catalog's type text as it is)."""
+    return replace(from_family(col.family, col.scale), dialect=dialect)
 
 
 def logical_type(type_text: str) -> LogicalType:
