@@ -27,8 +27,6 @@ NOT_YET = {
     "cdc/schema/evolution.py",
     "cdc/schema/values.py",
     "cdc/compare/type_families.py",
-    "streaming/targets/typemap.py",
-    "streaming/targets/lake_types.py",
     # beyond the six the issue names, found by this rule
     "cdc/debezium/schema_change.py",  # the schema-change document's column types (jdbcType, length)
 }
