@@ -99,12 +99,27 @@ class MySqlCompare(CompareDialect):
         return "LIMIT 1"
 
     # ---- catalog -------------------------------------------------------------------------------
+    own_types = ((("varchar", "tinytext", "mediumtext", "longtext"), "string", None),
+                 (("varbinary", "tinyblob", "mediumblob", "longblob"), "binary", None))
+
     def own_family(self, t: str) -> tuple[Family, int | None] | None:
         if t.startswith(("bit", "year")):
             return "int", None  # rendered as their number (fingerprint)
         if t.startswith(_SPATIAL):
             return "binary", None  # the internal value (SRID + WKB), which the stream carries
-        return None
+        return self.spelled_family(t)
+
+    def value_kind(self, type_text: str, family: Family) -> str:
+        """MySQL's FLOAT (float32: selected widened, cdc.schema.values.select_expr), BIT and JSON, whose values
+        the binlog library and PyMySQL hand differently; ``type_text``: the catalog's COLUMN_TYPE."""
+        t = type_text.lower().lstrip()
+        if family == "float" and t.startswith("float"):
+            return "float32"
+        if t.startswith("bit"):
+            return "bit"
+        if family == "other" and t == "json":
+            return "json"
+        return family
 
     def describe_columns(self, conn: Any, schema: str, table: str) -> tuple[list[ColumnInfo], list[tuple]]:
         rows = _query(conn, "SELECT COLUMN_NAME, COLUMN_TYPE, NUMERIC_SCALE, DATETIME_PRECISION, IS_NULLABLE, "
