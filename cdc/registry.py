@@ -70,6 +70,12 @@ DEBEZIUM_SOURCES: dict[str, str] = {  # source kind -> its Debezium ``source`` f
     "shadow": "readers.mysql.debezium:SOURCE_FIELDS",  # the shadow source publishes MySQL's block (as it always has)
 }
 
+DEBEZIUM_COLUMNS: dict[str, str] = {  # source kind -> column_type(type_text): a schema-change Column's type fields
+    "mysql": "readers.mysql.debezium:column_type",
+    "oracle": "readers.oracle.debezium:column_type",
+    "shadow": "readers.mysql.debezium:column_type",  # as its source block: MySQL's
+}
+
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("cdc.runtime.run_cmd", "run the capture daemon (readers + publisher)"),
     "apply": ("streaming.apply.apply_cmd", "run the Spark apply job into the targets"),
@@ -193,6 +199,11 @@ def guess_logical(type_text: str) -> LogicalType:
         if found.family != "other":
             return found
     return LogicalType("other")
+
+
+def debezium_column_type(kind: str) -> Callable[[str], dict[str, Any]]:
+    """The source kind's reading of its type text into a Debezium schema-change Column's type fields."""
+    return _attr(DEBEZIUM_COLUMNS, kind, "Debezium column types")
 
 
 def debezium_source_fields(kind: str) -> list[dict[str, Any]]:
