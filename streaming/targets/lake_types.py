@@ -1,7 +1,8 @@
 """Source columns -> Arrow types of the lakehouse targets (Delta, Iceberg), by their logical type
 (cdc.schema.logical), and value conversion.
 
-One Arrow type per source type, chosen to hold every value of it; both
+Each lake package names its own (``streaming/targets/<kind>/typemap.py`` ``ARROW_TYPE``: its smallest integer);
+this module holds the shared reading and the value conversion. One Arrow type per source type, chosen to hold every value of it; both
 formats store these (Delta: the Delta type of the same name, Iceberg: its
 primitive type):
 
@@ -29,22 +30,36 @@ the value.
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+import functools
+import importlib
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc.schema.logical import LogicalType
 from cdc.stream.events import TableSchema
 from streaming.targets.typemap import Source, column_of
 
 
+@functools.cache
+def _arrow_types() -> dict[str, Callable[[LogicalType], pa.DataType]]:
+    from streaming.targets import arrow_type_specs  # each lake package's typemap.py names its ARROW_TYPE
+
+    return {kind: getattr(importlib.import_module(module), name) for kind, (module, name) in arrow_type_specs().items()}
+
+
 def arrow_type(source: Source, fmt: str) -> pa.DataType:
     """The Arrow type of a source column (a Column, its LogicalType or a type text: streaming.targets.typemap)
-    in ``fmt`` ('delta' or 'iceberg'), by its logical type."""
-    lt, _ = column_of(source)
+    in the lake format ``fmt`` (a target kind whose package names an ``ARROW_TYPE``), by its logical type."""
+    return _arrow_types()[fmt](column_of(source)[0])
+
+
+def logical_arrow(lt: LogicalType, short: pa.DataType) -> pa.DataType:
+    """The Arrow type of a logical type in a format whose smallest integer is ``short`` (the table in the
+    module doc)."""
     f = lt.family
-    short = pa.int16() if fmt == "delta" else pa.int32()
     if f == "year" or (f == "integer" and (lt.length == 8 or (lt.length == 16 and not lt.unsigned))):
         return short
     if f == "integer" and (lt.length or 64) <= 32:

@@ -3,8 +3,9 @@
 Each target dialect gets a type that holds every value of the column's logical type (unsigned widened, DECIMAL
 exact), and a converter for values whose stream form (see cdc.stream.events.Change) the target cannot take as is
 (base64 binary -> bytes, zoned 'Z' text for MySQL). The maps switch on the family and sizes, never on the source's
-spelling; a MySQL target of a MySQL source takes the source's declared text as it is (``dialect``: the pass-through
-of decision #35 b). An unknown type (family ``other``) maps to text, which holds the stream's JSON-ready value.
+spelling. Each target's map is in its package (``streaming/targets/<kind>/typemap.py``: LogicalType and the
+declared text -> its column type); this module holds what they share. An unknown type (family ``other``) maps to
+text, which holds the stream's JSON-ready value.
 
 A column is given as a cdc.stream.events.Column (its ``logical``, or its kind's reading: cdc.registry.logical_of),
 or as bare type text (a schema without logical types and no kind at hand: cdc.registry.guess_logical).
@@ -18,7 +19,8 @@ digits below the microsecond is refused there (:func:`micro_timestamp`), never r
 from __future__ import annotations
 
 import base64
-import re
+import functools
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -41,121 +43,7 @@ def column_of(source: Source) -> tuple[LogicalType, str]:
     return registry.logical_of(source), source.type
 
 
-def _pg(lt: LogicalType, text: str) -> str:
-    f = lt.family
-    if f == "integer":
-        bits = lt.length or 64
-        if bits == 8:
-            return "smallint"
-        if bits == 16:
-            return "integer" if lt.unsigned else "smallint"
-        if bits <= 32:
-            return "bigint" if lt.unsigned else "integer"
-        return "numeric(20,0)" if lt.unsigned else "bigint"
-    if f == "decimal":
-        return "numeric" if lt.precision is None else f"numeric({lt.precision},{lt.scale or 0})"
-    if f == "float":
-        return "real"
-    if f == "double":
-        return "double precision"
-    if f == "string" and lt.subtype != "lob" and lt.length is not None:
-        return f"char({lt.length})" if lt.fixed and lt.subtype != "national" else f"varchar({lt.length})"
-    if f == "date":
-        return "date"
-    if f == "timestamp" or (f == "timestamp_tz" and lt.time_zone == "local"):
-        return f"timestamp({_micro_digits(lt.precision)})" if lt.precision is not None else "timestamp"
-    if f == "timestamp_tz":  # stream: UTC + 'Z'
-        return f"timestamptz({_micro_digits(lt.precision)})" if lt.precision is not None else "timestamptz"
-    if f == "time":  # MySQL TIME spans -838:59:59.999999 .. 838:59:59.999999
-        return "interval"
-    if f == "year":
-        return "smallint"
-    if f == "bit":  # the stream carries BIT(n) as an unsigned integer
-        return "bigint" if (lt.length or 1) < 64 else "numeric(20,0)"
-    if f in ("binary", "spatial"):
-        return "bytea"
-    if f == "json":
-        return "jsonb"
-    if f == "boolean":
-        return "boolean"
-    return "text"
-
-
-def _duckdb(lt: LogicalType, text: str) -> str:
-    if (lt.family == "integer" and lt.length == 64 and lt.unsigned) or (lt.family == "bit" and lt.length == 64):
-        return "ubigint"
-    pg = re.sub(r"^(timestamptz|timestamp|time)\(\d+\)$", r"\1", _pg(lt, text))
-    if pg.startswith("numeric"):
-        digits = (lt.precision or 0) if lt.family == "decimal" else 0
-        if pg == "numeric" or digits > 38:
-            return "varchar"  # DuckDB DECIMAL holds 38 digits: the stream's exact text instead
-        return pg.replace("numeric", "decimal")
-    return {"bytea": "blob", "jsonb": "varchar", "text": "varchar", "double precision": "double"}.get(pg, pg)
-
-
-def _mysql(lt: LogicalType, text: str) -> str:
-    """A MySQL/MariaDB source's declared text as it is (its own dialect); any other source's logical type in
-    MySQL's types (an Oracle CHAR/NCHAR without a length: VARCHAR(2000); NCHAR(n): VARCHAR(n), which keeps its
-    blank padding where a MySQL CHAR strips it)."""
-    f = lt.family
-    if lt.dialect == "mysql" and text:
-        return _NOTES.sub("", text)
-    if f == "string":
-        if lt.subtype == "lob" or (lt.subtype == "national" and lt.length is None and not lt.fixed):
-            return "longtext"
-        if lt.fixed:
-            if lt.length is None:
-                return "varchar(2000)"
-            return f"varchar({lt.length})" if lt.subtype == "national" else f"char({lt.length})"
-        return f"varchar({lt.length or 255})"
-    if f == "decimal":
-        return "decimal(38,10)" if lt.precision is None else f"decimal({lt.precision},{lt.scale or 0})"
-    if f == "binary":
-        if lt.subtype == "lob":
-            return "blob"
-        return f"binary({lt.length or 1})" if lt.fixed else f"varbinary({lt.length or 2000})"
-    if f in ("float", "double"):
-        return f
-    if f in ("timestamp", "timestamp_tz"):  # zoned: the UTC wall clock
-        return f"datetime({_micro_digits(lt.precision)})" if lt.precision is not None else "datetime"
-    if f == "integer":
-        name = {8: "tinyint", 16: "smallint", 24: "mediumint", 32: "int"}.get(lt.length or 64, "bigint")
-        return name + (" unsigned" if lt.unsigned else "")
-    if f in ("date", "json", "year"):
-        return f
-    if f == "boolean":
-        return "tinyint(1)"
-    if f == "time":
-        return f"time({_micro_digits(lt.precision)})" if lt.precision is not None else "time"
-    if f == "bit":
-        return f"bit({lt.length or 1})"
-    if f == "spatial":
-        return lt.subtype or "geometry"
-    return text or "longtext"
-
-
-_NOTES = re.compile(r"\s+zerofill\b|\s+(character set|charset|collate)\s.*$")  # not part of a column's type
-
-
-def _oracle(lt: LogicalType, text: str) -> str:
-    f = lt.family
-    if f == "timestamp" or (f == "timestamp_tz" and lt.time_zone == "local"):
-        return f"timestamp({lt.precision})" if lt.precision is not None else "timestamp"
-    if f == "timestamp_tz":
-        return (f"timestamp({lt.precision})" if lt.precision is not None else "timestamp") + " with time zone"
-    pg = _pg(lt, text)
-    if pg == "interval":
-        return "varchar2(20)"
-    if f == "decimal" and (lt.precision or 0) > 38:
-        return f"varchar2({lt.precision + 2})"  # NUMBER keeps 38 significant digits: the exact text
-    if pg.startswith("numeric"):
-        return pg.replace("numeric", "number")
-    return {"smallint": "number(5)", "integer": "number(10)", "bigint": "number(19)", "real": "binary_float",
-            "double precision": "binary_double", "text": "clob", "bytea": "blob", "jsonb": "clob",
-            "boolean": "number(1)", "date": "date"}.get(pg, pg.replace("varchar(", "varchar2("))
-
-
-def _micro_digits(precision: int) -> int:
+def micro_digits(precision: int) -> int:
     """Fraction digits of a target timestamp: PostgreSQL, DuckDB and MySQL hold microseconds (an
     Oracle TIMESTAMP(7..9) gets 6 and its values are checked by :func:`micro_timestamp`)."""
     return min(precision, 6)
@@ -176,17 +64,24 @@ class TypeMap:
     temporal_objects: bool = False
 
 
-TYPE_MAPS = {
-    "postgres": TypeMap(_pg),
-    "duckdb": TypeMap(_duckdb),
-    "mysql": TypeMap(_mysql, naive_text_timestamps=True),
-    "oracle": TypeMap(_oracle, temporal_objects=True),
-}
+@functools.cache
+def type_maps() -> dict[str, TypeMap]:
+    """dialect -> its TypeMap: each target package that has one names it in ``TYPE_MAP`` (its
+    ``typemap.py``, streaming/targets/__init__.py); a target without one (Parquet) keeps the stream's values."""
+    from streaming.targets import type_map_specs
+
+    return {kind: getattr(importlib.import_module(module), name) for kind, (module, name) in type_map_specs().items()}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TYPE_MAPS":
+        return type_maps()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def target_type(source: Source, dialect: str) -> str:
     """The column type of ``source`` (a Column, its LogicalType or a type text: module doc) in ``dialect``."""
-    return TYPE_MAPS[dialect].target_type(*column_of(source))
+    return type_maps()[dialect].target_type(*column_of(source))
 
 
 def b64_bytes(value: Any) -> Any:
@@ -221,7 +116,7 @@ def _int(value: Any) -> Any:
 
 def converter(source: Source, dialect: str) -> Converter | None:
     """A function turning the stream value into what the target column takes, or None."""
-    types = TYPE_MAPS.get(dialect)
+    types = type_maps().get(dialect)
     if types is None:  # parquet keeps the stream values as they are
         return None
     lt, _ = column_of(source)
