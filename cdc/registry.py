@@ -12,7 +12,8 @@
   came without one: a SCHEMA record written before the field, a schema built by hand);
 - ``DEBEZIUM_SOURCES``: the fields each kind declares for the Debezium ``source`` block (cdc/debezium);
 - ``SOURCE_COMMANDS``: the commands on one source that each kind opts into (`cdc source skip`, `cdc snapshot`);
-- ``APPLY_HOOKS``: the apply-side functions the operations API calls (schema decisions, progress, dead letters);
+- ``APPLY_HOOKS``: the apply side the operations API and `cdc compare` reach (schema decisions, progress, dead
+  letters, target modes);
 - ``STAND_INS``: dev/test tools that serve a source DSN ``<scheme>[:options]`` in-process instead of a server
   (the LogMiner simulator): the only way product code reaches a tool.
 
@@ -71,6 +72,12 @@ DEBEZIUM_SOURCES: dict[str, str] = {  # source kind -> its Debezium ``source`` f
     "shadow": "readers.mysql.debezium:SOURCE_FIELDS",  # the shadow source publishes MySQL's block (as it always has)
 }
 
+DEBEZIUM_COLUMNS: dict[str, str] = {  # source kind -> column_type(type_text): a schema-change Column's type fields
+    "mysql": "readers.mysql.debezium:column_type",
+    "oracle": "readers.oracle.debezium:column_type",
+    "shadow": "readers.mysql.debezium:column_type",  # as its source block: MySQL's
+}
+
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("cdc.runtime.run_cmd", "run the capture daemon (readers + publisher)"),
     "apply": ("streaming.apply.apply_cmd", "run the Spark apply job into the targets"),
@@ -103,6 +110,8 @@ APPLY_HOOKS: dict[str, str] = {  # what the operations API (cdc/ops) calls of th
     "list_decisions": "streaming.apply.schema_cmd:list_decisions",
     "record_decision": "streaming.apply.schema_cmd:record_decision",
     "dead_letter_count": "streaming.apply.ops_state:dead_letter_count",
+    "target_modes": "streaming.apply.target_modes:TargetModes",  # `cdc compare` of a soft-delete/history target
+    "deleted_column": "streaming.apply.target_modes:DELETED",
 }
 
 STAND_INS: dict[str, str] = {  # DSN scheme -> the tool module; importing it registers its connection factory
@@ -183,12 +192,34 @@ def type_parser(kind: str) -> Callable[[str], LogicalType]:
     return _attr(TYPE_PARSERS, kind, "type parser")
 
 
-def logical_of(column: Any, kind: str) -> LogicalType:
+def logical_of(column: Any, kind: str | None = None) -> LogicalType:
     """``column.logical``, or the one the source kind's parser reads from ``column.type`` when the column came
-    without it (cdc.stream.events.Column)."""
+    without it (cdc.stream.events.Column); ``kind`` None: :func:`guess_logical`."""
     if column.logical is not None:
         return column.logical
+    if kind is None:
+        return guess_logical(column.type)
     return type_parser(kind)(column.type)
+
+
+GUESS_ORDER = ("mysql", "oracle")
+
+
+def guess_logical(type_text: str) -> LogicalType:
+    """The logical type of a type text whose source kind is unknown (a column written without its logical type
+    and no kind at hand, a hand-written type): the first of GUESS_ORDER's parsers that knows the spelling, else
+    ``other``. MySQL's first: where both read a spelling (``date``, ``timestamp(3)``) it is the reading the type
+    maps gave every text before logical types existed."""
+    for kind in GUESS_ORDER:
+        found = type_parser(kind)(type_text)
+        if found.family != "other":
+            return found
+    return LogicalType("other")
+
+
+def debezium_column_type(kind: str) -> Callable[[str], dict[str, Any]]:
+    """The source kind's reading of its type text into a Debezium schema-change Column's type fields."""
+    return _attr(DEBEZIUM_COLUMNS, kind, "Debezium column types")
 
 
 def debezium_source_fields(kind: str) -> list[dict[str, Any]]:

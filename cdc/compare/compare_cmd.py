@@ -89,8 +89,10 @@ def source_transforms(config, source: str):
 
 def target_modes(config, source: str, target: str):
     """The apply's target modes of (source, target) (apply[].tables[].mode, metadata_columns), None for none."""
+    from cdc.registry import apply_hook
     from cdc.schema.table_map import TableMap
-    from streaming.apply.target_modes import TargetModes
+
+    TargetModes = apply_hook("target_modes")
 
     apply = next((a for a in config.apply if a.source == source and a.target == target), None)
     table_map = TableMap.from_config(apply) if apply is not None else None

@@ -124,11 +124,11 @@ def computed_select(transforms: SourceTransforms | None, table: TableId, quote) 
     rule = transforms.rule(table) if transforms else None
     if rule is None:
         return {}
-    from cdc.transforms.config import computed_logical
+    from cdc.registry import type_parser
 
     out = {}
     for name, cc in rule.computed.items():
-        logical = computed_logical(cc.type)
+        logical = type_parser("mysql")(cc.type)  # the sources with transforms: MySQL/MariaDB
         cast = {"string": "CHAR", "integer": "SIGNED"}.get(
             logical.family, f"DECIMAL({logical.precision or 10},{logical.scale or 0})")
         sql = Expression(cc.expr, f"rule {rule.match!r} computed {name}").sql()
@@ -143,7 +143,9 @@ def target_mode(modes, table: TableId, t_by: dict, quote, warnings: list[str]) -
     mode = modes.of(str(table)) if modes else None
     if mode is None:
         return ""
-    from streaming.apply.target_modes import DELETED
+    from cdc.registry import apply_hook
+
+    DELETED = apply_hook("deleted_column")
 
     if mode.mode == "history":
         raise CompareError(f"{table}: its target is an append-only history (apply mode history: every change a "

@@ -1,4 +1,6 @@
-"""The fingerprint family of a database's type text (cdc.compare.fingerprint renders each family)."""
+"""The fingerprint family of a database's type text by the spellings databases share (cdc.compare.fingerprint
+renders each family). A spelling of one database (MySQL's TINYTEXT, Oracle's VARCHAR2) is its compare dialect's
+(``own_types``, cdc/compare/dialects/), read before these."""
 
 from __future__ import annotations
 
@@ -17,22 +19,21 @@ def common_family(t: str, scale: int | None, plain_timestamp: Family) -> tuple[F
     family of a bare ``timestamp`` (MySQL: an instant stored in UTC, 'timestamptz'; PostgreSQL/DuckDB:
     wall-clock time, 'datetime')."""
     m = _PREC.search(t)
-    if t.startswith("tinyint(1)") or t in ("boolean", "bool"):
-        return ("bool" if t in ("boolean", "bool") else "int"), None
+    if t in ("boolean", "bool"):
+        return "bool", None
     if _INT.match(t):
         return "int", None
     if t.startswith(("decimal", "numeric", "number", "dec(", "fixed")):
         if scale is None and m and m.group(2) is not None:
             scale = int(m.group(2))
         return "decimal", scale
-    if t.startswith(("float", "real", "binary_float")):
+    if t.startswith(("float", "real")):
         return "float", 6  # single precision: compared at 6 significant digits (fingerprint)
-    if t.startswith(("double", "binary_double")):
+    if t.startswith("double"):
         return "float", 15
-    if t.startswith(("varchar", "char", "character", "text", "tinytext", "mediumtext", "longtext", "nvarchar",
-                     "nchar", "varchar2", "nvarchar2", "clob", "string", "enum", "set", "bpchar", "name")):
+    if t.startswith(("char", "character", "text", "nvarchar", "string", "enum", "set", "bpchar", "name")):
         return "string", None
-    if t.startswith(("binary", "varbinary", "blob", "tinyblob", "mediumblob", "longblob", "bytea", "raw", "bytes")):
+    if t.startswith(("binary", "blob", "bytea", "raw", "bytes")):
         return "binary", None
     if t == "date":
         return "date", None

@@ -30,27 +30,10 @@ import re
 import time
 from typing import Any
 
+from cdc import registry
 from cdc.debezium.connect_schema import source_schema
 from cdc.debezium.record import ConnectRecord
 from cdc.stream.events import TableId, TableSchema
-
-_TYPE = re.compile(r"^([a-z0-9_ ]+?)\s*(?:\(([^)]*)\))?\s*(unsigned|with (?:local )?time zone)?\s*(zerofill)?$")
-
-# java.sql.Types (and oracle.jdbc.OracleTypes) code per type, as Debezium's DDL parsers assign them
-JDBC_TYPES = {
-    "bit": -7, "tinyint": -6, "smallint": 5, "mediumint": 4, "int": 4, "integer": 4, "bigint": -5,
-    "decimal": 3, "dec": 3, "numeric": 2, "fixed": 3, "float": 6, "double": 8, "double precision": 8, "real": 8,
-    "bool": 16, "boolean": 16, "date": 91, "time": 92, "datetime": 93, "timestamp": 93, "year": 4,
-    "char": 1, "varchar": 12, "tinytext": 12, "text": 12, "mediumtext": 12, "longtext": 12,
-    "binary": -2, "varbinary": -3, "tinyblob": 2004, "blob": 2004, "mediumblob": 2004, "longblob": 2004,
-    "enum": 1, "set": 1, "json": 1111, "geometry": 1111, "point": 1111,
-    # Oracle
-    "number": 2, "varchar2": 12, "nvarchar2": -9, "nchar": -15, "clob": 2005, "nclob": 2011, "raw": -3,
-    "binary_float": 100, "binary_double": 101,
-}
-_TIMESTAMP_TZ, _TIMESTAMP_LTZ = -101, -102  # OracleTypes
-_TEXT = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set",
-                   "varchar2", "nvarchar2", "nchar", "clob", "nclob"})
 
 KEY_SCHEMA_NAME, VALUE_SCHEMA_NAME = "io.debezium.connector.{}.SchemaChangeKey", "io.debezium.connector.{}.SchemaChangeValue"
 
@@ -106,14 +89,13 @@ def change_type(ddl: str | None, schema: TableSchema | None, known: bool) -> str
     return "CREATE" if head[0].upper() == "CREATE" else "ALTER"
 
 
-def column(col: Any, position: int) -> dict[str, Any]:
-    """One ``io.debezium.connector.schema.Column`` from a cdc.stream.events.Column."""
-    text = col.type.strip().lower()
-    m = _TYPE.match(text)
-    base, args, suffix = (m.group(1), m.group(2), m.group(3)) if m else (text, None, None)
+def type_fields(type_name: str, jdbc: int, args: str | None, enum: bool) -> dict[str, Any]:
+    """The type fields of a ``Column`` (jdbcType, typeName, typeExpression, length, scale, enumValues) from what
+    a reader read of its type text (readers/<kind>/debezium.py ``column_type``): Debezium's upper-case type name,
+    its java.sql.Types code, the text in the parentheses, and whether those are enum/set labels."""
     length = scale = None
     enum_values = None
-    if base in ("enum", "set"):
+    if enum:
         enum_values = [v.replace("''", "'") for v in re.findall(r"'((?:[^']|'')*)'", args or "")]
     elif args:
         parts = [p.strip() for p in args.split(",")]
@@ -121,28 +103,31 @@ def column(col: Any, position: int) -> dict[str, Any]:
             length = int(parts[0])
         if len(parts) > 1 and parts[1].lstrip("-").isdigit():
             scale = int(parts[1])
-    jdbc = JDBC_TYPES.get(base, 1111)
-    if suffix and "time zone" in suffix:
-        jdbc = _TIMESTAMP_LTZ if "local" in suffix else _TIMESTAMP_TZ
-    type_name = " ".join(p for p in (base, suffix if suffix and "time zone" in suffix else None) if p).upper()
-    if suffix == "unsigned":
-        type_name += " UNSIGNED"
-    return {"name": col.name, "jdbcType": jdbc, "nativeType": None, "typeName": type_name,
-            "typeExpression": type_name, "charsetName": None, "length": length, "scale": scale,
+    return {"jdbcType": jdbc, "typeName": type_name, "typeExpression": type_name, "length": length, "scale": scale,
+            "enumValues": enum_values}
+
+
+def column(col: Any, position: int, kind: str = "mysql") -> dict[str, Any]:
+    """One ``io.debezium.connector.schema.Column`` from a cdc.stream.events.Column of a ``kind`` source (its
+    reader declares the type fields: cdc.registry.debezium_column_type)."""
+    t = registry.debezium_column_type(kind)(col.type.strip().lower())
+    return {"name": col.name, "jdbcType": t["jdbcType"], "nativeType": None, "typeName": t["typeName"],
+            "typeExpression": t["typeExpression"], "charsetName": None, "length": t["length"], "scale": t["scale"],
             "position": position, "optional": bool(col.nullable), "autoIncremented": False, "generated": False,
-            "comment": None, "defaultValueExpression": col.default, "enumValues": enum_values}
+            "comment": None, "defaultValueExpression": col.default, "enumValues": t["enumValues"]}
 
 
-def table_change(table: TableId, ddl: str | None, schema: TableSchema | None, known: bool) -> dict[str, Any]:
+def table_change(table: TableId, ddl: str | None, schema: TableSchema | None, known: bool,
+                 kind: str = "mysql") -> dict[str, Any]:
     """One ``tableChanges`` item; a dropped table carries its id and no ``table``."""
     item: dict[str, Any] = {"type": change_type(ddl, schema, known), "id": f'"{table.db}"."{table.table}"', "table": None}
     if schema is not None:
         item["table"] = {"defaultCharsetName": None, "primaryKeyColumnNames": list(schema.primary_key),
-                         "columns": [column(c, i) for i, c in enumerate(schema.columns, 1)], "comment": None}
+                         "columns": [column(c, i, kind) for i, c in enumerate(schema.columns, 1)], "comment": None}
     return item
 
 
-def table_changes(tables: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def table_changes(tables: list[dict[str, Any]], kind: str = "mysql") -> list[dict[str, Any]]:
     """The tableChanges of a table-level DDL, one per captured table it touched, as Debezium's MySQL parser
     reports them: CREATE for a created table, DROP for a dropped one or one renamed out of the captured
     tables, ALTER (the new id) for a table renamed within them, into them or replaced at an online schema
@@ -152,9 +137,9 @@ def table_changes(tables: list[dict[str, Any]]) -> list[dict[str, Any]]:
         op, name = a.get("op"), a.get("table") or ""
         raw = a.get("schema")
         schema = TableSchema.from_json(raw) if raw is not None else None
-        kind = "CREATE" if op == "create" else "DROP" if op in ("drop", "rename_out") or schema is None else "ALTER"
-        item = table_change(TableId.parse(name), None, schema if kind != "DROP" else None, True)
-        item["type"] = kind
+        change = "CREATE" if op == "create" else "DROP" if op in ("drop", "rename_out") or schema is None else "ALTER"
+        item = table_change(TableId.parse(name), None, schema if change != "DROP" else None, True, kind)
+        item["type"] = change
         out.append(item)
     return out
 
@@ -185,6 +170,6 @@ def schema_change(topic: str, connector: str, source_name: str, table: TableId |
     value = {"source": source_block(connector, source_name, table, ts_ms),
              "ts_ms": int(time.time() * 1000) if now_ms is None else now_ms,
              "databaseName": database, "schemaName": schema_name, "ddl": ddl,
-             "tableChanges": (table_changes(tables) if tables is not None else
-                              [table_change(table, ddl, schema, known)] if table is not None else [])}
+             "tableChanges": (table_changes(tables, kind) if tables is not None else
+                              [table_change(table, ddl, schema, known, kind)] if table is not None else [])}
     return ConnectRecord(topic, key_schema(connector), {"databaseName": database}, value_schema(connector), value)

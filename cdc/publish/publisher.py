@@ -534,7 +534,8 @@ class Publisher:
         self._consts.clear()  # what _splice's cache assumed about the table's schema record
         if self._schemas.get(name) != schema:
             resume = None if self._tx is not None else self.last_resume
-            self._produce(self.topic, schema_record(self._take_seq(), name, None, schema, _now_ms(), resume),
+            self._produce(self.topic, schema_record(self._take_seq(), name, None, schema, _now_ms(), resume,
+                                                        kind=self.connector),
                           {"table": name})
             self._to_schema_change_topic(schema.table, None, schema, _now_ms())
         self._schemas[name] = schema
@@ -631,7 +632,7 @@ class Publisher:
         changes = changes_json(statement_changes(before, ev.schema, ev.ddl)[0]) if before is not None and ev.schema is not None \
             and ev.ddl is not None else None
         self._produce(self.topic, schema_record(seq, name, ev.ddl, ev.schema, ev.ts_ms, ev.resume, changes,
-                                                tables=ev.tables),
+                                                tables=ev.tables, kind=self.connector),
                       {"table": name} if name else None)
         self._to_schema_change_topic(ev.table, ev.ddl, ev.schema, ev.ts_ms, ev.tables)
         self._consts.clear()

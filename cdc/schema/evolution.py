@@ -38,6 +38,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cdc.schema import table_glob
+from cdc.schema.logical import LogicalType
 from cdc.stream.events import Column, TableSchema
 
 Behavior = Literal["evolve", "exception", "lenient", "ignore"]
@@ -67,64 +68,37 @@ class SchemaChangeConfig(BaseModel):
 
 
 # ---------------------------------------------------------------- types
-_PAREN = re.compile(r"^([a-z0-9_ ]+?)\s*(\(([^)]*)\))?\s*(unsigned)?\s*(zerofill)?$")
-_ZONED_TS = re.compile(r"^timestamp\s*(?:\((\d)\))?\s+(with time zone|with local time zone)$")
+# a column's type is read as its logical type (cdc.schema.logical): the Column's own, its kind's reading, or for
+# bare type text (a ColumnChange's old/new) the first reader that knows the spelling (cdc.registry.guess_logical)
+TypeSource = Column | LogicalType | str
+_WIDEST = 4_294_967_295  # a string/binary without a length (CLOB, an unsized VARCHAR2 or RAW): the widest
+_FLOAT_RANK = {"float": 1, "double": 2}
+_NUMBERS = ("integer", "decimal", "float", "double", "bit")
+_WITH_CLOCK = ("timestamp", "timestamp_tz", "time")
 
 
-def parse_type(source_type: str) -> tuple[str, str | None, bool]:
-    """'decimal(10,2) unsigned' -> ('decimal', '10,2', True); charset and collation notes dropped."""
-    text = source_type.strip().lower().split(" character set")[0].split(" collate")[0]
-    z = _ZONED_TS.match(text)  # Oracle: 'timestamp(6) with time zone' -> ('timestamp with time zone', '6')
-    if z:
-        return f"timestamp {z.group(2)}", z.group(1), False
-    m = _PAREN.match(text)
-    if not m:
-        return text, None, False
-    return m.group(1).strip(), (m.group(3) or "").replace(" ", "") or None, bool(m.group(4))
+def logical(source: TypeSource) -> LogicalType:
+    """The logical type of a column, a logical type or a bare type text (see above)."""
+    from cdc import registry  # the registry reaches the readers' parsers (cdc.registry imports the configs)
+
+    if isinstance(source, LogicalType):
+        return source
+    if isinstance(source, str):
+        return registry.guess_logical(source)
+    return registry.logical_of(source)
 
 
-_INT_BITS = {"tinyint": 8, "smallint": 16, "mediumint": 24, "int": 32, "integer": 32, "bigint": 64}
-_STRINGS = ("char", "varchar", "varchar2", "nvarchar2", "nchar", "character varying")
-_TEXTS = {"tinytext": 255, "text": 65_535, "mediumtext": 16_777_215, "longtext": 4_294_967_295, "clob": 4_294_967_295}
-_BINARIES = ("binary", "varbinary", "raw")
-_BLOBS = {"tinyblob": 255, "blob": 65_535, "mediumblob": 16_777_215, "longblob": 4_294_967_295}
-_DECIMALS = ("decimal", "numeric", "number")
-_FLOATS = {"float": 1, "real": 1, "binary_float": 1, "double": 2, "double precision": 2, "binary_double": 2}
-_DATETIMES = ("datetime", "timestamp")
-
-
-def int_range(base: str, unsigned: bool) -> tuple[int, int] | None:
-    bits = _INT_BITS.get(base)
-    if bits is None:
-        return None
-    return (0, 2 ** bits - 1) if unsigned else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
-
-
-def _decimal(base: str, args: str | None) -> tuple[int, int] | None:
+def _decimal(lt: LogicalType) -> tuple[int, int] | None:
     """(digits before the point, scale) of a DECIMAL/NUMBER with precision."""
-    if base not in _DECIMALS or not args:
+    if lt.family != "decimal" or lt.precision is None:
         return None
-    p, _, s = args.partition(",")
-    if not p.isdigit():
+    return lt.precision - (lt.scale or 0), lt.scale or 0
+
+
+def _capacity(lt: LogicalType, family: str) -> int | None:
+    if lt.family != family:
         return None
-    return int(p) - int(s or 0), int(s or 0)
-
-
-# Oracle types without a size: NUMBER holds 38 significant digits at any scale; an unsized VARCHAR2, NVARCHAR2,
-# NCHAR or RAW only comes from a reader that did not read ALL_TAB_COLUMNS' sizes: the widest of its kind
-_UNSIZED = {"varchar2": 4_294_967_295, "nvarchar2": 4_294_967_295, "nchar": 4_294_967_295, "raw": 4_294_967_295}
-
-
-def _capacity(base: str, args: str | None, kinds: tuple[str, ...], sized: dict[str, int]) -> int | None:
-    if base in kinds:
-        if args and args.isdigit():
-            return int(args)
-        return 1 if base in ("char", "binary") else _UNSIZED.get(base)
-    return sized.get(base)
-
-
-def _fsp(args: str | None) -> int:
-    return int(args) if args and args.isdigit() else 0
+    return lt.length if lt.length is not None else _WIDEST
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,13 +111,14 @@ class TypeChange:
     check: tuple | None = None
 
 
-def type_change(old: str, new: str) -> TypeChange:
-    """How the values of a column of type ``old`` relate to type ``new`` (source type texts)."""
-    (b1, a1, u1), (b2, a2, u2) = parse_type(old), parse_type(new)
-    if (b1, a1, u1) == (b2, a2, u2):
+def type_change(old: TypeSource, new: TypeSource) -> TypeChange:
+    """How the values of a column of type ``old`` relate to type ``new`` (columns or their type texts), by
+    their logical types."""
+    t1, t2 = logical(old), logical(new)
+    if t1 == t2:
         return TypeChange("same")
-    r1, r2 = int_range(b1, u1), int_range(b2, u2)
-    d1, d2 = _decimal(b1, a1), _decimal(b2, a2)
+    r1, r2 = t1.int_range(), t2.int_range()
+    d1, d2 = _decimal(t1), _decimal(t2)
     if r1 and r2:
         return TypeChange("widen") if r2[0] <= r1[0] and r1[1] <= r2[1] else TypeChange("narrow", ("range",) + r2)
     if r1 and d2:  # an integer into a DECIMAL with enough digits
@@ -154,21 +129,22 @@ def type_change(old: str, new: str) -> TypeChange:
         if d2[0] >= d1[0] and d2[1] >= d1[1]:
             return TypeChange("widen")
         return TypeChange("narrow", ("digits",) + d2)
-    if (b1, a1) == ("number", None) and d2:  # Oracle NUMBER (any digits) -> NUMBER(p,s)
+    any1, any2 = (t.family == "decimal" and t.precision is None for t in (t1, t2))
+    if any1 and d2:  # Oracle NUMBER (any digits) -> NUMBER(p,s)
         return TypeChange("narrow", ("digits",) + d2)
-    if d1 and (b2, a2) == ("number", None):
+    if d1 and any2:
         return TypeChange("widen")
-    for kinds, sized, unit in ((_STRINGS, _TEXTS, "chars"), (_BINARIES, _BLOBS, "bytes")):
-        c1, c2 = _capacity(b1, a1, kinds, sized), _capacity(b2, a2, kinds, sized)
+    for family, unit in (("string", "chars"), ("binary", "bytes")):
+        c1, c2 = _capacity(t1, family), _capacity(t2, family)
         if c1 is not None and c2 is not None:
             return TypeChange("widen") if c2 >= c1 else TypeChange("narrow", (unit, c2))
-    if b1 in _FLOATS and b2 in _FLOATS:
-        return TypeChange("widen") if _FLOATS[b2] >= _FLOATS[b1] else TypeChange("change")
-    if b1 == "date" and b2 in _DATETIMES:
+    if t1.family in _FLOAT_RANK and t2.family in _FLOAT_RANK:
+        return TypeChange("widen") if _FLOAT_RANK[t2.family] >= _FLOAT_RANK[t1.family] else TypeChange("change")
+    if t1.family == "date" and t2.family in ("timestamp", "timestamp_tz"):
         return TypeChange("widen")
-    if b1 == b2 and b1 in _DATETIMES + ("time",):
-        return TypeChange("widen") if _fsp(a2) >= _fsp(a1) else TypeChange("change")
-    if b1 == b2 and b1 in ("enum", "set") and a1 and a2 and a2.startswith(a1):
+    if t1.family == t2.family and t1.family in _WITH_CLOCK and t1.time_zone == t2.time_zone:
+        return TypeChange("widen") if (t2.precision or 0) >= (t1.precision or 0) else TypeChange("change")
+    if t1.family == t2.family and t1.family in ("enum", "set") and t2.values[:len(t1.values)] == t1.values:
         return TypeChange("widen")  # members appended at the end: every old value keeps its meaning
     return TypeChange("change")
 
@@ -183,30 +159,30 @@ def default_value(col: Column) -> tuple[str, Any]:
 
     A NOT NULL column without a default gets MariaDB's implicit default in existing rows: 0 for numbers,
     '' for strings; other types count as ``expr`` (the apply cannot know them)."""
-    base, _, _ = parse_type(col.type)
+    family = logical(col).family
     text = col.default
     if text is None:
         if col.nullable:
             return "none", None
-        if base in _INT_BITS or base in _DECIMALS or base in _FLOATS or base == "bit":
+        if family in _NUMBERS:
             return "const", "0"
-        if base in _STRINGS or base in _TEXTS:
+        if family == "string":
             return "const", ""
         return "expr", "(implicit default)"
     if text.upper() == "NULL":
         return "none", None
-    if base in ("timestamp",) or base in _BINARIES or base in _BLOBS:
+    if family in ("timestamp_tz", "binary"):
         return "expr", text  # a TIMESTAMP constant is read in the session's time zone; binaries: not as text
     if text.startswith("'") and text.endswith("'") and len(text) >= 2:
         value = text[1:-1].replace("''", "'")
         if "\\" in value:
             return "expr", text  # escape sequences: leave them to the operator
-        if base in _INT_BITS or base in _DECIMALS or base in _FLOATS:
+        if family in ("integer", "decimal", "float", "double"):
             return ("const", value) if re.fullmatch(r"-?\d+(\.\d*)?([eE][-+]?\d+)?", value) else ("expr", text)
         return "const", value
     if re.fullmatch(r"-?\d+(\.\d*)?([eE][-+]?\d+)?", text):
         return "const", text
-    if base == "bit" and re.fullmatch(r"b'[01]+'", text):
+    if family == "bit" and re.fullmatch(r"b'[01]+'", text):
         return "const", str(int(text[2:-1], 2))
     return "expr", text
 
@@ -280,7 +256,7 @@ def diff(old: TableSchema, new: TableSchema, ddl: str | None) -> list[ColumnChan
         o = old_cols.get(was_name)
         if o is None:
             continue
-        tc = type_change(o.type, c.type)
+        tc = type_change(o, c)
         if tc.how != "same":
             out.append(ColumnChange("type", c.name, o.type, c.type, tc.how))
         if o.nullable != c.nullable:

@@ -21,6 +21,16 @@ Families and the fields each one uses:
   ``year``; ``interval``; ``spatial``: ``subtype`` (``point``, ``geometry``, ...); ``vector``: ``length``;
 - ``other``: a type the reader does not know; its values travel as text.
 
+``subtype`` also marks what the family and length cannot: ``lob`` (MySQL TINYTEXT..LONGTEXT and the BLOB family,
+Oracle CLOB/NCLOB/LONG/XMLTYPE and BLOB/BFILE/LONG RAW: a large-object type, whatever its length) and ``national``
+(Oracle NCHAR/NVARCHAR2/NCLOB: the national character set). ``precision`` None on a temporal family: the source
+declared no fraction digits (MySQL plain ``datetime``), distinct from an explicit 0 (``datetime(0)``).
+
+``dialect``: the source dialect whose type text the reader read (``mysql``, ``oracle``; the shadow source's
+compare dialect; None: no reader, e.g. a masked column's type). A target of that same dialect passes the column's
+declared text through (streaming/targets/<kind>/typemap.py); it is provenance, not part of the type, so it takes no
+part in equality.
+
 ``stream_form``: how the stream spells a value where it is not the family's plain form (the reader's
 declaration): ``hextoraw`` (Oracle RAW: ``HEXTORAW('00ff')``), ``text`` (Oracle BINARY_FLOAT/DOUBLE:
 ``'1.1E+000'``, ``'Nan'``); None: the plain form (cdc.stream.events.Change).
@@ -28,7 +38,7 @@ declaration): ``hextoraw`` (Oracle RAW: ``HEXTORAW('00ff')``), ``text`` (Oracle 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 FAMILIES = frozenset({"integer", "decimal", "float", "double", "boolean", "string", "binary", "date", "time",
@@ -55,6 +65,7 @@ class LogicalType:
     values: tuple[str, ...] = ()
     subtype: str | None = None
     stream_form: str | None = None
+    dialect: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:

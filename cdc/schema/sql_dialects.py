@@ -63,6 +63,9 @@ class SqlDialect:
     key_column_type_change: bool = True  # ALTER ... TYPE of a primary-key column (DuckDB: no)
     schema_noun: str = "SCHEMA"  # CREATE <schema_noun> IF NOT EXISTS (MySQL: DATABASE)
     late_primary_key: bool = True  # ALTER TABLE ... ADD PRIMARY KEY on an existing table (DuckDB: no)
+    # the first word of this database's own numeric column types (what its type map writes and its catalog
+    # reports): a default of such a column is written bare (:meth:`literal`). Target spellings, not a source's.
+    number_types: frozenset[str] = frozenset()
 
     def quote(self, name: str) -> str:
         q = self.quote_char
@@ -105,10 +108,14 @@ class SqlDialect:
         return f"CAST({self.param} AS {type_})"
 
     # ---- column DDL (schema evolution) ---------------------------------------------
+    def is_number_type(self, type_: str) -> bool:
+        """``type_`` (this database's column type text) is one of its :attr:`number_types`."""
+        return type_.lower().split("(")[0].split(" ")[0] in self.number_types
+
     def literal(self, value: str, type_: str) -> str:
         """``value`` (cdc.schema.evolution.default_value's constant text) as a literal for a column of
         target type ``type_``: numbers bare, everything else a quoted string the column casts."""
-        if _is_number_type(type_) and _NUMBER.fullmatch(value):
+        if self.is_number_type(type_) and _NUMBER.fullmatch(value):
             return value
         return "'" + value.replace("'", "''") + "'"
 
@@ -191,7 +198,7 @@ class _OracleDialect(SqlDialect):
 
     def literal(self, value: str, type_: str) -> str:
         t = type_.lower()
-        if t.startswith(("date", "timestamp")) and not _is_number_type(t):
+        if t.startswith(("date", "timestamp")) and not self.is_number_type(t):
             kind = "DATE" if t.startswith("date") and len(value) <= 10 else "TIMESTAMP"
             return f"{kind} '{value}'"
         return super().literal(value, type_)
@@ -213,26 +220,24 @@ class _OracleDialect(SqlDialect):
 
 
 _NUMBER = re.compile(r"-?\d+(\.\d*)?([eE][-+]?\d+)?")
-_NUMBER_TYPES = ("int", "tinyint", "smallint", "mediumint", "bigint", "integer", "numeric", "decimal", "number",
-                 "real", "double", "float", "binary_float", "binary_double", "ubigint", "utinyint", "usmallint",
-                 "uinteger", "hugeint", "bit")
-
-
-def _is_number_type(type_: str) -> bool:
-    return type_.lower().split("(")[0].split(" ")[0] in _NUMBER_TYPES
+_SQL_NUMBERS = "smallint integer bigint numeric decimal real double float"  # the standard's names
 
 
 MYSQL = _MySqlDialect("mysql", "`", "%s", "CHAR", "LONGTEXT", "CHAR_LENGTH", "LENGTH", "MD5({})", "{a} <=> {b}",
-                      "START TRANSACTION WITH CONSISTENT SNAPSHOT", "on_duplicate_key", schema_noun="DATABASE")
+                      "START TRANSACTION WITH CONSISTENT SNAPSHOT", "on_duplicate_key", schema_noun="DATABASE",
+                      number_types=frozenset(f"{_SQL_NUMBERS} int tinyint mediumint bit".split()))
 POSTGRES = SqlDialect("postgres", '"', "%s", "TEXT", "TEXT", "char_length", "octet_length", "md5({})",
-                      "{a} IS NOT DISTINCT FROM {b}", "BEGIN ISOLATION LEVEL REPEATABLE READ", "on_conflict")
+                      "{a} IS NOT DISTINCT FROM {b}", "BEGIN ISOLATION LEVEL REPEATABLE READ", "on_conflict",
+                      number_types=frozenset(_SQL_NUMBERS.split()))
 DUCKDB = _DuckDbDialect("duckdb", '"', "?", "VARCHAR", "TEXT", "length", "strlen", "md5({})",
                         "{a} IS NOT DISTINCT FROM {b}", "BEGIN TRANSACTION", "on_conflict", connection_is_cursor=True,
                         blob_length_fn="octet_length", key_column_type_change=False,
-                        late_primary_key=False)
+                        late_primary_key=False, number_types=frozenset(
+                            f"{_SQL_NUMBERS} tinyint int ubigint utinyint usmallint uinteger hugeint".split()))
 ORACLE = _OracleDialect("oracle", '"', "%s", "VARCHAR2(4000)", "CLOB", "LENGTH", "LENGTHB",
                         "LOWER(RAWTOHEX(STANDARD_HASH({}, 'MD5')))", "DECODE({a}, {b}, 1, 0) = 1",
-                        "SET TRANSACTION READ ONLY", "merge")
+                        "SET TRANSACTION READ ONLY", "merge",
+                        number_types=frozenset(f"{_SQL_NUMBERS} number binary_float binary_double".split()))
 
 SQL_DIALECTS: dict[str, SqlDialect] = {d.name: d for d in (MYSQL, POSTGRES, DUCKDB, ORACLE)}
 

@@ -186,22 +186,12 @@ def set_text(order: Iterable[str]) -> Converter:
 
 # ---- rows read with a DB-API driver ------------------------------------------------------------
 def value_kind(type_text: str, family: str, dialect: str) -> str:
-    """The conversion kind of a column: its family, refined for MySQL FLOAT, BIT, JSON and VECTOR.
+    """The conversion kind of a column: its family, refined by ``dialect``'s compare dialect where its driver
+    hands some types differently (MySQL FLOAT, BIT, JSON, VECTOR: cdc.compare.dialects.mysql_compare, which owns
+    those catalog spellings). ``type_text``: the catalog's type (MySQL COLUMN_TYPE)."""
+    from cdc.compare.dialects import compare_dialect  # the compare dialects import this module's helpers
 
-    ``type_text`` is the catalog's type (MySQL COLUMN_TYPE); other dialects keep their family.
-    """
-    if dialect != "mysql":
-        return family
-    t = type_text.lower().lstrip()
-    if family == "float" and t.startswith("float"):
-        return "float32"
-    if t.startswith("bit"):
-        return "bit"
-    if family == "other" and t == "json":
-        return "json"
-    if t.startswith("vector"):
-        return "vector"
-    return family
+    return compare_dialect(dialect).value_kind(type_text, family)  # type: ignore[arg-type]
 
 
 _BY_KIND: dict[str, Converter] = {"bit": bit_int, "json": json_doc_text}

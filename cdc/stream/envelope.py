@@ -22,7 +22,7 @@ ABORTED  key None; value {sequence, status: "ABORTED", id, ts_ms}: closes a
          transaction whose END never made it (publisher crash); consumers
          drop everything since its BEGIN.
 SCHEMA   key {"table": "db.t"} (None for a DDL with no table); value
-         {sequence, status: "SCHEMA", table, ddl, schema{table, columns,
+         {sequence, status: "SCHEMA", table, ddl, schema{table, columns, [kind,]
          primary_key} or None, ts_ms, resume}
 HEARTBEAT key None; value {sequence, status: "HEARTBEAT", ts_ms, resume}
 RESYNC   a data record of ``op: "x"`` (key {"table": "db.t", "key": None}, no images): the target
@@ -127,13 +127,17 @@ def aborted_record(sequence: int, txid: str, ts_ms: int) -> dict[str, Any]:
 
 def schema_record(sequence: int, table: str | None, ddl: str | None, schema: TableSchema | None,
                   ts_ms: int, resume: dict[str, Any] | None, changes: list[dict[str, Any]] | None = None,
-                  tables: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                  tables: list[dict[str, Any]] | None = None, kind: str | None = None) -> dict[str, Any]:
     """``changes``: what the DDL changed (cdc.schema.evolution.diff), written as ``schema.changes`` (inside the
     free-form schema object, so it travels in the Avro encoding too); ``tables``: what a CREATE/DROP/RENAME
-    did to the captured tables (streaming/apply/table_ddl.py)."""
+    did to the captured tables (streaming/apply/table_ddl.py); ``kind``: the source kind whose reader read the
+    column types, written as ``schema.kind`` next to the columns' logical types (a schema without them is
+    written as before; the apply reads a column without its logical type with that kind's parser)."""
     shape = schema.to_json() if schema is not None else None
     if shape is not None and changes is not None:
         shape["changes"] = changes
+    if shape is not None and kind is not None and any(c.logical is not None for c in schema.columns):
+        shape["kind"] = kind
     record = {"sequence": sequence, "status": SCHEMA, "table": table, "ddl": ddl, "schema": shape,
               "ts_ms": ts_ms, "resume": resume}
     if tables is not None:

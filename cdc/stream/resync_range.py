@@ -28,25 +28,24 @@ the lake targets): a table must never be left with rows the source no longer has
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from cdc.errors import CdcError, Terminal
+from cdc.schema.logical import LogicalType
 
 OP = "x"
-INTEGER_TYPE = re.compile(r"^(tinyint|smallint|mediumint|int|integer|bigint)\b")
 
 
 class ResyncRangeError(CdcError, Terminal):
     """A resync range record that does not decode, or that a consumer cannot apply (``table``, ``why``)."""
 
 
-def integer_key(types: list[str]) -> bool:
-    """Every key column type (source type text, lower case) is an integer type."""
-    return bool(types) and all(INTEGER_TYPE.match(t.strip().lower()) for t in types)
+def integer_key(types: list[LogicalType]) -> bool:
+    """Every key column's logical type (cdc.schema.logical, the reader's reading of its type) is an integer."""
+    return bool(types) and all(t.family == "integer" for t in types)
 
 
 def int_key(values: list[Any]) -> tuple[int, ...]:

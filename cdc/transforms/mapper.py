@@ -29,7 +29,7 @@ from cdc.schema.logical import LogicalType
 from cdc.schema.table_glob import is_literal
 from cdc.stream.events import Column, TableId, TableSchema
 from cdc.transforms import masks
-from cdc.transforms.config import TableTransform, TransformsConfig, computed_logical
+from cdc.transforms.config import TableTransform, TransformsConfig
 from cdc.transforms.errors import TransformError
 from cdc.transforms.expressions import Expression
 
@@ -202,7 +202,9 @@ class SourceTransforms:
             for col in sorted(expr.columns & (masked | (names - kept))):  # fail closed: no clear value leaves
                 raise self._fail(schema, rule, f"computed column {name} reads a masked or left-out column (its "
                                  "clear value would leave the daemon)", col)
-            logical = computed_logical(cc.type)
+            from cdc.registry import type_parser
+
+            logical = type_parser("mysql")(cc.type)  # the sources with transforms: MySQL/MariaDB
             computed.append((name, _computed(expr, logical, str(schema.table), name)))
             cols.append(Column(name, cc.type, True, None, logical))
         shaped = TableSchema(schema.table, tuple(cols), schema.primary_key)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from cdc.config.credentials import PasswordLogin
 from cdc.config.tls import MySqlTls
 from cdc.contract import HeartbeatInterval
 from cdc.schema.table_glob import check_pattern
-from cdc.transforms.config import TransformsConfig
+from cdc.transforms.config import TransformsConfig, check_computed
 
 
 class MySqlSourceConfig(PasswordLogin):
@@ -50,6 +50,13 @@ class MySqlSourceConfig(PasswordLogin):
                                  "(cdc/config/tls.py); none: TLS only if the server offers it, unverified")
     transforms: TransformsConfig | None = Field(default=None, description="columns left out, masked or "
                                                 "encrypted before anything reaches Kafka (docs/transforms.md)")
+
+    @model_validator(mode="after")
+    def _computed_types(self) -> MySqlSourceConfig:
+        from readers.mysql.types import logical_type
+
+        check_computed(self.transforms, logical_type)
+        return self
 
     @field_validator("hosts")
     @classmethod

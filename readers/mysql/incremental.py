@@ -48,11 +48,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc.progress_bar import Progress, progress
+from cdc.schema.logical import LogicalType
 from cdc.stream.events import Begin, Change, Commit, Event, TableId
 from cdc.stream.resync_range import OP as RANGE_OP
 from cdc.stream.resync_range import ResyncRange, int_key, integer_key
 from readers.mysql.connection import open_connection
 from readers.mysql.snapshot import TableReader, estimated_rows, q
+from readers.mysql.types import logical_type
 
 log = logging.getLogger(__name__)
 
@@ -262,6 +264,6 @@ class IncrementalSnapshots:
             self._conn = None
 
 
-def _key_types(reader: TableReader) -> list[str]:
-    types = {c.name: c.type for c in reader.schema.columns}
+def _key_types(reader: TableReader) -> list[LogicalType]:
+    types = {c.name: c.logical or logical_type(c.type) for c in reader.schema.columns}
     return [types[k] for k in reader.key]

@@ -69,6 +69,7 @@ def main(args: argparse.Namespace, config: Any, src: Any) -> int:
 def resync_refusal(cur, table: str, config) -> str | None:
     """Why ``table`` cannot be resynced with range deletes (None: it can). ``cur``: a cursor on the source."""
     from cdc.stream.resync_range import integer_key
+    from readers.mysql.types import logical_type
 
     if config.kafka.per_table_topics:
         return ("kafka.per_table_topics is on, and Debezium consumers of the per-table topics have no record for "
@@ -79,7 +80,7 @@ def resync_refusal(cur, table: str, config) -> str | None:
                 "WHERE k.TABLE_SCHEMA=%s AND k.TABLE_NAME=%s AND k.CONSTRAINT_NAME='PRIMARY' ORDER BY k.ORDINAL_POSITION",
                 (db, name))
     types = [str(r[0].decode() if isinstance(r[0], bytes) else r[0]) for r in cur.fetchall()]
-    if not integer_key(types):
+    if not integer_key([logical_type(t) for t in types]):
         return (f"its primary key ({', '.join(types) or 'none'}) is not all integer columns, and only integers "
                 "order the same in the source and every target; stop the daemon and use `cdc compare --repair`")
     return None

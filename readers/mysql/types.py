@@ -2,7 +2,9 @@
 -> cdc.schema.logical.LogicalType. The one place that reads MySQL's spellings; the core reads the logical type.
 
 MySQL's own defaults fill what the text leaves out: DECIMAL is DECIMAL(10,0), CHAR and BINARY hold one
-character / byte, BIT one bit, DATETIME/TIME/TIMESTAMP no fraction digits. TIMESTAMP is an instant (the
+character / byte, BIT one bit. A DATETIME/TIME/TIMESTAMP without digits has ``precision`` None (declared none,
+which MySQL stores as 0 digits, but ``datetime`` and ``datetime(0)`` are two spellings a target keeps apart); more
+than 6 digits is not a MySQL type (``other``). TEXT and BLOB types are ``subtype="lob"`` with their length. TIMESTAMP is an instant (the
 stream carries it in UTC, 'Z'); DATETIME a wall clock. An unknown name is family ``other`` (its values
 travel as text), never an error: the reader already decoded the values.
 """
@@ -10,6 +12,7 @@ travel as text), never an error: the reader already decoded the values.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from cdc.schema.logical import LogicalType
 
@@ -29,6 +32,14 @@ def _int(args: str | None, default: int | None) -> int | None:
 
 def logical_type(type_text: str) -> LogicalType:
     """The logical type of one MySQL/MariaDB column type text (lower or upper case; charset notes dropped)."""
+    return replace(_read(type_text), dialect="mysql")
+
+
+def _fsp(args: str | None) -> int | None:
+    return _int(args, None)
+
+
+def _read(type_text: str) -> LogicalType:
     text = type_text.strip().lower().split(" character set")[0].split(" collate")[0]
     m = _TYPE.match(text)
     if m is None:
@@ -52,19 +63,20 @@ def logical_type(type_text: str) -> LogicalType:
     if base in ("char", "varchar"):
         return LogicalType("string", length=_int(args, 1 if base == "char" else None), fixed=base == "char")
     if base in _TEXTS:
-        return LogicalType("string", length=_TEXTS[base])
+        return LogicalType("string", length=_TEXTS[base], subtype="lob")
     if base in ("binary", "varbinary"):
         return LogicalType("binary", length=_int(args, 1 if base == "binary" else None), fixed=base == "binary")
     if base in _BLOBS:
-        return LogicalType("binary", length=_BLOBS[base])
+        return LogicalType("binary", length=_BLOBS[base], subtype="lob")
     if base == "date":
         return LogicalType("date")
-    if base == "datetime":
-        return LogicalType("timestamp", precision=_int(args, 0))
-    if base == "timestamp":
-        return LogicalType("timestamp_tz", precision=_int(args, 0), time_zone="utc")
-    if base == "time":
-        return LogicalType("time", precision=_int(args, 0))
+    if base in ("datetime", "timestamp", "time"):
+        fsp = _fsp(args)
+        if fsp is not None and fsp > 6:  # MySQL holds microseconds: not a MySQL type
+            return LogicalType("other")
+        if base == "timestamp":
+            return LogicalType("timestamp_tz", precision=fsp, time_zone="utc")
+        return LogicalType("timestamp" if base == "datetime" else "time", precision=fsp)
     if base == "year":
         return LogicalType("year")
     if base == "bit":

@@ -9,6 +9,8 @@
   the stream carries in UTC; WITH LOCAL TIME ZONE the session's wall clock of an instant.
 - CHAR/NCHAR are padded (``fixed``); an unsized VARCHAR2/NVARCHAR2/NCHAR/RAW (a reader that did not read
   ALL_TAB_COLUMNS' sizes) has no length: the widest of its kind.
+- NCHAR/NVARCHAR2/NCLOB are ``subtype="national"``; CLOB/NCLOB/LONG/XMLTYPE and BLOB/BFILE/LONG RAW are
+  large objects (``subtype="lob"``; NCLOB is national).
 - RAW values travel as SQL_REDO's ``HEXTORAW('..')`` text, BINARY_FLOAT/DOUBLE values as SQL_REDO's number
   text (``stream_form``).
 """
@@ -16,6 +18,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from cdc.schema.logical import LogicalType
 
@@ -33,6 +36,10 @@ def _int(text: str | None) -> int | None:
 
 def logical_type(type_text: str) -> LogicalType:
     """The logical type of one Oracle column type text (module doc); an unknown name is ``other``."""
+    return replace(_read(type_text), dialect="oracle")
+
+
+def _read(type_text: str) -> LogicalType:
     text = type_text.strip().lower()
     ts = _TS.match(text)
     if ts is not None:
@@ -58,13 +65,14 @@ def logical_type(type_text: str) -> LogicalType:
     if base in ("date", "datetime"):  # datetime(n): the ``iso`` spelling of DATE and TIMESTAMP(n)
         return LogicalType("timestamp", precision=0 if base == "date" else (_int(args) if args else 6))
     if base in ("varchar2", "nvarchar2", "char", "nchar", "varchar"):
-        return LogicalType("string", length=_int(args), fixed=base in ("char", "nchar"))
+        return LogicalType("string", length=_int(args), fixed=base in ("char", "nchar"),
+                           subtype="national" if base in ("nchar", "nvarchar2") else None)
     if base in _CLOBS:
-        return LogicalType("string")
+        return LogicalType("string", subtype="national" if base == "nclob" else "lob")
     if base == "raw":
         return LogicalType("binary", length=_int(args), stream_form="hextoraw")
     if base in _BLOBS:
-        return LogicalType("binary")
+        return LogicalType("binary", subtype="lob")
     if base == "json":
         return LogicalType("json")
     if base == "vector":

@@ -80,7 +80,8 @@ class ShadowSource:
         else:
             self.store.reconcile(self.cycle)
         self.schemas = {str(s): TableSchema(TableId(s.schema, s.table),
-                                            tuple(Column(c.name, c.type, c.nullable, None, of_column(c)) for c in s.columns),
+                                            tuple(Column(c.name, c.type, c.nullable, None, of_column(c, self.ep.dialect))
+                                                  for c in s.columns),
                                             s.primary_key) for s in self.shapes}
 
     def request_stop(self) -> None:

@@ -9,7 +9,10 @@ no length.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cdc.compare.columns import ColumnInfo, Family
+from cdc.compare.dialects import COMPARE_DIALECTS
 from cdc.compare.type_families import common_family
 from cdc.schema.logical import LogicalType
 
@@ -35,12 +38,17 @@ def from_family(family: Family, scale: int | None) -> LogicalType:
     return LogicalType("other")
 
 
-def of_column(col: ColumnInfo) -> LogicalType:
-    return from_family(col.family, col.scale)
+def of_column(col: ColumnInfo, dialect: str | None = None) -> LogicalType:
+    """``dialect``: the compare dialect of the database the shadow reads (cdc.schema.logical ``dialect``: a
+    target of that dialect takes the catalog's type text as it is)."""
+    return replace(from_family(col.family, col.scale), dialect=dialect)
 
 
 def logical_type(type_text: str) -> LogicalType:
     """The logical type of a shadow SCHEMA record's type text written without one (the spellings all
-    databases share: cdc.compare.type_families); ``other`` where they do not name it."""
-    found = common_family(type_text.strip().lower(), None, "datetime")
+    databases share, cdc.compare.type_families, and each compare dialect's own); ``other`` where they do not
+    name it."""
+    t = type_text.strip().lower()
+    found = next((f for d in COMPARE_DIALECTS.values() if (f := d.spelled_family(t)) is not None), None) \
+        or common_family(t, None, "datetime")
     return from_family(*found) if found is not None else LogicalType("other")

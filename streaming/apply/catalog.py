@@ -29,9 +29,11 @@ table when missing.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from cdc.errors import CdcError
+from cdc.registry import logical_of
 from cdc.schema.evolution import (
     ColumnChange,
     SchemaChangeConfig,
@@ -61,12 +63,17 @@ class Catalog:
         self._skipped: set[str] = set()  # tables with a `cdc schema skip` decision: they keep their shape
         self._forced = False  # the DDL at hand has an `evolve` decision
         self._dry, self._t, self._was = False, target, {}  # the pass over a DDL's changes (see _evolve)
+        # the source kind of ``source`` in the config (cdc.yaml ``sources:``): it reads a column written without its
+        # logical type (a SCHEMA record from before SCHEMA records carried the kind); ``require_kind`` (the job):
+        # without either, stop (see typed()); else (tests, benches) the type maps read each type text as they can
+        self.source_kind: str | None = None
+        self.require_kind = False
 
     def load(self) -> None:
         schemas = self.target.load_schemas(self.source)
         self._skipped = self.target.skipped_tables(self.source) if schemas else set()
         for src, (dst, schema) in schemas.items():
-            self.tables[src] = self._info(src, dst, schema)
+            self.tables[src] = self._info(src, dst, self.typed(schema, None, "the target's schema memory"))
 
     def _info(self, src: str, dst: str, schema: TableSchema) -> TableInfo:
         written = None
@@ -94,7 +101,7 @@ class Catalog:
                 return None  # the operator's decision: the target table stays as it is
             raise self._stop(table, sequence, ddl, "the statement leaves no table definition (DROP TABLE?), which "
                              "the apply does not follow", ways=("skip",))
-        schema = TableSchema.from_json(raw)
+        schema = self.typed(TableSchema.from_json(raw), raw.get("kind"), sequence)
         table = str(schema.table)
         if not self.table_map.wanted(table):
             return None
@@ -114,6 +121,26 @@ class Catalog:
         self.tables[table] = self._info(table, dst, schema)
         self.target.save_schema(self.source, table, dst, schema, sequence)
         return dst
+
+    def typed(self, schema: TableSchema, kind: str | None, where: int | str) -> TableSchema:
+        """``schema`` with every column's logical type (cdc.schema.logical): the column's own, else the one the
+        source kind's parser reads (``kind``: the SCHEMA record's, else the configured source's). Raises
+        ApplyError naming the source, the record and the fix when a column needs a kind and none is known."""
+        if all(c.logical is not None for c in schema.columns):
+            return schema
+        kind = kind or self.source_kind
+        if kind is None:
+            if self.require_kind:
+                raise ApplyError(
+                    f"the schema of {schema.table} ({'SCHEMA record sequence ' if isinstance(where, int) else ''}"
+                    f"{where}) of source {self.source!r} was written before SCHEMA records carried the source kind "
+                    f"(no kind, no logical column types), and the config has no source named {self.source!r} to tell "
+                    f"it: add it to cdc.yaml's sources: (name: {self.source}, kind: mysql|oracle|shadow, as it was "
+                    f"written) so the apply reads its column types",
+                    source=self.source, sequence=where, table=str(schema.table))
+            return schema  # streaming.targets.typemap reads each type text as it can (cdc.registry.guess_logical)
+        return TableSchema(schema.table, tuple(c if c.logical is not None else replace(c, logical=logical_of(c, kind))
+                                               for c in schema.columns), schema.primary_key)
 
     # ---- one DDL ------------------------------------------------------------------------
     def _evolve(self, old: TableInfo, new: TableSchema, dst: str, existing: list[str], sequence: int,

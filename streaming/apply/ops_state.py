@@ -10,8 +10,10 @@ from streaming.targets.base import SqlTarget
 def dead_letter_count(target: Any, source: str) -> int | None:
     """Rows of ``source`` in the target's ``dead_letter_table`` (0: none yet); None when the target keeps
     no dead letters (no ``dead_letter_table``) or is not an SQL database (its dead letters are files)."""
-    name = getattr(target.config, "dead_letter_table", None)
-    if not name or not isinstance(target, SqlTarget):
+    if not isinstance(target, SqlTarget):
+        return None
+    name = target.config.dead_letter_table  # every target config has it (cdc/config/target_base.py)
+    if not name:
         return None
     if target.table_columns(name) is None:
         return 0

@@ -28,6 +28,6 @@ class TableInfo:
               target_columns: list[str] | None = None) -> TableInfo:
         """``target_columns``: the target table's columns when only those are written (others ignored)."""
         cols = [c for c in schema.columns if target_columns is None or c.name in target_columns]
-        conv = {c.name: f for c in cols if (f := typemap.converter(c.type, dialect)) is not None}
+        conv = {c.name: f for c in cols if (f := typemap.converter(c, dialect)) is not None}
         ignored = frozenset(c.name for c in schema.columns) - {c.name for c in cols}
         return cls(source_table, target_table, schema, [c.name for c in cols], schema.primary_key, conv, ignored)

@@ -36,6 +36,17 @@ def config_models() -> dict[str, type]:
             for kind, (module, name) in _packages("CONFIG").items()}
 
 
+def type_map_specs() -> dict[str, tuple[str, str]]:
+    """kind -> (module, name) of the TypeMap a package names in ``TYPE_MAP`` (streaming.targets.typemap)."""
+    return _packages("TYPE_MAP")
+
+
+def arrow_type_specs() -> dict[str, tuple[str, str]]:
+    """kind -> (module, name) of the Arrow type function a lake package names in ``ARROW_TYPE``
+    (streaming.targets.lake_types)."""
+    return _packages("ARROW_TYPE")
+
+
 def target_class(kind: str) -> type:
     module, cls = KINDS[kind]
     return getattr(importlib.import_module(module), cls)

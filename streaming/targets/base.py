@@ -249,8 +249,9 @@ class Target(abc.ABC):
                     sequence: int) -> None: ...
 
 
-    def column_type(self, source_type: str) -> str:
-        return typemap.target_type(source_type, self.dialect)
+    def column_type(self, source: typemap.Source) -> str:
+        """The target column type of a source column (a Column: its logical type; or a type text)."""
+        return typemap.target_type(source, self.dialect)
 
     def commit_before_ddl(self, tables: set[str] | None = None) -> bool:
         """The engine commits what precedes a SCHEMA record (with its progress row) before the DDL runs;
@@ -411,7 +412,7 @@ class SqlTarget(Target):
         return ", ".join([self.param] * n)
 
     def create_table(self, table: str, schema: TableSchema) -> None:
-        cols = [f"{self.quote(c.name)} {self.column_type(c.type)}" + ("" if c.nullable or c.name in
+        cols = [f"{self.quote(c.name)} {self.column_type(c)}" + ("" if c.nullable or c.name in
                 schema.primary_key else " NOT NULL") for c in schema.columns]
         if schema.primary_key:
             cols.append("PRIMARY KEY (" + ", ".join(self.quote(k) for k in schema.primary_key) + ")")
@@ -431,7 +432,7 @@ class SqlTarget(Target):
     def evolve_add(self, table: str, col: Column, const: str | None, after: str | None | bool = False) -> None:
         """Add ``col``; existing rows take ``const`` (cdc.schema.evolution.default_value's text) or NULL.
         The column gets the source's default when it is a constant, else none."""
-        tt = self.column_type(col.type)
+        tt = self.column_type(col)
         fill = self.sql.literal(const, tt) if const is not None else None
         self._run_ddl(self.sql.add_column(self.qualified(table), col.name, tt, fill, not col.nullable, after))
         if fill is not None and col.default is None:  # the source has no default: only the rows took it
@@ -446,7 +447,7 @@ class SqlTarget(Target):
 
     def evolve_alter(self, table: str, col: Column, const_default: str | None, what: set[str]) -> None:
         """Change the column's type, nullability and/or default (``what``) to ``col``'s."""
-        tt = self.column_type(col.type)
+        tt = self.column_type(col)
         fill = self.sql.literal(const_default, tt) if const_default is not None else None
         self._run_ddl(self.sql.alter_column(self.qualified(table), col.name, tt, not col.nullable, fill, what))
 

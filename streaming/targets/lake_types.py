@@ -1,6 +1,8 @@
-"""Source column types -> Arrow types of the lakehouse targets (Delta, Iceberg), and value conversion.
+"""Source columns -> Arrow types of the lakehouse targets (Delta, Iceberg), by their logical type
+(cdc.schema.logical), and value conversion.
 
-One Arrow type per source type, chosen to hold every value of it; both
+Each lake package names its own (``streaming/targets/<kind>/typemap.py`` ``ARROW_TYPE``: its smallest integer);
+this module holds the shared reading and the value conversion. One Arrow type per source type, chosen to hold every value of it; both
 formats store these (Delta: the Delta type of the same name, Iceberg: its
 primitive type):
 
@@ -28,58 +30,68 @@ the value.
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+import functools
+import importlib
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdc.schema.logical import LogicalType
 from cdc.stream.events import TableSchema
-from streaming.targets.typemap import parse_type
-
-_STRINGS = ("char", "varchar", "varchar2", "nvarchar2", "nchar", "character varying", "text", "tinytext",
-            "mediumtext", "longtext", "clob", "json", "enum", "set", "time")
-_BINARY = ("binary", "varbinary", "blob", "tinyblob", "mediumblob", "longblob", "raw")
+from streaming.targets.typemap import Source, column_of
 
 
-def arrow_type(source_type: str, fmt: str) -> pa.DataType:
-    """The Arrow type of a source column in ``fmt`` ('delta' or 'iceberg')."""
-    base, args, unsigned = parse_type(source_type.split(" character set")[0].split(" collate")[0])
-    short = pa.int16() if fmt == "delta" else pa.int32()
-    if base in ("tinyint", "year") or (base == "smallint" and not unsigned):
+@functools.cache
+def _arrow_types() -> dict[str, Callable[[LogicalType], pa.DataType]]:
+    from streaming.targets import arrow_type_specs  # each lake package's typemap.py names its ARROW_TYPE
+
+    return {kind: getattr(importlib.import_module(module), name) for kind, (module, name) in arrow_type_specs().items()}
+
+
+def arrow_type(source: Source, fmt: str) -> pa.DataType:
+    """The Arrow type of a source column (a Column, its LogicalType or a type text: streaming.targets.typemap)
+    in the lake format ``fmt`` (a target kind whose package names an ``ARROW_TYPE``), by its logical type."""
+    return _arrow_types()[fmt](column_of(source)[0])
+
+
+def logical_arrow(lt: LogicalType, short: pa.DataType) -> pa.DataType:
+    """The Arrow type of a logical type in a format whose smallest integer is ``short`` (the table in the
+    module doc)."""
+    f = lt.family
+    if f == "year" or (f == "integer" and (lt.length == 8 or (lt.length == 16 and not lt.unsigned))):
         return short
-    if base in ("smallint", "mediumint", "int", "integer"):
-        return pa.int64() if unsigned and base != "smallint" else pa.int32()
-    if base == "bigint":
-        return pa.decimal128(20, 0) if unsigned else pa.int64()
-    if base == "bit":  # the stream carries a BIT as its integer value
-        return pa.int64() if args and args.strip().isdigit() and int(args) < 64 else pa.decimal128(20, 0)
-    if base in ("decimal", "numeric", "number"):
-        if args:
-            p, _, s = args.partition(",")
-            if p.strip().isdigit() and int(p) <= 38:
-                return pa.decimal128(int(p), int(s or 0))
+    if f == "integer" and (lt.length or 64) <= 32:
+        return pa.int64() if lt.unsigned and lt.length != 16 else pa.int32()
+    if f == "integer":
+        return pa.decimal128(20, 0) if lt.unsigned else pa.int64()
+    if f == "bit":  # the stream carries a BIT as its integer value
+        return pa.int64() if (lt.length or 1) < 64 else pa.decimal128(20, 0)
+    if f == "decimal":
+        if lt.precision is not None and lt.precision <= 38:
+            return pa.decimal128(lt.precision, lt.scale or 0)
         return pa.decimal128(38, 10)
-    if base in ("float", "real", "binary_float"):
+    if f == "float":
         return pa.float32()
-    if base in ("double", "double precision", "binary_double"):
+    if f == "double":
         return pa.float64()
-    if base in ("bool", "boolean"):
+    if f == "boolean":
         return pa.bool_()
-    if base == "date":
+    if f == "date":
         return pa.date32()
-    if base in ("datetime", "timestamp with local time zone"):
+    if f == "timestamp" or (f == "timestamp_tz" and lt.time_zone == "local"):
         return pa.timestamp("us")
-    if base.startswith("timestamp"):
+    if f == "timestamp_tz":
         return pa.timestamp("us", tz="UTC")
-    if base in _BINARY:
+    if f == "binary":
         return pa.binary()
     return pa.string()
 
 
 def arrow_schema(schema: TableSchema, fmt: str) -> pa.Schema:
     key = set(schema.primary_key)
-    return pa.schema([pa.field(c.name, arrow_type(c.type, fmt), nullable=c.nullable and c.name not in key)
+    return pa.schema([pa.field(c.name, arrow_type(c, fmt), nullable=c.nullable and c.name not in key)
                       for c in schema.columns])
 
 

@@ -158,14 +158,30 @@ class CompareDialect(ABC):
         """What follows ``SELECT ... FROM t`` to read at most one row."""
 
     # ---- catalog -------------------------------------------------------------------------------
+    # (prefixes, family, scale) of this database's own type spellings, read before the ones all databases
+    # share (cdc.compare.type_families): each dialect owns its catalog's spellings
+    own_types: tuple[tuple[tuple[str, ...], Family, int | None], ...] = ()
+
     def classify(self, type_text: str, scale: int | None = None) -> tuple[Family, int | None]:
         """Map this database's type text to (family, scale). Unknown types are 'other'."""
         t = type_text.lower().strip()
-        return common_family(t, scale, self.plain_timestamp) or self.own_family(t) or ("other", None)
+        return self.own_family(t) or common_family(t, scale, self.plain_timestamp) or ("other", None)
 
     def own_family(self, t: str) -> tuple[Family, int | None] | None:
-        """The family of a type only this database has (``t`` lower-cased), else None."""
+        """The family of a type this database spells its own way (``t`` lower-cased), else None."""
+        return self.spelled_family(t)
+
+    def spelled_family(self, t: str) -> tuple[Family, int | None] | None:
+        """The family :attr:`own_types` gives ``t`` (lower-cased), else None."""
+        for prefixes, family, scale in self.own_types:
+            if t.startswith(prefixes):
+                return family, scale
         return None
+
+    def value_kind(self, type_text: str, family: Family) -> str:
+        """The conversion kind of a column read with a DB-API driver (cdc.schema.values.stream_value): its
+        family, which a database whose driver hands some types differently refines (MySQL)."""
+        return family
 
     def describe_columns(self, conn: Any, schema: str, table: str) -> tuple[list[ColumnInfo], list[tuple]]:
         """(columns, primary-key rows) of ``schema.table`` from information_schema."""

@@ -11,6 +11,7 @@ _TRIM = "rtrim(rtrim(CAST({x} AS VARCHAR), '0'), '.')"
 
 
 class DuckDbCompare(CompareDialect):
+    own_types = ((("varchar",), "string", None), (("varbinary",), "binary", None))
     """Values CAST to VARCHAR; concat_ws skips NULLs like MySQL's; timestamptz rendered in UTC."""
     sha256_sql = "left(sha256({}), 32)"
 

@@ -99,6 +99,9 @@ class MySqlCompare(CompareDialect):
         return "LIMIT 1"
 
     # ---- catalog -------------------------------------------------------------------------------
+    own_types = ((("varchar", "tinytext", "mediumtext", "longtext"), "string", None),
+                 (("varbinary", "tinyblob", "mediumblob", "longblob"), "binary", None))
+
     def own_family(self, t: str) -> tuple[Family, int | None] | None:
         if t.startswith(("bit", "year")):
             return "int", None  # rendered as their number (fingerprint)
@@ -106,7 +109,21 @@ class MySqlCompare(CompareDialect):
             return "binary", None  # the internal value (SRID + WKB), which the stream carries
         if t.startswith("vector"):
             return "binary", None  # MySQL 9: the stored float32 bytes, which the stream carries
-        return None
+        return self.spelled_family(t)
+
+    def value_kind(self, type_text: str, family: Family) -> str:
+        """MySQL's FLOAT (float32: selected widened, cdc.schema.values.select_expr), BIT, JSON and VECTOR, whose values
+        the binlog library and PyMySQL hand differently; ``type_text``: the catalog's COLUMN_TYPE."""
+        t = type_text.lower().lstrip()
+        if family == "float" and t.startswith("float"):
+            return "float32"
+        if t.startswith("bit"):
+            return "bit"
+        if family == "other" and t == "json":
+            return "json"
+        if t.startswith("vector"):
+            return "vector"
+        return family
 
     def describe_columns(self, conn: Any, schema: str, table: str) -> tuple[list[ColumnInfo], list[tuple]]:
         rows = _query(conn, "SELECT COLUMN_NAME, COLUMN_TYPE, NUMERIC_SCALE, DATETIME_PRECISION, IS_NULLABLE, "

@@ -16,6 +16,8 @@ _NUMBER = "RTRIM(RTRIM(TO_CHAR({c}, 'TM9'), '0'), '.')"
 
 
 class OracleCompare(CompareDialect):
+    own_types = ((("binary_float",), "float", 6), (("binary_double",), "float", 15),
+                 (("varchar2", "nvarchar2", "nchar", "clob", "varchar"), "string", None))
     """'' is NULL (the null flag says it); a DATE carries a time of day; rows are joined with ||."""
     sha256_sql = "LOWER(SUBSTR(RAWTOHEX(STANDARD_HASH({}, 'SHA256')), 1, 32))"
 

@@ -11,6 +11,7 @@ from cdc.compare.dialects.dialect_interface import CompareDialect, DsnEndpoint
 
 
 class PostgresCompare(CompareDialect):
+    own_types = ((("varchar",), "string", None),)
     """Values cast to text; timestamptz rendered in UTC; strings ordered by their bytes (COLLATE "C")."""
     sha256_sql = "left(encode(sha256(convert_to({}, 'UTF8')), 'hex'), 32)"
 

@@ -4,3 +4,4 @@ imports no driver."""
 
 TARGET = "streaming.targets.delta.target:DeltaTarget"
 CONFIG = "streaming.targets.delta.config:DeltaTargetConfig"
+ARROW_TYPE = "streaming.targets.delta.typemap:arrow_type"

@@ -4,3 +4,4 @@ imports no driver."""
 
 TARGET = "streaming.targets.duckdb.target:DuckDbTarget"
 CONFIG = "streaming.targets.duckdb.config:DuckDbTargetConfig"
+TYPE_MAP = "streaming.targets.duckdb.typemap:TYPE_MAP"

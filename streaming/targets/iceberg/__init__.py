@@ -4,3 +4,4 @@ imports no driver."""
 
 TARGET = "streaming.targets.iceberg.target:IcebergTarget"
 CONFIG = "streaming.targets.iceberg.config:IcebergTargetConfig"
+ARROW_TYPE = "streaming.targets.iceberg.typemap:arrow_type"

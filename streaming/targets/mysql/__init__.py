@@ -4,3 +4,4 @@ imports no driver."""
 
 TARGET = "streaming.targets.mysql.target:MySqlTarget"
 CONFIG = "streaming.targets.mysql.config:MySqlTargetConfig"
+TYPE_MAP = "streaming.targets.mysql.typemap:TYPE_MAP"

@@ -4,3 +4,4 @@ imports no driver."""
 
 TARGET = "streaming.targets.oracle.target:OracleTarget"
 CONFIG = "streaming.targets.oracle.config:OracleTargetConfig"
+TYPE_MAP = "streaming.targets.oracle.typemap:TYPE_MAP"

@@ -4,3 +4,4 @@ imports no driver."""
 
 TARGET = "streaming.targets.postgres.target:PostgresTarget"
 CONFIG = "streaming.targets.postgres.config:PostgresTargetConfig"
+TYPE_MAP = "streaming.targets.postgres.typemap:TYPE_MAP"

@@ -18,9 +18,13 @@ from readers.oracle.types import logical_type as oracle_type
     ("decimal", LogicalType("decimal", precision=10, scale=0)),
     ("varchar(20)", LogicalType("string", length=20)),
     ("char(3)", LogicalType("string", length=3, fixed=True)),
-    ("mediumtext", LogicalType("string", length=16_777_215)),
+    ("mediumtext", LogicalType("string", length=16_777_215, subtype="lob")),
+    ("blob", LogicalType("binary", length=65_535, subtype="lob")),
     ("datetime(6)", LogicalType("timestamp", precision=6)),
-    ("timestamp", LogicalType("timestamp_tz", precision=0, time_zone="utc")),
+    ("timestamp", LogicalType("timestamp_tz", time_zone="utc")),  # precision None: declared none
+    ("datetime", LogicalType("timestamp")),
+    ("datetime(0)", LogicalType("timestamp", precision=0)),
+    ("datetime(9)", LogicalType("other")),  # MySQL holds microseconds
     ("enum('a','it''s')", LogicalType("enum", values=("a", "it's"))),
     ("point", LogicalType("spatial", subtype="point")),
     ("geometry_of_the_future", LogicalType("other")),
@@ -38,10 +42,23 @@ def test_mysql_spellings(text: str, want: LogicalType) -> None:
     ("timestamp(9) with time zone", LogicalType("timestamp_tz", precision=9, time_zone="utc")),
     ("timestamp with local time zone", LogicalType("timestamp_tz", precision=6, time_zone="local")),
     ("raw(16)", LogicalType("binary", length=16, stream_form="hextoraw")),
+    ("nvarchar2(10)", LogicalType("string", length=10, subtype="national")),
+    ("nchar(3)", LogicalType("string", length=3, fixed=True, subtype="national")),
+    ("nclob", LogicalType("string", subtype="national")),
+    ("clob", LogicalType("string", subtype="lob")),
     ("binary_double", LogicalType("double", stream_form="text")),
 ])
 def test_oracle_spellings(text: str, want: LogicalType) -> None:
     assert oracle_type(text) == want
+
+
+def test_each_reader_names_the_dialect_it_read_and_equality_ignores_it() -> None:
+    assert mysql_type("int").dialect == "mysql" and oracle_type("number").dialect == "oracle"
+    assert mysql_type("int") == LogicalType("integer", length=32)
+    assert mysql_type("int").to_json() == {"family": "integer", "length": 32, "dialect": "mysql"}
+    assert LogicalType.from_json(mysql_type("int").to_json()).dialect == "mysql"
+    assert registry.guess_logical("varchar2(4)").dialect == "oracle"  # MySQL's parser does not know it
+    assert registry.guess_logical("date").dialect == "mysql"
 
 
 def test_the_schema_json_carries_the_logical_type_and_reads_it_back() -> None:
@@ -49,7 +66,7 @@ def test_the_schema_json_carries_the_logical_type_and_reads_it_back() -> None:
     schema = TableSchema(TableId("HR", "EMP"), (col,), ("name",))
     obj = schema.to_json()
     assert obj["columns"][0] == {"name": "name", "type": "varchar2(40)", "nullable": False,
-                                 "logical": {"family": "string", "length": 40}}
+                                 "logical": {"family": "string", "length": 40, "dialect": "oracle"}}
     back = TableSchema.from_json(obj)
     assert back.columns[0].logical == col.logical and back == schema
 

@@ -6,6 +6,7 @@ import duckdb
 import pytest
 
 from cdc.stream.resync_range import ResyncRange, ResyncRangeError, integer_key, range_sql
+from readers.mysql.types import logical_type
 
 
 def _sql_keys(key: tuple[str, ...], after, through, rows: list[tuple]) -> list[tuple]:
@@ -61,5 +62,8 @@ def test_a_record_that_is_not_a_range_is_refused_naming_the_table(text):
 
 
 def test_only_integer_keys_qualify():
-    assert integer_key(["int", "bigint unsigned", "tinyint(3)"])
-    assert not integer_key(["int", "varchar(20)"]) and not integer_key(["decimal(10,0)"]) and not integer_key([])
+    def ints(*texts: str) -> bool:  # the MySQL reader's reading of its key column types
+        return integer_key([logical_type(t) for t in texts])
+
+    assert ints("int", "bigint unsigned", "tinyint(3)")
+    assert not ints("int", "varchar(20)") and not ints("decimal(10,0)") and not ints()

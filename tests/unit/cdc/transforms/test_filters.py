@@ -11,6 +11,7 @@ from cdc.transforms.config import TransformsConfig
 from cdc.transforms.errors import TransformError
 from cdc.transforms.expressions import Expression
 from cdc.transforms.mapper import SourceTransforms
+from readers.mysql.config import MySqlSourceConfig
 from tests.unit.cdc.transforms.test_mapper import SCHEMA
 
 
@@ -128,8 +129,10 @@ def test_computed_columns_follow_the_moved_ones_in_their_type_stream_form():
 
 
 def test_computed_column_refusals():
-    with pytest.raises(ValidationError, match="a computed column is one of"):
-        TransformsConfig.model_validate({"tables": [{"match": "a.b", "computed": {"c": {"expr": "1", "type": "date"}}}]})
+    with pytest.raises(ValidationError, match="a computed column is one of"):  # checked by the MySQL source's config
+        MySqlSourceConfig.model_validate({"name": "s", "kind": "mysql", "hosts": ["127.0.0.1:3306"], "user": "u",
+                                          "password": "p", "tables": ["a.*"], "transforms": {"tables": [
+                                              {"match": "a.b", "computed": {"c": {"expr": "1", "type": "date"}}}]}})
     with pytest.raises(TransformError, match="cannot take the name of a source column"):
         _t(computed={"name": {"expr": "1", "type": "int"}}).mapper(SCHEMA)
     with pytest.raises(TransformError, match="column nope: computed column c reads"):
