@@ -122,8 +122,8 @@ def mix_statements(rows: int, batch: int, tables: int = MIX_TABLES, seed_blocks:
         elif op == "U":
             b = live[t][(j * 7919) % len(live[t])]
             lo = b * batch + 1
-            out.append((f"UPDATE bench.t{t} SET qty = qty + 1, amount = amount + 1, note = 'u{j}' "
-                        f"WHERE id BETWEEN {lo} AND {lo + n - 1}", n))  # 'u{j}': every row changed, its size kept
+            q = f"UPDATE bench.t{t} SET qty = qty + 1, amount = amount + 1, note = 'u{j}' WHERE id BETWEEN {lo} AND "
+            out.append((q + f"{lo + n - 1}", n))  # 'u{j}': every row changed, its size kept
         else:
             b = live[t].pop(0)
             lo = b * batch + 1
