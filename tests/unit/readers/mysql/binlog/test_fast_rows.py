@@ -17,7 +17,6 @@ from readers.mysql.binlog.fastevents import fast_rows
 from readers.mysql.binlog.native_rows import NATIVE
 
 
-
 def test_the_c_pass_is_compiled_here():
     assert NATIVE, "make venv compiles readers/mysql/binlog/_rows_native.c; fast_rows needs it"
 
