@@ -13,7 +13,7 @@ from cdc.bench import mysql, oltp
 def test_firenibble_is_20_60_20_over_every_table_and_only_live_keys():
     ops = list(oltp.firenibble(20_000, 10, 50, random.Random(1)))
     kinds = Counter(sql.split()[0] for _, sql, _ in ops)
-    assert len(ops) == 20_000 and set(t for t, _, _ in ops) == set(range(10))
+    assert len(ops) == 20_000 and {t for t, _, _ in ops} == set(range(10))
     assert abs(kinds["INSERT"] / 20_000 - 0.2) < 0.02 and abs(kinds["UPDATE"] / 20_000 - 0.6) < 0.02
     assert abs(kinds["DELETE"] / 20_000 - 0.2) < 0.02
     live = {t: set(range(1, 51)) for t in range(10)}
