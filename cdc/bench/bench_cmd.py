@@ -19,6 +19,7 @@ BENCHES = {
     "oracle": ("cdc.bench.oracle", "LogMiner simulator -> Kafka vs raw confluent-kafka produce"),
     "compare": ("cdc.bench.compare", "MD5 merge compare vs NOT EXISTS anti-join"),
     "views": ("cdc.bench.views", "incremental view maintenance vs full recomputation"),
+    "oltp": ("cdc.bench.oltp", "firenibble-shaped single-row commits, MariaDB -> cdc run -> cdc apply -> PostgreSQL"),
     "ddl": ("cdc.bench.ddl", "the apply's ADD COLUMN DEFAULT barrier vs the statement run on the target"),
     "snapshot": ("cdc.bench.snapshot", "a 1,000 tx/s writer's p99 commit latency with and without the initial snapshot"),
 }

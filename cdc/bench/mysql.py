@@ -13,7 +13,14 @@ SELECT from the sequence engine, then measures on that same binlog:
   compiled here: ``native``; readers/mysql/binlog/fastrows.py), once on the Python path
   with the cache (fastrows + the library + RowConverter: ``python``, what runs
   where no C compiler was), once without either (``uncached``);
-* reader: MySqlSource alone (no publishing), each way, for the reader's share.
+* reader: MySqlSource alone (no publishing), each way, for the reader's share;
+* decode: the reader's own binlog stream alone (readers/mysql/binlog/fastevents.py with the first
+  way's rows pass), every row touched, no change events: the decode stage.
+
+``--mix``: instead of inserts into one table, transactions over MIX_TABLES tables, 20 % inserts, 60 %
+updates, 20 % deletes (mix_statements; the OLTP shape of issue 40, with ``--txn-rows 1``). Every stream
+here is a blocking one that stops at the last row: a non-blocking dump is reset by MariaDB at the end of the
+binlog, and the library then silently reconnects and reads again, which skewed the raw loop before.
 
 The runs alternate ``--repeat`` times (the shared machine's load varies); the
 best run of each counts, for wall clock and for CPU alike. Prints
@@ -26,7 +33,9 @@ broker's) per row for raw, and for pipeline and reader each way. CPU per row
 is the figure to compare on a loaded host; rows/s moves with the load. With
 several transactions (``--txn-rows`` below ``--rows``) it also prints txn_per_s
 and raw_txn_per_s (transactions per second of the pipeline and of the raw loop on
-the same binlog), txn_ratio (their ratio) and ``cpu_us_per_txn``.
+the same binlog), txn_ratio (their ratio), ``cpu_us_per_txn``, ``cpu_us_per_txn_stage`` (decode; what the
+reader adds to it; what publishing adds; the pipeline; the raw library loop) and ``cpu_txn_ratio`` (raw CPU
+per transaction / pipeline CPU per transaction: the same-run ratio a loaded host does not move).
 
 Why the Python pipeline can beat the raw loop: the reader decodes rows with
 readers.mysql.binlog.fastrows (integers, floats and UTF-8 strings read directly,
@@ -54,6 +63,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=2, help="alternate raw/pipeline runs; the best of each counts")
     parser.add_argument("--native-only", action="store_true",
                         help="only the raw loop and the native pass (no runs on the Python path): a shorter run")
+    parser.add_argument("--mix", action="store_true",
+                        help=f"OLTP-shaped binlog: transactions over {MIX_TABLES} tables, 20%% inserts, 60%% updates, "
+                             "20%% deletes (rows changed: --rows), instead of inserts into one table")
+
+
+MIX_TABLES = 4  # tables of the --mix load
+MIX_OPS = "IUUUD"  # per table, in turn: 20 % inserts, 60 % updates, 20 % deletes
+_ORDERS = ("(id BIGINT PRIMARY KEY, customer VARCHAR(64) NOT NULL, amount DECIMAL(12,2), qty INT, "
+           "created DATETIME(6), status ENUM('new','paid','shipped'), note VARCHAR(255))")
+_ORDER_ROW = ("seq, CONCAT('customer-', seq % 9973), (seq % 100000) / 100, seq % 17, "
+              "TIMESTAMP('2024-01-01') + INTERVAL seq SECOND, 1 + seq % 3, REPEAT('x', 20 + seq % 40)")
 
 
 def _say(msg: str) -> None:
@@ -62,9 +82,7 @@ def _say(msg: str) -> None:
 
 def _load(db, rows: int, batch: int) -> tuple[str, str]:
     db.query("CREATE DATABASE IF NOT EXISTS bench")
-    db.query("CREATE TABLE bench.orders (id BIGINT PRIMARY KEY, customer VARCHAR(64) NOT NULL, "
-             "amount DECIMAL(12,2), qty INT, created DATETIME(6), status ENUM('new','paid','shipped'), "
-             "note VARCHAR(255))")
+    db.query(f"CREATE TABLE bench.orders {_ORDERS}")
     start = db.gtid_binlog_pos()
     done = 0
     conn = db.connect()  # autocommit: one statement, one transaction
@@ -72,10 +90,64 @@ def _load(db, rows: int, batch: int) -> tuple[str, str]:
         with conn.cursor() as cur, progress(rows, "[bench mysql] load rows") as bar:
             while done < rows:
                 n = min(batch, rows - done)
-                cur.execute(f"INSERT INTO bench.orders SELECT seq, CONCAT('customer-', seq % 9973), "
-                            f"(seq % 100000) / 100, seq % 17, TIMESTAMP('2024-01-01') + INTERVAL seq SECOND, "
-                            f"1 + seq % 3, REPEAT('x', 20 + seq % 40) FROM bench.seq_{done + 1}_to_{done + n}")
+                cur.execute(f"INSERT INTO bench.orders SELECT {_ORDER_ROW} FROM bench.seq_{done + 1}_to_{done + n}")
                 done += n
+                bar.advance(n)
+    finally:
+        conn.close()
+    return start, db.gtid_binlog_pos()
+
+
+def mix_statements(rows: int, batch: int, tables: int = MIX_TABLES, seed_blocks: int = 20):
+    """(seed statements, measured statements) of the --mix load: each table seeded with ``seed_blocks`` blocks
+    of ``batch`` rows (before the measured binlog), then transactions of ``batch`` rows each, round robin over
+    the tables, per table in turn insert / update x3 / delete (MIX_OPS): an insert adds a block of new ids, an
+    update changes a live block, a delete removes the oldest live block. Rows changed: ``rows`` (the last
+    transaction may be short)."""
+    live = [list(range(seed_blocks)) for _ in range(tables)]  # live blocks per table (block b: ids b*batch+1..)
+    nxt = [seed_blocks] * tables
+    seed = [f"INSERT INTO bench.t{t} SELECT {_ORDER_ROW} FROM bench.seq_1_to_{seed_blocks * batch}"
+            for t in range(tables)]
+    out: list[tuple[str, int]] = []
+    done = j = 0
+    while done < rows:
+        n = min(batch, rows - done)
+        t, op = j % tables, MIX_OPS[(j // tables) % len(MIX_OPS)]
+        if op == "I" or not live[t]:
+            b = nxt[t]
+            nxt[t] += 1
+            live[t].append(b)
+            lo = b * batch + 1
+            out.append((f"INSERT INTO bench.t{t} SELECT {_ORDER_ROW} FROM bench.seq_{lo}_to_{lo + n - 1}", n))
+        elif op == "U":
+            b = live[t][(j * 7919) % len(live[t])]
+            lo = b * batch + 1
+            q = f"UPDATE bench.t{t} SET qty = qty + 1, amount = amount + 1, note = 'u{j}' WHERE id BETWEEN {lo} AND "
+            out.append((q + f"{lo + n - 1}", n))  # 'u{j}': every row changed, its size kept
+        else:
+            b = live[t].pop(0)
+            lo = b * batch + 1
+            out.append((f"DELETE FROM bench.t{t} WHERE id BETWEEN {lo} AND {lo + n - 1}", n))
+        done += n
+        j += 1
+    return seed, out
+
+
+def _load_mix(db, rows: int, batch: int) -> tuple[str, str]:
+    """The --mix binlog (mix_statements): the seed before the start GTID, one transaction per statement after."""
+    db.query("CREATE DATABASE IF NOT EXISTS bench")
+    seed, measured = mix_statements(rows, batch)
+    for t in range(MIX_TABLES):
+        db.query(f"CREATE TABLE bench.t{t} {_ORDERS}")
+    for q in seed:
+        db.query(q)
+    start = db.gtid_binlog_pos()
+    conn = db.connect()  # autocommit: one statement, one transaction
+    try:
+        with conn.cursor() as cur, progress(rows, "[bench mysql] load rows (mixed)") as bar:
+            for q, n in measured:
+                if cur.execute(q) != n:
+                    raise RuntimeError(f"bench mysql --mix: {q!r} changed {cur.rowcount} rows, not {n}")
                 bar.advance(n)
     finally:
         conn.close()
@@ -93,22 +165,39 @@ def _raw(db, start: str, rows: int) -> tuple[float, float]:
         fastrows.install()
 
 
-def _raw_loop(db, start: str, rows: int) -> tuple[float, float]:
+def _raw_loop(db, start: str, rows: int, fast: bool = False) -> tuple[float, float]:
+    """The library's decode loop; ``fast``: through the reader's own stream (readers/mysql/binlog/fastevents.py,
+    the guarded connection, fastrows and the native rows pass as installed): the decode stage of the reader."""
     from pymysqlreplication import BinLogStreamReader
-    from pymysqlreplication.row_event import WriteRowsEvent
+    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
     from readers.mysql.connection import connection_settings
 
-    stream = BinLogStreamReader(
-        connection_settings=connection_settings(db.address, "cdc", "cdc", 5),
-        server_id=990001, blocking=False, auto_position=start, is_mariadb=True, only_events=[WriteRowsEvent],
-        only_schemas=["bench"], enable_logging=False)
+    kinds = [WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent]
+    if fast:
+        from readers.mysql.binlog import binlog_events
+        from readers.mysql.binlog.fastevents import FastStream
+        from readers.mysql.reader import _guarded_connect
+
+        stream = FastStream(connection_settings=connection_settings(db.address, "cdc", "cdc", 5),
+                            server_id=990003, blocking=True, auto_position=start, is_mariadb=True,
+                            only_events=binlog_events.ALL_EVENTS, pymysql_wrapper=_guarded_connect,
+                            enable_logging=False)
+    else:
+        stream = BinLogStreamReader(
+            connection_settings=connection_settings(db.address, "cdc", "cdc", 5),
+            server_id=990001, blocking=True, auto_position=start, is_mariadb=True, only_events=kinds,
+            only_schemas=["bench"], enable_logging=False)
+    kinds = tuple(kinds)
     seen = 0
     t0, c0 = time.perf_counter(), time.process_time()
     for ev in stream:
+        if not isinstance(ev, kinds) or ev.schema != "bench":
+            continue
         for r in ev.rows:
-            for _v in r["values"].values():
-                pass
+            for image in r.values():  # values; or before_values and after_values
+                for _v in image.values():
+                    pass
             seen += 1
         if seen >= rows:
             break
@@ -117,6 +206,18 @@ def _raw_loop(db, start: str, rows: int) -> tuple[float, float]:
     if seen < rows:
         raise RuntimeError(f"raw loop saw {seen} of {rows} rows")
     return elapsed, cpu
+
+
+def _decode(db, start: str, rows: int, native: bool) -> tuple[float, float]:
+    """The reader's binlog decode alone: its stream (fast events, TABLE_MAP cache, fastrows / native rows),
+    every row of every rows event touched, no change events, no publishing."""
+    from readers.mysql.binlog import fastrows
+
+    fastrows.install(native=native)
+    try:
+        return _raw_loop(db, start, rows, fast=True)
+    finally:
+        fastrows.install()
 
 
 def _pipeline(db, broker, start: str, end: str, rows: int, batch: int, native: bool,
@@ -184,10 +285,12 @@ def run(args: argparse.Namespace) -> dict:
             db.start()
             broker.start()
             _say(f"loading {args.rows} rows in transactions of {args.batch}")
-            start, end = _load(db, args.rows, args.batch)
+            start, end = (_load_mix if getattr(args, "mix", False) else _load)(db, args.rows, args.batch)
             for i in range(max(1, args.repeat)):  # alternate, so machine noise hits every run alike
                 _say(f"run {i + 1}: raw decode loop")
                 runs.setdefault("raw", []).append(_raw(db, start, args.rows))
+                _say(f"run {i + 1}: the reader's decode alone (its stream, {modes[0][0]} rows)")
+                runs.setdefault("decode", []).append(_decode(db, start, args.rows, modes[0][1]))
                 for name, native, cache in modes:
                     _say(f"run {i + 1}: pipeline, {name} rows (reader -> publisher -> broker ack)")
                     runs.setdefault(f"pipeline_{name}", []).append(
@@ -204,6 +307,8 @@ def run(args: argparse.Namespace) -> dict:
     pipe = "pipeline_native" if NATIVE else "pipeline_python"
     txns = -(-args.rows // args.batch)
     out = {"rows": args.rows, "txn_rows": args.batch, "native": NATIVE,
+           "mix": f"{MIX_TABLES} tables, 20% inserts, 60% updates, 20% deletes" if getattr(args, "mix", False)
+           else "inserts, 1 table",
            "raw_rows_per_s": round(rate["raw"]), "pipeline_rows_per_s": round(rate[pipe]),
            "python_pipeline_rows_per_s": round(rate["pipeline_python"]) if "pipeline_python" in rate else None,
            "ratio": round(rate[pipe] / rate["raw"], 3),
@@ -227,4 +332,13 @@ def run(args: argparse.Namespace) -> dict:
         out["raw_txn_per_s"] = out["raw_transactions_per_s"]
         out["txn_ratio"] = round(best["raw"][0] / best[pipe][0], 3)
         out["cpu_us_per_txn"] = {k: round(c / txns * 1e6, 1) for k, (_, c) in best.items()}
+        per_txn = {k: c / txns * 1e6 for k, (_, c) in best.items()}
+        # the same stages per transaction: the binlog decode (the reader's stream alone), what the reader adds
+        # to it (change events, state, filters), what publishing adds (records, the Kafka client, acks)
+        out["cpu_us_per_txn_stage"] = {
+            "decode": round(per_txn["decode"], 1),
+            "reader": round(per_txn[f"reader_{way}"] - per_txn["decode"], 1),
+            "publish": round(per_txn[pipe] - per_txn[f"reader_{way}"], 1),
+            "pipeline": round(per_txn[pipe], 1), "raw_library_decode": round(per_txn["raw"], 1)}
+        out["cpu_txn_ratio"] = round(per_txn["raw"] / per_txn[pipe], 3)  # same-run CPU ratio, load-proof
     return out

@@ -20,6 +20,14 @@ uses; every other event goes to the library unchanged, as the same packet:
   is put back in the stream's table map, as the library does for every TABLE_MAP. A definition changed by DDL
   has other bytes and goes to the library, which parses it and fills the cache. Only while readers/mysql/binlog/fastrows.py
   keeps its own TABLE_MAP cache (``install(table_map_cache=False)`` turns both off).
+* WRITE/UPDATE/DELETE rows events (v1 ``0x17``-``0x19``, v2 ``0x1E``-``0x20`` with no extra data) of a table
+  in the stream's table map whose columns the native rows pass plans (readers/mysql/binlog/native_rows.py):
+  decoded by that C pass straight from the packet into the library's own event class (:func:`fast_rows`,
+  with the fields the reader reads), without the library's packet wrapper and event constructor. Only
+  while the native pass is installed (``fastrows.install(native=True)``), on a stream without table or
+  schema filters; the C pass refusing any value, a rows event whose post-header length is not the one this
+  layout reads, a column count that does not fit one byte or differs from the table's, or bytes that do not
+  add up: the library's path, as before.
 
 Fail closed: a packet that is not an OK binlog packet, shorter than its kind needs, or of any kind or flag
 not named above goes to the library (and from there to the reader's rule for events it does not decode,
@@ -32,15 +40,82 @@ from __future__ import annotations
 from typing import Any
 
 from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.row_event import TableMapEvent
+from pymysqlreplication.row_event import DeleteRowsEvent, RowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from readers.mysql.binlog import fastrows
+from readers.mysql.binlog import fastrows, native_rows
+from readers.mysql.binlog.decode import ConvertedRow
 
 QUERY_EVENT, XID_EVENT, TABLE_MAP_EVENT, GTID_LOG_EVENT, MARIADB_GTID_EVENT = 0x02, 0x10, 0x13, 0x21, 0xA2
 _MARIADB_XA = 0x40 | 0x80  # FL_PREPARED_XA, FL_COMPLETED_XA
 _DECODED = frozenset({QUERY_EVENT, XID_EVENT, GTID_LOG_EVENT, MARIADB_GTID_EVENT})  # what decode() may decode
 _TABLE_MAPS_MAX = 1024  # cached definitions per stream; cleared whole beyond that
 _CACHED = fastrows._table_map_init  # the TABLE_MAP fast path runs while fastrows' TABLE_MAP cache is installed
+# rows event code -> (the library's class, post-header length, row image keys)
+_ROWS = {0x17: (WriteRowsEvent, 8, ("values",)), 0x18: (UpdateRowsEvent, 8, ("before_values", "after_values")),
+         0x19: (DeleteRowsEvent, 8, ("values",)), 0x1E: (WriteRowsEvent, 10, ("values",)),
+         0x1F: (UpdateRowsEvent, 10, ("before_values", "after_values")), 0x20: (DeleteRowsEvent, 10, ("values",))}
+
+
+class FastPacket:
+    """What the reader reads of a rows event's packet: its binlog position and the server that logged it."""
+
+    __slots__ = ("log_pos", "server_id")
+
+    def __init__(self, log_pos: int, server_id: int) -> None:
+        self.log_pos, self.server_id = log_pos, server_id
+
+
+def fast_rows(data: Any, checksum: bool, table_map: dict[int, Any], post_header_lengths: Any) -> Any:
+    """The rows event in binlog packet ``data`` as the library's event object with its rows decoded by the
+    native pass, or None when it is not one the module docstring names (nothing read, nothing changed)."""
+    spec = _ROWS.get(data[5])
+    if spec is None:
+        return None
+    cls, post_header, keys = spec
+    code = data[5]
+    if post_header_lengths and len(post_header_lengths) >= code and post_header_lengths[code - 1] != post_header:
+        return None
+    n = len(data)
+    end = n - 4 if checksum else n
+    p = 20 + post_header
+    if n < 20 or data[0] != 0 or int.from_bytes(data[10:14], "little") != n - 1 or p >= end:
+        return None
+    if post_header == 10 and data[28:30] != b"\x02\x00":  # v2 extra data: only its own length, no more
+        return None
+    table_id = int.from_bytes(data[20:26], "little")
+    table = table_map.get(table_id)
+    columns = data[p]
+    if table is None or columns >= 251:
+        return None
+    plan = table.__dict__.get("_cdc_native", False)  # the plan native_rows keeps on the Table, once per TABLE_MAP
+    if plan is False:
+        plan = table.__dict__["_cdc_native"] = native_rows.plan_for(table.columns)
+    if plan is None or len(plan) != columns:
+        return None
+    width = (columns + 7) // 8
+    p += 1
+    bitmap = bytes(data[p:p + width])
+    bitmaps: tuple = (bitmap,)
+    p += width
+    if len(keys) == 2:
+        bitmaps = (bitmap, bytes(data[p:p + width]))
+        p += width
+    if p > end:
+        return None
+    rows = native_rows._rows_native.decode(data, p, end, plan, bitmaps, ConvertedRow, keys)
+    if rows is None:
+        return None
+    ev = cls.__new__(cls)  # the library's class (the reader's isinstance tests), not its constructor
+    ev.event_type, ev.timestamp, ev.event_size = code, int.from_bytes(data[1:5], "little"), end - 20
+    ev.packet = FastPacket(int.from_bytes(data[14:18], "little"), int.from_bytes(data[6:10], "little"))
+    ev.table_map, ev.table_id, ev.schema, ev.table = table_map, table_id, table.schema, table.table
+    ev.columns, ev.number_of_columns, ev.flags = table.columns, columns, int.from_bytes(data[26:28], "little")
+    ev.columns_present_bitmap = bitmaps[0]
+    if len(bitmaps) == 2:
+        ev.columns_present_bitmap2 = bitmaps[1]
+    ev.complete, ev._processed, ev.is_partial_json_update = True, True, False
+    ev._RowsEvent__rows = rows
+    return ev
 
 
 class FastGtid:
@@ -141,6 +216,12 @@ class FastStream(BinLogStreamReader):
         super().__init__(*args, **kwargs)
         self._table_maps: dict[bytes, tuple[int, Any, Any]] = {}  # TABLE_MAP body -> (table id, Table, null bitmap)
 
+    def _fast_rows_ok(self) -> bool:
+        """Rows events may take fast_rows: the native pass installed, no table or schema filter to apply."""
+        return (RowsEvent._fetch_rows is native_rows.fetch_rows and self._BinLogStreamReader__only_tables is None
+                and self._BinLogStreamReader__ignored_tables is None and self._BinLogStreamReader__only_schemas is None
+                and self._BinLogStreamReader__ignored_schemas is None and not self._BinLogStreamReader__ignore_decode_errors)
+
     def _library_fetchone(self) -> Any:
         """The library's next event, without its packet's link back to it: the packet <-> event cycle would
         keep each event and its rows alive until the cyclic collector's next pass (with a big transaction's
@@ -179,7 +260,13 @@ class FastStream(BinLogStreamReader):
                 self._table_maps[key] = (ev.table_id, self.table_map[ev.table_id], ev.null_bitmask)
             return ev
         fast = None
-        if len(data) > 20 and data[5] in _DECODED:  # rows events and the rest: straight to the library
+        if len(data) > 20 and data[5] in _ROWS and self._fast_rows_ok():
+            rows = fast_rows(data, checksum, self.table_map, self._BinLogStreamReader__post_header_lengths)
+            if rows is not None:
+                if rows.packet.log_pos:
+                    self.log_pos = rows.packet.log_pos
+                return rows
+        elif len(data) > 20 and data[5] in _DECODED:  # rows events and the rest: straight to the library
             lengths = self._BinLogStreamReader__post_header_lengths
             fast = decode(data, self.is_mariadb, checksum,
                           lengths[QUERY_EVENT - 1] if lengths and len(lengths) >= QUERY_EVENT else 13)
