@@ -168,6 +168,7 @@ class Publisher:
         self._acks = AckTracker(self._producer, metrics)
         self.epoch = 0  # the writer epoch stamped on every record of the changes topic; set by recover()
         self._headers = epoch_headers(0)
+        self._outbox = None  # cdc.publish.outbox.attach(): the outbox router, recovered with the stream
 
     @property
     def last_resume(self) -> dict[str, Any] | None:
@@ -226,6 +227,8 @@ class Publisher:
         if self.kafka.encoding == "avro":
             self._publish_avro_schemas()
         tail = read_tail(bs, self.topic, self._kser, self._vser, source=self.source_name)
+        if self._outbox is not None:  # its events above the tail's checkpoint are not routed again
+            self._outbox.recover(tail)
         self._seq = 1 if tail.last_sequence is None else tail.last_sequence + 1
         # the lease's epoch, above every epoch in the stream (a lease topic recreated since restarts its offsets)
         self.epoch = tail.epoch if self._lease is None else max(self._lease.epoch, tail.epoch + 1)

@@ -214,6 +214,7 @@ class SourceSpec:
     make: Callable[[SourceContext], Source]
     heartbeat_interval_s: float | None = 1.0  # None or 0: the source writes no heartbeats
     context_args: dict[str, Any] = field(default_factory=dict)
+    outbox: Any = None  # the source's OutboxConfig (cdc.publish.outbox), if any
 
 
 @dataclass
@@ -345,6 +346,10 @@ class Daemon:
         # the lease (kafka.writer_fencing) is kept across the publisher's restarts: the process never fences itself
         w.publisher, w.lease = open_publisher(self.kafka, spec.name, spec.connector, w.metrics, lease=w.lease,
                                               producer_config=self.producer_config)
+        if spec.outbox is not None:
+            from cdc.publish.outbox import attach
+
+            attach(w.publisher, spec.outbox)
         ctx = SourceContext(metrics=w.metrics, **spec.context_args)
         if getattr(self.kafka, "dead_letter_topic", None):
             ctx.dead_letter = w.publisher.dead_letter

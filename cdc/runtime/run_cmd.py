@@ -43,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
     specs = [SourceSpec(name=s.name, connector=s.kind,
                         make=lambda ctx, s=s: open_source(s, ctx),
                         heartbeat_interval_s=getattr(s, "heartbeat_interval_s", 1.0),
-                        context_args=context_args) for s in chosen]
+                        context_args=context_args, outbox=getattr(s, "outbox", None)) for s in chosen]
     daemon = Daemon(specs, config.kafka, process_registry(), metrics_host=config.metrics.host,
                     metrics_port=config.metrics.port, drain_timeout_s=config.drain_timeout_s,
                     source_restart_limit=config.source_restart_limit, api=config.api, alerts=config.alerts,

@@ -179,3 +179,58 @@ class TransformsConfig(BaseModel):
         if "encrypt" in masks and not self.encryption_key_file:
             raise ValueError("a column has `mask: encrypt`: give transforms.encryption_key_file")
         return self
+
+
+class OutboxColumns(BaseModel):
+    """The outbox table's column names (Debezium's defaults)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(default="id", description="the event's id: header `id` of the routed record")
+    aggregatetype: str = Field(default="aggregatetype", description="names the topic ({aggregatetype} of "
+                               "`topic`); NULL is a bad row")
+    aggregateid: str = Field(default="aggregateid", description="the routed record's key (as text; NULL: no key)")
+    type: str = Field(default="type", description="the event type: header `type` of the routed record")
+    payload: str = Field(default="payload", description="the routed record's value, as-is: text as UTF-8 (JSON "
+                         "text stays JSON text), a binary column as its bytes; NULL: a tombstone")
+
+
+class OutboxConfig(BaseModel):
+    """``sources[].outbox``: Debezium's outbox pattern, routed in the daemon exactly once (docs/transforms.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    table: str = Field(description="db.table of the outbox table (no glob); only its INSERTs are routed")
+    topic: str = Field(default="outbox.event.{aggregatetype}", description="topic of an event: {aggregatetype} "
+                       "is the row's aggregate type, {prefix} kafka.topic_prefix, {source} the source's name; "
+                       "the result must be a valid topic name ([A-Za-z0-9._-], at most 249 characters)")
+    columns: OutboxColumns = Field(default_factory=OutboxColumns, description="the outbox table's column names")
+    headers: dict[str, str] = Field(default_factory=dict, description="more headers: column name -> header name "
+                                    "(the column's value as text; NULL: no header)")
+    keep_in_stream: bool = Field(default=True, description="the outbox table's rows also go to the change stream "
+                                 "(and per-table topics) as any table's; false: only to the outbox topics")
+    partitions: int = Field(default=1, ge=1, description="partitions of an outbox topic the daemon creates (keyed "
+                            "by aggregate id: one aggregate's events stay in order in any number)")
+
+    @field_validator("table")
+    @classmethod
+    def _one_table(cls, table: str) -> str:
+        parts = table.split(".")
+        if len(parts) != 2 or not all(parts) or any(ch in table for ch in "*?[]"):
+            raise ValueError(f"outbox table {table!r} is not db.table (one table, no glob)")
+        return table
+
+    @field_validator("topic")
+    @classmethod
+    def _pattern(cls, topic: str) -> str:
+        try:
+            sample = topic.format(aggregatetype="a", prefix="p", source="s")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(f"outbox topic {topic!r}: unknown or bad placeholder ({exc}); use {{aggregatetype}}, "
+                             "{prefix}, {source}") from None
+        if "{aggregatetype}" not in topic or topic == "{aggregatetype}":
+            raise ValueError(f"outbox topic {topic!r} must hold {{aggregatetype}} and some fixed text (the daemon "
+                             "finds its outbox topics by that text when it restarts)")
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", sample):
+            raise ValueError(f"outbox topic {topic!r} gives an invalid topic name ({sample!r})")
+        return topic

@@ -10,7 +10,7 @@ from cdc.config.credentials import PasswordLogin
 from cdc.config.tls import MySqlTls
 from cdc.contract import HeartbeatInterval
 from cdc.schema.table_glob import check_pattern
-from cdc.transforms.config import TransformsConfig, check_computed
+from cdc.transforms.config import OutboxConfig, TransformsConfig, check_computed
 
 
 class MySqlSourceConfig(PasswordLogin):
@@ -50,6 +50,8 @@ class MySqlSourceConfig(PasswordLogin):
                                  "(cdc/config/tls.py); none: TLS only if the server offers it, unverified")
     transforms: TransformsConfig | None = Field(default=None, description="columns left out, masked or "
                                                 "encrypted before anything reaches Kafka (docs/transforms.md)")
+    outbox: OutboxConfig | None = Field(default=None, description="an outbox table routed to one topic per "
+                                        "aggregate type, exactly once (docs/transforms.md)")
 
     @model_validator(mode="after")
     def _computed_types(self) -> MySqlSourceConfig:
