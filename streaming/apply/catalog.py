@@ -64,8 +64,8 @@ class Catalog:
         self._forced = False  # the DDL at hand has an `evolve` decision
         self._dry, self._t, self._was = False, target, {}  # the pass over a DDL's changes (see _evolve)
         # the source kind of ``source`` in the config (cdc.yaml ``sources:``): it reads a column written without its
-        # logical type (a SCHEMA record from before SCHEMA records carried the kind); ``require_kind`` (the job):
-        # without either, stop (see typed()); else (tests, benches) the type maps read each type text as they can
+        # logical type (a SCHEMA record from before SCHEMA records carried the kind); without either, the type maps
+        # read each type text as every earlier version did (cdc.registry.guess_logical); ``require_kind``: stop instead
         self.source_kind: str | None = None
         self.require_kind = False
 

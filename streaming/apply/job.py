@@ -223,7 +223,6 @@ def start_stream(spark: Any, config: Config, apply: ApplyConfig, metrics_registr
     engine = ApplyEngine(apply.source, target, TableMap.from_config(apply), metrics, apply.views)
     engine.catalog.policy = apply.schema_changes  # before start(): load() reads it
     engine.catalog.source_kind = next((s.kind for s in config.sources if s.name == apply.source), None)
-    engine.catalog.require_kind = True  # a SCHEMA record without kind or logical types needs the configured one
     engine.start()
     stream = ApplyStream(apply, engine)
     stream.engine_topic = engine.topic = changes_topic(config.kafka.topic_prefix, apply.source)
