@@ -63,6 +63,8 @@ def _pg(base: str, args: str | None, unsigned: bool) -> str:
         return "bigint" if _bits(args) < 64 else "numeric(20,0)"
     if base in ("binary", "varbinary", "blob", "tinyblob", "mediumblob", "longblob", "raw") or base in SPATIAL:
         return "bytea"
+    if base == "vector":  # MySQL 9 VECTOR(N): its stored bytes (N float32, little-endian), as the stream carries them
+        return "bytea"
     if base in ("json",):
         return "jsonb"
     if base in ("bool", "boolean"):
@@ -96,6 +98,8 @@ def _mysql(base: str, args: str | None, unsigned: bool) -> str:
         return "longtext"
     if base == "raw":
         return f"varbinary({args or 2000})"
+    if base == "vector":  # MySQL 9 VECTOR(N): its stored bytes (up to 16383 float32) in any MySQL/MariaDB target
+        return "blob"
     if base in ("binary_float", "binary_double"):  # not MySQL types ('binary' in the name made them bytes)
         return "float" if base == "binary_float" else "double"
     if base in ("datetime", "timestamp with local time zone", "timestamp with time zone"):
