@@ -16,6 +16,8 @@ primary or replica?            MariaDB ``SHOW SLAVE STATUS``                  SL
                                MySQL ``SHOW REPLICA STATUS``                  REPLICATION CLIENT
 binlogs still on the server    ``SHOW BINARY LOGS``                           BINLOG MONITOR (MariaDB 10.5.2+),
                                                                               REPLICATION CLIENT (MySQL, older)
+a DDL's statement at its       ``SHOW BINARY LOGS``, ``SHOW BINLOG EVENTS``     BINLOG MONITOR (MariaDB 10.5.2+),
+position                       (readers/mysql/definitions.py)                 REPLICATION SLAVE (MySQL, older)
 snapshot, MySQL                ``@@gtid_executed``, ``SHOW BINARY LOG STATUS``  REPLICATION CLIENT, and
                                around the read, its window's binlog           REPLICATION SLAVE (no RELOAD:
                                (readers/mysql/snapshot_window.py)             no global lock is taken)
@@ -82,6 +84,11 @@ def binlog_list_privilege(mariadb: bool, version: str) -> str:
     return "BINLOG MONITOR" if mariadb and _version(version) >= (10, 5, 2) else "REPLICATION CLIENT"
 
 
+def binlog_events_privilege(mariadb: bool, version: str) -> str:
+    """What ``SHOW BINLOG EVENTS`` needs: MariaDB 10.5.2+ BINLOG MONITOR, MySQL and older MariaDB REPLICATION SLAVE."""
+    return "BINLOG MONITOR" if mariadb and _version(version) >= (10, 5, 2) else "REPLICATION SLAVE"
+
+
 def _account(cur: Any) -> str:
     cur.execute("SELECT CURRENT_USER()")
     user, _, host = str(cur.fetchone()[0]).rpartition("@")
@@ -111,7 +118,8 @@ def missing(conn: Any) -> list[Missing]:
         account = _account(cur)
 
         def need(privilege: str, why: str) -> None:
-            out.append(Missing(privilege, why, f"GRANT {privilege} ON *.* TO {account};"))
+            if all(m.privilege != privilege for m in out):  # one line per privilege, with its first reason
+                out.append(Missing(privilege, why, f"GRANT {privilege} ON *.* TO {account};"))
 
         cur.execute("SHOW GRANTS")
         grants = [str(r[0]).upper() for r in cur.fetchall()]
@@ -123,6 +131,8 @@ def missing(conn: Any) -> list[Missing]:
             need(replica_status_privilege(mariadb, version), "tells a primary from a replica at start and at failover")
         if _denied(cur, "SHOW BINARY LOGS"):
             need(binlog_list_privilege(mariadb, version), "checks that the binlogs still hold the checkpoint")
+        if _denied(cur, "SHOW BINLOG EVENTS LIMIT 1"):
+            need(binlog_events_privilege(mariadb, version), "reads a DDL's statement at its binlog position")
         if not any(re.search(r"\b(SELECT|ALL PRIVILEGES)\b", g.split(" ON ")[0]) for g in grants):
             need("SELECT", "snapshots read the captured tables")
     return out

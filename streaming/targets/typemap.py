@@ -133,7 +133,7 @@ def _converter(lt: LogicalType, types: TypeMap) -> Converter | None:
     f = lt.family
     if f == "bit" or (f == "integer" and lt.unsigned and lt.length == 64):
         return _int  # MySQL would take the text of a BIT as its bytes
-    if f in ("binary", "spatial"):
+    if f in ("binary", "spatial", "vector"):
         return b64_bytes
     if types.naive_text_timestamps and f in _TIMESTAMPS:
         return _naive_ts

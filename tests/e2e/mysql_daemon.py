@@ -1,4 +1,4 @@
-"""Run `cdc run` as a real subprocess (so kill -9 is real) against a MariaDB source."""
+"""Run `cdc run` as a real subprocess (so kill -9 is real) against a MariaDB or MySQL source."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ CDC = str(Path(sys.executable).with_name("cdc"))
 
 
 def write_config(path: Path, *, hosts: list[str], tables: list[str], bootstrap: str, prefix: str,
-                 name: str = "s1", server_id: int = 0) -> Path:
+                 name: str = "s1", server_id: int = 0, user: tuple[str, str] = ("cdc", "cdc")) -> Path:
+    """``user``: (user, password) the source captures as (a MySQL 9.7 server's ``capture_user``)."""
     cfg = {
-        "sources": [{"name": name, "kind": "mysql", "hosts": hosts, "user": "cdc", "password": "cdc",
+        "sources": [{"name": name, "kind": "mysql", "hosts": hosts, "user": user[0], "password": user[1],
                      "tables": tables, "heartbeat_interval_s": 1.0, "reconnect_backoff_s": 0.2, "snapshot": "never",
                      "server_id": server_id or 500_000 + os.getpid() % 100_000}],
         "kafka": {"bootstrap_servers": bootstrap, "topic_prefix": prefix},

@@ -62,20 +62,42 @@ ROWS = [
 ]
 
 
-def create_sql(db: str, table: str = "types") -> str:
-    return f"CREATE TABLE `{db}`.`{table}` (" + ", ".join(f"`{c}` {t}" for c, t in COLUMNS) + \
+# Oracle MySQL only (MySQL 9.7 leg): VECTOR (its float32 bytes: max float32, negative, fractions), the MySQL
+# spelling GEOMCOLLECTION (empty too), and TIMESTAMP literals with a time-zone offset (stored as UTC, one crossing
+# midnight), each value per row of ROWS
+MYSQL_COLUMNS = [("vec", "VECTOR(3)"), ("gc", "GEOMCOLLECTION"), ("tso", "TIMESTAMP(3) NULL")]
+MYSQL_VALUES = [
+    ("STRING_TO_VECTOR('[1.5,-2.25,3.4028234e38]'), "
+     "ST_GeomFromText('GEOMETRYCOLLECTION(POINT(1 1),LINESTRING(0 0,1 1))'), '2024-02-29 12:34:56.789+05:30'"),
+    "STRING_TO_VECTOR('[0,0,0]'), ST_GeomFromText('GEOMETRYCOLLECTION EMPTY'), '2038-01-19 03:14:07.999+00:00'",
+    ("STRING_TO_VECTOR('[42.42,-1,0.1]'), ST_GeomFromText('GEOMETRYCOLLECTION(POINT(3 4))'), "
+     "'2024-02-29 23:59:59.5-08:00'"),
+    "STRING_TO_VECTOR('[-0.5,1e-10,7]'), ST_GeomFromText('GEOMETRYCOLLECTION EMPTY'), '0000-00-00 00:00:00'",
+    "NULL, NULL, NULL",
+]
+
+
+def columns(mysql: bool = False) -> list[tuple[str, str]]:
+    """The columns of the table; ``mysql``: with the Oracle MySQL-only ones (MYSQL_COLUMNS)."""
+    return COLUMNS + (MYSQL_COLUMNS if mysql else [])
+
+
+def create_sql(db: str, table: str = "types", mysql: bool = False) -> str:
+    return f"CREATE TABLE `{db}`.`{table}` (" + ", ".join(f"`{c}` {t}" for c, t in columns(mysql)) + \
         ") DEFAULT CHARSET=utf8mb4"
 
 
-def insert_sqls(db: str, table: str = "types") -> list[str]:
-    return [f"INSERT INTO `{db}`.`{table}` VALUES {r}" for r in ROWS]
+def insert_sqls(db: str, table: str = "types", mysql: bool = False) -> list[str]:
+    rows = [r[:-1] + ", " + extra + ")" for r, extra in zip(ROWS, MYSQL_VALUES, strict=True)] if mysql else ROWS
+    return [f"INSERT INTO `{db}`.`{table}` VALUES {r}" for r in rows]
 
 
-def load(conn, db: str, table: str = "types") -> None:
-    """Create and fill the table on a PyMySQL connection (permissive sql_mode for the zero dates)."""
+def load(conn, db: str, table: str = "types", mysql: bool = False) -> None:
+    """Create and fill the table on a PyMySQL connection (permissive sql_mode for the zero dates); ``mysql``:
+    an Oracle MySQL server, with the MySQL-only columns too."""
     with conn.cursor() as cur:
         cur.execute("SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'")
-        cur.execute(create_sql(db, table))
-        for sql in insert_sqls(db, table):
+        cur.execute(create_sql(db, table, mysql))
+        for sql in insert_sqls(db, table, mysql):
             cur.execute(sql)
     conn.commit()

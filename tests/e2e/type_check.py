@@ -9,6 +9,7 @@ CHAR(n) without its trailing pad spaces (PostgreSQL ``char(n)`` pads on output; 
 
 from __future__ import annotations
 
+import json
 import struct
 from typing import Any
 
@@ -22,7 +23,12 @@ def kinds(schema) -> dict[str, str]:
 
 
 def comparable(v: Any, kind: str, source_type: str, raw: bool = True) -> Any:
-    """``v`` as a stream value (``raw``: a target's DB-API value, else already one) for comparison."""
+    """``v`` as a stream value (``raw``: a target's DB-API value, else already one) for comparison.
+
+    MySQL JSON (kind ``json``) as the parsed document: a PostgreSQL ``jsonb`` reads back parsed, and each
+    target prints its own key order and spacing."""
+    if kind == "json":
+        return json.loads(v) if isinstance(v, (str, bytes)) else v
     if raw:
         v = stream_value(v, kind)
     if v is None:

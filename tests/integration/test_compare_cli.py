@@ -1,4 +1,7 @@
-"""`cdc compare` from the command line: exit status, JSON report, --repair into the real broker."""
+"""`cdc compare` from the command line: exit status, JSON report, --repair into the real broker.
+
+Each test runs on both MySQL flavours (``mysql_source``: MariaDB and MySQL 9.7, where the source is read
+as the capture user docs/setup.md makes)."""
 
 from __future__ import annotations
 
@@ -15,8 +18,8 @@ pytestmark = [pytest.mark.mysql, pytest.mark.kafka]
 
 
 @pytest.fixture
-def setup(mariadb_primary, tmp_mysql_db, broker, topic_prefix, tmp_path):
-    conn = mariadb_primary.connect(tmp_mysql_db)
+def setup(mysql_source, tmp_source_db, broker, topic_prefix, tmp_path):
+    conn = mysql_source.connect(tmp_source_db)
     with conn.cursor() as cur:
         cur.execute("CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20), price DECIMAL(8,2))")
         cur.executemany("INSERT INTO items VALUES (%s, %s, %s)", [(i, f"n{i}", i) for i in range(1, 51)])
@@ -29,14 +32,15 @@ def setup(mariadb_primary, tmp_mysql_db, broker, topic_prefix, tmp_path):
     con.execute("UPDATE items SET name = NULL WHERE id = 4")
     con.execute("INSERT INTO items VALUES (99, 'x', 1)")
     con.close()
+    user, password = getattr(mysql_source, "capture_user", ("cdc", "cdc"))
     cfg = tmp_path / "cdc.yaml"
     cfg.write_text(yaml.safe_dump({
         "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": topic_prefix},
-        "sources": [{"name": "src", "kind": "mysql", "hosts": [mariadb_primary.address], "user": "cdc",
-                     "password": "cdc", "tables": [f"{tmp_mysql_db}.items"]}],
+        "sources": [{"name": "src", "kind": "mysql", "hosts": [mysql_source.address], "user": user,
+                     "password": password, "tables": [f"{tmp_source_db}.items"]}],
         "targets": [{"name": "duck", "kind": "duckdb", "path": path}],
     }))
-    return str(cfg), tmp_mysql_db, path
+    return str(cfg), tmp_source_db, path
 
 
 def test_compare_reports_and_exits_non_zero(setup, capsys):

@@ -10,6 +10,9 @@ catches, each of which a user saw before: BIT refused (bytea/blob), TIME beyond 
 refused (time), DECIMAL(65,*) stopping DuckDB, BIGINT UNSIGNED and BIT(64) >= 2^63 refused by
 DuckDB, and `cdc compare` crashing on GEOMETRY and on DuckDB DOUBLE max, or reporting false
 differences for FLOAT 42.42, TINYINT ZEROFILL, DOUBLE max and zero dates.
+
+Runs on both flavours (``mysql_source``): on MySQL 9.7 with its own types too (VECTOR, GEOMCOLLECTION,
+TIMESTAMP literals with an offset: type_cases.MYSQL_COLUMNS), the MySQL target on that same server.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from streaming.targets.mysql.target import MySqlTarget
 from streaming.targets.postgres.target import PostgresTarget
 from tests.e2e import type_cases
 from tests.e2e.type_check import mismatches, read_target
+from tests.integration.mysql_helpers import is_mysql
 
 pytestmark = [pytest.mark.mysql, pytest.mark.postgres]
 
@@ -70,11 +74,27 @@ def _postgres_bulk_json(config, schema, rows, want) -> list[str]:
     return out
 
 
-def test_type_matrix_targets_hold_every_value_and_compare_equal(mariadb_primary, tmp_mysql_db, postgres, tmp_path):
-    db = tmp_mysql_db
-    conn = mariadb_primary.connect()
+def _json_gap_then_drop_it(server, db, src_ep, ep, path) -> None:
+    """KNOWN GAP (MySQL 9.7 leg): compare renders a MySQL JSON column as the server's spaced text and the DuckDB
+    VARCHAR holding it as the stream's compact text, so the 4 non-NULL JSON rows differ though the values
+    (checked one by one above) are equal. Pinned here, then the column is dropped on both sides so every other
+    column still has to compare EQUAL; when compare learns JSON, this assertion fails and the drop goes."""
+    import duckdb
+
+    report = TableCompare(src_ep, f"{db}.types", ep, f"{ep.default_schema}.types", use_buckets=False).run()
+    assert report.keys("different") == [(1,), (2,), (3,), (4,)] and len(report.diffs) == 4, report.render()
+    assert any("column j: source json" in m for m in report.type_mismatches), report.render()
+    server.query(f"ALTER TABLE `{db}`.types DROP COLUMN j")
+    con = duckdb.connect(path)
+    con.execute("ALTER TABLE types DROP COLUMN j")
+    con.close()
+
+
+def test_type_matrix_targets_hold_every_value_and_compare_equal(mysql_source, tmp_source_db, postgres, tmp_path):
+    db, server = tmp_source_db, mysql_source
+    conn = server.connect()
     try:
-        type_cases.load(conn, db)
+        type_cases.load(conn, db, mysql=is_mysql(server))
         with conn.cursor() as cur:
             cur.execute("SET SESSION time_zone = '+00:00'")
         reader = TableReader(conn, TableId(db, "types"))
@@ -84,35 +104,39 @@ def test_type_matrix_targets_hold_every_value_and_compare_equal(mariadb_primary,
     schema = reader.schema
     want = {r["id"]: r for r in rows}
     assert want[1]["b64"] == 2**64 - 1 and want[2]["tm"] == "-838:59:59" and want[4]["dte"] is None
+    if is_mysql(server):  # VECTOR: its float32 bytes (base64); TIMESTAMP with an offset: the UTC instant
+        assert (want[3]["vec"], want[3]["tso"]) == ("FK4pQgAAgL/NzMw9", "2024-03-01T07:59:59.500000Z"), want[3]
     tag = db[-12:]
     with postgres.connect() as c:
         c.execute(f"CREATE SCHEMA tc_{tag}")
         c.commit()
-    mariadb_primary.query(f"CREATE DATABASE tc_{tag}")
+    server.query(f"CREATE DATABASE tc_{tag}")
     targets = {
         "postgres": (PostgresTarget(TargetConfig(name="pg", kind="postgres", dsn=postgres.dsn, schema=f"tc_{tag}")),
                      Endpoint("pg", "postgres", {"dsn": postgres.dsn}, f"tc_{tag}")),
         "mysql": (MySqlTarget(TargetConfig(name="my", kind="mysql",
-                                           dsn=f"mysql://root@{mariadb_primary.host}:{mariadb_primary.port}/tc_{tag}",
+                                           dsn=f"mysql://root@{server.host}:{server.port}/tc_{tag}",
                                            passwordless=True)),
-                  from_dsn("my", f"mysql://root@{mariadb_primary.host}:{mariadb_primary.port}/tc_{tag}")),
+                  from_dsn("my", f"mysql://root@{server.host}:{server.port}/tc_{tag}")),
         "duckdb": (DuckDbTarget(TargetConfig(name="duck", kind="duckdb", path=str(tmp_path / "t.duckdb"))),
                    from_dsn("duck", str(tmp_path / "t.duckdb"))),
     }
-    src_ep = from_dsn("src", f"mysql://root@{mariadb_primary.host}:{mariadb_primary.port}/{db}")
+    src_ep = from_dsn("src", f"mysql://root@{server.host}:{server.port}/{db}")
     bad, reports = [], {}
     try:
         for name, (target, ep) in targets.items():
             _write(target, schema, rows)
             bad += mismatches(want, read_target(target, schema), schema, name)
             target.close()
+            if name == "duckdb" and is_mysql(server):
+                _json_gap_then_drop_it(server, db, src_ep, ep, str(tmp_path / "t.duckdb"))
             for buckets in (True, False):
                 report = TableCompare(src_ep, f"{db}.types", ep, f"{ep.default_schema}.types",
                                       use_buckets=buckets).run()
                 reports[(name, buckets)] = report
         bad += _postgres_bulk_json(targets["postgres"][0].config, schema, rows, want)
     finally:
-        mariadb_primary.query(f"DROP DATABASE IF EXISTS tc_{tag}")
+        server.query(f"DROP DATABASE IF EXISTS tc_{tag}")
         with postgres.connect() as c:
             c.execute(f"DROP SCHEMA IF EXISTS tc_{tag} CASCADE")
             c.commit()

@@ -17,6 +17,8 @@ def mysql_type(lt: LogicalType, text: str) -> str:
     MySQL's types (an Oracle CHAR/NCHAR without a length: VARCHAR(2000); NCHAR(n): VARCHAR(n), which keeps its
     blank padding where a MySQL CHAR strips it)."""
     f = lt.family
+    if f == "vector":  # MySQL 9 VECTOR as its stored float32 bytes (a MariaDB or MySQL 8 target has no VECTOR)
+        return "blob"
     if lt.dialect == "mysql" and text:
         return _NOTES.sub("", text)
     if f == "string":

@@ -40,7 +40,7 @@ def postgres_type(lt: LogicalType, text: str) -> str:
         return "smallint"
     if f == "bit":  # the stream carries BIT(n) as an unsigned integer
         return "bigint" if (lt.length or 1) < 64 else "numeric(20,0)"
-    if f in ("binary", "spatial"):
+    if f in ("binary", "spatial", "vector"):  # a MySQL 9 VECTOR: its stored float32 bytes
         return "bytea"
     if f == "json":
         return "jsonb"

@@ -6,7 +6,13 @@ import pickle
 
 import pymysql
 
-from readers.mysql.privileges import MissingPrivilege, binlog_list_privilege, denied, replica_status_privilege
+from readers.mysql.privileges import (
+    MissingPrivilege,
+    binlog_events_privilege,
+    binlog_list_privilege,
+    denied,
+    replica_status_privilege,
+)
 
 
 def test_replica_status_privilege_by_version():
@@ -21,6 +27,12 @@ def test_binlog_list_privilege_by_version():
     assert binlog_list_privilege(True, "10.6.1-MariaDB") == "BINLOG MONITOR"
     assert binlog_list_privilege(True, "10.4.30-MariaDB") == "REPLICATION CLIENT"
     assert binlog_list_privilege(False, "8.4.0") == "REPLICATION CLIENT"
+
+
+def test_binlog_events_privilege_by_version():  # SHOW BINLOG EVENTS: a DDL's statement at its position
+    assert binlog_events_privilege(True, "10.11.19-MariaDB") == "BINLOG MONITOR"
+    assert binlog_events_privilege(True, "10.4.30-MariaDB") == "REPLICATION SLAVE"
+    assert binlog_events_privilege(False, "9.7.4") == "REPLICATION SLAVE"
 
 
 def test_access_denied_at_run_time_names_the_privilege_and_the_grant():

@@ -21,6 +21,10 @@ from streaming.targets.typemap import _int, b64_bytes, converter, target_type
     ("timestamp(3)", "postgres", "timestamptz(3)", None),
     ("bigint unsigned", "postgres", "numeric(20,0)", _int),  # Avro streams carry >= 2^63 as text
     ("varchar(20)", "parquet", None, None),
+    ("vector(3)", "postgres", "bytea", b64_bytes),  # MySQL 9 VECTOR: its stored float32 bytes
+    ("vector(3)", "duckdb", "blob", b64_bytes),
+    ("vector(3)", "mysql", "blob", b64_bytes),
+    ("vector(3)", "oracle", "blob", b64_bytes),
 ])
 def test_type_and_converter_per_target(source, dialect, ttype, conv):
     if ttype is not None:
