@@ -29,9 +29,15 @@ def count(missing: GtidSet, have: GtidSet) -> int:
     return sum(stop - start for _, intervals in missing.mysql for start, stop in intervals)
 
 
-def snapshot_state(source: Any) -> dict[str, Any] | None:
-    """The initial or incremental snapshot ``source`` (a MySqlSource) reads now; None: none."""
+def snapshot_state(source: Any, checkpoint: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The initial or incremental snapshot ``source`` (a MySqlSource) reads now; None: none. A stream without a
+    checkpoint, or whose checkpoint is inside a snapshot, is snapshotting from the start (while the reader
+    opens its consistent read) until the snapshot's end is acknowledged."""
     initial = source._snapshot_running or source._initial_snapshot
+    if initial is None and source.config.snapshot != "never" and (checkpoint is None or "snapshot" in checkpoint):
+        progress = (checkpoint or {}).get("snapshot") or {}
+        return {"kind": "initial", "table": progress.get("table"), "tables_done": None, "tables_total": None,
+                "after": progress.get("after"), "resync": bool(progress.get("replace"))}
     if initial is not None:
         progress = dict(initial.progress)  # a copy: the reader's thread updates it per chunk
         tables = [str(t) for t in initial.tables]
@@ -86,5 +92,5 @@ class LagCounter:
 
 def observe(source: Any, lag: LagCounter, checkpoint: dict[str, Any] | None) -> Observation:
     n, why = lag.lag(checkpoint)
-    return Observation(snapshot=snapshot_state(source), open_transactions=None, lag_transactions=n,
+    return Observation(snapshot=snapshot_state(source, checkpoint), open_transactions=None, lag_transactions=n,
                        lag_transactions_why=why)

@@ -46,6 +46,7 @@ class _MySql:
 
     def __init__(self, server: str | None = "0-1-12", host: str | None = "127.0.0.1:3306") -> None:
         self.host, self.server, self.probes = host, server, 0
+        self.config = type("Config", (), {"snapshot": "initial"})()
         self._snapshot_running = self._initial_snapshot = self._incremental = None
 
     def _prober(self, host: str) -> _Probed:
@@ -86,15 +87,21 @@ class _Incremental:
 
 def test_snapshot_state_initial_then_incremental_then_none():
     src = _MySql()
+    opening = mysql_observe.snapshot_state(src, None)  # no stream yet: the reader opens its snapshot
+    assert (opening["kind"], opening["table"], opening["tables_total"]) == ("initial", None, None)
+    cut = mysql_observe.snapshot_state(src, {"gtid_set": "0-1-3", "snapshot": {"table": "app.b", "after": [9]}})
+    assert (cut["table"], cut["after"]) == ("app.b", [9])  # a restart inside the snapshot
     src._snapshot_running = _Initial(["app.a", "app.b", "app.c"], {"table": "app.b", "after": [41], "gtid_set": "x"})
-    assert mysql_observe.snapshot_state(src) == {"kind": "initial", "table": "app.b", "tables_done": 1,
+    assert mysql_observe.snapshot_state(src, None) == {"kind": "initial", "table": "app.b", "tables_done": 1,
                                                  "tables_total": 3, "after": [41], "resync": False}
     src._snapshot_running, src._incremental = None, _Incremental("app.c", ["app.d"], [7], True)
-    snap = mysql_observe.snapshot_state(src)
+    snap = mysql_observe.snapshot_state(src, {"gtid_set": "0-1-3"})
     assert (snap["kind"], snap["table"], snap["tables_queued"], snap["after"], snap["resync"]) == \
         ("incremental", "app.c", ["app.d"], [7], True)
     src._incremental = _Incremental(None, [])
-    assert mysql_observe.snapshot_state(src) is None
+    assert mysql_observe.snapshot_state(src, {"gtid_set": "0-1-3"}) is None
+    src.config.snapshot = "never"
+    assert mysql_observe.snapshot_state(src, None) is None
 
 
 # -- Oracle: open transactions ----------------------------------------------------------------------
