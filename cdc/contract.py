@@ -6,8 +6,9 @@ own pydantic config model (readers/<kind>/config.py) and a SourceContext, and im
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Callable, Iterator, Protocol
+from typing import Annotated, Any, Protocol
 
 from pydantic import Field
 
