@@ -6,8 +6,9 @@ own pydantic config model (readers/<kind>/config.py) and a SourceContext, and im
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Callable, Iterator, Protocol
+from typing import Annotated, Any, Protocol
 
 from pydantic import Field
 
@@ -59,6 +60,38 @@ class Source(Protocol):
     def request_stop(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a reader says it is doing, for the operations API (cdc/ops): see :class:`Observable`.
+
+    - ``snapshot``: the snapshot being read now (None: none), ``{"kind": "initial"|"incremental", "table":
+      the table being read (None: not begun), "tables_done", "tables_total" (None: not known), "after": the key
+      of the last chunk read, "resync"}``;
+    - ``open_transactions``: transactions the reader holds read but not committed, oldest first, each
+      ``{"xid", "start_scn", "started_ms" (source time, None: not known), "age_s", "rows", "bytes"}``
+      (None: the reader keeps none of its own, e.g. MySQL: the binlog holds only committed transactions);
+    - ``lag_transactions``: source transactions not yet published (at or after ``checkpoint``), counted;
+      None with ``lag_transactions_why`` saying why when it is not known.
+    """
+
+    snapshot: dict[str, Any] | None = None
+    open_transactions: list[dict[str, Any]] | None = None
+    lag_transactions: int | None = None
+    lag_transactions_why: str | None = None
+
+
+class Observable(Protocol):
+    """Optional part of a reader (a Source without it is reported as "not known").
+
+    ``observe(checkpoint)`` is called from the operations API's threads while ``events()`` runs in the
+    source's thread: it only reads (copies what it looks at; never a lock ``events()`` waits on, never the
+    reader's own connection) and answers within a few seconds; what it says may be a moment old.
+    ``checkpoint``: the resume state of the last record the broker acknowledged (None: none yet).
+    """
+
+    def observe(self, checkpoint: dict[str, Any] | None) -> Observation: ...
 
 
 @dataclass

@@ -37,7 +37,39 @@ Every request then carries `Authorization: Bearer <token>` (tokens of at least 1
 constant time). Refusals: 401 without an accepted token, 403 for a `read` token on an action, 404 for a route
 or source that does not exist, 400 for a body that is not a JSON object of the documented fields, 413 for a
 body over `api.max_body_bytes`; each refusal is logged (method, path, client, reason), never the token.
-Without tokens (loopback only) every caller is an operator named `loopback`.
+Without tokens or client certificates (loopback only) every caller is an operator named `loopback`.
+
+## Client certificates
+
+Instead of (or besides) bearer tokens, clients can present TLS client certificates:
+
+```yaml
+api:
+  enabled: true
+  host: 0.0.0.0
+  tls:
+    cert_file: /run/secrets/cdc-api.pem        # the API's server certificate (HTTPS)
+    key_file: /run/secrets/cdc-api-key.pem
+    client_ca_file: /run/secrets/clients-ca.pem  # the CA that signs the clients' certificates
+    client_roles: {alice: operator, grafana: read}   # subject CN -> role
+```
+
+A client without a certificate that `client_ca_file` signed is refused in the TLS handshake (no HTTP answer;
+the refusal is logged with its reason, e.g. `PEER_DID_NOT_RETURN_A_CERTIFICATE`, `CERTIFICATE_VERIFY_FAILED`).
+A signed certificate whose subject CN is not in `client_roles` gets 403; a mapped one acts with its role, its
+CN recorded as the actor of its actions. `api.tls` without `client_ca_file` serves HTTPS with bearer tokens.
+
+## What a source says
+
+`GET /api/v1/sources` gives each source's `state`: `snapshotting` while an initial snapshot (from the stream's
+start, or a restart inside it) or an incremental snapshot is read, with `snapshot` naming the table and how
+far it is (`tables_done` of `tables_total`, `after`: the last key read); `streaming` otherwise while it runs.
+Next to `lag_seconds`, `lag_transactions` counts the source transactions not yet published: MySQL/MariaDB
+the server's binlog GTID set minus the checkpoint's (asked of the server at most every 5 s); where it cannot
+be known (Oracle, a server that does not answer, no checkpoint yet) it is null and `lag_transactions_why`
+says why. An Oracle source lists its `open_transactions`, oldest first: the transactions it has read and
+holds until their COMMIT (XID as `cdc source skip --xid` takes it, start SCN, age, rows and bytes held);
+the oldest one holds the stream's resume point (`low_watermark_scn`).
 
 ## Actions are audited in the change stream
 
@@ -71,7 +103,7 @@ target has passed), writes a `schema` operations record to the source's stream, 
 ## Status page
 
 `GET /status` (same listener, same tokens) is one HTML page without script or external resource: each
-source (state, position, lag, stream sequence, why it is not streaming, and the way back: the CLI command
+source (state and snapshot, position, lag in seconds and in transactions, open transactions, stream sequence, why it is not streaming, and the way back: the CLI command
 and the API call), each apply item, and a lag chart per source (inline SVG) drawn from the lag the API
 samples every 5 s and keeps in memory for 30 minutes (a restart starts it afresh; Prometheus keeps the
 long history).

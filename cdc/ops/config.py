@@ -2,8 +2,10 @@
 
 Off by default. When on, it listens on ``api.host:api.port`` (loopback by default) and every request
 carries ``Authorization: Bearer <token>``; each token is read from a file (never from the config
-itself), with a role: ``read`` (GET routes) or ``operator`` (GET and every action). A listener on an
-address other than loopback without tokens is refused at start.
+itself), with a role: ``read`` (GET routes) or ``operator`` (GET and every action). ``api.tls`` serves
+HTTPS; with ``api.tls.client_ca_file`` clients may instead present a certificate that CA signed, whose
+subject CN ``api.tls.client_roles`` maps to a role. A listener on an address other than loopback without
+tokens or client certificates is refused at start.
 """
 
 from __future__ import annotations
@@ -25,6 +27,32 @@ class ApiToken(BaseModel):
                                               "GET routes and every action (pause, resume, restart, skip, resync)")
 
 
+class ApiTls(BaseModel):
+    """``api.tls``: HTTPS, and with ``client_ca_file`` TLS client certificates as the alternative to bearer
+    tokens (the certificate's subject CN is the actor, ``client_roles`` its role)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cert_file: str = Field(min_length=1, description="the API's server certificate (PEM; its chain after it)")
+    key_file: str = Field(min_length=1, description="the server certificate's private key (PEM, unencrypted)")
+    client_ca_file: str | None = Field(default=None, description="CA certificate(s) (PEM) that sign client "
+                                       "certificates: set, every client must present one it signed (refused in "
+                                       "the TLS handshake otherwise), and is who api.tls.client_roles says")
+    client_roles: dict[str, Literal["read", "operator"]] = Field(
+        default_factory=dict, description="client certificate subject CN -> role (read or operator); the CN is "
+        "recorded as the actor; a certificate whose CN is not here gets 403")
+
+    @model_validator(mode="after")
+    def _roles_need_ca(self) -> ApiTls:
+        if self.client_roles and self.client_ca_file is None:
+            raise ValueError("api.tls.client_roles needs api.tls.client_ca_file (the CA that signs the client "
+                             "certificates)")
+        if self.client_ca_file is not None and not self.client_roles:
+            raise ValueError("api.tls.client_ca_file is set but api.tls.client_roles maps no certificate CN to a "
+                             "role: every client would get 403")
+        return self
+
+
 class ApiConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -37,12 +65,20 @@ class ApiConfig(BaseModel):
     tokens: list[ApiToken] = Field(default_factory=list, description="bearer tokens accepted, each read from "
                                    "a file with its role; none: no authentication (allowed on loopback only)")
     max_body_bytes: int = Field(default=65536, gt=0, description="largest request body accepted (larger: 413)")
+    tls: ApiTls | None = Field(default=None, description="serve HTTPS; with client_ca_file, authenticate clients "
+                               "by their certificates (CN -> role) instead of or besides bearer tokens")
+
+    @property
+    def client_certs(self) -> bool:
+        """True when clients authenticate with TLS client certificates."""
+        return self.tls is not None and self.tls.client_ca_file is not None
 
     @model_validator(mode="after")
     def _loopback_or_tokens(self) -> ApiConfig:
-        if self.enabled and not self.tokens and not is_loopback(self.host):
+        if self.enabled and not self.tokens and not self.client_certs and not is_loopback(self.host):
             raise ValueError(f"api.host {self.host} is not loopback: add api.tokens (bearer tokens read from files) "
-                             "or bind api.host to 127.0.0.1")
+                             "or api.tls.client_ca_file with api.tls.client_roles (client certificates), or bind "
+                             "api.host to 127.0.0.1")
         return self
 
 

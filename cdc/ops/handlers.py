@@ -11,14 +11,18 @@ does not.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
+from cdc.contract import Observation
 from cdc.errors import CdcError
 from cdc.ops import actions, openapi, status_page
 from cdc.ops.control import operation
 from cdc.ops.errors import Refusal
 from cdc.runtime.health import describe
+
+log = logging.getLogger(__name__)
 
 _TYPES = {"string": str, "boolean": bool, "array": list, "integer": int, "number": (int, float)}
 
@@ -265,16 +269,35 @@ class Handlers:
             state = "streaming"
             if c.paused:
                 why = "pause requested: stops at the next transaction boundary"
+        seen = observe(w, w.last_resume) if state in ("streaming", "starting") else Observation(
+            lag_transactions_why=f"the source is {state}")
+        if state == "streaming" and seen.snapshot is not None:
+            state = "snapshotting"
         registry = self.daemon.registry
         lag = registry.get_sample_value("cdc_source_lag_seconds", {"source": w.spec.name})
         lease = w.lease
         return {"name": w.spec.name, "kind": w.spec.connector, "state": state, "why": why, "position": w.last_resume,
-                "lag_seconds": lag,
+                "lag_seconds": lag, "lag_transactions": seen.lag_transactions,
+                "lag_transactions_why": seen.lag_transactions_why, "snapshot": seen.snapshot,
+                "open_transactions": seen.open_transactions,
                 "tail": {"sequence": max(w.acknowledged, pub.acked_sequence if pub is not None else 0),
                          "epoch": pub.epoch if pub is not None else 0,
                          "writer": lease.writer if lease is not None else _writer_id()},
                 "paused": c.paused_since if c.paused else None,
                 "way_back": way_back(w.spec.name, state, w.error, self.config_path)}
+
+
+def observe(w: Any, checkpoint: Any) -> Observation:
+    """What the source's reader says it is doing (cdc.contract.Observable); a reader without ``observe``, or
+    whose ``observe`` fails, is "not known" with the reason (the API answers all the same)."""
+    reader = getattr(w, "source", None)
+    if reader is None or not hasattr(reader, "observe"):
+        return Observation(lag_transactions_why=f"the {w.spec.connector} reader does not say")
+    try:
+        return reader.observe(checkpoint if isinstance(checkpoint, dict) else None)
+    except Exception as exc:  # a look from another thread at a reader that moved on: say so, answer
+        log.warning("source %s: observing its reader failed: %s", w.spec.name, type(exc).__name__, exc_info=True)
+        return Observation(lag_transactions_why=f"observing the reader failed: {type(exc).__name__}")
 
 
 def _writer_id() -> str:

@@ -27,13 +27,46 @@ _OPERATION = {"type": "object", "required": ["action", "actor", "at_ms", "detail
 _SOURCE = {"type": "object", "required": ["name", "kind", "state"], "properties": {
     "name": {"type": "string"},
     "kind": {"type": "string", "description": "mysql, oracle, shadow"},
-    "state": {"type": "string", "enum": ["starting", "streaming", "paused", "waiting to restart", "stopped",
-                                         "failed"]},
+    "state": {"type": "string", "enum": ["starting", "streaming", "snapshotting", "paused", "waiting to restart",
+                                         "stopped", "failed"],
+              "description": "snapshotting: an initial or incremental snapshot is being read (see snapshot); the "
+              "stream goes on after it (incremental: alongside it)"},
     "why": {"type": "string", "nullable": True, "description": "why the source is not streaming (the /readyz "
             "reason: error class and position, no row values)"},
     "position": {"type": "object", "nullable": True, "description": "resume state of the last acknowledged "
                  "checkpoint (MySQL: gtid_set; Oracle: SCNs)"},
     "lag_seconds": {"type": "number", "nullable": True, "description": "cdc_source_lag_seconds"},
+    "lag_transactions": {"type": "integer", "nullable": True, "description": "source transactions not yet "
+                         "published (MySQL/MariaDB: the server's binlog GTID set minus the checkpoint's, counted); "
+                         "null: not known, lag_transactions_why says why"},
+    "lag_transactions_why": {"type": "string", "nullable": True, "description": "why lag_transactions is null"},
+    "snapshot": {"type": "object", "nullable": True, "description": "the snapshot being read (null: none)",
+                 "properties": {
+                     "kind": {"type": "string", "enum": ["initial", "incremental"]},
+                     "table": {"type": "string", "nullable": True, "description": "the table being read"},
+                     "tables_done": {"type": "integer", "nullable": True, "description": "tables read before it"},
+                     "tables_total": {"type": "integer", "nullable": True, "description": "tables to read in all "
+                                      "(null: incremental, see tables_queued)"},
+                     "tables_queued": {"type": "array", "items": {"type": "string"}, "description": "incremental: "
+                                       "the tables requested after it"},
+                     "after": {"type": "array", "nullable": True, "items": {}, "description": "primary key of the "
+                               "last row read of the table"},
+                     "resync": {"type": "boolean", "description": "the tables' rows replace the target's"}}},
+    "open_transactions": {"type": "array", "nullable": True, "description": "transactions the reader holds "
+                          "read but not committed, oldest first (Oracle); null: the reader holds none of its own "
+                          "(MySQL: the binlog holds committed transactions only)", "items": {
+                              "type": "object", "properties": {
+                                  "xid": {"type": "string", "description": "the XID (usn.slot.sqn), as `cdc source "
+                                          "skip --xid` takes it"},
+                                  "start_scn": {"type": "integer", "description": "SCN of its first row"},
+                                  "started_ms": {"type": "integer", "nullable": True, "description": "its first "
+                                                 "row's timestamp (source clock, ms since the epoch)"},
+                                  "age_s": {"type": "number", "nullable": True, "description": "seconds since "
+                                            "started_ms"},
+                                  "rows": {"type": "integer", "description": "rows buffered (spilled ones "
+                                           "included)"},
+                                  "bytes": {"type": "integer", "description": "bytes of redo text held in memory "
+                                            "for it (about)"}}}},
     "tail": {"type": "object", "properties": {
         "sequence": {"type": "integer", "description": "highest sequence known to be in the stream"},
         "epoch": {"type": "integer", "description": "writer epoch of this daemon's publisher"},
@@ -75,7 +108,8 @@ def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
 _REFUSALS = {
     "400": _json({"$ref": "#/components/schemas/Error"}, "malformed request: JSON, fields"),
     "401": _json({"$ref": "#/components/schemas/Error"}, "no token, or a token not accepted"),
-    "403": _json({"$ref": "#/components/schemas/Error"}, "the token's role may not do this"),
+    "403": _json({"$ref": "#/components/schemas/Error"}, "the role of the token or client certificate may not do "
+                 "this, or the certificate's CN has no role"),
 }
 _NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}, "description": "source name"}
 
@@ -105,7 +139,11 @@ DOCUMENT: dict[str, Any] = {
              "operations record (a HEARTBEAT whose resume carries `operation`: who, what, when)."},
     "components": {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
-                                       "description": "a token of api.tokens (read from its file)"}},
+                                       "description": "a token of api.tokens (read from its file). With "
+                                       "api.tls.client_ca_file, a TLS client certificate that CA signed instead: "
+                                       "its subject CN is the actor, api.tls.client_roles its role (a CN not there: "
+                                       "403; no certificate, or one another CA signed: refused in the TLS "
+                                       "handshake)"}},
         "schemas": {"Error": _ERROR, "Operation": _OPERATION, "Source": _SOURCE, "Done": _DONE,
                     "Apply": _APPLY}},
     "security": [{"bearer": []}],

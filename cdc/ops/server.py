@@ -5,8 +5,12 @@ the OpenAPI document (cdc/ops/openapi.py): a route exists exactly when it is doc
 
 - Authentication: ``Authorization: Bearer <token>``, compared in constant time with every token read
   from ``api.tokens[].file`` at start (a missing, unreadable or short file stops the start, naming it).
-  No token configured: every caller on loopback is an operator named ``loopback``.
-- Refusals: 401 (no or unknown token), 403 (a ``read`` token on an action), 404 (no such route or
+  With ``api.tls.client_ca_file``, a client certificate instead: the TLS handshake (in the request's own
+  thread, HANDSHAKE_S at most) refuses a client without a certificate that CA signed; the certificate's
+  subject CN is the actor and ``api.tls.client_roles`` its role (not there: 403). No token and no client
+  CA configured: every caller on loopback is an operator named ``loopback``.
+- Refusals: a TLS handshake refused (logged with its reason: no certificate, unknown CA, expired),
+  401 (no or unknown token), 403 (a ``read`` role on an action, an unmapped CN), 404 (no such route or
   source), 405, 400 (malformed JSON, unknown or wrong fields), 411/413 (body without length / over
   ``api.max_body_bytes``), 409 (not possible in the source's state, or refused by the CLI command).
   Each is logged with method, path, client and reason, never with the token.
@@ -19,6 +23,7 @@ from __future__ import annotations
 import hmac
 import logging
 import re
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -34,6 +39,7 @@ from cdc.ops.errors import Refusal
 log = logging.getLogger(__name__)
 
 MIN_TOKEN_CHARS = 16
+HANDSHAKE_S = 10.0  # a TLS client has this long to finish its handshake
 ROLES = {"read": 0, "operator": 1}
 
 
@@ -54,6 +60,38 @@ def load_tokens(api: ApiConfig) -> list[tuple[bytes, str, str]]:
     return out
 
 
+def tls_context(api: ApiConfig) -> ssl.SSLContext | None:
+    """The server's TLS context of ``api.tls`` (None: plain HTTP); ConfigError naming the key whose file cannot
+    be loaded."""
+    tls = api.tls
+    if tls is None:
+        return None
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        ctx.load_cert_chain(tls.cert_file, tls.key_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"cannot load the API's certificate {tls.cert_file} with key {tls.key_file}: "
+                          f"{getattr(exc, 'strerror', None) or exc}", key="api.tls.cert_file") from None
+    if tls.client_ca_file is not None:
+        try:
+            ctx.load_verify_locations(cafile=tls.client_ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"cannot load the client CA {tls.client_ca_file}: {getattr(exc, 'strerror', None) or exc}",
+                              key="api.tls.client_ca_file") from None
+        ctx.verify_mode = ssl.CERT_REQUIRED  # no certificate that CA signed: the handshake fails
+    return ctx
+
+
+def subject_cn(cert: dict[str, Any] | None) -> str | None:
+    """The subject CN of a peer certificate as ssl.SSLSocket.getpeercert() gives it (None: none)."""
+    for rdn in (cert or {}).get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return value
+    return None
+
+
 def _compile(path: str) -> re.Pattern[str]:
     return re.compile("^" + re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(path)) + "$")
 
@@ -71,11 +109,15 @@ class OpsServer:
         missing = [op["operationId"] for _, _, op in self.routes if not hasattr(self.handlers, op["operationId"])]
         if missing:  # the document and the handlers are one list (tests hold them so)
             raise RuntimeError(f"operations without a handler: {missing}")
+        self.tls = tls_context(api)
         try:
             self._server = ThreadingHTTPServer((api.host, api.port), _make_handler(self))
         except OSError as exc:
             raise ConfigError(f"cannot serve the operations API on {api.host}:{api.port}: {exc.strerror}",
                               key="api.port") from None
+        if self.tls is not None:  # the handshake runs in the request's thread (Handler.handle), not the listener's
+            self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True,
+                                                       do_handshake_on_connect=False)
         self._server.daemon_threads = True
         self.host, self.port = self._server.server_address[0], self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="ops-http", daemon=True)
@@ -104,9 +146,18 @@ class OpsServer:
                 log.debug("lag sample failed", exc_info=True)
 
     # -- one request ---------------------------------------------------------------------------------
-    def who(self, authorization: str | None) -> tuple[str, str]:
-        """(actor name, role) of the request's bearer token; Refusal 401 without an accepted one."""
+    def who(self, authorization: str | None, cn: str | None = None) -> tuple[str, str]:
+        """(actor name, role) of the request: its client certificate's CN (``cn``, None: no certificate) when
+        it has one (Refusal 403 when api.tls.client_roles does not name it), else its bearer token (Refusal
+        401 without an accepted one)."""
+        if cn is not None:
+            role = self.api.tls.client_roles.get(cn) if self.api.tls is not None else None
+            if role is None:
+                raise Refusal(403, f"the client certificate's CN {cn!r} has no role: add it to api.tls.client_roles")
+            return cn, role
         if not self.tokens:
+            if self.api.client_certs:
+                raise Refusal(401, "no client certificate (api.tls.client_ca_file)")
             return "loopback", "operator"
         if not authorization or not authorization.startswith("Bearer "):
             raise Refusal(401, "no bearer token: send `Authorization: Bearer <token>` (api.tokens)")
@@ -148,13 +199,31 @@ def _make_handler(server: OpsServer) -> type[BaseHTTPRequestHandler]:
         def do_DELETE(self) -> None:
             self._serve("DELETE")
 
+        peer_cn: str | None = None  # the client certificate's subject CN (api.tls.client_ca_file)
+
+        def handle(self) -> None:
+            if server.tls is not None:
+                conn = self.connection
+                try:
+                    conn.settimeout(HANDSHAKE_S)
+                    conn.do_handshake()
+                    conn.settimeout(None)
+                except (ssl.SSLError, OSError) as exc:  # no certificate, one the CA did not sign, not TLS at all
+                    why = getattr(exc, "reason", None) or type(exc).__name__
+                    log.warning("operations API refused a TLS connection from %s: %s", self.client_address[0], why,
+                                extra={"status": 0})
+                    self.close_connection = True
+                    return
+                self.peer_cn = subject_cn(conn.getpeercert()) if server.api.client_certs else None
+            super().handle()
+
         def _serve(self, method: str) -> None:
             path = self.path.split("?", 1)[0]
             try:
-                actor, role = server.who(self.headers.get("Authorization"))
+                actor, role = server.who(self.headers.get("Authorization"), self.peer_cn)
                 op, params = server.route(method, path)
                 if ROLES[role] < ROLES[op["x-cdc-role"]]:
-                    raise Refusal(403, f"the token of {actor!r} has role {role}; {op['operationId']} needs role "
+                    raise Refusal(403, f"{actor!r} has role {role}; {op['operationId']} needs role "
                                   f"{op['x-cdc-role']}")
                 body = self._body(method)
                 status, answer, ctype = getattr(server.handlers, op["operationId"])(actor=actor, body=body,

@@ -81,10 +81,15 @@ def render(sources: list[dict[str, Any]], apply: list[dict[str, Any]], apply_err
     rows = []
     for s in sources:
         lag = "" if s["lag_seconds"] is None else f"{s['lag_seconds']:.1f}"
+        lag_tx = "" if s.get("lag_transactions") is None else str(s["lag_transactions"])
+        state = s["state"] + (f" ({_snapshot(s['snapshot'])})" if s.get("snapshot") else "")
+        opened = s.get("open_transactions")
+        opened = "" if opened is None else f"{len(opened)}" + (f" (oldest {opened[0]['xid']})" if opened else "")
         back = "<br>".join(f"<code>{e(x)}</code>" for x in s["way_back"])
         rows.append(f"<tr class=\"{e(s['state'].replace(' ', '-'))}\" data-source=\"{e(s['name'])}\">"
-                    f"<td>{e(s['name'])}</td><td>{e(s['kind'])}</td><td>{e(s['state'])}</td>"
-                    f"<td class=\"position\">{e(_position(s['position']))}</td><td>{lag}</td>"
+                    f"<td>{e(s['name'])}</td><td>{e(s['kind'])}</td><td>{e(state)}</td>"
+                    f"<td class=\"position\">{e(_position(s['position']))}</td><td>{lag}</td><td>{lag_tx}</td>"
+                    f"<td>{e(opened)}</td>"
                     f"<td>{s['tail']['sequence']}</td><td>{e(s['why'] or '')}</td><td>{back}</td></tr>")
     arows = []
     for a in apply:
@@ -106,9 +111,17 @@ def render(sources: list[dict[str, Any]], apply: list[dict[str, Any]], apply_err
             "body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:4px;vertical-align:top}"
             "table{border-collapse:collapse}.failed{background:#fdd}.paused{background:#ffd}</style></head><body>"
             "<h1>cdc status</h1><h2>sources</h2><table id=\"sources\"><tr><th>source</th><th>kind</th><th>state</th>"
-            "<th>position</th><th>lag (s)</th><th>stream sequence</th><th>why</th><th>way back</th></tr>"
+            "<th>position</th><th>lag (s)</th><th>lag (transactions)</th><th>open transactions</th>"
+            "<th>stream sequence</th><th>why</th><th>way back</th></tr>"
             + "".join(rows) + "</table><h2>lag</h2>" + lag_chart(series) + "<h2>apply</h2>" + apply_part
             + "</body></html>")
+
+
+def _snapshot(snap: dict[str, Any]) -> str:
+    """``initial snapshot of db.t, table 2 of 5`` (or without the count: incremental)."""
+    where = f" of {snap['table']}" if snap.get("table") else ""
+    count = f", table {snap['tables_done'] + 1} of {snap['tables_total']}" if snap.get("tables_total") else ""
+    return f"{snap['kind']} snapshot{where}{count}"
 
 
 def _position(position: Any) -> str:

@@ -68,7 +68,7 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
-from cdc.contract import STOP_CHECK_S, SourceContext
+from cdc.contract import STOP_CHECK_S, Observation, SourceContext
 from cdc.errors import CdcError, Terminal
 from cdc.publish.lease import WRITER_ID
 from cdc.stream import wire
@@ -109,6 +109,7 @@ from readers.mysql.errors import (
 from readers.mysql.failover import WAY_OUT, choose_primary, default_prober
 from readers.mysql.guards import refuse_partial, refuse_statement, refuse_unlogged_ddl
 from readers.mysql.incremental import IncrementalSnapshots
+from readers.mysql.observe import LagCounter, observe
 from readers.mysql.patterns import warn_unmatched
 from readers.mysql.position import GtidSet, GtidState
 from readers.mysql.schema import schema_from_information_schema, schema_from_table_map
@@ -278,6 +279,7 @@ class MySqlSource:
         self._ctl: pymysql.connections.Connection | None = None
         self._prober = default_prober(config.user, config.password.get_secret_value(), config.connect_timeout_s,
                                       config.tls)
+        self._lag = LagCounter(self)  # the operations API's lag in transactions (readers/mysql/observe.py)
 
     @property
     def state(self) -> GtidSet:
@@ -325,6 +327,10 @@ class MySqlSource:
         for hook in (self._snapshot_running, self._incremental):  # snapshot hooks
             if hook is not None:
                 hook.close()
+
+    def observe(self, checkpoint: dict[str, Any] | None) -> Observation:
+        """cdc.contract.Observable: the snapshot read now and the transactions not yet published (observe.py)."""
+        return observe(self, self._lag, checkpoint)
 
     def resume_state(self) -> dict[str, Any]:
         state: dict[str, Any] = {"gtid_set": str(self.gtid_state)}

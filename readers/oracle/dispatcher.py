@@ -35,6 +35,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from operator import attrgetter, itemgetter
@@ -92,11 +93,11 @@ class _Tx:
     """One open transaction. ``items``/``keys``: its first rows and their ROW_IDs; from the row after
     ``inline`` on they all live in ``buf`` (cdc.spill.store), which may spill them to disk."""
 
-    __slots__ = ("bad", "buf", "counted", "csf", "items", "keys", "lobs", "nbytes", "raw", "start_scn", "undo_slot",
-                 "xid")
+    __slots__ = ("bad", "began", "buf", "counted", "csf", "items", "keys", "lobs", "nbytes", "raw", "start_scn",
+                 "undo_slot", "xid")
 
-    def __init__(self, raw: str, start_scn: int, usn: int, slot: int, sqn: int) -> None:
-        self.raw, self.start_scn = raw, start_scn
+    def __init__(self, raw: str, start_scn: int, usn: int, slot: int, sqn: int, began: Any = None) -> None:
+        self.raw, self.start_scn, self.began = raw, start_scn, began  # began: its first row's TIMESTAMP
         self.xid = f"{usn}.{slot}.{sqn}"  # str(Xid): the row's XIDUSN, XIDSLT, XIDSQN are the XID's parts
         self.undo_slot = (usn, slot)
         self.csf: list[str] | None = None
@@ -210,6 +211,21 @@ class Dispatcher:
         return {"low_watermark_scn": lw, "commit_scn": self.commit_scn,
                 "xids_at_commit_scn": sorted(self.xids_at_commit)}
 
+    def open_transactions(self) -> list[dict[str, Any]]:
+        """The transactions this dispatcher holds open, oldest first (cdc.contract.Observation's fields; ``rows``
+        counts undone rows of a spilled buffer too, ``bytes`` is what the inline rows hold, 0 once they moved to
+        the store). Read-only, for another thread: a copy of ``open`` taken at once, each entry read as it is."""
+        now_ms = time.time() * 1000
+        out = []
+        for tx in sorted(self.open.values(), key=_START_SCN):  # one C call: no other thread runs meanwhile
+            began = ts_ms(tx.began) or None
+            items = tx.items
+            out.append({"xid": tx.xid, "start_scn": tx.start_scn, "started_ms": began,
+                        "age_s": None if began is None else max(0.0, (now_ms - began) / 1000),
+                        "rows": len(items) + (len(tx.buf) if tx.buf is not None else 0),
+                        "bytes": sum(len(it[1]) + 120 for it in list(items))})
+        return out
+
     def take_counts(self) -> dict[tuple[str, str, str], int]:
         """Changes emitted per (owner, table, op) since the last call (for the metrics)."""
         counts = self._counts.copy()
@@ -224,7 +240,7 @@ class Dispatcher:
                 tx = self.by_slot.get((row[USN], row[SLT]))
                 if tx is not None:
                     return tx
-            tx = _Tx(raw, row[SCN], row[USN], row[SLT], row[SQN])
+            tx = _Tx(raw, row[SCN], row[USN], row[SLT], row[SQN], row[TS])
             self.open[raw] = tx
             self.by_slot[tx.undo_slot] = tx
         return tx

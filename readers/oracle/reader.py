@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cdc.contract import STOP_CHECK_S, SourceContext
+from cdc.contract import STOP_CHECK_S, Observation, SourceContext
 from cdc.schema import table_glob
 from cdc.spill.store import SpillPolicy, TransactionStore
 from cdc.stream.events import Change, Commit, Event, Heartbeat, Idle, SchemaChange, TableSchema
@@ -262,6 +262,23 @@ class OracleSource:
         if self.columnar is not None and self.columnar.holds_open():
             return False
         return d.mined_through >= self.standby.head_scn() - 1
+
+    def observe(self, checkpoint: dict[str, Any] | None) -> Observation:
+        """cdc.contract.Observable: the snapshot read now, the transactions held open (the dispatcher's and the
+        columnar stage's buffers, read-only). LogMiner does not count the transactions after a position: no
+        lag in transactions (the open ones and lag_seconds say how far behind it is)."""
+        snap = self._snapshot
+        snapshot = None
+        if snap is not None:
+            progress, tables = dict(snap.progress), [str(t) for t in snap.tables]
+            table = progress.get("table")
+            snapshot = {"kind": "initial", "table": table, "tables_done": tables.index(table) if table in tables else 0,
+                        "tables_total": len(tables), "after": progress.get("after"),
+                        "resync": bool(progress.get("replace") or progress.get("streaming")), "scn": snap.scn}
+        feed = self.columnar or self.dispatcher
+        return Observation(snapshot=snapshot, open_transactions=feed.open_transactions() if feed is not None else [],
+                           lag_transactions=None, lag_transactions_why="LogMiner does not count the transactions "
+                           "after a position; see open_transactions and lag_seconds")
 
     def _open_count(self) -> int:
         if self.columnar is not None:

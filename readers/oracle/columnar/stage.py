@@ -63,7 +63,7 @@ from cdc.stream.events import Begin, ChangeBatch, Commit, Event, TableSchema
 from readers.oracle.columnar import redo_json
 from readers.oracle.columnar.arrow_spill import ArrowSpill
 from readers.oracle.convert import Converter
-from readers.oracle.dispatcher import HANDLED_OPS, LOB_OPS, Dispatcher, _Tx
+from readers.oracle.dispatcher import HANDLED_OPS, LOB_OPS, Dispatcher, _Tx, ts_ms
 
 # the row kinds the columnar routing cannot vouch for (see the module docstring)
 RARE_OPS = np.array(sorted({5, 34, 255, *LOB_OPS}), dtype=np.int64)
@@ -183,6 +183,27 @@ class ColumnarFeed:
 
     def holds_open(self) -> bool:
         return bool(self._pending_start) or bool(self.d.open)
+
+    def open_transactions(self) -> list[dict[str, Any]]:
+        """The open transactions held here (their raw rows wait in ``pending``; a spilled one's rest in ``spill``)
+        and in the dispatcher, oldest first: Dispatcher.open_transactions' entries. Read-only, for another
+        thread (``pending`` is an immutable Arrow table, replaced, never changed)."""
+        out = self.d.open_transactions()
+        pending, now_ms = self.pending, time.time() * 1000
+        if pending is not None and pending.num_rows:
+            work = pending.append_column("BYTES", pc.add(pc.fill_null(pc.utf8_length(pending.column("SQL_REDO")), 0),
+                                                          120))
+            groups = work.group_by("XID").aggregate([("SCN", "min"), ("TIMESTAMP", "min"), ("XIDUSN", "min"),
+                                                     ("XIDSLT", "min"), ("XIDSQN", "min"), ("XID", "count"),
+                                                     ("BYTES", "sum")]).to_pylist()
+            for g in groups:
+                began_ms = ts_ms(g["TIMESTAMP_min"]) or None  # a naive datetime (UTC), or None
+                spilled = self.spill.rows(g["XID"]) if self.spill is not None else 0
+                out.append({"xid": f"{g['XIDUSN_min']}.{g['XIDSLT_min']}.{g['XIDSQN_min']}",
+                            "start_scn": g["SCN_min"], "started_ms": began_ms,
+                            "age_s": None if began_ms is None else max(0.0, (now_ms - began_ms) / 1000),
+                            "rows": g["XID_count"] + spilled, "bytes": g["BYTES_sum"]})
+        return sorted(out, key=lambda t: t["start_scn"])
 
     def _publish_outside(self) -> None:
         """Tell the dispatcher the lowest start SCN of the transactions held here (its resume states)."""
