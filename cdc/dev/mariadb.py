@@ -83,6 +83,12 @@ class MariaDB:
     """One mariadbd process. See the module docstring for what ``start()`` guarantees."""
 
     host = HOST
+    # the server's replication vocabulary (cdc/dev/mysql.py holds MySQL's)
+    error: type[RuntimeError] = MariaDBError
+    gtid_wait_sql = "SELECT MASTER_GTID_WAIT(%s, 0.5)"
+    replica_status_sql = "SHOW SLAVE STATUS"
+    promote_sql = ("STOP SLAVE", "RESET SLAVE ALL")
+    io_running, sql_running, applied_field = "Slave_IO_Running", "Slave_SQL_Running", "Gtid_Slave_Pos"
 
     def __init__(
         self,
@@ -233,26 +239,26 @@ class MariaDB:
         try:
             with conn.cursor() as cur:
                 while True:
-                    cur.execute("SELECT MASTER_GTID_WAIT(%s, 0.5)", (target,))
+                    cur.execute(self.gtid_wait_sql, (target,))
                     if cur.fetchone()[0] == 0:
                         return
                     status = self.slave_status()
                     err = status.get("Last_SQL_Error") or status.get("Last_IO_Error")
-                    if err and status.get("Slave_SQL_Running") != "Yes":
-                        raise MariaDBError(f"replica {self.name} stopped: {err}")
+                    if err and status.get(self.sql_running) != "Yes":
+                        raise self.error(f"replica {self.name} stopped: {err}")
                     if time.monotonic() > deadline:
-                        raise MariaDBError(f"replica {self.name} not caught up with {target} after {timeout}s "
-                                           f"(at {status.get('Gtid_Slave_Pos')})")
+                        raise self.error(f"replica {self.name} not caught up with {target} after {timeout}s "
+                                         f"(at {status.get(self.applied_field)})")
         finally:
             conn.close()
 
     def promote(self) -> None:
-        """Turn this replica into a primary: STOP SLAVE; RESET SLAVE ALL; read_only=0."""
+        """Turn this replica into a primary: ``promote_sql`` (STOP SLAVE; RESET SLAVE ALL), read_only=0."""
         conn = self.connect()
         try:
             with conn.cursor() as cur:
-                cur.execute("STOP SLAVE")
-                cur.execute("RESET SLAVE ALL")
+                for statement in self.promote_sql:
+                    cur.execute(statement)
                 cur.execute("SET GLOBAL read_only = 0")
         finally:
             conn.close()
@@ -261,7 +267,7 @@ class MariaDB:
         conn = self.connect(cursorclass=pymysql.cursors.DictCursor)
         try:
             with conn.cursor() as cur:
-                cur.execute("SHOW SLAVE STATUS")
+                cur.execute(self.replica_status_sql)
                 return cur.fetchone() or {}
         finally:
             conn.close()
@@ -270,10 +276,10 @@ class MariaDB:
 
     def _slave_running(self) -> bool:
         s = self.slave_status()
-        if s.get("Slave_IO_Running") == "Yes" and s.get("Slave_SQL_Running") == "Yes":
+        if s.get(self.io_running) == "Yes" and s.get(self.sql_running) == "Yes":
             return True
         if s.get("Last_IO_Error") or s.get("Last_SQL_Error"):
-            raise MariaDBError(f"replica {self.name}: {s.get('Last_IO_Error') or s.get('Last_SQL_Error')}")
+            raise self.error(f"replica {self.name}: {s.get('Last_IO_Error') or s.get('Last_SQL_Error')}")
         return False
 
     def _socket_path(self) -> Path:

@@ -24,7 +24,6 @@ import os
 import shutil
 import subprocess
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +61,12 @@ _templates: dict[Path, Path] = {}
 
 class MySQL(MariaDB):
     """One mysqld 9.7 process. See the module docstring for what ``start()`` guarantees."""
+
+    error = MySQLError
+    gtid_wait_sql = "SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, 0.5)"
+    replica_status_sql = "SHOW REPLICA STATUS"
+    promote_sql = ("STOP REPLICA", "RESET REPLICA ALL")
+    io_running, sql_running, applied_field = "Replica_IO_Running", "Replica_SQL_Running", "Executed_Gtid_Set"
 
     def __init__(self, base_dir: Path, server_id: int, name: str = "primary", port: int | None = None,
                  extra: dict[str, Any] | None = None, die_with_parent: bool = True) -> None:
@@ -190,55 +195,6 @@ class MySQL(MariaDB):
         finally:
             conn.close()
         wait_until(self._slave_running, timeout, f"replication {primary.name} -> {self.name}", interval=0.1)
-
-    def wait_caught_up(self, primary: "MariaDB", timeout: float = 30) -> None:
-        """Block until this replica has applied everything in ``primary``'s ``gtid_executed`` right now."""
-        target = primary.gtid_binlog_pos()
-        deadline = time.monotonic() + timeout
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                while True:
-                    cur.execute("SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, 0.5)", (target,))
-                    if cur.fetchone()[0] == 0:
-                        return
-                    status = self.slave_status()
-                    err = status.get("Last_SQL_Error") or status.get("Last_IO_Error")
-                    if err and status.get("Replica_SQL_Running") != "Yes":
-                        raise MySQLError(f"replica {self.name} stopped: {err}")
-                    if time.monotonic() > deadline:
-                        raise MySQLError(f"replica {self.name} not caught up with {target} after {timeout}s "
-                                         f"(at {status.get('Executed_Gtid_Set')})")
-        finally:
-            conn.close()
-
-    def promote(self) -> None:
-        """Turn this replica into a primary: STOP REPLICA; RESET REPLICA ALL; read_only=0."""
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute("STOP REPLICA")
-                cur.execute("RESET REPLICA ALL")
-                cur.execute("SET GLOBAL read_only = 0")
-        finally:
-            conn.close()
-
-    def slave_status(self) -> dict[str, Any]:
-        conn = self.connect(cursorclass=pymysql.cursors.DictCursor)
-        try:
-            with conn.cursor() as cur:
-                cur.execute("SHOW REPLICA STATUS")
-                return cur.fetchone() or {}
-        finally:
-            conn.close()
-
-    def _slave_running(self) -> bool:
-        s = self.slave_status()
-        if s.get("Replica_IO_Running") == "Yes" and s.get("Replica_SQL_Running") == "Yes":
-            return True
-        if s.get("Last_IO_Error") or s.get("Last_SQL_Error"):
-            raise MySQLError(f"replica {self.name}: {s.get('Last_IO_Error') or s.get('Last_SQL_Error')}")
-        return False
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
