@@ -124,6 +124,15 @@ def _load(entry: str):
     return getattr(importlib.import_module(module), name)
 
 
+def target_dialect(attr: str, name: str) -> Any:
+    """The SQL (``attr`` "SQL_DIALECT") or compare ("COMPARE_DIALECT") dialect object a target package declares
+    for the dialect ``name`` (streaming.targets.dialect_spec); None when no package declares one."""
+    from streaming.targets import dialect_spec
+
+    spec = dialect_spec(attr, name)
+    return None if spec is None else _load(":".join(spec))
+
+
 def apply_hook(name: str):
     """The apply-side function ``name`` of APPLY_HOOKS (the operations API's way to the apply side)."""
     return _load(APPLY_HOOKS[name])

@@ -243,8 +243,14 @@ SQL_DIALECTS: dict[str, SqlDialect] = {d.name: d for d in (MYSQL, POSTGRES, DUCK
 
 
 def sql_dialect(name: str) -> SqlDialect:
-    """The dialect called ``name``; ConfigError naming the known ones otherwise."""
-    try:
+    """The dialect called ``name``: the core's, else the one the target package of that kind declares in
+    ``SQL_DIALECT``; ConfigError naming the known ones otherwise."""
+    if name in SQL_DIALECTS:
         return SQL_DIALECTS[name]
-    except KeyError:
-        raise ConfigError(f"no SQL dialect {name!r} (known: {sorted(SQL_DIALECTS)})", dialect=name) from None
+    from cdc.registry import target_dialect  # a target package's own (streaming/targets/<kind>/: SQL_DIALECT)
+
+    found = target_dialect("SQL_DIALECT", name)
+    if found is None:
+        raise ConfigError(f"no SQL dialect {name!r} (known: {sorted(SQL_DIALECTS)} and the target packages')",
+                          dialect=name)
+    return found

@@ -47,6 +47,14 @@ def arrow_type_specs() -> dict[str, tuple[str, str]]:
     return _packages("ARROW_TYPE")
 
 
+def dialect_spec(attr: str, name: str) -> tuple[str, str] | None:
+    """(module, name) of the dialect object a package names in ``attr`` (``SQL_DIALECT``: a
+    cdc.schema.sql_dialects.SqlDialect; ``COMPARE_DIALECT``: a cdc.compare.dialects.CompareDialect) for the SQL
+    dialect called ``name``: the package of that kind. The dialects the core ships (MySQL, PostgreSQL, DuckDB,
+    Oracle: readers and `cdc compare` use them as sources too) are found first; a new target's are found here."""
+    return _packages(attr).get(name)
+
+
 def target_class(kind: str) -> type:
     module, cls = KINDS[kind]
     return getattr(importlib.import_module(module), cls)

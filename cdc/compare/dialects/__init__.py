@@ -21,8 +21,14 @@ COMPARE_DIALECTS: dict[str, CompareDialect] = {
 
 
 def compare_dialect(name: str) -> CompareDialect:
-    """The compare dialect called ``name``; ConfigError naming the known ones otherwise."""
-    try:
+    """The compare dialect called ``name``: the core's, else the one the target package of that kind declares in
+    ``COMPARE_DIALECT``; ConfigError naming the known ones otherwise."""
+    if name in COMPARE_DIALECTS:
         return COMPARE_DIALECTS[name]
-    except KeyError:
-        raise ConfigError(f"no SQL dialect {name!r} (known: {sorted(COMPARE_DIALECTS)})", dialect=name) from None
+    from cdc.registry import target_dialect  # a target package's own (streaming/targets/<kind>/: COMPARE_DIALECT)
+
+    found = target_dialect("COMPARE_DIALECT", name)
+    if found is None:
+        raise ConfigError(f"no SQL dialect {name!r} (known: {sorted(COMPARE_DIALECTS)} and the target packages')",
+                          dialect=name)
+    return found

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 IMPORT = re.compile(r"^\s*(from|import) (readers|streaming)\b", re.M)
@@ -262,3 +265,25 @@ def test_the_kind_switch_rule_sees_a_switch():
     tree = ast.parse('if cfg.kind in ("postgres", "mysql"):\n    pass\nX = {"duckdb": 1}\n'
                      'K = Literal["duckdb"]\nd.get("postgres")\nname = "postgres"\n')
     assert [line for line, _ in _kind_switches(tree, kinds)] == [1, 3, 4, 5]
+
+
+def test_a_new_target_package_brings_its_own_sql_and_compare_dialects(monkeypatch):
+    # A target whose database the core has no dialect for declares them in its package (SQL_DIALECT,
+    # COMPARE_DIALECT): sql_dialect() and compare_dialect() find them, so nothing outside the package lists it.
+    from streaming import targets
+    from cdc.compare.dialects import compare_dialect
+    from cdc.compare.dialects.postgres_compare import PostgresCompare
+    from cdc.errors import ConfigError
+    from cdc.schema.sql_dialects import sql_dialect
+
+    own = dataclasses.replace(sql_dialect("postgres"), name="newdb")
+    specs = {"SQL_DIALECT": {"newdb": ("tests.unit.cdc.test_layout", "_NEWDB_SQL")},
+             "COMPARE_DIALECT": {"newdb": ("tests.unit.cdc.test_layout", "_NEWDB_COMPARE")}}
+    monkeypatch.setattr(targets, "_packages", lambda attr: specs.get(attr, {}))
+    monkeypatch.setitem(globals(), "_NEWDB_SQL", own)
+    monkeypatch.setitem(globals(), "_NEWDB_COMPARE", PostgresCompare(own))
+    assert sql_dialect("newdb") is own
+    assert compare_dialect("newdb").name == "newdb"
+    assert sql_dialect("postgres").name == "postgres"  # the core's own come first
+    with pytest.raises(ConfigError, match="no SQL dialect 'nodb'"):
+        sql_dialect("nodb")
