@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Family = Literal["int", "bool", "decimal", "float", "string", "binary", "date", "datetime",
-                 "timestamptz", "time", "other"]
+                 "timestamptz", "time", "json", "other"]
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,14 @@ Oracle, so every column is first rendered to a canonical text:
     timestamptz    the same text of the instant in UTC
     time           the signed number of microseconds (MySQL TIME of any sign
                    and up to 838 h; PostgreSQL/DuckDB ``time`` or ``interval``)
-    other          the database's text cast (JSON: not normalised)
+    json           the document as MySQL and PostgreSQL jsonb print it: ', '
+                   and ': ' between tokens, keys as stored (both sort them by
+                   length, then bytes; DuckDB holds the stream's text, whose
+                   keys come in MySQL's order); a text column paired with a
+                   JSON one is parsed and printed so too (cdc.compare.table_diff).
+                   Not normalised: numbers ('1e20' on MySQL, '1e+20' in the
+                   stream) and escapes of control characters
+    other          the database's text cast
 
 Zero dates (MySQL '0000-00-00', '2024-00-10', a zero DATETIME/TIMESTAMP) are
 NULL in the stream and in every target, so compare renders them as NULL on
@@ -32,7 +39,7 @@ and the row text is ``CONCAT_WS('|', flags, v1, ..., vn)``. NULL values are
 skipped by CONCAT_WS, so ``flags`` makes the text injective: for every
 column, in order, '1'/'0' for NULL/not NULL (only for columns nullable on
 either side: the compare plan makes both sides agree), and for every string
-or binary column its character length, joined by ','. Numbers, dates and hex never
+or binary (or JSON) column its character length, joined by ','. Numbers, dates and hex never
 contain '|', and each string's length is known, so two rows give the same
 text only if all values are equal: NULL differs from '', 'a ' from 'a'.
 
@@ -80,7 +87,7 @@ def row_text_sql(dialect: Dialect, columns: list[ColumnInfo], trim_decimal: froz
         rendered = d.render(col, col.name in trim_decimal)
         if col.nullable:
             flags.append(d.null_flag(col, rendered))
-        if col.family in ("string", "binary"):
+        if col.family in ("string", "binary", "json"):
             # bytes: UTF-8 bytes (MySQL renders other charsets through CONVERT(... USING utf8mb4))
             flags.append(d.length_flag(col, rendered, lengths))
         values.append(rendered)
@@ -125,6 +132,6 @@ def python_row_text(values: list, columns: list[ColumnInfo], lengths: str = "cha
     for col, v in zip(columns, values):
         if col.nullable:
             flags.append("1" if v is None else "0")
-        if col.family in ("string", "binary") and v is not None:
+        if col.family in ("string", "binary", "json") and v is not None:
             flags.append(str(len(v.encode()) if lengths == "bytes" else len(v)))
     return SEP.join([",".join(flags)] + [v for v in values if v is not None])

@@ -37,7 +37,7 @@ BATCH = 500
 _LOGICAL = {"int": LogicalType("integer"), "string": LogicalType("string"), "bool": LogicalType("boolean"),
             "decimal": LogicalType("decimal"), "float": LogicalType("double"), "binary": LogicalType("binary"),
             "date": LogicalType("date"), "datetime": LogicalType("timestamp"), "time": LogicalType("time"),
-            "timestamptz": LogicalType("timestamp_tz", time_zone="utc"), "other": LogicalType("other")}
+            "timestamptz": LogicalType("timestamp_tz", time_zone="utc"), "json": LogicalType("other"), "other": LogicalType("other")}
 
 
 def fetch_rows(ep: Endpoint, conn, shape: TableShape, key_cols: list[str], keys: list[tuple]) -> Iterator[dict]:

@@ -138,6 +138,11 @@ def plan(src_ep: Endpoint, src_conn, src_name: str, tgt_ep: Endpoint, tgt_conn, 
             report.warnings.append(f"column {sc.name}: source {sc.type} vs target {tc.type}; the text holds the "
                                    "decimal: compared as decimals")
             sc, tc = replace(sc, family="decimal", scale=dec.scale), replace(tc, family="decimal", scale=dec.scale)
+        if {sc.family, tc.family} == {"json", "string"}:
+            # a JSON column held as text (DuckDB: VARCHAR holding the stream's compact text)
+            report.warnings.append(f"column {sc.name}: source {sc.type} vs target {tc.type}; the text holds the "
+                                   "JSON document: compared as JSON")
+            sc, tc = replace(sc, family="json"), replace(tc, family="json")
         if sc.family == tc.family == "float" and sc.scale != tc.scale:
             digits = min(sc.scale or 15, tc.scale or 15)  # FLOAT on one side: its precision on both
             sc, tc = replace(sc, scale=digits), replace(tc, scale=digits)

@@ -58,7 +58,8 @@ class CompareDialect(ABC):
             return self.decimal_text(c, col, trim_decimal)
         by_family = {"int": self.int_text, "bool": self.bool_text, "float": self.float_text,
                      "string": self.string_text, "binary": self.binary_text, "date": self.date_text,
-                     "datetime": self.datetime_text, "timestamptz": self.timestamptz_text, "time": self.time_text}
+                     "datetime": self.datetime_text, "timestamptz": self.timestamptz_text, "time": self.time_text,
+                     "json": self.json_text}
         return by_family.get(col.family, self.other_text)(c, col)
 
     # each takes the quoted column ``c`` and its ColumnInfo
@@ -95,6 +96,11 @@ class CompareDialect(ABC):
 
     @abstractmethod
     def other_text(self, c: str, col: ColumnInfo) -> str: ...
+
+    def json_text(self, c: str, col: ColumnInfo) -> str:
+        """A JSON document (a JSON column, or the text column compare pairs with one: cdc.compare.table_diff) as
+        MySQL and PostgreSQL jsonb print it: ', ' and ': ' between tokens, keys in the stored order."""
+        return self.other_text(c, col)
 
     @abstractmethod
     def float_digits(self, x: str, digits: int) -> str:
@@ -180,8 +186,9 @@ class CompareDialect(ABC):
 
     def value_kind(self, type_text: str, family: Family) -> str:
         """The conversion kind of a column read with a DB-API driver (cdc.schema.values.stream_value): its
-        family, which a database whose driver hands some types differently refines (MySQL)."""
-        return family
+        family, which a database whose driver hands some types differently refines (MySQL). A JSON document is
+        read as the driver hands it ('other': psycopg parses jsonb, DuckDB gives JSON text)."""
+        return "other" if family == "json" else family
 
     def describe_columns(self, conn: Any, schema: str, table: str) -> tuple[list[ColumnInfo], list[tuple]]:
         """(columns, primary-key rows) of ``schema.table`` from information_schema."""

@@ -8,10 +8,13 @@ from cdc.compare.columns import ColumnInfo
 from cdc.compare.dialects.dialect_interface import CompareDialect, DsnEndpoint
 
 _TRIM = "rtrim(rtrim(CAST({x} AS VARCHAR), '0'), '.')"
+# a run of whole JSON strings and other characters up to the next ',' or ':' outside a string: spaced after it
+_JSON_SEPARATOR = r'''((?:"(?:[^"\\]|\\.)*"|[^",:])*)([,:])'''
+
 
 
 class DuckDbCompare(CompareDialect):
-    own_types = ((("varchar",), "string", None), (("varbinary",), "binary", None))
+    own_types = ((("varchar",), "string", None), (("varbinary",), "binary", None), (("json",), "json", None))
     """Values CAST to VARCHAR; concat_ws skips NULLs like MySQL's; timestamptz rendered in UTC."""
     sha256_sql = "left(sha256({}), 32)"
 
@@ -50,6 +53,12 @@ class DuckDbCompare(CompareDialect):
 
     def other_text(self, c: str, col: ColumnInfo) -> str:
         return f"CAST({c} AS VARCHAR)"
+
+    def json_text(self, c: str, col: ColumnInfo) -> str:
+        # json() parses and minifies (keys in their order: the stream's, MySQL's); then ', ' and ': ' as MySQL's.
+        # A ',' appended ends every run with a separator, so no match starts inside a string; its ', ' is cut.
+        spaced = f"regexp_replace(CAST(json({c}) AS VARCHAR) || ',', '{_JSON_SEPARATOR}', '\\1\\2 ', 'g')"
+        return f"substr({spaced}, 1, length({spaced}) - 2)"
 
     def float_digits(self, x: str, digits: int) -> str:
         e, k = self._float_exponents(x, digits)

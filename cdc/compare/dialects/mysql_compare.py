@@ -63,6 +63,11 @@ class MySqlCompare(CompareDialect):
     def other_text(self, c: str, col: ColumnInfo) -> str:
         return f"CAST({c} AS CHAR)"
 
+    def json_text(self, c: str, col: ColumnInfo) -> str:
+        # MySQL prints JSON spaced, keys sorted by length then bytes; a text column is parsed first (MySQL 5.7+:
+        # MariaDB has no CAST AS JSON and fails the query: never a false EQUAL)
+        return f"CAST({c} AS CHAR)" if col.type.lower() == "json" else f"CAST(CAST({c} AS JSON) AS CHAR)"
+
     def float_digits(self, x: str, digits: int) -> str:
         e, k = self._float_exponents(x, digits)
         half = f"({k} DIV 2)"
@@ -107,6 +112,8 @@ class MySqlCompare(CompareDialect):
             return "int", None  # rendered as their number (fingerprint)
         if t.startswith(_SPATIAL):
             return "binary", None  # the internal value (SRID + WKB), which the stream carries
+        if t == "json":
+            return "json", None  # MySQL's JSON (MariaDB's is LONGTEXT: a string)
         if t.startswith("vector"):
             return "binary", None  # MySQL 9: the stored float32 bytes, which the stream carries
         return self.spelled_family(t)
@@ -119,7 +126,7 @@ class MySqlCompare(CompareDialect):
             return "float32"
         if t.startswith("bit"):
             return "bit"
-        if family == "other" and t == "json":
+        if family == "json" and t == "json":
             return "json"
         if t.startswith("vector"):
             return "vector"

@@ -11,7 +11,7 @@ from cdc.compare.dialects.dialect_interface import CompareDialect, DsnEndpoint
 
 
 class PostgresCompare(CompareDialect):
-    own_types = ((("varchar",), "string", None),)
+    own_types = ((("varchar",), "string", None), (("jsonb", "json"), "json", None))
     """Values cast to text; timestamptz rendered in UTC; strings ordered by their bytes (COLLATE "C")."""
     sha256_sql = "left(encode(sha256(convert_to({}, 'UTF8')), 'hex'), 32)"
 
@@ -48,6 +48,9 @@ class PostgresCompare(CompareDialect):
 
     def other_text(self, c: str, col: ColumnInfo) -> str:
         return f"{c}::text"
+
+    def json_text(self, c: str, col: ColumnInfo) -> str:
+        return f"{c}::jsonb::text"  # jsonb prints MySQL's spacing, keys sorted by length then bytes as MySQL's
 
     def float_digits(self, x: str, digits: int) -> str:
         e, k = self._float_exponents(x, digits)

@@ -48,7 +48,7 @@ def test_one_compare_dialect_per_sql_dialect():
 def test_every_family_renders(name):
     d = compare_dialect(name)
     for family in ("int", "bool", "decimal", "float", "string", "binary", "date", "datetime", "timestamptz", "time",
-                   "other"):
+                   "json", "other"):
         assert '"c"' in d.render(ColumnInfo("c", "x", family, 2), True).replace("`", '"')
 
 
@@ -77,3 +77,34 @@ def test_compare_modules_do_not_test_the_database_name():
             if NAME_TEST.search(line):
                 found.append(f"{path.relative_to(COMPARE_DIR)}:{no}: {line.strip()}")
     assert found == []
+
+
+def test_json_is_a_family_of_its_own_read_as_the_driver_hands_it():
+    mysql, pg, duck = (compare_dialect(n) for n in ("mysql", "postgres", "duckdb"))
+    assert mysql.classify("json") == pg.classify("jsonb") == pg.classify("json") == duck.classify("JSON") == ("json", None)
+    assert mysql.classify("longtext") == ("string", None)  # MariaDB's JSON: a LONGTEXT alias
+    assert mysql.value_kind("json", "json") == "json"  # PyMySQL hands the spaced text (cdc.schema.values)
+    assert pg.value_kind("jsonb", "json") == duck.value_kind("json", "json") == "other"  # as before: no re-parse
+    assert mysql.render(ColumnInfo("j", "json", "json"), False) == "CAST(`j` AS CHAR)"
+    assert mysql.render(ColumnInfo("j", "longtext", "json"), False) == "CAST(CAST(`j` AS JSON) AS CHAR)"
+    assert pg.render(ColumnInfo("j", "text", "json"), False) == '"j"::jsonb::text'
+
+
+@pytest.mark.parametrize("doc", ['{"k":[1,2.5,"v",null,true],"u":"é"}', "[]", "{}", "null", '"s,:"', "3.5",
+                                 '{"a,:\\"b":"x:y,z\\\\","bb":[{"c":1,"d":"q,"}]}', '{"a":"\\\\","b":",\\""}',
+                                 '{"a": 1,  "b" : [ 1 , "x,y" ]}', '{"t":"line\\nbreak/"}'])
+def test_duckdb_prints_a_json_text_as_mysql_and_jsonb_do(doc):
+    """DuckDB's VARCHAR holds the stream's compact text; MySQL and jsonb print ', ' and ': ' outside strings,
+    which is Python's default json.dumps spacing: commas and colons inside strings stay as they are."""
+    import json
+
+    import duckdb
+
+    sql = compare_dialect("duckdb").render(ColumnInfo("x", "varchar", "json"), False)
+    con = duckdb.connect()
+    try:
+        got = con.execute(f"SELECT {sql} FROM (SELECT CAST(? AS VARCHAR) AS x)", [doc]).fetchone()[0]
+        null = con.execute(f"SELECT {sql} FROM (SELECT CAST(NULL AS VARCHAR) AS x)").fetchone()[0]
+    finally:
+        con.close()
+    assert (got, null) == (json.dumps(json.loads(doc), ensure_ascii=False), None)
