@@ -61,6 +61,7 @@ or names the culprit.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import re
 import time
@@ -91,7 +92,7 @@ from streaming.stream.structure import (
     stale_duplicate,
 )
 from streaming.targets import typemap
-from streaming.targets.base import ErrorKind, Target
+from streaming.targets.base import ErrorKind, ForeignKey, Target
 from streaming.targets.progress_row import Progress
 
 log = logging.getLogger(__name__)
@@ -684,9 +685,11 @@ class ApplyEngine:
     def _write_order(self, tables: list[str]) -> tuple[list[str], set[str]]:
         """The target ``tables`` (in the order the run first touched them) ordered parents before children by the
         target's foreign keys (Target.foreign_keys; ties keep the first-touch order), and the tables whose rows
-        are written in stream order instead (_write_mixed): those on a cycle of foreign keys (a self-reference:
-        a category tree) that the target does not defer to the commit. Deletes go in the reverse order."""
-        edges = [(c, p) for c, p, deferred in self.target.foreign_keys() if not deferred and c in tables and p in tables]
+        are written row by row in one order instead (_write_mixed): those on a cycle of foreign keys (a
+        self-reference: a category tree) that the target does not defer to the commit. Deletes go in the reverse
+        order."""
+        edges = [(fk.child, fk.parent) for fk in self.target.foreign_keys()
+                 if not fk.deferred and fk.child in tables and fk.parent in tables]
         if not edges:
             return tables, set()
         parents: dict[str, set[str]] = {t: set() for t in tables}
@@ -718,17 +721,27 @@ class ApplyEngine:
         return out
 
     def _write_mixed(self, info: TableInfo, changes: list[tuple[int, bool, dict[str, Any]]]) -> None:
-        """Write a table's net changes in the order of their last change in the stream (a table on a cycle of
-        foreign keys: a node re-parented under a new one, then its old parent deleted), runs of deletes or
-        upserts one statement each."""
+        """Write a table's net changes (a table on a cycle of foreign keys) in one order, runs of deletes or
+        upserts one statement each: the order of their last change in the stream, except that along the table's
+        own foreign keys (a category tree, parent_id -> id) an upserted row goes after the upserted row its final
+        values reference and a deleted row before the deleted row it referenced (_self_reference_order). A node
+        inserted, its child inserted, then the node updated applies on the first try; only a cycle among the
+        batch's rows (two rows referencing each other at the end) is left in stream order, for the stream-order
+        pass to apply if the target refuses it."""
         changes.sort(key=lambda c: c[0])
-        i = 0
-        while i < len(changes):
-            j = i
-            while j < len(changes) and changes[j][1] == changes[i][1]:
-                j += 1
-            self._op(info.target_table, info.columns, info.key, [c[2] for c in changes[i:j]], changes[i][1], info.key)
-            i = j
+        own = [fk for fk in self.target.foreign_keys()
+               if not fk.deferred and fk.child == fk.parent == info.target_table]
+        order, waits = _self_reference_order(changes, own) if own else (range(len(changes)), None)
+        run: list[int] = []
+        for i in [*order, None]:
+            # a statement ends at a change of the other kind, or one that waits for a change of this statement
+            # (MySQL checks each row of a statement at once, a multi-row DELETE in the key's order)
+            if run and (i is None or changes[i][1] != changes[run[0]][1] or (waits and waits[i] & set(run))):
+                self._op(info.target_table, info.columns, info.key, [changes[r][2] for r in run],
+                         changes[run[0]][1], info.key)
+                run = []
+            if i is not None:
+                run.append(i)
 
     def _info(self, table: str, sequence: int, offset: int | None) -> TableInfo:
         info = self.catalog.get(table)
@@ -855,6 +868,80 @@ class ApplyEngine:
                                     table=info.source_table, key=None, column=col, sequence=src.sequence,
                                     offset=src.offset, value=v) from None
         return out
+
+
+def _self_reference_order(changes: list[tuple[int, bool, dict[str, Any]]],
+                           fks: list[ForeignKey]) -> tuple[list[int], list[set[int]]]:
+    """The positions of ``changes`` (sequence, delete?, row; in stream order) in the order to write them on a
+    table whose foreign keys ``fks`` reference the table itself: an upsert after the upsert of the row its
+    values reference (parents first, by the final values), a delete before the delete of the row its before
+    image referenced (children first); otherwise stream order. A cycle among the rows (each waits for another)
+    is written in stream order from its first row on: the target refuses it or not, the stream-order pass
+    (ApplyEngine._in_stream_order) has the last word. Also each change's waits: the changes it goes after."""
+    waits: list[set[int]] = [set() for _ in changes]  # waits[i]: the changes i goes after
+    for fk in fks:
+        for deletes in (True, False):
+            at: dict[tuple, int] = {}  # the referenced columns' values -> the change holding them
+            for i, (_, d, row) in enumerate(changes):
+                if d == deletes:
+                    at[_values(row, fk.parent_columns)] = i
+            for i, (_, d, row) in enumerate(changes):
+                if d != deletes:
+                    continue
+                ref = _values(row, fk.child_columns)
+                j = at.get(ref) if ref is not None else None
+                if j is None or j == i:
+                    continue
+                if deletes:
+                    waits[j].add(i)  # the referenced row goes after its child
+                else:
+                    waits[i].add(j)  # the child goes after the row it references
+    followers: list[list[int]] = [[] for _ in changes]
+    for i, w in enumerate(waits):
+        for j in w:
+            followers[j].append(i)
+    left = [len(w) for w in waits]
+    ready: dict[bool, list[int]] = {True: [], False: []}  # delete? -> the changes whose waits are written
+    for i, (_, d, _) in enumerate(changes):
+        if not left[i]:
+            ready[d].append(i)
+    upserts = [i for i, (_, d, _) in enumerate(changes) if not d]
+    done = [False] * len(changes)
+    order: list[int] = []
+    up = 0  # upserts[up]: the first upsert in stream order not written yet
+    while len(order) < len(changes):
+        while up < len(upserts) and done[upserts[up]]:
+            up += 1
+        first_up = upserts[up] if up < len(upserts) else len(changes)
+        # a delete waits for the upserts before it in the stream too (a child moved away from its parent first)
+        heads = ready[False][:1] + [i for i in ready[True][:1] if i < first_up]
+        if heads:
+            i = min(heads)
+            heapq.heappop(ready[changes[i][1]])
+        else:  # only cycles left: the first of them in stream order
+            i = first_up if first_up < len(changes) else done.index(False)
+        if done[i]:
+            continue
+        done[i] = True
+        order.append(i)
+        for f in followers[i]:
+            left[f] -= 1
+            if not left[f] and not done[f]:
+                heapq.heappush(ready[changes[f][1]], f)
+    return order, waits
+
+
+def _values(row: dict[str, Any], columns: tuple[str, ...]) -> tuple | None:
+    """``row``'s values of ``columns`` as a key to match a foreign key with, None when one is NULL (references
+    nothing) or not hashable (left in stream order)."""
+    values = tuple(row.get(c) for c in columns)
+    if any(v is None for v in values):
+        return None
+    try:
+        hash(values)
+    except TypeError:
+        return None
+    return values
 
 
 def _reaches(parents: dict[str, set[str]], start: str, goal: str) -> set[str]:

@@ -59,7 +59,7 @@ from __future__ import annotations
 import abc
 import enum
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import orjson
 
@@ -100,6 +100,18 @@ def sqlstate_kind(sqlstate: str | None, transient: frozenset[str], transient_cla
     if sqlstate in transient or sqlstate[:2] in transient_classes:
         return ErrorKind.TRANSIENT
     return ErrorKind.FATAL
+
+
+class ForeignKey(NamedTuple):
+    """One foreign key between two tables of a target's schema: ``child_columns`` of ``child`` reference
+    ``parent_columns`` of ``parent`` (pairwise, in the constraint's order); ``deferred``: checked at the commit,
+    so the write order does not matter for it."""
+
+    child: str
+    parent: str
+    deferred: bool
+    child_columns: tuple[str, ...]
+    parent_columns: tuple[str, ...]
 
 
 class Target(abc.ABC):
@@ -213,10 +225,10 @@ class Target(abc.ABC):
         row bad (SqlTarget reads the driver's error); False here."""
         return False
 
-    def foreign_keys(self) -> list[tuple[str, str, bool]]:
-        """The target's foreign keys between its tables as (child table, parent table, deferred): the engine
-        deletes children before parents and upserts parents before children (SqlTarget reads its catalog);
-        none here."""
+    def foreign_keys(self) -> list[ForeignKey]:
+        """The target's foreign keys between its tables: the engine deletes children before parents and upserts
+        parents before children, and orders a self-referencing table's rows by their column values
+        (SqlTarget reads its catalog); none here."""
         return []
 
     def forget_foreign_keys(self) -> None:
@@ -346,22 +358,28 @@ class SqlTarget(Target):
         if self.defer_sql:
             self.execute(self.defer_sql.format("DEFERRED" if defer else "IMMEDIATE"))
 
-    # the foreign keys in the target's schema, one row (child table, parent table, DEFERRABLE) each; the
-    # schema (None: the session's) is the parameter; None: the target does not read them (writes in first-touch order)
+    # the foreign keys in the target's schema, one row per column pair: (constraint name, child table, parent
+    # table, DEFERRABLE, child column, parent column), a constraint's rows together in its column order; the schema
+    # (None: the session's) is the parameter; None: the target does not read them (writes in first-touch order)
     foreign_keys_sql: str | None = None
-    _foreign_keys: list[tuple[str, str, bool]] | None = None
+    _foreign_keys: list[ForeignKey] | None = None
 
-    def foreign_keys(self) -> list[tuple[str, str, bool]]:
-        """(child table, parent table, deferred) per foreign key between tables of the target's schema, read from
-        its catalog (``foreign_keys_sql``) once and kept until forget_foreign_keys() (the engine calls it after
-        any DDL it runs). ``deferred``: the constraint is DEFERRABLE and the target defers checks to the commit
-        (``defer_sql``), so the write order does not matter for it. Read inside the batch's transaction."""
+    def foreign_keys(self) -> list[ForeignKey]:
+        """The foreign keys between tables of the target's schema, read from its catalog (``foreign_keys_sql``)
+        once and kept until forget_foreign_keys() (the engine calls it after any DDL it runs). ``deferred``: the
+        constraint is DEFERRABLE and the target defers checks to the commit (``defer_sql``), so the write order
+        does not matter for it. Read inside the batch's transaction."""
         if self._foreign_keys is None:
             if not self.foreign_keys_sql:
                 self._foreign_keys = []
             else:
-                rows = self.execute(self.foreign_keys_sql, [self.schema]).fetchall()
-                self._foreign_keys = [(str(c), str(p), bool(d) and self.defer_sql is not None) for c, p, d in rows]
+                pairs: dict[tuple[str, str], tuple[str, bool, list[str], list[str]]] = {}
+                for name, c, p, d, cc, pc in self.execute(self.foreign_keys_sql, [self.schema]).fetchall():
+                    _, _, child_cols, parent_cols = pairs.setdefault((str(c), str(name)), (str(p), bool(d), [], []))
+                    child_cols.append(str(cc))
+                    parent_cols.append(str(pc))
+                self._foreign_keys = [ForeignKey(c, p, d and self.defer_sql is not None, tuple(cc), tuple(pc))
+                                      for (c, _), (p, d, cc, pc) in pairs.items()]
         return self._foreign_keys
 
     def forget_foreign_keys(self) -> None:

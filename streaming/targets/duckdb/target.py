@@ -32,7 +32,8 @@ class DuckDbTarget(SqlTarget):
     sql = DUCKDB
     who_sql = "SELECT 'you', 'main'"
     text = "varchar"
-    foreign_keys_sql = ("SELECT table_name, referenced_table, false FROM duckdb_constraints() WHERE constraint_type = "
+    foreign_keys_sql = ("SELECT constraint_name, table_name, referenced_table, false, unnest(constraint_column_names), "
+                        "unnest(referenced_column_names) FROM duckdb_constraints() WHERE constraint_type = "
                         "'FOREIGN KEY' AND schema_name = coalesce(?, current_schema())")
 
     def __init__(self, config: TargetConfig) -> None:

@@ -57,9 +57,10 @@ class MySqlTarget(SqlTarget):
     who_sql = "SELECT CURRENT_USER(), DATABASE()"
     timestamp = "datetime(6)"
     text = "longtext"
-    foreign_keys_sql = ("SELECT table_name, referenced_table_name, 0 FROM information_schema.referential_constraints "
-                        "WHERE constraint_schema = coalesce(%s, DATABASE()) AND unique_constraint_schema = "
-                        "constraint_schema")
+    foreign_keys_sql = ("SELECT constraint_name, table_name, referenced_table_name, 0, column_name, "
+                        "referenced_column_name FROM information_schema.key_column_usage WHERE table_schema = "
+                        "coalesce(%s, DATABASE()) AND referenced_table_schema = table_schema AND "
+                        "referenced_table_name IS NOT NULL ORDER BY table_name, constraint_name, ordinal_position")
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)

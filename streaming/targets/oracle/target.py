@@ -46,10 +46,14 @@ class OracleTarget(SqlTarget):
     who_sql = "SELECT USER, SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA') FROM DUAL"
     bigint = "number(19)"
     text = "clob"
-    foreign_keys_sql = ("SELECT c.table_name, p.table_name, CASE c.deferrable WHEN 'DEFERRABLE' THEN 1 ELSE 0 END "
-                        "FROM all_constraints c JOIN all_constraints p ON p.owner = c.r_owner AND p.constraint_name = "
-                        "c.r_constraint_name WHERE c.constraint_type = 'R' AND p.owner = c.owner AND c.owner = "
-                        "coalesce(%s, SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA'))")
+    foreign_keys_sql = ("SELECT c.constraint_name, c.table_name, p.table_name, CASE c.deferrable WHEN 'DEFERRABLE' "
+                        "THEN 1 ELSE 0 END, cc.column_name, pc.column_name FROM all_constraints c JOIN all_constraints "
+                        "p ON p.owner = c.r_owner AND p.constraint_name = c.r_constraint_name JOIN all_cons_columns cc "
+                        "ON cc.owner = c.owner AND cc.constraint_name = c.constraint_name JOIN all_cons_columns pc ON "
+                        "pc.owner = p.owner AND pc.constraint_name = p.constraint_name AND pc.position = cc.position "
+                        "WHERE c.constraint_type = 'R' AND p.owner = c.owner AND c.owner = "
+                        "coalesce(%s, SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA')) ORDER BY c.table_name, "
+                        "c.constraint_name, cc.position")
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)

@@ -66,10 +66,13 @@ class PostgresTarget(SqlTarget):
     who_sql = "SELECT current_user, current_schema()"
     row_id_column = "ctid"
     defer_sql = "SET CONSTRAINTS ALL {}"  # DEFERRABLE constraints: checked at the commit, or at once
-    foreign_keys_sql = ("SELECT c.relname, p.relname, k.condeferrable FROM pg_constraint k JOIN pg_class c ON "
-                        "c.oid = k.conrelid JOIN pg_class p ON p.oid = k.confrelid JOIN pg_namespace n ON n.oid = "
-                        "c.relnamespace WHERE k.contype = 'f' AND p.relnamespace = c.relnamespace AND n.nspname = "
-                        "coalesce(%s, current_schema())")
+    foreign_keys_sql = ("SELECT k.conname, c.relname, p.relname, k.condeferrable, ca.attname, pa.attname FROM "
+                        "pg_constraint k JOIN pg_class c ON c.oid = k.conrelid JOIN pg_class p ON p.oid = k.confrelid "
+                        "JOIN pg_namespace n ON n.oid = c.relnamespace CROSS JOIN LATERAL unnest(k.conkey, k.confkey) "
+                        "WITH ORDINALITY AS u(ck, pk, i) JOIN pg_attribute ca ON ca.attrelid = k.conrelid AND "
+                        "ca.attnum = u.ck JOIN pg_attribute pa ON pa.attrelid = k.confrelid AND pa.attnum = u.pk "
+                        "WHERE k.contype = 'f' AND p.relnamespace = c.relnamespace AND n.nspname = "
+                        "coalesce(%s, current_schema()) ORDER BY c.relname, k.conname, u.i")
 
     def __init__(self, config: TargetConfig) -> None:
         super().__init__(config)
