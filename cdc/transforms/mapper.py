@@ -13,7 +13,9 @@ table it fingerprints. A mapper gives
 
 None from ``mapper()`` means the table is not shaped: its rows move as they are, and the fast paths (the
 native MySQL rows pass, Oracle's columnar redo pass) may serialize them. A table with a mapper never takes
-a fast path that skips ``row()``: that is the fast paths' one rule (tests/unit/cdc/transforms).
+a fast path that skips ``change()``/``row()``: that is the fast paths' one rule (tests/unit/cdc/transforms). The
+native MySQL rows pass applies ``change()`` to the decoded images before it serializes any (readers/mysql/
+reader.py ``_serialized_shaped``); a fast path that cannot apply the mapper declines the shaped table.
 """
 
 from __future__ import annotations
