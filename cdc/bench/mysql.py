@@ -17,6 +17,11 @@ SELECT from the sequence engine, then measures on that same binlog:
 * decode: the reader's own binlog stream alone (readers/mysql/binlog/fastevents.py with the first
   way's rows pass), every row touched, no change events: the decode stage.
 
+``--transforms``: the pipeline runs once more each way with a transforms rule on every table (TRANSFORMS_RULE:
+``customer`` HMAC-hashed, ``note`` excluded; the hash key from a temp file), alternated with the plain runs, and
+prints ``transforms``: rows/s and CPU us/row with and without, and ``transform_overhead`` (CPU per row with /
+without - 1: the same-run ratio a loaded host does not move).
+
 ``--mix``: instead of inserts into one table, transactions over MIX_TABLES tables, 20 % inserts, 60 %
 updates, 20 % deletes (mix_statements; the OLTP shape of issue 40, with ``--txn-rows 1``). Every stream
 here is a blocking one that stops at the last row: a non-blocking dump is reset by MariaDB at the end of the
@@ -63,12 +68,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=2, help="alternate raw/pipeline runs; the best of each counts")
     parser.add_argument("--native-only", action="store_true",
                         help="only the raw loop and the native pass (no runs on the Python path): a shorter run")
+    parser.add_argument("--transforms", action="store_true",
+                        help="also run the pipeline with one HMAC-hashed and one excluded column on every row, and "
+                             "print the transforms' overhead (same run)")
     parser.add_argument("--mix", action="store_true",
                         help=f"OLTP-shaped binlog: transactions over {MIX_TABLES} tables, 20%% inserts, 60%% updates, "
                              "20%% deletes (rows changed: --rows), instead of inserts into one table")
 
 
 MIX_TABLES = 4  # tables of the --mix load
+TRANSFORMS_RULE = {"match": "bench.*", "exclude": ["note"], "columns": {"customer": {"mask": "hash"}}}
 MIX_OPS = "IUUUD"  # per table, in turn: 20 % inserts, 60 % updates, 20 % deletes
 _ORDERS = ("(id BIGINT PRIMARY KEY, customer VARCHAR(64) NOT NULL, amount DECIMAL(12,2), qty INT, "
            "created DATETIME(6), status ENUM('new','paid','shipped'), note VARCHAR(255))")
@@ -221,8 +230,10 @@ def _decode(db, start: str, rows: int, native: bool) -> tuple[float, float]:
 
 
 def _pipeline(db, broker, start: str, end: str, rows: int, batch: int, native: bool,
-              publish: bool = True, table_map_cache: bool = True) -> tuple[float, float]:
-    """(wall seconds, process CPU seconds) of the reader (+ publisher, + broker acknowledgements) over the binlog."""
+              publish: bool = True, table_map_cache: bool = True,
+              transforms: dict | None = None) -> tuple[float, float]:
+    """(wall seconds, process CPU seconds) of the reader (+ publisher, + broker acknowledgements) over the binlog;
+    ``transforms``: the source's ``transforms`` config (--transforms)."""
     from cdc.config.models import KafkaConfig
     from cdc.contract import SourceContext
     from cdc.metrics import SourceMetrics
@@ -236,7 +247,7 @@ def _pipeline(db, broker, start: str, end: str, rows: int, batch: int, native: b
     fastrows.install(native=native, table_map_cache=table_map_cache)
     metrics = SourceMetrics("bench")
     cfg = MySqlSourceConfig(name="bench", hosts=[db.address], user="cdc", password="cdc", tables=["bench.*"],
-                            server_id=990002, snapshot="never")
+                            server_id=990002, snapshot="never", transforms=transforms)
     pub = None
     if publish:
         kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=f"bench{time.time_ns()}")
@@ -246,7 +257,7 @@ def _pipeline(db, broker, start: str, end: str, rows: int, batch: int, native: b
     src.start({"gtid_set": start})
     target = GtidSet.parse(end)
     label = ("pipeline" if publish else "reader") + (" native" if native else " python") + (
-        "" if table_map_cache else " uncached")
+        "" if table_map_cache else " uncached") + (" transforms" if transforms else "")
     try:
         t0, c0 = time.perf_counter(), time.process_time()
         with progress(rows, f"[bench mysql] {label} rows") as bar:  # a transaction is one load batch
@@ -286,6 +297,11 @@ def run(args: argparse.Namespace) -> dict:
             broker.start()
             _say(f"loading {args.rows} rows in transactions of {args.batch}")
             start, end = (_load_mix if getattr(args, "mix", False) else _load)(db, args.rows, args.batch)
+            shaped = None
+            if getattr(args, "transforms", False):
+                key = Path(tmp) / "hash.key"
+                key.write_bytes(os.urandom(32))
+                shaped = {"hash_key_file": str(key), "tables": [TRANSFORMS_RULE]}
             for i in range(max(1, args.repeat)):  # alternate, so machine noise hits every run alike
                 _say(f"run {i + 1}: raw decode loop")
                 runs.setdefault("raw", []).append(_raw(db, start, args.rows))
@@ -295,6 +311,11 @@ def run(args: argparse.Namespace) -> dict:
                     _say(f"run {i + 1}: pipeline, {name} rows (reader -> publisher -> broker ack)")
                     runs.setdefault(f"pipeline_{name}", []).append(
                         _pipeline(db, broker, start, end, args.rows, args.batch, native, table_map_cache=cache))
+                    if shaped is not None:
+                        _say(f"run {i + 1}: pipeline, {name} rows, with transforms (1 hashed, 1 excluded column)")
+                        runs.setdefault(f"pipeline_{name}_transforms", []).append(_pipeline(
+                            db, broker, start, end, args.rows, args.batch, native, table_map_cache=cache,
+                            transforms=shaped))
                     _say(f"run {i + 1}: reader alone, {name} rows")
                     runs.setdefault(f"reader_{name}", []).append(_pipeline(
                         db, broker, start, end, args.rows, args.batch, native, publish=False, table_map_cache=cache))
@@ -322,6 +343,12 @@ def run(args: argparse.Namespace) -> dict:
     if NATIVE and "pipeline_python" in cpu:
         out["native_cpu_gain"] = round(cpu["pipeline_python"] / max(cpu["pipeline_native"], 1e-9), 2)
     way = pipe.removeprefix("pipeline_")
+    if f"{pipe}_transforms" in best:  # --transforms: the same runs with and without the rule
+        out["transforms"] = {
+            "rule": f"{TRANSFORMS_RULE['match']}: customer hashed (HMAC-SHA256), note excluded, every row",
+            "rows_per_s": {"without": round(rate[pipe]), "with": round(rate[f"{pipe}_transforms"])},
+            "cpu_us_per_row": {"without": cpu[pipe], "with": cpu[f"{pipe}_transforms"]}}
+        out["transform_overhead"] = round(best[f"{pipe}_transforms"][1] / best[pipe][1] - 1, 3)
     # CPU per row by stage, from the same runs: the reader alone (binlog read, event parsing, row decoding, change
     # events), what publishing adds to it (records, the Kafka client, acknowledgements), and the raw library loop
     out["cpu_us_per_row_stage"] = {"reader": cpu[f"reader_{way}"],

@@ -13,14 +13,16 @@ table it fingerprints. A mapper gives
 
 None from ``mapper()`` means the table is not shaped: its rows move as they are, and the fast paths (the
 native MySQL rows pass, Oracle's columnar redo pass) may serialize them. A table with a mapper never takes
-a fast path that skips ``row()``: that is the fast paths' one rule (tests/unit/cdc/transforms).
+a fast path that skips ``change()``/``row()``: that is the fast paths' one rule (tests/unit/cdc/transforms). The
+native MySQL rows pass applies ``change()`` to the decoded images before it serializes any (readers/mysql/
+reader.py ``_serialized_shaped``); a fast path that cannot apply the mapper declines the shaped table.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from fnmatch import fnmatchcase
 from typing import Any
@@ -61,6 +63,13 @@ class ColumnMapper:
     dropped: frozenset[str]  # columns that never leave the daemon
     keep: Callable[[dict[str, Any]], bool] | None = None  # the row filter, on the clear image (None: every row)
     computed: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = ()  # added columns, from the clear row
+    source: tuple[str, ...] = ()  # the source table's columns in order (a full image in this order: row()'s copy)
+    _masks: tuple[tuple[str, Callable[[Any], Any]], ...] = field(init=False, repr=False, compare=False)
+    _source_list: list[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_masks", tuple((n, fn) for n, fn in self.plan if fn is not None))
+        object.__setattr__(self, "_source_list", list(self.source))
 
     def change(self, op: str, before: dict[str, Any] | None,
                after: dict[str, Any] | None) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None] | None:
@@ -86,6 +95,21 @@ class ColumnMapper:
         the value."""
         if values is None:
             return None
+        if self.source and list(values) == self._source_list:  # a full image in table order (every row event's)
+            out = dict(values)  # the same keys in the same order as the loop below gives, built in C
+            for name in self.dropped:
+                del out[name]
+            for name, fn in self._masks:
+                v = out[name]
+                if v is not None:
+                    try:
+                        out[name] = fn(v)
+                    except TypeError:
+                        raise TransformError(f"{self.table}.{name}: a {type(v).__name__} value cannot be masked",
+                                             table=str(self.table), column=name) from None
+            for name, fn in self.computed:
+                out[name] = fn(values)
+            return out
         out = {}
         for name, fn in self.plan:
             v = values.get(name)
@@ -209,7 +233,7 @@ class SourceTransforms:
             cols.append(Column(name, cc.type, True, None, logical))
         shaped = TableSchema(schema.table, tuple(cols), schema.primary_key)
         return ColumnMapper(schema.table, shaped, tuple(plan), frozenset(masked), frozenset(names - kept),
-                            self._filter(schema, rule, names), tuple(computed))
+                            self._filter(schema, rule, names), tuple(computed), tuple(c.name for c in schema.columns))
 
     def _filter(self, schema: TableSchema, rule: TableTransform, names: set[str]) -> Callable[[dict], bool] | None:
         """The rule's row filter (an expression or a function by import path), None when it has none."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import hmac
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -79,10 +78,24 @@ def _read(path: str, key_name: str) -> bytes:
 
 
 def hash_mask(key: bytes) -> Mask:
+    """HMAC-SHA256 (RFC 2104) of the value's text, as hex: the same digest as ``hmac.new(key, text, sha256)``,
+    with the two keyed SHA-256 states made once and copied per value instead of re-deriving the key pads on
+    every call (well over a third of the cost; the native rows path hashes on every row)."""
+    block = hashlib.sha256().block_size
+    if len(key) > block:
+        key = hashlib.sha256(key).digest()
+    key = key.ljust(block, b"\0")
+    inner = hashlib.sha256(bytes(b ^ 0x36 for b in key))
+    outer = hashlib.sha256(bytes(b ^ 0x5C for b in key))
+
     def mask(value: Any) -> Any:
         if value is None:
             return None
-        return hmac.new(key, text_of(value).encode(), hashlib.sha256).hexdigest()
+        h = inner.copy()
+        h.update(text_of(value).encode())
+        o = outer.copy()
+        o.update(h.digest())
+        return o.hexdigest()
     return mask
 
 

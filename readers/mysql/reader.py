@@ -207,12 +207,17 @@ def _server_refused(exc: Exception, address: str) -> Exception:
 
 
 def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str, file: str | None, pos: int,
-                row_no: int, server_id: int, thread: int | None) -> ChangeBatch | None:
+                row_no: int, server_id: int, thread: int | None, mapper: Any = None) -> ChangeBatch | None:
     """The rows of one rows event decoded by the native pass (ConvertedRow images: nothing left to convert, so
     nothing that could be dead-lettered) as a ChangeBatch: per row, the JSON of its key values, before and after
     images and ``source`` fields, byte for byte what the publisher writes for the equal Change (cdc.stream.events;
     the bytes' rules are cdc.stream.wire's). None when a value has no JSON form (the rows then go out as Changes and
-    fail, or not, as they always did)."""
+    fail, or not, as they always did).
+
+    ``mapper`` (a shaped table, cdc/transforms): each row change goes through ``mapper.change`` on the decoded
+    images BEFORE any byte is made, exactly as the Change path does (_shaped_change): filtered rows are left out
+    and take no row number, the op may turn (an update leaving or entering the filter), and only the shaped
+    images (masked values, no excluded column) are ever serialized. ``known`` then holds the shaped schema."""
     dumps = orjson.dumps
     schema = known[1]
     pk = schema.primary_key if schema is not None else ()
@@ -221,6 +226,8 @@ def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str,
         fields["thread"] = thread
     head, tail = wire.source_split(fields, "row")
     out = []
+    if mapper is not None:
+        return _serialized_shaped(rows, op, known, pk, head, tail, row_no, mapper)
     try:
         for i, r in enumerate(rows):
             if op == "c":
@@ -238,6 +245,38 @@ def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str,
                 return None
             kv = (after if op != "d" else before) if not pk else wire.key_json(row, pk)  # keyless: the image's bytes
             out.append((op, kv, before, after, b"%b%d%b" % (head, row_no + i, tail)))
+    except orjson.JSONEncodeError:
+        return None
+    return ChangeBatch([known] * len(out), out)
+
+
+def _serialized_shaped(rows: list[Any], op: str, known: tuple[TableId, Any], pk: tuple[str, ...], head: bytes,
+                       tail: bytes, row_no: int, mapper: Any) -> ChangeBatch | None:
+    """_serialized for a shaped table: the mapper shapes the clear images first, then the shaped ones are
+    serialized (the clear images are never handed to orjson). None as _serialized (the rows then take the
+    Change path, which shapes them again: the mapper is a pure function of the row)."""
+    dumps, null, key_json, shape = orjson.dumps, wire.NULL, wire.key_json, mapper.change
+    out = []
+    n = 0  # the rows kept: a filtered row takes no row number
+    try:
+        for r in rows:
+            if op == "u":
+                before, after = r["before_values"], r["after_values"]
+                if type(before) is not ConvertedRow or type(after) is not ConvertedRow:
+                    return None
+            elif type(r["values"]) is not ConvertedRow:
+                return None
+            else:
+                before, after = (None, r["values"]) if op == "c" else (r["values"], None)
+            shaped = shape(op, before, after)
+            if shaped is None:
+                continue
+            sop, sb, sa = shaped
+            b = null if sb is None else dumps(sb)
+            a = null if sa is None else dumps(sa)
+            kv = (a if sop != "d" else b) if not pk else key_json(sa if sop != "d" else sb, pk)
+            out.append((sop, kv, b, a, b"%b%d%b" % (head, row_no + n, tail)))
+            n += 1
     except orjson.JSONEncodeError:
         return None
     return ChangeBatch([known] * len(out), out)
@@ -624,11 +663,12 @@ class MySqlSource:
         server_id = ev.packet.server_id
         op = "c" if isinstance(ev, WriteRowsEvent) else "u" if isinstance(ev, UpdateRowsEvent) else "d"
         self.metrics.event_read(str(table), op, len(rows))
-        # a shaped table never takes the serialized path: its rows go through mapper.row below
-        if self._serialize and mapper is None and rows and type(rows[0].get("values", rows[0].get("after_values"))) is ConvertedRow:
-            batch = _serialized(rows, op, (table, schema), gtid, file, pos, row_no, server_id, thread)
+        # natively decoded rows go out serialized; a shaped table's are shaped by its mapper first (_serialized)
+        if self._serialize and rows and type(rows[0].get("values", rows[0].get("after_values"))) is ConvertedRow:
+            batch = _serialized(rows, op, (table, schema), gtid, file, pos, row_no, server_id, thread, mapper)
             if batch is not None:
-                yield batch
+                if batch.rows:  # every row filtered out: nothing moves, as on the Change path
+                    yield batch
                 return
         where = f"{file}:{pos} gtid {gtid}"
         i = 0  # the rows yielded: a filtered or dead-lettered row takes no row number
