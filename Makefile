@@ -40,7 +40,7 @@ demo: setup
 demo-oracle: setup
 	$(CDC) dev demo --oracle
 
-# two pytest processes side by side (tests/run_suite.sh): the e2e tier and the unit + integration tiers
+# three pytest processes side by side (tests/run_suite.sh): the e2e tier in two halves and the unit + integration tiers
 test: setup
 	PY=$(PY) bash tests/run_suite.sh $(PYTEST_ARGS)
 

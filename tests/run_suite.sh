@@ -1,25 +1,35 @@
 #!/usr/bin/env bash
-# The whole suite as `make test` runs it: two pytest processes side by side, the end-to-end tier (long
-# pipelines that mostly wait on Spark and the services) and the unit and integration tiers. Each process
-# starts its own services on free loopback ports. The e2e tier's report is printed when both have ended;
-# the exit status is non-zero when either tier failed. Extra arguments go to both (`-k`, `-x`, ...): a tier
-# in which they select nothing counts as passed.
+# The whole suite as `make test` runs it: three pytest processes side by side, the end-to-end tier split in two
+# halves (long pipelines that mostly wait on Spark and the services: the files in name order, first and second
+# half) and the unit and integration tiers. Each process starts its own services on free loopback ports. The
+# e2e reports are printed when all have ended; the exit status is non-zero when any process failed. Extra
+# arguments go to all (`-k`, `-x`, ...): a process in which they select nothing counts as passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-e2e_log=$(mktemp)
-trap 'rm -f "$e2e_log"' EXIT
+e2e_a_log=$(mktemp)
+e2e_b_log=$(mktemp)
+trap 'rm -f "$e2e_a_log" "$e2e_b_log"' EXIT
 
-"$PY" -m pytest tests/e2e "$@" >"$e2e_log" 2>&1 &
-e2e=$!
+mapfile -t e2e < <(ls tests/e2e/test_*.py | sort)
+half=$(( (${#e2e[@]} + 1) / 2 ))
+"$PY" -m pytest "${e2e[@]:0:$half}" "$@" >"$e2e_a_log" 2>&1 &
+e2e_a=$!
+"$PY" -m pytest "${e2e[@]:$half}" "$@" >"$e2e_b_log" 2>&1 &
+e2e_b=$!
 "$PY" -m pytest tests/unit tests/integration "$@"
 rest=$?
-wait "$e2e"
-e2e_rc=$?
+wait "$e2e_a"
+e2e_a_rc=$?
+wait "$e2e_b"
+e2e_b_rc=$?
 echo
-echo "================================ tests/e2e ================================"
-cat "$e2e_log"
-ok() { [ "$1" -eq 0 ] || [ "$1" -eq 5 ]; }  # 5: no test selected in this tier
-if ok "$rest" && ok "$e2e_rc"; then exit 0; fi
-echo "failed: unit+integration exit $rest, e2e exit $e2e_rc" >&2
+echo "============================ tests/e2e (first half) ============================"
+cat "$e2e_a_log"
+echo
+echo "============================ tests/e2e (second half) ==========================="
+cat "$e2e_b_log"
+ok() { [ "$1" -eq 0 ] || [ "$1" -eq 5 ]; }  # 5: no test selected in this process
+if ok "$rest" && ok "$e2e_a_rc" && ok "$e2e_b_rc"; then exit 0; fi
+echo "failed: unit+integration exit $rest, e2e first half exit $e2e_a_rc, e2e second half exit $e2e_b_rc" >&2
 exit 1
