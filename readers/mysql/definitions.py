@@ -14,9 +14,9 @@ statements logged after P (``SHOW BINLOG EVENTS``, from P to the end of the binl
 - a later statement that cannot be undone (DROP/MODIFY/CHANGE COLUMN, a key change, a statement this parser does
   not read, a DROP TABLE) leaves the definition unknown, unless the DDL at P is an ALTER TABLE and that later
   clause names none of the columns P's statement names (the apply takes only the changes the statement names:
-  cdc.schema.evolution.statement_changes). Unknown is never guessed: the caller stops the source
-  (DefinitionUnknown) or, where the apply keeps the shape it knows (a rename of a captured table, a CREATE whose
-  shape the table's first rows bring), says None.
+  cdc.schema.evolution.statement_changes). For Unknown the caller (the reader) says None where the apply keeps
+  the shape it knows (a rename of a captured table, a CREATE whose shape the table's first rows bring), and
+  otherwise takes the catalog's definition as it is now with a WARNING (what a reader that keeps up reads).
 
 The catalog is read after the list is made and the list is read again after it: a DDL logged in between makes the
 reader start over (bounded), so the list always covers every statement the catalog's definition reflects.

@@ -134,10 +134,3 @@ class TaggedGtidUndecodable(DecodeError):
     """A MySQL GTID_TAGGED_LOG_EVENT (type 42, tagged GTIDs ``uuid:tag:N``, MySQL 8.3+) that does not decode:
     unknown serialization version, a field missing, a non-ignorable field this reader does not know,
     truncated bytes (``what``). Without its GTID the checkpoint could not name the transaction."""
-
-
-class DefinitionUnknown(CdcError, Terminal):
-    """A DDL on a captured table whose resulting definition cannot be known at its position: the catalog
-    (information_schema) shows the table after later statements that cannot be undone (readers/mysql/definitions.py):
-    ``table``, ``gtid``, ``position``, ``statement``, ``later`` (the statement in the way). Raised before the reader's
-    GTID state takes the DDL: nothing of it is published."""

@@ -100,7 +100,6 @@ from readers.mysql.errors import (
     CompressedEventError,
     ConnectionLost,
     DecodeError,
-    DefinitionUnknown,
     Divergence,
     SourceUnavailable,
     TaggedGtidUndecodable,
@@ -783,7 +782,8 @@ class MySqlSource:
             [TableId], TableSchema | None]:
         """``read(table)``: the table's definition right after this DDL (definitions.definition_at), None when the
         statement drops it, or when it cannot be known and the apply keeps the shape it has (a captured table
-        renamed) or takes it from the table's first rows (a CREATE). Otherwise DefinitionUnknown: never guessed."""
+        renamed) or takes it from the table's first rows (a CREATE). Otherwise the catalog's definition as it is now,
+        with a WARNING naming the later statement that could not be undone."""
         conn, stream = self._ctl, self._stream
         if conn is None or stream is None:
             return lambda table: None
@@ -826,15 +826,15 @@ class MySqlSource:
                 found = Unknown("(DDL kept coming while the catalog was read)")
             if isinstance(found, Unknown):
                 if table not in keeps:
-                    raise DefinitionUnknown(
-                        f"the definition of {table} after {query[:200]!r} at {where} gtid {gtid} cannot be known: the "
-                        f"reader is behind the server and the catalog shows {table} after a later statement it "
-                        f"cannot undo ({found.blocker[:200]!r}); it is never guessed. The source stops at its "
-                        f"checkpoint, before this DDL. Way back: `cdc source skip --config <file> --source "
-                        f"{self.name} --gtid {gtid} --yes --resync` moves past this DDL and re-snapshots the "
-                        f"tables it touched (the target takes their current definition)",
-                        table=str(table), gtid=gtid, position=where, statement=query[:500],
-                        later=found.blocker[:500], host=self.host)
+                    # the later statement cannot be undone on the catalog's definition: take the catalog's, as
+                    # every earlier version did, and say so (the shape may be a later one: check with cdc compare)
+                    log.warning("source %s: the definition of %s after %r at %s gtid %s is read from the catalog "
+                                "as it is now: a later statement (%r) cannot be undone on it, so the shape may "
+                                "be a later one; check the table with `cdc compare` once the reader has caught up",
+                                self.name, table, query[:200], where, gtid, found.blocker[:200])
+                    found = catalog(table)
+                    known[table] = found
+                    return found
                 found = None
             known[table] = found
             return found
