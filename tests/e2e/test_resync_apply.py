@@ -54,7 +54,10 @@ def _drift(p: Pipeline, errors: list) -> None:
     p.mariadb.query(f"DELETE FROM `{p.db}`.t WHERE id BETWEEN 1500 AND 1519")
     p.wait_sentinel(p.sentinel(), p.targets, timeout=120, errors=errors)
     with p.postgres.connect() as c:
-        c.execute(f"INSERT INTO {p.tag}.t (id, v, note) SELECT i, 7, 'extra' FROM generate_series(1500, 1519) i")
+        # ON CONFLICT: the writer may have put one of those keys back on the source meanwhile (its random
+        # INSERT IGNORE), and the target then rightly holds it
+        c.execute(f"INSERT INTO {p.tag}.t (id, v, note) SELECT i, 7, 'extra' FROM generate_series(1500, 1519) i "
+                  "ON CONFLICT (id) DO NOTHING")
         c.execute(f"UPDATE {p.tag}.t SET note = 'drift' WHERE id BETWEEN 1600 AND 1609")
         c.commit()
     with p.postgres.connect() as c:
