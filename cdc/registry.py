@@ -124,13 +124,19 @@ def _load(entry: str):
     return getattr(importlib.import_module(module), name)
 
 
-def target_dialect(attr: str, name: str) -> Any:
-    """The SQL (``attr`` "SQL_DIALECT") or compare ("COMPARE_DIALECT") dialect object a target package declares
-    for the dialect ``name`` (streaming.targets.dialect_spec); None when no package declares one."""
+def dialect(builtins: dict[str, Any], attr: str, name: str) -> Any:
+    """The dialect called ``name``: the core's (``builtins``), else the object a target package declares in
+    ``attr`` ("SQL_DIALECT" or "COMPARE_DIALECT", streaming.targets.dialect_spec); ConfigError naming the
+    known ones otherwise."""
+    if name in builtins:
+        return builtins[name]
     from streaming.targets import dialect_spec
 
     spec = dialect_spec(attr, name)
-    return None if spec is None else _load(":".join(spec))
+    if spec is None:
+        raise ConfigError(f"no SQL dialect {name!r} (known: {sorted(builtins)} and the target packages')",
+                          dialect=name)
+    return _load(":".join(spec))
 
 
 def apply_hook(name: str):

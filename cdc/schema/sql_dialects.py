@@ -42,7 +42,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cdc.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -245,12 +244,6 @@ SQL_DIALECTS: dict[str, SqlDialect] = {d.name: d for d in (MYSQL, POSTGRES, DUCK
 def sql_dialect(name: str) -> SqlDialect:
     """The dialect called ``name``: the core's, else the one the target package of that kind declares in
     ``SQL_DIALECT``; ConfigError naming the known ones otherwise."""
-    if name in SQL_DIALECTS:
-        return SQL_DIALECTS[name]
-    from cdc.registry import target_dialect  # a target package's own (streaming/targets/<kind>/: SQL_DIALECT)
+    from cdc.registry import dialect  # a target package's own (streaming/targets/<kind>/: SQL_DIALECT)
 
-    found = target_dialect("SQL_DIALECT", name)
-    if found is None:
-        raise ConfigError(f"no SQL dialect {name!r} (known: {sorted(SQL_DIALECTS)} and the target packages')",
-                          dialect=name)
-    return found
+    return dialect(SQL_DIALECTS, "SQL_DIALECT", name)

@@ -11,7 +11,6 @@ from cdc.compare.dialects.duckdb_compare import DuckDbCompare
 from cdc.compare.dialects.mysql_compare import MySqlCompare
 from cdc.compare.dialects.oracle_compare import OracleCompare
 from cdc.compare.dialects.postgres_compare import PostgresCompare
-from cdc.errors import ConfigError
 from cdc.schema.sql_dialects import DUCKDB, MYSQL, ORACLE, POSTGRES
 
 __all__ = ["COMPARE_DIALECTS", "SEP", "CompareDialect", "compare_dialect"]
@@ -23,12 +22,6 @@ COMPARE_DIALECTS: dict[str, CompareDialect] = {
 def compare_dialect(name: str) -> CompareDialect:
     """The compare dialect called ``name``: the core's, else the one the target package of that kind declares in
     ``COMPARE_DIALECT``; ConfigError naming the known ones otherwise."""
-    if name in COMPARE_DIALECTS:
-        return COMPARE_DIALECTS[name]
-    from cdc.registry import target_dialect  # a target package's own (streaming/targets/<kind>/: COMPARE_DIALECT)
+    from cdc.registry import dialect  # a target package's own (streaming/targets/<kind>/: COMPARE_DIALECT)
 
-    found = target_dialect("COMPARE_DIALECT", name)
-    if found is None:
-        raise ConfigError(f"no SQL dialect {name!r} (known: {sorted(COMPARE_DIALECTS)} and the target packages')",
-                          dialect=name)
-    return found
+    return dialect(COMPARE_DIALECTS, "COMPARE_DIALECT", name)
