@@ -43,7 +43,6 @@ from dataclasses import dataclass
 from typing import Any
 
 
-
 @dataclass(frozen=True)
 class SqlDialect:
     name: str
