@@ -35,6 +35,7 @@ from cdc.errors import CdcError, ConfigError
 from cdc.ops import openapi
 from cdc.ops.config import ApiConfig
 from cdc.ops.errors import Refusal
+from cdc.runtime.health import QuietHandler
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +185,7 @@ class OpsServer:
 
 
 def _make_handler(server: OpsServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         server_version = "cdc-ops"
 
         def do_GET(self) -> None:
@@ -269,15 +270,5 @@ def _make_handler(server: OpsServer) -> type[BaseHTTPRequestHandler]:
             if not isinstance(body, dict):
                 raise Refusal(400, f"the body is a JSON {type(body).__name__}; send a JSON object")
             return body
-
-        def _send(self, code: int, body: bytes, ctype: str) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, fmt: str, *args: object) -> None:  # refusals and actions log themselves
-            return
 
     return Handler

@@ -94,8 +94,23 @@ class HealthServer:
         self._server.server_close()
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler that answers with ``_send`` and writes no access log line (scrapes and API calls are
+    not log lines; the operations API logs its refusals and actions itself)."""
+
+    def _send(self, code: int, body: bytes, ctype: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, fmt: str, *args: object) -> None:
+        return
+
+
 def _make_handler(server: HealthServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
@@ -113,15 +128,5 @@ def _make_handler(server: HealthServer) -> type[BaseHTTPRequestHandler]:
                 self._send(503 if reasons else 200, body, "application/json")
             else:
                 self._send(404, b"not found\n", "text/plain")
-
-        def _send(self, code: int, body: bytes, ctype: str) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, fmt: str, *args: object) -> None:  # scrapes are not log lines
-            return
 
     return Handler
