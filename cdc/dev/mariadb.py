@@ -63,7 +63,9 @@ def _template_datadir(settings: dict[str, Any]) -> Path:
         datadir = root / "data"
         cnf = root / "my.cnf"
         keep = ("innodb_log_file_size", "innodb_buffer_pool_size", "character-set-server", "collation-server")
+        # its own tmpdir: two processes bootstrapping at once must not share temporary table files in /tmp
         cnf.write_text("[mysqld]\n" + f"datadir = {datadir}\nuser = root\nlog-error = {root / 'error.log'}\n"
+                       + f"tmpdir = {root}\n"
                        + "".join(f"{k} = {settings[k]}\n" for k in keep if k in settings))
         log = root / "install.log"
         with open(log, "wb") as out:
