@@ -7,11 +7,18 @@ offset, starting from the file's Gtid_list / Previous_gtids header), then
 walks ``--to``'s binlogs to the first transaction boundary where that state
 is contained, and prints one JSON line ``{"gtid_set", "file", "pos"}``.
 
-Both walks use ``SHOW BINLOG EVENTS`` (works for MySQL and MariaDB alike;
-needs REPLICATION SLAVE / BINLOG MONITOR). A transaction ends at the last
-event before the next GTID event (Xid, COMMIT query or the DDL itself).
-Exit 1 with a message when the state is not found on ``--to`` (it lacks
-transactions: divergence, or its binlogs are purged).
+Both walks use ``SHOW BINLOG EVENTS`` and ``SHOW BINARY LOGS``, on MariaDB
+(GTIDs ``domain-server-seq``, the ``Gtid_list`` header; REPLICATION SLAVE and
+BINLOG MONITOR) and on MySQL 8.0+/9.x alike (GTIDs ``uuid:N`` and tagged
+``uuid:tag:N``, the ``Previous_gtids`` header that holds the server's
+``gtid_executed`` when the file was opened; REPLICATION SLAVE and REPLICATION
+CLIENT). A transaction ends at the last event before the next GTID event
+(Xid, COMMIT query or the DDL itself); a compressed MySQL transaction
+(``Transaction_payload``) lists its events at the payload's end offset, which
+is where it ends. The ``Rotate`` / ``Stop`` event that closes a file is not
+part of its last transaction: that transaction ends before it. Exit 1 with
+a message when the state is not found on ``--to`` (it lacks transactions:
+divergence, or its binlogs are purged).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from readers.mysql.position import GtidSet
 
 _MARIA_GTID = re.compile(r"GTID (\d+-\d+-\d+)")
 _MYSQL_GTID = re.compile(r"GTID_NEXT\s*=\s*'([^']+)'")
+_FILE_END = ("Rotate", "Stop")  # close a binlog file after its last transaction
 
 
 def _gtid_of(info: str) -> str | None:
@@ -57,7 +65,8 @@ def walk(cur: Any, file: str) -> Iterator[tuple[GtidSet, int]]:
                 state = state.add(gtid)
                 yield state, last_end
             gtid = _gtid_of(str(info))
-        last_end = int(end)
+        if etype not in _FILE_END:
+            last_end = int(end)
     if gtid is not None:
         state = state.add(gtid)
     yield state, last_end

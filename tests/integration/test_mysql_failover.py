@@ -13,9 +13,11 @@ import time
 import pytest
 
 from cdc.stream.events import expand
+from readers.mysql.connection import binlog_status
 from readers.mysql.errors import Divergence
 from readers.mysql.locate import locate
 from readers.mysql.position import GtidSet
+from tests.fixtures.services import documented_capture_user
 from tests.integration.mysql_helpers import is_mysql, make_source, marks, transactions
 
 pytestmark = pytest.mark.mysql
@@ -118,16 +120,53 @@ def test_new_primary_lacking_published_transactions_is_divergence(pair):
     assert str(missing) and published.issuperset(missing), (missing, published)
 
 
-def test_gtid_locate_maps_a_position_to_the_replica(mariadb_pair):
-    primary, replica = mariadb_pair
+def _binlog_end(server) -> tuple[str, int]:
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            return binlog_status(cur)
+    finally:
+        conn.close()
+
+
+def test_gtid_locate_maps_every_transaction_end_to_the_replica(pair):
+    """After each transaction (a DDL, plain ones, a binlog rotation; on MySQL also a tagged GTID and a compressed
+    transaction) the primary's binlog end maps to the replica's binlog end at that moment, with the primary's
+    GTID state; as the capture user the documented statements make (run on both servers)."""
+    primary, replica = pair
+    for server in (primary, replica):
+        user, password = documented_capture_user(server, "cdc_locate", "locate-pw")
+    points = []  # (primary file:pos, GTID state, replica file:pos), each taken with the replica caught up
+
+    def mark():
+        replica.wait_caught_up(primary)
+        points.append((_binlog_end(primary), primary.gtid_binlog_pos(), _binlog_end(replica)))
+
     _setup(primary)
-    _write(primary, range(1, 4))
-    replica.wait_caught_up(primary)
-    rows = primary.query("SHOW BINLOG EVENTS IN 'mariadb-bin.000001'")
-    xids = [r for r in rows if r[2] == "Xid"]
-    pos = xids[1][4]  # end of the second transaction
-    result = locate(primary.address, "mariadb-bin.000001", pos, replica.address, "cdc", "cdc")
-    state = GtidSet.parse(result["gtid_set"])
-    assert state.domains()[0][1] == int(primary.gtid_binlog_pos().split("-")[2]) - 1
-    rrows = replica.query(f"SHOW BINLOG EVENTS IN '{result['file']}'")
-    assert any(r[4] == result["pos"] and r[2] == "Xid" for r in rrows)
+    mark()
+    _write(primary, range(1, 3))
+    mark()
+    conn = primary.connect()
+    try:
+        with conn.cursor() as cur:
+            if is_mysql(primary):
+                cur.execute("SET SESSION gtid_next = 'AUTOMATIC:locate'")
+                cur.execute("INSERT INTO test.log VALUES (10, 'tagged')")
+                cur.execute("COMMIT")
+                cur.execute("SET SESSION gtid_next = 'AUTOMATIC'")
+                mark()
+                cur.execute("SET SESSION binlog_transaction_compression = ON")
+                cur.execute("INSERT INTO test.log VALUES (11, 'compressed')")
+                cur.execute("COMMIT")
+                mark()  # the primary's end is the payload's end
+            cur.execute("FLUSH BINARY LOGS")
+    finally:
+        conn.close()
+    mark()  # the new file's header: its Previous_gtids / Gtid_list state, the replica's last transaction
+    _write(primary, range(20, 22))
+    mark()
+    got = [locate(primary.address, file, pos, replica.address, user, password) for (file, pos), _, _ in points]
+    want = [{"gtid_set": state, "file": file, "pos": pos} for _, state, (file, pos) in points]
+    assert [dict(g, gtid_set=str(GtidSet.parse(g["gtid_set"]))) for g in got] == \
+        [dict(w, gtid_set=str(GtidSet.parse(w["gtid_set"]))) for w in want]
+    assert len({p[0][0] for p in points}) == 2  # the points span the rotation
