@@ -3,7 +3,10 @@
 ``open_connection`` makes a plain PyMySQL connection with the configured
 timeouts and turns connection failures into classified errors: a wrong
 password is Terminal (AuthenticationFailed), an unreachable host is
-Transient (SourceUnavailable). ``probe`` reads the facts failover needs
+Transient (SourceUnavailable); a ``caching_sha2_password`` account on a server
+that offers neither TLS nor its RSA public key is Terminal too, named as such
+(the server answers it with the same "Access denied" as a wrong password).
+``probe`` reads the facts failover needs
 (flavour, read_only, replica or not, GTID state, oldest GTID state still in
 the binlogs) in one short session.
 """
@@ -44,12 +47,43 @@ def connection_settings(address: str, user: str, password: str, timeout_s: float
     return settings
 
 
+SHA2_PLUGINS = ("caching_sha2_password", "sha256_password")
+
+
+class _Attempt(SharedTlsConnection):
+    """A connection that, when the server refuses the login, notes on the error what the exchange had: TLS
+    or not, the authentication plugin, and whether the server sent its RSA public key (``classify``)."""
+
+    def connect(self, sock: Any = None) -> None:
+        try:
+            super().connect(sock)
+        except pymysql.err.OperationalError as exc:
+            exc.auth_exchange = (bool(self._secure), self._auth_plugin_name, bool(self.server_public_key))
+            raise
+
+
+def _no_secure_password_path(exc: BaseException) -> bool:
+    """The login failed on a plain connection with a SHA-256 plugin, and the server never sent the RSA
+    public key PyMySQL asks for: it has none, so it cannot receive any password (right or wrong)."""
+    exchange = getattr(exc, "auth_exchange", None)
+    return exchange is not None and not exchange[0] and exchange[1] in SHA2_PLUGINS and not exchange[2]
+
+
 def classify(exc: BaseException, address: str, user: str, tls: MySqlTls | None = None) -> Exception:
     """Map a PyMySQL error to ours (the caller raises it ``from exc``)."""
     code = exc.args[0] if getattr(exc, "args", None) and isinstance(exc.args[0], int) else None
     tls_problem = mysql_tls_problem(exc, tls)
     if (missing := denied(exc, address, user)) is not None:
         return missing
+    if code == ER_ACCESS_DENIED and _no_secure_password_path(exc):
+        plugin = exc.auth_exchange[1]  # type: ignore[attr-defined]
+        return AuthenticationFailed(
+            f"{address} rejected user {user!r}: {exc.args[1]}: its {plugin} password can travel only inside TLS or "
+            f"RSA-encrypted with the server's public key, and {address} offers neither (no TLS, no RSA key pair); "
+            "fix: enable TLS on the server (ssl_cert and ssl_key in [mysqld], tls_version not empty; the source "
+            "then connects over TLS, verified with a `tls` block), or give the server an RSA key pair for "
+            f"{plugin} ({plugin}_auto_generate_rsa_keys=ON, or {plugin}_private_key_path and "
+            f"{plugin}_public_key_path naming a key pair) and restart it", host=address, user=user)
     if code in (ER_ACCESS_DENIED, ER_DBACCESS_DENIED):
         hint = f" ({tls_problem})" if tls_problem else ""
         return AuthenticationFailed(f"{address} rejected user {user!r}: {exc.args[1]}{hint}; fix: check the source's "
@@ -65,8 +99,8 @@ def classify(exc: BaseException, address: str, user: str, tls: MySqlTls | None =
 def open_connection(address: str, user: str, password: str, timeout_s: float = 5.0,
                     db: str | None = None, tls: MySqlTls | None = None, **kw: Any) -> pymysql.connections.Connection:
     try:
-        return SharedTlsConnection(**connection_settings(address, user, password, timeout_s, timeout_s * 6, tls),
-                               database=db, autocommit=True, **kw)
+        return _Attempt(**connection_settings(address, user, password, timeout_s, timeout_s * 6, tls),
+                        database=db, autocommit=True, **kw)
     except (pymysql.err.MySQLError, OSError) as exc:
         raise classify(exc, address, user, tls) from exc
 
