@@ -1,6 +1,6 @@
 """``caching_sha2_password`` (MySQL 8+'s default plugin) without TLS, on a real MySQL 9.7 server that offers no
-TLS (``tls_version=''``) and a capture user made by docs/setup.md's MySQL 8 statements without their
-``REQUIRE SSL`` (the account that page describes for such a server).
+TLS (``no_tls_mysql97``: ``tls_version=''``) and its capture user made by docs/setup.md's MySQL 8 statements
+without their ``REQUIRE SSL`` (the account that page describes for such a server).
 
 With the server's RSA key pair (MySQL generates one by default) the password travels RSA-encrypted: PyMySQL asks
 for the server's public key itself (the mysql client's ``--get-server-public-key``), and the reader snapshots and
@@ -12,7 +12,6 @@ an RSA key pair), once. MariaDB has no caching_sha2_password plugin: this file r
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import uuid
@@ -21,36 +20,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cdc.dev.mysql import MySQL
 from cdc.stream.events import Change
 from readers.mysql.check import check_host
 from readers.mysql.connection import open_connection
 from readers.mysql.errors import AuthenticationFailed
 from readers.mysql.position import GtidSet
-from tests.fixtures.services import documented_mysql8_user
 from tests.integration.mysql_helpers import collect, make_source, transactions
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka]
 
 CDC = str(Path(sys.executable).with_name("cdc"))
-USER, PASSWORD = "cdc_plain", "plain-pw"
 NO_RSA = ("caching_sha2_password_auto_generate_rsa_keys", "caching_sha2_password_private_key_path",
           "caching_sha2_password_public_key_path")
 FIXES = ("fix: enable TLS on the server", "or give the server an RSA key pair for caching_sha2_password")
-
-
-@pytest.fixture(scope="module")
-def no_tls_mysql97(tmp_path_factory):
-    """A MySQL 9.7 server offering no TLS, with ``USER`` made by the documented statements minus REQUIRE SSL."""
-    folder = tmp_path_factory.mktemp("no-tls97")
-    db = MySQL(folder, server_id=41, name="no-tls", extra={"tls_version": ""})
-    try:
-        db.start()
-        documented_mysql8_user(db, PASSWORD, USER, require_ssl=False)
-        yield db
-    finally:
-        db.stop()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _status(conn, name: str) -> str:
@@ -61,22 +43,23 @@ def _status(conn, name: str) -> str:
 
 def test_without_tls_the_password_goes_rsa_encrypted_and_the_reader_streams(no_tls_mysql97):
     db = no_tls_mysql97
+    user, password = db.capture_user
     assert db.query("SELECT @@GLOBAL.tls_version") == [("",)]
     assert db.query("SHOW GLOBAL STATUS LIKE 'Caching_sha2_password_rsa_public_key'")[0][1].startswith("-----BEGIN")
     db.query("FLUSH PRIVILEGES")  # an empty authentication cache: the first login is a full one, RSA-encrypted
-    conn = open_connection(db.address, USER, PASSWORD)
+    conn = open_connection(db.address, user, password)
     try:
         assert _status(conn, "Ssl_cipher") == ""
     finally:
         conn.close()
-    assert check_host(db.address, USER, PASSWORD, False) == []
+    assert check_host(db.address, user, password, False) == []
 
     name = "sha2_" + uuid.uuid4().hex[:6]
     db.query(f"CREATE DATABASE {name}")
     db.query(f"CREATE TABLE {name}.t (id INT PRIMARY KEY, v VARCHAR(20))")
     db.query(f"INSERT INTO {name}.t VALUES (1, 'snapshot')")
     db.query("FLUSH PRIVILEGES")  # the reader's own first login is a full one too
-    src = make_source([db.address], [f"{name}.*"], user=USER, password=PASSWORD, snapshot="initial")
+    src = make_source([db.address], [f"{name}.*"], user=user, password=password, snapshot="initial")
     src.start(None)
     try:
         db.query(f"INSERT INTO {name}.t VALUES (2, 'streamed')")
@@ -92,20 +75,21 @@ def test_without_tls_the_password_goes_rsa_encrypted_and_the_reader_streams(no_t
 def test_without_tls_and_without_an_rsa_key_one_error_names_host_user_and_both_fixes(no_tls_mysql97, broker,
                                                                                       topic_prefix, tmp_path):
     db = no_tls_mysql97
+    user, password = db.capture_user
     db.stop()
     db.extra.update(dict(zip(NO_RSA, ("OFF", str(db.dir / "no-private.pem"), str(db.dir / "no-public.pem")))))
     db.start()
     try:
         assert db.query("SHOW GLOBAL STATUS LIKE 'Caching_sha2_password_rsa_public_key'")[0][1] == ""
         with pytest.raises(AuthenticationFailed) as err:
-            open_connection(db.address, USER, PASSWORD)
+            open_connection(db.address, user, password)
         text = str(err.value)
-        assert f"{db.address} rejected user '{USER}'" in text and "offers neither (no TLS, no RSA key pair)" in text
+        assert f"{db.address} rejected user '{user}'" in text and "offers neither (no TLS, no RSA key pair)" in text
         assert all(fix in text for fix in FIXES), text
 
         config = tmp_path / "cdc.yaml"
         config.write_text(yaml.safe_dump({
-            "sources": [{"name": "shop", "kind": "mysql", "hosts": [db.address], "user": USER, "password": PASSWORD,
+            "sources": [{"name": "shop", "kind": "mysql", "hosts": [db.address], "user": user, "password": password,
                          "tables": ["test.*"], "server_id": 800_000 + uuid.uuid4().int % 100_000}],
             "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": topic_prefix},
             "metrics": {"port": 0}, "drain_timeout_s": 20}))
@@ -114,11 +98,11 @@ def test_without_tls_and_without_an_rsa_key_one_error_names_host_user_and_both_f
         assert check.returncode == 1, check.stdout + check.stderr
         failed = [c for c in json.loads(check.stdout) if not c["ok"]]
         assert failed[0]["check"] == f"source shop: host {db.address}", failed
-        assert f"user '{USER}'" in failed[0]["detail"] and "no TLS, no RSA key pair" in failed[0]["detail"], failed
+        assert f"user '{user}'" in failed[0]["detail"] and "no TLS, no RSA key pair" in failed[0]["detail"], failed
         run = subprocess.run([CDC, "run", "--config", str(config)], capture_output=True, text=True, timeout=120,
                              check=False)
         assert run.returncode == 2, run.stderr
-        assert "shop" in run.stderr and f"user '{USER}'" in run.stderr, run.stderr
+        assert "shop" in run.stderr and f"user '{user}'" in run.stderr, run.stderr
         assert run.stderr.count("no TLS, no RSA key pair") == 1 and all(f in run.stderr for f in FIXES), run.stderr
     finally:  # the server as the module made it, with its RSA key pair again
         db.stop()
