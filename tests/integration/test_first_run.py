@@ -1,7 +1,8 @@
 """A newcomer's first run on real MariaDB and tansu: the capture user created by the documented statements
 (docs/snippets/mariadb-user.sql, included in the quickstart) passes `cdc check` and `cdc run` streams; a user
-lacking one of them, and a wrong port, are each named once with the fix. The documented-user and missing-privilege
-tests run on both flavours (``mysql_source``; on MySQL 9.7 the user docs/setup.md's MySQL 8 statements make)."""
+lacking one of them, a wrong password, an unsafe server setting and a wrong port are each named once with the fix.
+The documented-user, missing-privilege, wrong-password and unsafe-setting tests run on both flavours (on MySQL 9.7
+the user docs/setup.md's MySQL 8 statements make)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import yaml
 from cdc.dev.ports import free_port
 from cdc.stream.envelope import changes_topic
 from tests.e2e.mysql_daemon import Daemon, wait_for
+from tests.fixtures.services import documented_capture_user
 from tests.integration.stream_check import read_stream
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka]
@@ -205,13 +207,43 @@ def test_apply_finds_a_missing_target_database_before_spark(tmp_path, postgres, 
     assert run.stderr.count("no_such_db") == 1, run.stderr
 
 
-def test_unsafe_setting_is_printed_once(tmp_path, mariadb_alone, broker, topic_prefix):
-    mariadb_alone.query("SET GLOBAL binlog_format=STATEMENT")
-    config = write(tmp_path, mariadb_alone, "cdc", ["test.*"], broker, topic_prefix)
-    text = yaml.safe_load(config.read_text())
-    text["sources"][0]["password"] = "cdc"
-    config.write_text(yaml.safe_dump(text))
+@pytest.fixture(params=["mariadb", "mysql97"])
+def alone_with_user(request):
+    """A FRESH primary of each flavour (its settings are changed) and the capture user the docs make there: on
+    MariaDB docs/snippets/mariadb-user.sql, on MySQL 9.7 docs/setup.md's MySQL 8 statements."""
+    server = request.getfixturevalue(f"{request.param}_alone")
+    return server, documented_capture_user(server, "cdc_first", "first-pw")
+
+
+def test_unsafe_setting_is_printed_once(tmp_path, alone_with_user, broker, topic_prefix):
+    server, (user, password) = alone_with_user
+    server.query("CREATE TABLE test.orders (id INT PRIMARY KEY)")
+    server.query("SET GLOBAL binlog_format=STATEMENT")
+    config = write(tmp_path, server, user, ["test.*"], broker, topic_prefix, password=password)
+    check = cdc("check", "--config", str(config), "--json")
+    assert check.returncode == 1, check.stdout + check.stderr
+    failed = [c for c in json.loads(check.stdout) if not c["ok"]]
+    assert [(c["check"], c["detail"]) for c in failed] == \
+        [(f"source shop: host {server.address}", "binlog_format is STATEMENT")], failed
+    assert "SET GLOBAL binlog_format=ROW" in failed[0]["fix"], failed
     run = cdc("run", "--config", str(config), timeout=90)
     assert run.returncode == 2, run.stderr
     assert run.stderr.count("binlog_format is STATEMENT") == 1, run.stderr  # not in a trailer, not in the summary
     assert "fix: SET GLOBAL binlog_format=ROW" in run.stderr
+
+
+def test_wrong_password_is_named_once_with_the_fix(tmp_path, mysql_source, tmp_source_db, documented_user, broker,
+                                                   topic_prefix):
+    server, (user, _) = mysql_source, documented_user
+    config = write(tmp_path, server, user, [f"{tmp_source_db}.*"], broker, topic_prefix, password="not-the-password")
+    check = cdc("check", "--config", str(config), "--json")
+    assert check.returncode == 1, check.stdout + check.stderr
+    failed = [c for c in json.loads(check.stdout) if not c["ok"]]
+    assert failed[0]["check"] == f"source shop: host {server.address}", failed
+    assert f"{server.address} rejected user '{user}': Access denied" in failed[0]["detail"], failed
+    run = cdc("run", "--config", str(config), timeout=90)
+    assert run.returncode == 2, run.stderr
+    said = f"{server.address} rejected user '{user}': Access denied"
+    assert run.stderr.count(said) == 1, run.stderr
+    assert "fix: check the source's `user` and its password" in run.stderr, run.stderr
+    assert "not-the-password" not in run.stderr + check.stdout
