@@ -41,10 +41,17 @@ def _write(server, ids):
         conn.close()
 
 
+CAPTURE = ("cdc_doc", "doc-pw")  # the capture user of these tests: made by the documented statements
+
+
 @pytest.fixture(params=["mariadb", "mysql97"])
 def pair(request):
-    """A fresh (primary, replica) of each flavour: ``mariadb_pair`` or ``mysql97_pair``."""
-    return request.getfixturevalue(f"{request.param}_pair")
+    """A fresh (primary, replica) of each flavour: ``mariadb_pair`` or ``mysql97_pair``; on both servers the capture
+    user ``CAPTURE`` made by the documented statements of the flavour (not replicated: made on each)."""
+    primary, replica = request.getfixturevalue(f"{request.param}_pair")
+    for server in (primary, replica):
+        documented_capture_user(server, *CAPTURE)
+    return primary, replica
 
 
 def _drain(src, events, until, timeout):
@@ -60,7 +67,8 @@ def _drain(src, events, until, timeout):
 def test_clean_failover_continues_exactly_once(pair):
     primary, replica = pair
     _setup(primary)
-    src = make_source([primary.address, replica.address], ["test.*"], reconnect_attempts=20)
+    src = make_source([primary.address, replica.address], ["test.*"], reconnect_attempts=20,
+                      user=CAPTURE[0], password=CAPTURE[1])
     src.start(None)
     events: list = []
     _write(primary, range(1, 51))
@@ -100,7 +108,8 @@ def test_new_primary_lacking_published_transactions_is_divergence(pair):
     _setup(primary)
     replica.wait_caught_up(primary)
     replica.query("STOP REPLICA" if is_mysql(replica) else "STOP SLAVE")  # the replica will miss what follows
-    src = make_source([primary.address, replica.address], ["test.*"], reconnect_attempts=20)
+    src = make_source([primary.address, replica.address], ["test.*"], reconnect_attempts=20,
+                      user=CAPTURE[0], password=CAPTURE[1])
     src.start(None)
     _write(primary, range(1, 6))
     published = GtidSet.parse(primary.gtid_binlog_pos())
@@ -132,10 +141,8 @@ def _binlog_end(server) -> tuple[str, int]:
 def test_gtid_locate_maps_every_transaction_end_to_the_replica(pair):
     """After each transaction (a DDL, plain ones, a binlog rotation; on MySQL also a tagged GTID and a compressed
     transaction) the primary's binlog end maps to the replica's binlog end at that moment, with the primary's
-    GTID state; as the capture user the documented statements make (run on both servers)."""
+    GTID state; as the capture user the documented statements make."""
     primary, replica = pair
-    for server in (primary, replica):
-        user, password = documented_capture_user(server, "cdc_locate", "locate-pw")
     points = []  # (primary file:pos, GTID state, replica file:pos), each taken with the replica caught up
 
     def mark():
@@ -165,7 +172,7 @@ def test_gtid_locate_maps_every_transaction_end_to_the_replica(pair):
     mark()  # the new file's header: its Previous_gtids / Gtid_list state, the replica's last transaction
     _write(primary, range(20, 22))
     mark()
-    got = [locate(primary.address, file, pos, replica.address, user, password) for (file, pos), _, _ in points]
+    got = [locate(primary.address, file, pos, replica.address, *CAPTURE) for (file, pos), _, _ in points]
     want = [{"gtid_set": state, "file": file, "pos": pos} for _, state, (file, pos) in points]
     assert [dict(g, gtid_set=str(GtidSet.parse(g["gtid_set"]))) for g in got] == \
         [dict(w, gtid_set=str(GtidSet.parse(w["gtid_set"]))) for w in want]
