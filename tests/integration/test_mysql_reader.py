@@ -8,6 +8,7 @@ import pytest
 from cdc.stream.events import Commit, SchemaChange, expand
 from readers.mysql.errors import AuthenticationFailed, BinlogPurged, SettingsRefused, SourceUnavailable
 from readers.mysql.position import GtidSet
+from tests.fixtures.services import documented_capture_user
 from tests.integration.mysql_helpers import collect, fill, is_mysql, make_source, marks, source_for, transactions
 
 pytestmark = pytest.mark.mysql
@@ -93,10 +94,13 @@ def fresh_primary(request):
 
 
 def test_reconnect_after_restart_then_purged_and_unsafe_settings_are_refused(fresh_primary, tmp_path):
-    """One fresh server, three startup/recovery rules (sharing it keeps the suite fast)."""
+    """One fresh server, three startup/recovery rules (sharing it keeps the suite fast); captured as the user the
+    documented statements of the flavour make."""
     primary = fresh_primary
+    user, password = documented_capture_user(primary, "cdc_doc", "doc-pw")
+    login = {"user": user, "password": password}
     primary.query("CREATE TABLE test.log (id INT PRIMARY KEY)")
-    src = make_source([primary.address], ["test.*"], reconnect_attempts=30)
+    src = make_source([primary.address], ["test.*"], reconnect_attempts=30, **login)
     src.start(None)
     events: list = []
     restarted = False
@@ -125,23 +129,24 @@ def test_reconnect_after_restart_then_purged_and_unsafe_settings_are_refused(fre
     last = primary.query("SHOW BINARY LOGS")[-1][0]
     primary.query(f"PURGE BINARY LOGS TO '{last}'")
     with pytest.raises(BinlogPurged) as info:
-        make_source([primary.address], ["test.*"]).start(old)
+        make_source([primary.address], ["test.*"], **login).start(old)
     assert "purged" in str(info.value)
-    make_source([primary.address], ["test.*"]).start({"gtid_set": str(GtidSet.parse(primary.gtid_binlog_pos()))})
+    now = {"gtid_set": str(GtidSet.parse(primary.gtid_binlog_pos()))}
+    make_source([primary.address], ["test.*"], **login).start(now)
 
     # (3) unsafe settings: `cdc check` names each one with its fix and exits non-zero; start refuses
     from readers.mysql import check
 
     primary.query("SET GLOBAL binlog_format='STATEMENT'")
     primary.query("SET GLOBAL binlog_row_metadata='MINIMAL'")
-    problems = check.check_host(primary.address, "cdc", "cdc", candidate=True)
+    problems = check.check_host(primary.address, user, password, candidate=True)
     assert {"binlog_format", "binlog_row_metadata"} <= {p.setting for p in problems}
     assert any("SET GLOBAL binlog_format=ROW" in p.fix for p in problems)
     with pytest.raises(SettingsRefused):
-        make_source([primary.address], ["test.*"]).start(None)
+        make_source([primary.address], ["test.*"], **login).start(None)
     cfg = tmp_path / "cdc.yaml"
-    cfg.write_text(f"sources: [{{name: s, kind: mysql, hosts: ['{primary.address}'], user: cdc, password: cdc,"
-                   f" tables: [test.*]}}]\nkafka: {{bootstrap_servers: '127.0.0.1:1'}}\n")
+    cfg.write_text(f"sources: [{{name: s, kind: mysql, hosts: ['{primary.address}'], user: {user}, "
+                   f"password: {password}, tables: [test.*]}}]\nkafka: {{bootstrap_servers: '127.0.0.1:1'}}\n")
     from cdc.checks import run_checks
     from cdc.config.loader import load_config
 
