@@ -66,7 +66,23 @@ def alter_clauses(query: str, default_db: str) -> list[Clause] | None:
         return [Clause("none")]
     if verb in ("TRUNCATE", "OPTIMIZE", "REPAIR", "ANALYZE", "CHECK"):
         return [Clause("none")]
-    if verb != "ALTER":
+    parts = clause_tokens(query, default_db)
+    if parts is None:
+        return None
+    out = []
+    for part in parts:
+        clause = _clause(part)
+        if clause is None:
+            return None
+        out.append(clause)
+    return out
+
+
+def clause_tokens(query: str, default_db: str) -> list[list[str]] | None:
+    """The tokens of each clause of an ALTER TABLE (split at the commas outside parentheses), None for another
+    statement."""
+    toks = _tokens(query)
+    if not toks or toks[0].upper() != "ALTER":
         return None
     cur = _Cursor(toks, default_db)
     cur.i = 1
@@ -85,14 +101,19 @@ def alter_clauses(query: str, default_db: str) -> list[Clause] | None:
             depth -= 1
         if tok == "," and depth == 0:
             if part:
-                clause = _clause(part)
-                if clause is None:
-                    return None
-                out.append(clause)
+                out.append(part)
             part = []
         else:
             part.append(tok)
     return out
+
+
+def replaced_columns(query: str, default_db: str) -> list[str]:
+    """The columns one ALTER drops and adds again under the same name (``DROP COLUMN f, ADD COLUMN f ...``): a
+    new column, whose values are not the old one's (names as the ADD spells them)."""
+    clauses = alter_clauses(query, default_db) or []
+    dropped = {c.columns[0].lower() for c in clauses if c.kind == "drop"}
+    return [c.columns[0] for c in clauses if c.kind == "add" and c.columns[0].lower() in dropped]
 
 
 def _clause(toks: list[str]) -> Clause | None:

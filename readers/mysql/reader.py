@@ -94,7 +94,7 @@ from readers.mysql.binlog.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogE
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
-from readers.mysql.definitions import Lookahead, Unknown, definition_at, named_columns
+from readers.mysql.definitions import Lookahead, Unknown, definition_at, named_columns, replaced_columns
 from readers.mysql.errors import (
     BinlogPurged,
     CompressedEventError,
@@ -123,6 +123,15 @@ from readers.mysql.tables import (
     rows_follow,
     schema_reader,
     table_actions,
+)
+from readers.mysql.verify import (
+    WAY_BACK,
+    UnverifiableDefinition,
+    Unverified,
+    at_statement,
+    corrected,
+    correction_statement,
+    differences,
 )
 
 log = logging.getLogger(__name__)
@@ -306,6 +315,10 @@ class MySqlSource:
         self._partial: tuple[str, int] | None = None  # (gtid, changes yielded) of a cut transaction
         self._table_schemas: dict[TableId, Any] = {}  # last TABLE_MAP shape per table (for TRUNCATE records)
         self._lookahead = Lookahead()  # the DDL logged after the reader's position (readers/mysql/definitions.py)
+        # definitions published at a DDL that the table's next TABLE_MAP must confirm (readers/mysql/verify.py;
+        # part of the resume state), and each table's last definition as the reader saw it (unshaped)
+        self._unverified: dict[TableId, Unverified] = {}
+        self._last_seen: dict[TableId, TableSchema] = {}
         self._dead_letter = getattr(context, "dead_letter", None)  # callable(error, raw) or None
         # rows the native pass decoded go out as one ChangeBatch per rows event (see _serialized); the incremental
         # snapshot's window (incremental.py) reads each Change, so with a signal table every row is a Change
@@ -346,6 +359,7 @@ class MySqlSource:
                         self.name, host)
         warn_unmatched(self.config, info.address)  # a pattern matching no table: say so (readers/mysql/patterns.py)
         self.state = checkpoint if checkpoint is not None else info.gtid_state
+        self._unverified = self._restore_unverified(resume)
         # -- snapshot hook: a new stream (or one cut off mid-snapshot) starts with the tables' rows; a stream
         #    whose log is gone past its checkpoint (when_needed) with them, each table replaced (snapshot.py) --
         if self.config.snapshot != "never" and (resume is None or "snapshot" in resume):
@@ -372,6 +386,8 @@ class MySqlSource:
 
     def resume_state(self) -> dict[str, Any]:
         state: dict[str, Any] = {"gtid_set": str(self.gtid_state)}
+        if self._unverified:  # a restart still checks them (readers/mysql/verify.py)
+            state["unverified"] = {str(t): u.to_json() for t, u in self._unverified.items()}
         if self._incremental is not None:  # snapshot hook: incremental snapshot progress
             state.update(self._incremental.progress())
         return state
@@ -534,6 +550,10 @@ class MySqlSource:
                                                    f": a rows event of {table} outside a GTID transaction")
                     refuse_partial(ev, table, gtid, self._where(ev), stream.table_map.get(ev.table_id),
                                    self.host)  # before the transaction's first record
+                    if table in self._unverified:  # a definition published at a DDL: its rows confirm it
+                        correction = self._verify(ev, table, gtid, began)
+                        if correction is not None:
+                            yield correction
                     if not began:
                         yield Begin(gtid, ts_ms)
                         began = True
@@ -588,10 +608,10 @@ class MySqlSource:
                             yield from truncate
                             last_yield = time.monotonic()
                     elif gtid is not None and not began:
-                        change = self._schema_change(ev, q, gtid, rows := rows_follow(q, in_tx))
+                        changes = self._schema_change(ev, q, gtid, rows := rows_follow(q, in_tx))
                         gtid, began = (gtid if rows else None), False  # rows_follow: its Xid commits them
-                        if change is not None:
-                            yield change
+                        if changes:
+                            yield from changes
                             last_yield = time.monotonic()
                 elif isinstance(ev, XAPrepareEvent):
                     self._refuse_xa(ev, "XA PREPARE", gtid, began, stream)
@@ -646,6 +666,7 @@ class MySqlSource:
         tmap = stream.table_map.get(ev.table_id) if stream is not None else None
         if cached is None or cached[0] is not tmap:
             schema = schema_from_table_map(tmap, self._null_masks.get(ev.table_id))
+            self._last_seen[table] = schema
             mapper = self.transforms.mapper(schema)  # the transforms hook: None for a table not shaped
             cached = (tmap, RowConverter(str(table), tmap.columns), schema if mapper is None else mapper.schema,
                       mapper)
@@ -753,9 +774,14 @@ class MySqlSource:
         return [Begin(gtid, ts_ms), Change(named, "t", None, None, src, schema),
                 Commit(gtid, ts_ms, self.resume_state(), {"gtid": gtid, "file": file, "pos": ev.packet.log_pos})]
 
-    def _schema_change(self, ev: Any, query: str, gtid: str, rows_follow: bool = False) -> SchemaChange | None:
+    def _schema_change(self, ev: Any, query: str, gtid: str, rows_follow: bool = False) -> list[SchemaChange]:
         """A DDL is its own GTID transaction: advance the state, report it if it concerns us. A CREATE ...
-        SELECT (``rows_follow``) is not: the state takes its GTID at the commit of the rows that follow."""
+        SELECT (``rows_follow``) is not: the state takes its GTID at the commit of the rows that follow.
+
+        One record per DDL, except for an ALTER that drops a column and adds one of the same name
+        (``DROP COLUMN f, ADD COLUMN f ...``): first the definition without those columns (its statement: the
+        DROP part, its resume state before the DDL), then the statement's, so that the apply replaces the column
+        (a new column, filled with its default) instead of keeping the old values under a new type."""
         db = _db(ev)
         named, captured = ddl_subject(query, db, self.filter)  # RENAME TABLE _t_gho TO t concerns t
         if captured and named is not None:  # raises before the state takes the GTID
@@ -764,26 +790,61 @@ class MySqlSource:
         # read before the state takes the GTID: a failed read reconnects and reads the DDL again
         read = self._at_position(ev, query, db, gtid, named) if captured else None
         tables = table_actions(query, db, self.filter, read) if read is not None else None
-        schema = read(named) if read is not None and named is not None else None
+        raw = read(named) if read is not None and named is not None else None
+        schema = raw
+        out: list[SchemaChange] = []
         if captured:  # the transforms hook, before the state takes the GTID: a rule that no longer fits stops here
-            schema = self.transforms.shape(schema)
+            schema = self.transforms.shape(raw)
             tables = self._shaped_actions(tables)
+            replaced = replaced_columns(query, db) if raw is not None and not tables else []
+            if replaced:
+                gone = {c.lower() for c in replaced}
+                first = TableSchema(raw.table, tuple(c for c in raw.columns if c.name.lower() not in gone),
+                                    tuple(k for k in raw.primary_key if k.lower() not in gone))
+                drop = ", ".join("DROP COLUMN `" + c.replace("`", "``") + "`" for c in replaced)
+                out.append(SchemaChange(named, f"/* cdc: the DROP part of the statement that follows */ ALTER TABLE "
+                                               f"`{named.db}`.`{named.table}` {drop}", self.transforms.shape(first),
+                                        ev.timestamp * 1000, self.resume_state()))
         if not rows_follow:
             self.gtid_state.add(gtid)
         if not captured:
-            return None
+            return out
+        self._track(named, raw, tables, gtid)
         if named is not None:  # the shape after the DDL (the same object: the publisher writes it once)
             self._table_schemas.pop(named, None)
             if schema is not None:
                 self._table_schemas[named] = schema
-        return SchemaChange(named, query, schema, ev.timestamp * 1000, self.resume_state(), tables)
+        out.append(SchemaChange(named, query, schema, ev.timestamp * 1000, self.resume_state(), tables))
+        return out
+
+    def _track(self, named: TableId | None, raw: TableSchema | None, tables: list[dict[str, Any]] | None,
+               gtid: str) -> None:
+        """After a DDL: each table's last definition, and the unverified ones (verify.py) it drops, renames or
+        publishes anew (a later record of the table is what its rows are checked against)."""
+        for a in tables or []:
+            for key in ("table", "from"):
+                if a.get(key) and a.get("op") != "create":
+                    t = TableId.parse(a[key])
+                    self._last_seen.pop(t, None)
+                    if t in self._unverified and self._unverified[t].gtid != gtid:
+                        del self._unverified[t]
+        if named is None:
+            return
+        if raw is None:
+            self._last_seen.pop(named, None)
+            self._unverified.pop(named, None)
+            return
+        self._last_seen[named] = raw
+        u = self._unverified.get(named)
+        if u is not None and u.gtid != gtid:
+            self._unverified[named] = Unverified(raw, u.gtid, u.where, u.ddl, u.blocker, u.defined, u.added)
 
     def _at_position(self, ev: Any, query: str, db: str, gtid: str, named: TableId | None) -> Callable[
             [TableId], TableSchema | None]:
         """``read(table)``: the table's definition right after this DDL (definitions.definition_at), None when the
         statement drops it, or when it cannot be known and the apply keeps the shape it has (a captured table
-        renamed) or takes it from the table's first rows (a CREATE). Otherwise the catalog's definition as it is now,
-        with a WARNING naming the later statement that could not be undone."""
+        renamed) or takes it from the table's first rows (a CREATE). Otherwise the best definition the reader has
+        (_unvouched), which the table's next TABLE_MAP confirms or corrects (readers/mysql/verify.py)."""
         conn, stream = self._ctl, self._stream
         if conn is None or stream is None:
             return lambda table: None
@@ -825,20 +886,84 @@ class MySqlSource:
             else:
                 found = Unknown("(DDL kept coming while the catalog was read)")
             if isinstance(found, Unknown):
-                if table not in keeps:
-                    # the later statement cannot be undone on the catalog's definition: take the catalog's, as
-                    # every earlier version did, and say so (the shape may be a later one: check with cdc compare)
-                    log.warning("source %s: the definition of %s after %r at %s gtid %s is read from the catalog "
-                                "as it is now: a later statement (%r) cannot be undone on it, so the shape may "
-                                "be a later one; check the table with `cdc compare` once the reader has caught up",
-                                self.name, table, query[:200], where, gtid, found.blocker[:200])
-                    found = catalog(table)
-                    known[table] = found
-                    return found
-                found = None
+                found = None if table in keeps else self._unvouched(table, catalog(table), query, db, gtid, where,
+                                                                     found.blocker, kind == "alter" and table == named)
             known[table] = found
             return found
         return read
+
+    def _unvouched(self, table: TableId, now: TableSchema | None, query: str, db: str, gtid: str, where: str,
+                   blocker: str, altered: bool) -> TableSchema:
+        """The definition of ``table`` after a DDL that definition_at could not rebuild at its position: the
+        catalog's (``now``) with the columns the statement (an ALTER of the table: ``altered``) defines read from
+        the statement, or, when the catalog no longer has the table, the reader's last sight of it with the
+        statement applied. Remembered as Unverified: the table's next TABLE_MAP confirms or corrects it. Raises
+        UnverifiableDefinition when there is neither."""
+        defined: tuple[str, ...] = ()
+        added: tuple[str, ...] = ()
+        shape = now
+        if now is not None and altered:
+            shape, defined, added = at_statement(now, query, db, forward=False)
+        elif now is None:
+            base = self._last_seen.get(table)
+            shape, defined, added = (at_statement(base, query, db, forward=True) if altered
+                                     else (base, (), ()))
+        if shape is None:
+            raise UnverifiableDefinition(
+                f"source {self.name}: the definition of {table} after {query[:200]!r} at {where} gtid {gtid} cannot "
+                f"be known: a later statement ({blocker[:200]!r}) changed or removed the table, the catalog no "
+                "longer shows it and the reader has not seen it since it started; "
+                + WAY_BACK.format(source=self.name, gtid=gtid, table=table),
+                table=str(table), gtid=gtid, position=where, differences=[f"later: {blocker[:200]}"])
+        log.info("source %s: the definition of %s after %r at %s gtid %s is rebuilt from the %s (a later statement, "
+                 "%r, cannot be undone on it); the table's next rows confirm or correct it", self.name, table,
+                 query[:200], where, gtid, "catalog and the statement" if now is not None else "statement",
+                 blocker[:200])
+        self._unverified[table] = Unverified(shape, gtid, where, query, blocker, defined, added)
+        return shape
+
+    def _verify(self, ev: Any, table: TableId, gtid: str, began: bool) -> SchemaChange | None:
+        """At the first rows of a table whose published definition is unverified: its TABLE_MAP (full row
+        metadata) confirms it (None), or the corrected definition comes as a SCHEMA record before the rows.
+        Raises UnverifiableDefinition when the correction cannot be built, or when the transaction already
+        wrote rows of another table (a SCHEMA record cannot go inside a transaction)."""
+        u = self._unverified[table]
+        stream = self._stream
+        seen = schema_from_table_map(stream.table_map.get(ev.table_id), self._null_masks.get(ev.table_id))
+        found = differences(u.schema, seen)
+        if not found:
+            del self._unverified[table]
+            return None
+        fixed = corrected(u, seen)
+        where = self._where(ev)
+        if isinstance(fixed, str) or began:
+            why = fixed if isinstance(fixed, str) else ("the transaction wrote rows of another table first, so the "
+                                                        "corrected definition cannot come before its rows")
+            raise UnverifiableDefinition(
+                f"source {self.name}: the rows of {table} in transaction {gtid} at {where} were written with a "
+                f"definition other than the one published at {u.ddl[:200]!r} ({u.where} gtid {u.gtid}, rebuilt "
+                f"because a later statement, {u.blocker[:200]!r}, could not be undone): {'; '.join(found)}; {why}; "
+                + WAY_BACK.format(source=self.name, gtid=gtid, table=table),
+                table=str(table), gtid=gtid, position=where, differences=found)
+        log.warning("source %s: the rows of %s at %s gtid %s were written with another definition than the one "
+                    "published at %s gtid %s (%s): the definition their table map shows is published first",
+                    self.name, table, where, gtid, u.where, u.gtid, "; ".join(found))
+        del self._unverified[table]  # before the resume state: the record settles it
+        self._last_seen[table] = fixed
+        shaped = self.transforms.shape(fixed)
+        self._table_schemas[table] = shaped
+        return SchemaChange(table, correction_statement(u.schema, fixed, where), shaped, ev.timestamp * 1000,
+                            self.resume_state())
+
+    def _restore_unverified(self, resume: dict[str, Any] | None) -> dict[TableId, Unverified]:
+        """The unverified definitions of the resume state, less the tables a `cdc source skip` named (their
+        resync is the way back it took)."""
+        skipped = {t.lower() for t in ((resume or {}).get("skipped") or {}).get("tables") or ()}
+        out = {}
+        for name, obj in ((resume or {}).get("unverified") or {}).items():
+            if name.lower() not in skipped:
+                out[TableId.parse(name)] = Unverified.from_json(obj)
+        return out
 
     def _shaped_actions(self, actions: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
         """table_actions with each table's schema shaped by the transforms."""
