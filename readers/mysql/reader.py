@@ -132,6 +132,7 @@ from readers.mysql.verify import (
     corrected,
     correction_statement,
     differences,
+    named_agree,
 )
 
 log = logging.getLogger(__name__)
@@ -936,6 +937,13 @@ class MySqlSource:
             return None
         fixed = corrected(u, seen)
         where = self._where(ev)
+        if began and not isinstance(fixed, str) and named_agree(u, seen):
+            log.warning("source %s: the rows of %s at %s gtid %s show another definition than the one published at "
+                        "%s gtid %s (%s), in columns its statement does not name: the apply took none of those",
+                        self.name, table, where, gtid, u.where, u.gtid, "; ".join(found))
+            del self._unverified[table]
+            self._last_seen[table] = fixed
+            return None
         if isinstance(fixed, str) or began:
             why = fixed if isinstance(fixed, str) else ("the transaction wrote rows of another table first, so the "
                                                         "corrected definition cannot come before its rows")

@@ -9,7 +9,8 @@ from the statement) and remembers it as :class:`Unverified`.
 
 The product requires ``binlog_row_metadata=FULL`` (readers/mysql/check.py): every TABLE_MAP carries the column
 names, types, nullability and primary key of the table as its rows were written. So the table's next rows
-verify the definition (:func:`differences`: names, order, count, type family, key). On a difference the
+verify the definition (:func:`differences`: names, order, count, type family (and an integer's or decimal's
+range), key). On a difference the
 reader publishes the definition the table map shows (:func:`corrected`) in a SCHEMA record before those
 rows; where the table map cannot tell what the target needs (a column that is not in the published definition
 and whose default, the value of the rows written before it, no table map carries), the source stops
@@ -24,7 +25,7 @@ from typing import Any
 
 from cdc.errors import CdcError, Terminal
 from cdc.stream.events import Column, TableSchema
-from readers.mysql.definitions import alter_clauses, clause_tokens
+from readers.mysql.definitions import alter_clauses, clause_tokens, named_columns
 from readers.mysql.tables import _name
 from readers.mysql.types import logical_type
 
@@ -236,8 +237,15 @@ def at_statement(shape: TableSchema | None, query: str, db: str, forward: bool) 
 
 
 # ---------------------------------------------------------------- the check and the correction
-def _family(col: Column) -> str:
-    return (col.logical or logical_type(col.type)).family
+def _kind(col: Column) -> tuple:
+    """What the check compares of a column's type: its family, and the range of an integer or a decimal
+    (a table map spells those exactly; string lengths it derives from the character set, so not those)."""
+    lt = col.logical or logical_type(col.type)
+    if lt.family == "integer":
+        return lt.family, lt.int_range()
+    if lt.family == "decimal":
+        return lt.family, lt.precision, lt.scale
+    return (lt.family,)
 
 
 def differences(said: TableSchema, seen: TableSchema) -> list[str]:
@@ -251,12 +259,28 @@ def differences(said: TableSchema, seen: TableSchema) -> list[str]:
     by_name = {c.name.lower(): c for c in said.columns}
     for c in seen.columns:
         o = by_name.get(c.name.lower())
-        if o is not None and _family(o) != _family(c):
+        if o is not None and _kind(o) != _kind(c):
             out.append(f"{c.name} {o.type} where the table map has {c.type}")
     if [k.lower() for k in said.primary_key] != [k.lower() for k in seen.primary_key]:
         out.append(f"primary key ({', '.join(said.primary_key)}) where the table map has "
                    f"({', '.join(seen.primary_key)})")
     return out
+
+
+def named_agree(u: Unverified, seen: TableSchema) -> bool:
+    """Whether the table map agrees with the published definition on every column the statement names and on
+    the key: the apply takes only those changes from the statement's record
+    (cdc.schema.evolution.statement_changes), so a difference elsewhere left its definition as it was."""
+    names = named_columns(u.ddl, u.schema.table.db)
+    if names is None:
+        return False
+    said = {c.name.lower(): c for c in u.schema.columns}
+    now = {c.name.lower(): c for c in seen.columns}
+    for name in names:
+        a, b = said.get(name), now.get(name)
+        if (a is None) != (b is None) or (a is not None and _kind(a) != _kind(b)):
+            return False
+    return [k.lower() for k in u.schema.primary_key] == [k.lower() for k in seen.primary_key]
 
 
 def corrected(u: Unverified, seen: TableSchema) -> TableSchema | str:
@@ -271,7 +295,7 @@ def corrected(u: Unverified, seen: TableSchema) -> TableSchema | str:
     for c in seen.columns:
         o = said.get(c.name.lower())
         if o is not None and (logical_type(o.type) == logical_type(c.type)
-                              or (o.name.lower() in defined and _family(o) == _family(c))):
+                              or (o.name.lower() in defined and _kind(o) == _kind(c))):
             cols.append(replace(o, name=c.name, nullable=c.nullable))
             continue
         if o is None or c.name.lower() in u.added:

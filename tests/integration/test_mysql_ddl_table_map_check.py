@@ -211,3 +211,48 @@ def test_a_table_map_that_contradicts_the_definition_is_published_first_or_stops
     msg = str(err.value)
     assert f"{tmp_source_db}.t" in msg and "cdc source skip" in msg and "where the table map has" in msg, msg
     assert err.value.fields["gtid"] and err.value.fields["position"]
+
+
+CORRECTED = [  # the statement's column definition is not one the reader reads (CHECK): its rows correct it
+    "ALTER TABLE {t} MODIFY COLUMN v BIGINT CHECK (v > -1000)",
+    "INSERT INTO {t} (id, v) VALUES (15, 15)",
+    "ALTER TABLE {t} MODIFY COLUMN v INT",
+]
+
+
+def test_a_definition_the_rows_contradict_is_corrected_before_them(mysql_source, tmp_source_db, broker, topic_prefix,
+                                                                    tmp_path):
+    schemas, target = _behind(mysql_source, tmp_source_db, broker, topic_prefix, tmp_path, CORRECTED)
+    target.close()
+    fixed = [s for s in schemas if (s["ddl"] or "").startswith("/* cdc: ")]
+    assert len(fixed) == 1 and "MODIFY COLUMN `v` bigint" in fixed[0]["ddl"], [s["ddl"] for s in schemas]
+    assert fixed[0]["resume"] is not None  # outside any transaction: a checkpoint
+
+
+def test_a_correction_due_inside_a_transaction_stops_the_source(mysql_source, tmp_source_db):
+    q, db = mysql_source.query, tmp_source_db
+    src = source_for(mysql_source, [f"{db}.t", f"{db}.u"], snapshot="never", heartbeat_interval_s=0.2)
+    src.start(None)
+    q(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v INT)")
+    q(f"CREATE TABLE `{db}`.u (id INT PRIMARY KEY)")
+    q(f"INSERT INTO `{db}`.t VALUES (1, 1)")
+    q(CORRECTED[0].format(t=f"`{db}`.t"))
+    conn = mysql_source.connect()
+    try:
+        with conn.cursor() as cur:  # one transaction: u first, then t
+            cur.execute("BEGIN")
+            cur.execute(f"INSERT INTO `{db}`.u VALUES (1)")
+            cur.execute(f"INSERT INTO `{db}`.t VALUES (2, 2)")
+            cur.execute("COMMIT")
+    finally:
+        conn.close()
+    q(CORRECTED[2].format(t=f"`{db}`.t"))
+    end = GtidSet.parse(mysql_source.gtid_binlog_pos())
+    with pytest.raises(UnverifiableDefinition) as err:
+        try:
+            for ev in src.events():
+                if isinstance(ev, Heartbeat) and src.state.issuperset(end):
+                    break
+        finally:
+            src.close()
+    assert "wrote rows of another table first" in str(err.value) and "cdc source skip" in str(err.value)
