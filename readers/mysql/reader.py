@@ -861,6 +861,7 @@ class MySqlSource:
             for old, new in parsed.renames:
                 origin[new] = origin.pop(old, old)
             keeps = {new for new, old in origin.items() if self.filter.matches(old)}
+            dropped = set(origin.values()) - set(origin)  # renamed away: no such table after the statement
         catalog = schema_reader(conn, self.host)
         file, end, where = stream.log_file, ev.packet.log_pos, self._where(ev)
         known: dict[TableId, TableSchema | None] = {}
@@ -894,7 +895,7 @@ class MySqlSource:
         return read
 
     def _unvouched(self, table: TableId, now: TableSchema | None, query: str, db: str, gtid: str, where: str,
-                   blocker: str, altered: bool) -> TableSchema:
+                   blocker: str, altered: bool) -> TableSchema | None:
         """The definition of ``table`` after a DDL that definition_at could not rebuild at its position: the
         catalog's (``now``) with the columns the statement (an ALTER of the table: ``altered``) defines read from
         the statement, or, when the catalog no longer has the table, the reader's last sight of it with the
@@ -909,13 +910,11 @@ class MySqlSource:
             base = self._last_seen.get(table)
             shape, defined, added = (at_statement(base, query, db, forward=True) if altered
                                      else (base, (), ()))
-        if shape is None:
-            raise UnverifiableDefinition(
-                f"source {self.name}: the definition of {table} after {query[:200]!r} at {where} gtid {gtid} cannot "
-                f"be known: a later statement ({blocker[:200]!r}) changed or removed the table, the catalog no "
-                "longer shows it and the reader has not seen it since it started; "
-                + WAY_BACK.format(source=self.name, gtid=gtid, table=table),
-                table=str(table), gtid=gtid, position=where, differences=[f"later: {blocker[:200]}"])
+        if shape is None:  # none at all: the record says so, and the apply stops on it unless it keeps the table
+            log.warning("source %s: the definition of %s after %r at %s gtid %s cannot be known: a later statement "
+                        "(%r) changed or removed the table and the reader has not seen it since it started",
+                        self.name, table, query[:200], where, gtid, blocker[:200])
+            return None
         log.info("source %s: the definition of %s after %r at %s gtid %s is rebuilt from the %s (a later statement, "
                  "%r, cannot be undone on it); the table's next rows confirm or correct it", self.name, table,
                  query[:200], where, gtid, "catalog and the statement" if now is not None else "statement",
