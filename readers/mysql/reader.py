@@ -94,7 +94,14 @@ from readers.mysql.binlog.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogE
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
-from readers.mysql.definitions import Lookahead, Unknown, definition_at, named_columns, replaced_columns
+from readers.mysql.definitions import (
+    Lookahead,
+    Unknown,
+    alter_clauses,
+    definition_at,
+    named_columns,
+    replaced_columns,
+)
 from readers.mysql.errors import (
     BinlogPurged,
     CompressedEventError,
@@ -854,14 +861,17 @@ class MySqlSource:
         dropped = set(parsed.tables) if kind == "drop" else set()
         columns = named_columns(query, db) if kind == "alter" else None
         keeps: set[TableId] = set()
+        origin: dict[TableId, TableId] = {}  # a renamed table's new name -> its name before the statement
         if kind == "create":
             keeps.add(parsed.tables[0])
         elif kind == "rename":
-            origin: dict[TableId, TableId] = {}
             for old, new in parsed.renames:
                 origin[new] = origin.pop(old, old)
             keeps = {new for new, old in origin.items() if self.filter.matches(old)}
             dropped = set(origin.values()) - set(origin)  # renamed away: no such table after the statement
+        # ALTER TABLE t <column clauses>, RENAME TO u: u's shape is not t's, the statement's clauses are read
+        altering = query.lstrip()[:5].upper() == "ALTER" and any(c.kind != "none"
+                                                                 for c in alter_clauses(query, db) or ())
         catalog = schema_reader(conn, self.host)
         file, end, where = stream.log_file, ev.packet.log_pos, self._where(ev)
         known: dict[TableId, TableSchema | None] = {}
@@ -888,14 +898,15 @@ class MySqlSource:
             else:
                 found = Unknown("(DDL kept coming while the catalog was read)")
             if isinstance(found, Unknown):
-                found = None if table in keeps else self._unvouched(table, catalog(table), query, db, gtid, where,
-                                                                     found.blocker, kind == "alter" and table == named)
+                found = None if table in keeps and not altering else self._unvouched(
+                    table, catalog(table), query, db, gtid, where, found.blocker,
+                    altering and (table == named or table in keeps), origin.get(table, table))
             known[table] = found
             return found
         return read
 
     def _unvouched(self, table: TableId, now: TableSchema | None, query: str, db: str, gtid: str, where: str,
-                   blocker: str, altered: bool) -> TableSchema | None:
+                   blocker: str, altered: bool, was: TableId) -> TableSchema | None:
         """The definition of ``table`` after a DDL that definition_at could not rebuild at its position: the
         catalog's (``now``) with the columns the statement (an ALTER of the table: ``altered``) defines read from
         the statement, or, when the catalog no longer has the table, the reader's last sight of it with the
@@ -907,7 +918,9 @@ class MySqlSource:
         if now is not None and altered:
             shape, defined, added = at_statement(now, query, db, forward=False)
         elif now is None:
-            base = self._last_seen.get(table)
+            base = self._last_seen.get(was)  # ``was``: its name before the statement (a RENAME)
+            if base is not None:
+                base = TableSchema(table, base.columns, base.primary_key)
             shape, defined, added = (at_statement(base, query, db, forward=True) if altered
                                      else (base, (), ()))
         if shape is None:  # none at all: the record says so, and the apply stops on it unless it keeps the table

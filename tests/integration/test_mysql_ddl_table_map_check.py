@@ -70,8 +70,8 @@ def _rows(db, table: str) -> list[dict]:
         conn.close()
 
 
-def _target_rows(target) -> list[dict]:
-    cur = target.execute(f"SELECT * FROM {target.qualified('t')} ORDER BY id")
+def _target_rows(target, table: str = "t") -> list[dict]:
+    cur = target.execute(f"SELECT * FROM {target.qualified(table)} ORDER BY id")
     names = [d[0] for d in cur.description]
     out = [dict(zip(names, r)) for r in cur.fetchall()]
     target.commit()
@@ -96,28 +96,30 @@ def _publish(src, db, broker, prefix: str) -> list[StreamRecord]:
     return _records(broker.bootstrap, pub.topic)
 
 
-def _behind(mysql_source, db, broker, prefix, tmp_path, statements: list[str]) -> tuple[list, object]:
+def _behind(mysql_source, db, broker, prefix, tmp_path, statements: list[str], final: str = "t") -> tuple[list,
+                                                                                                        object]:
     """Table ``t`` with rows, ``statements`` run while the reader is not reading; the stream applied to DuckDB up
     to the last statement's SCHEMA record (the target then equals the source before that statement) and to the
-    end (equal to the source). Returns the SCHEMA records of ``t`` and the open target."""
-    q, t = mysql_source.query, f"`{db}`.t"
-    src = source_for(mysql_source, [f"{db}.t"], snapshot="never", heartbeat_interval_s=0.2)
+    end (equal to the source). ``final``: the table's name after the statements ({u} in them). Returns the
+    SCHEMA records of the table and the open target."""
+    q, t, u = mysql_source.query, f"`{db}`.t", f"`{db}`.{final}"
+    src = source_for(mysql_source, [f"{db}.*"], snapshot="never", heartbeat_interval_s=0.2)
     src.start(None)  # before the table exists: its CREATE and its rows are read like the rest
     q(f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT, flag VARCHAR(5) NOT NULL DEFAULT 'old')")
     q(f"INSERT INTO {t} (id, v, flag) VALUES " + ", ".join(f"({i}, {i}, 'x')" for i in range(1, 6)))
     for s in statements[:-1]:
-        q(s.format(t=t))
-    middle, at = _rows(mysql_source, t), GtidSet.parse(mysql_source.gtid_binlog_pos())
-    q(statements[-1].format(t=t))
+        q(s.format(t=t, u=u))
+    middle, at = _rows(mysql_source, u), GtidSet.parse(mysql_source.gtid_binlog_pos())
+    q(statements[-1].format(t=t, u=u))
     records = _publish(src, mysql_source, broker, prefix)
-    schemas = [r for r in records if r.kind == SCHEMA and r.tbl == f"{db}.t"]
+    schemas = [r for r in records if r.kind == SCHEMA and r.tbl in (f"{db}.t", f"{db}.{final}")]
     cut = _checkpoint(records, at)
     target = make_target(TargetConfig(name="t", kind="duckdb", path=str(tmp_path / "t.duckdb"))).open()
     engine = ApplyEngine("src", target, TableMap.from_config(ApplyConfig(source="src", target="t"))).start()
     engine.apply_records(records[:cut], 0)
-    assert _target_rows(target) == middle, [r.meta_dict().get("ddl") for r in schemas]
+    assert _target_rows(target, final) == middle, [r.meta_dict().get("ddl") for r in schemas]
     engine.apply_records(records[cut:], 1)
-    assert _target_rows(target) == _rows(mysql_source, t)
+    assert _target_rows(target, final) == _rows(mysql_source, u)
     return [r.meta_dict() for r in schemas], target
 
 
@@ -211,6 +213,22 @@ def test_a_table_map_that_contradicts_the_definition_is_published_first_or_stops
     msg = str(err.value)
     assert f"{tmp_source_db}.t" in msg and "cdc source skip" in msg and "where the table map has" in msg, msg
     assert err.value.fields["gtid"] and err.value.fields["position"]
+
+
+ALTER_AND_RENAME = [  # one ALTER that adds a column and renames the table, its column changed later
+    "ALTER TABLE {t} ADD COLUMN c INT DEFAULT 4, RENAME TO {u}",
+    "INSERT INTO {u} (id, v, c) VALUES (16, 16, 44)",
+    "ALTER TABLE {u} MODIFY COLUMN c BIGINT DEFAULT 9",
+]
+
+
+def test_an_alter_that_renames_the_table_with_the_reader_behind(mysql_source, tmp_source_db, broker, topic_prefix,
+                                                                tmp_path):
+    schemas, target = _behind(mysql_source, tmp_source_db, broker, topic_prefix, tmp_path, ALTER_AND_RENAME, "u")
+    target.close()
+    renamed = next(s for s in schemas if "RENAME TO" in (s["ddl"] or ""))
+    c = next(c for c in renamed["tables"][0]["schema"]["columns"] if c["name"] == "c")
+    assert (c["type"], c.get("default")) == ("int", "4")
 
 
 CORRECTED = [  # the statement's column definition is not one the reader reads (CHECK): its rows correct it
