@@ -248,6 +248,13 @@ def _kind(col: Column) -> tuple:
     return (lt.family,)
 
 
+def _same(a: Column, b: Column) -> bool:
+    """Whether the check takes two columns' types for one: the same :func:`_kind`, or one the reader knows only
+    by its name (family ``other``: the catalog's spelling of a type the table map spells otherwise)."""
+    ka, kb = _kind(a), _kind(b)
+    return ka == kb or "other" in (ka[0], kb[0])
+
+
 def differences(said: TableSchema, seen: TableSchema) -> list[str]:
     """What the table map ``seen`` shows otherwise than the definition ``said``: column names, order and
     count, type families, primary key (empty: the definition is confirmed)."""
@@ -259,7 +266,7 @@ def differences(said: TableSchema, seen: TableSchema) -> list[str]:
     by_name = {c.name.lower(): c for c in said.columns}
     for c in seen.columns:
         o = by_name.get(c.name.lower())
-        if o is not None and _kind(o) != _kind(c):
+        if o is not None and not _same(o, c):
             out.append(f"{c.name} {o.type} where the table map has {c.type}")
     if [k.lower() for k in said.primary_key] != [k.lower() for k in seen.primary_key]:
         out.append(f"primary key ({', '.join(said.primary_key)}) where the table map has "
@@ -278,7 +285,7 @@ def named_agree(u: Unverified, seen: TableSchema) -> bool:
     now = {c.name.lower(): c for c in seen.columns}
     for name in names:
         a, b = said.get(name), now.get(name)
-        if (a is None) != (b is None) or (a is not None and _kind(a) != _kind(b)):
+        if (a is None) != (b is None) or (a is not None and not _same(a, b)):
             return False
     return [k.lower() for k in u.schema.primary_key] == [k.lower() for k in seen.primary_key]
 
@@ -286,16 +293,14 @@ def named_agree(u: Unverified, seen: TableSchema) -> bool:
 def corrected(u: Unverified, seen: TableSchema) -> TableSchema | str:
     """The definition to publish before rows written with the table map ``seen``: its names, order, types,
     nullability and key, with the published column's details (its default, its type text) where name AND type
-    match. A string (why) when a column the target must fill for rows written before it (one not in the
+    match (as the check compares them: a string's length the table map derives from its character set). A string (why) when a column the target must fill for rows written before it (one not in the
     published definition, or one the statement added without a definition read from it) has a default no table
     map carries."""
     said = {c.name.lower(): c for c in u.schema.columns}
-    defined = {n.lower() for n in u.defined}
     cols = []
     for c in seen.columns:
         o = said.get(c.name.lower())
-        if o is not None and (logical_type(o.type) == logical_type(c.type)
-                              or (o.name.lower() in defined and _kind(o) == _kind(c))):
+        if o is not None and _same(o, c):  # the published type text is the catalog's or the statement's: kept
             cols.append(replace(o, name=c.name, nullable=c.nullable))
             continue
         if o is None or c.name.lower() in u.added:
