@@ -140,6 +140,8 @@ from readers.mysql.verify import (
     correction_statement,
     differences,
     named_agree,
+    restored,
+    saved,
 )
 
 log = logging.getLogger(__name__)
@@ -367,7 +369,7 @@ class MySqlSource:
                         self.name, host)
         warn_unmatched(self.config, info.address)  # a pattern matching no table: say so (readers/mysql/patterns.py)
         self.state = checkpoint if checkpoint is not None else info.gtid_state
-        self._unverified = self._restore_unverified(resume)
+        self._unverified = restored(resume)
         # -- snapshot hook: a new stream (or one cut off mid-snapshot) starts with the tables' rows; a stream
         #    whose log is gone past its checkpoint (when_needed) with them, each table replaced (snapshot.py) --
         if self.config.snapshot != "never" and (resume is None or "snapshot" in resume):
@@ -395,7 +397,7 @@ class MySqlSource:
     def resume_state(self) -> dict[str, Any]:
         state: dict[str, Any] = {"gtid_set": str(self.gtid_state)}
         if self._unverified:  # a restart still checks them (readers/mysql/verify.py)
-            state["unverified"] = {str(t): u.to_json() for t, u in self._unverified.items()}
+            state["unverified"] = saved(self._unverified)
         if self._incremental is not None:  # snapshot hook: incremental snapshot progress
             state.update(self._incremental.progress())
         return state
@@ -974,16 +976,6 @@ class MySqlSource:
         self._table_schemas[table] = shaped
         return SchemaChange(table, correction_statement(u.schema, fixed, where), shaped, ev.timestamp * 1000,
                             self.resume_state())
-
-    def _restore_unverified(self, resume: dict[str, Any] | None) -> dict[TableId, Unverified]:
-        """The unverified definitions of the resume state, less the tables a `cdc source skip` named (their
-        resync is the way back it took)."""
-        skipped = {t.lower() for t in ((resume or {}).get("skipped") or {}).get("tables") or ()}
-        out = {}
-        for name, obj in ((resume or {}).get("unverified") or {}).items():
-            if name.lower() not in skipped:
-                out[TableId.parse(name)] = Unverified.from_json(obj)
-        return out
 
     def _shaped_actions(self, actions: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
         """table_actions with each table's schema shaped by the transforms."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cdc.errors import CdcError, Terminal
-from cdc.stream.events import Column, TableSchema
+from cdc.stream.events import Column, TableId, TableSchema
 from readers.mysql.definitions import alter_clauses, clause_tokens, named_columns
 from readers.mysql.tables import _name
 from readers.mysql.types import logical_type
@@ -69,6 +69,19 @@ class Unverified:
     def from_json(cls, obj: dict[str, Any]) -> Unverified:
         return cls(TableSchema.from_json(obj["schema"]), obj["gtid"], obj["at"], obj["ddl"], obj["blocker"],
                    tuple(obj.get("defined") or ()), tuple(obj.get("added") or ()))
+
+
+def saved(unverified: dict[Any, Unverified]) -> dict[str, Any]:
+    """The resume state's ``unverified`` entry: a restart still checks them."""
+    return {str(t): u.to_json() for t, u in unverified.items()}
+
+
+def restored(resume: dict[str, Any] | None) -> dict[TableId, Unverified]:
+    """The unverified definitions of a resume state, less the tables a `cdc source skip` named in it (their
+    resync is the way back the operator took)."""
+    skipped = {t.lower() for t in ((resume or {}).get("skipped") or {}).get("tables") or ()}
+    return {TableId.parse(name): Unverified.from_json(obj)
+            for name, obj in ((resume or {}).get("unverified") or {}).items() if name.lower() not in skipped}
 
 
 # ---------------------------------------------------------------- the statement's own column definitions

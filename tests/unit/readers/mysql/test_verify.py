@@ -11,6 +11,8 @@ from readers.mysql.verify import (
     correction_statement,
     differences,
     named_agree,
+    restored,
+    saved,
 )
 
 T = TableId("d", "t")
@@ -98,3 +100,12 @@ def test_a_drop_and_an_add_of_one_name():
     assert replaced_columns("ALTER TABLE t DROP COLUMN f, ADD COLUMN F VARCHAR(5) DEFAULT 'new'", "d") == ["F"]
     assert replaced_columns("ALTER TABLE t DROP COLUMN f, ADD COLUMN g INT", "d") == []
     assert replaced_columns("ALTER TABLE t MODIFY f INT", "d") == []
+
+
+def test_unverified_definitions_survive_a_restart_unless_a_skip_named_the_table():
+    u = Unverified(_shape(("id", "int", False), ("f", "int", True, "7")), "0-1-5", "bin.1:100",
+                   "ALTER TABLE t ADD f INT DEFAULT 7", "ALTER TABLE t DROP f", ("f",), ("f",))
+    resume = {"gtid_set": "0-1-5", "unverified": saved({T: u})}
+    assert restored(resume) == {T: u}
+    assert restored({**resume, "skipped": {"gtid": "0-1-6", "tables": ["d.t"]}}) == {}
+    assert restored({"gtid_set": "0-1-5"}) == {} and restored(None) == {}
