@@ -131,18 +131,7 @@ from readers.mysql.tables import (
     schema_reader,
     table_actions,
 )
-from readers.mysql.verify import (
-    WAY_BACK,
-    UnverifiableDefinition,
-    Unverified,
-    at_statement,
-    corrected,
-    correction_statement,
-    differences,
-    named_agree,
-    restored,
-    saved,
-)
+from readers.mysql.verify import DefinitionChecks, saved
 
 log = logging.getLogger(__name__)
 _install_fast_rows()  # same values as the library's row decoder, fewer steps (see fastrows.py)
@@ -325,10 +314,8 @@ class MySqlSource:
         self._partial: tuple[str, int] | None = None  # (gtid, changes yielded) of a cut transaction
         self._table_schemas: dict[TableId, Any] = {}  # last TABLE_MAP shape per table (for TRUNCATE records)
         self._lookahead = Lookahead()  # the DDL logged after the reader's position (readers/mysql/definitions.py)
-        # definitions published at a DDL that the table's next TABLE_MAP must confirm (readers/mysql/verify.py;
-        # part of the resume state), and each table's last definition as the reader saw it (unshaped)
-        self._unverified: dict[TableId, Unverified] = {}
-        self._last_seen: dict[TableId, TableSchema] = {}
+        # definitions published at a DDL that the table's next TABLE_MAP must confirm (readers/mysql/verify.py)
+        self._checks = DefinitionChecks(config.name)
         self._dead_letter = getattr(context, "dead_letter", None)  # callable(error, raw) or None
         # rows the native pass decoded go out as one ChangeBatch per rows event (see _serialized); the incremental
         # snapshot's window (incremental.py) reads each Change, so with a signal table every row is a Change
@@ -369,7 +356,7 @@ class MySqlSource:
                         self.name, host)
         warn_unmatched(self.config, info.address)  # a pattern matching no table: say so (readers/mysql/patterns.py)
         self.state = checkpoint if checkpoint is not None else info.gtid_state
-        self._unverified = restored(resume)
+        self._checks.restore(resume)
         # -- snapshot hook: a new stream (or one cut off mid-snapshot) starts with the tables' rows; a stream
         #    whose log is gone past its checkpoint (when_needed) with them, each table replaced (snapshot.py) --
         if self.config.snapshot != "never" and (resume is None or "snapshot" in resume):
@@ -396,8 +383,8 @@ class MySqlSource:
 
     def resume_state(self) -> dict[str, Any]:
         state: dict[str, Any] = {"gtid_set": str(self.gtid_state)}
-        if self._unverified:  # a restart still checks them (readers/mysql/verify.py)
-            state["unverified"] = saved(self._unverified)
+        if self._checks.unverified:  # a restart still checks them (readers/mysql/verify.py)
+            state["unverified"] = saved(self._checks.unverified)
         if self._incremental is not None:  # snapshot hook: incremental snapshot progress
             state.update(self._incremental.progress())
         return state
@@ -560,7 +547,7 @@ class MySqlSource:
                                                    f": a rows event of {table} outside a GTID transaction")
                     refuse_partial(ev, table, gtid, self._where(ev), stream.table_map.get(ev.table_id),
                                    self.host)  # before the transaction's first record
-                    if table in self._unverified:  # a definition published at a DDL: its rows confirm it
+                    if table in self._checks.unverified:  # a definition published at a DDL: its rows confirm it
                         correction = self._verify(ev, table, gtid, began)
                         if correction is not None:
                             yield correction
@@ -676,7 +663,7 @@ class MySqlSource:
         tmap = stream.table_map.get(ev.table_id) if stream is not None else None
         if cached is None or cached[0] is not tmap:
             schema = schema_from_table_map(tmap, self._null_masks.get(ev.table_id))
-            self._last_seen[table] = schema
+            self._checks.last_seen[table] = schema
             mapper = self.transforms.mapper(schema)  # the transforms hook: None for a table not shaped
             cached = (tmap, RowConverter(str(table), tmap.columns), schema if mapper is None else mapper.schema,
                       mapper)
@@ -819,7 +806,7 @@ class MySqlSource:
             self.gtid_state.add(gtid)
         if not captured:
             return out
-        self._track(named, raw, tables, gtid)
+        self._checks.after_ddl(named, raw, tables, gtid)
         if named is not None:  # the shape after the DDL (the same object: the publisher writes it once)
             self._table_schemas.pop(named, None)
             if schema is not None:
@@ -827,34 +814,12 @@ class MySqlSource:
         out.append(SchemaChange(named, query, schema, ev.timestamp * 1000, self.resume_state(), tables))
         return out
 
-    def _track(self, named: TableId | None, raw: TableSchema | None, tables: list[dict[str, Any]] | None,
-               gtid: str) -> None:
-        """After a DDL: each table's last definition, and the unverified ones (verify.py) it drops, renames or
-        publishes anew (a later record of the table is what its rows are checked against)."""
-        for a in tables or []:
-            for key in ("table", "from"):
-                if a.get(key) and a.get("op") != "create":
-                    t = TableId.parse(a[key])
-                    self._last_seen.pop(t, None)
-                    if t in self._unverified and self._unverified[t].gtid != gtid:
-                        del self._unverified[t]
-        if named is None:
-            return
-        if raw is None:
-            self._last_seen.pop(named, None)
-            self._unverified.pop(named, None)
-            return
-        self._last_seen[named] = raw
-        u = self._unverified.get(named)
-        if u is not None and u.gtid != gtid:
-            self._unverified[named] = Unverified(raw, u.gtid, u.where, u.ddl, u.blocker, u.defined, u.added)
-
     def _at_position(self, ev: Any, query: str, db: str, gtid: str, named: TableId | None) -> Callable[
             [TableId], TableSchema | None]:
         """``read(table)``: the table's definition right after this DDL (definitions.definition_at), None when the
         statement drops it, or when it cannot be known and the apply keeps the shape it has (a captured table
         renamed) or takes it from the table's first rows (a CREATE). Otherwise the best definition the reader has
-        (_unvouched), which the table's next TABLE_MAP confirms or corrects (readers/mysql/verify.py)."""
+        (verify.DefinitionChecks.unvouched), which the table's next TABLE_MAP confirms or corrects (readers/mysql/verify.py)."""
         conn, stream = self._ctl, self._stream
         if conn is None or stream is None:
             return lambda table: None
@@ -900,82 +865,24 @@ class MySqlSource:
             else:
                 found = Unknown("(DDL kept coming while the catalog was read)")
             if isinstance(found, Unknown):
-                found = None if table in keeps and not altering else self._unvouched(
+                found = None if table in keeps and not altering else self._checks.unvouched(
                     table, catalog(table), query, db, gtid, where, found.blocker,
                     altering and (table == named or table in keeps), origin.get(table, table))
             known[table] = found
             return found
         return read
 
-    def _unvouched(self, table: TableId, now: TableSchema | None, query: str, db: str, gtid: str, where: str,
-                   blocker: str, altered: bool, was: TableId) -> TableSchema | None:
-        """The definition of ``table`` after a DDL that definition_at could not rebuild at its position: the
-        catalog's (``now``) with the columns the statement (an ALTER of the table: ``altered``) defines read from
-        the statement, or, when the catalog no longer has the table, the reader's last sight of it with the
-        statement applied. Remembered as Unverified: the table's next TABLE_MAP confirms or corrects it. Raises
-        UnverifiableDefinition when there is neither."""
-        defined: tuple[str, ...] = ()
-        added: tuple[str, ...] = ()
-        shape = now
-        if now is not None and altered:
-            shape, defined, added = at_statement(now, query, db, forward=False)
-        elif now is None:
-            base = self._last_seen.get(was)  # ``was``: its name before the statement (a RENAME)
-            if base is not None:
-                base = TableSchema(table, base.columns, base.primary_key)
-            shape, defined, added = (at_statement(base, query, db, forward=True) if altered
-                                     else (base, (), ()))
-        if shape is None:  # none at all: the record says so, and the apply stops on it unless it keeps the table
-            log.warning("source %s: the definition of %s after %r at %s gtid %s cannot be known: a later statement "
-                        "(%r) changed or removed the table and the reader has not seen it since it started",
-                        self.name, table, query[:200], where, gtid, blocker[:200])
-            return None
-        log.info("source %s: the definition of %s after %r at %s gtid %s is rebuilt from the %s (a later statement, "
-                 "%r, cannot be undone on it); the table's next rows confirm or correct it", self.name, table,
-                 query[:200], where, gtid, "catalog and the statement" if now is not None else "statement",
-                 blocker[:200])
-        self._unverified[table] = Unverified(shape, gtid, where, query, blocker, defined, added)
-        return shape
-
     def _verify(self, ev: Any, table: TableId, gtid: str, began: bool) -> SchemaChange | None:
-        """At the first rows of a table whose published definition is unverified: its TABLE_MAP (full row
-        metadata) confirms it (None), or the corrected definition comes as a SCHEMA record before the rows.
-        Raises UnverifiableDefinition when the correction cannot be built, or when the transaction already
-        wrote rows of another table (a SCHEMA record cannot go inside a transaction)."""
-        u = self._unverified[table]
-        stream = self._stream
-        seen = schema_from_table_map(stream.table_map.get(ev.table_id), self._null_masks.get(ev.table_id))
-        found = differences(u.schema, seen)
-        if not found:
-            del self._unverified[table]
+        """At the first rows of a table whose published definition is unverified: None when its TABLE_MAP (full
+        row metadata) confirms it, else the corrected definition's SCHEMA record, to go before the rows
+        (verify.DefinitionChecks.check, which raises UnverifiableDefinition when there is none to publish)."""
+        seen = schema_from_table_map(self._stream.table_map.get(ev.table_id), self._null_masks.get(ev.table_id))
+        fixed = self._checks.check(table, seen, gtid, self._where(ev), began)
+        if fixed is None:
             return None
-        fixed = corrected(u, seen)
-        where = self._where(ev)
-        if began and not isinstance(fixed, str) and named_agree(u, seen):
-            log.warning("source %s: the rows of %s at %s gtid %s show another definition than the one published at "
-                        "%s gtid %s (%s), in columns its statement does not name: the apply took none of those",
-                        self.name, table, where, gtid, u.where, u.gtid, "; ".join(found))
-            del self._unverified[table]
-            self._last_seen[table] = fixed
-            return None
-        if isinstance(fixed, str) or began:
-            why = fixed if isinstance(fixed, str) else ("the transaction wrote rows of another table first, so the "
-                                                        "corrected definition cannot come before its rows")
-            raise UnverifiableDefinition(
-                f"source {self.name}: the rows of {table} in transaction {gtid} at {where} were written with a "
-                f"definition other than the one published at {u.ddl[:200]!r} ({u.where} gtid {u.gtid}, rebuilt "
-                f"because a later statement, {u.blocker[:200]!r}, could not be undone): {'; '.join(found)}; {why}; "
-                + WAY_BACK.format(source=self.name, gtid=gtid, table=table),
-                table=str(table), gtid=gtid, position=where, differences=found)
-        log.warning("source %s: the rows of %s at %s gtid %s were written with another definition than the one "
-                    "published at %s gtid %s (%s): the definition their table map shows is published first",
-                    self.name, table, where, gtid, u.where, u.gtid, "; ".join(found))
-        del self._unverified[table]  # before the resume state: the record settles it
-        self._last_seen[table] = fixed
-        shaped = self.transforms.shape(fixed)
+        shaped = self.transforms.shape(fixed[0])
         self._table_schemas[table] = shaped
-        return SchemaChange(table, correction_statement(u.schema, fixed, where), shaped, ev.timestamp * 1000,
-                            self.resume_state())
+        return SchemaChange(table, fixed[1], shaped, ev.timestamp * 1000, self.resume_state())
 
     def _shaped_actions(self, actions: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
         """table_actions with each table's schema shaped by the transforms."""

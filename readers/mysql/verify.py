@@ -3,9 +3,8 @@
 definitions.definition_at rebuilds a table's definition at a DDL's position by undoing the later statements
 on the catalog's definition. Where a later statement cannot be undone (a DROP/MODIFY/CHANGE COLUMN or key
 change of a column the DDL names, the table dropped since), the reader builds the best definition it has
-(:func:`at_statement`: the catalog's, or its own last sight of the table when the catalog has none, with
-the columns the statement itself defines, ``ADD/MODIFY/CHANGE COLUMN c <type> [NOT NULL] [DEFAULT ...]``, read
-from the statement) and remembers it as :class:`Unverified`.
+(the catalog's, or its own last sight of the table when the catalog has none, with the columns the statement
+itself defines read from the statement: readers/mysql/statement_columns.py) and remembers it as :class:`Unverified`.
 
 The product requires ``binlog_row_metadata=FULL`` (readers/mysql/check.py): every TABLE_MAP carries the column
 names, types, nullability and primary key of the table as its rows were written. So the table's next rows
@@ -19,27 +18,19 @@ and whose default, the value of the rows written before it, no table map carries
 
 from __future__ import annotations
 
-import re
+import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
 from cdc.errors import CdcError, Terminal
 from cdc.stream.events import Column, TableId, TableSchema
-from readers.mysql.definitions import alter_clauses, clause_tokens, named_columns
-from readers.mysql.tables import _name
+from readers.mysql.definitions import named_columns
+from readers.mysql.statement_columns import at_statement
 from readers.mysql.types import logical_type
 
+log = logging.getLogger(__name__)
 WAY_BACK = ("the way back: `cdc source skip --config cdc.yaml --source {source} --gtid {gtid} --yes --resync` moves "
             "the source past that transaction and re-reads {table} from the source (docs/faults.md)")
-
-_ENDS = frozenset({"NOT", "NULL", "DEFAULT", "AUTO_INCREMENT", "COMMENT", "PRIMARY", "UNIQUE", "KEY", "FIRST",
-                   "AFTER", "COLLATE", "CHARACTER", "CHARSET", "GENERATED", "AS", "INVISIBLE", "VISIBLE", "ON",
-                   "CHECK", "REFERENCES", "STORAGE", "COLUMN_FORMAT", "CONSTRAINT", "SERIAL", "COMPRESSED",
-                   "PERSISTENT", "VIRTUAL", "STORED", "WITH", "ENGINE_ATTRIBUTE", "SECONDARY_ENGINE_ATTRIBUTE"})
-_ALIASES = {"integer": "int", "bool": "tinyint", "boolean": "tinyint", "dec": "decimal", "numeric": "decimal",
-            "fixed": "decimal", "real": "double", "double precision": "double", "int1": "tinyint",
-            "int2": "smallint", "int3": "mediumint", "int4": "int", "int8": "bigint", "middleint": "mediumint"}
-_DISPLAY_WIDTH = re.compile(r"^(tinyint|smallint|mediumint|int|bigint)\(\d+\)")
 
 
 class UnverifiableDefinition(CdcError, Terminal):
@@ -82,171 +73,6 @@ def restored(resume: dict[str, Any] | None) -> dict[TableId, Unverified]:
     skipped = {t.lower() for t in ((resume or {}).get("skipped") or {}).get("tables") or ()}
     return {TableId.parse(name): Unverified.from_json(obj)
             for name, obj in ((resume or {}).get("unverified") or {}).items() if name.lower() not in skipped}
-
-
-# ---------------------------------------------------------------- the statement's own column definitions
-def column_definition(toks: list[str]) -> tuple[Column, str | None] | None:
-    """The column a clause's ``<name> <type> [attributes]`` tokens define, and where it goes (``FIRST``, the
-    column it comes AFTER, or None: last); None when a part is not one this reader reads for sure (an
-    expression default, a generated column, a type it does not know): never guessed."""
-    if not toks or _name(toks[0]) is None:
-        return None
-    name, i, words = _name(toks[0]), 1, []
-    while i < len(toks) and (toks[i].startswith(("(", ")", ",", "'")) or toks[i][0].isdigit()
-                             or toks[i].upper() not in _ENDS):
-        tok = toks[i]
-        words.append(tok if tok.startswith("'") else tok.lower())
-        i += 1
-    text = _type_text(words)
-    if text is None:
-        return None
-    nullable, default, where = True, None, None
-    while i < len(toks):
-        word = toks[i].upper() if not toks[i].startswith(("'", "`")) else ""
-        if word == "NOT" and i + 1 < len(toks) and toks[i + 1].upper() == "NULL":
-            nullable, i = False, i + 2
-        elif word == "NULL":
-            i += 1
-        elif word == "DEFAULT" and i + 1 < len(toks):
-            default, i = _literal(toks, i + 1)
-            if default is False:
-                return None
-        elif word in ("PRIMARY", "SERIAL"):
-            nullable, i = False, i + 1
-        elif word in ("COMMENT", "COLLATE", "CHARSET"):
-            i += 2
-        elif word == "CHARACTER":
-            i += 3
-        elif word in ("UNIQUE", "KEY", "INVISIBLE", "VISIBLE"):
-            i += 1
-        elif word == "FIRST":
-            where, i = "FIRST", i + 1
-        elif word == "AFTER" and i + 1 < len(toks):
-            where, i = _name(toks[i + 1]), i + 2
-        else:
-            return None  # AUTO_INCREMENT, GENERATED, ON UPDATE, CHECK, REFERENCES ...: not read here
-    return Column(name, text, nullable, default, logical_type(text)), where
-
-
-def _type_text(words: list[str]) -> str | None:
-    if not words:
-        return None
-    head, rest = words[0], words[1:]
-    if head == "double" and rest[:1] == ["precision"]:
-        rest = rest[1:]
-    head = _ALIASES.get(head, head)
-    args = ""
-    if rest[:1] == ["("]:
-        close = rest.index(")") if ")" in rest else -1
-        if close < 0:
-            return None
-        args, rest = "(" + "".join(rest[1:close]) + ")", rest[close + 1:]
-    flags = [w for w in rest if w in ("unsigned", "signed", "zerofill")]
-    if len(flags) != len(rest):
-        return None  # BINARY, ARRAY, a charset after the type ...
-    if head == "decimal" and not args:
-        args = "(10,0)"
-    if head in ("char", "binary") and not args:
-        args = "(1)"
-    text = _DISPLAY_WIDTH.sub(r"\1", head + args) + (" unsigned" if "unsigned" in flags else "")
-    if logical_type(text).family == "other":
-        return None
-    return text
-
-
-def _literal(toks: list[str], i: int) -> tuple[str | None | bool, int]:
-    """(the default as cdc.stream.events.Column.default spells it, next index); False when it is not a constant."""
-    tok = toks[i]
-    if tok.upper() == "NULL":
-        return None, i + 1
-    sign = ""
-    if tok in ("-", "+") and i + 1 < len(toks):
-        sign, i, tok = ("-" if tok == "-" else ""), i + 1, toks[i + 1]
-    if re.fullmatch(r"\d+(\.\d*)?([eE][-+]?\d+)?", tok):
-        if i + 2 < len(toks) and toks[i + 1] == "." and toks[i + 2].isdigit():  # 1.5 comes as 1 . 5
-            return sign + tok + "." + toks[i + 2], i + 3
-        return sign + tok, i + 1
-    if tok.startswith("'") and not sign:
-        if "\\" in tok:
-            return False, i + 1  # an escape sequence: left to the catalog
-        return tok, i + 1
-    return False, i + 1
-
-
-def at_statement(shape: TableSchema | None, query: str, db: str, forward: bool) -> tuple[TableSchema | None,
-                                                                                       tuple[str, ...],
-                                                                                       tuple[str, ...]]:
-    """``shape`` with the columns the ALTER ``query`` defines taken from the statement, and (the columns taken,
-    the lower-case columns it adds). ``forward``: ``shape`` is the table BEFORE the statement (the reader's last
-    sight of it): every clause is applied (None when one is not read); else ``shape`` is a later one (the
-    catalog's) and only the statement's column definitions replace its own."""
-    clauses, parts = alter_clauses(query, db), clause_tokens(query, db)
-    if clauses is not None and all(c.kind == "none" for c in clauses):
-        return shape, (), ()  # CREATE INDEX, an option: no column changes
-    if shape is None or clauses is None or parts is None or len(clauses) != len(parts):
-        return (None if forward else shape), (), ()
-    cols, pk = list(shape.columns), list(shape.primary_key)
-    defined: list[str] = []
-    added = tuple(c.columns[0].lower() for c in clauses if c.kind == "add")
-
-    def at(name: str) -> int | None:
-        return next((k for k, c in enumerate(cols) if c.name.lower() == name.lower()), None)
-
-    for clause, toks in zip(clauses, parts, strict=True):
-        head = 1 + (len(toks) > 1 and toks[1].upper() == "COLUMN")
-        if clause.kind == "add":
-            k = head + (3 if [t.upper() for t in toks[head:head + 3]] == ["IF", "NOT", "EXISTS"] else 0)
-            got = column_definition(toks[k:])
-        elif clause.kind in ("modify", "change") and toks[0].upper() != "ALTER":
-            k = head + (2 if [t.upper() for t in toks[head:head + 2]] == ["IF", "EXISTS"] else 0)
-            got = column_definition(toks[k + (clause.kind == "change"):])
-        elif clause.kind == "drop" and forward:
-            k = at(clause.columns[0])
-            if k is not None:
-                del cols[k]
-            continue
-        elif clause.kind == "rename" and forward:
-            k = at(clause.columns[0])
-            if k is None:
-                return None, (), ()
-            pk = [clause.columns[1] if p.lower() == cols[k].name.lower() else p for p in pk]
-            cols[k] = replace(cols[k], name=clause.columns[1])
-            continue
-        elif clause.kind == "none" or not forward:
-            continue
-        else:
-            return None, (), ()  # a key change, ALTER COLUMN ... SET DEFAULT: not followed on a shape it only saw
-        if got is None:
-            if forward:
-                return None, (), ()
-            continue
-        col, where = got
-        old = at(clause.columns[0])
-        if old is None and clause.kind == "change" and not forward:
-            old = at(clause.columns[1])  # the catalog: under its new name
-        if old is not None and (forward or clause.kind != "add" or where is None):
-            if clause.kind == "change":
-                pk = [col.name if p.lower() == cols[old].name.lower() else p for p in pk]
-            if where is None:
-                cols[old] = col
-                defined.append(col.name)
-                continue
-            del cols[old]
-        elif old is None and not forward and clause.kind != "add":
-            continue  # the catalog no longer has it: its place is not known here
-        if where == "FIRST":
-            cols.insert(0, col)
-        elif where is not None:
-            k = at(where)
-            if k is None:
-                if forward:
-                    return None, (), ()
-                continue
-            cols.insert(k + 1, col)
-        else:
-            cols.append(col)
-        defined.append(col.name)
-    return TableSchema(shape.table, tuple(cols), tuple(pk)), tuple(defined), added
 
 
 # ---------------------------------------------------------------- the check and the correction
@@ -351,3 +177,105 @@ def correction_statement(said: TableSchema, new: TableSchema, where: str) -> str
     table = f"{q(new.table.db)}.{q(new.table.table)}"
     return (f"/* cdc: {new.table} as its table map at {where} shows it */ ALTER TABLE {table} "
             + ", ".join(clauses)).rstrip()
+
+
+# ---------------------------------------------------------------- the reader's side
+class DefinitionChecks:
+    """One reader's checks: each table's last definition as the reader saw it (a TABLE_MAP or a DDL, before
+    the transforms), and the unverified definitions, which are part of its resume state."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.unverified: dict[TableId, Unverified] = {}
+        self.last_seen: dict[TableId, TableSchema] = {}
+
+    def restore(self, resume: dict[str, Any] | None) -> None:
+        self.unverified = restored(resume)
+
+    def unvouched(self, table: TableId, now: TableSchema | None, query: str, db: str, gtid: str, where: str,
+                  blocker: str, altered: bool, was: TableId) -> TableSchema | None:
+        """The definition of ``table`` after a DDL that definitions.definition_at could not rebuild at its
+        position: the catalog's (``now``) with the columns the statement (an ALTER of the table: ``altered``)
+        defines read from the statement, or, when the catalog no longer has the table, the reader's last sight of
+        it (under ``was``, its name before the statement) with the statement applied. Remembered as Unverified:
+        the table's next TABLE_MAP confirms or corrects it. None (with a WARNING) when there is neither: the
+        SCHEMA record carries no definition, which the apply does not take for one (it stops on an ALTER)."""
+        defined: tuple[str, ...] = ()
+        added: tuple[str, ...] = ()
+        shape = now
+        if now is not None and altered:
+            shape, defined, added = at_statement(now, query, db, forward=False)
+        elif now is None:
+            base = self.last_seen.get(was)
+            if base is not None:
+                base = TableSchema(table, base.columns, base.primary_key)
+            shape, defined, added = at_statement(base, query, db, forward=True) if altered else (base, (), ())
+        if shape is None:
+            log.warning("source %s: the definition of %s after %r at %s gtid %s cannot be known: a later statement "
+                        "(%r) changed or removed the table and the reader has not seen it since it started",
+                        self.source, table, query[:200], where, gtid, blocker[:200])
+            return None
+        log.info("source %s: the definition of %s after %r at %s gtid %s is rebuilt from the %s (a later statement, "
+                 "%r, cannot be undone on it); the table's next rows confirm or correct it", self.source, table,
+                 query[:200], where, gtid, "catalog and the statement" if now is not None else "statement",
+                 blocker[:200])
+        self.unverified[table] = Unverified(shape, gtid, where, query, blocker, defined, added)
+        return shape
+
+    def after_ddl(self, named: TableId | None, raw: TableSchema | None, tables: list[dict[str, Any]] | None,
+                  gtid: str) -> None:
+        """After the DDL ``gtid``: the tables it dropped or renamed are forgotten, ``named``'s definition is
+        ``raw`` (an unverified one of an earlier DDL is then checked against ``raw``, the record's)."""
+        for a in tables or []:
+            for key in ("table", "from"):
+                if a.get(key) and a.get("op") != "create":
+                    t = TableId.parse(a[key])
+                    self.last_seen.pop(t, None)
+                    if t in self.unverified and self.unverified[t].gtid != gtid:
+                        del self.unverified[t]
+        if named is None:
+            return
+        if raw is None:
+            self.last_seen.pop(named, None)
+            self.unverified.pop(named, None)
+            return
+        self.last_seen[named] = raw
+        u = self.unverified.get(named)
+        if u is not None and u.gtid != gtid:
+            self.unverified[named] = replace(u, schema=raw)
+
+    def check(self, table: TableId, seen: TableSchema, gtid: str, where: str, began: bool) -> tuple[
+            TableSchema, str] | None:
+        """At the first rows of ``table`` (unverified), written with the table map ``seen`` in transaction
+        ``gtid`` at ``where``: None when it confirms the definition, else (the corrected definition, its
+        statement) to publish before the rows. ``began``: the transaction already wrote rows of another table.
+        Raises UnverifiableDefinition when the correction cannot be built, or cannot come before the rows (a
+        difference in a column the statement names, inside a transaction that began)."""
+        u = self.unverified[table]
+        found = differences(u.schema, seen)
+        if not found:
+            del self.unverified[table]
+            return None
+        fixed = corrected(u, seen)
+        if began and not isinstance(fixed, str) and named_agree(u, seen):
+            log.warning("source %s: the rows of %s at %s gtid %s show another definition than the one published at "
+                        "%s gtid %s (%s), in columns its statement does not name: the apply took none of those",
+                        self.source, table, where, gtid, u.where, u.gtid, "; ".join(found))
+            del self.unverified[table]
+            self.last_seen[table] = fixed
+            return None
+        if isinstance(fixed, str) or began:
+            why = fixed if isinstance(fixed, str) else ("the transaction wrote rows of another table first, so the "
+                                                        "corrected definition cannot come before its rows")
+            raise UnverifiableDefinition(
+                f"source {self.source}: the rows of {table} in transaction {gtid} at {where} were written with a "
+                f"definition other than the one published at {u.ddl[:200]!r} ({u.where} gtid {u.gtid}, rebuilt "
+                f"because a later statement, {u.blocker[:200]!r}, could not be undone): {'; '.join(found)}; {why}; "
+                + WAY_BACK.format(source=self.source, gtid=gtid, table=table),
+                table=str(table), gtid=gtid, position=where, differences=found)
+        log.warning("source %s: the rows of %s at %s gtid %s were written with another definition than the one "
+                    "published at %s gtid %s (%s): the definition their table map shows is published first",
+                    self.source, table, where, gtid, u.where, u.gtid, "; ".join(found))
+        del self.unverified[table]  # before the record's resume state: the record settles it
+        self.last_seen[table] = fixed
+        return fixed, correction_statement(u.schema, fixed, where)

@@ -2,11 +2,10 @@
 
 from cdc.stream.events import Column, TableId, TableSchema
 from readers.mysql.definitions import replaced_columns
+from readers.mysql.statement_columns import at_statement, column_definition
 from readers.mysql.tables import _tokens
 from readers.mysql.verify import (
     Unverified,
-    at_statement,
-    column_definition,
     corrected,
     correction_statement,
     differences,
