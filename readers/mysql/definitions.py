@@ -16,7 +16,8 @@ statements logged after P (``SHOW BINLOG EVENTS``, from P to the end of the binl
   clause names none of the columns P's statement names (the apply takes only the changes the statement names:
   cdc.schema.evolution.statement_changes). For Unknown the caller (the reader) says None where the apply keeps
   the shape it knows (a rename of a captured table, a CREATE whose shape the table's first rows bring), and
-  otherwise takes the catalog's definition as it is now with a WARNING (what a reader that keeps up reads).
+  otherwise builds the definition from the statement and checks it against the table's next TABLE_MAP
+  (readers/mysql/verify.py).
 
 The catalog is read after the list is made and the list is read again after it: a DDL logged in between makes the
 reader start over (bounded), so the list always covers every statement the catalog's definition reflects.
