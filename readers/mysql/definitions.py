@@ -16,7 +16,8 @@ statements logged after P (``SHOW BINLOG EVENTS``, from P to the end of the binl
   clause names none of the columns P's statement names (the apply takes only the changes the statement names:
   cdc.schema.evolution.statement_changes). For Unknown the caller (the reader) says None where the apply keeps
   the shape it knows (a rename of a captured table, a CREATE whose shape the table's first rows bring), and
-  otherwise takes the catalog's definition as it is now with a WARNING (what a reader that keeps up reads).
+  otherwise builds the definition from the statement and checks it against the table's next TABLE_MAP
+  (readers/mysql/verify.py).
 
 The catalog is read after the list is made and the list is read again after it: a DDL logged in between makes the
 reader start over (bounded), so the list always covers every statement the catalog's definition reflects.
@@ -66,7 +67,23 @@ def alter_clauses(query: str, default_db: str) -> list[Clause] | None:
         return [Clause("none")]
     if verb in ("TRUNCATE", "OPTIMIZE", "REPAIR", "ANALYZE", "CHECK"):
         return [Clause("none")]
-    if verb != "ALTER":
+    parts = clause_tokens(query, default_db)
+    if parts is None:
+        return None
+    out = []
+    for part in parts:
+        clause = _clause(part)
+        if clause is None:
+            return None
+        out.append(clause)
+    return out
+
+
+def clause_tokens(query: str, default_db: str) -> list[list[str]] | None:
+    """The tokens of each clause of an ALTER TABLE (split at the commas outside parentheses), None for another
+    statement."""
+    toks = _tokens(query)
+    if not toks or toks[0].upper() != "ALTER":
         return None
     cur = _Cursor(toks, default_db)
     cur.i = 1
@@ -85,14 +102,19 @@ def alter_clauses(query: str, default_db: str) -> list[Clause] | None:
             depth -= 1
         if tok == "," and depth == 0:
             if part:
-                clause = _clause(part)
-                if clause is None:
-                    return None
-                out.append(clause)
+                out.append(part)
             part = []
         else:
             part.append(tok)
     return out
+
+
+def replaced_columns(query: str, default_db: str) -> list[str]:
+    """The columns one ALTER drops and adds again under the same name (``DROP COLUMN f, ADD COLUMN f ...``): a
+    new column, whose values are not the old one's (names as the ADD spells them)."""
+    clauses = alter_clauses(query, default_db) or []
+    dropped = {c.columns[0].lower() for c in clauses if c.kind == "drop"}
+    return [c.columns[0] for c in clauses if c.kind == "add" and c.columns[0].lower() in dropped]
 
 
 def _clause(toks: list[str]) -> Clause | None:

@@ -94,7 +94,14 @@ from readers.mysql.binlog.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogE
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
-from readers.mysql.definitions import Lookahead, Unknown, definition_at, named_columns
+from readers.mysql.definitions import (
+    Lookahead,
+    Unknown,
+    alter_clauses,
+    definition_at,
+    named_columns,
+    replaced_columns,
+)
 from readers.mysql.errors import (
     BinlogPurged,
     CompressedEventError,
@@ -124,6 +131,7 @@ from readers.mysql.tables import (
     schema_reader,
     table_actions,
 )
+from readers.mysql.verify import DefinitionChecks, saved
 
 log = logging.getLogger(__name__)
 _install_fast_rows()  # same values as the library's row decoder, fewer steps (see fastrows.py)
@@ -306,6 +314,8 @@ class MySqlSource:
         self._partial: tuple[str, int] | None = None  # (gtid, changes yielded) of a cut transaction
         self._table_schemas: dict[TableId, Any] = {}  # last TABLE_MAP shape per table (for TRUNCATE records)
         self._lookahead = Lookahead()  # the DDL logged after the reader's position (readers/mysql/definitions.py)
+        # definitions published at a DDL that the table's next TABLE_MAP must confirm (readers/mysql/verify.py)
+        self._checks = DefinitionChecks(config.name)
         self._dead_letter = getattr(context, "dead_letter", None)  # callable(error, raw) or None
         # rows the native pass decoded go out as one ChangeBatch per rows event (see _serialized); the incremental
         # snapshot's window (incremental.py) reads each Change, so with a signal table every row is a Change
@@ -346,6 +356,7 @@ class MySqlSource:
                         self.name, host)
         warn_unmatched(self.config, info.address)  # a pattern matching no table: say so (readers/mysql/patterns.py)
         self.state = checkpoint if checkpoint is not None else info.gtid_state
+        self._checks.restore(resume)
         # -- snapshot hook: a new stream (or one cut off mid-snapshot) starts with the tables' rows; a stream
         #    whose log is gone past its checkpoint (when_needed) with them, each table replaced (snapshot.py) --
         if self.config.snapshot != "never" and (resume is None or "snapshot" in resume):
@@ -372,6 +383,8 @@ class MySqlSource:
 
     def resume_state(self) -> dict[str, Any]:
         state: dict[str, Any] = {"gtid_set": str(self.gtid_state)}
+        if self._checks.unverified:  # a restart still checks them (readers/mysql/verify.py)
+            state["unverified"] = saved(self._checks.unverified)
         if self._incremental is not None:  # snapshot hook: incremental snapshot progress
             state.update(self._incremental.progress())
         return state
@@ -534,6 +547,10 @@ class MySqlSource:
                                                    f": a rows event of {table} outside a GTID transaction")
                     refuse_partial(ev, table, gtid, self._where(ev), stream.table_map.get(ev.table_id),
                                    self.host)  # before the transaction's first record
+                    if table in self._checks.unverified:  # a definition published at a DDL: its rows confirm it
+                        correction = self._verify(ev, table, gtid, began)
+                        if correction is not None:
+                            yield correction
                     if not began:
                         yield Begin(gtid, ts_ms)
                         began = True
@@ -588,10 +605,10 @@ class MySqlSource:
                             yield from truncate
                             last_yield = time.monotonic()
                     elif gtid is not None and not began:
-                        change = self._schema_change(ev, q, gtid, rows := rows_follow(q, in_tx))
+                        changes = self._schema_change(ev, q, gtid, rows := rows_follow(q, in_tx))
                         gtid, began = (gtid if rows else None), False  # rows_follow: its Xid commits them
-                        if change is not None:
-                            yield change
+                        if changes:
+                            yield from changes
                             last_yield = time.monotonic()
                 elif isinstance(ev, XAPrepareEvent):
                     self._refuse_xa(ev, "XA PREPARE", gtid, began, stream)
@@ -646,6 +663,7 @@ class MySqlSource:
         tmap = stream.table_map.get(ev.table_id) if stream is not None else None
         if cached is None or cached[0] is not tmap:
             schema = schema_from_table_map(tmap, self._null_masks.get(ev.table_id))
+            self._checks.last_seen[table] = schema
             mapper = self.transforms.mapper(schema)  # the transforms hook: None for a table not shaped
             cached = (tmap, RowConverter(str(table), tmap.columns), schema if mapper is None else mapper.schema,
                       mapper)
@@ -753,9 +771,14 @@ class MySqlSource:
         return [Begin(gtid, ts_ms), Change(named, "t", None, None, src, schema),
                 Commit(gtid, ts_ms, self.resume_state(), {"gtid": gtid, "file": file, "pos": ev.packet.log_pos})]
 
-    def _schema_change(self, ev: Any, query: str, gtid: str, rows_follow: bool = False) -> SchemaChange | None:
+    def _schema_change(self, ev: Any, query: str, gtid: str, rows_follow: bool = False) -> list[SchemaChange]:
         """A DDL is its own GTID transaction: advance the state, report it if it concerns us. A CREATE ...
-        SELECT (``rows_follow``) is not: the state takes its GTID at the commit of the rows that follow."""
+        SELECT (``rows_follow``) is not: the state takes its GTID at the commit of the rows that follow.
+
+        One record per DDL, except for an ALTER that drops a column and adds one of the same name
+        (``DROP COLUMN f, ADD COLUMN f ...``): first the definition without those columns (its statement: the
+        DROP part, its resume state before the DDL), then the statement's, so that the apply replaces the column
+        (a new column, filled with its default) instead of keeping the old values under a new type."""
         db = _db(ev)
         named, captured = ddl_subject(query, db, self.filter)  # RENAME TABLE _t_gho TO t concerns t
         if captured and named is not None:  # raises before the state takes the GTID
@@ -764,26 +787,39 @@ class MySqlSource:
         # read before the state takes the GTID: a failed read reconnects and reads the DDL again
         read = self._at_position(ev, query, db, gtid, named) if captured else None
         tables = table_actions(query, db, self.filter, read) if read is not None else None
-        schema = read(named) if read is not None and named is not None else None
+        raw = read(named) if read is not None and named is not None else None
+        schema = raw
+        out: list[SchemaChange] = []
         if captured:  # the transforms hook, before the state takes the GTID: a rule that no longer fits stops here
-            schema = self.transforms.shape(schema)
+            schema = self.transforms.shape(raw)
             tables = self._shaped_actions(tables)
+            replaced = replaced_columns(query, db) if raw is not None and not tables else []
+            if replaced:
+                gone = {c.lower() for c in replaced}
+                first = TableSchema(raw.table, tuple(c for c in raw.columns if c.name.lower() not in gone),
+                                    tuple(k for k in raw.primary_key if k.lower() not in gone))
+                drop = ", ".join("DROP COLUMN `" + c.replace("`", "``") + "`" for c in replaced)
+                out.append(SchemaChange(named, f"/* cdc: the DROP part of the statement that follows */ ALTER TABLE "
+                                               f"`{named.db}`.`{named.table}` {drop}", self.transforms.shape(first),
+                                        ev.timestamp * 1000, self.resume_state()))
         if not rows_follow:
             self.gtid_state.add(gtid)
         if not captured:
-            return None
+            return out
+        self._checks.after_ddl(named, raw, tables, gtid)
         if named is not None:  # the shape after the DDL (the same object: the publisher writes it once)
             self._table_schemas.pop(named, None)
             if schema is not None:
                 self._table_schemas[named] = schema
-        return SchemaChange(named, query, schema, ev.timestamp * 1000, self.resume_state(), tables)
+        out.append(SchemaChange(named, query, schema, ev.timestamp * 1000, self.resume_state(), tables))
+        return out
 
     def _at_position(self, ev: Any, query: str, db: str, gtid: str, named: TableId | None) -> Callable[
             [TableId], TableSchema | None]:
         """``read(table)``: the table's definition right after this DDL (definitions.definition_at), None when the
         statement drops it, or when it cannot be known and the apply keeps the shape it has (a captured table
-        renamed) or takes it from the table's first rows (a CREATE). Otherwise the catalog's definition as it is now,
-        with a WARNING naming the later statement that could not be undone."""
+        renamed) or takes it from the table's first rows (a CREATE). Otherwise the best definition the reader has
+        (verify.DefinitionChecks.unvouched), which the table's next TABLE_MAP confirms or corrects (readers/mysql/verify.py)."""
         conn, stream = self._ctl, self._stream
         if conn is None or stream is None:
             return lambda table: None
@@ -792,13 +828,17 @@ class MySqlSource:
         dropped = set(parsed.tables) if kind == "drop" else set()
         columns = named_columns(query, db) if kind == "alter" else None
         keeps: set[TableId] = set()
+        origin: dict[TableId, TableId] = {}  # a renamed table's new name -> its name before the statement
         if kind == "create":
             keeps.add(parsed.tables[0])
         elif kind == "rename":
-            origin: dict[TableId, TableId] = {}
             for old, new in parsed.renames:
                 origin[new] = origin.pop(old, old)
             keeps = {new for new, old in origin.items() if self.filter.matches(old)}
+            dropped = set(origin.values()) - set(origin)  # renamed away: no such table after the statement
+        # ALTER TABLE t <column clauses>, RENAME TO u: u's shape is not t's, the statement's clauses are read
+        altering = query.lstrip()[:5].upper() == "ALTER" and any(c.kind != "none"
+                                                                 for c in alter_clauses(query, db) or ())
         catalog = schema_reader(conn, self.host)
         file, end, where = stream.log_file, ev.packet.log_pos, self._where(ev)
         known: dict[TableId, TableSchema | None] = {}
@@ -825,20 +865,24 @@ class MySqlSource:
             else:
                 found = Unknown("(DDL kept coming while the catalog was read)")
             if isinstance(found, Unknown):
-                if table not in keeps:
-                    # the later statement cannot be undone on the catalog's definition: take the catalog's, as
-                    # every earlier version did, and say so (the shape may be a later one: check with cdc compare)
-                    log.warning("source %s: the definition of %s after %r at %s gtid %s is read from the catalog "
-                                "as it is now: a later statement (%r) cannot be undone on it, so the shape may "
-                                "be a later one; check the table with `cdc compare` once the reader has caught up",
-                                self.name, table, query[:200], where, gtid, found.blocker[:200])
-                    found = catalog(table)
-                    known[table] = found
-                    return found
-                found = None
+                found = None if table in keeps and not altering else self._checks.unvouched(
+                    table, catalog(table), query, db, gtid, where, found.blocker,
+                    altering and (table == named or table in keeps), origin.get(table, table))
             known[table] = found
             return found
         return read
+
+    def _verify(self, ev: Any, table: TableId, gtid: str, began: bool) -> SchemaChange | None:
+        """At the first rows of a table whose published definition is unverified: None when its TABLE_MAP (full
+        row metadata) confirms it, else the corrected definition's SCHEMA record, to go before the rows
+        (verify.DefinitionChecks.check, which raises UnverifiableDefinition when there is none to publish)."""
+        seen = schema_from_table_map(self._stream.table_map.get(ev.table_id), self._null_masks.get(ev.table_id))
+        fixed = self._checks.check(table, seen, gtid, self._where(ev), began)
+        if fixed is None:
+            return None
+        shaped = self.transforms.shape(fixed[0])
+        self._table_schemas[table] = shaped
+        return SchemaChange(table, fixed[1], shaped, ev.timestamp * 1000, self.resume_state())
 
     def _shaped_actions(self, actions: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
         """table_actions with each table's schema shaped by the transforms."""

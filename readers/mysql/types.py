@@ -46,7 +46,7 @@ def _read(type_text: str) -> LogicalType:
         base, args, unsigned = text, None, False
         if text.startswith(("enum(", "set(")):  # labels may hold ')' or blanks
             base, _, rest = text.partition("(")
-            args = rest[:-1] if rest.endswith(")") else rest
+            args = rest.removesuffix(")")
     else:
         base, args, unsigned = m.group(1).strip(), m.group(2), bool(m.group(3))
     if base in _INT_BITS:
