@@ -25,6 +25,7 @@ import pytest
 from cdc.transforms.masks import decrypt, hash_mask, read_encryption_key, read_hash_key
 from tests.e2e.apply_pipeline import Pipeline
 from tests.e2e.test_apply_kill import _apply, _errors
+from tests.integration.stream_check import topic_records
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka, pytest.mark.spark, pytest.mark.postgres]
 
@@ -64,36 +65,6 @@ def _writer(mariadb, db: str, done: threading.Event, half: threading.Event) -> N
     finally:
         c.close()
         done.set()
-
-
-def _topic_records(bootstrap: str, prefix: str) -> dict[str, list[bytes]]:
-    """Every record of every topic named ``prefix...``: its key, value and header bytes, joined."""
-    from confluent_kafka import Consumer, TopicPartition
-    from confluent_kafka.admin import AdminClient
-
-    meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=20)
-    out: dict[str, list[bytes]] = {}
-    for name, topic in meta.topics.items():
-        if not name.startswith(prefix):
-            continue
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"scan-{time.time_ns()}",
-                      "enable.auto.commit": False, "log_level": 3})
-        try:
-            parts = [TopicPartition(name, p, 0) for p in topic.partitions]
-            ends = {p.partition: c.get_watermark_offsets(p, timeout=10)[1] for p in parts}
-            c.assign(parts)
-            got, deadline, last = [], time.monotonic() + 60, {p: -1 for p in ends}
-            while any(last[p] < ends[p] - 1 for p in ends) and time.monotonic() < deadline:
-                for m in c.consume(1000, 1.0):
-                    if m.error() is None:
-                        last[m.partition()] = m.offset()
-                        got.append(b"|".join([m.key() or b"", m.value() or b""]
-                                             + [v or b"" for _, v in (m.headers() or [])]))
-            assert all(last[p] >= ends[p] - 1 for p in ends), f"{name}: read {last} of {ends}"
-            out[name] = got
-        finally:
-            c.close()
-    return out
 
 
 def test_shaped_pipeline_through_kill9_leaks_nothing_and_compares_equal(
@@ -158,7 +129,7 @@ def test_shaped_pipeline_through_kill9_leaks_nothing_and_compares_equal(
         assert p.has_sentinel("pg", sid), p.daemon.log_tail(2000)
 
         # 1. no clear value in any record of any topic, nor in the dead-letter table
-        topics = _topic_records(broker.bootstrap, topic_prefix)
+        topics = topic_records(broker.bootstrap, topic_prefix)
         assert any(name.endswith(".people") for name in topics), sorted(topics)  # the per-table topic is there
         assert sum(len(v) for v in topics.values()) > N
         for name, records in topics.items():
