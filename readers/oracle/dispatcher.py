@@ -462,8 +462,9 @@ class Dispatcher:
         scn, sql, owner, table = item[0], item[1], item[2], item[3]
         said, text = error[2], sql[:500]
         if self.shaped is not None and self.shaped(owner, table):
-            said, text = f"{error[1]} at offset {error[3]} (the statement is not shown: the table is shaped by " \
-                         "sources[].transforms)", "(not shown)"
+            said = (f"{error[1]} at offset {error[3]} (the statement is not shown: the table is shaped by "
+                    "sources[].transforms)")
+            text = "(not shown)"
         return parse_error((*error[:2], f"{said} (SCN {scn}, XID {xid}, table {owner}.{table})", error[3]),
                            scn=scn, xid=xid, table=f"{owner}.{table}", text=text)
 

@@ -39,8 +39,8 @@ from readers.oracle.errors import ArchiveLogMissing, MissingLog, RedoGap
 from readers.oracle.miner import ParallelMiner
 from readers.oracle.parse_pool import ParsePool
 from readers.oracle.position import ResumeState
-from readers.oracle.shaping import Shaping
 from readers.oracle.session import LogMinerSession, Standby, stand_in
+from readers.oracle.shaping import Shaping
 from readers.oracle.snapshot import OracleSnapshot
 
 log = logging.getLogger(__name__)
