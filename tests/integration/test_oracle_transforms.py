@@ -131,3 +131,31 @@ def test_an_oracle_source_leaves_shaped_and_leaks_nothing(broker, topic_prefix, 
             assert b'"NOTE"' not in rec, f"topic {name}: the excluded column is in {rec[:300]!r}"
             marked += b'"parameters":{"__cdc.masked":"hash"},"field":"NAME"' in rec
     assert marked > 0, "no Debezium schema marks NAME masked"
+
+
+def test_an_oracle_snapshot_leaves_shaped(broker, topic_prefix, tmp_path):
+    """The initial snapshot (AS OF one SCN, op ``r``) goes through the same hook: its rows are filtered and
+    shaped, and no topic holds a clear NAME (the pre-existing rows' ``name N``) or a NOTE."""
+    import re
+
+    opts = OPTS + ",head_step=40"
+    (tmp_path / "hash.key").write_bytes(b"an-oracle-hash-key-of-32-bytes!!")
+    kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=topic_prefix, per_table_topics=True,
+                        topics=TopicsConfig(per_table={"cleanup.policy": "delete"}))
+    pub = Publisher("ora", "oracle", kafka, SourceMetrics("ora"))
+    src = make_source("ora", opts, str(tmp_path), SourceMetrics("ora"), snapshot="initial", snapshot_chunk_rows=7,
+                      transforms=_rule(str(tmp_path / "hash.key")))
+    pump(src, pub, pub.recover())
+    pub.close()
+    stream = read_stream(broker.bootstrap, pub.topic)
+    snap = [r["after"] for _, rows, _ in stream.transactions for r in rows if r["op"] == "r"]
+    assert len(snap) > 10
+    for row in snap:
+        assert set(row) == {"ID", "NAME", "AMOUNT", "CREATED", "AMOUNT2"}, row
+        assert int(row["AMOUNT"]) < LIMIT and row["AMOUNT2"] == str(2 * int(row["AMOUNT"]))
+        assert re.fullmatch(r"[0-9a-f]{64}", row["NAME"]), row
+    clear = _clear_values()
+    for name, records in topic_records(broker.bootstrap, topic_prefix).items():
+        for rec in records:
+            assert not re.search(rb"name \d", rec) and b'"NOTE"' not in rec, f"{name}: {rec[:300]!r}"
+            assert not [v for v in clear if v in rec], f"{name}: {rec[:300]!r}"
