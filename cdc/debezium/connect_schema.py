@@ -85,7 +85,8 @@ class TableSchemas:
         self.key: dict[str, Any] | None = None
         if self.key_columns:
             self.key = {"type": "struct",
-                        "fields": [self.codecs[k].schema(False, k) for k in self.key_columns if k in columns],
+                        "fields": [_marked(self.codecs[k].schema(False, k), columns[k]) for k in self.key_columns
+                                   if k in columns],
                         "optional": False, "name": f"{name}.Key"}
         row_fields = [_marked(self.codecs[c.name].schema(c.nullable and c.name not in self.key_columns, c.name), c)
                       for c in table.columns]
