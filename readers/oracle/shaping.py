@@ -36,7 +36,9 @@ class Shaping:
     def __init__(self, config: OracleSourceConfig) -> None:
         self.transforms = SourceTransforms(config.name, config.transforms, oracle_spelling, kind="oracle")
         self._shaped: dict[tuple[str, str], bool] = {}
-        self._last: tuple[Any, ColumnMapper | None] = (object(), None)  # (schema object, its mapper)
+        # id(schema) -> (schema, its mapper): the dispatcher hands one schema object per table until its next DDL,
+        # so the mapper is found without hashing the schema (the schema is held: its id is not reused meanwhile)
+        self._by_id: dict[int, tuple[TableSchema, ColumnMapper | None]] = {}
 
     def __bool__(self) -> bool:
         return bool(self.transforms)
@@ -48,12 +50,14 @@ class Shaping:
             known = self._shaped[(owner, table)] = self.transforms.rule(TableId(owner, table)) is not None
         return known
 
-    def _mapper(self, schema: TableSchema | None) -> ColumnMapper | None:
-        last_schema, last = self._last
-        if schema is last_schema:  # the dispatcher hands the same schema object for a table until its next DDL
-            return last
+    def _mapper(self, schema: TableSchema) -> ColumnMapper | None:
+        known = self._by_id.get(id(schema))
+        if known is not None and known[0] is schema:
+            return known[1]
         mapper = self.transforms.mapper(schema)
-        self._last = (schema, mapper)
+        if len(self._by_id) >= 4096:
+            self._by_id.clear()
+        self._by_id[id(schema)] = (schema, mapper)
         return mapper
 
     def change(self, ch: Change) -> Change | None:
