@@ -616,10 +616,11 @@ class ColumnarFeed:
         if known is not None and known[0] is schema:
             return known[1]
         convert = d.convert
+        temporal: tuple[str, ...] | None
         if d.shaped is not None and d.shaped(owner, table):  # a shaped table (cdc/transforms): the row path,
             temporal = None                                    # where the mapper shapes its Changes
         elif convert is None:
-            temporal: tuple[str, ...] | None = ()
+            temporal = ()
         elif isinstance(convert, Converter):
             temporal = convert.temporal_only(owner, table, schema)
         else:
