@@ -81,15 +81,15 @@ def _clear_values() -> set[bytes]:
     return out
 
 
-@pytest.mark.parametrize("pipeline", ["rows", "columnar"])
-def test_an_oracle_source_leaves_shaped_and_leaks_nothing(broker, topic_prefix, tmp_path, pipeline):
+@pytest.mark.parametrize(("pipeline", "workers"), [("rows", 1), ("columnar", 0)])  # rows: through the parse pool
+def test_an_oracle_source_leaves_shaped_and_leaks_nothing(broker, topic_prefix, tmp_path, pipeline, workers):
     (tmp_path / "hash.key").write_bytes(b"an-oracle-hash-key-of-32-bytes!!")
     hashed = hash_mask(read_hash_key(str(tmp_path / "hash.key")))
     kafka = KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=topic_prefix, per_table_topics=True,
                         debezium=DebeziumConfig(schemas=True),
                         topics=TopicsConfig(per_table={"cleanup.policy": "delete"}))  # TRUNCATE: op 't', no key
     pub = Publisher("ora", "oracle", kafka, SourceMetrics("ora"))
-    src = make_source("ora", OPTS, str(tmp_path), SourceMetrics("ora"), pipeline=pipeline, parse_workers=0,
+    src = make_source("ora", OPTS, str(tmp_path), SourceMetrics("ora"), pipeline=pipeline, parse_workers=workers,
                       transforms=_rule(str(tmp_path / "hash.key")))
     if pipeline == "columnar":
         assert redo_json.NATIVE, "the native pass is not built here: the columnar leg would not test it"
