@@ -59,9 +59,11 @@ def repair(config, source_name: str, src_ep: Endpoint, tgt_ep: Endpoint, report:
            publisher=None, transforms=None) -> int:
     """Publish one transaction that repairs ``report``'s table; return the number of changes.
 
-    ``transforms`` (the source's cdc.transforms.mapper.SourceTransforms): the source rows are shaped as the
-    daemon shapes them before they are published (no clear value of a masked column reaches Kafka); the
-    target's rows (deletes) are already shaped."""
+    ``transforms`` (the source's cdc.transforms.mapper.SourceTransforms): the source rows are filtered and shaped
+    as the daemon shapes them before they are published (no clear value of a masked or left-out column reaches
+    Kafka, computed columns are computed; a row the filter keeps out is a delete of its key); the target's rows
+    (deletes) are already shaped. A soft-delete or history target (apply[].tables[].mode) turns the records
+    into its own rows as it does any change's (streaming/apply/target_modes.py)."""
     if report.mode == "full-row":
         raise CompareError(f"cannot repair {report.source_table}: it has no primary key, so which copy of a row "
                            "to delete or keep is ambiguous", table=report.source_table)
@@ -89,8 +91,15 @@ def repair(config, source_name: str, src_ep: Endpoint, tgt_ep: Endpoint, report:
         n = 0
         upserts = report.keys(MISSING) + report.keys(DIFFERENT)
         for row in fetch_rows(src_ep, src_conn, s_shape, key, upserts):
-            publisher.publish(Change(table, "r", None, row if mapper is None else mapper.row(row), {"repair": True},
-                                     shaped))
+            if mapper is not None:  # filtered on the clear row, then shaped: what the daemon would publish
+                kept = mapper.rows([row])
+                if not kept:  # it left the filter since the compare: the target must not hold it
+                    before = {k: v for k, v in mapper.row(row).items() if k in report.key_columns}
+                    publisher.publish(Change(table, "d", before, None, {"repair": True}, shaped))
+                    n += 1
+                    continue
+                row = kept[0]
+            publisher.publish(Change(table, "r", None, row, {"repair": True}, shaped))
             n += 1
         by_lower = {c.name.lower(): c.name for c in s_shape.columns}
         for row in fetch_rows(tgt_ep, tgt_conn, t_shape, t_key, report.keys(EXTRA)):

@@ -55,6 +55,21 @@ def schema_name(topic: str) -> str:
     return "_" + name if name[:1].isdigit() else name
 
 
+MASKED_PARAMETER = "__cdc.masked"
+
+
+def _marked(field: dict[str, Any], column: Any) -> dict[str, Any]:
+    """A row field's schema with the ``__cdc.masked`` parameter (the mask's name) when the source's transforms
+    mask the column (cdc.stream.events.Column.masked): its values are not the source's. Placed among the
+    field's Connect parameters, as Debezium places ``__debezium.source.column.type``."""
+    if column.masked is None:
+        return field
+    out = {k: v for k, v in field.items() if k != "field"}
+    out["parameters"] = {**(field.get("parameters") or {}), MASKED_PARAMETER: column.masked}
+    out["field"] = field["field"]
+    return out
+
+
 class TableSchemas:
     """The Connect schemas and column encodings of one table's per-table topic (see the module doc)."""
 
@@ -70,9 +85,10 @@ class TableSchemas:
         self.key: dict[str, Any] | None = None
         if self.key_columns:
             self.key = {"type": "struct",
-                        "fields": [self.codecs[k].schema(False, k) for k in self.key_columns if k in columns],
+                        "fields": [_marked(self.codecs[k].schema(False, k), columns[k]) for k in self.key_columns
+                                   if k in columns],
                         "optional": False, "name": f"{name}.Key"}
-        row_fields = [self.codecs[c.name].schema(c.nullable and c.name not in self.key_columns, c.name)
+        row_fields = [_marked(self.codecs[c.name].schema(c.nullable and c.name not in self.key_columns, c.name), c)
                       for c in table.columns]
         self.row = {"type": "struct", "fields": row_fields, "optional": True, "name": f"{name}.Value"}
         self.envelope = {

@@ -36,7 +36,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from cdc.config.kafka_settings import KafkaConnection, create_client
 from cdc.errors import CdcError, PublishError, StreamCorrupt
-from cdc.stream.envelope import ABORTED, BEGIN, CHECKPOINT_STATUSES, record_epoch
+from cdc.stream.envelope import ABORTED, BEGIN, CHECKPOINT_STATUSES, END, record_epoch
 from cdc.stream.sequence import SequenceWatch, gap_error, sequence_peeker
 from cdc.stream.serde import Serde
 
@@ -121,7 +121,7 @@ class _Window:
     first: int | None = None
     last: int | None = None
     checkpoint: dict[str, Any] | None = None
-    trail: dict[str, Any] | None = None  # last BEGIN or ABORTED after the checkpoint
+    trail: dict[str, Any] | None = None  # last BEGIN, ABORTED or END (without a resume) after the checkpoint
     max_sequence: int | None = None
     max_offset: int | None = None  # offset of the record with max_sequence
     first_sequence: int | None = None  # of the first record read
@@ -202,8 +202,8 @@ def _summarise_unchecked(messages: Iterator[Any], key_serde: Serde, value_serde:
         status = value.get("status")
         if status in CHECKPOINT_STATUSES and value.get("resume") is not None:
             w.checkpoint, w.trail = value, None
-        elif status in (BEGIN, ABORTED):
-            w.trail = value
+        elif status in (BEGIN, ABORTED, END):  # an END without a resume (`cdc compare --repair` into a stream
+            w.trail = value                     # that has no checkpoint yet) closes its BEGIN all the same
     w.max_sequence, w.max_offset = watch.last, watch.last_offset
     return w
 

@@ -69,6 +69,9 @@ class Column:
     the core switches on it, never on ``type``'s spelling. None where no reader made it (a schema
     built by hand, a SCHEMA record written before the field existed): the core then asks the source
     kind's parser (cdc.registry.logical_of). It follows from ``type``, so it takes no part in equality.
+
+    ``masked`` names the mask the source's transforms put on the column (``hash``, ``encrypt``, ``truncate``,
+    ``keep_last``, ``replace``, ``null``: cdc/transforms): its values are not the source's; None: a clear column.
     """
 
     name: str
@@ -76,6 +79,7 @@ class Column:
     nullable: bool = True
     default: str | None = field(default=None, compare=False)
     logical: LogicalType | None = field(default=None, compare=False)
+    masked: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,13 +90,14 @@ class TableSchema:
 
     def to_json(self) -> dict[str, Any]:
         """The schema object of SCHEMA records and of the targets' schema memory: per column ``name``,
-        ``type`` (the source's text), ``nullable``, ``default`` when there is one and ``logical`` (its
-        LogicalType.to_json) when the reader made one."""
+        ``type`` (the source's text), ``nullable``, ``default`` when there is one, ``logical`` (its
+        LogicalType.to_json) when the reader made one and ``masked`` (the mask's name) for a masked column."""
         return {
             "table": str(self.table),
             "columns": [{"name": c.name, "type": c.type, "nullable": c.nullable}
                         | ({"default": c.default} if c.default is not None else {})
-                        | ({"logical": c.logical.to_json()} if c.logical is not None else {}) for c in self.columns],
+                        | ({"logical": c.logical.to_json()} if c.logical is not None else {})
+                        | ({"masked": c.masked} if c.masked is not None else {}) for c in self.columns],
             "primary_key": list(self.primary_key),
         }
 
@@ -103,7 +108,8 @@ class TableSchema:
         return cls(
             TableId.parse(obj["table"]),
             tuple(Column(c["name"], c["type"], c.get("nullable", True), c.get("default"),
-                         LogicalType.from_json(c["logical"]) if "logical" in c else None) for c in obj["columns"]),
+                         LogicalType.from_json(c["logical"]) if "logical" in c else None, c.get("masked"))
+                  for c in obj["columns"]),
             tuple(obj.get("primary_key") or ()),
         )
 

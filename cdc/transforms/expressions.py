@@ -154,9 +154,11 @@ def _eval(node: exp.Expression, row: dict[str, Any]) -> Any:
         a, lo = _pair(v, lo)
         b, hi = _pair(v, hi)
         return lo <= a and b <= hi
-    if t is exp.Like:
+    if t is exp.Like:  # sqlglot parses `a NOT LIKE p` as one Like with negate=True
         v, p = _eval(node.this, row), _eval(node.expression, row)
-        return None if v is None or p is None else _like(str(v), str(p))
+        if v is None or p is None:
+            return None
+        return _like(str(v), str(p)) is not bool(node.args.get("negate"))
     if t in (exp.Upper, exp.Lower):
         v = _eval(node.this, row)
         return None if v is None else str(v).upper() if t is exp.Upper else str(v).lower()

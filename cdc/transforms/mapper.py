@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from fnmatch import fnmatchcase
 from typing import Any
@@ -133,10 +133,13 @@ class SourceTransforms:
     """The transforms of one source: its rules and keys (read once, at start), and a mapper per shape."""
 
     def __init__(self, source: str, config: TransformsConfig | None,
-                 spelling: Callable[[LogicalType], str] = mysql_spelling, key_window: bool = False) -> None:
+                 spelling: Callable[[LogicalType], str] = mysql_spelling, key_window: bool = False,
+                 kind: str = "mysql") -> None:
         """``key_window``: the reader matches snapshot rows to binlog rows by their clear key (MySQL incremental
-        snapshots): a hashed key column is then refused (not built yet)."""
+        snapshots): a hashed key column is then refused (not built yet). ``kind``: the source kind whose type
+        parser reads a computed column's ``type`` (cdc.registry.type_parser)."""
         self.source = source
+        self.kind = kind
         self.key_window = key_window
         self.rules = list(config.tables) if config is not None else []
         self.spelling = spelling
@@ -214,7 +217,7 @@ class SourceTransforms:
                                  "a signal_table (incremental snapshots match rows by their clear key)", c.name)
             fn, column = self._mask(cfg, c)
             plan.append((c.name, fn))
-            cols.append(column)
+            cols.append(replace(column, masked=cfg.mask))  # marked in SCHEMA records and Debezium schemas
             masked.add(c.name)
         computed = []
         for name, cc in rule.computed.items():
@@ -228,7 +231,7 @@ class SourceTransforms:
                                  "clear value would leave the daemon)", col)
             from cdc.registry import type_parser
 
-            logical = type_parser("mysql")(cc.type)  # the sources with transforms: MySQL/MariaDB
+            logical = type_parser(self.kind)(cc.type)
             computed.append((name, _computed(expr, logical, str(schema.table), name)))
             cols.append(Column(name, cc.type, True, None, logical))
         shaped = TableSchema(schema.table, tuple(cols), schema.primary_key)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from cdc.config.credentials import PasswordLogin
 from cdc.config.tls import OracleTls
 from cdc.contract import HeartbeatInterval
 from cdc.schema.table_glob import check_pattern, is_literal
+from cdc.transforms.config import TransformsConfig, check_computed
 
 
 class OracleSourceConfig(PasswordLogin):
@@ -86,9 +87,28 @@ class OracleSourceConfig(PasswordLogin):
                                    "convert.py); redo_text: the SQL_REDO text and Oracle's type names")
     conversions: dict[str, Literal["text", "int", "decimal", "float", "date", "timestamp"]] = Field(
         default_factory=dict, description="'SCHEMA.TABLE.COLUMN' (or '*.*.COLUMN') -> type; default: literal text")
+    transforms: TransformsConfig | None = Field(default=None, description="columns left out, masked or "
+                                                "encrypted, rows filtered, columns computed before anything reaches "
+                                                "Kafka; names as the dictionary spells them (docs/transforms.md)")
 
     def needs_login(self) -> bool:
         return not self.dsn.startswith("simulator")
+
+    @field_validator("transforms")
+    @classmethod
+    def _upper_match(cls, transforms: TransformsConfig | None) -> TransformsConfig | None:
+        """A rule's ``match`` is read in upper case, as ``tables`` is (Oracle's dictionary names)."""
+        if transforms is not None:
+            for rule in transforms.tables:
+                rule.match = rule.match.upper()
+        return transforms
+
+    @model_validator(mode="after")
+    def _computed_types(self) -> OracleSourceConfig:
+        from readers.oracle.types import logical_type
+
+        check_computed(self.transforms, logical_type)
+        return self
 
     @field_validator("tables")
     @classmethod

@@ -152,9 +152,13 @@ class Converter:
     ``temporal``: ``iso`` converts the DATE/TIMESTAMP columns of the Change's (stream) schema; a
     Change without a schema is left as SQL_REDO shows it. Then ``conversions``."""
 
-    def __init__(self, conversions: dict[str, str], temporal: str = "iso") -> None:
+    def __init__(self, conversions: dict[str, str], temporal: str = "iso",
+                 shaped: Callable[[str, str], bool] | None = None) -> None:
+        """``shaped(owner, table)``: True for a table the source's transforms shape: a value that does not
+        convert is then not shown in the error (it may be a masked column's clear value)."""
         self.rules = [(tuple(k.upper().split(".")), _CONVERT[v]) for k, v in conversions.items()]
         self.temporal = temporal
+        self.shaped = shaped
         self._cache: dict[tuple[str, str], tuple[Any, list[tuple[str, Callable]]]] = {}
 
     def _for(self, db: str, table: str, schema: TableSchema | None) -> list[tuple[str, Callable]]:
@@ -190,6 +194,10 @@ class Converter:
                 try:
                     image[col] = fn(v)
                 except (ValueError, InvalidOperation) as exc:
+                    if self.shaped is not None and self.shaped(*key):
+                        raise DecodeError(f"cannot convert a value of {change.table}.{col} (not shown: the table "
+                                          "is shaped by sources[].transforms)", table=str(change.table),
+                                          column=col, position=change.source.get("scn")) from None
                     raise DecodeError(f"cannot convert {change.table}.{col} value {v!r}: {exc}",
                                       table=str(change.table), column=col, value=v,
                                       position=change.source.get("scn")) from None

@@ -155,8 +155,13 @@ class Dispatcher:
                  on_ddl: Callable[[int], None] | None = None, pool: ParsePool | None = None,
                  job_rows: int = 1000, max_jobs: int = 4,
                  dead_letter: Callable[[Exception, Any], None] | None = None,
-                 on_refused: Callable[[Exception], None] | None = None) -> None:
+                 on_refused: Callable[[Exception], None] | None = None,
+                 shaped: Callable[[str, str], bool] | None = None) -> None:
+        """``shaped(owner, table)``: True for a table the source's transforms shape (cdc/transforms): its
+        statements never appear in an error or a dead letter (they hold clear values), and the columnar stage's
+        native pass declines its rows (readers/oracle/columnar/stage.py)."""
         self.store, self.captured, self.resume = store, captured, resume
+        self.shaped = shaped
         self.schema_of, self.unsupported, self.convert = schema_of, unsupported, convert
         self.on_commit, self.on_ddl = on_commit, on_ddl
         self.dead_letter, self.on_refused = dead_letter, on_refused
@@ -451,12 +456,17 @@ class Dispatcher:
         known = self._schemas[(owner, table)] = (TableId(owner, table), self.schema_of(owner, table, at))
         return known
 
-    @staticmethod
-    def _parse_failed(item: tuple, xid: str, error: tuple) -> RedoParseError | DictionaryMismatch:
-        """The error for an unparseable row, naming SCN, XID, table, offset and the text."""
+    def _parse_failed(self, item: tuple, xid: str, error: tuple) -> RedoParseError | DictionaryMismatch:
+        """The error for an unparseable row, naming SCN, XID, table, offset and the text (of a shaped table:
+        neither the text nor the parser's words, which may quote it)."""
         scn, sql, owner, table = item[0], item[1], item[2], item[3]
-        return parse_error((*error[:2], f"{error[2]} (SCN {scn}, XID {xid}, table {owner}.{table})", error[3]),
-                           scn=scn, xid=xid, table=f"{owner}.{table}", text=sql[:500])
+        said, text = error[2], sql[:500]
+        if self.shaped is not None and self.shaped(owner, table):
+            said = (f"{error[1]} at offset {error[3]} (the statement is not shown: the table is shaped by "
+                    "sources[].transforms)")
+            text = "(not shown)"
+        return parse_error((*error[:2], f"{said} (SCN {scn}, XID {xid}, table {owner}.{table})", error[3]),
+                           scn=scn, xid=xid, table=f"{owner}.{table}", text=text)
 
     # -- pool mode: parse in worker processes while the next rows are dispatched ----------------------
 
@@ -678,6 +688,8 @@ class Dispatcher:
         for scn, op, owner, table, row_id, sql, info, lob in tx.bad or ():
             name = _LOB_NAMES.get(op) or (_OP_NAMES.get(op, "UNSUPPORTED") if lob or op == 255
                                           else f"OPERATION_CODE {op}")
+            if self.shaped is not None and self.shaped(owner, table):  # its statement holds clear values
+                sql = "(not shown: the table is shaped by sources[].transforms)"
             fields = {"scn": scn, "commit_scn": commit_scn, "xid": tx.xid, "table": f"{owner}.{table}",
                       "operation": name, "row_id": row_id, "text": sql}
             if lob:

@@ -40,6 +40,7 @@ from readers.oracle.miner import ParallelMiner
 from readers.oracle.parse_pool import ParsePool
 from readers.oracle.position import ResumeState
 from readers.oracle.session import LogMinerSession, Standby, stand_in
+from readers.oracle.shaping import Shaping
 from readers.oracle.snapshot import OracleSnapshot
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,9 @@ class OracleSource:
         self._bytes_seen: tuple[int, int] | None = None  # buffer bytes not yet reported
         self._bytes_reported = 0.0
         self._snapshot: OracleSnapshot | None = None  # snapshot hook: the initial snapshot, until read
+        # -- transforms hook (cdc/transforms, readers/oracle/shaping.py): the key files are read here, so a bad one
+        #    stops the start; every event leaves through it, and the native pass declines the shaped tables
+        self.shaping = Shaping(config)
 
     def captured(self, owner: str, table: str) -> bool:
         """The row filter (the dispatcher remembers the answer per table): LogMiner rows are filtered here,
@@ -114,7 +118,8 @@ class OracleSource:
                                      unsupported=c.unsupported, convert=self._converter(), on_commit=self._committed,
                                      on_ddl=self._after_ddl, pool=self.pool,
                                      dead_letter=getattr(self.context, "dead_letter", None),
-                                     on_refused=self.metrics.error)
+                                     on_refused=self.metrics.error,
+                                     shaped=self.shaping.shaped if self.shaping else None)
         self.dispatcher.mined_through = from_scn - 1
         if c.pipeline == "columnar":
             budget = self.store.outside_budget  # max_buffer_bytes' share for rows held outside the store
@@ -195,10 +200,16 @@ class OracleSource:
         """Applied to every Change, streamed or snapshot (readers/oracle/convert.py)."""
         if not self.config.conversions and self.config.temporal == "redo_text":
             return None
-        return Converter(self.config.conversions, self.config.temporal)
+        return Converter(self.config.conversions, self.config.temporal,
+                         shaped=self.shaping.shaped if self.shaping else None)
 
     def events(self) -> Iterator[Event]:
-        """Committed transactions in commit-SCN order; a Heartbeat when idle for heartbeat_interval_s.
+        """Committed transactions in commit-SCN order; a Heartbeat when idle for heartbeat_interval_s. Every
+        event leaves shaped by the source's transforms (readers/oracle/shaping.py)."""
+        return self.shaping.events(self._events())
+
+    def _events(self) -> Iterator[Event]:
+        """:meth:`events` before the transforms.
 
         With parse workers, released transactions wait in the dispatcher's parse
         pipeline; it is drained whenever the next mined rows are not there yet,

@@ -1,10 +1,12 @@
-"""Issue #38's proof on real services. A MariaDB table with recognisable PII in a hashed, an excluded, a
-truncated and an encrypted column, and a table with a row filter and computed columns, go through `cdc run`
-(per-table Debezium topics on) into the broker and `cdc apply` into PostgreSQL, through a kill -9 of the
-daemon and one of the apply. Then: no record of any topic of the prefix (raw key, value and header bytes) and
-no row of the dead-letter table holds a clear value; the target holds the shaped values (the filtered table:
-only its rows, with the computed columns); `cdc compare` says EQUAL on both; `cdc decrypt` gives back a clear
-value.
+"""Issue #38's proof on real services, for a MariaDB and a MySQL 9.7 source (``mysql_source``). A table with
+recognisable PII in a hashed, an excluded, a truncated and an encrypted column, and a table with a row filter and
+computed columns, go through `cdc run` (per-table Debezium topics on) into the broker and ONE `cdc apply` (one
+Spark session) into two targets, PostgreSQL and Delta, through a kill -9 of the daemon and one of the apply.
+Then: no record of any topic of the prefix (raw key, value and header bytes), no row of the dead-letter table
+and no value or log entry of the Delta tables holds a clear value; both targets hold the shaped values (the
+filtered table: only its rows, with the computed columns); `cdc compare` says EQUAL on both PostgreSQL tables
+(it has no Delta hook: the Delta tables are checked row for row against the source, shaped); `cdc decrypt`
+gives back a clear value.
 
 The target table is created beforehand with a CHECK that refuses a few rows, so the dead-letter table holds
 shaped rows to scan; those rows are then deleted at the source (a no-op delete on the target)."""
@@ -23,8 +25,9 @@ from pathlib import Path
 import pytest
 
 from cdc.transforms.masks import decrypt, hash_mask, read_encryption_key, read_hash_key
-from tests.e2e.apply_pipeline import Pipeline
+from tests.e2e.apply_pipeline import Pipeline, norm
 from tests.e2e.test_apply_kill import _apply, _errors
+from tests.integration.stream_check import topic_records
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka, pytest.mark.spark, pytest.mark.postgres]
 
@@ -66,44 +69,28 @@ def _writer(mariadb, db: str, done: threading.Event, half: threading.Event) -> N
         done.set()
 
 
-def _topic_records(bootstrap: str, prefix: str) -> dict[str, list[bytes]]:
-    """Every record of every topic named ``prefix...``: its key, value and header bytes, joined."""
-    from confluent_kafka import Consumer, TopicPartition
-    from confluent_kafka.admin import AdminClient
+def _delta_values(root: Path) -> list[str]:
+    """Every value of every Delta table under ``root`` as text, and the text of every log entry (its stats)."""
+    import polars as pl
 
-    meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=20)
-    out: dict[str, list[bytes]] = {}
-    for name, topic in meta.topics.items():
-        if not name.startswith(prefix):
-            continue
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"scan-{time.time_ns()}",
-                      "enable.auto.commit": False, "log_level": 3})
-        try:
-            parts = [TopicPartition(name, p, 0) for p in topic.partitions]
-            ends = {p.partition: c.get_watermark_offsets(p, timeout=10)[1] for p in parts}
-            c.assign(parts)
-            got, deadline, last = [], time.monotonic() + 60, {p: -1 for p in ends}
-            while any(last[p] < ends[p] - 1 for p in ends) and time.monotonic() < deadline:
-                for m in c.consume(1000, 1.0):
-                    if m.error() is None:
-                        last[m.partition()] = m.offset()
-                        got.append(b"|".join([m.key() or b"", m.value() or b""]
-                                             + [v or b"" for _, v in (m.headers() or [])]))
-            assert all(last[p] >= ends[p] - 1 for p in ends), f"{name}: read {last} of {ends}"
-            out[name] = got
-        finally:
-            c.close()
+    out = []
+    for table in sorted(d for d in root.iterdir() if (d / "_delta_log").is_dir()):
+        frame = pl.read_delta(str(table))
+        out += [str(v) for col in frame.columns for v in frame[col].to_list()]
+        out += [f.read_text() for f in sorted((table / "_delta_log").glob("*.json"))]
     return out
 
 
 def test_shaped_pipeline_through_kill9_leaks_nothing_and_compares_equal(
-        tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db):
-    db = tmp_mysql_db
+        tmp_path, mysql_source, broker, postgres, topic_prefix, tmp_source_db):
+    db, src = tmp_source_db, mysql_source
+    login = dict(zip(("user", "password"), mysql_source.capture_user)) if hasattr(mysql_source, "capture_user") \
+        else {}
     (tmp_path / "hash.key").write_bytes(b"an-e2e-hash-key-of-32-bytes-long")
     (tmp_path / "aes.key").write_text(os.urandom(32).hex())
-    mariadb_primary.query(f"CREATE TABLE `{db}`.people (id INT PRIMARY KEY, email VARCHAR(80), notes TEXT, "
+    src.query(f"CREATE TABLE `{db}`.people (id INT PRIMARY KEY, email VARCHAR(80), notes TEXT, "
                           "name VARCHAR(40), ssn CHAR(16)) DEFAULT CHARSET=utf8mb4")
-    mariadb_primary.query(f"CREATE TABLE `{db}`.orders (id INT PRIMARY KEY, region VARCHAR(4), amount DECIMAL(8,2))")
+    src.query(f"CREATE TABLE `{db}`.orders (id INT PRIMARY KEY, region VARCHAR(4), amount DECIMAL(8,2))")
     transforms = {"hash_key_file": str(tmp_path / "hash.key"), "encryption_key_file": str(tmp_path / "aes.key"),
                   "tables": [{"match": f"{db}.people", "exclude": ["notes"],
                               "columns": {"email": {"mask": "hash"}, "name": {"mask": "truncate", "length": 3},
@@ -111,8 +98,8 @@ def test_shaped_pipeline_through_kill9_leaks_nothing_and_compares_equal(
                              {"match": f"{db}.orders", "filter": "region = 'eu'",
                               "computed": {"tax": {"expr": "amount * 0.2", "type": "decimal(10,2)"},
                                            "label": {"expr": "CONCAT(UPPER(region), '#', id)", "type": "varchar(20)"}}}]}
-    p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, db, targets=("pg",),
-                 kafka={"per_table_topics": True}, source_options={"transforms": transforms},
+    p = Pipeline(tmp_path, src, broker, postgres, topic_prefix, db, targets=("pg", "delta"),
+                 kafka={"per_table_topics": True}, source_options={"transforms": transforms, **login},
                  target_options={"pg": {"dead_letter_table": "dead_letters"}})
     with postgres.connect() as c:  # the CHECK refuses some rows: the dead-letter table gets shaped rows
         c.execute(f"CREATE TABLE {p.tag}.people (id integer PRIMARY KEY, email varchar(64), name varchar(3), "
@@ -122,7 +109,7 @@ def test_shaped_pipeline_through_kill9_leaks_nothing_and_compares_equal(
     apply = None
     try:
         done, half = threading.Event(), threading.Event()
-        w = threading.Thread(target=_writer, args=(mariadb_primary, db, done, half), daemon=True)
+        w = threading.Thread(target=_writer, args=(src, db, done, half), daemon=True)
         w.start()
         log = tmp_path / "apply-0.log"
         apply = _apply(p, log)
@@ -145,20 +132,20 @@ def test_shaped_pipeline_through_kill9_leaks_nothing_and_compares_equal(
         apply.wait(30)
         assert done.wait(120)
         w.join(10)
-        refused = [r[0] for r in mariadb_primary.query(f"SELECT id FROM `{db}`.people WHERE id % 50 = {REFUSED}")]
+        refused = [r[0] for r in src.query(f"SELECT id FROM `{db}`.people WHERE id % 50 = {REFUSED}")]
         assert refused, "no row for the dead-letter table"
         # the refused rows leave the source too (their deletes are no-ops on the target): compare can be EQUAL
-        mariadb_primary.query(f"DELETE FROM `{db}`.people WHERE id % 50 = {REFUSED}")
+        src.query(f"DELETE FROM `{db}`.people WHERE id % 50 = {REFUSED}")
         sid = p.sentinel()
         for attempt in range(2):
             log = tmp_path / f"apply-final-{attempt}.log"
             assert _apply(p, log, "--until-idle", "4").wait(400) == 0, _errors(log)
-            if p.has_sentinel("pg", sid):
+            if p.has_sentinel("pg", sid) and p.has_sentinel("delta", sid):
                 break
-        assert p.has_sentinel("pg", sid), p.daemon.log_tail(2000)
+        assert p.has_sentinel("pg", sid) and p.has_sentinel("delta", sid), p.daemon.log_tail(2000)
 
         # 1. no clear value in any record of any topic, nor in the dead-letter table
-        topics = _topic_records(broker.bootstrap, topic_prefix)
+        topics = topic_records(broker.bootstrap, topic_prefix)
         assert any(name.endswith(".people") for name in topics), sorted(topics)  # the per-table topic is there
         assert sum(len(v) for v in topics.values()) > N
         for name, records in topics.items():
@@ -171,10 +158,14 @@ def test_shaped_pipeline_through_kill9_leaks_nothing_and_compares_equal(
         assert any(f"{refused[0]}" in d for d in dead)
         for d in dead:
             assert not [m for m in CLEAR if m.decode() in d], f"dead letter holds a clear value: {d[:300]}"
+        delta = _delta_values(tmp_path / "delta")
+        assert len(delta) > N
+        for v in delta:
+            assert not [m for m in CLEAR if m.decode() in v], f"a Delta value or log entry holds a clear value: {v[:300]}"
 
         # 2. the target holds the shaped values
         hkey, akey = read_hash_key(str(tmp_path / "hash.key")), read_encryption_key(str(tmp_path / "aes.key"))
-        want = {r[0]: r for r in mariadb_primary.query(f"SELECT id, email, name, ssn FROM `{db}`.people")}
+        want = {r[0]: r for r in src.query(f"SELECT id, email, name, ssn FROM `{db}`.people")}
         with postgres.connect() as c:
             got = {r[0]: r for r in c.execute(f"SELECT id, email, name, ssn FROM {p.tag}.people").fetchall()}
             cols = [r[0] for r in c.execute("SELECT column_name FROM information_schema.columns WHERE "
@@ -185,13 +176,25 @@ def test_shaped_pipeline_through_kill9_leaks_nothing_and_compares_equal(
         for k, (_, email, name, ssn) in got.items():
             assert email == h(want[k][1]) and name == want[k][2][:3] and decrypt(ssn, akey) == want[k][3], k
 
+        # the Delta target: the same shaped rows, without the excluded column (no CHECK there: the rows the
+        # PostgreSQL target refused came and went with their source deletes)
+        import polars as pl
+
+        assert "notes" not in pl.read_delta(str(tmp_path / "delta" / "people")).columns
+        lake = {r[0]: r for r in p.delta_rows("people", ["id", "email", "name", "ssn"])}
+        assert sorted(lake) == sorted(want)
+        for k, (_, email, name, ssn) in lake.items():
+            assert email == h(want[k][1]) and name == want[k][2][:3] and decrypt(ssn, akey) == want[k][3], k
+
         # the filtered table: only 'eu' orders, with the computed columns
         with postgres.connect() as c:
             orders = {r[0]: r[1:] for r in c.execute(f"SELECT id, region, tax, label FROM {p.tag}.orders").fetchall()}
-        eu = {r[0]: r[1] for r in mariadb_primary.query(f"SELECT id, amount FROM `{db}`.orders WHERE region = 'eu'")}
+        eu = {r[0]: r[1] for r in src.query(f"SELECT id, amount FROM `{db}`.orders WHERE region = 'eu'")}
         assert sorted(orders) == sorted(eu) and len(eu) > 5
-        assert all(orders[k] == ("eu", (eu[k] * Decimal("0.2")).quantize(Decimal("0.01"), ROUND_HALF_UP), f"EU#{k}")
-                   for k in eu), orders
+        shaped = {k: ("eu", (eu[k] * Decimal("0.2")).quantize(Decimal("0.01"), ROUND_HALF_UP), f"EU#{k}") for k in eu}
+        assert all(orders[k] == shaped[k] for k in eu), orders
+        lake_orders = {r[0]: r[1:] for r in p.delta_rows("orders", ["id", "region", "tax", "label"])}
+        assert lake_orders == {k: tuple(norm(v) for v in row) for k, row in shaped.items()}, lake_orders
 
         # 3. `cdc compare` EQUAL
         cmp = subprocess.run([CDC, "compare", "--config", str(p.config_path), "--source", "src", "--target", "pg",

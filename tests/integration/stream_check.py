@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,3 +119,34 @@ def publish_then_crash(src: Any, pub: Any, after_commits: int) -> None:
         src.close()
     pub.flush()
     pub.close()
+
+
+def topic_records(bootstrap: str, prefix: str) -> dict[str, list[bytes]]:
+    """Every record of every topic named ``prefix...``: its key, value and header bytes, joined (a scan for
+    values that must not be there)."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=20)
+    out: dict[str, list[bytes]] = {}
+    for name, topic in meta.topics.items():
+        if not name.startswith(prefix):
+            continue
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"scan-{time.time_ns()}",
+                      "enable.auto.commit": False, "log_level": 3})
+        try:
+            parts = [TopicPartition(name, p, 0) for p in topic.partitions]
+            ends = {p.partition: c.get_watermark_offsets(p, timeout=10)[1] for p in parts}
+            c.assign(parts)
+            got, deadline, last = [], time.monotonic() + 60, {p: -1 for p in ends}
+            while any(last[p] < ends[p] - 1 for p in ends) and time.monotonic() < deadline:
+                for m in c.consume(1000, 1.0):
+                    if m.error() is None:
+                        last[m.partition()] = m.offset()
+                        got.append(b"|".join([m.key() or b"", m.value() or b""]
+                                             + [v or b"" for _, v in (m.headers() or [])]))
+            assert all(last[p] >= ends[p] - 1 for p in ends), f"{name}: read {last} of {ends}"
+            out[name] = got
+        finally:
+            c.close()
+    return out

@@ -608,14 +608,19 @@ class ColumnarFeed:
 
     def _spec(self, owner: str, table: str, schema: TableSchema | None) -> redo_json.Spec | None:
         """The native pass's description of a table (temporal columns, key), None when its conversions are
-        more than ``temporal: iso`` (the row path converts those rows); cached per table schema."""
+        more than ``temporal: iso`` or the source's transforms shape it (the row path converts and shapes those
+        rows: the native pass never serializes a clear value of a masked or left-out column); cached per table
+        schema."""
         d = self.d
         known = self._specs.get((owner, table))
         if known is not None and known[0] is schema:
             return known[1]
         convert = d.convert
-        if convert is None:
-            temporal: tuple[str, ...] | None = ()
+        temporal: tuple[str, ...] | None
+        if d.shaped is not None and d.shaped(owner, table):  # a shaped table (cdc/transforms): the row path,
+            temporal = None                                    # where the mapper shapes its Changes
+        elif convert is None:
+            temporal = ()
         elif isinstance(convert, Converter):
             temporal = convert.temporal_only(owner, table, schema)
         else:

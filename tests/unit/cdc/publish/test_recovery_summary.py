@@ -54,6 +54,14 @@ def test_aborted_closes_and_a_heartbeat_is_a_checkpoint():
     assert w.checkpoint["resume"] == {"r": 4} and w.trail is None
 
 
+def test_an_end_without_resume_closes_its_begin():
+    """`cdc compare --repair` into a stream with no checkpoint yet writes END with a null resume: not a
+    checkpoint, but its transaction is closed (the next writer must not append ABORTED after it)."""
+    w = window([(None, e.begin_record(1, "repair:t", 0)), _data(2, "repair:t"),
+                (None, e.end_record(3, "repair:t", 0, {"d.t": 1}, None, {"repair": True}))])
+    assert w.checkpoint is None and w.trail["status"] == "END"
+
+
 def test_a_ddl_is_a_checkpoint_and_a_heartbeat_without_resume_is_not():
     w = window([({"table": "d.t"}, e.schema_record(1, "d.t", "ALTER TABLE t ADD c INT", None, 0, {"r": 1})),
                 (None, e.heartbeat_record(2, 0, None))])

@@ -33,6 +33,9 @@ def _t(**rule):
     ("id BETWEEN 2 AND 4", {"id": 4}, True),
     ("email LIKE '%@example.com'", {"email": "a@example.com"}, True),
     ("email LIKE 'a_c'", {"email": "abbc"}, False),
+    ("email NOT LIKE 'a_c'", {"email": "abbc"}, True),  # sqlglot: one Like node with negate=True
+    ("email NOT LIKE 'a%'", {"email": "abc"}, False),
+    ("email NOT LIKE 'a%'", {"email": None}, False),  # NULL NOT LIKE: NULL, not TRUE
     ("UPPER(name) = 'BOB'", {"name": "bob"}, True),
     ("name = 'BOB'", {"name": "bob"}, False),  # exact (case-sensitive), documented
     ("LENGTH(card) >= 4", {"card": "1234"}, True),
