@@ -2,7 +2,8 @@
 # The whole suite as `make test` runs it: three pytest processes side by side, the end-to-end tier split in two
 # halves (long pipelines that mostly wait on Spark and the services: every other file in name order) and the unit
 # and integration tiers. Each process starts its own services on free loopback ports. The e2e reports are
-# printed when all have ended; the exit status is non-zero when any process failed. Extra arguments go to all (`-k`, `-x`, ...): a process in which they select nothing counts as passed.
+# printed when all have ended; the exit status is non-zero when any process failed. Extra arguments go
+# to all (`-k`, `-x`, ...): a process in which they select nothing counts as passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
