@@ -185,6 +185,64 @@ class _Guarded(SharedTlsConnection):
             self._pending = self._inflater.packets(data)[::-1]
         return packet_type(self._pending.pop(), self.encoding)
 
+    def next_data(self) -> bytes | None:
+        """The next binlog event packet's bytes, for FastStream, read as :meth:`_read_packet` reads it (same
+        sequence check, same errors, a compressed event's parts inflated first) without the packet objects and
+        call layers; None when the next packet must come from :meth:`_read_packet` (one handed back, no dump
+        started, the read timeout not set yet): nothing is read then."""
+        if self._unread is not None or self._inflater is None or self._current_timeout != self._read_timeout:
+            return None
+        if self._pending:
+            return self._pending.pop()
+        try:
+            header = self._read_bytes(4)
+            n = header[0] | header[1] << 8 | header[2] << 16
+            if header[3] != self._next_seq_id or n >= 0xFFFFFF:  # pymysql's own read raises or joins the parts
+                return self._read_rest(header, n)
+            self._next_seq_id = (self._next_seq_id + 1) % 256
+            data = self._read_bytes(n)
+            if data[0] == 0xFF:  # an error packet: raised as pymysql raises it
+                self._raise_packet(data)
+        except pymysql.err.OperationalError as exc:
+            if exc.args and exc.args[0] in _LOST:
+                raise ConnectionLost(f"binlog connection to {self.host}:{self.port} lost: {exc.args[-1]}",
+                                     host=f"{self.host}:{self.port}") from exc
+            raise
+        except pymysql.err.InternalError as exc:
+            raise _server_refused(exc, f"{self.host}:{self.port}") from exc
+        if len(data) < 6 or data[0] != 0 or data[5] not in _INFLATED:
+            return data
+        self._pending = self._inflater.packets(data)[::-1]
+        return self._pending.pop()
+
+    def _read_rest(self, header: bytes, n: int) -> bytes:
+        """pymysql's _read_packet after its first header was read: a wrong sequence number raises as it does,
+        a packet of 16 MiB or more is joined from its parts."""
+        parts = []
+        while True:
+            if header[3] != self._next_seq_id:
+                self._force_close()
+                if header[3] == 0:  # MariaDB sends error packet with seqno==0 when shutdown
+                    raise pymysql.err.OperationalError(2013, "Lost connection to MySQL server during query")
+                raise pymysql.err.InternalError(
+                    f"Packet sequence number wrong - got {header[3]} expected {self._next_seq_id}")
+            self._next_seq_id = (self._next_seq_id + 1) % 256
+            parts.append(self._read_bytes(n))
+            if n < 0xFFFFFF:
+                break
+            header = self._read_bytes(4)
+            n = header[0] | header[1] << 8 | header[2] << 16
+        data = b"".join(parts)
+        if data[0] == 0xFF:
+            self._raise_packet(data)
+        return data
+
+    def _raise_packet(self, data: bytes) -> None:
+        packet = pymysql.connections.MysqlPacket(data, self.encoding)
+        if self._result is not None and self._result.unbuffered_active is True:
+            self._result.unbuffered_active = False
+        packet.raise_for_error()
+
     def _read_guarded(self, packet_type):
         try:
             return super()._read_packet(packet_type)
