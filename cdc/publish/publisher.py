@@ -95,6 +95,8 @@ except ImportError:
     _native = None
 else:
     _native.configure(value_fragments())  # the record's bytes are cdc.stream.wire's, not the C file's
+# a small transaction in one call (_commit_held); None with a module compiled before it had the call
+_SPLICE_TX = getattr(_native, "splice_tx", None)
 _NATIVE_OFF = False  # tests compare the two paths by switching this
 
 PROGRESS_EVERY = 10_000  # records between progress marks inside a long transaction
@@ -299,7 +301,7 @@ class Publisher:
             tx = self._tx = _Tx(event.txid, event.ts_ms)
             if self._json:  # the bytes of begin_record's dict (test_wire_conformance holds them equal)
                 value = BEGIN_VALUE % (self._take_seq(), tx.id_json, tx.ts_json)
-                if self._tx_topic is None and not self._per_table and self._outbox is None and _native is not None \
+                if self._tx_topic is None and not self._per_table and self._outbox is None and _SPLICE_TX is not None \
                         and not _NATIVE_OFF:
                     self._held = value  # produced with the transaction's rows and END, or by _release()
                 else:
@@ -433,7 +435,7 @@ class Publisher:
                            dumps(ev.position), dumps(ev.resume))
         self._held = self._held_rows = None
         j, seq, total, n, nbytes, counted, marks, python = self._producer.produce_tx(
-            _native.splice_tx, self.topic, self._headers, batch.tables, rows, known,  # type: ignore[union-attr]
+            _SPLICE_TX, self.topic, self._headers, batch.tables, rows, known,  # type: ignore[union-attr]
             c[3:] + (tx.ts_json, tx.id_json), seq, int(time.time() * 1000), self._record_limit, begin, end)
         ops = tx.ops
         for op, k in zip("cudrt", counted):
