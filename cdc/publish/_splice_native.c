@@ -24,7 +24,17 @@
    the tuple counts them per op. status 0: stopped at a row of another table or the end; 1: row j needs
    the Python path; 2: produce raised BufferError for row j (local queue full: nothing of row j was
    queued; poll and call again from j); 3: produce raised something else for row j, ``error`` is
-   (exception, value, key). */
+   (exception, value, key).
+
+   splice_tx(tables, rows, i, known, parts, seq, total, n, now, limit, produce, topic, partition, headers,
+             head, tail)
+
+   a small transaction in one call (Publisher._commit_held): ``head`` (its BEGIN value, or None) is produced
+   first, then rows[i:] exactly as splice() does, then ``tail`` (its END value, or None) -- only when every row
+   of rows[i:] was produced here (status 0, j == len(rows)): a row of another table, a row left to the Python
+   path or a produce error leaves the END to the caller. Markers have a null key and are not size-checked (as
+   Publisher._produce_bytes). Returns splice()'s tuple and ``marks``: bit 0 the head was produced, bit 1 the
+   tail. A BufferError on a marker is status 2 with that marker's bit clear (call again with what is left). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -74,14 +84,48 @@ static PyObject *configure(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-static PyObject *splice(PyObject *self, PyObject *args) {
-    PyObject *tables, *rows, *known, *parts, *produce, *topic, *partition, *headers;
+/* produce(topic, value, None, partition, headers=headers); 0: queued, 2: BufferError (nothing queued), 3: another
+   exception, kept in *error as (exception, value, None); -1: a Python error to raise. */
+static int produce_marker(PyObject *produce, PyObject *topic, PyObject *value, PyObject *partition,
+                          PyObject *headers, PyObject *kwnames, PyObject **error) {
+    PyObject *call[5] = {topic, value, Py_None, partition, headers};
+    PyObject *res = PyObject_Vectorcall(produce, call, 4, kwnames);
+    if (res != NULL) {
+        Py_DECREF(res);
+        return 0;
+    }
+    if (PyErr_ExceptionMatches(PyExc_BufferError)) {
+        PyErr_Clear();
+        return 2;
+    }
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    Py_XDECREF(t);
+    Py_XDECREF(tb);
+    Py_XSETREF(*error, Py_BuildValue("(NOO)", v ? v : (Py_INCREF(Py_None), Py_None), value, Py_None));
+    return *error == NULL ? -1 : 3;
+}
+
+static PyObject *splice_impl(PyObject *args, int tx) {
+    PyObject *tables, *rows, *known, *parts, *produce, *topic, *partition, *headers, *head = Py_None,
+             *tail = Py_None;
     Py_ssize_t i;
     long long seq, total, n, now, limit;
-    if (!PyArg_ParseTuple(args, "O!O!nOO!LLLLLOOOO", &PyList_Type, &tables, &PyList_Type, &rows, &i, &known,
-                          &PyTuple_Type, &parts, &seq, &total, &n, &now, &limit, &produce, &topic, &partition,
-                          &headers))
+    if (tx) {
+        if (!PyArg_ParseTuple(args, "O!O!nOO!LLLLLOOOOOO", &PyList_Type, &tables, &PyList_Type, &rows, &i, &known,
+                              &PyTuple_Type, &parts, &seq, &total, &n, &now, &limit, &produce, &topic, &partition,
+                              &headers, &head, &tail))
+            return NULL;
+        if ((head != Py_None && !PyBytes_CheckExact(head)) || (tail != Py_None && !PyBytes_CheckExact(tail))) {
+            PyErr_SetString(PyExc_TypeError, "splice_tx: head and tail are bytes or None");
+            return NULL;
+        }
+    } else if (!PyArg_ParseTuple(args, "O!O!nOO!LLLLLOOOO", &PyList_Type, &tables, &PyList_Type, &rows, &i, &known,
+                                 &PyTuple_Type, &parts, &seq, &total, &n, &now, &limit, &produce, &topic, &partition,
+                                 &headers))
         return NULL;
+    int marks = 0;
     if (fragments == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "splice before configure()");
         return NULL;
@@ -127,6 +171,15 @@ static PyObject *splice(PyObject *self, PyObject *args) {
         goto fail;
     }
     if (i < 0) i = nrows;
+    if (head != Py_None) {
+        int r = produce_marker(produce, topic, head, partition, headers, kwnames, &error);
+        if (r < 0) goto fail;
+        if (r) {
+            status = r;
+            goto done;
+        }
+        marks |= 1;
+    }
     for (; i < nrows; i++) {
         if (PyList_GET_ITEM(tables, i) != known) break;
         PyObject *row = PyList_GET_ITEM(rows, i);
@@ -221,8 +274,20 @@ static PyObject *splice(PyObject *self, PyObject *args) {
         total = tt;
         n = nn;
     }
+    if (tail != Py_None && status == 0 && i == nrows) {
+        int r = produce_marker(produce, topic, tail, partition, headers, kwnames, &error);
+        if (r < 0) goto fail;
+        if (r)
+            status = r;
+        else
+            marks |= 2;
+    }
+done:
     Py_XDECREF(kwnames);
     Py_DECREF(frag);
+    if (tx)
+        return Py_BuildValue("(nLLLL(LLLLL)iNi)", i, seq, total, n, nbytes, counts[0], counts[1], counts[2],
+                             counts[3], counts[4], status, error, marks);
     return Py_BuildValue("(nLLLL(LLLLL)iN)", i, seq, total, n, nbytes, counts[0], counts[1], counts[2], counts[3],
                          counts[4], status, error);
 fail:
@@ -232,11 +297,18 @@ fail:
     return NULL;
 }
 
+static PyObject *splice(PyObject *self, PyObject *args) { return splice_impl(args, 0); }
+
+static PyObject *splice_tx(PyObject *self, PyObject *args) { return splice_impl(args, 1); }
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_O, "configure(fragments): the value fragments of cdc.stream.wire, once"},
     {"splice", splice, METH_VARARGS,
      "splice(tables, rows, i, known, parts, seq, total, n, now, limit, produce, topic, partition, headers) -> "
      "(j, seq, total, n, nbytes, op counts, status, error): see the module source"},
+    {"splice_tx", splice_tx, METH_VARARGS,
+     "splice_tx(tables, rows, i, known, parts, seq, total, n, now, limit, produce, topic, partition, headers, head, "
+     "tail) -> splice()'s tuple + (marks,): a small transaction's BEGIN, rows and END in one call"},
     {NULL, NULL, 0, NULL},
 };
 

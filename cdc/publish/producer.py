@@ -307,6 +307,46 @@ class OrderedProducer:
             p.poll(0)
         return j, seq, total, n, nbytes, ops, status == 1
 
+    def produce_tx(self, splice_tx: Any, topic: str, headers: list[tuple[str, bytes]] | None, tables: list[Any],
+                   rows: list[Any], known: Any, parts: tuple[bytes, ...], seq: int, now: int, limit: int,
+                   head: bytes, tail: bytes) -> tuple[int, int, int, int, int, list[int], int, bool]:
+        """A small transaction of the JSON changes topic in one C call (``splice_tx`` of
+        cdc/publish/_splice_native.c): ``head`` (its BEGIN value), the data records of ``rows`` (all of table
+        ``known``, as :meth:`produce_spliced`), then ``tail`` (its END value) only when every row went out
+        there. Same order, full-queue and refusal handling as :meth:`produce`; refuses to queue anything
+        behind a known failure. Returns (j, seq, total, n, row value bytes, records per op c/u/d/r/t, marks,
+        whether row j needs the Python path): BEGIN and rows[:j] are queued, and END when ``marks & 2``."""
+        if self.failure is not None and not self._down_failure:
+            raise self.failure  # fenced or failed: nothing more is queued behind it
+        p = self._p
+        partition = 0 if topic in self._single else -1
+        if self.produced == self._acked:  # nothing was pending: the delivery timeout starts now
+            self._progress_t = time.monotonic()
+        start, i, total, n, nbytes, marks = self.produced, 0, 0, 0, 0, 0
+        ops = [0, 0, 0, 0, 0]
+        while True:
+            j, seq, total, n, nb, counted, status, error, done = splice_tx(
+                tables, rows, i, known, parts, seq, total, n, now, limit, p.produce, topic, partition, headers,
+                None if marks & 1 else head, tail)
+            self.produced += j - i + (done & 1) + (done >> 1)
+            marks |= done
+            nbytes += nb
+            for k in range(5):
+                ops[k] += counted[k]
+            i = j
+            if status == 2:  # the local queue is full: serve deliveries, then resume where it stopped
+                self._blocked()
+                continue
+            if status == 3:
+                exc, value, key = error
+                if isinstance(exc, KafkaException):
+                    raise self._refused(exc, topic, value, key) from None
+                raise exc
+            break
+        if start // POLL_EVERY != self.produced // POLL_EVERY:
+            p.poll(0)
+        return j, seq, total, n, nbytes, ops, marks, status == 1
+
     def poll(self, timeout: float = 0) -> None:
         self._p.poll(timeout)
 

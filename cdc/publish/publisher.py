@@ -95,11 +95,14 @@ except ImportError:
     _native = None
 else:
     _native.configure(value_fragments())  # the record's bytes are cdc.stream.wire's, not the C file's
+# a small transaction in one call (_commit_held); None with a module compiled before it had the call
+_SPLICE_TX = getattr(_native, "splice_tx", None)
 _NATIVE_OFF = False  # tests compare the two paths by switching this
 
 PROGRESS_EVERY = 10_000  # records between progress marks inside a long transaction
 ACK_CHECK_EVERY = 1_000  # records between looks at the acknowledged prefix inside a transaction
 SPLICE_CHUNK = 4_096  # records of a ChangeBatch formatted before they are handed to the producer
+HOLD_ROWS = 64  # a transaction's one ChangeBatch up to this many rows waits for its Commit (_commit_held)
 
 
 dumps = orjson.dumps
@@ -169,6 +172,11 @@ class Publisher:
         self.epoch = 0  # the writer epoch stamped on every record of the changes topic; set by recover()
         self._headers = epoch_headers(0)
         self._outbox = None  # cdc.publish.outbox.attach(): the outbox router, recovered with the stream
+        # a small transaction's BEGIN value (its sequence taken) and its one ChangeBatch, not produced yet: they go
+        # out with its END in one call at its Commit (_commit_held), or as they would have at the next other event
+        # or flush (_release). Only on the JSON changes topic with the C splice and nothing else to write per row
+        self._held: bytes | None = None
+        self._held_rows: ChangeBatch | None = None
 
     @property
     def last_resume(self) -> dict[str, Any] | None:
@@ -275,29 +283,41 @@ class Publisher:
             raise CdcError("Publisher.publish() before recover()", source=self.source_name)
         if self._lease is not None and time.monotonic() >= self._lease.due:
             self._prove_lease()
-        if type(event) is Change:
+        t = type(event)
+        if self._held is not None:  # a small transaction's records wait for its Commit (_commit_held)
+            if t is Commit and self._held_rows is not None and self._commit_held(event):
+                return
+            if t is ChangeBatch and self._hold(event):
+                return
+            self._release()
+        if t is Change:
             self._change(event)
-        elif type(event) is ChangeBatch:
+        elif t is ChangeBatch:
             self._batch(event)
-        elif type(event) is Begin:
+        elif t is Begin:
             if self._tx is not None:
                 raise StreamCorrupt("BEGIN inside an open transaction", source=self.source_name,
                                     open=self._tx.txid, txid=event.txid)
             tx = self._tx = _Tx(event.txid, event.ts_ms)
             if self._json:  # the bytes of begin_record's dict (test_wire_conformance holds them equal)
-                self._produce_bytes(self.topic, BEGIN_VALUE % (self._take_seq(), tx.id_json, tx.ts_json), None)
+                value = BEGIN_VALUE % (self._take_seq(), tx.id_json, tx.ts_json)
+                if self._tx_topic is None and not self._per_table and self._outbox is None and _SPLICE_TX is not None \
+                        and not _NATIVE_OFF:
+                    self._held = value  # produced with the transaction's rows and END, or by _release()
+                else:
+                    self._produce_bytes(self.topic, value, None)
             else:
                 self._produce(self.topic, begin_record(self._take_seq(), event.txid, event.ts_ms), None)
             if self._tx_topic is not None:
                 self._tx_records = {}
                 self._produce_connect(tx_metadata.begin(self._tx_topic, event.txid, event.ts_ms))
-        elif type(event) is Commit:
+        elif t is Commit:
             self._commit(event)
-        elif type(event) is Heartbeat:
+        elif t is Heartbeat:
             self._heartbeat(event)
-        elif type(event) is Idle:
+        elif t is Idle:
             self._acks.check()  # take in acknowledgements while the source is quiet (cdc.stream.events.Idle)
-        elif type(event) is SchemaChange:
+        elif t is SchemaChange:
             self._schema_change(event)
         else:
             raise CdcError(f"unknown event type {type(event).__name__}", source=self.source_name)
@@ -364,6 +384,85 @@ class Publisher:
                 self._change(row)
             else:
                 self._splice([known], [row])
+
+    # ---------------------------------------------------------------- small transactions in one call
+    def _hold(self, ev: ChangeBatch) -> bool:
+        """Keep ``ev`` with the held BEGIN until the Commit when it is the transaction's first and only batch
+        so far, of at most HOLD_ROWS rows of ONE table whose record parts are known (nothing, such as a SCHEMA
+        record, has to be written before its rows); else False (nothing kept)."""
+        tables = ev.tables
+        if self._held_rows is not None or not tables or len(tables) > HOLD_ROWS:
+            return False
+        known = tables[0]
+        if known is None:
+            return False
+        for other in tables:
+            if other is not known:
+                return False
+        c = self._consts.get(id(known[0]))
+        if c is None or c[0] is not known[0] or c[1] is not known[1]:
+            return False
+        self._held_rows = ev
+        return True
+
+    def _release(self) -> None:
+        """Produce what is held (BEGIN, then its batch) as it would have been produced without holding: before
+        any other record of the stream, a flush or a stop."""
+        value, batch = self._held, self._held_rows
+        self._held = self._held_rows = None
+        if value is not None:
+            self._produce_bytes(self.topic, value, None)
+        if batch is not None:
+            self._batch(batch)
+
+    def _commit_held(self, ev: Commit) -> bool:
+        """BEGIN, the held batch's records and END in one C call (``_splice_native.splice_tx``): the bytes, order,
+        sequences and counters of BEGIN (publish), :meth:`_splice` and :meth:`_commit` (the conformance tests hold
+        them equal). When the C loop leaves a row (above the size limit, a part it does not vouch for), the rest
+        and END take those paths after the rows it queued. False when nothing was done (another txid, the
+        table's parts changed): the caller releases and takes the ordinary path."""
+        tx, batch = self._tx, self._held_rows
+        known = batch.tables[0]  # type: ignore[union-attr]
+        table = known[0]
+        c = self._consts.get(id(table))
+        if tx is None or tx.txid != ev.txid or c is None or c[0] is not table or c[1] is not known[1]:
+            return False
+        rows, name, begin = batch.rows, c[2], self._held  # type: ignore[union-attr]
+        nrows = len(rows)
+        seq = self._seq  # the BEGIN's is seq - 1
+        end_seq = seq + nrows
+        end = END_VALUE % (end_seq, tx.id_json, nrows, COLLECTION % (dumps(name), nrows), dumps(ev.ts_ms),
+                           dumps(ev.position), dumps(ev.resume))
+        self._held = self._held_rows = None
+        j, seq, total, n, nbytes, counted, marks, python = self._producer.produce_tx(
+            _SPLICE_TX, self.topic, self._headers, batch.tables, rows, known,  # type: ignore[union-attr]
+            c[3:] + (tx.ts_json, tx.id_json), seq, int(time.time() * 1000), self._record_limit, begin, end)
+        ops = tx.ops
+        for op, k in zip("cudrt", counted):
+            if k:
+                ops[(name, op)] = k
+        self._seq, tx.total = seq, total
+        if j:
+            tx.counts[name] = n
+        if marks & 2:  # END is out: every row went through the C loop
+            if seq != end_seq:
+                raise StreamCorrupt("splice_tx: the sequences of a transaction do not add up",
+                                    source=self.source_name, txid=tx.txid, expected=end_seq, got=seq)
+            self._seq = end_seq + 1
+            self._bytes += len(begin) + nbytes + len(end)  # type: ignore[arg-type]
+            self._tx = None
+            self._acks.mark_and_maybe_check(END, (ev, ops), self._bytes, end_seq)
+            if end_seq >= self._check_at:
+                self._after_row(end_seq)
+            return True
+        self._bytes += len(begin) + nbytes  # type: ignore[arg-type]
+        if python:  # this one row by the Python path (its size refusal or dead letter, its KeyError)
+            self._splice_py([known], [rows[j]])
+            j += 1
+        if j < nrows:
+            self._splice(batch.tables[j:], rows[j:])  # type: ignore[union-attr]
+        self._commit(ev)
+        return True
 
     def _entry(self, table: TableId, schema: TableSchema | None) -> _TableOut:
         """The table's record constants; writes its SCHEMA record first when ``schema`` is new."""
@@ -704,6 +803,8 @@ class Publisher:
 
     def flush(self, timeout_s: float = 30) -> None:
         """Wait until the broker acknowledged every record; raise PublishError if any failed."""
+        if self._held is not None:
+            self._release()
         if self._seq is not None and self._producer.produced > self._acks.reported[0]:
             self._acks.mark(PROGRESS, None, self._bytes, self._seq - 1)
         self._producer.flush(timeout_s)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pymysql.connections import MysqlPacket
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, RowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
@@ -209,7 +210,9 @@ class FastStream(BinLogStreamReader):
     """``BinLogStreamReader`` whose ``fetchone`` decodes the per-transaction events itself (module docstring).
 
     Its connection must be readers.mysql.reader's guarded connection, which takes back an unread packet
-    (``unread``) and hands it to the library's ``fetchone`` next.
+    (``unread``) and hands it to the library's ``fetchone`` next; its ``next_data`` gives the next packet's bytes
+    read and checked as its ``_read_packet`` does, without a packet object (one is made for what goes to the
+    library).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -239,8 +242,12 @@ class FastStream(BinLogStreamReader):
         conn = self._stream_connection
         if not hasattr(conn, "unread"):
             return self._library_fetchone()
-        pkt = conn._read_packet()
-        data = pkt._data
+        data = conn.next_data() if hasattr(conn, "next_data") else None  # the bytes alone, no packet object
+        if data is None:
+            pkt = conn._read_packet()
+            data = pkt._data
+        else:
+            pkt = None  # a packet object only for an event handed back to the library
         checksum = self._BinLogStreamReader__use_checksum
         if len(data) > 20 and data[0] == 0 and data[5] == TABLE_MAP_EVENT \
                 and int.from_bytes(data[10:14], "little") == len(data) - 1 and TableMapEvent.__init__ is _CACHED:
@@ -252,6 +259,7 @@ class FastStream(BinLogStreamReader):
                     self.log_pos = log_pos
                 self.table_map[known[0]] = known[1]
                 return FastTableMap(known[0], known[2], log_pos)
+            pkt = pkt if pkt is not None else MysqlPacket(data, conn.encoding)
             conn.unread(pkt)
             ev = self._library_fetchone()
             if type(ev) is TableMapEvent and ev.packet.packet is pkt and self.table_map.get(ev.table_id) is not None:
@@ -271,7 +279,7 @@ class FastStream(BinLogStreamReader):
             fast = decode(data, self.is_mariadb, checksum,
                           lengths[QUERY_EVENT - 1] if lengths and len(lengths) >= QUERY_EVENT else 13)
         if fast is None:
-            conn.unread(pkt)
+            conn.unread(pkt if pkt is not None else MysqlPacket(data, conn.encoding))
             return self._library_fetchone()
         if fast.log_pos:
             self.log_pos = fast.log_pos

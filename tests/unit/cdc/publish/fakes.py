@@ -40,6 +40,17 @@ class RecordingProducer:
             raise error[0]
         return j, seq, total, n, nbytes, list(counted), status == 1
 
+    def produce_tx(self, splice_tx, topic, headers, tables, rows, known, parts, seq, now, limit, head, tail):
+        """OrderedProducer.produce_tx on this recorder (no full queue here)."""
+        def produce(t, value, key, partition, headers=None):
+            self.produce(t, value, key, headers)
+
+        j, seq, total, n, nbytes, counted, status, error, marks = splice_tx(
+            tables, rows, 0, known, parts, seq, 0, 0, now, limit, produce, topic, 0, headers, head, tail)
+        if status == 3:
+            raise error[0]
+        return j, seq, total, n, nbytes, list(counted), marks, status == 1
+
     def acked(self) -> int:
         return self.produced if self.acked_upto is None else self.acked_upto
 

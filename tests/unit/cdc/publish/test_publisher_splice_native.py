@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from cdc.publish import publisher as publisher_module
-from cdc.stream.events import Begin, ChangeBatch, Column, Commit, TableId, TableSchema
+from cdc.stream.events import Begin, Change, ChangeBatch, Column, Commit, Heartbeat, TableId, TableSchema
 from tests.unit.cdc.publish.fakes import publisher
 
 A, B = TableId("shop", "orders"), TableId("s\"q", "t\u00e9")
@@ -111,3 +111,94 @@ def test_the_compiled_module_loads():
     if not built:
         pytest.skip("cdc/publish/_splice_native.c not compiled here: the Python splice makes every record")
     assert publisher_module._native is not None, importlib.import_module("cdc.publish._splice_native")
+    assert publisher_module._SPLICE_TX is not None, "the compiled splice predates splice_tx: rebuild (make venv)"
+
+
+def _small_transactions(seed: int) -> list:
+    """Reader events of many small transactions, mostly the shape the publisher sends in one call (Begin, one
+    ChangeBatch of one table, Commit), mixed with every shape that must leave that path: several tables or
+    batches, a Change, more than HOLD_ROWS rows, a row above the limit or one the C loop leaves to Python, a
+    table seen first (its SCHEMA record), heartbeats, another txid at Commit (the stop), a flush between."""
+    rng = random.Random(seed)
+    knowns = [(A, SA), (A, SA2), (B, SB), (B, SN)]
+    out: list = []
+    for t in range(rng.randint(5, 30)):
+        txid = f"0-1-{seed}-{t}"
+        out.append(Begin(txid, 1000 + t))
+        if rng.random() < 0.1:
+            out.append("flush")
+        for _ in range(1 if rng.random() < 0.8 else rng.randint(2, 3)):
+            r = rng.random()
+            known = rng.choice(knowns)
+            nrows = 1 if r < 0.6 else rng.randint(2, 5) if r < 0.9 else rng.choice([64, 65, 100])
+            tables, rows = [], []
+            for i in range(nrows):
+                if rng.random() < 0.05:
+                    known = rng.choice(knowns)
+                tables.append(known)
+                rows.append(_row(rng, rng.choice("cuud"), i) if rng.random() < 0.97
+                            else ("c", bytearray(b"1"), b"null", b"{}", b"}"))
+            out.append(ChangeBatch(tables, rows))
+            if rng.random() < 0.05:
+                out.append(Change(A, "u", {"id": 1, "v": "a"}, {"id": 1, "v": "b"}, {"row": 9}, SA))
+        out.append(Commit(txid, 2000 + t, {"gtid_set": f"0-1-{t}"}, {"gtid": txid, "file": "f", "pos": t}))
+        if rng.random() < 0.1:
+            out.append(Heartbeat(3000 + t, {"gtid_set": f"0-1-{t}"}))
+    return out
+
+
+def _run_events(native: bool, events: list, limit: int) -> tuple:
+    publisher_module._NATIVE_OFF = not native
+    try:
+        pub, fake, _ = publisher(dead_letter_topic="dlq")
+        pub._record_limit = limit
+        for ev in events:
+            if ev == "flush":
+                pub.flush()
+            else:
+                pub.publish(ev)
+        pub.flush()
+    finally:
+        publisher_module._NATIVE_OFF = False
+    records = [(t, k, v if v is None else re.sub(rb'"ts_ms":\d{13}', b'"ts_ms":0', v)) for t, v, k in fake.records]
+    marks = [(index, kind, nbytes, seq) for index, kind, _, _, nbytes, seq in pub._acks.pending]
+    return records, fake.headers, pub.next_sequence, pub._bytes, marks, pub._tx is None
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_small_transactions_in_one_call_write_the_records_of_the_python_path(seed):
+    """Publisher._commit_held (BEGIN, rows and END by splice_tx) against the Python path, which produces every
+    record on its own: same records in the same order, same headers, sequences, value bytes, and the same
+    acknowledgement marks (END at the same produced index, sequence and byte count)."""
+    events = _small_transactions(seed)
+    limit = random.Random(seed).choice([1 << 40, 1 << 40, 900])
+    native, python = _run_events(True, events, limit), _run_events(False, events, limit)
+    assert native[0] == python[0]
+    assert native[1:] == python[1:]
+    assert sum(1 for _, _, v in native[0] if v and b'"status":"END"' in v) == sum(isinstance(e, Commit) for e in events)
+
+
+def test_a_held_begin_is_produced_before_anything_else_of_the_stream():
+    """A BEGIN waiting for its rows goes out before a record that follows it in the stream (a SCHEMA record of a
+    table first seen, a row the hold does not take), and at flush(); close() leaves an open transaction unwritten
+    (a BEGIN without END would be closed with ABORTED at the next recovery: nothing is lost either way)."""
+    if publisher_module._SPLICE_TX is None:
+        pytest.skip("no C splice: nothing is held")
+    pub, fake, _ = publisher()
+    pub.publish(Begin("t1", 1))
+    assert fake.records == [] and pub.in_transaction
+    pub.publish(ChangeBatch([(A, SA)], [_row(random.Random(1), "c", 1)]))  # A first seen: SCHEMA before the row
+    kinds = [orjson.loads(v).get("status") or orjson.loads(v).get("op") for _, v, _ in fake.records]
+    assert kinds == ["BEGIN", "SCHEMA", "c"]
+    pub.publish(Commit("t1", 2, {}, {}))
+    pub.publish(Begin("t2", 3))
+    pub.publish(ChangeBatch([(A, SA)], [_row(random.Random(2), "u", 2)]))  # held with its BEGIN
+    assert len(fake.records) == 4
+    pub.flush()
+    assert [orjson.loads(v)["sequence"] for _, v, _ in fake.records] == [1, 2, 3, 4, 5, 6]
+    pub.publish(Commit("t2", 4, {}, {}))
+    assert [orjson.loads(v)["sequence"] for _, v, _ in fake.records] == [1, 2, 3, 4, 5, 6, 7]
+    pub.publish(Begin("t3", 5))
+    pub.publish(ChangeBatch([(A, SA)], [_row(random.Random(3), "d", 3)]))
+    pub.close()
+    assert len(fake.records) == 7
