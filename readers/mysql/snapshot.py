@@ -53,6 +53,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from cdc.compare.shapes import classify
@@ -64,6 +65,7 @@ from cdc.stream.events import Begin, Change, Commit, Event, Heartbeat, SchemaCha
 from cdc.stream.snapshot_marks import row_mark, with_ends
 from readers.mysql.connection import open_connection, server_version
 from readers.mysql.schema import schema_from_information_schema
+from readers.mysql.snapshot_rows import Shape, fetch_rows
 from readers.mysql.snapshot_window import (
     OPEN_ATTEMPTS,
     Images,
@@ -79,7 +81,6 @@ log = logging.getLogger(__name__)
 EMPTY_TABLE = -1  # the chunk number _chunks gives a table that has no rows at all
 
 CHUNK_ROWS = 5_000
-_PLAIN = frozenset({int, str, float, bool, type(None)})  # the value types stream_value keeps as they are
 
 
 q = MYSQL.quote
@@ -151,9 +152,10 @@ class TableReader:
         self.kinds = [value_kind(c.type, classify(c.type, None, "mysql")[0], "mysql") for c in schema.columns]
         self.key = list(schema.primary_key)
         self.names = [c.name for c in schema.columns]
-        # every column's value goes out as the driver gave it when it is an int/str/float/bool/None (the
-        # common row): then the row is built in C, not value by value (stream_value is the identity there)
-        self.plain = all(stream_value_is_identity(k) for k in self.kinds)
+        # a value goes out as the driver gave it when it is an int/str/float/bool/None and stream_value is
+        # the identity there for its column's kind (most columns): only the others are converted, in C's loop
+        self.shape = Shape(self.names, [(partial(stream_value, kind=k), not stream_value_is_identity(k))
+                                        for k in self.kinds])
 
     def key_of(self, row: dict[str, Any]) -> list[Any]:
         return [row[k] for k in self.key]
@@ -169,15 +171,7 @@ class TableReader:
                 sql += f" WHERE ({keys}) > ({', '.join(['%s'] * len(self.key))})"
                 params = tuple(after)
             sql += " ORDER BY " + ", ".join(q(k) for k in self.key) + f" LIMIT {int(limit)}"
-        with self.conn.cursor() as cur:
-            cur.execute(sql, params or None)
-            rows = cur.fetchall()
-        names, kinds = self.names, self.kinds
-        if not self.plain:
-            return [{n: stream_value(v, k) for n, v, k in zip(names, r, kinds)} for r in rows]
-        plain = _PLAIN.issuperset
-        return [dict(zip(names, r)) if plain(map(type, r)) else
-                {n: stream_value(v, k) for n, v, k in zip(names, r, kinds)} for r in rows]
+        return fetch_rows(self.conn, sql, params or None, self.shape)  # decoded in C (snapshot_rows.py)
 
 
 class InitialSnapshot:
@@ -322,11 +316,15 @@ class InitialSnapshot:
         yield Begin(txid, ts)
         if replace:
             yield Change(table, "t", None, None, {"snapshot_gtid": self.gtid_set, "row": 0, **self.binlog}, schema)
+        base = {"snapshot_gtid": self.gtid_set, "row": 0, **self.binlog}  # each row's: a copy, its own "row"
+        marked, count = first or last, len(rows)
         for i, row in enumerate(rows):
-            src = {"snapshot_gtid": self.gtid_set, "row": i, **self.binlog}
-            mark = row_mark(i, len(rows), first, last) if first or last else None
-            if mark is not None:
-                src["snapshot"] = mark
+            src = base.copy()
+            src["row"] = i
+            if marked:
+                mark = row_mark(i, count, first, last)
+                if mark is not None:
+                    src["snapshot"] = mark
             yield Change(table, "r", None, row, src, schema)
         self.source.metrics.event_read(str(table), "r", len(rows))
         yield Commit(txid, ts, {"gtid_set": self.gtid_set, "snapshot": progress},
