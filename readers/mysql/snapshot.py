@@ -65,7 +65,7 @@ from cdc.stream.events import Begin, Change, Commit, Event, Heartbeat, SchemaCha
 from cdc.stream.snapshot_marks import row_mark, with_ends
 from readers.mysql.connection import open_connection, server_version
 from readers.mysql.schema import schema_from_information_schema
-from readers.mysql.snapshot_rows import Shape, fetch_rows
+from readers.mysql.snapshot_rows import Pending, Shape, send_query
 from readers.mysql.snapshot_window import (
     OPEN_ATTEMPTS,
     Images,
@@ -162,6 +162,11 @@ class TableReader:
 
     def chunk(self, after: list[Any] | None, limit: int) -> list[dict[str, Any]]:
         """Rows with key > ``after`` (None: from the start), at most ``limit`` (all, without a key)."""
+        return self.send(after, limit).rows(self.shape)
+
+    def send(self, after: list[Any] | None, limit: int) -> Pending:
+        """The query of ``chunk(after, limit)`` sent; ``.rows(self.shape)`` reads its rows later (before the
+        connection's next query), so the server reads them while the caller publishes the chunk before."""
         cols = ", ".join(select_expr(q(c.name), k) for c, k in zip(self.schema.columns, self.kinds))
         sql = f"SELECT {cols} FROM {q(self.table.db)}.{q(self.table.table)}"
         params: tuple = ()
@@ -171,7 +176,7 @@ class TableReader:
                 sql += f" WHERE ({keys}) > ({', '.join(['%s'] * len(self.key))})"
                 params = tuple(after)
             sql += " ORDER BY " + ", ".join(q(k) for k in self.key) + f" LIMIT {int(limit)}"
-        return fetch_rows(self.conn, sql, params or None, self.shape)  # decoded in C (snapshot_rows.py)
+        return send_query(self.conn, sql, params or None)  # rows decoded in C (snapshot_rows.py)
 
 
 class InitialSnapshot:
@@ -267,26 +272,32 @@ class InitialSnapshot:
             resumed_after = after
             n = 0
             replace = after is None and bool(self.progress.get("replace"))  # the table's first chunk
-            while True:
-                read = reader.chunk(after, self.chunk_rows)
-                last = not reader.key or len(read) < self.chunk_rows
-                rows = rolled_back(read, reader.key, images, used)
-                if last:  # rows the window deleted: at the stream's state they exist, the read no longer sees them
-                    rows += unseen(reader.key, images, used, resumed_after)
-                if not rows and not replace:
-                    if not last and read:  # every row of this chunk was rolled back out of it: read on
-                        after = reader.key_of(read[-1])
-                        continue
-                    if n == 0 and resumed_after is None:  # an empty table: its definition still goes out (_chunk)
-                        self.progress.update(table=str(table), after=None)
-                        yield table, reader.schema, rows, EMPTY_TABLE, False, dict(self.progress)
-                    break
-                after = reader.key_of(read[-1]) if reader.key and read else after
-                self.progress.update(table=str(table), after=after)
-                yield table, reader.schema, rows, n, replace, dict(self.progress)
-                n, replace = n + 1, False
-                if last or self.source._stop.is_set():
-                    break
+            pending = reader.send(after, self.chunk_rows)
+            try:
+                while True:
+                    read = pending.rows(reader.shape)
+                    last = not reader.key or len(read) < self.chunk_rows
+                    if not last:  # read ahead: the server reads the next chunk while this one is published
+                        pending = reader.send(reader.key_of(read[-1]), self.chunk_rows)
+                    rows = rolled_back(read, reader.key, images, used)
+                    if last:  # rows the window deleted: at the stream's state they exist, the read no longer sees
+                        rows += unseen(reader.key, images, used, resumed_after)
+                    if not rows and not replace:
+                        if not last and read:  # every row of this chunk was rolled back out of it: read on
+                            after = reader.key_of(read[-1])
+                            continue
+                        if n == 0 and resumed_after is None:  # an empty table: its definition still goes out
+                            self.progress.update(table=str(table), after=None)
+                            yield table, reader.schema, rows, EMPTY_TABLE, False, dict(self.progress)
+                        break
+                    after = reader.key_of(read[-1]) if reader.key and read else after
+                    self.progress.update(table=str(table), after=after)
+                    yield table, reader.schema, rows, n, replace, dict(self.progress)
+                    n, replace = n + 1, False
+                    if last or self.source._stop.is_set():
+                        break
+            finally:
+                pending.drop()  # a chunk read ahead that is not needed (a stop): off the socket before a next query
             if self.source._stop.is_set():
                 return
 

@@ -1,15 +1,16 @@
 """A snapshot chunk's SELECT, its rows read off the socket in blocks and decoded in C.
 
-:func:`fetch_rows` returns the rows ``cursor.execute(sql, params); cursor.fetchall()`` returns on a
-PyMySQL connection (every value decoded and converted by PyMySQL's own converters), each then made a
-dict by :class:`Shape` (column name -> value, a value passed through the column's ``post`` function),
-about six times cheaper than PyMySQL: it reads each row packet with several Python calls and decodes it
-value by value, which was most of a snapshot's CPU. PyMySQL still sends the query and reads the column definitions (so
-its converters, TLS, timeouts and errors are the same); the row packets are then read in blocks from the
-connection's buffered socket and decoded by readers/mysql/_snapshot_native.c. A packet the C code does
-not vouch for (an error, a row of 16 MB or more, a malformed row) is read and decoded here by PyMySQL's
-own packet class and row decoder, so it raises or decodes exactly as before. Without the compiled
-module, the cursor reads the rows.
+:func:`fetch_rows` (or :func:`send_query` now and :meth:`Pending.rows` later) returns the rows that
+``cursor.execute(sql, params); cursor.fetchall()`` returns on a PyMySQL connection (every value decoded
+and converted by PyMySQL's own converters), each then made a dict by :class:`Shape` (column name ->
+value, a value passed through the column's ``post`` function), about six times cheaper than PyMySQL,
+which reads each row packet with several Python calls and decodes it value by value (most of a
+snapshot's CPU). PyMySQL still sends the query and reads the column definitions (so its converters, TLS,
+timeouts and errors are the same); the row packets are then read in blocks from the connection's
+buffered socket and decoded by readers/mysql/_snapshot_native.c. A packet the C code does not vouch for
+(an error, a row of 16 MB or more, a malformed row) is read and decoded here by PyMySQL's own packet
+class and row decoder, so it raises or decodes exactly as before. Without the compiled module, the
+cursor reads the rows.
 
 A failure in the middle of the rows (lost connection, a value that does not decode) closes the
 connection: its stream is no longer at a packet boundary.
@@ -60,26 +61,53 @@ def fetch_rows(conn: Any, sql: str, params: tuple | None, shape: Shape) -> list[
     """``sql`` (with ``params`` escaped in as PyMySQL does) run on ``conn``; its rows as PyMySQL's
     ``fetchall()`` gives them, each made a dict by ``shape``. Raises what PyMySQL raises (and then the
     connection is closed when the failure came in the middle of the rows)."""
+    return send_query(conn, sql, params).rows(shape)
+
+
+class Pending:
+    """A query sent whose rows are not read yet (:func:`send_query`): the server reads them into the socket
+    while the caller works. Read them with :meth:`rows` (or :meth:`drop` them) before the next query on
+    the connection; :meth:`drop` also makes closing the connection quiet."""
+
+    def __init__(self, conn: Any, result: Any, rows: Sequence[tuple] | None) -> None:
+        self.conn, self.result, self.fetched = conn, result, rows
+
+    def rows(self, shape: Shape) -> list[dict[str, Any]]:
+        """The rows, each made a dict by ``shape`` (see :func:`fetch_rows`)."""
+        result, self.result = self.result, None
+        if result is None or not result.unbuffered_active:  # read already (no compiled decoder, not rows)
+            return [shape.row(r) for r in (self.fetched if result is None else result.rows) or ()]
+        if len(result.converters) != len(shape.names):
+            result._finish_unbuffered_query()
+            raise ValueError(f"{len(shape.names)} column names for a result of {len(result.converters)} columns")
+        try:
+            return _read_rows(self.conn, result, shape)
+        except BaseException:
+            result.unbuffered_active = False
+            self.conn._force_close()
+            raise
+        finally:
+            result.connection = None  # as PyMySQL does once the rows are read: no reference cycle
+
+    def drop(self) -> None:
+        """Forget the rows (idempotent): read to their end while the connection is open, else let go."""
+        result, self.result = self.result, None
+        if result is not None and result.unbuffered_active:
+            if self.conn.open:
+                result._finish_unbuffered_query()
+            result.unbuffered_active, result.connection = False, None
+
+
+def send_query(conn: Any, sql: str, params: tuple | None) -> Pending:
+    """Send ``sql`` (``params`` escaped in as PyMySQL does) and read the columns of its result; its rows
+    stay on the socket until :meth:`Pending.rows`. Without the compiled decoder the cursor reads them now."""
     with conn.cursor() as cur:
         if _snapshot_native is None:
             cur.execute(sql, params)
-            return [shape.row(r) for r in cur.fetchall()]
+            return Pending(conn, None, cur.fetchall())
         query = cur.mogrify(sql, params)
     conn.query(query, unbuffered=True)
-    result = conn._result
-    if not result.unbuffered_active:  # not a result set (no rows to read)
-        return [shape.row(r) for r in result.rows or ()]
-    if len(result.converters) != len(shape.names):
-        result._finish_unbuffered_query()
-        raise ValueError(f"{len(shape.names)} column names for a result of {len(result.converters)} columns")
-    try:
-        return _read_rows(conn, result, shape)
-    except BaseException:
-        result.unbuffered_active = False
-        conn._force_close()
-        raise
-    finally:
-        result.connection = None  # as PyMySQL does once the rows are read: no reference cycle
+    return Pending(conn, conn._result, None)
 
 
 def _specs(result: Any, shape: Shape) -> tuple:
