@@ -93,8 +93,11 @@ class Pending:
         """Forget the rows (idempotent): read to their end while the connection is open, else let go."""
         result, self.result = self.result, None
         if result is not None and result.unbuffered_active:
-            if self.conn.open:
-                result._finish_unbuffered_query()
+            try:
+                if self.conn.open:
+                    result._finish_unbuffered_query()
+            except Exception:  # noqa: BLE001 - rows nobody reads, on a connection that failed: close it
+                self.conn._force_close()
             result.unbuffered_active, result.connection = False, None
 
 

@@ -89,3 +89,23 @@ def test_a_row_over_16_mb_reads_through_continued_packets(mysql97_primary, tmp_p
         assert fast == slow
     finally:
         server.query(f"DROP DATABASE IF EXISTS `{db}`")
+
+
+def test_a_chunk_read_ahead_and_not_needed_is_dropped_off_the_socket(mysql_source, tmp_source_db):
+    """A stop after the next chunk's query went out: its rows are read off before the connection's next query,
+    and dropping them after the connection closed is quiet."""
+    db, q = tmp_source_db, mysql_source.query
+    q(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(200))")
+    q(f"INSERT INTO `{db}`.t VALUES " + ", ".join(f"({i}, REPEAT('v', 200))" for i in range(1, 3001)))
+    conn = mysql_source.connect()
+    try:
+        reader = TableReader(conn, TableId(db, "t"))
+        first = reader.send(None, 1000)
+        assert [r["id"] for r in first.rows(reader.shape)] == list(range(1, 1001))
+        reader.send([1000], 1000).drop()
+        assert [r["id"] for r in reader.chunk([2000], 5)] == [2001, 2002, 2003, 2004, 2005]
+        ahead = reader.send([2005], 1000)
+    finally:
+        conn.close()
+    ahead.drop()
+    assert not ahead.result
