@@ -53,6 +53,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from cdc.compare.shapes import classify
@@ -64,6 +65,7 @@ from cdc.stream.events import Begin, Change, Commit, Event, Heartbeat, SchemaCha
 from cdc.stream.snapshot_marks import row_mark, with_ends
 from readers.mysql.connection import open_connection, server_version
 from readers.mysql.schema import schema_from_information_schema
+from readers.mysql.snapshot_rows import Pending, Shape, send_query
 from readers.mysql.snapshot_window import (
     OPEN_ATTEMPTS,
     Images,
@@ -79,7 +81,6 @@ log = logging.getLogger(__name__)
 EMPTY_TABLE = -1  # the chunk number _chunks gives a table that has no rows at all
 
 CHUNK_ROWS = 5_000
-_PLAIN = frozenset({int, str, float, bool, type(None)})  # the value types stream_value keeps as they are
 
 
 q = MYSQL.quote
@@ -151,15 +152,21 @@ class TableReader:
         self.kinds = [value_kind(c.type, classify(c.type, None, "mysql")[0], "mysql") for c in schema.columns]
         self.key = list(schema.primary_key)
         self.names = [c.name for c in schema.columns]
-        # every column's value goes out as the driver gave it when it is an int/str/float/bool/None (the
-        # common row): then the row is built in C, not value by value (stream_value is the identity there)
-        self.plain = all(stream_value_is_identity(k) for k in self.kinds)
+        # a value goes out as the driver gave it when it is an int/str/float/bool/None and stream_value is
+        # the identity there for its column's kind (most columns): only the others are converted, in C's loop
+        self.shape = Shape(self.names, [(partial(stream_value, kind=k), not stream_value_is_identity(k))
+                                        for k in self.kinds])
 
     def key_of(self, row: dict[str, Any]) -> list[Any]:
         return [row[k] for k in self.key]
 
     def chunk(self, after: list[Any] | None, limit: int) -> list[dict[str, Any]]:
         """Rows with key > ``after`` (None: from the start), at most ``limit`` (all, without a key)."""
+        return self.send(after, limit).rows(self.shape)
+
+    def send(self, after: list[Any] | None, limit: int) -> Pending:
+        """The query of ``chunk(after, limit)`` sent; ``.rows(self.shape)`` reads its rows later (before the
+        connection's next query), so the server reads them while the caller publishes the chunk before."""
         cols = ", ".join(select_expr(q(c.name), k) for c, k in zip(self.schema.columns, self.kinds))
         sql = f"SELECT {cols} FROM {q(self.table.db)}.{q(self.table.table)}"
         params: tuple = ()
@@ -169,15 +176,7 @@ class TableReader:
                 sql += f" WHERE ({keys}) > ({', '.join(['%s'] * len(self.key))})"
                 params = tuple(after)
             sql += " ORDER BY " + ", ".join(q(k) for k in self.key) + f" LIMIT {int(limit)}"
-        with self.conn.cursor() as cur:
-            cur.execute(sql, params or None)
-            rows = cur.fetchall()
-        names, kinds = self.names, self.kinds
-        if not self.plain:
-            return [{n: stream_value(v, k) for n, v, k in zip(names, r, kinds)} for r in rows]
-        plain = _PLAIN.issuperset
-        return [dict(zip(names, r)) if plain(map(type, r)) else
-                {n: stream_value(v, k) for n, v, k in zip(names, r, kinds)} for r in rows]
+        return send_query(self.conn, sql, params or None)  # rows decoded in C (snapshot_rows.py)
 
 
 class InitialSnapshot:
@@ -273,26 +272,32 @@ class InitialSnapshot:
             resumed_after = after
             n = 0
             replace = after is None and bool(self.progress.get("replace"))  # the table's first chunk
-            while True:
-                read = reader.chunk(after, self.chunk_rows)
-                last = not reader.key or len(read) < self.chunk_rows
-                rows = rolled_back(read, reader.key, images, used)
-                if last:  # rows the window deleted: at the stream's state they exist, the read no longer sees them
-                    rows += unseen(reader.key, images, used, resumed_after)
-                if not rows and not replace:
-                    if not last and read:  # every row of this chunk was rolled back out of it: read on
-                        after = reader.key_of(read[-1])
-                        continue
-                    if n == 0 and resumed_after is None:  # an empty table: its definition still goes out (_chunk)
-                        self.progress.update(table=str(table), after=None)
-                        yield table, reader.schema, rows, EMPTY_TABLE, False, dict(self.progress)
-                    break
-                after = reader.key_of(read[-1]) if reader.key and read else after
-                self.progress.update(table=str(table), after=after)
-                yield table, reader.schema, rows, n, replace, dict(self.progress)
-                n, replace = n + 1, False
-                if last or self.source._stop.is_set():
-                    break
+            pending = reader.send(after, self.chunk_rows)
+            try:
+                while True:
+                    read = pending.rows(reader.shape)
+                    last = not reader.key or len(read) < self.chunk_rows
+                    if not last:  # read ahead: the server reads the next chunk while this one is published
+                        pending = reader.send(reader.key_of(read[-1]), self.chunk_rows)
+                    rows = rolled_back(read, reader.key, images, used)
+                    if last:  # rows the window deleted: at the stream's state they exist, the read no longer sees
+                        rows += unseen(reader.key, images, used, resumed_after)
+                    if not rows and not replace:
+                        if not last and read:  # every row of this chunk was rolled back out of it: read on
+                            after = reader.key_of(read[-1])
+                            continue
+                        if n == 0 and resumed_after is None:  # an empty table: its definition still goes out
+                            self.progress.update(table=str(table), after=None)
+                            yield table, reader.schema, rows, EMPTY_TABLE, False, dict(self.progress)
+                        break
+                    after = reader.key_of(read[-1]) if reader.key and read else after
+                    self.progress.update(table=str(table), after=after)
+                    yield table, reader.schema, rows, n, replace, dict(self.progress)
+                    n, replace = n + 1, False
+                    if last or self.source._stop.is_set():
+                        break
+            finally:
+                pending.drop()  # a chunk read ahead that is not needed (a stop): off the socket before a next query
             if self.source._stop.is_set():
                 return
 
@@ -322,11 +327,15 @@ class InitialSnapshot:
         yield Begin(txid, ts)
         if replace:
             yield Change(table, "t", None, None, {"snapshot_gtid": self.gtid_set, "row": 0, **self.binlog}, schema)
+        base = {"snapshot_gtid": self.gtid_set, "row": 0, **self.binlog}  # each row's: a copy, its own "row"
+        marked, count = first or last, len(rows)
         for i, row in enumerate(rows):
-            src = {"snapshot_gtid": self.gtid_set, "row": i, **self.binlog}
-            mark = row_mark(i, len(rows), first, last) if first or last else None
-            if mark is not None:
-                src["snapshot"] = mark
+            src = base.copy()
+            src["row"] = i
+            if marked:
+                mark = row_mark(i, count, first, last)
+                if mark is not None:
+                    src["snapshot"] = mark
             yield Change(table, "r", None, row, src, schema)
         self.source.metrics.event_read(str(table), "r", len(rows))
         yield Commit(txid, ts, {"gtid_set": self.gtid_set, "snapshot": progress},
