@@ -8,7 +8,7 @@ import pytest
 from cdc.stream.events import Begin, Commit, SchemaChange, expand
 from readers.mysql.position import GtidSet
 from tests.fixtures.services import documented_capture_user
-from tests.integration.mysql_helpers import collect, gtid_since, is_mysql, make_source, marks, source_for, transactions
+from tests.integration.mysql_helpers import collect, gtid_since, make_source, marks, source_for, transactions
 
 pytestmark = pytest.mark.mysql
 
