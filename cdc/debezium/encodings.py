@@ -12,7 +12,8 @@ that turns the ordered stream's value into the payload value. References, per mo
   ``connect`` (org.apache.kafka.connect.data.Date/Time/Timestamp); ``decimal.handling.mode`` ``precise``
   (org.apache.kafka.connect.data.Decimal: the unscaled value's big-endian two's complement bytes), ``double``,
   ``string``; BIT(1) boolean, BIT(n) io.debezium.data.Bits little-endian bytes; ENUM/SET io.debezium.data.Enum/
-  EnumSet; JSON io.debezium.data.Json; spatial types io.debezium.data.geometry.Geometry/Point.
+  EnumSet; JSON io.debezium.data.Json; spatial types io.debezium.data.geometry.Geometry/Point; MySQL 9
+  VECTOR io.debezium.data.FloatVector (a Connect array of float32, Debezium 3's mapping).
 - Oracle connector, "Data type mappings" (.../connectors/oracle.html#oracle-data-type-mappings): DATE and
   TIMESTAMP(0-3) -> Timestamp, (4-6) -> MicroTimestamp, (7-9) -> NanoTimestamp, WITH [LOCAL] TIME ZONE ->
   ZonedTimestamp; NUMBER(p,0) -> int8/16/32/64 by precision, NUMBER(p,s) -> Decimal, NUMBER ->
@@ -21,7 +22,7 @@ that turns the ordered stream's value into the payload value. References, per mo
 ``temporal: iso`` is the ordered stream's own encoding, unchanged (the per-table topics' values before this
 module): temporal values as ISO text (schema names io.debezium.time.IsoDate/IsoTime/IsoTimestamp, as
 Debezium's ``isostring`` mode), and every other value as the stream carries it (BIT as an integer, Oracle
-NUMBER/BINARY_DOUBLE/RAW as their SQL text, spatial values as base64). ``connect`` and ``adaptive_micros``
+NUMBER/BINARY_DOUBLE/RAW as their SQL text, spatial values and VECTOR's float32 bytes as base64). ``connect`` and ``adaptive_micros``
 give Debezium's typed encodings for those too. ``decimal`` applies in every mode.
 """
 
@@ -60,6 +61,7 @@ class Codec:
     version: int | None = None
     parameters: dict[str, str] | None = None
     fields: tuple[dict[str, Any], ...] = ()  # a struct's field schemas
+    items: dict[str, Any] | None = None  # an array's element schema
     convert: Convert | None = field(default=None, compare=False)
 
     def schema(self, optional: bool, field_name: str | None = None) -> dict[str, Any]:
@@ -67,6 +69,8 @@ class Codec:
         out: dict[str, Any] = {"type": self.type}
         if self.fields:
             out["fields"] = list(self.fields)
+        if self.items is not None:
+            out["items"] = dict(self.items)
         out["optional"] = optional
         if self.name is not None:
             out["name"] = self.name
@@ -125,6 +129,8 @@ def codec(logical: LogicalType, connector: str, temporal: str, decimal: str) -> 
         return Codec("bytes")
     if family == "spatial":
         return _spatial(logical.subtype or "geometry", typed)
+    if family == "vector" and typed:
+        return Codec("array", "io.debezium.data.FloatVector", 1, items=_FLOAT32, convert=_float_vector)
     return Codec("string")  # strings, intervals, and types we do not know
 
 
@@ -272,6 +278,19 @@ def _point(v: Any) -> Any:
     srid, wkb = _split_srid(v)
     x, y = struct.unpack_from("<dd" if wkb[0] == 1 else ">dd", wkb, 5)
     return {"x": x, "y": y, "wkb": base64.b64encode(wkb).decode(), "srid": srid}
+
+
+_FLOAT32 = {"type": "float32", "optional": False}
+
+
+def _float_vector(v: Any) -> Any:
+    """The stream's base64 of a VECTOR's stored bytes (little-endian float32s) -> the list of its elements."""
+    if v is None:
+        return None
+    raw = base64.b64decode(v, validate=True)
+    if len(raw) % 4:
+        raise ValueError(f"{len(raw)} bytes are not a whole number of float32 elements")
+    return list(struct.unpack(f"<{len(raw) // 4}f", raw))
 
 
 # ---------------------------------------------------------------- temporal

@@ -94,3 +94,11 @@ def fill(db: Any, table: str, n: int, columns: str = "seq, seq") -> None:
             cur.execute("COMMIT")
     finally:
         conn.close()
+
+
+def gtid_since(db: Any, before: str) -> str:
+    """The one GTID ``db`` wrote since its GTID state was ``before`` (``gtid_binlog_pos()`` text): MariaDB
+    ``domain-server-seq``, MySQL ``uuid:n``."""
+    from readers.mysql.position import GtidSet
+
+    return str(GtidSet.parse(db.gtid_binlog_pos()) - GtidSet.parse(before))

@@ -1,4 +1,4 @@
-"""`cdc check` against real MariaDB, the tansu broker and PostgreSQL: all pass, then each failure named with its fix."""
+"""`cdc check` against real MariaDB and MySQL 9.7 (``mysql_source``), the tansu broker and PostgreSQL: all pass, then each failure named with its fix."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import yaml
 from cdc.checks import main
 from cdc.dev.ports import free_port
 from cdc.stream.envelope import changes_topic
+from tests.fixtures.services import documented_target_grant
+from tests.integration.mysql_helpers import is_mysql
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.postgres]
 
@@ -36,22 +38,36 @@ def run_check(tmp_path, capsys, cfg: dict) -> tuple[int, dict[str, dict]]:
     return code, {c["check"]: c for c in found}
 
 
-def config(mariadb, db, broker, prefix, postgres, schema, tables=None) -> dict:
-    return {"sources": [{"name": "shop", "kind": "mysql", "hosts": [mariadb.address], "user": "cdc", "password": "cdc",
-                         "tables": tables or [f"{db}.order_*"]}],
+def config(server, db, broker, prefix, postgres, schema, tables=None) -> dict:
+    """``server``'s source as its capture user (MySQL 9.7: the documented one), a PostgreSQL target."""
+    user, password = getattr(server, "capture_user", ("cdc", "cdc"))
+    return {"sources": [{"name": "shop", "kind": "mysql", "hosts": [server.address], "user": user,
+                         "password": password, "tables": tables or [f"{db}.order_*"]}],
             "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": prefix},
             "targets": [{"name": "pg", "kind": "postgres", "dsn": postgres.dsn, "schema": schema}]}
 
 
-def test_all_pass_then_each_failure_names_its_fix(tmp_path, capsys, mariadb_primary, tmp_mysql_db, broker, topic_prefix,
+def _target_login(server, db: str) -> str:
+    """``user:password`` of a MySQL target and shadow source on ``db``: on MySQL 9.7 an account with exactly
+    docs/setup.md's target grant, on MariaDB the server's cdc account."""
+    if not is_mysql(server):
+        return "cdc:cdc"
+    user = "cdc_apply_" + uuid.uuid4().hex[:6]
+    server.query(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'apply-pw'")
+    documented_target_grant(server, db, user)
+    return f"{user}:apply-pw"
+
+
+def test_all_pass_then_each_failure_names_its_fix(tmp_path, capsys, mysql_source, tmp_source_db, broker, topic_prefix,
                                                   postgres, pg_schema):
-    db = tmp_mysql_db
-    mariadb_primary.query(f"CREATE TABLE `{db}`.order_items (id INT PRIMARY KEY)")
-    mariadb_primary.query(f"CREATE TABLE `{db}`.orders (id INT PRIMARY KEY)")
-    cfg = config(mariadb_primary, db, broker, topic_prefix, postgres, pg_schema)
-    cfg["targets"] += [{"name": "my", "kind": "mysql", "dsn": f"mysql://cdc:cdc@{mariadb_primary.address}/{db}"},
+    db = tmp_source_db
+    mysql_source.query(f"CREATE TABLE `{db}`.order_items (id INT PRIMARY KEY)")
+    mysql_source.query(f"CREATE TABLE `{db}`.orders (id INT PRIMARY KEY)")
+    cfg = config(mysql_source, db, broker, topic_prefix, postgres, pg_schema)
+    login = _target_login(mysql_source, db)
+    cfg["targets"] += [{"name": "my", "kind": "mysql", "dsn": f"mysql://{login}@{mysql_source.address}/{db}"},
                        {"name": "duck", "kind": "duckdb", "path": str(tmp_path / "t.duckdb")}]
-    cfg["sources"].append({"name": "legacy", "kind": "shadow", "dsn": f"mysql://cdc:cdc@{mariadb_primary.address}/{db}",
+    cfg["sources"].append({"name": "legacy", "kind": "shadow", "dsn": f"mysql://{login}@{mysql_source.address}/{db}",
                            "tables": [f"{db}.order*"]})
 
     code, checks = run_check(tmp_path, capsys, cfg)
@@ -59,10 +75,10 @@ def test_all_pass_then_each_failure_names_its_fix(tmp_path, capsys, mariadb_prim
     assert checks["target my: write"]["ok"] and checks["target duck: write"]["ok"]
     assert checks[f"source legacy: tables {db}.order*"]["detail"] == f"matches {db}.order_items, {db}.orders"
     cfg["sources"].pop()
-    assert not mariadb_primary.query(f"SHOW TABLES FROM `{db}` LIKE '\\_cdc\\_check%'")  # scratch table gone
+    assert not mysql_source.query(f"SHOW TABLES FROM `{db}` LIKE '\\_cdc\\_check%'")  # scratch table gone
     cfg["targets"] = cfg["targets"][:1]
     assert checks[f"source shop: tables {db}.order_*"]["detail"] == f"matches {db}.order_items"
-    assert checks[f"source shop: host {mariadb_primary.address}"]["ok"]
+    assert checks[f"source shop: host {mysql_source.address}"]["ok"]
     assert checks[f"kafka {broker.bootstrap}"]["detail"].startswith("reachable")
     assert "does not exist yet" in checks[f"kafka topic {changes_topic(topic_prefix, 'shop')}"]["detail"]
     assert checks["target pg: write"]["ok"]
@@ -93,15 +109,15 @@ def test_all_pass_then_each_failure_names_its_fix(tmp_path, capsys, mariadb_prim
     assert "kafka.bootstrap_servers" in kafka["fix"]
 
 
-def test_target_user_without_write_permission_gets_the_grant(tmp_path, capsys, mariadb_primary, tmp_mysql_db, broker,
+def test_target_user_without_write_permission_gets_the_grant(tmp_path, capsys, mysql_source, tmp_source_db, broker,
                                                               topic_prefix, postgres, pg_schema):
-    mariadb_primary.query(f"CREATE TABLE `{tmp_mysql_db}`.order_x (id INT PRIMARY KEY)")
+    mysql_source.query(f"CREATE TABLE `{tmp_source_db}`.order_x (id INT PRIMARY KEY)")
     role = "ro_" + uuid.uuid4().hex[:6]
     with postgres.connect() as c:
         c.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'ro'")
         c.commit()
     try:
-        cfg = config(mariadb_primary, tmp_mysql_db, broker, topic_prefix, postgres, pg_schema)
+        cfg = config(mysql_source, tmp_source_db, broker, topic_prefix, postgres, pg_schema)
         cfg["targets"][0]["dsn"] = f"postgresql://{role}:ro@{postgres.address}/cdc"
         code, checks = run_check(tmp_path, capsys, cfg)
         write = checks["target pg: write"]

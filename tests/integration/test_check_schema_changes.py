@@ -11,11 +11,11 @@ from tests.integration.test_check import config, run_check
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.postgres]
 
 
-def test_check_shows_the_schema_change_behaviour(tmp_path, capsys, mariadb_primary, tmp_mysql_db, broker,
+def test_check_shows_the_schema_change_behaviour(tmp_path, capsys, mysql_source, tmp_source_db, broker,
                                                  topic_prefix, postgres):
-    db = tmp_mysql_db
-    mariadb_primary.query(f"CREATE TABLE `{db}`.order_items (id INT PRIMARY KEY)")
-    cfg = config(mariadb_primary, db, broker, topic_prefix, postgres, None)
+    db = tmp_source_db
+    mysql_source.query(f"CREATE TABLE `{db}`.order_items (id INT PRIMARY KEY)")
+    cfg = config(mysql_source, db, broker, topic_prefix, postgres, None)
     cfg["targets"][0].pop("schema")
     cfg["apply"] = [{"source": "shop", "target": "pg"}]
     code, checks = run_check(tmp_path, capsys, cfg)

@@ -14,6 +14,7 @@ import pytest
 from cdc.compare.endpoints import Endpoint, from_dsn
 from cdc.compare.errors import CompareError
 from cdc.compare.table_diff import TableCompare
+from tests.fixtures.services import documented_capture_user
 
 pytestmark = [pytest.mark.mysql, pytest.mark.postgres]
 
@@ -201,10 +202,12 @@ def test_compare_from_config_reads_the_promoted_replica_after_a_mysql97_failover
     from readers.mysql.config import MySqlSourceConfig
 
     primary, replica = mysql97_pair
+    for server in (primary, replica):  # compare reads the source as its capture user: the documented grant
+        user, password = documented_capture_user(server, "cdc_doc", "doc-pw")
     primary.query("CREATE TABLE test.a (id INT PRIMARY KEY, v VARCHAR(10))")
     primary.query("INSERT INTO test.a VALUES (1, 'x'), (2, 'y')")
     replica.wait_caught_up(primary)
-    src = MySqlSourceConfig(name="shop", hosts=[primary.address, replica.address], user="cdc", password="cdc",
+    src = MySqlSourceConfig(name="shop", hosts=[primary.address, replica.address], user=user, password=password,
                             tables=["test.a"], connect_timeout_s=2)
     config = SimpleNamespace(sources=[src], targets=[])
     primary.kill()

@@ -21,9 +21,9 @@ from cdc.cli import main as cdc_main
 pytestmark = [pytest.mark.mysql]
 
 
-def test_geometry_unrenderable_column_and_missing_table(mariadb_primary, tmp_mysql_db, tmp_path, capsys):
-    db = tmp_mysql_db
-    conn = mariadb_primary.connect(db)
+def test_geometry_unrenderable_column_and_missing_table(mysql_source, tmp_source_db, tmp_path, capsys):
+    db = tmp_source_db
+    conn = mysql_source.connect(db)
     with conn.cursor() as cur:
         cur.execute("CREATE TABLE geo (id INT PRIMARY KEY, g GEOMETRY, p POINT, name VARCHAR(10))")
         cur.execute("INSERT INTO geo VALUES (1, ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0))'), "
@@ -43,10 +43,11 @@ def test_geometry_unrenderable_column_and_missing_table(mariadb_primary, tmp_mys
     con.execute("CREATE VIEW odd AS SELECT id, CAST(error('no text for v=' || id) AS INTEGER) AS v, name FROM odd_t")
     con.close()
     cfg = tmp_path / "cdc.yaml"
+    user, password = getattr(mysql_source, "capture_user", ("cdc", "cdc"))  # MySQL 9.7: the documented user
     cfg.write_text(yaml.safe_dump({
         "kafka": {"bootstrap_servers": "127.0.0.1:9", "topic_prefix": "unused"},
-        "sources": [{"name": "src", "kind": "mysql", "hosts": [mariadb_primary.address], "user": "cdc",
-                     "password": "cdc", "tables": [f"{db}.geo", f"{db}.odd", f"{db}.gone"]}],
+        "sources": [{"name": "src", "kind": "mysql", "hosts": [mysql_source.address], "user": user,
+                     "password": password, "tables": [f"{db}.geo", f"{db}.odd", f"{db}.gone"]}],
         "targets": [{"name": "duck", "kind": "duckdb", "path": path}],
     }))
     assert cdc_main(["compare", "--config", str(cfg), "--source", "src", "--target", "duck", "--json"]) == 2

@@ -1,4 +1,4 @@
-"""Primary-key changes on a per-table topic the real daemon wrote from MariaDB, replayed as Debezium's
+"""Primary-key changes on a per-table topic the real daemon wrote from MariaDB and MySQL 9.7, replayed as Debezium's
 consumers replay it: after compaction, and with every record delivered twice.
 
 `cdc run` captures a workload with 20+ primary-key changes (single rows, several rows in one UPDATE
@@ -7,7 +7,7 @@ and deletes, with ``kafka.per_table_topics`` and ``kafka.debezium.schemas: true`
 ``d`` + tombstone for the old key and ``c`` for the new one. tansu has no log cleaner (it never
 compacts), so the test applies Kafka's compaction rule itself: per partition, the last record of each
 key, keys whose last record is a tombstone removed, offsets order kept. A consumer that upserts by key
-and deletes on tombstones then holds exactly the MariaDB table, from the compacted topic and from the
+and deletes on tombstones then holds exactly the source table, from the compacted topic and from the
 whole topic delivered twice (at-least-once redelivery).
 """
 
@@ -75,15 +75,19 @@ def _apply(records: list[tuple]) -> dict[int, tuple]:
     return table
 
 
-@pytest.fixture(scope="module")
-def captured(mariadb_primary, broker, tmp_path_factory):
+@pytest.fixture(scope="module", params=["mariadb", "mysql97"])
+def captured(request, broker, tmp_path_factory):
+    """The workload captured from the session primary of each flavour, as its capture user (MySQL 9.7: the
+    documented one)."""
+    server = request.getfixturevalue(f"{request.param}_primary")
     db, prefix = f"dbz_{uuid.uuid4().hex[:8]}", f"t-dbz-{uuid.uuid4().hex[:8]}"
     tmp = tmp_path_factory.mktemp("debezium-keys")
-    q = mariadb_primary.query
+    q = server.query
     q(f"CREATE DATABASE `{db}`")
     q(f"CREATE TABLE `{db}`.k (id INT PRIMARY KEY, v VARCHAR(20), n INT)")
-    config = write_config(tmp / "cdc.yaml", hosts=[mariadb_primary.address], tables=[f"{db}.*"],
-                          bootstrap=broker.bootstrap, prefix=prefix)
+    config = write_config(tmp / "cdc.yaml", hosts=[server.address], tables=[f"{db}.*"],
+                          bootstrap=broker.bootstrap, prefix=prefix,
+                          user=getattr(server, "capture_user", ("cdc", "cdc")))
     cfg = yaml.safe_load(config.read_text())
     cfg["kafka"].update(per_table_topics=True, debezium={"schemas": True})
     config.write_text(yaml.safe_dump(cfg))
@@ -94,7 +98,7 @@ def captured(mariadb_primary, broker, tmp_path_factory):
         with ChangeStreamConsumer(broker.bootstrap, changes_topic(prefix, "s1"), start="beginning") as probe:
             wait_for(lambda: probe.poll(0.5) or probe.last_heartbeat_ms, 60, "the daemon's first record (the reader "
                      "streams from here on)", daemon=daemon)
-        conn = mariadb_primary.connect()
+        conn = server.connect()
         with conn.cursor() as cur:
             def run(sql: str, *args: object) -> int:
                 cur.execute(sql, args or None)

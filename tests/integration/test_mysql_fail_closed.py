@@ -1,6 +1,6 @@
 """Fail closed: every binlog event type the reader does not decode stops it before its checkpoint passes.
 
-On a real MariaDB, one committed transaction of a captured table is read again and again; each time
+On a real MariaDB and MySQL 9.7 (``mysql_source``), one committed transaction of a captured table is read again and again; each time
 an event of one more type code is injected into the replication stream just before the transaction's
 first rows event (as a server that writes it would send it). Each run must stop with a named Terminal
 error, yield nothing of the transaction, and leave every resume state it yielded before the transaction.
@@ -19,7 +19,7 @@ from cdc.stream.events import Begin, Change, Commit, Heartbeat, expand
 from readers.mysql import reader as reader_mod
 from readers.mysql.binlog.binlog_events import KNOWN_CODES, PASSIVE_CODES
 from readers.mysql.position import GtidSet
-from tests.integration.mysql_helpers import collect, make_source, transactions
+from tests.integration.mysql_helpers import collect, is_mysql, source_for, transactions
 
 pytestmark = pytest.mark.mysql
 
@@ -63,12 +63,12 @@ def inject(monkeypatch):
     return arm
 
 
-def test_every_undecoded_event_type_stops_before_the_checkpoint(mariadb_primary, tmp_mysql_db, inject):
-    db = tmp_mysql_db
-    q = mariadb_primary.query
+def test_every_undecoded_event_type_stops_before_the_checkpoint(mysql_source, tmp_source_db, inject):
+    db = tmp_source_db
+    q = mysql_source.query
     q(f"CREATE TABLE `{db}`.acct (id INT PRIMARY KEY, bal INT)")
-    before = GtidSet.parse(mariadb_primary.gtid_binlog_pos())  # the checkpoint: just before the transaction
-    conn = mariadb_primary.connect()
+    before = GtidSet.parse(mysql_source.gtid_binlog_pos())  # the checkpoint: just before the transaction
+    conn = mysql_source.connect()
     try:
         with conn.cursor() as cur:
             cur.execute("BEGIN")
@@ -77,14 +77,14 @@ def test_every_undecoded_event_type_stops_before_the_checkpoint(mariadb_primary,
             cur.execute("COMMIT")
     finally:
         conn.close()
-    after = GtidSet.parse(mariadb_primary.gtid_binlog_pos())
-    gtid = str(after).split(",")[0] if "," not in str(after) else None
+    after = GtidSet.parse(mysql_source.gtid_binlog_pos())
+    gtid = str(after - before)  # the transaction's own GTID
     assert not before.issuperset(after)
 
     stopped: dict[int, str] = {}
     for code in INJECTED:
         inject(code)
-        src = make_source([mariadb_primary.address], [f"{db}.*"], heartbeat_interval_s=0.2, reconnect_attempts=0)
+        src = source_for(mysql_source, [f"{db}.*"], heartbeat_interval_s=0.2, reconnect_attempts=0)
         src.start({"gtid_set": str(before)})
         seen: list = []
         try:
@@ -102,14 +102,14 @@ def test_every_undecoded_event_type_stops_before_the_checkpoint(mariadb_primary,
         assert isinstance(err, Terminal), f"code {code}: {err!r} is not Terminal"
         assert not src.state.issuperset(after), f"code {code}: state passed the transaction: {src.state}"
         text = str(err)
-        assert "mariadb-bin." in text and (gtid is None or gtid in text), f"code {code}: {text}"
+        assert ("mysql-bin." if is_mysql(mysql_source) else "mariadb-bin.") in text and (gtid is None or gtid in text), f"code {code}: {text}"
         if code in KNOWN_CODES:
             assert KNOWN_CODES[code][0] in text, f"code {code}: the event type is not named: {text}"
         stopped[code] = type(err).__name__
     assert set(stopped) == set(INJECTED)
 
     inject(None)
-    src = make_source([mariadb_primary.address], [f"{db}.*"], heartbeat_interval_s=0.2)
+    src = source_for(mysql_source, [f"{db}.*"], heartbeat_interval_s=0.2)
     src.start({"gtid_set": str(before)})
     try:
         events = collect(src, lambda evs: src.state.issuperset(after), timeout=20)

@@ -1,4 +1,4 @@
-"""On a real MariaDB, the native rows pass (and the TABLE_MAP cache) publish the same records as the Python path.
+"""On a real MariaDB and MySQL 9.7 (``mysql_source``), the native rows pass (and the TABLE_MAP cache) publish the same records as the Python path.
 
 One mixed workload (inserts, updates, deletes of every column type the reader decodes,
 NULLs, negative and long DECIMALs, fractional and zero temporal values, BINARY padding,
@@ -24,7 +24,7 @@ from cdc.stream.events import Change, ChangeBatch, Heartbeat, Idle, expand
 from readers.mysql.binlog import fastrows, native_rows
 from readers.mysql.binlog.decode import ConvertedRow, RowConverter
 from readers.mysql.position import GtidSet
-from tests.integration.mysql_helpers import collect, make_source, transactions
+from tests.integration.mysql_helpers import collect, fill, is_mysql, source_for, transactions
 from tests.unit.cdc.publish.fakes import publisher
 
 pytestmark = pytest.mark.mysql
@@ -56,6 +56,20 @@ ROWS = [
 ]
 
 
+def zero_dates(server, sql: str) -> None:
+    """Run ``sql`` where zero dates are accepted: MariaDB's default sql_mode does, MySQL's (NO_ZERO_DATE,
+    NO_ZERO_IN_DATE) does not, so there the session's sql_mode is emptied first."""
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            if is_mysql(server):
+                cur.execute("SET SESSION sql_mode = ''")
+            cur.execute(sql)
+        conn.commit()
+    finally:
+        conn.close()
+
+
 def _records(events: list) -> list[bytes]:
     out = []
     for i, (gtid, rows) in enumerate(transactions(events)):
@@ -79,7 +93,7 @@ def _published(events: list) -> list:
 
 def _capture(server, db: str, start: str, end: GtidSet, native: bool, **kw) -> list:
     fastrows.install(native=native, table_map_cache=native)  # the new path whole against the old one
-    src = make_source([server.address], [f"{db}.*"], snapshot="never", **kw)
+    src = source_for(server, [f"{db}.*"], snapshot="never", **kw)
     try:
         src.start({"gtid_set": start})
         return collect(src, lambda evs: src.state.issuperset(end), timeout=60, expand=False)
@@ -88,21 +102,21 @@ def _capture(server, db: str, start: str, end: GtidSet, native: bool, **kw) -> l
         fastrows.install()
 
 
-def test_native_and_python_paths_publish_identical_records(mariadb_primary, tmp_mysql_db):
-    db, q = tmp_mysql_db, mariadb_primary.query
+def test_native_and_python_paths_publish_identical_records(mysql_source, tmp_source_db):
+    db, q = tmp_source_db, mysql_source.query
     q(f"CREATE TABLE `{db}`.v ({COLUMNS})")
-    start = mariadb_primary.gtid_binlog_pos()
-    q(f"INSERT INTO `{db}`.v (id, tm, tm2, tm0, d, big, f, g, ts, ts0, dt, dt3, dt0, day, y, bt, b1, b64, s, e, bn, "
-      "vb, bl, tx, lt, vc, ch, j, ti, us, m, um, ub) VALUES " + ", ".join(r.replace(", DEFAULT, DEFAULT)", ")")
-                                                                   for r in ROWS))
+    start = mysql_source.gtid_binlog_pos()
+    zero_dates(mysql_source, f"INSERT INTO `{db}`.v (id, tm, tm2, tm0, d, big, f, g, ts, ts0, dt, dt3, dt0, day, y, bt, b1, b64, s, e, bn, "
+               "vb, bl, tx, lt, vc, ch, j, ti, us, m, um, ub) VALUES " + ", ".join(r.replace(", DEFAULT, DEFAULT)", ")")
+                                                                            for r in ROWS))
     q(f"UPDATE `{db}`.v SET d = -d - 0.5, big = -big, tm = '-01:02:03.4', j = '{{\"a\": null}}', s = '', "
       "bn = x'02', hid = 9 WHERE id IN (1, 3)")
     q(f"DELETE FROM `{db}`.v WHERE id = 2")
     q(f"CREATE TABLE `{db}`.o (id BIGINT PRIMARY KEY, amount DECIMAL(12,2), created DATETIME(6), "
       "status ENUM('new','paid','shipped'), note VARCHAR(255))")
-    q(f"INSERT INTO `{db}`.o SELECT seq, (seq % 100000) / 100 - 500, TIMESTAMP('2024-01-01') + INTERVAL seq "
-      "SECOND + INTERVAL seq MICROSECOND, 1 + seq % 3, REPEAT('x', seq % 40) FROM `{db}`.seq_1_to_3000")
-    conn = mariadb_primary.connect()
+    fill(mysql_source, f"`{db}`.o", 3000, "seq, (seq % 100000) / 100 - 500, TIMESTAMP('2024-01-01') + INTERVAL seq "
+         "SECOND + INTERVAL seq MICROSECOND, 1 + seq % 3, REPEAT('x', seq % 40)")
+    conn = mysql_source.connect()
     try:
         with conn.cursor() as cur:
             for i in range(40):  # small transactions: one row each way
@@ -113,10 +127,10 @@ def test_native_and_python_paths_publish_identical_records(mariadb_primary, tmp_
                 cur.execute("COMMIT")
     finally:
         conn.close()
-    end = GtidSet.parse(mariadb_primary.gtid_binlog_pos())
+    end = GtidSet.parse(mysql_source.gtid_binlog_pos())
 
-    python = _capture(mariadb_primary, db, start, end, native=False)
-    native = _capture(mariadb_primary, db, start, end, native=True)
+    python = _capture(mysql_source, db, start, end, native=False)
+    native = _capture(mysql_source, db, start, end, native=True)
 
     assert not any(type(ev) is ChangeBatch for ev in python)
     if native_rows.NATIVE:  # without a C compiler both captures take the Python path
@@ -131,22 +145,23 @@ def test_native_and_python_paths_publish_identical_records(mariadb_primary, tmp_
     assert _published(native) == _published(python)  # the stream's bytes, BEGIN to END
 
 
-def test_table_map_cache_keeps_one_table_per_definition(mariadb_primary, tmp_mysql_db):
+def test_table_map_cache_keeps_one_table_per_definition(mysql_source, tmp_source_db):
     """The same definition gives the same Table object (and its plans) in every transaction; an ALTER that
     changes the TABLE_MAP gives a new one, with the new column, and the rows decode with it."""
-    db, q = tmp_mysql_db, mariadb_primary.query
+    db, q = tmp_source_db, mysql_source.query
     q(f"CREATE TABLE `{db}`.c (id INT PRIMARY KEY, d DECIMAL(8,2))")
-    start = mariadb_primary.gtid_binlog_pos()
+    start = mysql_source.gtid_binlog_pos()
     q(f"INSERT INTO `{db}`.c VALUES (1, -1.5)")
     q(f"INSERT INTO `{db}`.c VALUES (2, 2.25)")
     q(f"ALTER TABLE `{db}`.c ADD COLUMN s VARCHAR(10) DEFAULT 'new'")
     q(f"INSERT INTO `{db}`.c (id, d) VALUES (3, 3)")
     q(f"INSERT INTO `{db}`.c (id, d) VALUES (4, 4)")
     fastrows.install()
+    user, password = getattr(mysql_source, "capture_user", ("cdc", "cdc"))
     stream = BinLogStreamReader(
-        connection_settings={"host": mariadb_primary.host, "port": mariadb_primary.port, "user": "cdc",
-                             "passwd": "cdc"}, server_id=880002, blocking=False, auto_position=start,
-        is_mariadb=True, only_events=[TableMapEvent, WriteRowsEvent], only_schemas=[db], enable_logging=False)
+        connection_settings={"host": mysql_source.host, "port": mysql_source.port, "user": user,
+                             "passwd": password}, server_id=880002, blocking=False, auto_position=start,
+        is_mariadb=not is_mysql(mysql_source), only_events=[TableMapEvent, WriteRowsEvent], only_schemas=[db], enable_logging=False)
     try:
         maps, rows = [], []
         for ev in stream:
@@ -165,25 +180,24 @@ def test_table_map_cache_keeps_one_table_per_definition(mariadb_primary, tmp_mys
                                        {"id": 3, "d": "3.00", "s": "new"}, {"id": 4, "d": "4.00", "s": "new"}]
 
 
-def test_shaped_table_native_and_python_paths_publish_identical_records(mariadb_primary, tmp_mysql_db, tmp_path):
+def test_shaped_table_native_and_python_paths_publish_identical_records(mysql_source, tmp_source_db, tmp_path):
     """A shaped table (one hashed, one excluded column, a filter) keeps the native pass: the mapper shapes the
     decoded rows before any record byte is made, byte-identical to the Python path, no clear value in a record."""
-    db, q = tmp_mysql_db, mariadb_primary.query
+    db, q = tmp_source_db, mysql_source.query
     q(f"CREATE TABLE `{db}`.c (id INT PRIMARY KEY, email VARCHAR(80), note TEXT, amount DECIMAL(8,2))")
-    start = mariadb_primary.gtid_binlog_pos()
-    q(f"INSERT INTO `{db}`.c SELECT seq, CONCAT('clear-mail-', seq, '@x.io'), CONCAT('clear-note-', seq), seq "
-      f"FROM `{db}`.seq_1_to_300")
+    start = mysql_source.gtid_binlog_pos()
+    fill(mysql_source, f"`{db}`.c", 300, "seq, CONCAT('clear-mail-', seq, '@x.io'), CONCAT('clear-note-', seq), seq")
     q(f"UPDATE `{db}`.c SET email = CONCAT('clear-new-', id), amount = amount + 500 WHERE id <= 20")
     q(f"UPDATE `{db}`.c SET amount = 1 WHERE id BETWEEN 280 AND 290")  # leaves the filter: deletes
     q(f"DELETE FROM `{db}`.c WHERE id BETWEEN 100 AND 109")
-    end = GtidSet.parse(mariadb_primary.gtid_binlog_pos())
+    end = GtidSet.parse(mysql_source.gtid_binlog_pos())
     (tmp_path / "hash.key").write_bytes(b"h" * 32)
     transforms = {"hash_key_file": str(tmp_path / "hash.key"),
                   "tables": [{"match": f"{db}.c", "exclude": ["note"], "columns": {"email": {"mask": "hash"}},
                               "filter": "amount > 5"}]}
 
-    python = _capture(mariadb_primary, db, start, end, native=False, transforms=transforms)
-    native = _capture(mariadb_primary, db, start, end, native=True, transforms=transforms)
+    python = _capture(mysql_source, db, start, end, native=False, transforms=transforms)
+    native = _capture(mysql_source, db, start, end, native=True, transforms=transforms)
 
     assert not any(type(ev) is ChangeBatch for ev in python)
     if native_rows.NATIVE:

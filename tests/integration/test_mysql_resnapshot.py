@@ -1,4 +1,5 @@
-"""snapshot: when_needed on a real MariaDB, at the reader: the re-snapshot replaces each table once, also
+"""snapshot: when_needed on a real MariaDB and MySQL 9.7 (a fresh server of each, the documented capture user), at
+the reader: the re-snapshot replaces each table once, also
 across a restart in the middle of it (no table truncated after its first chunk is out)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import pytest
 
 from cdc.stream.events import Begin, Change, Commit, Heartbeat, expand
 from readers.mysql.errors import BinlogPurged
+from tests.fixtures.services import documented_capture_user
 from tests.integration.mysql_helpers import make_source
 
 pytestmark = pytest.mark.mysql
@@ -41,8 +43,20 @@ def read(src, stop_after_commits: int | None = None, timeout: float = 30) -> tup
     return out, resume
 
 
-def test_resnapshot_replaces_each_table_once_across_a_restart(mariadb_alone):
-    m, q = mariadb_alone, mariadb_alone.query
+@pytest.fixture(params=["mariadb", "mysql97"])
+def alone(request):
+    """A fresh server of each flavour (its binlogs get purged) with the documented capture user ``CAPTURE``."""
+    server = request.getfixturevalue(f"{request.param}_alone")
+    documented_capture_user(server, *CAPTURE)
+    return server
+
+
+CAPTURE = ("cdc_doc", "doc-pw")
+
+
+def test_resnapshot_replaces_each_table_once_across_a_restart(alone):
+    m, q = alone, alone.query
+    login = {"user": CAPTURE[0], "password": CAPTURE[1]}
     q("CREATE DATABASE shop")
     q("CREATE TABLE shop.a (id INT PRIMARY KEY, v INT)")
     q("CREATE TABLE shop.b (id INT PRIMARY KEY, v INT)")
@@ -57,16 +71,16 @@ def test_resnapshot_replaces_each_table_once_across_a_restart(mariadb_alone):
     purge_all_but_newest(m)
 
     with pytest.raises(BinlogPurged):
-        make_source([m.address], ["shop.*"]).start(dict(checkpoint))
+        make_source([m.address], ["shop.*"], **login).start(dict(checkpoint))
 
-    first = make_source([m.address], ["shop.*"], snapshot="when_needed", snapshot_chunk_rows=3)
+    first = make_source([m.address], ["shop.*"], snapshot="when_needed", snapshot_chunk_rows=3, **login)
     first.start(dict(checkpoint))
     assert first.metrics._m.resnapshots.labels("src")._value.get() == 1
     part1, resume = read(first, stop_after_commits=2)  # table a's first two chunks, then a crash
     first.close()
     assert "snapshot" in resume and resume["snapshot"]["replace"] is True
 
-    second = make_source([m.address], ["shop.*"], snapshot="when_needed", snapshot_chunk_rows=3)
+    second = make_source([m.address], ["shop.*"], snapshot="when_needed", snapshot_chunk_rows=3, **login)
     second.start(resume)  # continues the re-snapshot, not a new one
     assert second.metrics._m.resnapshots.labels("src")._value.get() == 0
     part2, final = read(second)

@@ -1,6 +1,6 @@
 """Values the binlog path used to lose arrive exactly, and equal to the snapshot path (issue #14).
 
-Faults injected, on real MariaDB, written once and read by both the binlog reader and a snapshot:
+Faults injected, on real MariaDB and MySQL 9.7, written once and read by both the binlog reader and a snapshot:
 BINARY(n) values ending in zero bytes (the binlog stores them without the padding: the user saw
 15 bytes of a BINARY(16), and ``unhex('00')`` as empty), YEAR 0000 (the library adds 1900 to the
 stored byte: the user saw 1900), the empty SET (the library flags it as NULL), and zero dates
@@ -17,7 +17,7 @@ import pytest
 from cdc.stream.events import Change, TableId
 from readers.mysql.position import GtidSet
 from readers.mysql.snapshot import TableReader
-from tests.integration.mysql_helpers import collect, make_source, transactions
+from tests.integration.mysql_helpers import collect, source_for, transactions
 
 pytestmark = pytest.mark.mysql
 
@@ -31,25 +31,25 @@ ROWS = [
 ]
 
 
-def test_binary_padding_year_0000_empty_set_and_zero_dates(mariadb_primary, tmp_mysql_db):
-    db, q = tmp_mysql_db, mariadb_primary.query
+def test_binary_padding_year_0000_empty_set_and_zero_dates(mysql_source, tmp_source_db):
+    db, q = tmp_source_db, mysql_source.query
     q(f"CREATE TABLE `{db}`.l ({COLUMNS})")
-    src = make_source([mariadb_primary.address], [f"{db}.*"])
+    src = source_for(mysql_source, [f"{db}.*"])
     src.start(None)
     try:
-        conn = mariadb_primary.connect()
+        conn = mysql_source.connect()
         with conn.cursor() as cur:
             cur.execute("SET SESSION sql_mode = '', time_zone = '+00:00'")
             cur.execute(f"INSERT INTO `{db}`.l VALUES " + ", ".join(ROWS))
         conn.commit()
         conn.close()
-        end = GtidSet.parse(mariadb_primary.gtid_binlog_pos())
+        end = GtidSet.parse(mysql_source.gtid_binlog_pos())
         events = collect(src, lambda evs: src.state.issuperset(end), timeout=20)
     finally:
         src.close()
     streamed = {ch.after["id"]: ch.after for _, rows in transactions(events) for ch in rows
                 if isinstance(ch, Change) and ch.table.table == "l"}
-    conn = mariadb_primary.connect()
+    conn = mysql_source.connect()
     try:
         with conn.cursor() as cur:
             cur.execute("SET SESSION time_zone = '+00:00'")

@@ -1,4 +1,5 @@
-"""Snapshot progress (#17) on real MariaDB, the broker and the daemon: the initial snapshot logs
+"""Snapshot progress on real MariaDB and MySQL 9.7 (``mysql_source``; MySQL: the documented capture user), the
+broker and the daemon: the initial snapshot logs
 progress lines, and `cdc snapshot status` (output piped) reports per table what the stream holds."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 
 from cdc.stream.envelope import changes_topic
 from tests.fixtures.ops import CDC, DaemonProcess, read_stream, total, wait_for
+from tests.integration.mysql_helpers import fill
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
 
@@ -19,15 +21,15 @@ ROWS_A, ROWS_B = 200_000, 1_000
 ANSI = re.compile(r"\x1b\[")
 
 
-def test_status_of_a_snapshot_stopped_halfway_counts_what_the_stream_holds(mariadb_primary, broker, topic_prefix,
-                                                                            tmp_mysql_db, tmp_path):
-    db, q = tmp_mysql_db, mariadb_primary.query
+def test_status_of_a_snapshot_stopped_halfway_counts_what_the_stream_holds(mysql_source, broker, topic_prefix,
+                                                                            tmp_source_db, tmp_path):
+    db, q = tmp_source_db, mysql_source.query
     for t, n in (("a", ROWS_A), ("b", ROWS_B)):
         q(f"CREATE TABLE `{db}`.{t} (id INT PRIMARY KEY, v VARCHAR(20))")
-        q(f"INSERT INTO `{db}`.{t} SELECT seq, CONCAT('v', seq) FROM `{db}`.seq_1_to_{n}")
-    daemon = DaemonProcess(tmp_path, source="shop", mariadb_hosts=[mariadb_primary.address], tables=[f"{db}.*"],
+        fill(mysql_source, f"`{db}`.{t}", n, "seq, CONCAT('v', seq)")
+    daemon = DaemonProcess(tmp_path, source="shop", mariadb_hosts=[mysql_source.address], tables=[f"{db}.*"],
                            bootstrap=broker.bootstrap, topic_prefix=topic_prefix,
-                           source_options={"snapshot": "initial", "snapshot_chunk_rows": 200})
+                           source_options={"snapshot": "initial", "snapshot_chunk_rows": 200, **_login(mysql_source)})
     try:
         daemon.start(ready_timeout=None)  # ready only once the snapshot is done: stop it before that
         wait_for(lambda: total(_scrape(daemon), "cdc_source_records_published_total") >= 5_000, 60,
@@ -61,6 +63,12 @@ def test_status_of_a_snapshot_stopped_halfway_counts_what_the_stream_holds(maria
     assert re.search(r"\(\d+\.\d%\)", progress[-1]), progress
 
 
+def _login(server) -> dict:
+    """The user the daemon captures as: MySQL 9.7's documented capture user, else cdc/cdc."""
+    user, password = getattr(server, "capture_user", ("cdc", "cdc"))
+    return {"user": user, "password": password}
+
+
 def _scrape(daemon: DaemonProcess) -> dict:
     """/metrics, or nothing while the daemon does not answer yet."""
     try:
@@ -69,14 +77,16 @@ def _scrape(daemon: DaemonProcess) -> dict:
         return {}
 
 
-def test_a_requested_snapshot_logs_rows_read_of_each_table(mariadb_primary, broker, topic_prefix, tmp_mysql_db,
+def test_a_requested_snapshot_logs_rows_read_of_each_table(mysql_source, broker, topic_prefix, tmp_source_db,
                                                            tmp_path):
-    db, q = tmp_mysql_db, mariadb_primary.query
+    db, q = tmp_source_db, mysql_source.query
     q(f"CREATE TABLE `{db}`.c (id INT PRIMARY KEY, v VARCHAR(20))")
-    q(f"INSERT INTO `{db}`.c SELECT seq, CONCAT('v', seq) FROM `{db}`.seq_1_to_{ROWS_B}")
-    daemon = DaemonProcess(tmp_path, source="shop", mariadb_hosts=[mariadb_primary.address], tables=[f"{db}.c"],
+    fill(mysql_source, f"`{db}`.c", ROWS_B, "seq, CONCAT('v', seq)")
+    q("CREATE DATABASE IF NOT EXISTS ops")  # where the documented grant lets the capture user write
+    daemon = DaemonProcess(tmp_path, source="shop", mariadb_hosts=[mysql_source.address], tables=[f"{db}.c"],
                            bootstrap=broker.bootstrap, topic_prefix=topic_prefix,
-                           source_options={"signal_table": f"{db}.cdc_signal", "snapshot_chunk_rows": 100})
+                           source_options={"signal_table": f"ops.cdc_signal_{db[-6:]}", "snapshot_chunk_rows": 100,
+                                           **_login(mysql_source)})
     try:
         daemon.start()
         env = {k: v for k, v in os.environ.items() if k != "CDC_PROGRESS"}

@@ -39,3 +39,26 @@ def test_more_fraction_digits_than_the_scale_is_refused():
 def test_time_beyond_a_day_and_negative():
     micro = codec(my("time(6)"), "mysql", "adaptive_micros", "string").convert
     assert micro("838:59:59.000000") == 3020399000000 and micro("-00:00:01.250000") == -1250000
+
+
+def test_mysql_vector_is_debeziums_float_vector():
+    """MySQL 9 VECTOR: Debezium 3's io.debezium.data.FloatVector, an array of float32 (the stream carries the
+    stored little-endian float32 bytes as base64); in ``iso`` the stream's value as is."""
+    import struct
+
+    from cdc.debezium.avro import avro_datum, avro_schema
+
+    c = codec(my("vector(3)"), "mysql", "adaptive_micros", "precise")
+    assert c.schema(True, "v") == {"type": "array", "items": {"type": "float32", "optional": False},
+                                   "optional": True, "name": "io.debezium.data.FloatVector", "version": 1,
+                                   "field": "v"}
+    stored = base64.b64encode(struct.pack("<3f", 1.5, -2.25, 0.1)).decode()
+    assert c.convert(stored) == [1.5, -2.25, struct.unpack("<f", struct.pack("<f", 0.1))[0]]
+    assert c.convert(None) is None
+    with pytest.raises(ValueError, match="not a whole number of float32"):
+        c.convert(base64.b64encode(b"\x00" * 5).decode())
+    assert avro_schema(c.schema(True, "v")) == ["null", {"type": "array", "items": {"type": "float"},
+                                                         "connect.version": 1,
+                                                         "connect.name": "io.debezium.data.FloatVector"}]
+    assert avro_datum(c.schema(True, "v"), [1.5, -2.25]) == [1.5, -2.25]
+    assert codec(my("vector(3)"), "mysql", "iso", "precise").convert is None
