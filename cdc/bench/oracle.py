@@ -28,6 +28,12 @@ consumed: process CPU), ``reader`` (the reader thread taking every event of the 
 routing, the native pass, the Begin/ChangeBatch/Commit events; of which ``native_pass``), and ``publish``
 (the timed run's reader-thread CPU less ``reader``: records, producer calls, acknowledgement bookkeeping).
 librdkafka's own threads and the broker are in none of them.
+``--transforms`` (``--rows`` only): after the timed run, the same prerendered rows run twice more, alternated:
+once with a transforms rule on every table (TRANSFORMS_RULE: ``NAME`` HMAC-hashed, ``NOTE`` excluded; the hash
+key from a temp file), once again without; prints ``transforms``: rows/s and CPU us/row with and without (the
+best of the two plain runs), and ``transform_overhead`` (CPU per row with / without - 1: the same-run ratio a
+loaded host does not move). CPU here is the whole process's and its parse workers' (the shaped rows may be
+parsed in another place than the plain ones: the native pass of the columnar pipeline declines shaped tables).
 ``--big-txn N``: one N-row UPDATE transaction (spills to disk); reports rows/s
 and the peak RSS of the process (target < 300 MB for 1,000,000 rows).
 
@@ -76,6 +82,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="skip the two extra passes that split the CPU per row by stage")
     parser.add_argument("--parse-workers", type=int, default=None,
                         help="SQL_REDO parse processes (0: in the reader; default: the source's default)")
+    parser.add_argument("--transforms", action="store_true",
+                        help="also run the pipeline with one HMAC-hashed and one excluded column on every row, and "
+                             "print the transforms' overhead (same run; --rows only)")
+
+
+# --transforms: the simulator's tables are APP.T0.. with ID, NAME, AMOUNT, CREATED, NOTE
+TRANSFORMS_RULE = {"match": "APP.*", "exclude": ["NOTE"], "columns": {"NAME": {"mask": "hash"}}}
 
 
 def _rss_mb() -> float:
@@ -179,6 +192,53 @@ def _stages(options: str, args: argparse.Namespace, workers: int, timed: dict[st
     return out
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process (every thread) and of its waited-for children (the parse workers)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _transforms(options: str, args: argparse.Namespace, workers: int, bootstrap: str, work: str,
+                plain: dict[str, Any]) -> dict[str, Any]:
+    """The ``--transforms`` figures (module docstring): a run with TRANSFORMS_RULE, then one more without,
+    over the rows prerendered in ``work``; ``plain``: the timed run's (rows, seconds, process CPU)."""
+    from cdc.config.models import KafkaConfig
+    from cdc.metrics import SourceMetrics
+    from cdc.publish.publisher import Publisher
+    from readers.oracle.sim.demo import make_source, pump
+
+    key = os.path.join(work, "hash.key")
+    with open(key, "wb") as fh:
+        fh.write(os.urandom(32))
+    shaped = {"hash_key_file": key, "tables": [TRANSFORMS_RULE]}
+    runs: dict[str, list[tuple[int, float, float]]] = {"without": [plain["run"]], "with": []}
+    for name, transforms in (("with", shaped), ("without", None)):
+        print(f"bench oracle: one more run {name} transforms", file=sys.stderr)
+        metrics = SourceMetrics("oracle_bench")
+        pub = Publisher("oracle_bench", "oracle", KafkaConfig(bootstrap_servers=bootstrap,
+                                                              topic_prefix=f"bench{uuid.uuid4().hex[:6]}"), metrics)
+        resume = pub.recover()
+        src = make_source("oracle_bench", options, tempfile.mkdtemp(dir=work), metrics, sessions=args.sessions,
+                          scn_range_size=20_000, fetch_size=5000, parse_workers=workers, pipeline=args.pipeline,
+                          transforms=transforms)
+        gc.collect()
+        gc.freeze()
+        c0 = _cpu_s()
+        try:
+            stats = pump(src, pub, resume)
+        finally:
+            gc.unfreeze()
+            pub.close()
+        runs[name].append((stats["rows"], stats["seconds"], _cpu_s() - c0))
+    best = {name: (min(r[1] for r in rs), min(r[2] for r in rs), rs[0][0]) for name, rs in runs.items()}
+    rate = {name: rows / wall for name, (wall, _, rows) in best.items()}
+    cpu = {name: round(c / rows * 1e6, 2) for name, (_, c, rows) in best.items()}
+    return {"transforms": {"rule": f"{TRANSFORMS_RULE['match']}: NAME hashed (HMAC-SHA256), NOTE excluded, every row",
+                           "rows_per_s": {"without": round(rate["without"]), "with": round(rate["with"])},
+                           "cpu_us_per_row": cpu},
+            "transform_overhead": round(cpu["with"] / cpu["without"] - 1, 3)}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from cdc.config.models import KafkaConfig
     from cdc.dev.broker import Broker
@@ -191,6 +251,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from readers.oracle.reader import default_parse_workers
     from readers.oracle.sim.demo import make_source, pump
 
+    if args.big_txn and getattr(args, "transforms", False):
+        raise RuntimeError("bench oracle: --transforms measures the mixed workload (--rows); leave out --big-txn")
     if args.big_txn:
         options = f"seed=1,transactions=1,lanes=1,threads=1,big_txn_rows={args.big_txn},log_scns=200000,process=1"
     else:
@@ -228,14 +290,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             # real reader's heap does not hold the database. Keep it out of the collector's scans.
             gc.collect()
             gc.freeze()
+            c0 = _cpu_s()
             try:
                 with progress(args.big_txn or args.rows or 100_000, "[bench oracle] rows published") as bar:
                     stats = pump(src, publisher, resume, on_commit=bar.update)  # per transaction: total approximate
             finally:
                 gc.unfreeze()
+            run_cpu = _cpu_s() - c0
             published = publisher._bytes
             publisher.close()
             stages = None if args.big_txn or args.no_stages else _stages(options, args, workers, stats, work)
+            shaped = None
+            if getattr(args, "transforms", False) and not args.big_txn:
+                shaped = _transforms(options, args, workers, bootstrap, work,
+                                     {"run": (stats["rows"], stats["seconds"], run_cpu)})
         rows_s = stats["rows"] / stats["seconds"]
         result: dict[str, Any] = {"rows": stats["rows"], "transactions": stats["transactions"],
                                   "reader_rows_per_s": round(rows_s), "seconds": round(stats["seconds"], 2),
@@ -254,6 +322,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result["peak_rss_mb"] = _rss_mb()  # before the baselines hold the records in memory
         if stages is not None:
             result["cpu_us_per_row"] = stages
+        if shaped is not None:
+            result.update(shaped)
         same = _read_topic(bootstrap, publisher.topic)
         size = max(1, published // max(1, len(same)))
         ensure_topic(bootstrap, f"{prefix}.same")

@@ -11,15 +11,23 @@ written to the change stream and before its transaction's END: the END acknowled
 outbox record before it was acknowledged (one producer, acknowledged prefix: cdc.publish.acks).
 
 Exactly once, without Kafka transactions (tansu does not hide aborted ones, DESIGN.md): every routed
-record carries its identity, header ``cdc.event`` = ``<source transaction id>#<n>`` (the n-th routed
+record carries its identity, header ``cdc.event`` = ``<source transaction>#<n>`` (the n-th routed
 INSERT of that transaction, from 0), next to ``cdc.source``, ``cdc.sequence`` (the stream sequence of
 its change) and ``cdc.epoch`` (the writer epoch). After a crash the publisher resumes after the last
 checkpoint of the change stream (cdc.publish.recovery), so the reader reads the transactions after it
 again, and the records they routed before the crash may already be in the outbox topics. At
 recovery, :meth:`OutboxRouter.recover` reads the tail of every outbox topic of the source and
 remembers the identities of its records above the checkpoint's sequence; routing the same transaction
-again skips those. A transaction's id and its rows are the source's (a GTID names one transaction on
-every server), so the identity of an event is the same on every attempt. Within a partition the
+again skips those. The identity of an event is therefore the same on every read of its transaction:
+
+* MySQL/MariaDB: ``<GTID>#<n>``; a GTID names one transaction on every server of the cluster.
+* Oracle: ``<commit SCN>:<XID>#<n>``; both come from the redo, so a LogMiner session started again
+  from the checkpoint's low watermark (whatever its SCN ranges, sessions or pipeline) finds the same
+  pair, and rebuilds the transaction's rows in the same redo order (rolled-back and partially
+  rolled-back rows removed, CSF pieces joined), hence the same n. The commit SCN is in the identity
+  because an XID (undo segment, slot, sequence) is reused once its slot's sequence wraps.
+
+Within a partition the
 records keep their source order (an idempotent producer writes a gapless prefix: kafka.idempotence,
 the default) and their ``cdc.sequence`` increases, so a consumer may also drop a record at or below
 the last sequence it saw, as on the change stream.
@@ -45,6 +53,9 @@ log = logging.getLogger(__name__)
 
 SOURCE, EVENT, SEQUENCE = "cdc.source", "cdc.event", "cdc.sequence"
 _TOPIC_CHARS = re.compile(r"[A-Za-z0-9._-]+")
+_HEXTORAW = re.compile(r"HEXTORAW\('([0-9A-Fa-f]*)'\)")
+# the position fields an error names: MySQL's, Oracle's
+_POSITION = ("gtid", "file", "pos", "row", "scn", "commit_scn", "txId")
 
 
 class OutboxError(CdcError, Terminal):
@@ -101,10 +112,10 @@ class OutboxRouter:
         ``kafka.dead_letter_topic`` is set (Publisher.dead_letter)."""
         if change.op != "c":
             return  # UPDATE, DELETE, snapshot rows, TRUNCATE: not events (Debezium's EventRouter)
-        tx = self.pub._tx
-        if tx.txid != self._txid:
-            self._txid, self._n = tx.txid, 0
-        ident = f"{tx.txid}#{self._n}".encode()
+        txid = self._transaction(change)
+        if txid != self._txid:
+            self._txid, self._n = txid, 0
+        ident = f"{txid}#{self._n}".encode()
         self._n += 1
         if ident in self._written:
             self.skipped += 1
@@ -122,6 +133,13 @@ class OutboxRouter:
             self._topics.add(topic)
         self.pub._producer.produce(topic, value, key, headers)
         self.routed += 1
+
+    def _transaction(self, change: Change) -> str:
+        """The identity of the open source transaction (module docstring): its GTID (MySQL), or
+        ``<commit SCN>:<XID>`` (Oracle: every change of a released transaction carries ``commit_scn``)."""
+        txid = self.pub._tx.txid
+        scn = (change.source or {}).get("commit_scn")
+        return txid if scn is None else f"{scn}:{txid}"
 
     def _record(self, change: Change) -> tuple[str, bytes | None, bytes | None, list[tuple[str, bytes]]]:
         row, cols = change.after or {}, self.config.columns
@@ -153,6 +171,9 @@ class OutboxRouter:
             return None  # a tombstone, as Debezium's router writes for a NULL payload
         if isinstance(value, str):
             if self._binary(change):
+                raw = _HEXTORAW.fullmatch(value)  # Oracle RAW / BLOB: SQL_REDO's literal (readers/oracle/types.py)
+                if raw is not None:
+                    return bytes.fromhex(raw.group(1))
                 return base64.b64decode(value)  # the stream's form of a binary value (cdc.schema.values)
             return value.encode()
         if isinstance(value, (bytes, bytearray)):
@@ -168,7 +189,7 @@ class OutboxRouter:
         return False
 
     def _bad(self, change: Change, column: str, what: str) -> OutboxError:
-        where = ", ".join(f"{k} {v}" for k, v in (change.source or {}).items() if k in ("gtid", "file", "pos", "row"))
+        where = ", ".join(f"{k} {v}" for k, v in (change.source or {}).items() if k in _POSITION)
         return OutboxError(f"outbox row of {change.table} at {where or '?'} {what}", table=str(change.table),
                            position=change.source, column=column)
 

@@ -10,7 +10,7 @@ from cdc.config.credentials import PasswordLogin
 from cdc.config.tls import OracleTls
 from cdc.contract import HeartbeatInterval
 from cdc.schema.table_glob import check_pattern, is_literal
-from cdc.transforms.config import TransformsConfig, check_computed
+from cdc.transforms.config import OutboxColumns, OutboxConfig, TransformsConfig, check_computed
 
 
 class OracleSourceConfig(PasswordLogin):
@@ -90,6 +90,10 @@ class OracleSourceConfig(PasswordLogin):
     transforms: TransformsConfig | None = Field(default=None, description="columns left out, masked or "
                                                 "encrypted, rows filtered, columns computed before anything reaches "
                                                 "Kafka; names as the dictionary spells them (docs/transforms.md)")
+    outbox: OutboxConfig | None = Field(default=None, description="an outbox table routed to one topic per "
+                                        "aggregate type, exactly once; table read in upper case, column names "
+                                        "as the dictionary spells them (left out: Debezium's names in upper "
+                                        "case, ID, AGGREGATETYPE, ...) (docs/transforms.md)")
 
     def needs_login(self) -> bool:
         return not self.dsn.startswith("simulator")
@@ -102,6 +106,19 @@ class OracleSourceConfig(PasswordLogin):
             for rule in transforms.tables:
                 rule.match = rule.match.upper()
         return transforms
+
+    @field_validator("outbox")
+    @classmethod
+    def _outbox_names(cls, outbox: OutboxConfig | None) -> OutboxConfig | None:
+        """The outbox table is read in upper case, as ``tables`` is; a column name left out is Debezium's in
+        upper case (the dictionary's spelling of an unquoted name); one given is taken as written."""
+        if outbox is not None:
+            outbox.table = outbox.table.upper()
+            cols = outbox.columns
+            for name in OutboxColumns.model_fields:
+                if name not in cols.model_fields_set:
+                    setattr(cols, name, getattr(cols, name).upper())
+        return outbox
 
     @model_validator(mode="after")
     def _computed_types(self) -> OracleSourceConfig:
