@@ -7,8 +7,12 @@ payload as-is, headers ``id``, ``type`` and the configured ones. UPDATEs and DEL
 table, and its snapshot rows (``op: r``), are not routed (as Debezium's EventRouter does).
 
 Where: in the publisher (:func:`attach`), from the same fenced producer, right after the change is
-written to the change stream and before its transaction's END: the END acknowledged means every
-outbox record before it was acknowledged (one producer, acknowledged prefix: cdc.publish.acks).
+written to the change stream and before its transaction's END. The outbox topics and the change stream
+are other partitions, often on other brokers: the client may deliver a transaction's END before its
+outbox records, and a crash then would leave an END (the next run resumes after it) without the events
+before it. So a transaction that routed an event waits for the acknowledgement of everything produced
+before its END is written (one round trip per such transaction; transactions without events pay
+nothing): the END in the stream means every outbox record of its transaction is in its topic.
 
 Exactly once, without Kafka transactions (tansu does not hide aborted ones, DESIGN.md): every routed
 record carries its identity, header ``cdc.event`` = ``<source transaction>#<n>`` (the n-th routed
@@ -52,6 +56,7 @@ from cdc.stream.events import Change, ChangeBatch
 log = logging.getLogger(__name__)
 
 SOURCE, EVENT, SEQUENCE = "cdc.source", "cdc.event", "cdc.sequence"
+ACK_WAIT_S = 60.0  # a transaction's outbox records acknowledged before its END (module docstring)
 _TOPIC_CHARS = re.compile(r"[A-Za-z0-9._-]+")
 _HEXTORAW = re.compile(r"HEXTORAW\('([0-9A-Fa-f]*)'\)")
 # the position fields an error names: MySQL's, Oracle's
@@ -76,6 +81,7 @@ class OutboxRouter:
         self._txid: str | None = None
         self._n = 0  # routed INSERTs of the open transaction
         self.routed = self.skipped = 0
+        self.unacknowledged = 0  # routed in the open transaction, not yet known to be acknowledged
         prefix, source = publisher.kafka.topic_prefix, publisher.source_name
         self._format = {"prefix": prefix, "source": source}
         head, _, tail = config.topic.format(aggregatetype="\0", prefix=prefix, source=source).partition("\0")
@@ -133,6 +139,7 @@ class OutboxRouter:
             self._topics.add(topic)
         self.pub._producer.produce(topic, value, key, headers)
         self.routed += 1
+        self.unacknowledged += 1
 
     def _transaction(self, change: Change) -> str:
         """The identity of the open source transaction (module docstring): its GTID (MySQL), or
@@ -201,8 +208,8 @@ def _text(value: Any) -> bytes:
 def attach(publisher: Any, config: Any) -> OutboxRouter:
     """Route ``config``'s outbox table through ``publisher`` (call before ``recover()``).
 
-    The publisher's per-change entry points are wrapped on this instance only: a publisher without an
-    outbox keeps its own methods, fast paths and costs. A ChangeBatch (the readers' serialized rows) that
+    The publisher's per-change entry points and its commit are wrapped on this instance only: a publisher
+    without an outbox keeps its own methods, fast paths and costs. A ChangeBatch (the readers' serialized rows) that
     holds an outbox row is taken one Change at a time."""
     router = OutboxRouter(config, publisher)
     change, batch = publisher._change, publisher._batch
@@ -230,7 +237,15 @@ def attach(publisher: Any, config: Any) -> OutboxRouter:
             return None
         return batch(ev)
 
-    publisher._change, publisher._batch = routed_change, routed_batch
+    commit = publisher._commit
+
+    def acknowledged_commit(ev: Any) -> None:
+        if router.unacknowledged:  # the END only after the transaction's outbox records (module docstring)
+            publisher._producer.flush(ACK_WAIT_S)  # PublishError past it: retried from the last checkpoint
+            router.unacknowledged = 0
+        commit(ev)
+
+    publisher._change, publisher._batch, publisher._commit = routed_change, routed_batch, acknowledged_commit
     publisher._outbox = router
     return router
 
