@@ -225,7 +225,9 @@ class DefinitionChecks:
     def after_ddl(self, named: TableId | None, raw: TableSchema | None, tables: list[dict[str, Any]] | None,
                   gtid: str) -> None:
         """After the DDL ``gtid``: the tables it dropped or renamed are forgotten, ``named``'s definition is
-        ``raw`` (an unverified one of an earlier DDL is then checked against ``raw``, the record's)."""
+        ``raw``. An unverified definition of an earlier DDL of those tables is dropped (the resume state does not
+        keep it for a table never written again): this DDL's record carries the definition from here on, rebuilt
+        at its position (else :meth:`unvouched` made it this DDL's own unverified entry)."""
         for a in tables or []:
             for key in ("table", "from"):
                 if a.get(key) and a.get("op") != "create":
@@ -241,8 +243,8 @@ class DefinitionChecks:
             return
         self.last_seen[named] = raw
         u = self.unverified.get(named)
-        if u is not None and u.gtid != gtid:
-            self.unverified[named] = replace(u, schema=raw)
+        if u is not None and u.gtid != gtid:  # superseded: this DDL's definition was rebuilt at its position
+            del self.unverified[named]
 
     def check(self, table: TableId, seen: TableSchema, gtid: str, where: str, began: bool) -> tuple[
             TableSchema, str] | None:
