@@ -240,6 +240,19 @@ def renames_in(ddl: str | None) -> dict[str, str]:
     return out
 
 
+_DROP = re.compile(r"\bDROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?" + _IDENT, re.IGNORECASE)
+_NOT_COLUMNS = frozenset({"primary", "index", "key", "foreign", "constraint", "check", "partition", "unique",
+                          "fulltext", "spatial", "system", "period", "default", "table", "column", "if"})
+
+
+def dropped_in(ddl: str | None) -> set[str]:
+    """The lower-case columns the statement drops (``DROP [COLUMN] [IF EXISTS] c``)."""
+    if not ddl:
+        return set()
+    text = re.sub(r"'(?:[^']|'')*'", "''", ddl)
+    return {_unquote(m.group(1)).lower() for m in _DROP.finditer(text)} - _NOT_COLUMNS
+
+
 def diff(old: TableSchema, new: TableSchema, ddl: str | None) -> list[ColumnChange]:
     """The changes from ``old`` to ``new`` (see the module docstring), renames first, adds last."""
     old_cols = {c.name: c for c in old.columns}
@@ -247,15 +260,19 @@ def diff(old: TableSchema, new: TableSchema, ddl: str | None) -> list[ColumnChan
     renamed: dict[str, str] = {}  # new name -> old name
     renames = renames_in(ddl)
     away, back = set(renames), {n.lower() for n in renames.values()}
+    freed = away | dropped_in(ddl)
     for was, now in renames.items():
-        # a name the statement both renames away and gives to another column (a swap, a rotation: the clauses of
-        # one ALTER all name the columns as they were before it) is a rename, not a column that stayed
+        # a name the statement both renames away (or drops) and gives to another column (a swap, a rotation, DROP
+        # COLUMN b, RENAME COLUMN a TO b: the clauses of one ALTER all name the columns as they were before it)
+        # is a rename, not a column that stayed
         src = next((n for n in old_cols if n.lower() == was and (n not in new_cols or was in back)), None)
-        dst = next((n for n in new_cols if n.lower() == now.lower() and (n not in old_cols or n.lower() in away)),
+        dst = next((n for n in new_cols if n.lower() == now.lower() and (n not in old_cols or n.lower() in freed)),
                    None)
         if src is not None and dst is not None:
             renamed[dst] = src
-    out = [ColumnChange("rename", n, o) for n, o in renamed.items()]
+    # a column dropped for its name to be taken by a rename goes first
+    out = [ColumnChange("drop", n) for n in renamed if n in old_cols and n not in renamed.values()]
+    out += [ColumnChange("rename", n, o) for n, o in renamed.items()]
     gone = set(renamed.values())
     out += [ColumnChange("drop", n) for n in old_cols if n not in new_cols and n not in gone]
     for c in new.columns:

@@ -24,7 +24,7 @@ from typing import Any
 
 from cdc.errors import CdcError, Terminal
 from cdc.stream.events import Column, TableId, TableSchema
-from readers.mysql.definitions import named_columns
+from readers.mysql.definitions import alter_clauses, named_columns
 from readers.mysql.statement_columns import at_statement
 from readers.mysql.types import logical_type
 
@@ -203,7 +203,16 @@ class DefinitionChecks:
         defined: tuple[str, ...] = ()
         added: tuple[str, ...] = ()
         shape = now
-        if now is not None and altered:
+        clauses = alter_clauses(query, db) if altered else None
+        renames_only = bool(clauses) and all(c.kind in ("rename", "none") for c in clauses) \
+            and any(c.kind == "rename" for c in clauses)
+        if renames_only and self.last_seen.get(was) is not None:
+            # renames only (a swap): the reader's last sight of the table with the names moved is the definition
+            # (the catalog's, later, may have the same names on other columns)
+            base = self.last_seen[was]
+            shape, defined, added = at_statement(TableSchema(table, base.columns, base.primary_key), query, db,
+                                                 forward=True)
+        elif now is not None and altered:
             shape, defined, added = at_statement(now, query, db, forward=False)
         elif now is None:
             base = self.last_seen.get(was)

@@ -187,6 +187,15 @@ class Catalog:
                 try:
                     if isinstance(step, list):  # a swap or rotation of names: all at once
                         self._move(step, dst, have, table, sequence, ddl or "")
+                        if not dry and self.target.ddl_commits:
+                            # its DDL committed: so does the memory of it, at once (run again, a finished swap
+                            # would swap back; a batch run again finds the names moved and moves nothing)
+                            moved = {c.old: c.column for c in step}
+                            self.target.save_schema(self.source, table, dst, TableSchema(
+                                new.table, tuple(replace(c, name=moved.get(c.name, c.name))
+                                                 for c in old.schema.columns),
+                                tuple(moved.get(k, k) for k in old.schema.primary_key)), sequence)
+                            self.target.commit()
                     else:
                         self._follow(ch, old, new, dst, have, sequence, ddl or "", lenient=behavior == "lenient")
                 except CdcError:
@@ -230,6 +239,19 @@ class Catalog:
             have.add(ch.column)
         elif ch.kind == "drop":
             if ch.column not in have:
+                return
+            taker = next((was for now, was in self._was.items() if now == ch.column), None)
+            if taker is not None:  # DROP COLUMN b, RENAME COLUMN a TO b: b makes room for a
+                if taker not in have:
+                    return  # run again after the rename committed (MySQL, Oracle, a lake): b is a's now
+                if lenient:
+                    raise self._stop(table, sequence, ddl, f"the statement drops {ch.column} and renames "
+                                     f"{taker} to its name: the lenient behaviour keeps a dropped column's values, "
+                                     f"and one column cannot hold both",
+                                     hint=f"evolve drops {ch.column} and renames {taker} as the source did")
+                need("drop", ch.describe())
+                t.evolve_drop(dst, ch.column)
+                have.discard(ch.column)
                 return
             if lenient and ddl.startswith(DROP_PART):
                 raise self._stop(table, sequence, ddl, f"the statement that follows drops {ch.column} and adds a new "
@@ -277,9 +299,15 @@ class Catalog:
         """One statement's renames that take names others of them free (a swap ``a -> b, b -> a``, a rotation):
         each column to a temporary name, then each to its new name. Under every behaviour that changes the table
         (lenient too: no column is dropped). A replay finds a step's temporary names and goes on from there."""
+        what = ", ".join(c.describe() for c in cycle)
         if "rename" not in self.target.schema_kinds:
-            raise self._stop(table, sequence, ddl, f"{', '.join(c.describe() for c in cycle)}: target "
-                             f"{self._t.name!r} ({self._t.dialect}) cannot rename columns")
+            raise self._stop(table, sequence, ddl, f"{what}: target {self._t.name!r} ({self._t.dialect}) cannot "
+                             f"rename columns")
+        if self.target.batch_commit == "per_table":  # its DDL is a table commit before the batch's schema log
+            raise self._stop(table, sequence, ddl, f"{what} (names exchanged in one statement): target "
+                             f"{self._t.name!r} ({self._t.dialect}) commits a rename on its own, and a batch run "
+                             f"again after a crash would exchange them back", ways=("accept", "skip"),
+                             hint="rename the columns of the target table as the statement does, then accept")
         temp = {c.old: f"cdc_mv{i}_{sequence}" for i, c in enumerate(cycle)}
         for c in cycle:
             if c.old in have and temp[c.old] not in have:
