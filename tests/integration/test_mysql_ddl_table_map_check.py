@@ -14,10 +14,10 @@ import orjson
 import pytest
 
 from cdc.config.models import ApplyConfig, KafkaConfig, TargetConfig
-from cdc.schema.evolution import SchemaChangeConfig
 from cdc.metrics import SourceMetrics
 from cdc.publish.publisher import Publisher
 from cdc.publish.recovery import make_consumer, read_range, watermarks
+from cdc.schema.evolution import SchemaChangeConfig
 from cdc.schema.table_map import TableMap
 from cdc.stream.events import Commit, Heartbeat, Idle, SchemaChange
 from readers.mysql.position import GtidSet
