@@ -187,15 +187,6 @@ class Catalog:
                 try:
                     if isinstance(step, list):  # a swap or rotation of names: all at once
                         self._move(step, dst, have, table, sequence, ddl or "")
-                        if not dry and self.target.ddl_commits:
-                            # its DDL committed: so does the memory of it, at once (run again, a finished swap
-                            # would swap back; a batch run again finds the names moved and moves nothing)
-                            moved = {c.old: c.column for c in step}
-                            self.target.save_schema(self.source, table, dst, TableSchema(
-                                new.table, tuple(replace(c, name=moved.get(c.name, c.name))
-                                                 for c in old.schema.columns),
-                                tuple(moved.get(k, k) for k in old.schema.primary_key)), sequence)
-                            self.target.commit()
                     else:
                         self._follow(ch, old, new, dst, have, sequence, ddl or "", lenient=behavior == "lenient")
                 except CdcError:
@@ -303,7 +294,8 @@ class Catalog:
         if "rename" not in self.target.schema_kinds:
             raise self._stop(table, sequence, ddl, f"{what}: target {self._t.name!r} ({self._t.dialect}) cannot "
                              f"rename columns")
-        if self.target.batch_commit == "per_table":  # its DDL is a table commit before the batch's schema log
+        if self.target.ddl_commits or self.target.batch_commit == "per_table":
+            # its renames commit before the batch's schema memory, and names exchanged once more look the same
             raise self._stop(table, sequence, ddl, f"{what} (names exchanged in one statement): target "
                              f"{self._t.name!r} ({self._t.dialect}) commits a rename on its own, and a batch run "
                              f"again after a crash would exchange them back", ways=("accept", "skip"),
