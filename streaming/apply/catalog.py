@@ -289,7 +289,8 @@ class Catalog:
               ddl: str) -> None:
         """One statement's renames that take names others of them free (a swap ``a -> b, b -> a``, a rotation):
         each column to a temporary name, then each to its new name. Under every behaviour that changes the table
-        (lenient too: no column is dropped). A replay finds a step's temporary names and goes on from there."""
+        (lenient too: no column is dropped), in the batch's transaction: a target whose renames commit on their own
+        stops instead (a finished exchange and none look the same to a batch run again)."""
         what = ", ".join(c.describe() for c in cycle)
         if "rename" not in self.target.schema_kinds:
             raise self._stop(table, sequence, ddl, f"{what}: target {self._t.name!r} ({self._t.dialect}) cannot "
