@@ -5,7 +5,9 @@ and names each change of its columns, in the order the apply follows them:
 
     rename  a column got a new name (only when the statement says so: ``RENAME COLUMN a TO b``
             or ``CHANGE [COLUMN] a b <type>``; a column that disappears while another appears
-            is otherwise a drop and an add, which would lose the data: the statement decides)
+            is otherwise a drop and an add, which would lose the data: the statement decides).
+            One statement's renames are simultaneous: ``RENAME COLUMN a TO b, RENAME COLUMN b TO a``
+            is a swap (:func:`rename_cycle`: the apply moves them through temporary names)
     drop    a column is gone
     type    a column's type changed: ``how`` is ``widen`` (every old value fits the new type),
             ``narrow`` (same family, fewer values: followed when the target's values fit) or
@@ -238,17 +240,39 @@ def renames_in(ddl: str | None) -> dict[str, str]:
     return out
 
 
+_DROP = re.compile(r"\bDROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?" + _IDENT, re.IGNORECASE)
+_NOT_COLUMNS = frozenset({"primary", "index", "key", "foreign", "constraint", "check", "partition", "unique",
+                          "fulltext", "spatial", "system", "period", "default", "table", "column", "if"})
+
+
+def dropped_in(ddl: str | None) -> set[str]:
+    """The lower-case columns the statement drops (``DROP [COLUMN] [IF EXISTS] c``)."""
+    if not ddl:
+        return set()
+    text = re.sub(r"'(?:[^']|'')*'", "''", ddl)
+    return {_unquote(m.group(1)).lower() for m in _DROP.finditer(text)} - _NOT_COLUMNS
+
+
 def diff(old: TableSchema, new: TableSchema, ddl: str | None) -> list[ColumnChange]:
     """The changes from ``old`` to ``new`` (see the module docstring), renames first, adds last."""
     old_cols = {c.name: c for c in old.columns}
     new_cols = {c.name: c for c in new.columns}
     renamed: dict[str, str] = {}  # new name -> old name
-    for was, now in renames_in(ddl).items():
-        src = next((n for n in old_cols if n.lower() == was and n not in new_cols), None)
-        dst = next((n for n in new_cols if n.lower() == now.lower() and n not in old_cols), None)
+    renames = renames_in(ddl)
+    away, back = set(renames), {n.lower() for n in renames.values()}
+    freed = away | dropped_in(ddl)
+    for was, now in renames.items():
+        # a name the statement both renames away (or drops) and gives to another column (a swap, a rotation, DROP
+        # COLUMN b, RENAME COLUMN a TO b: the clauses of one ALTER all name the columns as they were before it)
+        # is a rename, not a column that stayed
+        src = next((n for n in old_cols if n.lower() == was and (n not in new_cols or was in back)), None)
+        dst = next((n for n in new_cols if n.lower() == now.lower() and (n not in old_cols or n.lower() in freed)),
+                   None)
         if src is not None and dst is not None:
             renamed[dst] = src
-    out = [ColumnChange("rename", n, o) for n, o in renamed.items()]
+    # a column dropped for its name to be taken by a rename goes first
+    out = [ColumnChange("drop", n) for n in renamed if n in old_cols and n not in renamed.values()]
+    out += [ColumnChange("rename", n, o) for n, o in renamed.items()]
     gone = set(renamed.values())
     out += [ColumnChange("drop", n) for n in old_cols if n not in new_cols and n not in gone]
     for c in new.columns:
@@ -272,6 +296,20 @@ def diff(old: TableSchema, new: TableSchema, ddl: str | None) -> list[ColumnChan
     if tuple(old.primary_key) != tuple(new.primary_key):
         out.append(ColumnChange("key", ",".join(new.primary_key), list(old.primary_key), list(new.primary_key)))
     return out
+
+
+def rename_cycle(changes: list[ColumnChange]) -> list[ColumnChange]:
+    """The renames of ``changes`` (one statement's) that give a column a name another of them frees (a swap, a
+    rotation): renamed one after the other, a name would be taken; the apply moves them all through temporary
+    names. Empty when no rename takes a name in use."""
+    renames = [c for c in changes if c.kind == "rename"]
+    freed = {c.old for c in renames}
+    return renames if any(c.column in freed for c in renames) else []
+
+
+# the statement of the record the MySQL reader writes before an ALTER that drops a column and adds one of the same
+# name (readers/mysql/reader.py): the apply then replaces the column instead of keeping the old values
+DROP_PART = "/* cdc: the DROP part of the statement that follows */"
 
 
 def old_has_defaults(old: TableSchema, new: TableSchema) -> bool:

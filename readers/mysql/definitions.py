@@ -277,12 +277,33 @@ def definition_at(table: TableId, later: list[Later], read_catalog: Callable[[Ta
         if step[0] == "rename":
             shape = TableSchema(step[2], shape.columns, shape.primary_key)
             continue
+        swapped = _unrename(shape, step[2])
+        if swapped is not None:
+            shape = swapped
+            continue
         for clause in reversed(step[2]):
             undone = _undo(shape, clause, named_columns)
             if undone is None:
                 return Unknown(step[1])
             shape = undone
     return shape
+
+
+def _unrename(shape: TableSchema, clauses: list[Clause]) -> TableSchema | None:
+    """A statement whose column clauses are renames only, undone at once (its clauses name the columns as they
+    were before it, so ``RENAME COLUMN a TO b, RENAME COLUMN b TO a`` is a swap); None for any other statement."""
+    renames = [c.columns for c in clauses if c.kind == "rename"]
+    if not renames or any(c.kind not in ("rename", "none") for c in clauses):
+        return None
+    back = {new.lower(): old for old, new in renames}
+    names = [c.name.lower() for c in shape.columns]
+    if len(back) != len(renames) or not set(back) <= set(names):
+        return None
+    cols = tuple(replace(c, name=back.get(c.name.lower(), c.name)) for c in shape.columns)
+    if len({c.name.lower() for c in cols}) != len(cols):
+        return None
+    pk = tuple(back.get(k.lower(), k) for k in shape.primary_key)
+    return TableSchema(shape.table, cols, pk)
 
 
 def _undo(shape: TableSchema, clause: Clause, named: set[str] | None) -> TableSchema | None:

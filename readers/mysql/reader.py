@@ -71,6 +71,7 @@ from pymysqlreplication.row_event import (
 from cdc.contract import STOP_CHECK_S, Observation, SourceContext
 from cdc.errors import CdcError, Terminal
 from cdc.publish.lease import WRITER_ID
+from cdc.schema.evolution import DROP_PART
 from cdc.stream import wire
 from cdc.stream.events import (
     Begin,
@@ -902,7 +903,7 @@ class MySqlSource:
                 first = TableSchema(raw.table, tuple(c for c in raw.columns if c.name.lower() not in gone),
                                     tuple(k for k in raw.primary_key if k.lower() not in gone))
                 drop = ", ".join("DROP COLUMN `" + c.replace("`", "``") + "`" for c in replaced)
-                out.append(SchemaChange(named, f"/* cdc: the DROP part of the statement that follows */ ALTER TABLE "
+                out.append(SchemaChange(named, f"{DROP_PART} ALTER TABLE "
                                                f"`{named.db}`.`{named.table}` {drop}", self.transforms.shape(first),
                                         ev.timestamp * 1000, self.resume_state()))
         if not rows_follow:

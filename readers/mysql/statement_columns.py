@@ -135,6 +135,7 @@ def at_statement(shape: TableSchema | None, query: str, db: str, forward: bool) 
     def at(name: str) -> int | None:
         return next((k for k, c in enumerate(cols) if c.name.lower() == name.lower()), None)
 
+    renamed: dict[str, str] = {}
     for clause, toks in zip(clauses, parts, strict=True):
         head = 1 + (len(toks) > 1 and toks[1].upper() == "COLUMN")
         if clause.kind == "add":
@@ -149,11 +150,14 @@ def at_statement(shape: TableSchema | None, query: str, db: str, forward: bool) 
                 del cols[k]
             continue
         elif clause.kind == "rename" and forward:
-            k = at(clause.columns[0])
-            if k is None:
+            if renamed:
+                continue  # all of them at once, below
+            renamed = {a.lower(): b for a, b in (c.columns for c in clauses if c.kind == "rename")}
+            if any(at(a) is None for a in renamed):
                 return None, (), ()
-            pk = [clause.columns[1] if p.lower() == cols[k].name.lower() else p for p in pk]
-            cols[k] = replace(cols[k], name=clause.columns[1])
+            # the clauses name the columns as they were before the statement: a swap renames at once
+            pk = [renamed.get(p.lower(), p) for p in pk]
+            cols = [replace(c, name=renamed.get(c.name.lower(), c.name)) for c in cols]
             continue
         elif clause.kind == "none" or not forward:
             continue

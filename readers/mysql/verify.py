@@ -24,7 +24,7 @@ from typing import Any
 
 from cdc.errors import CdcError, Terminal
 from cdc.stream.events import Column, TableId, TableSchema
-from readers.mysql.definitions import named_columns
+from readers.mysql.definitions import alter_clauses, named_columns
 from readers.mysql.statement_columns import at_statement
 from readers.mysql.types import logical_type
 
@@ -203,7 +203,16 @@ class DefinitionChecks:
         defined: tuple[str, ...] = ()
         added: tuple[str, ...] = ()
         shape = now
-        if now is not None and altered:
+        clauses = alter_clauses(query, db) if altered else None
+        renames_only = bool(clauses) and all(c.kind in ("rename", "none") for c in clauses) \
+            and any(c.kind == "rename" for c in clauses)
+        if renames_only and self.last_seen.get(was) is not None:
+            # renames only (a swap): the reader's last sight of the table with the names moved is the definition
+            # (the catalog's, later, may have the same names on other columns)
+            base = self.last_seen[was]
+            shape, defined, added = at_statement(TableSchema(table, base.columns, base.primary_key), query, db,
+                                                 forward=True)
+        elif now is not None and altered:
             shape, defined, added = at_statement(now, query, db, forward=False)
         elif now is None:
             base = self.last_seen.get(was)
@@ -225,7 +234,9 @@ class DefinitionChecks:
     def after_ddl(self, named: TableId | None, raw: TableSchema | None, tables: list[dict[str, Any]] | None,
                   gtid: str) -> None:
         """After the DDL ``gtid``: the tables it dropped or renamed are forgotten, ``named``'s definition is
-        ``raw`` (an unverified one of an earlier DDL is then checked against ``raw``, the record's)."""
+        ``raw``. An unverified definition of an earlier DDL of those tables is dropped (the resume state does not
+        keep it for a table never written again): this DDL's record carries the definition from here on, rebuilt
+        at its position (else :meth:`unvouched` made it this DDL's own unverified entry)."""
         for a in tables or []:
             for key in ("table", "from"):
                 if a.get(key) and a.get("op") != "create":
@@ -241,8 +252,8 @@ class DefinitionChecks:
             return
         self.last_seen[named] = raw
         u = self.unverified.get(named)
-        if u is not None and u.gtid != gtid:
-            self.unverified[named] = replace(u, schema=raw)
+        if u is not None and u.gtid != gtid:  # superseded: this DDL's definition was rebuilt at its position
+            del self.unverified[named]
 
     def check(self, table: TableId, seen: TableSchema, gtid: str, where: str, began: bool) -> tuple[
             TableSchema, str] | None:

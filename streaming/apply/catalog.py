@@ -35,10 +35,12 @@ from typing import Any
 from cdc.errors import CdcError
 from cdc.registry import logical_of
 from cdc.schema.evolution import (
+    DROP_PART,
     ColumnChange,
     SchemaChangeConfig,
     default_value,
     partial_shape,
+    rename_cycle,
     statement_changes,
     type_change,
 )
@@ -175,12 +177,18 @@ class Catalog:
             return new  # the target keeps its shape; _info writes only its columns
         # first a dry pass that only checks (a stop leaves the target as it was), then the DDL
         self._was = {c.column: c.old for c in changes if c.kind == "rename"}
+        cycle = rename_cycle(changes)
         for dry in (True, False):
             self._dry, self._t = dry, (_DryRun(self.target) if dry else self.target)
             have = set(existing)
-            for ch in changes:
+            steps = ([cycle] if cycle else []) + [c for c in changes if c not in cycle]
+            for step in steps:
+                ch = step[0] if isinstance(step, list) else step
                 try:
-                    self._follow(ch, old, new, dst, have, sequence, ddl or "", lenient=behavior == "lenient")
+                    if isinstance(step, list):  # a swap or rotation of names: all at once
+                        self._move(step, dst, have, table, sequence, ddl or "")
+                    else:
+                        self._follow(ch, old, new, dst, have, sequence, ddl or "", lenient=behavior == "lenient")
                 except CdcError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - the target's own error class: name the DDL
@@ -223,6 +231,25 @@ class Catalog:
         elif ch.kind == "drop":
             if ch.column not in have:
                 return
+            taker = next((was for now, was in self._was.items() if now == ch.column), None)
+            if taker is not None:  # DROP COLUMN b, RENAME COLUMN a TO b: b makes room for a
+                if taker not in have:
+                    return  # run again after the rename committed (MySQL, Oracle, a lake): b is a's now
+                if lenient:
+                    raise self._stop(table, sequence, ddl, f"the statement drops {ch.column} and renames "
+                                     f"{taker} to its name: the lenient behaviour keeps a dropped column's values, "
+                                     f"and one column cannot hold both",
+                                     hint=f"evolve drops {ch.column} and renames {taker} as the source did")
+                need("drop", ch.describe())
+                t.evolve_drop(dst, ch.column)
+                have.discard(ch.column)
+                return
+            if lenient and ddl.startswith(DROP_PART):
+                raise self._stop(table, sequence, ddl, f"the statement that follows drops {ch.column} and adds a new "
+                                 f"column of that name, whose values are not the old ones: the lenient behaviour "
+                                 f"keeps a dropped column's values, and one column cannot hold both",
+                                 hint=f"evolve drops {ch.column} here and the statement that follows adds the new "
+                                      f"column with the source's values")
             if lenient:
                 self._relax(dst, before[ch.column])
                 return
@@ -230,6 +257,17 @@ class Catalog:
             t.evolve_drop(dst, ch.column)
             have.discard(ch.column)
         elif ch.kind == "add":
+            if ch.column in have and ch.column not in before and not self.target.ddl_commits \
+                    and self.policy.for_table(table) == "lenient":
+                # not a replay (this target's DDL commits with the batch): a column the source dropped earlier,
+                # kept by the lenient behaviour, whose stored values are not the new column's
+                if not self._forced:
+                    raise self._stop(table, sequence, ddl, f"new column {ch.column} has the name of a column the "
+                                     f"source dropped earlier, which the target kept (lenient behaviour) with the "
+                                     f"old values: the new column's values are not those",
+                                     hint=f"evolve replaces the target's {ch.column} with the new column")
+                t.evolve_drop(dst, ch.column)
+                have.discard(ch.column)
             if ch.column in have:
                 return
             # a position names a column the target has (else the column is appended)
@@ -246,6 +284,34 @@ class Catalog:
         elif ch.kind == "default" and "default" in kinds:
             # an expression default stays with the source (the apply writes every value it produces)
             t.evolve_alter(dst, col, _const(col), {"default"})
+
+    def _move(self, cycle: list[ColumnChange], dst: str, have: set[str], table: str, sequence: int,
+              ddl: str) -> None:
+        """One statement's renames that take names others of them free (a swap ``a -> b, b -> a``, a rotation):
+        each column to a temporary name, then each to its new name. Under every behaviour that changes the table
+        (lenient too: no column is dropped), in the batch's transaction: a target whose renames commit on their own
+        stops instead (a finished exchange and none look the same to a batch run again)."""
+        what = ", ".join(c.describe() for c in cycle)
+        if "rename" not in self.target.schema_kinds:
+            raise self._stop(table, sequence, ddl, f"{what}: target {self._t.name!r} ({self._t.dialect}) cannot "
+                             f"rename columns")
+        if self.target.ddl_commits or self.target.batch_commit == "per_table":
+            # its renames commit before the batch's schema memory, and names exchanged once more look the same
+            raise self._stop(table, sequence, ddl, f"{what} (names exchanged in one statement): target "
+                             f"{self._t.name!r} ({self._t.dialect}) commits a rename on its own, and a batch run "
+                             f"again after a crash would exchange them back", ways=("accept", "skip"),
+                             hint="rename the columns of the target table as the statement does, then accept")
+        temp = {c.old: f"cdc_mv{i}_{sequence}" for i, c in enumerate(cycle)}
+        for c in cycle:
+            if c.old in have and temp[c.old] not in have:
+                self._t.evolve_rename(dst, c.old, temp[c.old])
+                have.discard(c.old)
+                have.add(temp[c.old])
+        for c in cycle:
+            if temp[c.old] in have:
+                self._t.evolve_rename(dst, temp[c.old], c.column)
+                have.discard(temp[c.old])
+                have.add(c.column)
 
     def _add(self, col: Column, after: str | None | bool, dst: str, table: str, sequence: int, ddl: str) -> None:
         t = self._t

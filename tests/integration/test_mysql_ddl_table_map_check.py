@@ -8,6 +8,8 @@ statement (the consistent point in the middle, where a wrong definition would sh
 
 from __future__ import annotations
 
+import time
+
 import orjson
 import pytest
 
@@ -15,11 +17,13 @@ from cdc.config.models import ApplyConfig, KafkaConfig, TargetConfig
 from cdc.metrics import SourceMetrics
 from cdc.publish.publisher import Publisher
 from cdc.publish.recovery import make_consumer, read_range, watermarks
+from cdc.schema.evolution import SchemaChangeConfig
 from cdc.schema.table_map import TableMap
-from cdc.stream.events import Heartbeat, Idle, SchemaChange
+from cdc.stream.events import Commit, Heartbeat, Idle, SchemaChange
 from readers.mysql.position import GtidSet
 from readers.mysql.verify import UnverifiableDefinition
 from streaming.apply.engine import ApplyEngine
+from streaming.errors import UnsupportedDdl
 from streaming.stream.records import END, SCHEMA, StreamRecord, to_row
 from streaming.targets import make_target
 from tests.integration.mysql_helpers import source_for
@@ -78,17 +82,28 @@ def _target_rows(target, table: str = "t") -> list[dict]:
     return out
 
 
-def _publish(src, db, broker, prefix: str) -> list[StreamRecord]:
-    end = GtidSet.parse(db.gtid_binlog_pos())
+def _read_to_now(events, src, pub, db) -> None:
+    """Publish the reader's events until it has read everything ``db`` has logged (bounded)."""
+    end, deadline = GtidSet.parse(db.gtid_binlog_pos()), time.monotonic() + 60
+    for ev in events:
+        if type(ev) is not Idle:
+            pub.publish(ev)
+        if isinstance(ev, Heartbeat) and src.state.issuperset(end):
+            return
+        assert time.monotonic() < deadline, "the reader did not reach the end of the binlog in 60 s"
+
+
+def _publisher(broker, prefix: str) -> Publisher:
     pub = Publisher("src", "mysql", KafkaConfig(bootstrap_servers=broker.bootstrap, topic_prefix=prefix),
                     SourceMetrics("src"))
     assert pub.recover() is None
+    return pub
+
+
+def _publish(src, db, broker, prefix: str) -> list[StreamRecord]:
+    pub = _publisher(broker, prefix)
     try:
-        for ev in src.events():
-            if type(ev) is not Idle:
-                pub.publish(ev)
-            if isinstance(ev, Heartbeat) and src.state.issuperset(end):
-                break
+        _read_to_now(src.events(), src, pub, db)
         pub.flush(timeout_s=60)
     finally:
         src.close()
@@ -96,30 +111,56 @@ def _publish(src, db, broker, prefix: str) -> list[StreamRecord]:
     return _records(broker.bootstrap, pub.topic)
 
 
-def _behind(mysql_source, db, broker, prefix, tmp_path, statements: list[str], final: str = "t") -> tuple[list,
-                                                                                                        object]:
-    """Table ``t`` with rows, ``statements`` run while the reader is not reading; the stream applied to DuckDB up
-    to the last statement's SCHEMA record (the target then equals the source before that statement) and to the
-    end (equal to the source). ``final``: the table's name after the statements ({u} in them). Returns the
-    SCHEMA records of the table and the open target."""
+def _run(mysql_source, db, broker, prefix, statements: list[str], final: str = "t",
+         keep_up: bool = False) -> tuple[list[StreamRecord], list[dict], int]:
+    """Table ``t`` with rows, then ``statements`` ({t}, {u}: the table before and after them), read by a reader
+    that is behind all of them, or (``keep_up``) that reads each before the next runs. Returns the stream, the
+    source's rows before the last statement and the index in the stream where the source was there."""
     q, t, u = mysql_source.query, f"`{db}`.t", f"`{db}`.{final}"
     src = source_for(mysql_source, [f"{db}.*"], snapshot="never", heartbeat_interval_s=0.2)
     src.start(None)  # before the table exists: its CREATE and its rows are read like the rest
-    q(f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT, flag VARCHAR(5) NOT NULL DEFAULT 'old')")
-    q(f"INSERT INTO {t} (id, v, flag) VALUES " + ", ".join(f"({i}, {i}, 'x')" for i in range(1, 6)))
-    for s in statements[:-1]:
-        q(s.format(t=t, u=u))
-    middle, at = _rows(mysql_source, u), GtidSet.parse(mysql_source.gtid_binlog_pos())
-    q(statements[-1].format(t=t, u=u))
-    records = _publish(src, mysql_source, broker, prefix)
+    pub = _publisher(broker, prefix)
+    events = src.events()
+    try:
+        q(f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT, flag VARCHAR(5) NOT NULL DEFAULT 'old')")
+        q(f"INSERT INTO {t} (id, v, flag) VALUES " + ", ".join(f"({i}, {i}, 'x')" for i in range(1, 6)))
+        for s in statements[:-1]:
+            if keep_up:
+                _read_to_now(events, src, pub, mysql_source)
+            q(s.format(t=t, u=u))
+        middle, at = _rows(mysql_source, u), GtidSet.parse(mysql_source.gtid_binlog_pos())
+        if keep_up:
+            _read_to_now(events, src, pub, mysql_source)
+        q(statements[-1].format(t=t, u=u))
+        _read_to_now(events, src, pub, mysql_source)
+        pub.flush(timeout_s=60)
+    finally:
+        src.close()
+        pub.close()
+    records = _records(broker.bootstrap, pub.topic)
+    return records, middle, _checkpoint(records, at)
+
+
+def _engine(target, behavior: str = "evolve") -> ApplyEngine:
+    cfg = ApplyConfig(source="src", target="t", schema_changes=SchemaChangeConfig(behavior=behavior))
+    engine = ApplyEngine("src", target, TableMap.from_config(cfg))
+    engine.catalog.policy = cfg.schema_changes  # as the job sets it, before start()
+    return engine.start()
+
+
+def _behind(mysql_source, db, broker, prefix, tmp_path, statements: list[str], final: str = "t",
+            keep_up: bool = False) -> tuple[list, object]:
+    """:func:`_run`, the stream applied to DuckDB up to the last statement's SCHEMA record (the target then
+    equals the source before that statement) and to the end (equal to the source). Returns the SCHEMA records
+    of the table and the open target."""
+    records, middle, cut = _run(mysql_source, db, broker, prefix, statements, final, keep_up)
     schemas = [r for r in records if r.kind == SCHEMA and r.tbl in (f"{db}.t", f"{db}.{final}")]
-    cut = _checkpoint(records, at)
     target = make_target(TargetConfig(name="t", kind="duckdb", path=str(tmp_path / "t.duckdb"))).open()
-    engine = ApplyEngine("src", target, TableMap.from_config(ApplyConfig(source="src", target="t"))).start()
+    engine = _engine(target)
     engine.apply_records(records[:cut], 0)
     assert _target_rows(target, final) == middle, [r.meta_dict().get("ddl") for r in schemas]
     engine.apply_records(records[cut:], 1)
-    assert _target_rows(target, final) == _rows(mysql_source, u)
+    assert _target_rows(target, final) == _rows(mysql_source, f"`{db}`.{final}")
     return [r.meta_dict() for r in schemas], target
 
 
@@ -286,3 +327,85 @@ def test_a_correction_due_inside_a_transaction_stops_the_source(mysql_source, tm
         finally:
             src.close()
     assert "wrote rows of another table first" in str(err.value) and "cdc source skip" in str(err.value)
+
+
+SWAPS = {  # one statement renames columns into each other's names (its clauses name the columns as they were;
+    # the servers refuse a temporary name inside one statement: Unknown column 'tmp')
+    "swap": ["ALTER TABLE {t} RENAME COLUMN v TO flag, RENAME COLUMN flag TO v",
+             "INSERT INTO {t} (id, v, flag) VALUES (20, 'y', 20)",
+             "UPDATE {t} SET flag = flag + 100 WHERE id = 1",
+             "ALTER TABLE {t} CHANGE COLUMN v flag VARCHAR(5) NOT NULL DEFAULT 'old', CHANGE COLUMN flag v INT"],
+    "rotation": ["ALTER TABLE {t} ADD COLUMN w INT DEFAULT 3, ADD COLUMN id2 INT DEFAULT 9",
+                 "ALTER TABLE {t} RENAME COLUMN v TO w, RENAME COLUMN w TO id2, RENAME COLUMN id2 TO v",
+                 "UPDATE {t} SET w = w + 100 WHERE id = 1"],
+    "drop-rename": ["ALTER TABLE {t} DROP COLUMN flag, RENAME COLUMN v TO flag",  # flag is v's now
+                    "INSERT INTO {t} (id, flag) VALUES (20, 20)",
+                    "UPDATE {t} SET flag = flag + 100 WHERE id = 1"],
+}
+
+
+@pytest.mark.parametrize(("swap", "keep_up"), [("swap", False), ("swap", True), ("rotation", False),
+                                               ("drop-rename", False)],
+                         ids=["swap-behind", "swap-keeping-up", "rotation-behind", "drop-rename-behind"])
+def test_a_rename_swap_in_one_statement_moves_the_values(mysql_source, tmp_source_db, broker, topic_prefix,
+                                                         tmp_path, swap, keep_up):
+    """Behind, the reader undoes the later swap (back, by CHANGE) at the first one; the apply moves the values."""
+    statements = SWAPS[swap]
+    schemas, target = _behind(mysql_source, tmp_source_db, broker, topic_prefix, tmp_path, statements,
+                              keep_up=keep_up)
+    target.close()
+    assert not any((s["ddl"] or "").startswith("/* cdc: ") for s in schemas), [s["ddl"] for s in schemas]
+
+
+def test_lenient_stops_at_a_drop_and_add_of_one_name_and_evolve_replaces_it(mysql_source, tmp_source_db, broker,
+                                                                            topic_prefix, tmp_path):
+    """The lenient behaviour keeps a dropped column's values; a new column of that name holds others (its
+    default in every row): the apply stops naming the way back, and `cdc schema evolve` replaces the column
+    (the same with the DROP and the ADD in two statements: tests/unit/streaming/apply/test_schema_evolution.py)."""
+    db = tmp_source_db
+    records, _, _ = _run(mysql_source, db, broker, topic_prefix, DROP_ADD_ONE_STATEMENT)
+    target = make_target(TargetConfig(name="t", kind="duckdb", path=str(tmp_path / "t.duckdb"))).open()
+    try:
+        with pytest.raises(UnsupportedDdl) as err:
+            _engine(target, "lenient").apply_records(records, 0)
+        msg = str(err.value)
+        assert "lenient" in msg and "cdc schema evolve" in msg and f"{db}.t" in msg, msg
+        assert {r["flag"] for r in _target_rows(target)} <= {"x", None}  # applied up to the stop, nothing after
+        target.save_schema_decision("src", err.value.fields["sequence"], f"{db}.t", "evolve")
+        _engine(target, "lenient").apply_records(records, 1)
+        assert _target_rows(target) == _rows(mysql_source, f"`{db}`.t")
+    finally:
+        target.close()
+
+
+def test_unverified_definitions_leave_the_resume_state(mysql_source, tmp_source_db):
+    """A definition the reader could not vouch for stays in the resume state until the table's rows check it;
+    a later DDL of the table (rebuilt at its position) or its DROP supersedes it: tables never written again
+    do not stay in every END record."""
+    q, db = mysql_source.query, tmp_source_db
+    src = source_for(mysql_source, [f"{db}.*"], snapshot="never", heartbeat_interval_s=0.2)
+    src.start(None)
+    for name in ("t", "w"):
+        q(f"CREATE TABLE `{db}`.{name} (id INT PRIMARY KEY, v INT)")
+    q(f"CREATE TABLE `{db}`.u (id INT PRIMARY KEY)")
+    q(f"INSERT INTO `{db}`.w VALUES (1, 1)")  # the reader's last sight of w: its table map
+    q(f"ALTER TABLE `{db}`.t ADD COLUMN c INT DEFAULT 5")  # unverified: the next statement changes c
+    q(f"ALTER TABLE `{db}`.t MODIFY COLUMN c BIGINT DEFAULT 6")
+    q(f"ALTER TABLE `{db}`.w ADD COLUMN c INT DEFAULT 5")  # unverified: the table is dropped later
+    q(f"INSERT INTO `{db}`.u VALUES (1)")
+    q(f"DROP TABLE `{db}`.w")
+    q(f"INSERT INTO `{db}`.u VALUES (2)")
+    end, deadline = GtidSet.parse(mysql_source.gtid_binlog_pos()), time.monotonic() + 60
+    states: list[tuple[str, set[str]]] = []
+    try:
+        for ev in src.events():
+            if isinstance(ev, (SchemaChange, Commit)) and ev.resume is not None:
+                states.append((getattr(ev, "ddl", None) or "COMMIT", set(ev.resume.get("unverified") or ())))
+            if isinstance(ev, Heartbeat) and src.state.issuperset(end):
+                break
+            assert time.monotonic() < deadline
+    finally:
+        src.close()
+    added = [s for ddl, s in states if "ADD COLUMN c" in ddl]
+    assert f"{db}.t" in added[0] and f"{db}.w" in added[1], states  # the check was due
+    assert states[-1] == ("COMMIT", set()) and states[-3] == ("COMMIT", {f"{db}.w"}), states  # t left at its MODIFY

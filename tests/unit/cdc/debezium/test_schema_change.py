@@ -88,3 +88,16 @@ def test_a_column_default_of_the_schema_record_is_its_default_value_expression()
     created = schema_change("cdc.s1", "mysql", "s1", None, "CREATE TABLE t ...", None, 1, tables=[
         {"op": "create", "table": "shop.t", "schema": schema.to_json()}]).value["tableChanges"][0]
     assert created["table"]["columns"][1]["defaultValueExpression"] == "'std'"
+
+
+def test_a_statement_the_reader_generated_keeps_its_marker_and_is_an_alter():
+    """The records a MySQL reader writes itself (the DROP part of a DROP+ADD of one name, a definition corrected
+    from a table map) reach the schema-change topic with their ``/* cdc: ... */`` comment: a consumer can tell
+    them from a statement the source ran."""
+    for ddl in (("/* cdc: the DROP part of the statement that follows */ ALTER TABLE `inventory`.`customers` "
+                 "DROP COLUMN `email`"),
+                ("/* cdc: inventory.customers as its table map at bin.000001:4 shows it */ ALTER TABLE "
+                 "`inventory`.`customers` MODIFY COLUMN `email` varchar(255) NOT NULL")):
+        value = schema_change("cdc.s1", "mysql", "mysql", CUSTOMERS.table, ddl, CUSTOMERS, 1, known=True).value
+        assert value["ddl"] == ddl and value["ddl"].startswith("/* cdc: ")
+        assert value["tableChanges"][0]["type"] == "ALTER"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.schema.evolution import SchemaChangeConfig, default_value, diff, renames_in, type_change
+from cdc.schema.evolution import SchemaChangeConfig, default_value, diff, rename_cycle, renames_in, type_change
 from cdc.schema.sql_dialects import DUCKDB, MYSQL, ORACLE, POSTGRES
 from cdc.stream.events import Column, TableId, TableSchema
 
@@ -40,6 +40,18 @@ def test_change_renames_and_retypes_at_once():
     ch = diff(old, new, "ALTER TABLE t CHANGE a z BIGINT NOT NULL")
     assert _kinds(ch) == [("rename", "z", "a", None, None), ("type", "z", "int", "bigint", "widen"),
                           ("null", "z", True, False, None)]
+
+
+def test_one_statements_renames_are_simultaneous_a_swap_is_two_renames():
+    old = _t(Column("a", "int"), Column("b", "varchar(5)"))
+    new = _t(Column("b", "int"), Column("a", "varchar(5)"))  # a column keeps its place under the new name
+    ch = diff(old, new, "ALTER TABLE t RENAME COLUMN a TO b, RENAME COLUMN b TO a")
+    assert _kinds(ch) == [("rename", "b", "a", None, None), ("rename", "a", "b", None, None)]
+    assert rename_cycle(ch) == ch  # the apply moves them through temporary names
+    # without the statement's renames the same shapes are two type changes (the values stay by name)
+    assert [c.kind for c in diff(old, new, "ALTER TABLE t MODIFY a VARCHAR(5), MODIFY b INT")] == ["type", "type"]
+    plain = diff(_t(Column("a", "int")), _t(Column("z", "int")), "ALTER TABLE t RENAME COLUMN a TO z")
+    assert rename_cycle(plain) == []
 
 
 def test_renames_in_ignores_literals_and_same_names():
@@ -146,3 +158,11 @@ def test_a_shape_read_after_later_statements_counts_only_what_the_statement_name
     assert [c.name for c in shape.columns] == ["id", "name", "tier"]
     changes, shape = statement_changes(shape, late, "ALTER TABLE t RENAME COLUMN name TO label")
     assert _kinds(changes) == [("rename", "label", "name", None, None)] and shape == late
+
+
+def test_a_rename_into_a_name_the_statement_drops_drops_it_first():
+    old = _t(Column("a", "int"), Column("b", "int"))
+    new = _t(Column("b", "int"))
+    ch = diff(old, new, "ALTER TABLE t DROP COLUMN b, RENAME COLUMN a TO b")
+    assert _kinds(ch) == [("drop", "b", None, None, None), ("rename", "b", "a", None, None)]
+    assert _kinds(diff(old, new, "ALTER TABLE t DROP PRIMARY KEY, DROP COLUMN a")) == [("drop", "a", None, None, None)]

@@ -16,6 +16,13 @@ def test_a_rename_swap_is_undone_to_the_names_at_the_position():
     assert [c.name for c in got.columns] == ["id", "tmp", "b"]
 
 
+def test_a_later_swap_in_one_statement_is_undone_at_once():
+    later = [("f", 10, "d", "ALTER TABLE t RENAME COLUMN a TO b, RENAME COLUMN b TO a")]
+    now = TableSchema(T, (Column("id", "int", False), Column("b", "int"), Column("a", "varchar(5)")), ("id",))
+    got = definition_at(T, later, lambda t: now, None)
+    assert [(c.name, c.type) for c in got.columns] == [("id", "int"), ("a", "int"), ("b", "varchar(5)")]
+
+
 def test_drop_then_add_of_one_name_is_a_drop_at_the_position():
     later = [("f", 10, "d", "ALTER TABLE t ADD COLUMN flag VARCHAR(5) DEFAULT 'new'")]
     got = definition_at(T, later, lambda t: _shape(T, "id", "v", "flag"), {"flag"})

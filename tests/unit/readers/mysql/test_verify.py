@@ -108,3 +108,9 @@ def test_unverified_definitions_survive_a_restart_unless_a_skip_named_the_table(
     assert restored(resume) == {T: u}
     assert restored({**resume, "skipped": {"gtid": "0-1-6", "tables": ["d.t"]}}) == {}
     assert restored({"gtid_set": "0-1-5"}) == {} and restored(None) == {}
+
+
+def test_a_swap_applied_forward_renames_at_once():
+    before = _shape(("id", "int", False), ("a", "int"), ("b", "varchar(5)"))
+    got, _, _ = at_statement(before, "ALTER TABLE t RENAME COLUMN a TO b, RENAME COLUMN b TO a", "d", forward=True)
+    assert [(c.name, c.type) for c in got.columns] == [("id", "int"), ("b", "int"), ("a", "varchar(5)")]

@@ -427,3 +427,57 @@ def test_oracle_column_sizes_widen_and_narrow_the_target_column():
     err = info.value
     assert (err.table, err.column, err.value, err.sequence) == ("APP.T", "NAME", "abcdefghijkl", stop), str(err)
     assert "varchar2(12) -> varchar2(10)" in str(err) and "cdc schema skip" in str(err)
+
+
+def test_a_swap_of_column_names_moves_the_values_also_under_lenient():
+    for behavior in ("evolve", "lenient"):
+        b = _base()  # (id, name varchar, qty int): each column keeps its place under the other's name
+        b.schema("shop.t", [("id", "int", False), ("qty", "varchar(20)"), ("name", "int")], ["id"],
+                 ddl="ALTER TABLE t CHANGE name qty VARCHAR(20), CHANGE qty name INT")
+        b.tx(("c", "shop.t", None, {"id": 3, "name": 3, "qty": "c"}))
+        e = _engine(behavior=behavior)
+        e.apply_records(b.as_records(), 0)
+        assert _rows(e, "SELECT id, name, qty FROM t ORDER BY id") == [(1, 1, "a"), (2, 2, "bb"), (3, 3, "c")]
+        assert [c[0] for c in _cols(e)] == ["id", "qty", "name"]
+
+
+@pytest.mark.parametrize("kind", ["delta"])
+def test_a_swap_of_column_names_on_a_lake_table_stops_with_the_way_back(kind, tmp_path):
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("qty", "int"), ("name", "varchar(20)")], ["id"],
+             ddl="ALTER TABLE t RENAME COLUMN name TO qty, RENAME COLUMN qty TO name")
+    with pytest.raises(UnsupportedDdl) as info:
+        _lake(kind, tmp_path)().apply_records(b.as_records(), 0)
+    assert "exchanged" in str(info.value) and "cdc schema accept" in str(info.value)
+
+
+def test_lenient_stops_at_a_new_column_under_the_name_of_one_it_kept():
+    b = _base()
+    b.schema("shop.t", [("id", "int", False), ("name", "varchar(20)")], ["id"], ddl="ALTER TABLE t DROP COLUMN qty")
+    b.tx(("c", "shop.t", None, {"id": 3, "name": "c"}))
+    b.schema("shop.t", [("id", "int", False), ("name", "varchar(20)"), ("qty", "int", False, "7")], ["id"],
+             ddl="ALTER TABLE t ADD COLUMN qty INT NOT NULL DEFAULT 7")
+    stop = b.seq - 1
+    e = _engine(behavior="lenient")
+    with pytest.raises(UnsupportedDdl) as info:
+        e.apply_records(b.as_records(), 0)
+    assert info.value.sequence == stop and "lenient" in str(info.value) and "cdc schema evolve" in str(info.value)
+    assert _rows(e) == [(1, "a", 1), (2, "bb", 2), (3, "c", None)]  # kept, nullable
+    e.target.save_schema_decision("src", stop, "shop.t", "evolve")
+    e2 = _engine(e.target, behavior="lenient")
+    e2.apply_records(b.as_records(), 1)
+    assert _rows(e2) == [(1, "a", 7), (2, "bb", 7), (3, "c", 7)]  # the source's values of the new column
+
+
+def test_a_rename_into_the_name_of_a_dropped_column_carries_the_renamed_values():
+    e = _engine()
+    b2 = _base()
+    b2.schema("shop.t", [("id", "int", False), ("name", "int")], ["id"],
+              ddl="ALTER TABLE t DROP COLUMN name, RENAME COLUMN qty TO name")
+    b2.tx(("c", "shop.t", None, {"id": 3, "name": 30}))
+    e.apply_records(b2.as_records(), 0)
+    assert _rows(e) == [(1, 1), (2, 2), (3, 30)] and [c[0] for c in _cols(e)] == ["id", "name"]
+    e3 = _engine(behavior="lenient")
+    with pytest.raises(UnsupportedDdl) as info:
+        e3.apply_records(b2.as_records(), 0)
+    assert "lenient" in str(info.value) and "cdc schema evolve" in str(info.value)
