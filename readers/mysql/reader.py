@@ -91,6 +91,7 @@ from readers.mysql.binlog.fastevents import FastBegin, FastGtid, FastStream, Fas
 from readers.mysql.binlog.fastrows import install as _install_fast_rows
 from readers.mysql.binlog.inflate import COMPRESSED_TYPES, FORMAT_DESCRIPTION_EVENT, Inflater
 from readers.mysql.binlog.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogEvent, payload_events
+from readers.mysql.binlog.native_rows import ShapedRow, shaped_rows
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
@@ -216,7 +217,8 @@ def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str,
     ``mapper`` (a shaped table, cdc/transforms): each row change goes through ``mapper.change`` on the decoded
     images BEFORE any byte is made, exactly as the Change path does (_shaped_change): filtered rows are left out
     and take no row number, the op may turn (an update leaving or entering the filter), and only the shaped
-    images (masked values, no excluded column) are ever serialized. ``known`` then holds the shaped schema."""
+    images (masked values, no excluded column) are ever serialized. ``known`` then holds the shaped schema. A
+    mapper the C pass implements shapes every image there first (readers/mysql/binlog/native_rows.py shaped_rows)."""
     dumps = orjson.dumps
     schema = known[1]
     pk = schema.primary_key if schema is not None else ()
@@ -225,8 +227,12 @@ def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str,
         fields["thread"] = thread
     head, tail = wire.source_split(fields, "row")
     out = []
+    kind: type = ConvertedRow
     if mapper is not None:
-        return _serialized_shaped(rows, op, known, pk, head, tail, row_no, mapper)
+        shaped = shaped_rows(rows, op, mapper)  # the C pass: excludes and masks on every image, or None
+        if shaped is None:
+            return _serialized_shaped(rows, op, known, pk, head, tail, row_no, mapper)
+        rows, kind = shaped, ShapedRow
     try:
         for i, r in enumerate(rows):
             if op == "c":
@@ -237,10 +243,10 @@ def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str,
                 before, after = dumps(row), wire.NULL
             else:
                 row = r["after_values"]
-                if type(r["before_values"]) is not ConvertedRow:
+                if type(r["before_values"]) is not kind:
                     return None
                 before, after = dumps(r["before_values"]), dumps(row)
-            if type(row) is not ConvertedRow:
+            if type(row) is not kind:
                 return None
             kv = (after if op != "d" else before) if not pk else wire.key_json(row, pk)  # keyless: the image's bytes
             out.append((op, kv, before, after, b"%b%d%b" % (head, row_no + i, tail)))
