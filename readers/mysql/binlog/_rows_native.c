@@ -773,6 +773,7 @@ static PyObject *shape(PyObject *self, PyObject *args) {
         PyObject *shaped = PyDict_New();
         if (shaped == NULL) goto done;
         PyList_SET_ITEM(out, r, shaped);
+        int atomic = 1;  /* images of atomic values only: this dict cannot be in a cycle either (see image()) */
         for (Py_ssize_t k = 0; k < nimg; k++) {
             PyObject *key = PyTuple_GET_ITEM(keys, k);
             PyObject *image = PyDict_GetItemWithError(row, key);
@@ -782,10 +783,12 @@ static PyObject *shape(PyObject *self, PyObject *args) {
             int rc = shape_image(masks, n, image, out_type, empty, &values);
             if (rc == FALLBACK) goto fallback;
             if (rc != OK) goto done;
+            if (PyObject_GC_IsTracked(values)) atomic = 0;
             int bad = PyDict_SetItem(shaped, key, values);
             Py_DECREF(values);
             if (bad < 0) goto done;
         }
+        if (atomic) PyObject_GC_UnTrack(shaped);  /* the clear rows keep the collector's pace, as before */
     }
     result = out;
     out = NULL;
