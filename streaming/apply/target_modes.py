@@ -143,35 +143,36 @@ _ALIVE = ',"' + DELETED + '":false,"' + DELETED_AT + '":null}'
 
 def _soft_delete(batch: Batch, codes: Any, soft: set[int], now: str) -> Batch:
     """rewrite() of a batch whose shaped tables are all plain soft-delete ones (no metadata columns, no SCHEMA
-    record): the same records as the record-by-record rewrite, made column-wise. An insert's or update's after
-    image (orjson's text of a JSON object, as streaming/stream/records.py writes it) gains the two columns
-    spliced before its closing brace: the text orjson gives for the merged dict. A delete, an image that already
-    names a _cdc_deleted column, or any other shape takes the record-by-record rewrite (_data)."""
+    record): the same records as the record-by-record rewrite, made column-wise (Arrow compute). An insert's or
+    update's after image (orjson's text of a JSON object, as streaming/stream/records.py writes it) gains the
+    two columns spliced before its closing brace: the text orjson gives for the merged dict. A delete, an image
+    that already names a _cdc_deleted column, or any other shape takes the record-by-record rewrite (_data)."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     t = batch.table
-    kinds, ops, afters = (t.column(f).to_pylist() for f in ("kind", "op", "after"))
-    hit = np.flatnonzero(np.isin(codes, np.fromiter(soft, dtype=np.int64)))
-    slow = []
-    for i in hit.tolist():
-        if kinds[i] != DATA:
-            continue
-        op, a = ops[i], afters[i]
-        if op in ("c", "u", "r") and a and len(a) > 2 and a[0] == "{" and a[-1] == "}" and '"_cdc_deleted' not in a:
-            afters[i] = a[:-1] + _ALIVE
-        elif op in ("c", "u", "r", "d"):
-            slow.append(i)
-    columns = {"after": afters}
+    mine = pa.array(np.isin(codes, np.fromiter(soft, dtype=np.int64)))
+    data = pc.and_(mine, pc.equal(t.column("kind"), DATA))
+    after, op = t.column("after"), t.column("op")
+    alive = pc.and_(data, pc.is_in(op, pa.array(["c", "u", "r"])))
+    spliced = pc.and_kleene(alive, pc.and_kleene(
+        pc.and_kleene(pc.starts_with(after, "{"), pc.ends_with(after, "}")),
+        pc.and_kleene(pc.not_equal(after, "{}"), pc.invert(pc.match_substring(after, '"_cdc_deleted')))))
+    spliced = pc.fill_null(spliced, False)
+    joined = pc.binary_join_element_wise(pc.utf8_slice_codeunits(after, 0, -1), pa.scalar(_ALIVE), "")
+    t = t.set_column(t.schema.get_field_index("after"), t.schema.field("after"), pc.if_else(spliced, joined, after))
+    slow_mask = pc.and_(pc.and_(data, pc.is_in(op, pa.array(["c", "u", "r", "d"]))), pc.invert(spliced))
+    slow = np.flatnonzero(slow_mask.to_numpy(zero_copy_only=False)).tolist()
     if slow:
-        ops, keys, bkeys, befores = (t.column(f).to_pylist() for f in ("op", "key", "bkey", "before"))
+        cols = {f: t.column(f).to_pylist() for f in ("op", "key", "bkey", "before", "after")}
         for i, rec in zip(slow, batch.records_at(slow), strict=True):
             new = _data(rec, _SOFT_DELETE, now)
-            ops[i], keys[i], bkeys[i], befores[i], afters[i] = new.op, new.key, new.bkey, new.before, new.after
-        columns |= {"op": ops, "key": keys, "bkey": bkeys, "before": befores}
-    for name, values in columns.items():
-        field = t.schema.field(name)
-        t = t.set_column(t.schema.get_field_index(name), field, pa.array(values, field.type))
+            for f in cols:
+                cols[f][i] = getattr(new, f)
+        for f, values in cols.items():
+            field = t.schema.field(f)
+            t = t.set_column(t.schema.get_field_index(f), field, pa.array(values, field.type))
     return Batch(t)
 
 
