@@ -168,8 +168,8 @@ def _soft_delete(batch: Batch, codes: Any, soft: set[int], now: str) -> Batch:
         cols = {f: t.column(f).to_pylist() for f in ("op", "key", "bkey", "before", "after")}
         for i, rec in zip(slow, batch.records_at(slow), strict=True):
             new = _data(rec, _SOFT_DELETE, now)
-            for f in cols:
-                cols[f][i] = getattr(new, f)
+            for f, values in cols.items():
+                values[i] = getattr(new, f)
         for f, values in cols.items():
             field = t.schema.field(f)
             t = t.set_column(t.schema.get_field_index(f), field, pa.array(values, field.type))
