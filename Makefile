@@ -72,6 +72,7 @@ bench: setup
 	$(BENCH_RECORD) oracle -- $(CDC) bench oracle --rows 1000000
 	$(BENCH_RECORD) oracle-big-txn -- $(CDC) bench oracle --big-txn 1000000
 	$(BENCH_RECORD) apply -- $(CDC) bench apply --rows 500000
+	$(BENCH_RECORD) apply-transforms -- $(CDC) bench apply --rows 200000 --transforms
 	$(BENCH_RECORD) apply-delta -- $(CDC) bench apply --target delta --rows 500000
 	$(BENCH_RECORD) apply-iceberg -- $(CDC) bench apply --target iceberg --rows 500000
 	$(BENCH_RECORD) compare -- $(CDC) bench compare --rows 1000000
