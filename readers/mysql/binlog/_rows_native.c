@@ -1,12 +1,13 @@
 /* The rows of one MySQL/MariaDB rows event, decoded straight to the stream's values.
 
-   decode(data, start, end, plan, bitmaps, row_type, keys) reads the row images in
+   decode(data, start, end, plan, bitmaps, row_type, keys[, masks]) reads the row images in
    data[start:end] (the body of a WRITE/UPDATE/DELETE rows event after its column
    bitmaps) and returns a list with one dict per row: {keys[k]: row_type(...)} per image,
    each image mapping column name to the value readers/mysql/binlog/decode.py's RowConverter
    makes of the library's value (cdc/schema/values.py: DECIMAL as text, temporal types as ISO
    text, binary as base64, SET as 'a,b', ...). ``plan`` holds one (name, kind, a, b, obj)
-   tuple per column (readers/mysql/binlog/native_rows.py builds it from the TABLE_MAP).
+   tuple per column (readers/mysql/binlog/native_rows.py builds it from the TABLE_MAP). With ``masks`` (a
+   shape() plan naming the same columns in the same order) every image comes shaped, as shape() below makes it.
 
    It returns None for anything it does not vouch for (a value outside its type's valid
    range, a truncated row, a text that does not decode, a JSON document the callback
@@ -458,179 +459,6 @@ static int value(const Col *c, const unsigned char **pp, const unsigned char *en
     return *out ? OK : ERR;
 }
 
-static int popcount(const unsigned char *b, Py_ssize_t n) {
-    int c = 0;
-    for (Py_ssize_t i = 0; i < n; i++) c += __builtin_popcount(b[i]);
-    return c;
-}
-
-/* One row image: returns OK with *out a new row_type instance, ERR, or FALLBACK. */
-static int image(const Col *cols, Py_ssize_t ncols, PyObject *bitmap, PyTypeObject *row_type, PyObject *empty,
-                 const unsigned char **pp, const unsigned char *end, PyObject **out) {
-    const unsigned char *p = *pp;
-    const unsigned char *bm = (const unsigned char *)PyBytes_AS_STRING(bitmap);
-    Py_ssize_t bmlen = PyBytes_GET_SIZE(bitmap);
-    if (bmlen * 8 < ncols) return FALLBACK;
-    Py_ssize_t nnull = (popcount(bm, bmlen) + 7) / 8;
-    NEED(nnull);
-    const unsigned char *nulls = p;
-    p += nnull;
-    PyObject *values = row_type->tp_new(row_type, empty, NULL);
-    if (values == NULL) return ERR;
-    Py_ssize_t idx = 0;
-    int atomic = 1;  /* every value str, int, float or None: nothing a reference cycle could run through */
-    for (Py_ssize_t i = 0; i < ncols; i++) {
-        PyObject *v = NULL;
-        if (!(bm[i >> 3] >> (i & 7) & 1)) {
-            v = Py_None;
-            Py_INCREF(v);
-        } else {
-            if (nulls[idx >> 3] >> (idx & 7) & 1) {
-                v = Py_None;
-                Py_INCREF(v);
-            } else {
-                int rc = value(&cols[i], &p, end, &v);
-                if (rc != OK) { Py_DECREF(values); return rc; }
-            }
-            idx++;
-        }
-        if (PyObject_IS_GC(v)) atomic = 0;
-        int bad = PyDict_SetItem(values, cols[i].name, v);
-        Py_DECREF(v);
-        if (bad < 0) { Py_DECREF(values); return ERR; }
-    }
-    /* A row image of atomic values cannot be part of a cycle: keep it out of the cyclic collector's lists,
-       as CPython does for such plain dicts (a dict tracks itself again when a container is put in it).
-       Tracked, the images of a big transaction made every collection walk them (~0.5 us per row, measured).
-       The {key: image} dict around it stays tracked: the library's events are reference cycles (packet <->
-       event) that only the collector frees, and with no tracked object per row it ran its full collections
-       so rarely that dead events and their rows piled up (reader peak RSS 75 -> 89 MB over 1,000,000 rows;
-       80 MB with the outer dict tracked). */
-    if (atomic) PyObject_GC_UnTrack(values);
-    *pp = p;
-    *out = values;
-    return OK;
-}
-
-static int parse_plan(PyObject *plan, Col *cols) {
-    Py_ssize_t n = PyTuple_GET_SIZE(plan);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *t = PyTuple_GET_ITEM(plan, i);
-        Col *c = &cols[i];
-        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 5) {
-            PyErr_SetString(PyExc_TypeError, "plan entries are (name, kind, a, b, obj)");
-            return -1;
-        }
-        c->name = PyTuple_GET_ITEM(t, 0);
-        c->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
-        c->a = PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
-        c->b = PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
-        c->obj = PyTuple_GET_ITEM(t, 4);
-        c->codec = NULL;
-        if (PyErr_Occurred()) return -1;
-        if (c->kind <= 0 || c->kind >= K_LAST) {
-            PyErr_Format(PyExc_ValueError, "unknown plan kind %d", c->kind);
-            return -1;
-        }
-        if ((c->kind == K_ENUM || c->kind == K_SET) && !PyTuple_Check(c->obj)) {
-            PyErr_SetString(PyExc_TypeError, "ENUM/SET plan entries carry a tuple of labels");
-            return -1;
-        }
-        if ((c->kind == K_DATETIME2 || c->kind == K_TIMESTAMP2 || c->kind == K_TIME2) && (c->a < 0 || c->a > 6)) {
-            PyErr_SetString(PyExc_ValueError, "fractional precision outside 0..6");
-            return -1;
-        }
-        if ((c->kind == K_INT || c->kind == K_UINT) && c->a != 1 && c->a != 2 && c->a != 3 && c->a != 4 && c->a != 8) {
-            PyErr_SetString(PyExc_ValueError, "integer plan entry of 1, 2, 3, 4 or 8 bytes");
-            return -1;
-        }
-        if ((c->kind == K_ENUM || c->kind == K_SET) && (c->a < 1 || c->a > 8)) {
-            PyErr_SetString(PyExc_ValueError, "ENUM/SET plan entry outside 1..8 bytes");
-            return -1;
-        }
-        if (c->kind == K_BINARY && (c->b < 0 || c->b > 65535)) {
-            PyErr_SetString(PyExc_ValueError, "BINARY width outside 0..65535");
-            return -1;
-        }
-        if (c->kind == K_CODEC && (c->codec = PyUnicode_AsUTF8(c->obj)) == NULL) return -1;
-        if (c->kind == K_BIT && (c->a < 1 || c->a > 8 || c->b < 1 || c->b > 8)) {
-            PyErr_SetString(PyExc_ValueError, "BIT plan entry outside 1..8 bytes");
-            return -1;
-        }
-        if (c->kind == K_CALL && !PyCallable_Check(c->obj)) {
-            PyErr_SetString(PyExc_TypeError, "a callback plan entry carries a callable");
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static PyObject *decode(PyObject *self, PyObject *args) {
-    Py_buffer buf;
-    Py_ssize_t start, stop;
-    PyObject *plan, *bitmaps, *keys;
-    PyTypeObject *row_type;
-    if (!PyArg_ParseTuple(args, "y*nnO!O!O!O!", &buf, &start, &stop, &PyTuple_Type, &plan, &PyTuple_Type, &bitmaps,
-                          &PyType_Type, &row_type, &PyTuple_Type, &keys))
-        return NULL;
-    PyObject *result = NULL, *rows = NULL, *empty = NULL;
-    Py_ssize_t ncols = PyTuple_GET_SIZE(plan), nimg = PyTuple_GET_SIZE(bitmaps);
-    Col *cols = PyMem_Calloc(ncols ? ncols : 1, sizeof(Col));
-    if (cols == NULL) { PyErr_NoMemory(); goto done; }
-    if (!PyType_IsSubtype(row_type, &PyDict_Type)) {
-        PyErr_SetString(PyExc_TypeError, "row_type must be a dict subclass");
-        goto done;
-    }
-    if (nimg < 1 || nimg > 2 || PyTuple_GET_SIZE(keys) != nimg) {
-        PyErr_SetString(PyExc_ValueError, "one or two images, one key each");
-        goto done;
-    }
-    for (Py_ssize_t k = 0; k < nimg; k++)
-        if (!PyBytes_Check(PyTuple_GET_ITEM(bitmaps, k))) {
-            PyErr_SetString(PyExc_TypeError, "bitmaps are bytes");
-            goto done;
-        }
-    if (start < 0 || stop < start || stop > buf.len) {
-        PyErr_SetString(PyExc_ValueError, "start/end outside the buffer");
-        goto done;
-    }
-    if (parse_plan(plan, cols) < 0) goto done;
-    if ((empty = PyTuple_New(0)) == NULL || (rows = PyList_New(0)) == NULL) goto done;
-    const unsigned char *p = (const unsigned char *)buf.buf + start, *end = (const unsigned char *)buf.buf + stop;
-    while (p < end) {
-        PyObject *row = PyDict_New();
-        if (row == NULL) goto done;
-        for (Py_ssize_t k = 0; k < nimg; k++) {
-            PyObject *values = NULL;
-            int rc = image(cols, ncols, PyTuple_GET_ITEM(bitmaps, k), row_type, empty, &p, end, &values);
-            if (rc == FALLBACK) {
-                Py_DECREF(row);
-                Py_INCREF(Py_None);
-                result = Py_None;
-                goto done;
-            }
-            if (rc != OK || PyDict_SetItem(row, PyTuple_GET_ITEM(keys, k), values) < 0) {
-                Py_XDECREF(values);
-                Py_DECREF(row);
-                goto done;
-            }
-            Py_DECREF(values);
-        }
-        int bad = PyList_Append(rows, row);
-        Py_DECREF(row);
-        if (bad < 0) goto done;
-    }
-    result = rows;
-    rows = NULL;
-done:
-    Py_XDECREF(rows);
-    Py_XDECREF(empty);
-    PyMem_Free(cols);
-    PyBuffer_Release(&buf);
-    return result;
-}
-
-
 /* -- shape: the masks over decoded rows ------------------------------------------------------------------ */
 
 enum { S_KEEP = 1, S_DROP, S_HASH, S_TRUNCATE, S_KEEP_LAST, S_REPLACE, S_NULL, S_LAST };
@@ -751,6 +579,206 @@ static int parse_masks(PyObject *plan, Mask *masks) {
     return 0;
 }
 
+static int popcount(const unsigned char *b, Py_ssize_t n) {
+    int c = 0;
+    for (Py_ssize_t i = 0; i < n; i++) c += __builtin_popcount(b[i]);
+    return c;
+}
+
+/* One row image: returns OK with *out a new row_type instance, ERR, or FALLBACK. */
+static int image(const Col *cols, const Mask *masks, Py_ssize_t ncols, PyObject *bitmap, PyTypeObject *row_type,
+                 PyObject *empty, const unsigned char **pp, const unsigned char *end, PyObject **out) {
+    const unsigned char *p = *pp;
+    const unsigned char *bm = (const unsigned char *)PyBytes_AS_STRING(bitmap);
+    Py_ssize_t bmlen = PyBytes_GET_SIZE(bitmap);
+    if (bmlen * 8 < ncols) return FALLBACK;
+    Py_ssize_t nnull = (popcount(bm, bmlen) + 7) / 8;
+    NEED(nnull);
+    const unsigned char *nulls = p;
+    p += nnull;
+    PyObject *values = row_type->tp_new(row_type, empty, NULL);
+    if (values == NULL) return ERR;
+    Py_ssize_t idx = 0;
+    int atomic = 1;  /* every value str, int, float or None: nothing a reference cycle could run through */
+    for (Py_ssize_t i = 0; i < ncols; i++) {
+        PyObject *v = NULL;
+        if (!(bm[i >> 3] >> (i & 7) & 1)) {
+            v = Py_None;
+            Py_INCREF(v);
+        } else {
+            if (nulls[idx >> 3] >> (idx & 7) & 1) {
+                v = Py_None;
+                Py_INCREF(v);
+            } else {
+                int rc = value(&cols[i], &p, end, &v);
+                if (rc != OK) { Py_DECREF(values); return rc; }
+            }
+            idx++;
+        }
+        if (masks != NULL && masks[i].action != S_KEEP) {  /* the table's shape (decode(..., masks)) */
+            if (masks[i].action == S_DROP) { Py_DECREF(v); continue; }
+            if (v != Py_None) {
+                PyObject *masked = NULL;
+                int rc = mask_value(&masks[i], v, &masked);
+                Py_DECREF(v);
+                if (rc != OK) { Py_DECREF(values); return rc; }
+                v = masked;
+            }
+        }
+        if (PyObject_IS_GC(v)) atomic = 0;
+        int bad = PyDict_SetItem(values, cols[i].name, v);
+        Py_DECREF(v);
+        if (bad < 0) { Py_DECREF(values); return ERR; }
+    }
+    /* A row image of atomic values cannot be part of a cycle: keep it out of the cyclic collector's lists,
+       as CPython does for such plain dicts (a dict tracks itself again when a container is put in it).
+       Tracked, the images of a big transaction made every collection walk them (~0.5 us per row, measured).
+       The {key: image} dict around it stays tracked: the library's events are reference cycles (packet <->
+       event) that only the collector frees, and with no tracked object per row it ran its full collections
+       so rarely that dead events and their rows piled up (reader peak RSS 75 -> 89 MB over 1,000,000 rows;
+       80 MB with the outer dict tracked). */
+    if (atomic) PyObject_GC_UnTrack(values);
+    *pp = p;
+    *out = values;
+    return OK;
+}
+
+static int parse_plan(PyObject *plan, Col *cols) {
+    Py_ssize_t n = PyTuple_GET_SIZE(plan);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyTuple_GET_ITEM(plan, i);
+        Col *c = &cols[i];
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 5) {
+            PyErr_SetString(PyExc_TypeError, "plan entries are (name, kind, a, b, obj)");
+            return -1;
+        }
+        c->name = PyTuple_GET_ITEM(t, 0);
+        c->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
+        c->a = PyLong_AsLong(PyTuple_GET_ITEM(t, 2));
+        c->b = PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
+        c->obj = PyTuple_GET_ITEM(t, 4);
+        c->codec = NULL;
+        if (PyErr_Occurred()) return -1;
+        if (c->kind <= 0 || c->kind >= K_LAST) {
+            PyErr_Format(PyExc_ValueError, "unknown plan kind %d", c->kind);
+            return -1;
+        }
+        if ((c->kind == K_ENUM || c->kind == K_SET) && !PyTuple_Check(c->obj)) {
+            PyErr_SetString(PyExc_TypeError, "ENUM/SET plan entries carry a tuple of labels");
+            return -1;
+        }
+        if ((c->kind == K_DATETIME2 || c->kind == K_TIMESTAMP2 || c->kind == K_TIME2) && (c->a < 0 || c->a > 6)) {
+            PyErr_SetString(PyExc_ValueError, "fractional precision outside 0..6");
+            return -1;
+        }
+        if ((c->kind == K_INT || c->kind == K_UINT) && c->a != 1 && c->a != 2 && c->a != 3 && c->a != 4 && c->a != 8) {
+            PyErr_SetString(PyExc_ValueError, "integer plan entry of 1, 2, 3, 4 or 8 bytes");
+            return -1;
+        }
+        if ((c->kind == K_ENUM || c->kind == K_SET) && (c->a < 1 || c->a > 8)) {
+            PyErr_SetString(PyExc_ValueError, "ENUM/SET plan entry outside 1..8 bytes");
+            return -1;
+        }
+        if (c->kind == K_BINARY && (c->b < 0 || c->b > 65535)) {
+            PyErr_SetString(PyExc_ValueError, "BINARY width outside 0..65535");
+            return -1;
+        }
+        if (c->kind == K_CODEC && (c->codec = PyUnicode_AsUTF8(c->obj)) == NULL) return -1;
+        if (c->kind == K_BIT && (c->a < 1 || c->a > 8 || c->b < 1 || c->b > 8)) {
+            PyErr_SetString(PyExc_ValueError, "BIT plan entry outside 1..8 bytes");
+            return -1;
+        }
+        if (c->kind == K_CALL && !PyCallable_Check(c->obj)) {
+            PyErr_SetString(PyExc_TypeError, "a callback plan entry carries a callable");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *decode(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    Py_ssize_t start, stop;
+    PyObject *plan, *bitmaps, *keys, *mask_plan = Py_None;
+    PyTypeObject *row_type;
+    if (!PyArg_ParseTuple(args, "y*nnO!O!O!O!|O", &buf, &start, &stop, &PyTuple_Type, &plan, &PyTuple_Type, &bitmaps,
+                          &PyType_Type, &row_type, &PyTuple_Type, &keys, &mask_plan))
+        return NULL;
+    PyObject *result = NULL, *rows = NULL, *empty = NULL;
+    Py_ssize_t ncols = PyTuple_GET_SIZE(plan), nimg = PyTuple_GET_SIZE(bitmaps);
+    Col *cols = PyMem_Calloc(ncols ? ncols : 1, sizeof(Col));
+    Mask *masks = NULL;
+    if (cols == NULL) { PyErr_NoMemory(); goto done; }
+    if (mask_plan != Py_None) {  /* one (name, action, arg) per plan column, the same names in the same order */
+        if (!PyTuple_Check(mask_plan) || PyTuple_GET_SIZE(mask_plan) != ncols) {
+            PyErr_SetString(PyExc_ValueError, "a mask plan has one entry per plan column");
+            goto done;
+        }
+        if ((masks = PyMem_Calloc(ncols ? ncols : 1, sizeof(Mask))) == NULL) { PyErr_NoMemory(); goto done; }
+        if (parse_masks(mask_plan, masks) < 0) goto done;
+    }
+    if (!PyType_IsSubtype(row_type, &PyDict_Type)) {
+        PyErr_SetString(PyExc_TypeError, "row_type must be a dict subclass");
+        goto done;
+    }
+    if (nimg < 1 || nimg > 2 || PyTuple_GET_SIZE(keys) != nimg) {
+        PyErr_SetString(PyExc_ValueError, "one or two images, one key each");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < nimg; k++)
+        if (!PyBytes_Check(PyTuple_GET_ITEM(bitmaps, k))) {
+            PyErr_SetString(PyExc_TypeError, "bitmaps are bytes");
+            goto done;
+        }
+    if (start < 0 || stop < start || stop > buf.len) {
+        PyErr_SetString(PyExc_ValueError, "start/end outside the buffer");
+        goto done;
+    }
+    if (parse_plan(plan, cols) < 0) goto done;
+    for (Py_ssize_t i = 0; masks != NULL && i < ncols; i++) {
+        int same = PyUnicode_Compare(masks[i].name, cols[i].name);
+        if (same != 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a mask plan names the plan's columns in order");
+            goto done;
+        }
+    }
+    if ((empty = PyTuple_New(0)) == NULL || (rows = PyList_New(0)) == NULL) goto done;
+    const unsigned char *p = (const unsigned char *)buf.buf + start, *end = (const unsigned char *)buf.buf + stop;
+    while (p < end) {
+        PyObject *row = PyDict_New();
+        if (row == NULL) goto done;
+        for (Py_ssize_t k = 0; k < nimg; k++) {
+            PyObject *values = NULL;
+            int rc = image(cols, masks, ncols, PyTuple_GET_ITEM(bitmaps, k), row_type, empty, &p, end, &values);
+            if (rc == FALLBACK) {
+                Py_DECREF(row);
+                Py_INCREF(Py_None);
+                result = Py_None;
+                goto done;
+            }
+            if (rc != OK || PyDict_SetItem(row, PyTuple_GET_ITEM(keys, k), values) < 0) {
+                Py_XDECREF(values);
+                Py_DECREF(row);
+                goto done;
+            }
+            Py_DECREF(values);
+        }
+        int bad = PyList_Append(rows, row);
+        Py_DECREF(row);
+        if (bad < 0) goto done;
+    }
+    result = rows;
+    rows = NULL;
+done:
+    Py_XDECREF(rows);
+    Py_XDECREF(empty);
+    PyMem_Free(masks);
+    PyMem_Free(cols);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+
 static PyObject *shape(PyObject *self, PyObject *args) {
     PyObject *rows, *keys, *plan;
     PyTypeObject *clear_type, *out_type;
@@ -835,7 +863,8 @@ static PyObject *use_sha_ni(PyObject *self, PyObject *arg) {
 
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS,
-     "decode(data, start, end, plan, bitmaps, row_type, keys) -> list of row dicts, or None: the Python path decides"},
+     "decode(data, start, end, plan, bitmaps, row_type, keys[, masks]) -> list of row dicts (shaped by ``masks``, "
+     "a shape() plan), or None: the Python path decides"},
     {"shape", shape, METH_VARARGS,
      "shape(rows, keys, plan, clear_type, out_type) -> the rows with every image shaped, or None: Python shapes"},
     {"hmac_key", hmac_key, METH_O, "hmac_key(key) -> the 64 bytes of the keyed states shape()'s hash mask takes"},

@@ -26,7 +26,9 @@ Where the two could differ, the Python path decides, for the whole event:
 
 A shaped table (cdc/transforms) whose mapper has a ``native`` plan (column selection and the masks hash,
 truncate, keep_last, replace, null) is shaped in C too: :func:`shaped_rows` runs the C pass's ``shape`` over the
-decoded rows of a rows event, one call per event, giving :class:`ShapedRow` images that hold exactly what the
+decoded rows of a rows event, one call per event (or, on the reader's own stream, the C pass shapes them while
+it decodes them: ``decode_masks``, readers/mysql/binlog/fastevents.py ``FastStream.shapes``), giving
+:class:`ShapedRow` images that hold exactly what the
 mapper's ``row()`` gives (tests/unit/readers/mysql/binlog/test_native_masks.py), HMAC-SHA256 by the C pass's own
 SHA-256 (readers/mysql/binlog/_sha256.h). A mapper with a filter, a computed or an encrypted column, an image
 that is not the C pass's, or a value with no mask text: None, and the mapper shapes in Python. A ShapedRow is
@@ -223,6 +225,20 @@ def mask_plan(native: tuple | None) -> tuple | None:
             arg = int(arg)
         plan.append((name, _k(_ACTIONS[what]), arg))
     return tuple(plan)
+
+
+def decode_masks(mapper: Any, table: Any) -> tuple | None:
+    """The mask plan under which the C pass shapes a table's rows while it decodes them (the ``masks`` of
+    ``_rows_native.decode``): ``mapper``'s, when its columns are the TABLE_MAP's, in order; else None."""
+    plan = table.__dict__.get("_cdc_native", False)
+    if plan is False:
+        plan = table.__dict__["_cdc_native"] = plan_for(table.columns)
+    masks = mapper.fast.get("mysql_native", False)
+    if masks is False:
+        masks = mapper.fast["mysql_native"] = mask_plan(mapper.native)
+    if plan is None or masks is None or [m[0] for m in masks] != [p[0] for p in plan]:
+        return None
+    return masks
 
 
 def shaped_rows(rows: list[dict[str, Any]], op: str, mapper: Any) -> list[dict[str, Any]] | None:
