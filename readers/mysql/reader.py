@@ -231,10 +231,10 @@ def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str,
     out = []
     kind: type = ShapedRow if shaped else ConvertedRow
     if mapper is not None and not shaped:
-        shaped = shaped_rows(rows, op, mapper)  # the C pass: excludes and masks on every image, or None
-        if shaped is None:
+        images = shaped_rows(rows, op, mapper)  # the C pass: excludes and masks on every image, or None
+        if images is None:
             return _serialized_shaped(rows, op, known, pk, head, tail, row_no, mapper)
-        rows, kind = shaped, ShapedRow
+        rows, kind = images, ShapedRow
     try:
         for i, r in enumerate(rows):
             if op == "c":
@@ -677,7 +677,7 @@ class MySqlSource:
         server_id = ev.packet.server_id
         op = "c" if isinstance(ev, WriteRowsEvent) else "u" if isinstance(ev, UpdateRowsEvent) else "d"
         self.metrics.event_read(str(table), op, len(rows))
-        # natively decoded rows go out serialized; a shaped table's are shaped by its mapper first (_serialized)
+        # natively decoded rows go out serialized; a shaped table's are shaped first (_serialized), or come shaped
         kind = type(rows[0].get("values", rows[0].get("after_values"))) if rows else None
         if kind is ShapedRow and mapper is None:  # shaped for a mapper this table no longer has: never written
             raise DecodeError(f"rows of {table} were shaped for transforms the table no longer has", table=str(table),
