@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Any
@@ -96,9 +97,9 @@ class TargetModes:
         if not any(self.of(n) is not None for n in names) and not has_schema:
             return batch
         now = _iso(int(time.time() * 1000))
-        soft = {i for i, n in enumerate(names) if self.of(n) == _SOFT_DELETE}
-        if not has_schema and soft and all(self.of(n) in (None, _SOFT_DELETE) for n in names):
-            return _soft_delete(batch, codes, soft, now)
+        if all(self.of(n) in (None, _SOFT_DELETE) for n in names):  # plain soft-delete tables only: column-wise
+            soft = {i for i, n in enumerate(names) if self.of(n) == _SOFT_DELETE}
+            return _soft_delete(batch, codes, soft, now, self._schema if has_schema else None)
         out = []
         for rec in batch.records():
             mode = self.of(rec.tbl)
@@ -141,12 +142,14 @@ _SOFT_DELETE = TableMode("soft_delete")
 _ALIVE = ',"' + DELETED + '":false,"' + DELETED_AT + '":null}'
 
 
-def _soft_delete(batch: Batch, codes: Any, soft: set[int], now: str) -> Batch:
-    """rewrite() of a batch whose shaped tables are all plain soft-delete ones (no metadata columns, no SCHEMA
-    record): the same records as the record-by-record rewrite, made column-wise (Arrow compute). An insert's or
+def _soft_delete(batch: Batch, codes: Any, soft: set[int], now: str,
+                 schema: Callable[[StreamRecord], StreamRecord] | None) -> Batch:
+    """rewrite() of a batch whose data records' shaped tables are all plain soft-delete ones (no metadata
+    columns): the same records as the record-by-record rewrite, made column-wise (Arrow compute). An insert's or
     update's after image (orjson's text of a JSON object, as streaming/stream/records.py writes it) gains the
     two columns spliced before its closing brace: the text orjson gives for the merged dict. A delete, an image
-    that already names a _cdc_deleted column, or any other shape takes the record-by-record rewrite (_data)."""
+    that already names a _cdc_deleted column, or any other shape takes the record-by-record rewrite (_data);
+    SCHEMA records (when the batch holds any) the ``schema`` rewrite, record by record."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -173,6 +176,13 @@ def _soft_delete(batch: Batch, codes: Any, soft: set[int], now: str) -> Batch:
         for f, values in cols.items():
             field = t.schema.field(f)
             t = t.set_column(t.schema.get_field_index(f), field, pa.array(values, field.type))
+    if schema is not None:
+        at = np.flatnonzero(pc.equal(t.column("kind"), SCHEMA).to_numpy(zero_copy_only=False)).tolist()
+        metas = t.column("meta").to_pylist()
+        for i, rec in zip(at, batch.records_at(at), strict=True):
+            metas[i] = schema(rec).meta
+        field = t.schema.field("meta")
+        t = t.set_column(t.schema.get_field_index("meta"), field, pa.array(metas, field.type))
     return Batch(t)
 
 

@@ -116,9 +116,9 @@ def test_compare_counts_soft_deleted_rows_absent_skips_mode_columns_and_refuses_
 
 
 def test_soft_delete_column_wise_rewrite_is_the_record_rewrite(monkeypatch):
-    """A batch with no SCHEMA record whose shaped tables are all plain soft-delete ones is rewritten column-wise:
-    the same records as the record-by-record rewrite, over hostile images (quotes, braces, unicode, an empty
-    image, an image that already has the column, NULLs), deletes, markers and a table without a mode."""
+    """A batch whose shaped tables are all plain soft-delete ones is rewritten column-wise: the same records as
+    the record-by-record rewrite, over hostile images (quotes, braces, unicode, an empty image, an image that
+    already has the column, NULLs), deletes, markers, SCHEMA records and a table without a mode."""
     from streaming.apply.target_modes import TableMode, _data
     from streaming.stream.records import DATA
 
@@ -130,7 +130,8 @@ def test_soft_delete_column_wise_rewrite_is_the_record_rewrite(monkeypatch):
         b.tx(*[("c", t, None, img) for img in hostile])
         b.tx(*[("u", t, img, {**img, "name": "v2"}) for img in hostile[:2]], ("d", t, hostile[0], None))
         b.tx(("r", t, None, hostile[4]), ("c", t, None, None))
-    recs = b.as_records()[2:]  # data and markers only: no SCHEMA record
+    b.schema("shop.a", COLS + [("more", "int")], ["id"]).tx(("c", "shop.a", None, hostile[0]))
+    recs = b.as_records()
     soft = TableMode("soft_delete")
     modes = TargetModes([("shop.a", soft)])
     from streaming.apply import target_modes
@@ -139,7 +140,8 @@ def test_soft_delete_column_wise_rewrite_is_the_record_rewrite(monkeypatch):
     monkeypatch.setattr(target_modes, "_data", lambda rec, *a: slow.append(rec) or _data(rec, *a))
     got = modes.rewrite(Batch.from_records(recs)).records()
     assert len(slow) == 4  # the empty image, the one with the column, the delete, the insert without an image
-    want = [_data(r, soft, "now") if r.tbl == "shop.a" and r.kind == DATA and r.op in ("c", "u", "d", "r") else r
-            for r in recs]
+    want = [_data(r, soft, "now") if r.tbl == "shop.a" and r.kind == DATA and r.op in ("c", "u", "d", "r") else
+            modes._schema(r) if r.kind == "SCHEMA" else r for r in recs]
     assert got == want
-    assert sum('"_cdc_deleted":false' in (r.after or "") for r in got) == 9
+    assert sum('"_cdc_deleted":false' in (r.after or "") for r in got) == 10
+    assert sum("_cdc_deleted_at" in (r.meta or "") for r in got) == 2  # shop.a's two SCHEMA records
