@@ -28,7 +28,7 @@ venv: $(VENV)/.installed
 # The distribution's python3 when there is one: Debian's (like the official Docker images the
 # deploy/Dockerfile uses) is built with PGO + LTO, ~25% faster on our per-row paths than a plain
 # source build such as pyenv's.
-$(VENV)/.installed: pyproject.toml readers/oracle/columnar/_redo_native.c readers/mysql/binlog/_rows_native.c readers/mysql/_snapshot_native.c cdc/publish/_splice_native.c
+$(VENV)/.installed: pyproject.toml readers/oracle/columnar/_redo_native.c readers/mysql/binlog/_rows_native.c readers/mysql/binlog/_sha256.h readers/mysql/_snapshot_native.c cdc/publish/_splice_native.c
 	@test -x $(PY) || $$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3 ) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e '.[dev]'
@@ -72,6 +72,7 @@ bench: setup
 	$(BENCH_RECORD) oracle -- $(CDC) bench oracle --rows 1000000
 	$(BENCH_RECORD) oracle-big-txn -- $(CDC) bench oracle --big-txn 1000000
 	$(BENCH_RECORD) apply -- $(CDC) bench apply --rows 500000
+	$(BENCH_RECORD) apply-transforms -- $(CDC) bench apply --rows 200000 --transforms
 	$(BENCH_RECORD) apply-delta -- $(CDC) bench apply --target delta --rows 500000
 	$(BENCH_RECORD) apply-iceberg -- $(CDC) bench apply --target iceberg --rows 500000
 	$(BENCH_RECORD) compare -- $(CDC) bench compare --rows 1000000

@@ -51,6 +51,12 @@ Same run, same rows, same PostgreSQL (started here unless ``--postgres DSN``):
           changes, the batched consumer from the broker (``batched_mixed_rows_per_s`` /
           ``mixed_speedup_vs_batched``; the loaded keys are written first, untimed) and the pre-decoded
           write loop (``batched_mixed_predecoded_rows_per_s`` / ``mixed_speedup_vs_batched_predecoded``).
+- transforms (``--transforms``, instead of all the above): the same apply twice on the same rows, alternated
+          ``--repeat`` times, into fresh schemas: the stream as above (upsert target), and the stream a daemon
+          with two computed columns (TRANSFORMS_COMPUTED, computed by cdc.transforms' mapper over every row
+          image) writes, applied to a ``soft_delete`` target (streaming/apply/target_modes.py rewrites every
+          record). Prints ``transforms`` (steady rows/s and the driver's CPU per row, best run of each way)
+          and ``transform_overhead`` (steady time per row with / without - 1).
 - latency: a steady ``--tps`` single-row transactions per second for
           ``--latency-s`` seconds, produced with their commit time; a poller
           reads ``cdc_progress`` every 20 ms; latency = visible - commit.
@@ -87,6 +93,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-records", type=int, default=200_000, help="lake: records per micro-batch")
     parser.add_argument("--update-rows", type=int, default=100_000, help="lake: updates of the update-heavy run")
     parser.add_argument("--no-spark", action="store_true", help="lake: skip the Spark run (engine and append only)")
+    parser.add_argument("--transforms", action="store_true",
+                        help="only the apply, with and without two computed columns and a soft-delete target, "
+                             "and the transforms' overhead (same run)")
+    parser.add_argument("--repeat", type=int, default=2, help="--transforms: alternated runs of each way; the best "
+                        "of each counts")
+
+
+# the two computed columns of the --transforms stream, as a source's sources[].transforms computed: would add them
+TRANSFORMS_COMPUTED = {"amount_x2": {"expr": "amount * 2", "type": "decimal(14,2)"},
+                       "label": {"expr": "CONCAT(UPPER(name), '-', id)", "type": "varchar(64)"}}
 
 
 def _say(msg: str) -> None:
@@ -147,6 +163,99 @@ def _mixed_stream(keys: int, n: int, tx_rows: int, seed: int = 7):
     return b, split
 
 
+def transformed_stream(n: int, tx_rows: int):
+    """bench_stream's changes as a daemon with TRANSFORMS_COMPUTED publishes them: the shaped schema, and every
+    image through the table's column mapper (cdc/transforms/mapper.py), computed columns added."""
+    from cdc.registry import type_parser
+    from cdc.stream.events import Column, TableId, TableSchema
+    from cdc.transforms.config import TransformsConfig
+    from cdc.transforms.mapper import SourceTransforms
+    from streaming.testing import StreamBuilder
+
+    parse = type_parser("mysql")
+    schema = TableSchema(TableId("bench", "t"), tuple(Column(c, t, c != "id", None, parse(t)) for c, t in COLS),
+                         ("id",))
+    cfg = TransformsConfig.model_validate({"tables": [{"match": "bench.t", "computed": TRANSFORMS_COMPUTED}]})
+    mapper = SourceTransforms("bench", cfg).mapper(schema)
+    b = StreamBuilder(source="bench")
+    b.schema("bench.t", [(c.name, c.type) for c in mapper.schema.columns], ["id"])
+    row = mapper.row
+    for i in range(0, n, tx_rows):  # bench_stream's changes, each image shaped
+        b.tx(*[("u", "bench.t", row(bench_row(j - 50)), row(bench_row(j - 50, 1))) if j % 10 == 9 and j >= 50
+               else ("c", "bench.t", None, row(bench_row(j))) for j in range(i, min(n, i + tx_rows))])
+    return b
+
+
+def _transforms(args, bootstrap: str, admin, dsn: str, work: Path) -> dict[str, Any]:
+    """--transforms: the apply of bench_stream into an upsert table vs the transformed stream into a soft-delete
+    table, alternated; the best steady run of each."""
+    import psycopg
+
+    from streaming.apply import job
+    from streaming.testing import produce
+
+    ways = {"without": (bench_stream(args.rows, args.tx_rows), {}),
+            "with": (transformed_stream(args.rows, args.tx_rows),
+                     {"tables": [{"source": "bench.t", "mode": "soft_delete"}]})}
+    for name, (b, _) in ways.items():
+        admin.create_topic(f"b{name}.bench.changes")
+        produce(bootstrap, f"b{name}.bench.changes", b.encoded(), timeout=300)
+    spark = job.build_session("local[2]", "cdc-bench-apply")
+    runs: dict[str, list[tuple[float, float]]] = {"without": [], "with": []}
+    try:
+        for i in range(max(1, args.repeat)):
+            for name, (b, extra) in ways.items():
+                schema = f"bench_{name}_{i}"
+                with psycopg.connect(dsn, autocommit=True) as c:
+                    c.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+                    c.execute(f"CREATE SCHEMA {schema}")
+                cfg = _config(bootstrap, f"b{name}", dsn, schema, work / f"ck-{schema}", max_records_per_batch=200_000,
+                              **extra)
+                _say(f"run {i + 1}: apply {name} transforms")
+                steady_s, cpu_s = _apply_once(cfg, spark, dsn, schema, b)
+                runs[name].append((steady_s, cpu_s))
+                _say(f"run {i + 1}: {name} transforms: {args.rows / steady_s:,.0f} rows/s steady")
+    finally:
+        spark.stop()
+    best = {k: (min(s for s, _ in v), min(c for _, c in v)) for k, v in runs.items()}
+    return {"rows": args.rows, "transforms": {
+        "rule": "2 computed columns (" + ", ".join(f"{k} = {v['expr']}" for k, v in TRANSFORMS_COMPUTED.items())
+                + "), soft_delete target; without: the plain stream, upsert target",
+        "apply_rows_per_s": {k: round(args.rows / s) for k, (s, _) in best.items()},
+        "driver_cpu_us_per_row": {k: round(c / args.rows * 1e6, 2) for k, (_, c) in best.items()}},
+        "transform_overhead": round(best["with"][0] / best["without"][0] - 1, 3),
+        "runs": len(runs["with"]), "load_avg_1m": round(__import__("os").getloadavg()[0], 1)}
+
+
+def _apply_once(cfg, spark, dsn: str, schema: str, b) -> tuple[float, float]:
+    """(steady seconds: first batch start .. last batch commit, the driver process's CPU seconds meanwhile) of one
+    apply job over the whole stream of ``b``."""
+    import psycopg
+
+    from streaming.apply import job
+
+    stop = threading.Event()
+    streams: list = []
+    c0 = time.process_time()
+    th = threading.Thread(target=job.run, args=(cfg,), kwargs={"spark": spark, "stop_event": stop,
+                                                               "streams_out": streams}, daemon=True)
+    th.start()
+    try:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            _wait_applied(c, schema, b.seq - 1, th)
+        wait_until = time.monotonic() + 30  # the last batch's timing is noted just after its commit
+        while streams and sum(t[3] for t in streams[0].timings) < len(b.items) and time.monotonic() < wait_until:
+            time.sleep(0.05)
+        cpu = time.process_time() - c0
+    finally:
+        stop.set()
+        th.join(60)
+    timings = list(streams[0].timings) if streams else []
+    if not timings:
+        raise RuntimeError(f"the apply job into {schema} noted no batch timings")
+    return max(1e-9, timings[-1][2] - timings[0][0]), cpu
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "target", "postgres") != "postgres":
         from cdc.bench import apply_lake
@@ -172,6 +281,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             broker = Broker(log_dir=work).start()
             bootstrap = broker.bootstrap
         admin = broker or External(bootstrap)
+        if getattr(args, "transforms", False):
+            return _transforms(args, bootstrap, admin, dsn, work)
         _say(f"building a stream of {args.rows} row changes")
         b = bench_stream(args.rows, args.tx_rows)
         topic = "bench.bench.changes"

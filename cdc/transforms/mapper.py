@@ -14,8 +14,11 @@ table it fingerprints. A mapper gives
 None from ``mapper()`` means the table is not shaped: its rows move as they are, and the fast paths (the
 native MySQL rows pass, Oracle's columnar redo pass) may serialize them. A table with a mapper never takes
 a fast path that skips ``change()``/``row()``: that is the fast paths' one rule (tests/unit/cdc/transforms). The
-native MySQL rows pass applies ``change()`` to the decoded images before it serializes any (readers/mysql/
-reader.py ``_serialized_shaped``); a fast path that cannot apply the mapper declines the shaped table.
+native MySQL rows pass shapes the decoded images itself, in C, when the mapper's ``native`` plan says how (only
+column selection and the masks hash, truncate, keep_last, replace, null: no filter, no computed column, no
+encrypt), byte for byte as ``row()`` (readers/mysql/binlog/native_rows.py ``shaped_rows``); otherwise it applies
+``change()`` to the decoded images before it serializes any (readers/mysql/reader.py ``_serialized_shaped``). A
+fast path that can do neither declines the shaped table.
 """
 
 from __future__ import annotations
@@ -64,12 +67,18 @@ class ColumnMapper:
     keep: Callable[[dict[str, Any]], bool] | None = None  # the row filter, on the clear image (None: every row)
     computed: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = ()  # added columns, from the clear row
     source: tuple[str, ...] = ()  # the source table's columns in order (a full image in this order: row()'s copy)
+    # what row() does per source column, for a fast path that shapes natively: (name, "keep" | "drop" | the mask's
+    # name, its argument: hash the key, truncate/keep_last the length, replace the value); None when only row()
+    # and change() can shape (a filter, a computed column, an encrypted one). Holds the key: never shown.
+    native: tuple[tuple[str, str, Any], ...] | None = field(default=None, repr=False, compare=False)
+    fast: dict[str, Any] = field(init=False, repr=False, compare=False)  # a fast path's compiled ``native``
     _masks: tuple[tuple[str, Callable[[Any], Any]], ...] = field(init=False, repr=False, compare=False)
     _source_list: list[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_masks", tuple((n, fn) for n, fn in self.plan if fn is not None))
         object.__setattr__(self, "_source_list", list(self.source))
+        object.__setattr__(self, "fast", {})
 
     def change(self, op: str, before: dict[str, Any] | None,
                after: dict[str, Any] | None) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None] | None:
@@ -197,7 +206,7 @@ class SourceTransforms:
         for k in schema.primary_key:
             if k not in kept:
                 raise self._fail(schema, rule, "a primary key column cannot be left out", k)
-        plan, cols, masked = [], [], set()
+        plan, cols, masked, specs = [], [], set(), {}
         for c in keep:
             cfg = rule.columns.get(c.name)
             if cfg is None:
@@ -215,7 +224,7 @@ class SourceTransforms:
             if c.name in schema.primary_key and self.key_window:
                 raise self._fail(schema, rule, "a hashed primary key column is not supported yet on a source with "
                                  "a signal_table (incremental snapshots match rows by their clear key)", c.name)
-            fn, column = self._mask(cfg, c)
+            fn, column, specs[c.name] = self._mask(cfg, c)
             plan.append((c.name, fn))
             cols.append(replace(column, masked=cfg.mask))  # marked in SCHEMA records and Debezium schemas
             masked.add(c.name)
@@ -235,8 +244,13 @@ class SourceTransforms:
             computed.append((name, _computed(expr, logical, str(schema.table), name)))
             cols.append(Column(name, cc.type, True, None, logical))
         shaped = TableSchema(schema.table, tuple(cols), schema.primary_key)
-        return ColumnMapper(schema.table, shaped, tuple(plan), frozenset(masked), frozenset(names - kept),
-                            self._filter(schema, rule, names), tuple(computed), tuple(c.name for c in schema.columns))
+        keep_fn = self._filter(schema, rule, names)
+        native = None
+        if keep_fn is None and not computed and all(what != "encrypt" for what, _ in specs.values()):
+            native = tuple((c.name, *specs.get(c.name, ("keep", None))) if c.name in kept else (c.name, "drop", None)
+                           for c in schema.columns)
+        return ColumnMapper(schema.table, shaped, tuple(plan), frozenset(masked), frozenset(names - kept), keep_fn,
+                            tuple(computed), tuple(c.name for c in schema.columns), native)
 
     def _filter(self, schema: TableSchema, rule: TableTransform, names: set[str]) -> Callable[[dict], bool] | None:
         """The rule's row filter (an expression or a function by import path), None when it has none."""
@@ -263,28 +277,35 @@ class SourceTransforms:
             return keep
         return None
 
-    def _mask(self, cfg: Any, c: Column) -> tuple[Callable[[Any], Any], Column]:
+    def _mask(self, cfg: Any, c: Column) -> tuple[Callable[[Any], Any], Column, tuple[str, Any]]:
+        """(the mask function, the shaped column, the mask as ColumnMapper.native names it)."""
         family = c.logical.family if c.logical is not None else "other"
         length = c.logical.length if c.logical is not None else None
         if cfg.mask == "hash":
             out = LogicalType("string", length=64)
-            return masks.hash_mask(self._hash_key), Column(c.name, self.spelling(out), c.nullable, None, out)
+            return (masks.hash_mask(self._hash_key), Column(c.name, self.spelling(out), c.nullable, None, out),
+                    ("hash", self._hash_key))
         if cfg.mask == "encrypt":
             chars = 20 if family == "integer" else length
             out = LogicalType("string", length=None if chars is None else encrypted_length(chars))
-            return masks.encrypt_mask(self._aes_key), Column(c.name, self.spelling(out), c.nullable, None, out)
+            return (masks.encrypt_mask(self._aes_key), Column(c.name, self.spelling(out), c.nullable, None, out),
+                    ("encrypt", None))
         if cfg.mask == "truncate":
             out = LogicalType("string", length=cfg.length if length is None else min(length, cfg.length))
-            return masks.truncate_mask(cfg.length), Column(c.name, self.spelling(out), c.nullable, None, out)
+            return (masks.truncate_mask(cfg.length), Column(c.name, self.spelling(out), c.nullable, None, out),
+                    ("truncate", cfg.length))
         if cfg.mask == "keep_last":
             out = LogicalType("string", length=length)
-            return masks.keep_last_mask(cfg.length), Column(c.name, self.spelling(out), c.nullable, None, out)
+            return (masks.keep_last_mask(cfg.length), Column(c.name, self.spelling(out), c.nullable, None, out),
+                    ("keep_last", cfg.length))
         if cfg.mask == "replace":
             if family == "string" and (length is None or len(cfg.value) <= length):
-                return masks.replace_mask(cfg.value), Column(c.name, c.type, c.nullable, None, c.logical)
-            out = LogicalType("string", length=max(len(cfg.value), 1))
-            return masks.replace_mask(cfg.value), Column(c.name, self.spelling(out), c.nullable, None, out)
-        return masks.null_mask, Column(c.name, c.type, True, None, c.logical)
+                column = Column(c.name, c.type, c.nullable, None, c.logical)
+            else:
+                out = LogicalType("string", length=max(len(cfg.value), 1))
+                column = Column(c.name, self.spelling(out), c.nullable, None, out)
+            return masks.replace_mask(cfg.value), column, ("replace", cfg.value)
+        return masks.null_mask, Column(c.name, c.type, True, None, c.logical), ("null", None)
 
 
 def _computed(expr: Expression, logical: LogicalType, table: str, name: str) -> Callable[[dict[str, Any]], Any]:

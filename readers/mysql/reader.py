@@ -92,6 +92,7 @@ from readers.mysql.binlog.fastevents import FastBegin, FastGtid, FastPacket, Fas
 from readers.mysql.binlog.fastrows import install as _install_fast_rows
 from readers.mysql.binlog.inflate import COMPRESSED_TYPES, FORMAT_DESCRIPTION_EVENT, Inflater
 from readers.mysql.binlog.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogEvent, payload_events
+from readers.mysql.binlog.native_rows import ShapedRow, decode_masks, shaped_rows
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.connection import connection_settings, open_connection
@@ -277,7 +278,8 @@ _GTID, _FILE = b',"gtid":', b',"file":'
 
 
 def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str, file: str | None, pos: int,
-                row_no: int, server_id: int, thread: int | None, mapper: Any = None) -> ChangeBatch | None:
+                row_no: int, server_id: int, thread: int | None, mapper: Any = None,
+                shaped: bool = False) -> ChangeBatch | None:
     """The rows of one rows event decoded by the native pass (ConvertedRow images: nothing left to convert, so
     nothing that could be dead-lettered) as a ChangeBatch: per row, the JSON of its key values, before and after
     images and ``source`` fields, byte for byte what the publisher writes for the equal Change (cdc.stream.events;
@@ -287,7 +289,9 @@ def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str,
     ``mapper`` (a shaped table, cdc/transforms): each row change goes through ``mapper.change`` on the decoded
     images BEFORE any byte is made, exactly as the Change path does (_shaped_change): filtered rows are left out
     and take no row number, the op may turn (an update leaving or entering the filter), and only the shaped
-    images (masked values, no excluded column) are ever serialized. ``known`` then holds the shaped schema."""
+    images (masked values, no excluded column) are ever serialized. ``known`` then holds the shaped schema. A
+    mapper the C pass implements shapes every image there first (readers/mysql/binlog/native_rows.py shaped_rows).
+    ``shaped``: the images are ShapedRows, shaped by the C pass while it decoded them (FastStream.shapes)."""
     dumps = orjson.dumps
     schema = known[1]
     pk = schema.primary_key if schema is not None else ()
@@ -303,8 +307,12 @@ def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str,
             fields["thread"] = thread
         head, tail = wire.source_split(fields, "row")
     out = []
-    if mapper is not None:
-        return _serialized_shaped(rows, op, known, pk, head, tail, row_no, mapper)
+    kind: type = ShapedRow if shaped else ConvertedRow
+    if mapper is not None and not shaped:
+        images = shaped_rows(rows, op, mapper)  # the C pass: excludes and masks on every image, or None
+        if images is None:
+            return _serialized_shaped(rows, op, known, pk, head, tail, row_no, mapper)
+        rows, kind = images, ShapedRow
     try:
         for i, r in enumerate(rows):
             if op == "c":
@@ -315,10 +323,10 @@ def _serialized(rows: list[Any], op: str, known: tuple[TableId, Any], gtid: str,
                 before, after = dumps(row), wire.NULL
             else:
                 row = r["after_values"]
-                if type(r["before_values"]) is not ConvertedRow:
+                if type(r["before_values"]) is not kind:
                     return None
                 before, after = dumps(r["before_values"]), dumps(row)
-            if type(row) is not ConvertedRow:
+            if type(row) is not kind:
                 return None
             kv = (after if op != "d" else before) if not pk else wire.key_json(row, pk)  # keyless: the image's bytes
             out.append((op, kv, before, after, b"%b%d%b" % (head, row_no + i, tail)))
@@ -747,6 +755,13 @@ class MySqlSource:
                       mapper)
             converters[ev.table_id] = cached
             self._table_schemas[table] = cached[2]
+            shapes = getattr(stream, "shapes", None)  # the reader's own stream shapes while decoding (fastevents)
+            if shapes is not None:
+                masks = None if mapper is None else decode_masks(mapper, tmap)
+                if masks is None:
+                    shapes.pop(ev.table_id, None)
+                else:
+                    shapes[ev.table_id] = (tmap, masks)
         _, convert, schema, mapper = cached
         try:
             rows = ev.rows
@@ -758,9 +773,14 @@ class MySqlSource:
         server_id = ev.packet.server_id
         op = "c" if isinstance(ev, WriteRowsEvent) else "u" if isinstance(ev, UpdateRowsEvent) else "d"
         self.metrics.event_read(str(table), op, len(rows))
-        # natively decoded rows go out serialized; a shaped table's are shaped by its mapper first (_serialized)
-        if self._serialize and rows and type(rows[0].get("values", rows[0].get("after_values"))) is ConvertedRow:
-            batch = _serialized(rows, op, (table, schema), gtid, file, pos, row_no, server_id, thread, mapper)
+        # natively decoded rows go out serialized; a shaped table's are shaped first (_serialized), or come shaped
+        kind = type(rows[0].get("values", rows[0].get("after_values"))) if rows else None
+        if kind is ShapedRow and mapper is None:  # shaped for a mapper this table no longer has: never written
+            raise DecodeError(f"rows of {table} were shaped for transforms the table no longer has", table=str(table),
+                              position=f"{file}:{pos} gtid {gtid}", column=None, value=None)
+        if self._serialize and (kind is ConvertedRow or kind is ShapedRow):
+            batch = _serialized(rows, op, (table, schema), gtid, file, pos, row_no, server_id, thread, mapper,
+                                shaped=kind is ShapedRow)
             if batch is not None:
                 if batch.rows:  # every row filtered out: nothing moves, as on the Change path
                     yield batch
@@ -772,7 +792,10 @@ class MySqlSource:
             if thread is not None:
                 src["thread"] = thread
             try:
-                if mapper is not None:
+                if kind is ShapedRow:  # shaped while decoded: the stream's images already
+                    change = Change(table, op, None if op == "c" else r["values" if op == "d" else "before_values"],
+                                    None if op == "d" else r["values" if op == "c" else "after_values"], src, schema)
+                elif mapper is not None:
                     change = self._shaped_change(r, op, table, src, schema, convert, where, mapper)
                     if change is None:  # the rule's filter keeps the row out (cdc/transforms)
                         continue

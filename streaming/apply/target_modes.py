@@ -24,8 +24,10 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
+from typing import Any
 
 import orjson
 
@@ -90,10 +92,14 @@ class TargetModes:
         """``batch`` with the records of tables that have a mode rewritten (the same batch when none has)."""
         if not self.rules or not batch.n:
             return batch
-        names, _ = batch.table_index()
-        if not any(self.of(n) is not None for n in names) and not _has_schema(batch):
+        names, codes = batch.table_index()
+        has_schema = _has_schema(batch)
+        if not any(self.of(n) is not None for n in names) and not has_schema:
             return batch
         now = _iso(int(time.time() * 1000))
+        if all(self.of(n) in (None, _SOFT_DELETE) for n in names):  # plain soft-delete tables only: column-wise
+            soft = {i for i, n in enumerate(names) if self.of(n) == _SOFT_DELETE}
+            return _soft_delete(batch, codes, soft, now, self._schema if has_schema else None)
         out = []
         for rec in batch.records():
             mode = self.of(rec.tbl)
@@ -130,6 +136,54 @@ def shaped_schema(schema: TableSchema, mode: TableMode) -> TableSchema:
     if mode.mode == "history" and schema.primary_key:
         cols = tuple(replace(c, nullable=False) if c.name == SEQUENCE else c for c in cols)
     return TableSchema(schema.table, cols, key)
+
+
+_SOFT_DELETE = TableMode("soft_delete")
+_ALIVE = ',"' + DELETED + '":false,"' + DELETED_AT + '":null}'
+
+
+def _soft_delete(batch: Batch, codes: Any, soft: set[int], now: str,
+                 schema: Callable[[StreamRecord], StreamRecord] | None) -> Batch:
+    """rewrite() of a batch whose data records' shaped tables are all plain soft-delete ones (no metadata
+    columns): the same records as the record-by-record rewrite, made column-wise (Arrow compute). An insert's or
+    update's after image (orjson's text of a JSON object, as streaming/stream/records.py writes it) gains the
+    two columns spliced before its closing brace: the text orjson gives for the merged dict. A delete, an image
+    that already names a _cdc_deleted column, or any other shape takes the record-by-record rewrite (_data);
+    SCHEMA records (when the batch holds any) the ``schema`` rewrite, record by record."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = batch.table
+    mine = pa.array(np.isin(codes, np.fromiter(soft, dtype=np.int64)))
+    data = pc.and_(mine, pc.equal(t.column("kind"), DATA))
+    after, op = t.column("after"), t.column("op")
+    alive = pc.and_(data, pc.is_in(op, pa.array(["c", "u", "r"])))
+    spliced = pc.and_kleene(alive, pc.and_kleene(
+        pc.and_kleene(pc.starts_with(after, "{"), pc.ends_with(after, "}")),
+        pc.and_kleene(pc.not_equal(after, "{}"), pc.invert(pc.match_substring(after, '"_cdc_deleted')))))
+    spliced = pc.fill_null(spliced, False)
+    joined = pc.binary_join_element_wise(pc.utf8_slice_codeunits(after, 0, -1), pa.scalar(_ALIVE), "")
+    t = t.set_column(t.schema.get_field_index("after"), t.schema.field("after"), pc.if_else(spliced, joined, after))
+    slow_mask = pc.and_(pc.and_(data, pc.is_in(op, pa.array(["c", "u", "r", "d"]))), pc.invert(spliced))
+    slow = np.flatnonzero(slow_mask.to_numpy(zero_copy_only=False)).tolist()
+    if slow:
+        cols = {f: t.column(f).to_pylist() for f in ("op", "key", "bkey", "before", "after")}
+        for i, rec in zip(slow, batch.records_at(slow), strict=True):
+            new = _data(rec, _SOFT_DELETE, now)
+            for f, values in cols.items():
+                values[i] = getattr(new, f)
+        for f, values in cols.items():
+            field = t.schema.field(f)
+            t = t.set_column(t.schema.get_field_index(f), field, pa.array(values, field.type))
+    if schema is not None:
+        at = np.flatnonzero(pc.equal(t.column("kind"), SCHEMA).to_numpy(zero_copy_only=False)).tolist()
+        metas = t.column("meta").to_pylist()
+        for i, rec in zip(at, batch.records_at(at), strict=True):
+            metas[i] = schema(rec).meta
+        field = t.schema.field("meta")
+        t = t.set_column(t.schema.get_field_index("meta"), field, pa.array(metas, field.type))
+    return Batch(t)
 
 
 def _has_schema(batch: Batch) -> bool:

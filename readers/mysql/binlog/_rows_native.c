@@ -1,22 +1,32 @@
 /* The rows of one MySQL/MariaDB rows event, decoded straight to the stream's values.
 
-   decode(data, start, end, plan, bitmaps, row_type, keys) reads the row images in
+   decode(data, start, end, plan, bitmaps, row_type, keys[, masks]) reads the row images in
    data[start:end] (the body of a WRITE/UPDATE/DELETE rows event after its column
    bitmaps) and returns a list with one dict per row: {keys[k]: row_type(...)} per image,
    each image mapping column name to the value readers/mysql/binlog/decode.py's RowConverter
    makes of the library's value (cdc/schema/values.py: DECIMAL as text, temporal types as ISO
    text, binary as base64, SET as 'a,b', ...). ``plan`` holds one (name, kind, a, b, obj)
-   tuple per column (readers/mysql/binlog/native_rows.py builds it from the TABLE_MAP).
+   tuple per column (readers/mysql/binlog/native_rows.py builds it from the TABLE_MAP). With ``masks`` (a
+   shape() plan naming the same columns in the same order) every image comes shaped, as shape() below makes it.
 
    It returns None for anything it does not vouch for (a value outside its type's valid
    range, a truncated row, a text that does not decode, a JSON document the callback
    refuses): the caller then decodes the whole event on the Python path, which yields or
-   raises exactly what it always did. */
+   raises exactly what it always did.
+
+   shape(rows, keys, plan, clear_type, out_type) is the transforms' column mapper (cdc/transforms/mapper.py) over
+   such rows, for the masks it implements (native_rows.py builds ``plan`` from the mapper's mask plan): every
+   image a new out_type dict of the kept columns in table order, excluded columns left out, masked values
+   replaced (HMAC-SHA256 hex, truncate, keep_last, replace, null: masks.py's functions, byte for byte). None for
+   anything it does not vouch for (an image not of clear_type, a value with no mask text): the caller then shapes
+   in Python. It never returns an image holding a clear value of a masked or excluded column. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "_sha256.h"
 
 enum {
     K_INT = 1, K_UINT, K_FLOAT, K_DOUBLE, K_YEAR, K_DECIMAL, K_DATE, K_DATETIME, K_DATETIME2,
@@ -449,6 +459,126 @@ static int value(const Col *c, const unsigned char **pp, const unsigned char *en
     return *out ? OK : ERR;
 }
 
+/* -- shape: the masks over decoded rows ------------------------------------------------------------------ */
+
+enum { S_KEEP = 1, S_DROP, S_HASH, S_TRUNCATE, S_KEEP_LAST, S_REPLACE, S_NULL, S_LAST };
+
+typedef struct {
+    PyObject *name;
+    int action;
+    Py_ssize_t length;          /* S_TRUNCATE, S_KEEP_LAST */
+    PyObject *obj;              /* S_REPLACE: the replacement str */
+    uint32_t inner[8], outer[8];  /* S_HASH: the keyed states */
+} Mask;
+
+/* masks.text_of: a str itself, a bool '1'/'0', an int's decimal digits; NULL (no error set) for any other type. */
+static PyObject *mask_text(PyObject *v) {
+    if (PyUnicode_Check(v)) { Py_INCREF(v); return v; }
+    if (PyBool_Check(v)) return PyUnicode_FromString(v == Py_True ? "1" : "0");
+    if (PyLong_Check(v)) return PyObject_Str(v);
+    return NULL;
+}
+
+/* The masked value of a non-None ``v`` (new reference): OK, ERR, or FALLBACK (no mask text, text not UTF-8). */
+static int mask_value(const Mask *m, PyObject *v, PyObject **out) {
+    if (m->action == S_NULL) { Py_INCREF(Py_None); *out = Py_None; return OK; }
+    if (m->action == S_REPLACE) { Py_INCREF(m->obj); *out = m->obj; return OK; }
+    PyObject *text = mask_text(v);
+    if (text == NULL) { if (PyErr_Occurred()) return ERR; return FALLBACK; }
+    if (m->action == S_HASH) {
+        Py_ssize_t n;
+        const char *s = PyUnicode_AsUTF8AndSize(text, &n);  /* what str.encode() gives */
+        if (s == NULL) { Py_DECREF(text); PyErr_Clear(); return FALLBACK; }
+        *out = PyUnicode_New(64, 127);
+        if (*out != NULL) hmac_hex(m->inner, m->outer, (const unsigned char *)s, (size_t)n,
+                                  (char *)PyUnicode_1BYTE_DATA(*out));
+    } else if (m->action == S_TRUNCATE) {  /* text[:length] */
+        *out = PyUnicode_Substring(text, 0, m->length);
+    } else {  /* S_KEEP_LAST: "*" * hidden + text[hidden:] */
+        Py_ssize_t len = PyUnicode_GET_LENGTH(text), hidden = len > m->length ? len - m->length : 0;
+        *out = NULL;
+        PyObject *stars = PyUnicode_New(hidden, 127);
+        if (stars != NULL) {
+            memset(PyUnicode_1BYTE_DATA(stars), '*', (size_t)hidden);
+            PyObject *rest = PyUnicode_Substring(text, hidden, len);
+            if (rest != NULL) { *out = PyUnicode_Concat(stars, rest); Py_DECREF(rest); }
+            Py_DECREF(stars);
+        }
+    }
+    Py_DECREF(text);
+    return *out ? OK : ERR;
+}
+
+static int shape_image(const Mask *masks, Py_ssize_t n, PyObject *image, PyTypeObject *out_type, PyObject *empty,
+                       PyObject **out) {
+    PyObject *values = out_type->tp_new(out_type, empty, NULL);
+    if (values == NULL) return ERR;
+    int atomic = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Mask *m = &masks[i];
+        if (m->action == S_DROP) continue;
+        PyObject *v = PyDict_GetItemWithError(image, m->name);  /* borrowed; absent: None, as values.get */
+        if (v == NULL && PyErr_Occurred()) { Py_DECREF(values); return ERR; }
+        if (v == NULL) v = Py_None;
+        Py_INCREF(v);
+        if (m->action != S_KEEP && v != Py_None) {
+            PyObject *masked = NULL;
+            int rc = mask_value(m, v, &masked);
+            Py_DECREF(v);
+            if (rc != OK) { Py_DECREF(values); return rc; }
+            v = masked;
+        }
+        if (PyObject_IS_GC(v)) atomic = 0;
+        int bad = PyDict_SetItem(values, m->name, v);
+        Py_DECREF(v);
+        if (bad < 0) { Py_DECREF(values); return ERR; }
+    }
+    if (atomic) PyObject_GC_UnTrack(values);  /* as image() does: see there */
+    *out = values;
+    return OK;
+}
+
+static int parse_masks(PyObject *plan, Mask *masks) {
+    Py_ssize_t n = PyTuple_GET_SIZE(plan);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyTuple_GET_ITEM(plan, i);
+        Mask *m = &masks[i];
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 0))) {
+            PyErr_SetString(PyExc_TypeError, "mask plan entries are (name, action, arg)");
+            return -1;
+        }
+        m->name = PyTuple_GET_ITEM(t, 0);
+        m->action = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
+        m->obj = PyTuple_GET_ITEM(t, 2);
+        m->length = 0;
+        if (PyErr_Occurred()) return -1;
+        if (m->action <= 0 || m->action >= S_LAST) {
+            PyErr_Format(PyExc_ValueError, "unknown mask action %d", m->action);
+            return -1;
+        }
+        if (m->action == S_HASH) {
+            if (!PyBytes_Check(m->obj) || PyBytes_GET_SIZE(m->obj) != 64) {
+                PyErr_SetString(PyExc_TypeError, "a hash mask carries the 64 bytes hmac_key() made");
+                return -1;
+            }
+            memcpy(m->inner, PyBytes_AS_STRING(m->obj), 32);
+            memcpy(m->outer, PyBytes_AS_STRING(m->obj) + 32, 32);
+        }
+        if (m->action == S_TRUNCATE || m->action == S_KEEP_LAST) {
+            m->length = PyLong_AsSsize_t(m->obj);
+            if (m->length < 0) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a mask length below 0");
+                return -1;
+            }
+        }
+        if (m->action == S_REPLACE && !PyUnicode_CheckExact(m->obj)) {
+            PyErr_SetString(PyExc_TypeError, "a replace mask carries a str");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int popcount(const unsigned char *b, Py_ssize_t n) {
     int c = 0;
     for (Py_ssize_t i = 0; i < n; i++) c += __builtin_popcount(b[i]);
@@ -456,8 +586,8 @@ static int popcount(const unsigned char *b, Py_ssize_t n) {
 }
 
 /* One row image: returns OK with *out a new row_type instance, ERR, or FALLBACK. */
-static int image(const Col *cols, Py_ssize_t ncols, PyObject *bitmap, PyTypeObject *row_type, PyObject *empty,
-                 const unsigned char **pp, const unsigned char *end, PyObject **out) {
+static int image(const Col *cols, const Mask *masks, Py_ssize_t ncols, PyObject *bitmap, PyTypeObject *row_type,
+                 PyObject *empty, const unsigned char **pp, const unsigned char *end, PyObject **out) {
     const unsigned char *p = *pp;
     const unsigned char *bm = (const unsigned char *)PyBytes_AS_STRING(bitmap);
     Py_ssize_t bmlen = PyBytes_GET_SIZE(bitmap);
@@ -484,6 +614,16 @@ static int image(const Col *cols, Py_ssize_t ncols, PyObject *bitmap, PyTypeObje
                 if (rc != OK) { Py_DECREF(values); return rc; }
             }
             idx++;
+        }
+        if (masks != NULL && masks[i].action != S_KEEP) {  /* the table's shape (decode(..., masks)) */
+            if (masks[i].action == S_DROP) { Py_DECREF(v); continue; }
+            if (v != Py_None) {
+                PyObject *masked = NULL;
+                int rc = mask_value(&masks[i], v, &masked);
+                Py_DECREF(v);
+                if (rc != OK) { Py_DECREF(values); return rc; }
+                v = masked;
+            }
         }
         if (PyObject_IS_GC(v)) atomic = 0;
         int bad = PyDict_SetItem(values, cols[i].name, v);
@@ -559,15 +699,24 @@ static int parse_plan(PyObject *plan, Col *cols) {
 static PyObject *decode(PyObject *self, PyObject *args) {
     Py_buffer buf;
     Py_ssize_t start, stop;
-    PyObject *plan, *bitmaps, *keys;
+    PyObject *plan, *bitmaps, *keys, *mask_plan = Py_None;
     PyTypeObject *row_type;
-    if (!PyArg_ParseTuple(args, "y*nnO!O!O!O!", &buf, &start, &stop, &PyTuple_Type, &plan, &PyTuple_Type, &bitmaps,
-                          &PyType_Type, &row_type, &PyTuple_Type, &keys))
+    if (!PyArg_ParseTuple(args, "y*nnO!O!O!O!|O", &buf, &start, &stop, &PyTuple_Type, &plan, &PyTuple_Type, &bitmaps,
+                          &PyType_Type, &row_type, &PyTuple_Type, &keys, &mask_plan))
         return NULL;
     PyObject *result = NULL, *rows = NULL, *empty = NULL;
     Py_ssize_t ncols = PyTuple_GET_SIZE(plan), nimg = PyTuple_GET_SIZE(bitmaps);
     Col *cols = PyMem_Calloc(ncols ? ncols : 1, sizeof(Col));
+    Mask *masks = NULL;
     if (cols == NULL) { PyErr_NoMemory(); goto done; }
+    if (mask_plan != Py_None) {  /* one (name, action, arg) per plan column, the same names in the same order */
+        if (!PyTuple_Check(mask_plan) || PyTuple_GET_SIZE(mask_plan) != ncols) {
+            PyErr_SetString(PyExc_ValueError, "a mask plan has one entry per plan column");
+            goto done;
+        }
+        if ((masks = PyMem_Calloc(ncols ? ncols : 1, sizeof(Mask))) == NULL) { PyErr_NoMemory(); goto done; }
+        if (parse_masks(mask_plan, masks) < 0) goto done;
+    }
     if (!PyType_IsSubtype(row_type, &PyDict_Type)) {
         PyErr_SetString(PyExc_TypeError, "row_type must be a dict subclass");
         goto done;
@@ -586,6 +735,13 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         goto done;
     }
     if (parse_plan(plan, cols) < 0) goto done;
+    for (Py_ssize_t i = 0; masks != NULL && i < ncols; i++) {
+        int same = PyUnicode_Compare(masks[i].name, cols[i].name);
+        if (same != 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a mask plan names the plan's columns in order");
+            goto done;
+        }
+    }
     if ((empty = PyTuple_New(0)) == NULL || (rows = PyList_New(0)) == NULL) goto done;
     const unsigned char *p = (const unsigned char *)buf.buf + start, *end = (const unsigned char *)buf.buf + stop;
     while (p < end) {
@@ -593,7 +749,7 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         if (row == NULL) goto done;
         for (Py_ssize_t k = 0; k < nimg; k++) {
             PyObject *values = NULL;
-            int rc = image(cols, ncols, PyTuple_GET_ITEM(bitmaps, k), row_type, empty, &p, end, &values);
+            int rc = image(cols, masks, ncols, PyTuple_GET_ITEM(bitmaps, k), row_type, empty, &p, end, &values);
             if (rc == FALLBACK) {
                 Py_DECREF(row);
                 Py_INCREF(Py_None);
@@ -616,14 +772,104 @@ static PyObject *decode(PyObject *self, PyObject *args) {
 done:
     Py_XDECREF(rows);
     Py_XDECREF(empty);
+    PyMem_Free(masks);
     PyMem_Free(cols);
     PyBuffer_Release(&buf);
     return result;
 }
 
+
+static PyObject *shape(PyObject *self, PyObject *args) {
+    PyObject *rows, *keys, *plan;
+    PyTypeObject *clear_type, *out_type;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!", &PyList_Type, &rows, &PyTuple_Type, &keys, &PyTuple_Type, &plan,
+                          &PyType_Type, &clear_type, &PyType_Type, &out_type))
+        return NULL;
+    if (!PyType_IsSubtype(out_type, &PyDict_Type)) {
+        PyErr_SetString(PyExc_TypeError, "out_type must be a dict subclass");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(plan), nimg = PyTuple_GET_SIZE(keys), nrows = PyList_GET_SIZE(rows);
+    PyObject *result = NULL, *out = NULL, *empty = NULL;
+    Mask *masks = PyMem_Calloc(n ? n : 1, sizeof(Mask));
+    if (masks == NULL) { PyErr_NoMemory(); return NULL; }
+    if (parse_masks(plan, masks) < 0) goto done;
+    if ((empty = PyTuple_New(0)) == NULL || (out = PyList_New(nrows)) == NULL) goto done;
+    for (Py_ssize_t r = 0; r < nrows; r++) {
+        PyObject *row = PyList_GET_ITEM(rows, r);
+        if (!PyDict_CheckExact(row)) goto fallback;
+        PyObject *shaped = PyDict_New();
+        if (shaped == NULL) goto done;
+        PyList_SET_ITEM(out, r, shaped);
+        int atomic = 1;  /* images of atomic values only: this dict cannot be in a cycle either (see image()) */
+        for (Py_ssize_t k = 0; k < nimg; k++) {
+            PyObject *key = PyTuple_GET_ITEM(keys, k);
+            PyObject *image = PyDict_GetItemWithError(row, key);
+            if (image == NULL) { if (PyErr_Occurred()) goto done; goto fallback; }
+            if (Py_TYPE(image) != clear_type) goto fallback;  /* only the native pass's images: nothing to convert */
+            PyObject *values = NULL;
+            int rc = shape_image(masks, n, image, out_type, empty, &values);
+            if (rc == FALLBACK) goto fallback;
+            if (rc != OK) goto done;
+            if (PyObject_GC_IsTracked(values)) atomic = 0;
+            int bad = PyDict_SetItem(shaped, key, values);
+            Py_DECREF(values);
+            if (bad < 0) goto done;
+        }
+        if (atomic) PyObject_GC_UnTrack(shaped);  /* the clear rows keep the collector's pace, as before */
+    }
+    result = out;
+    out = NULL;
+    goto done;
+fallback:
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(out);
+    Py_XDECREF(empty);
+    PyMem_Free(masks);
+    return result;
+}
+
+static PyObject *hmac_key(PyObject *self, PyObject *arg) {
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "the key is bytes");
+        return NULL;
+    }
+    uint32_t st[16];
+    hmac_states((const unsigned char *)PyBytes_AS_STRING(arg), (size_t)PyBytes_GET_SIZE(arg), st, st + 8);
+    return PyBytes_FromStringAndSize((const char *)st, sizeof st);
+}
+
+static PyObject *hmac_sha256_hex(PyObject *self, PyObject *args) {
+    Py_buffer key, msg;
+    if (!PyArg_ParseTuple(args, "y*y*", &key, &msg)) return NULL;
+    PyObject *out = NULL;
+    if (key.len != 64) PyErr_SetString(PyExc_ValueError, "the 64 bytes hmac_key() made");
+    else if ((out = PyUnicode_New(64, 127)) != NULL) {
+        uint32_t st[16];
+        memcpy(st, key.buf, sizeof st);
+        hmac_hex(st, st + 8, (const unsigned char *)msg.buf, (size_t)msg.len, (char *)PyUnicode_1BYTE_DATA(out));
+    }
+    PyBuffer_Release(&key);
+    PyBuffer_Release(&msg);
+    return out;
+}
+
+static PyObject *use_sha_ni(PyObject *self, PyObject *arg) {
+    int allow = PyObject_IsTrue(arg);
+    if (allow < 0) return NULL;
+    return PyBool_FromLong(sha256_select(allow));
+}
+
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS,
-     "decode(data, start, end, plan, bitmaps, row_type, keys) -> list of row dicts, or None: the Python path decides"},
+     "decode(data, start, end, plan, bitmaps, row_type, keys[, masks]) -> list of row dicts (shaped by ``masks``, "
+     "a shape() plan), or None: the Python path decides"},
+    {"shape", shape, METH_VARARGS,
+     "shape(rows, keys, plan, clear_type, out_type) -> the rows with every image shaped, or None: Python shapes"},
+    {"hmac_key", hmac_key, METH_O, "hmac_key(key) -> the 64 bytes of the keyed states shape()'s hash mask takes"},
+    {"hmac_sha256_hex", hmac_sha256_hex, METH_VARARGS, "hmac_sha256_hex(hmac_key(key), msg) -> hex digest"},
+    {"use_sha_ni", use_sha_ni, METH_O, "use_sha_ni(allow) -> whether the SHA extensions compress from now on"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -636,6 +882,8 @@ PyMODINIT_FUNC PyInit__rows_native(void) {
     KIND(K_INT) KIND(K_UINT) KIND(K_FLOAT) KIND(K_DOUBLE) KIND(K_YEAR) KIND(K_DECIMAL) KIND(K_DATE)
     KIND(K_DATETIME) KIND(K_DATETIME2) KIND(K_TIMESTAMP) KIND(K_TIMESTAMP2) KIND(K_TIME) KIND(K_TIME2)
     KIND(K_UTF8) KIND(K_CODEC) KIND(K_B64) KIND(K_BINARY) KIND(K_ENUM) KIND(K_SET) KIND(K_BIT) KIND(K_CALL)
+    KIND(S_KEEP) KIND(S_DROP) KIND(S_HASH) KIND(S_TRUNCATE) KIND(S_KEEP_LAST) KIND(S_REPLACE) KIND(S_NULL)
 #undef KIND
+    if (PyModule_AddIntConstant(m, "SHA_NI", sha256_select(1)) < 0) { Py_DECREF(m); return NULL; }
     return m;
 }

@@ -66,9 +66,12 @@ class FastPacket:
         self.log_pos, self.server_id = log_pos, server_id
 
 
-def fast_rows(data: Any, checksum: bool, table_map: dict[int, Any], post_header_lengths: Any) -> Any:
+def fast_rows(data: Any, checksum: bool, table_map: dict[int, Any], post_header_lengths: Any,
+              shapes: dict[int, tuple[Any, tuple]] | None = None) -> Any:
     """The rows event in binlog packet ``data`` as the library's event object with its rows decoded by the
-    native pass, or None when it is not one the module docstring names (nothing read, nothing changed)."""
+    native pass, or None when it is not one the module docstring names (nothing read, nothing changed).
+    ``shapes``: table id -> (its Table, the mask plan the reader registered for it, native_rows.decode_masks):
+    the rows of that very Table come shaped (ShapedRow images)."""
     spec = _ROWS.get(data[5])
     if spec is None:
         return None
@@ -103,7 +106,11 @@ def fast_rows(data: Any, checksum: bool, table_map: dict[int, Any], post_header_
         p += width
     if p > end:
         return None
-    rows = native_rows._rows_native.decode(data, p, end, plan, bitmaps, ConvertedRow, keys)
+    shape = shapes.get(table_id) if shapes else None
+    if shape is not None and shape[0] is table:
+        rows = native_rows._rows_native.decode(data, p, end, plan, bitmaps, native_rows.ShapedRow, keys, shape[1])
+    else:
+        rows = native_rows._rows_native.decode(data, p, end, plan, bitmaps, ConvertedRow, keys)
     if rows is None:
         return None
     ev = cls.__new__(cls)  # the library's class (the reader's isinstance tests), not its constructor
@@ -218,6 +225,8 @@ class FastStream(BinLogStreamReader):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._table_maps: dict[bytes, tuple[int, Any, Any]] = {}  # TABLE_MAP body -> (table id, Table, null bitmap)
+        # table id -> (Table, mask plan): the reader's shaped tables whose rows fast_rows shapes while decoding
+        self.shapes: dict[int, tuple[Any, tuple]] = {}
 
     def _fast_rows_ok(self) -> bool:
         """Rows events may take fast_rows: the native pass installed, no table or schema filter to apply."""
@@ -269,7 +278,8 @@ class FastStream(BinLogStreamReader):
             return ev
         fast = None
         if len(data) > 20 and data[5] in _ROWS and self._fast_rows_ok():
-            rows = fast_rows(data, checksum, self.table_map, self._BinLogStreamReader__post_header_lengths)
+            rows = fast_rows(data, checksum, self.table_map, self._BinLogStreamReader__post_header_lengths,
+                             self.shapes)
             if rows is not None:
                 if rows.packet.log_pos:
                     self.log_pos = rows.packet.log_pos

@@ -24,6 +24,16 @@ Where the two could differ, the Python path decides, for the whole event:
   C pass returns None and the library decodes the event as it always did (and
   raises what it always raised, which the reader turns into a DecodeError).
 
+A shaped table (cdc/transforms) whose mapper has a ``native`` plan (column selection and the masks hash,
+truncate, keep_last, replace, null) is shaped in C too: :func:`shaped_rows` runs the C pass's ``shape`` over the
+decoded rows of a rows event, one call per event (or, on the reader's own stream, the C pass shapes them while
+it decodes them: ``decode_masks``, readers/mysql/binlog/fastevents.py ``FastStream.shapes``), giving
+:class:`ShapedRow` images that hold exactly what the
+mapper's ``row()`` gives (tests/unit/readers/mysql/binlog/test_native_masks.py), HMAC-SHA256 by the C pass's own
+SHA-256 (readers/mysql/binlog/_sha256.h). A mapper with a filter, a computed or an encrypted column, an image
+that is not the C pass's, or a value with no mask text: None, and the mapper shapes in Python. A ShapedRow is
+never shaped again; a clear image is never taken for one.
+
 Without the compiled module (no C compiler where the package was installed)
 :data:`NATIVE` is False and every event takes the Python path. ``fastrows.install()``
 installs :func:`fetch_rows` as the library's ``RowsEvent._fetch_rows``; the rows it
@@ -185,6 +195,61 @@ def native_rows(ev: Any) -> list[dict[str, Any]] | None:
     if rows is not None:
         wrapper.advance(end - start)
     return rows
+
+
+class ShapedRow(dict):
+    """A row image the C pass shaped with a table's mapper (masked values, no excluded column): the stream's
+    values, never shaped again."""
+
+    __slots__ = ()
+
+
+_OP_KEYS = {"c": ("values",), "d": ("values",), "u": ("before_values", "after_values")}
+_ACTIONS = {"keep": "S_KEEP", "drop": "S_DROP", "hash": "S_HASH", "truncate": "S_TRUNCATE",
+            "keep_last": "S_KEEP_LAST", "replace": "S_REPLACE", "null": "S_NULL"}
+
+
+def mask_plan(native: tuple | None) -> tuple | None:
+    """The C pass's shape plan of a mapper's ``native`` plan (None: not compiled here, or a mask it lacks)."""
+    if _rows_native is None or native is None or not hasattr(_rows_native, "shape"):  # a module built before it
+        return None
+    plan = []
+    for name, what, arg in native:
+        if what not in _ACTIONS:
+            return None
+        if what == "hash":
+            arg = _rows_native.hmac_key(bytes(arg))
+        elif what == "replace":
+            arg = str(arg)
+        elif what in ("truncate", "keep_last"):
+            arg = int(arg)
+        plan.append((name, _k(_ACTIONS[what]), arg))
+    return tuple(plan)
+
+
+def decode_masks(mapper: Any, table: Any) -> tuple | None:
+    """The mask plan under which the C pass shapes a table's rows while it decodes them (the ``masks`` of
+    ``_rows_native.decode``): ``mapper``'s, when its columns are the TABLE_MAP's, in order; else None."""
+    plan = table.__dict__.get("_cdc_native", False)
+    if plan is False:
+        plan = table.__dict__["_cdc_native"] = plan_for(table.columns)
+    masks = mapper.fast.get("mysql_native", False)
+    if masks is False:
+        masks = mapper.fast["mysql_native"] = mask_plan(mapper.native)
+    if plan is None or masks is None or [m[0] for m in masks] != [p[0] for p in plan]:
+        return None
+    return masks
+
+
+def shaped_rows(rows: list[dict[str, Any]], op: str, mapper: Any) -> list[dict[str, Any]] | None:
+    """The rows of one rows event (op ``c``/``u``/``d``) with every image shaped by ``mapper`` in C (new dicts: the
+    clear ``rows`` are left as they were), or None: the mapper shapes them in Python (see the module docstring)."""
+    plan = mapper.fast.get("mysql_native", False)  # once per mapper (a table shape)
+    if plan is False:
+        plan = mapper.fast["mysql_native"] = mask_plan(mapper.native)
+    if plan is None:
+        return None
+    return _rows_native.shape(rows, _OP_KEYS[op], plan, ConvertedRow, ShapedRow)
 
 
 def fetch_rows(self: Any) -> None:

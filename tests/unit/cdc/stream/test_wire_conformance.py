@@ -139,6 +139,43 @@ def test_mysql_serialized_rows_are_the_owners_bytes(op, schema, thread):
         assert got == want
 
 
+@pytest.mark.parametrize("op", "cud")
+def test_mysql_natively_shaped_rows_are_the_owners_bytes(op, tmp_path):
+    """A shaped table's rows shaped by the C pass (readers/mysql/binlog/native_rows.py shaped_rows: excluded
+    column, hash, truncate, keep_last, replace, null over the hostile values) serialize to the owner's bytes of
+    the mapper's images, and hold no clear value of a masked or excluded column."""
+    from cdc.transforms.config import TransformsConfig
+    from cdc.transforms.mapper import SourceTransforms
+    from readers.mysql.binlog import native_rows
+    from readers.mysql.types import logical_type
+
+    if not native_rows.NATIVE:
+        pytest.skip("the C rows pass is not compiled here")
+    cols = [("id", "bigint"), ("h", "varchar(99)"), ("t", "varchar(99)"), ("k", "varchar(99)"), ("r", "double"),
+            ("z", "varchar(99)"), ("x", "varchar(99)"), ("v", "varchar(99)")]
+    schema = TableSchema(A, tuple(Column(c, t, True, None, logical_type(t)) for c, t in cols), ("id",))
+    (tmp_path / "k").write_bytes(b"hash key of the conformance test")
+    mapper = SourceTransforms("s", TransformsConfig.model_validate({"hash_key_file": str(tmp_path / "k"), "tables": [
+        {"match": "shop.*", "exclude": ["x"], "columns": {"id": {"mask": "hash"}, "h": {"mask": "hash"},
+         "t": {"mask": "truncate", "length": 2}, "k": {"mask": "keep_last", "length": 2},
+         "r": {"mask": "replace", "value": "é\"\\"}, "z": {"mask": "null"}}}]})).mapper(schema)
+    text = [v for v in HOSTILE if isinstance(v, str) or v is None]
+    images = [ConvertedRow({"id": i, "h": v, "t": v, "k": v, "r": HOSTILE[i % len(HOSTILE)], "z": v,
+                            "x": f"excluded {i}", "v": v}) for i, v in enumerate(text)]
+    raw = ([{"values": r} for r in images] if op in "cd" else
+           [{"before_values": images[i - 1], "after_values": r} for i, r in enumerate(images)])
+    assert native_rows.shaped_rows(raw, op, mapper) is not None  # the C pass shapes these
+    batch = _serialized(raw, op, (A, mapper.schema), "0-1-9", "bin.1", 4, 3, 12, None, mapper)
+    for i, (got, r) in enumerate(zip(batch.rows, raw, strict=True)):
+        before = None if op == "c" else mapper.row(r.get("before_values", r.get("values")))
+        after = None if op == "d" else mapper.row(r.get("after_values", r.get("values")))
+        fields = {"gtid": "0-1-9", "file": "bin.1", "pos": 4, "row": 3 + i, "server_id": 12}
+        want = (op, wire.key_json(after if after is not None else before, ("id",)), orjson.dumps(before),
+                orjson.dumps(after), wire.source_fields(fields))
+        assert got == want
+        assert b"excluded" not in b"".join(got[1:4])
+
+
 ORACLE_SQLS = [
     ("insert into \"HR\".\"E\"(\"ID\",\"NAME\",\"CREATED\") values ('1','O''Brien \\ é \U0001f600',"
     "TO_DATE('2024-01-02 03:04:05', 'YYYY-MM-DD HH24:MI:SS'));"),

@@ -142,3 +142,37 @@ def test_filtered_rows_are_not_yielded_and_take_no_row_number(tmp_path):
              {"before_values": ConvertedRow(ROW | {"score": 1.0}), "after_values": ConvertedRow(ROW | {"score": 8.0})}]
     out = list(expand(src._changes(_event(UpdateRowsEvent, moves), T, "0-1-2", 0, conv, None)))
     assert [(c.op, c.before is None, c.after is None) for c in out] == [("d", False, True), ("c", True, False)]
+
+
+@pytest.mark.parametrize("serialize", [True, False], ids=["serialized", "changes"])
+@pytest.mark.parametrize("cls,rows", [
+    (WriteRowsEvent, [{"values": ConvertedRow(ROW | {"id": i})} for i in range(3)]),
+    (DeleteRowsEvent, [{"values": ConvertedRow(ROW | {"id": i})} for i in range(3)]),
+    (UpdateRowsEvent, [{"before_values": ConvertedRow(ROW | {"id": i}),
+                        "after_values": ConvertedRow(ROW | {"id": i, "email": f"{i}{CLEAR}"})} for i in range(3)]),
+])
+def test_rows_shaped_while_decoded_publish_the_change_paths_bytes(tmp_path, cls, rows, serialize):
+    """Rows the C pass shaped while decoding (FastStream.shapes: ShapedRow images) are published as they are,
+    serialized or as Changes, byte-identical to the clear rows through the mapper."""
+    from readers.mysql.binlog.native_rows import shaped_rows
+
+    op = "c" if cls is WriteRowsEvent else "d" if cls is DeleteRowsEvent else "u"
+    fast, conv = _source(tmp_path, RULE)
+    fast._serialize = serialize
+    shaped = shaped_rows(rows, op, conv[1][3])
+    assert shaped is not None
+    out = list(fast._changes(_event(cls, shaped), T, "0-1-1", 5, conv, None))
+    assert [type(c) for c in out] == ([ChangeBatch] if serialize else [Change] * 3)
+    slow, conv = _source(tmp_path, RULE)
+    slow._serialize = False
+    python = list(slow._changes(_event(cls, rows), T, "0-1-1", 5, conv, None))
+    assert _published(out) == _published(python)
+    assert not any(CLEAR.encode() in (v or b"") + (k or b"") for _, v, k in _published(out))
+
+
+def test_rows_shaped_for_a_table_with_no_mapper_stop_the_reader(tmp_path):
+    from readers.mysql.binlog.native_rows import ShapedRow
+
+    src, conv = _source(tmp_path, {"match": "shop.other", "exclude": ["notes"]})
+    with pytest.raises(DecodeError):
+        list(src._changes(_event(WriteRowsEvent, [{"values": ShapedRow(ROW)}]), T, "0-1-1", 0, conv, None))

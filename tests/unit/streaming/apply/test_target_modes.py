@@ -113,3 +113,35 @@ def test_compare_counts_soft_deleted_rows_absent_skips_mode_columns_and_refuses_
         {"source": "*.a", "mode": "history"}])))
     with pytest.raises(CompareError, match="append-only history"):
         TableCompare(src, "main.a", tgt, "main.a", modes=history).run()
+
+
+def test_soft_delete_column_wise_rewrite_is_the_record_rewrite(monkeypatch):
+    """A batch whose shaped tables are all plain soft-delete ones is rewritten column-wise: the same records as
+    the record-by-record rewrite, over hostile images (quotes, braces, unicode, an empty image, an image that
+    already has the column, NULLs), deletes, markers, SCHEMA records and a table without a mode."""
+    from streaming.apply.target_modes import TableMode, _data
+    from streaming.stream.records import DATA
+
+    b = StreamBuilder()
+    b.schema("shop.a", COLS, ["id"]).schema("shop.b", COLS, ["id"])
+    hostile = [{"id": 1, "name": 'é"}\\'}, {"id": 2, "name": None}, {}, {"id": 3, "_cdc_deleted": True},
+               {"id": 4, "name": "\U0001f600", "n": 1.5, "big": 2**63 - 1, "nested": {"a": [1, "}"]}}]
+    for t in ("shop.a", "shop.b"):
+        b.tx(*[("c", t, None, img) for img in hostile])
+        b.tx(*[("u", t, img, {**img, "name": "v2"}) for img in hostile[:2]], ("d", t, hostile[0], None))
+        b.tx(("r", t, None, hostile[4]), ("c", t, None, None))
+    b.schema("shop.a", COLS + [("more", "int")], ["id"]).tx(("c", "shop.a", None, hostile[0]))
+    recs = b.as_records()
+    soft = TableMode("soft_delete")
+    modes = TargetModes([("shop.a", soft)])
+    from streaming.apply import target_modes
+
+    slow = []
+    monkeypatch.setattr(target_modes, "_data", lambda rec, *a: slow.append(rec) or _data(rec, *a))
+    got = modes.rewrite(Batch.from_records(recs)).records()
+    assert len(slow) == 4  # the empty image, the one with the column, the delete, the insert without an image
+    want = [_data(r, soft, "now") if r.tbl == "shop.a" and r.kind == DATA and r.op in ("c", "u", "d", "r") else
+            modes._schema(r) if r.kind == "SCHEMA" else r for r in recs]
+    assert got == want
+    assert sum('"_cdc_deleted":false' in (r.after or "") for r in got) == 10
+    assert sum("_cdc_deleted_at" in (r.meta or "") for r in got) == 2  # shop.a's two SCHEMA records

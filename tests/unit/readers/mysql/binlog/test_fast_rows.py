@@ -85,3 +85,50 @@ def test_a_table_the_native_pass_cannot_plan_is_the_librarys():
     table.columns[1] = SimpleNamespace(name="a", type=T.VAR_STRING, max_length=40, character_set_name=None)
     assert fast_rows(_packet(0x17, _row(1, b"a")), True, {7: table}, None) is None
     assert table._cdc_native is None  # decided once per TABLE_MAP
+
+
+def _shape(tmp_path, table, **rule):
+    """The mask plan the reader registers for ``table`` (native_rows.decode_masks of its mapper)."""
+    from cdc.stream.events import Column, TableId, TableSchema
+    from cdc.transforms.config import TransformsConfig
+    from cdc.transforms.mapper import SourceTransforms
+    from readers.mysql.binlog.native_rows import decode_masks
+    from readers.mysql.types import logical_type
+
+    (tmp_path / "k").write_bytes(b"a hash key of 32 bytes, or more.")
+    schema = TableSchema(TableId("db", "t"), (Column("id", "int", False, None, logical_type("int")),
+                                              Column("a", "varchar(40)", True, None, logical_type("varchar(40)"))),
+                         ("id",))
+    cfg = TransformsConfig.model_validate({"hash_key_file": str(tmp_path / "k"), "tables": [{"match": "db.t"} | rule]})
+    mapper = SourceTransforms("s", cfg).mapper(schema)
+    return mapper, decode_masks(mapper, table)
+
+
+@pytest.mark.parametrize("rule", [{"columns": {"a": {"mask": "hash"}}}, {"exclude": ["a"]},
+                                  {"columns": {"id": {"mask": "hash"}, "a": {"mask": "keep_last", "length": 1}}}])
+def test_a_registered_shape_decodes_shaped_rows_equal_to_the_mappers(tmp_path, rule):
+    from readers.mysql.binlog.native_rows import ShapedRow
+
+    table = _table()
+    mapper, masks = _shape(tmp_path, table, **rule)
+    assert masks is not None
+    packet = _packet(0x18, _row(5, "é-secret".encode()) + _row(5, b"") + _row(-1, b"x" * 70) + _row(-1, b"y"))
+    clear = fast_rows(packet, True, {7: table}, None)
+    shaped = fast_rows(packet, True, {7: table}, None, {7: (table, masks)})
+    assert all(type(r[k]) is ShapedRow for r in shaped.rows for k in r)
+    for s, c in zip(shaped.rows, clear.rows, strict=True):
+        for k in c:
+            assert list(s[k].items()) == list(mapper.row(c[k]).items())
+            assert "é-secret" not in s[k].values()
+
+
+def test_a_shape_registered_for_another_table_object_is_not_applied(tmp_path):
+    table = _table()
+    _, masks = _shape(tmp_path, table, exclude=["a"])
+    ev = fast_rows(_packet(0x17, _row(1, b"a")), True, {7: table}, None, {7: (_table(), masks)})
+    assert type(ev.rows[0]["values"]) is ConvertedRow and dict(ev.rows[0]["values"]) == {"id": 1, "a": "a"}
+
+
+def test_a_mapper_the_c_pass_does_not_implement_registers_nothing(tmp_path):
+    _, masks = _shape(tmp_path, _table(), computed={"b": {"expr": "id + 1", "type": "int"}})
+    assert masks is None
