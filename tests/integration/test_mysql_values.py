@@ -89,12 +89,10 @@ def test_snapshot_and_repair_rows_equal_binlog_row(mysql_source, tmp_source_db):
     assert snap[4] == {k: (4 if k == "id" else None) for k in snap[4]}
 
 
-def test_a_json_null_document_is_not_an_sql_null(request, mysql_source, tmp_source_db):
+def test_a_json_null_document_is_not_an_sql_null(mysql_source, tmp_source_db):
     """A JSON column holding the JSON literal ``null`` is the text 'null' on every path; SQL NULL is None.
-    MariaDB's JSON is LONGTEXT. MySQL's binary JSON ``null`` reaches the binlog path as None today (the library's
-    parse_json, used by the lean and the native row decoders): known, fixed there."""
-    if is_mysql(mysql_source):
-        request.applymarker(pytest.mark.xfail(strict=True, reason="MySQL binary JSON null decodes as SQL NULL"))
+    MariaDB's JSON is LONGTEXT. MySQL's binary JSON ``null`` (the library's
+    parse_json, used by the lean and the native row decoders, returns None for it): both decoders make it the text."""
     db, q = tmp_source_db, mysql_source.query
     q(f"CREATE TABLE `{db}`.j (id INT PRIMARY KEY, j JSON)")
     src = source_for(mysql_source, [f"{db}.*"])

@@ -444,7 +444,6 @@ static int value(const Col *c, const unsigned char **pp, const unsigned char *en
     }
     case K_CALL:
         if ((rc = length_prefixed(pp, end, (int)c->a, &s, &n)) != OK) return rc;
-        if (n == 0) { Py_INCREF(Py_None); *out = Py_None; return OK; }  /* the library: NULL */
         {
             PyObject *raw = PyBytes_FromStringAndSize((const char *)s, n);
             if (raw == NULL) return ERR;

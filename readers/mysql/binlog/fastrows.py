@@ -33,6 +33,7 @@ from typing import Any
 from pymysqlreplication.constants import BINLOG
 from pymysqlreplication.constants import FIELD_TYPE as T
 from pymysqlreplication.event import BinLogEvent
+from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import RowsEvent, TableMapEvent
 
 from readers.mysql.binlog.vector import VECTOR
@@ -41,6 +42,7 @@ _ORIGINAL = RowsEvent._read_column_data
 _ORIGINAL_TIME2 = RowsEvent._RowsEvent__read_time2
 _ORIGINAL_FETCH = RowsEvent._fetch_rows
 _ORIGINAL_TABLE_MAP = TableMapEvent.__init__
+_ORIGINAL_JSON = BinLogPacketWrapper.read_binary_json
 _UTF8 = {"utf8", "utf-8", "utf8mb4", "utf8mb3"}
 _FIXED = {
     T.TINY: (1, struct.Struct("<b"), struct.Struct("<B")),
@@ -180,6 +182,13 @@ def _table_map_init(self: Any, from_packet: Any, event_size: int, table_map: dic
     from_packet.advance(min(event_size, len(raw._data) - start))
 
 
+def _read_binary_json(self: Any, size: int, is_partial: bool) -> Any:
+    """The library's JSON read, but a JSON ``null`` document (and MySQL's empty binary value, which it reads as
+    JSON null) is the text ``null``, not None: SQL NULL is the row's null bitmap, never read here."""
+    v = _ORIGINAL_JSON(self, size, is_partial)
+    return "null" if v is None and not is_partial else v
+
+
 def install(native: bool = True, table_map_cache: bool = True) -> None:
     """The lean decoder and the TIME2 correction; with ``native`` (and the C module compiled) the native rows
     pass first for every rows event (readers/mysql/binlog/native_rows.py), this decoder for what it hands back; with
@@ -188,6 +197,7 @@ def install(native: bool = True, table_map_cache: bool = True) -> None:
 
     RowsEvent._read_column_data = _read_column_data
     RowsEvent._RowsEvent__read_time2 = _read_time2
+    BinLogPacketWrapper.read_binary_json = _read_binary_json
     RowsEvent._fetch_rows = native_rows.fetch_rows if native and native_rows.NATIVE else _ORIGINAL_FETCH
     TableMapEvent.__init__ = _table_map_init if table_map_cache else _ORIGINAL_TABLE_MAP
 
@@ -196,6 +206,7 @@ def uninstall() -> None:
     """The library exactly as shipped."""
     RowsEvent._read_column_data = _ORIGINAL
     RowsEvent._RowsEvent__read_time2 = _ORIGINAL_TIME2
+    BinLogPacketWrapper.read_binary_json = _ORIGINAL_JSON
     RowsEvent._fetch_rows = _ORIGINAL_FETCH
     TableMapEvent.__init__ = _ORIGINAL_TABLE_MAP
 

@@ -76,9 +76,12 @@ def _k(name: str) -> int:
 
 def _json_document(raw: bytes) -> str:
     """A MySQL binary JSON value as the reader publishes it: the library's parse, then cdc.schema.values.json_text
-    (a JSON ``null`` document parses to None, which RowConverter leaves as None)."""
+    (a JSON ``null`` document parses to None: it is the text ``null``, as the snapshot and compare read it; SQL
+    NULL never reaches here, the null bitmap says it)."""
+    if not raw:  # MySQL reads an empty binary value as the JSON null literal
+        return "null"
     doc = parse_json(raw[0], raw[1:])
-    return None if doc is None else json_text(doc)
+    return "null" if doc is None else json_text(doc)
 
 
 def _text(c: Any, lenbytes: int) -> tuple:
