@@ -314,8 +314,8 @@ class OrderedProducer:
         cdc/publish/_splice_native.c): ``head`` (its BEGIN value), the data records of ``rows`` (all of table
         ``known``, as :meth:`produce_spliced`), then ``tail`` (its END value) only when every row went out
         there. Same order, full-queue and refusal handling as :meth:`produce`; refuses to queue anything
-        behind a known failure. Returns (j, seq, total, n, row value bytes, records per op c/u/d/r/t, marks,
-        whether row j needs the Python path): BEGIN and rows[:j] are queued, and END when ``marks & 2``."""
+        behind a known failure. Returns (j, seq, total, n, row value bytes, records per op c/u/d/r/t (a sequence of
+        five), marks, whether row j needs the Python path): BEGIN and rows[:j] are queued, and END when ``marks & 2``."""
         if self.failure is not None and not self._down_failure:
             raise self.failure  # fenced or failed: nothing more is queued behind it
         p = self._p
@@ -323,7 +323,7 @@ class OrderedProducer:
         if self.produced == self._acked:  # nothing was pending: the delivery timeout starts now
             self._progress_t = time.monotonic()
         start, i, total, n, nbytes, marks = self.produced, 0, 0, 0, 0, 0
-        ops = [0, 0, 0, 0, 0]
+        ops = None
         while True:
             j, seq, total, n, nb, counted, status, error, done = splice_tx(
                 tables, rows, i, known, parts, seq, total, n, now, limit, p.produce, topic, partition, headers,
@@ -331,8 +331,10 @@ class OrderedProducer:
             self.produced += j - i + (done & 1) + (done >> 1)
             marks |= done
             nbytes += nb
-            for k in range(5):
-                ops[k] += counted[k]
+            if ops is None:  # the usual single call: its counts as they are
+                ops = counted
+            else:
+                ops = tuple(a + b for a, b in zip(ops, counted))
             i = j
             if status == 2:  # the local queue is full: serve deliveries, then resume where it stopped
                 self._blocked()

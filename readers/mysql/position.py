@@ -369,8 +369,9 @@ class GtidState:
     def add(self, gtid: str) -> None:
         """Take one GTID (``uuid:N``, ``uuid:tag:N``, ``d-s-n``); the same result as ``GtidSet.add``."""
         if self._maria:
-            parts = gtid.split("-")
-            if len(parts) == 3 and gtid.isascii() and all(x.isdigit() for x in parts):
+            parts = gtid.split("-")  # (no generator: this runs once per transaction)
+            if len(parts) == 3 and gtid.isascii() and parts[0].isdigit() and parts[1].isdigit() \
+                    and parts[2].isdigit():
                 d, sv, n = int(parts[0]), int(parts[1]), int(parts[2])
                 old = self._maria.get(d)
                 if old is not None:  # a known domain: its seq moves (union: the later or equal seq wins)
