@@ -44,7 +44,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import itertools
-import operator
 import threading
 import time
 import uuid
@@ -67,7 +66,6 @@ SCAN_BUDGET_S = 3.0  # planner time per trigger for finding boundaries when the 
 AHEAD_POLL_S = 0.02
 AHEAD_EMPTY_POLLS = 50
 ARROW_ROWS = 32768  # records per Arrow batch handed to Spark (and per decode)
-_OFFSET, _ERROR, _KEY, _VALUE, _HEADERS = map(operator.methodcaller, ("offset", "error", "key", "value", "headers"))
 
 
 def consumer_config(where: str | KafkaConnection, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -411,14 +409,13 @@ def read_range(p: RangePartition, consumer_extra: dict[str, Any] | None = None) 
             last_progress = time.monotonic()
             # the usual fetch: exactly the next records, no error, none at or past the end: taken whole (a quarter
             # less CPU per record in this read than the loop below, which takes anything else record by record)
-            # (the message methods mapped over the fetch by operator.methodcaller: no Python frame per record)
             run = range(expected, expected + len(msgs))
-            if run[-1] < p.end and list(map(_OFFSET, msgs)) == list(run) \
-                    and not any(map(_ERROR, msgs)):  # (an error is a KafkaError object, always true)
+            if run[-1] < p.end and [m.offset() for m in msgs] == list(run) \
+                    and not any(m.error() is not None for m in msgs):
                 offsets.extend(run)
-                keys.extend(map(_KEY, msgs))
-                values.extend(map(_VALUE, msgs))
-                epochs.extend(map(record_epoch, map(_HEADERS, msgs)))
+                keys.extend([m.key() for m in msgs])
+                values.extend([m.value() for m in msgs])
+                epochs.extend([record_epoch(m.headers()) for m in msgs])
                 expected = run[-1] + 1
             else:
                 for m in msgs:
