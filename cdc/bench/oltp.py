@@ -17,6 +17,10 @@ deletes, every row its own commit (autocommit single-row statements), ``--ops`` 
    into ``bench.lag`` (each row holding its commit's wall-clock microseconds); a poller reads the target every
    20 ms and takes arrival - commit of each row: ``lag_ms_p50``/``lag_ms_p99`` and the rate reached
    (``steady_tx_per_s``; below R when this host's writer cannot keep up).
+6. Where the apply's time went, from the micro-batches `cdc apply` logs: ``drain_apply_*`` over the drain,
+   ``steady_apply_*`` over the steady run: batches, seconds reading them (Spark: executors consume and decode, the
+   transfer to the driver) and in the engine (net effect, target transaction, progress row), and each per source
+   transaction (``*_us_per_tx``).
 
 Every service, and both cdc processes, are stopped at the end, whatever happened. The host is shared: the JSON
 holds ``load_avg_1m``; compare CPU per operation and the share of each process, not wall-clock rates.
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -220,21 +225,46 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 if check.returncode == 0:
                     break
         drain_s = elapsed
+        batches = apply_batches((tmp / "apply.log").read_text(errors="replace"))
         cpu = {k: round(cpu_now[k] - cpu0.get(k, 0.0), 2) for k in pids}
         out: dict[str, Any] = {
             "ops": args.ops, "tables": args.tables, "mix": "20% inserts, 60% updates, 20% deletes, 1 row per commit",
             "ops_per_s": round(args.ops / drain_s), "drain_s": round(drain_s, 1), "load_s": round(load_s, 1),
             "load_ops_per_s": round(args.ops / load_s), "cpu_s": cpu,
             "cpu_us_per_op": {k: round(v / args.ops * 1e6, 1) for k, v in cpu.items()},
-            "compares": compares, "equal": True}
+            "compares": compares, "equal": True, **_stages(batches, "drain_")}
         if args.steady_rate > 0:
             out |= _steady(db, pg, args.steady_rate, args.steady_s)
+            steady = apply_batches((tmp / "apply.log").read_text(errors="replace"))[len(batches):]
+            out |= _stages(steady, "steady_")
         out["load_avg_1m"] = round(os.getloadavg()[0], 1)
         return out
     finally:
         _stop(apply)
         _stop(daemon)
         stack.stop()
+
+
+_BATCH = re.compile(r"batch \d+: (\d+) records, (\d+) transactions, .*\(read ([\d.]+)s, apply ([\d.]+)s\)")
+
+
+def apply_batches(log_text: str) -> list[tuple[int, int, float, float]]:
+    """(records, transactions, read seconds, apply seconds) of each micro-batch `cdc apply` logged
+    (streaming.apply.job: "<target> batch N: R records, T transactions, rows {...} (read Xs, apply Ys)")."""
+    return [(int(m[1]), int(m[2]), float(m[3]), float(m[4])) for m in _BATCH.finditer(log_text)]
+
+
+def _stages(batches: list[tuple[int, int, float, float]], prefix: str) -> dict[str, Any]:
+    """Where the apply's micro-batches spent their time: Spark reading them (executors consuming and decoding,
+    the transfer to the driver) and the engine (net effect, target transaction, progress row), in seconds and
+    per source transaction."""
+    work = [b for b in batches if b[1]]
+    tx = sum(b[1] for b in work)
+    read, engine = sum(b[2] for b in work), sum(b[3] for b in work)
+    return {f"{prefix}apply_batches": len(work), f"{prefix}apply_read_s": round(read, 2),
+            f"{prefix}apply_engine_s": round(engine, 2),
+            f"{prefix}apply_read_us_per_tx": round(read / tx * 1e6, 1) if tx else None,
+            f"{prefix}apply_engine_us_per_tx": round(engine / tx * 1e6, 1) if tx else None}
 
 
 def _steady(db, pg, rate: int, seconds: float) -> dict[str, Any]:

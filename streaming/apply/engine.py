@@ -88,6 +88,7 @@ from streaming.stream.structure import (
     applied_epoch,
     first_violation,
     max_epoch,
+    plain_markers,
     prefix_offsets,
     stale_duplicate,
 )
@@ -378,6 +379,10 @@ class ApplyEngine:
                                     bad.fields.get("key"), bad.fields.get("value"), str(bad))
             self.metrics.dead_letter(bad.fields.get("table") or "?")
             result.dead_letters += 1
+        plain = self._plain_walk(batch, walk, fresh, len(truncates) > 0 or bool(excluded), result)
+        if plain is not None:  # nothing but whole transactions (and heartbeats): the walk's outcome, on columns
+            position, commit_ts = plain or (position, commit_ts)
+            walk = walk[:0]
         for pos, rec in zip(walk.tolist(), batch.records_at(walk)):
             if rec.kind == UNDECODABLE:
                 if rec.offset in excluded:
@@ -461,6 +466,33 @@ class ApplyEngine:
         run(seg, batch.n)
         self._finish(batch_id, result.last_sequence, position, commit_ts, end_offsets, deltas, truncated)
         return result
+
+    @staticmethod
+    def _plain_walk(batch: Batch, walk: Any, fresh: Any, barriers: bool,
+                    result: BatchResult) -> tuple[dict[str, Any], int | None] | tuple[()] | None:
+        """The walk over ``walk`` (the batch's markers) done on whole columns when they are all new BEGIN and
+        END markers taking turns (every transaction closed) with HEARTBEATs between, and no TRUNCATE, resync
+        range or dead letter (``barriers``): counts the transactions and the last HEARTBEAT's time into
+        ``result`` and returns the last END's (position, commit time), ``()`` when there is no END. None: the
+        batch holds anything else, and the record-by-record walk decides (an OLTP batch of 30,000 single-row
+        transactions spent most of its time in that walk)."""
+        if barriers or not len(walk) or not fresh[walk].all():
+            return None
+        marks = plain_markers(batch, walk)
+        if marks is None:
+            return None
+        is_begin, is_end = marks
+        ends = walk[is_end]
+        if len(ends) != int(is_begin.sum()):  # a transaction still open: the walk names it
+            return None
+        beats = walk[~(is_begin | is_end)]
+        if len(beats):
+            result.heartbeat_ts_ms = batch.table.column("ts_ms")[int(beats[-1])].as_py()
+        if not len(ends):
+            return ()
+        result.transactions = len(ends)
+        last = batch.records_at(ends[-1:])[0]
+        return {"txid": last.txid, "position": last.meta_dict().get("position")}, last.ts_ms
 
     def _resync_range(self, info: TableInfo, rec: StreamRecord) -> int:
         """Apply a resync range record (cdc.stream.resync_range) at its place: delete the target rows in its key range
@@ -978,8 +1010,12 @@ def _names_every_column(texts: Any, columns: list[str]) -> bool:
     import pyarrow.compute as pc
 
     for c in columns:
-        pattern = re.escape(orjson.dumps(c).decode()) + r"\s*:"  # the key as JSON writes it, then its colon
-        if not pc.all(pc.match_substring_regex(texts, pattern)).as_py():
+        name = orjson.dumps(c).decode()  # the key as JSON writes it
+        # compact JSON (what the stream's writers and the executors' decoder write) first: a plain substring
+        # search is several times cheaper than the pattern, which also takes blanks before the colon
+        if pc.all(pc.match_substring(texts, name + ":")).as_py():
+            continue
+        if not pc.all(pc.match_substring_regex(texts, re.escape(name) + r"\s*:")).as_py():
             return False
     return True
 

@@ -275,6 +275,11 @@ class Batch:
             return [self._records[int(i)] for i in positions]
         if not len(positions):
             return []
-        part = self.table.take(np.asarray(positions, dtype=np.int64))
+        if len(positions) <= 16:  # a few markers: slices are views, a take copies whole columns of many chunks
+            import pyarrow as pa
+
+            part = pa.concat_tables([self.table.slice(int(i), 1) for i in positions])
+        else:
+            part = self.table.take(np.asarray(positions, dtype=np.int64))
         cols = [part.column(f).to_pylist() for f in FIELDS]
         return [StreamRecord(*vals) for vals in zip(*cols)]

@@ -1,0 +1,91 @@
+"""The whole-column shortcut of the structure check (streaming.stream.structure._plain_whole) and of the engine's
+walk (ApplyEngine._plain_walk) only ever agree with the record-by-record way: on valid, damaged and interleaved
+streams without SCHEMA or ABORTED records (the shape the shortcut takes), with writer epochs that keep or break
+the epoch rules, :func:`first_violation` says the same with and without it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cdc.stream import envelope
+from streaming.stream import structure
+from streaming.stream.records import Batch, StreamRecord, to_row
+from streaming.testing import _Json
+from tests.unit.cdc.stream.structure_streams import damaged, interleaved, renumber, valid
+
+TOPIC = "cdc.src.changes"
+
+
+def _plain_only(recs) -> list:
+    """The records without SCHEMA and ABORTED ones (and the rows of aborted transactions), renumbered."""
+    aborted = {v["id"] for _k, v in recs if v.get("status") == envelope.ABORTED}
+    keep = [(k, v) for k, v in recs if v.get("status") not in (envelope.SCHEMA, envelope.ABORTED)
+            and not (v.get("status") is None and v["transaction"]["id"] in aborted)
+            and not (v.get("status") == envelope.BEGIN and v["id"] in aborted)]
+    return renumber(keep)
+
+
+def _batch(recs, epochs) -> Batch:
+    j = _Json()
+    rows = [StreamRecord(*to_row(0, i, orjson.dumps(k) if k is not None else None, orjson.dumps(v), j, j))
+            for i, (k, v) in enumerate(recs)]
+    if epochs is not None:
+        rows = [dataclasses.replace(r, epoch=e) for r, e in zip(rows, epochs)]
+    return Batch.from_records(rows)
+
+
+def _both(batch: Batch, last: int | None, epoch: int, monkeypatch) -> tuple:
+    fast = structure.first_violation(batch, last, TOPIC, epoch)
+    with monkeypatch.context() as m:
+        m.setattr(structure, "_plain_whole", lambda *a, **k: False)
+        slow = structure.first_violation(batch, last, TOPIC, epoch)
+    key = (lambda r: None if r is None else (r[0], r[1].fields.get("offset"), str(r[1])))
+    return key(fast), key(slow)
+
+
+streams = st.one_of(valid(), damaged().map(lambda c: c[1]), interleaved().map(lambda c: c[0]))
+epochs = st.one_of(st.none(), st.lists(st.sampled_from((0, 2, 3, 3, 3)), min_size=60, max_size=60))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+          derandomize=True)
+@given(streams, epochs, st.sampled_from((0, 3)), st.integers(0, 3))
+def test_the_shortcut_agrees_with_the_record_by_record_check(monkeypatch, recs, marks, floor, skip):
+    recs = _plain_only(recs)
+    if not recs:
+        return
+    marks = None if marks is None else (marks * (len(recs) // len(marks) + 1))[:len(recs)]
+    batch = _batch(recs, marks)
+    fast, slow = _both(batch, skip or None, floor, monkeypatch)
+    assert fast == slow
+
+
+def test_plain_transactions_take_the_shortcut_and_a_wrong_event_count_does_not(monkeypatch):
+    from tests.unit.cdc.stream.structure_streams import write
+
+    recs = renumber(write([("tx", [("c", "db.a", 1, 1), ("c", "db.b", 2, 2)]), ("hb", []),
+                           ("tx", [("u", "db.a", 1, 3)])], 1, "A", {"db.a", "db.b"}))
+    assert structure._plain_whole(*_parts(_batch(recs, None)), 0)
+    assert structure.first_violation(_batch(recs, None), None, TOPIC) is None
+    bad = [(k, {**v, "event_count": 1}) if v.get("status") == envelope.END else (k, v) for k, v in recs]
+    assert not structure._plain_whole(*_parts(_batch(bad, None)), 0)
+    cut, err = structure.first_violation(_batch(bad, None), None, TOPIC)
+    assert cut == 0 and "event_count" in str(err)
+
+
+def _parts(batch: Batch):
+    """(batch, stops, runs) as first_violation hands them to _plain_whole (every record new, no gap)."""
+    import numpy as np
+
+    stops = np.flatnonzero(~batch.is_data)
+    data = np.flatnonzero(batch.is_data)
+    names, codes = batch.table_index()
+    runs: dict = {}
+    for r, c in zip(np.searchsorted(stops, data).tolist(), codes[data].tolist()):
+        runs.setdefault(r, {})
+        runs[r][names[c]] = runs[r].get(names[c], 0) + 1
+    return batch, stops, runs
