@@ -294,18 +294,25 @@ class OrderedProducer:
             for k in range(5):
                 ops[k] += counted[k]
             i = j
-            if status == 2:  # the local queue is full: serve deliveries, then resume at row j
-                self._blocked()
+            if self._call_again(status, error, topic):
                 continue
-            if status == 3:
-                exc, value, key = error
-                if isinstance(exc, KafkaException):
-                    raise self._refused(exc, topic, value, key) from None
-                raise exc
             break
         if start // POLL_EVERY != self.produced // POLL_EVERY:
             p.poll(0)
         return j, seq, total, n, nbytes, ops, status == 1
+
+    def _call_again(self, status: int, error: Any, topic: str) -> bool:
+        """After a splice call: True when the local queue was full (deliveries served, call again from where it
+        stopped); raises what the client refused (status 3); False when the call finished."""
+        if status == 2:
+            self._blocked()
+            return True
+        if status == 3:
+            exc, value, key = error
+            if isinstance(exc, KafkaException):
+                raise self._refused(exc, topic, value, key) from None
+            raise exc
+        return False
 
     def produce_tx(self, splice_tx: Any, topic: str, headers: list[tuple[str, bytes]] | None, tables: list[Any],
                    rows: list[Any], known: Any, parts: tuple[bytes, ...], seq: int, now: int, limit: int,
@@ -336,14 +343,8 @@ class OrderedProducer:
             else:
                 ops = tuple(a + b for a, b in zip(ops, counted))
             i = j
-            if status == 2:  # the local queue is full: serve deliveries, then resume where it stopped
-                self._blocked()
+            if self._call_again(status, error, topic):
                 continue
-            if status == 3:
-                exc, value, key = error
-                if isinstance(exc, KafkaException):
-                    raise self._refused(exc, topic, value, key) from None
-                raise exc
             break
         if start // POLL_EVERY != self.produced // POLL_EVERY:
             p.poll(0)
