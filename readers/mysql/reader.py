@@ -213,13 +213,11 @@ class _Guarded(SharedTlsConnection):
             data = self._read_bytes(n)
             if data[0] == 0xFF:  # an error packet: raised as pymysql raises it
                 self._raise_packet(data)
-        except pymysql.err.OperationalError as exc:
-            if exc.args and exc.args[0] in _LOST:
-                raise ConnectionLost(f"binlog connection to {self.host}:{self.port} lost: {exc.args[-1]}",
-                                     host=f"{self.host}:{self.port}") from exc
-            raise
-        except pymysql.err.InternalError as exc:
-            raise _server_refused(exc, f"{self.host}:{self.port}") from exc
+        except (pymysql.err.OperationalError, pymysql.err.InternalError) as exc:
+            err = self._ours(exc)
+            if err is exc:
+                raise
+            raise err from exc
         if len(data) < 6 or data[0] != 0 or data[5] not in _INFLATED:
             return data
         self._pending = self._inflater.packets(data)[::-1]
@@ -256,13 +254,21 @@ class _Guarded(SharedTlsConnection):
     def _read_guarded(self, packet_type):
         try:
             return super()._read_packet(packet_type)
-        except pymysql.err.OperationalError as exc:
-            if exc.args and exc.args[0] in _LOST:
-                raise ConnectionLost(f"binlog connection to {self.host}:{self.port} lost: {exc.args[-1]}",
-                                     host=f"{self.host}:{self.port}") from exc
-            raise
-        except pymysql.err.InternalError as exc:
-            raise _server_refused(exc, f"{self.host}:{self.port}") from exc
+        except (pymysql.err.OperationalError, pymysql.err.InternalError) as exc:
+            err = self._ours(exc)
+            if err is exc:
+                raise
+            raise err from exc
+
+    def _ours(self, exc: Exception) -> Exception:
+        """A read's pymysql error as the reader raises it: a lost connection is ConnectionLost, an error the
+        server sent is what :func:`_server_refused` makes of it; any other error stays as it is."""
+        if isinstance(exc, pymysql.err.InternalError):
+            return _server_refused(exc, f"{self.host}:{self.port}")
+        if exc.args and exc.args[0] in _LOST:
+            return ConnectionLost(f"binlog connection to {self.host}:{self.port} lost: {exc.args[-1]}",
+                                  host=f"{self.host}:{self.port}")
+        return exc
 
 
 def _server_refused(exc: Exception, address: str) -> Exception:
