@@ -6,10 +6,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from cdc.publish.recovery import make_consumer, read_range, watermarks
 from cdc.stream.envelope import record_epoch
 from cdc.stream.serde import get_serdes
 from cdc.stream.stream_structure import StreamStructure
+from streaming.stream.records import StreamRecord, to_row
 
 
 @dataclass
@@ -150,3 +153,19 @@ def topic_records(bootstrap: str, prefix: str) -> dict[str, list[bytes]]:
         finally:
             c.close()
     return out
+
+
+class _Json:
+    def decode(self, b: bytes) -> Any:
+        return orjson.loads(b)
+
+
+def stream_records(bootstrap: str, topic: str) -> list[StreamRecord]:
+    """Every record of ``topic`` as the apply reads it (streaming.stream.records), JSON keys and values."""
+    consumer = make_consumer(bootstrap)
+    try:
+        low, high = watermarks(consumer, topic)
+        return [StreamRecord(*to_row(0, m.offset(), m.key(), m.value(), _Json(), _Json()))
+                for m in read_range(consumer, topic, low, None, reported_high=high)]
+    finally:
+        consumer.close()

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import time
 
-import orjson
 import pytest
 
 from cdc.config.models import ApplyConfig, KafkaConfig, TargetConfig
 from cdc.metrics import SourceMetrics
 from cdc.publish.publisher import Publisher
-from cdc.publish.recovery import make_consumer, read_range, watermarks
 from cdc.schema.evolution import SchemaChangeConfig
 from cdc.schema.table_map import TableMap
 from cdc.stream.events import Commit, Heartbeat, Idle, SchemaChange
@@ -24,9 +22,10 @@ from readers.mysql.position import GtidSet
 from readers.mysql.verify import UnverifiableDefinition
 from streaming.apply.engine import ApplyEngine
 from streaming.errors import UnsupportedDdl
-from streaming.stream.records import END, SCHEMA, StreamRecord, to_row
+from streaming.stream.records import END, SCHEMA, StreamRecord
 from streaming.targets import make_target
 from tests.integration.mysql_helpers import source_for
+from tests.integration.stream_check import stream_records
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka]
 
@@ -46,21 +45,6 @@ DROP_ADD_ONE_STATEMENT = [  # (4) a new column under an old name: the old values
     "INSERT INTO {t} (id, v) VALUES (12, 12)",
     "UPDATE {t} SET v = 0 WHERE id = 1",
 ]
-
-
-class _Json:
-    def decode(self, b: bytes):
-        return orjson.loads(b)
-
-
-def _records(bootstrap: str, topic: str) -> list[StreamRecord]:
-    consumer = make_consumer(bootstrap)
-    try:
-        low, high = watermarks(consumer, topic)
-        return [StreamRecord(*to_row(0, m.offset(), m.key(), m.value(), _Json(), _Json()))
-                for m in read_range(consumer, topic, low, None, reported_high=high)]
-    finally:
-        consumer.close()
 
 
 def _rows(db, table: str) -> list[dict]:
@@ -108,7 +92,7 @@ def _publish(src, db, broker, prefix: str) -> list[StreamRecord]:
     finally:
         src.close()
         pub.close()
-    return _records(broker.bootstrap, pub.topic)
+    return stream_records(broker.bootstrap, pub.topic)
 
 
 def _run(mysql_source, db, broker, prefix, statements: list[str], final: str = "t",
@@ -137,7 +121,7 @@ def _run(mysql_source, db, broker, prefix, statements: list[str], final: str = "
     finally:
         src.close()
         pub.close()
-    records = _records(broker.bootstrap, pub.topic)
+    records = stream_records(broker.bootstrap, pub.topic)
     return records, middle, _checkpoint(records, at)
 
 

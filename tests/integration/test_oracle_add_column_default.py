@@ -5,20 +5,18 @@ stopping (or leaving NULL)."""
 
 from __future__ import annotations
 
-import orjson
 import pytest
 
 from cdc.config.models import ApplyConfig, TargetConfig
 from cdc.metrics import SourceMetrics
-from cdc.publish.recovery import make_consumer, read_range, watermarks
 from cdc.schema.table_map import TableMap
 from readers.oracle.sim import simulator
 from readers.oracle.sim.demo import make_source, pump
 from readers.oracle.sim.workload import ADDED_COLUMN, table_name
 from streaming.apply.engine import ApplyEngine
-from streaming.stream.records import SCHEMA, StreamRecord, to_row
+from streaming.stream.records import SCHEMA
 from streaming.targets import make_target
-from tests.integration.stream_check import oracle_publisher
+from tests.integration.stream_check import oracle_publisher, stream_records
 
 pytestmark = [pytest.mark.oracle, pytest.mark.kafka]
 
@@ -29,28 +27,13 @@ DDL_TX = 11
 OPTS = f"seed=5,transactions={DDL_TX + 1},lanes=1,tables=2,head_step=3,rollback_rate=0,add_column_at={DDL_TX}"
 
 
-class _Json:
-    def decode(self, b: bytes):
-        return orjson.loads(b)
-
-
-def _records(bootstrap: str, topic: str) -> list[StreamRecord]:
-    consumer = make_consumer(bootstrap)
-    try:
-        low, high = watermarks(consumer, topic)
-        return [StreamRecord(*to_row(0, m.offset(), m.key(), m.value(), _Json(), _Json()))
-                for m in read_range(consumer, topic, low, None, reported_high=high)]
-    finally:
-        consumer.close()
-
-
 def test_oracle_add_column_with_a_constant_default_backfills_existing_rows(broker, topic_prefix, tmp_path):
     pub = oracle_publisher(broker, topic_prefix)
     assert pub.recover() is None
     stats = pump(make_source("ora", OPTS, str(tmp_path), SourceMetrics("ora")), pub)
     pub.close()
     assert stats["transactions"] > 0
-    records = _records(broker.bootstrap, pub.topic)
+    records = stream_records(broker.bootstrap, pub.topic)
     altered = table_name(DDL_TX % 2)
     schemas = [r.meta_dict() for r in records if r.kind == SCHEMA and r.tbl == f"APP.{altered}"]
     first, last = schemas[0], schemas[-1]

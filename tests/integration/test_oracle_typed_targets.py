@@ -22,39 +22,21 @@ import uuid
 from datetime import datetime, timezone
 from decimal import Decimal
 
-import orjson
 import pytest
 
 from cdc.config.models import ApplyConfig, TargetConfig
 from cdc.metrics import SourceMetrics
-from cdc.publish.recovery import make_consumer, read_range, watermarks
 from cdc.schema.table_map import TableMap
 from readers.oracle.sim import simulator
 from readers.oracle.sim.demo import make_source, pump
 from readers.oracle.sim.workload import TYPE_COLUMNS, TYPES_TABLE, table_name
 from streaming.apply.engine import ApplyEngine
-from streaming.stream.records import StreamRecord, to_row
 from streaming.targets import make_target
-from tests.integration.stream_check import oracle_publisher
+from tests.integration.stream_check import oracle_publisher, stream_records
 
 pytestmark = [pytest.mark.oracle, pytest.mark.kafka, pytest.mark.postgres]
 
 OPTS = "seed=7,transactions=8,lanes=2,types_at=3"
-
-
-class _Json:
-    def decode(self, b: bytes):
-        return orjson.loads(b)
-
-
-def _records(bootstrap: str, topic: str) -> list[StreamRecord]:
-    consumer = make_consumer(bootstrap)
-    try:
-        low, high = watermarks(consumer, topic)
-        return [StreamRecord(*to_row(0, m.offset(), m.key(), m.value(), _Json(), _Json()))
-                for m in read_range(consumer, topic, low, None, reported_high=high)]
-    finally:
-        consumer.close()
 
 
 def _want() -> dict[int, dict]:
@@ -97,7 +79,7 @@ def stream_topic(broker, topic_prefix, tmp_path):
 
 @pytest.mark.parametrize("kind", ["postgres", "duckdb"])
 def test_oracle_types_land_exactly_in_typed_columns(kind, broker, stream_topic, tmp_path, request):
-    records = _records(broker.bootstrap, stream_topic)
+    records = stream_records(broker.bootstrap, stream_topic)
     name = "o" + uuid.uuid4().hex[:10]
     if kind == "postgres":
         pg = request.getfixturevalue("postgres")
