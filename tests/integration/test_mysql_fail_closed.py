@@ -56,7 +56,22 @@ def inject(monkeypatch):
             return packet_type(_event(armed[0], data), self.encoding)
         return pkt
 
+    original_data = reader_mod._Guarded.next_data
+
+    def next_data(self):  # the reader's packet-bytes read (FastStream): the same injection
+        held = getattr(self, "_held_data", None)
+        if held is not None:
+            self._held_data = None
+            return held
+        data = original_data(self)
+        if data is not None and armed and self._inflater is not None and len(data) > 6 and data[0] == 0 \
+                and data[5] in ROWS_CODES:
+            self._held_data = data
+            return _event(armed[0], data)
+        return data
+
     monkeypatch.setattr(reader_mod._Guarded, "_read_guarded", read)
+    monkeypatch.setattr(reader_mod._Guarded, "next_data", next_data)
     def arm(code: int | None) -> None:
         armed[:] = [] if code is None else [code]
 

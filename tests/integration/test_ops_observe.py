@@ -96,13 +96,13 @@ def test_mariadb_initial_snapshot_is_snapshotting_then_streaming_with_no_lag(mar
                 cur.executemany(f"INSERT INTO {t} VALUES (%s, %s)", [(i, f"v{i}") for i in range(40)])
     finally:
         conn.close()
-    chunk = mysql_snapshot.TableReader.chunk
+    send = mysql_snapshot.TableReader.send
 
-    def slow_chunk(self, after, limit):  # every chunk a little slow: the snapshot lasts seconds, not milliseconds
+    def slow_send(self, after, limit):  # every chunk's query a little slow: the snapshot lasts seconds, not ms
         time.sleep(0.1)
-        return chunk(self, after, limit)
+        return send(self, after, limit)
 
-    monkeypatch.setattr(mysql_snapshot.TableReader, "chunk", slow_chunk)
+    monkeypatch.setattr(mysql_snapshot.TableReader, "send", slow_send)
     cfg = MySqlSourceConfig(name="m", hosts=[mariadb_primary.address], user="cdc", password="cdc",
                             tables=[f"{db}.*"], snapshot="initial", snapshot_chunk_rows=5, heartbeat_interval_s=0.3)
     spec = SourceSpec("m", "mysql", lambda ctx: MySqlSource(cfg, ctx), heartbeat_interval_s=0.3)
