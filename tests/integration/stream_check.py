@@ -15,6 +15,11 @@ from cdc.stream.stream_structure import StreamStructure
 from streaming.stream.records import StreamRecord, to_row
 
 
+# a test reads every record below the high watermark: a broker slow to serve them on a busy host (tansu reading
+# its storage back after a restart) is waited for, not taken as the end of the stream (read_range's default 10 s)
+STALL_S = 60.0
+
+
 @dataclass
 class Stream:
     transactions: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = field(default_factory=list)  # id, rows, END
@@ -86,7 +91,7 @@ def _records(bootstrap: str, topic: str, ks: Any, vs: Any) -> Any:
     consumer = make_consumer(bootstrap)
     try:
         low, high = watermarks(consumer, topic)
-        for m in read_range(consumer, topic, low, None, reported_high=high):
+        for m in read_range(consumer, topic, low, None, reported_high=high, stall_s=STALL_S):
             k, v = m.key(), m.value()
             yield m.offset(), None if k is None else ks.decode(k), None if v is None else vs.decode(v), m.headers()
     finally:
@@ -166,6 +171,6 @@ def stream_records(bootstrap: str, topic: str) -> list[StreamRecord]:
     try:
         low, high = watermarks(consumer, topic)
         return [StreamRecord(*to_row(0, m.offset(), m.key(), m.value(), _Json(), _Json()))
-                for m in read_range(consumer, topic, low, None, reported_high=high)]
+                for m in read_range(consumer, topic, low, None, reported_high=high, stall_s=STALL_S)]
     finally:
         consumer.close()
