@@ -294,9 +294,8 @@ class OrderedProducer:
             for k in range(5):
                 ops[k] += counted[k]
             i = j
-            if self._call_again(status, error, topic):
-                continue
-            break
+            if not self._call_again(status, error, topic):
+                break
         if start // POLL_EVERY != self.produced // POLL_EVERY:
             p.poll(0)
         return j, seq, total, n, nbytes, ops, status == 1
@@ -343,9 +342,8 @@ class OrderedProducer:
             else:
                 ops = tuple(a + b for a, b in zip(ops, counted))
             i = j
-            if self._call_again(status, error, topic):
-                continue
-            break
+            if not self._call_again(status, error, topic):
+                break
         if start // POLL_EVERY != self.produced // POLL_EVERY:
             p.poll(0)
         return j, seq, total, n, nbytes, ops, marks, status == 1

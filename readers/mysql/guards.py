@@ -32,6 +32,15 @@ _RESTART = ("the source stops at its checkpoint. Way back, once the setting is f
             "it in the stream and re-snapshots the tables it touched while streaming goes on")
 
 
+def partial_image(ev: Any) -> bool:
+    """True when a rows event's images lack a column (the reader's per-event test; :func:`refuse_partial` then
+    says which, its message built only then)."""
+    full = (1 << ev.number_of_columns) - 1
+    if int.from_bytes(ev.columns_present_bitmap, "little") & full != full:
+        return True
+    return isinstance(ev, UpdateRowsEvent) and int.from_bytes(ev.columns_present_bitmap2, "little") & full != full
+
+
 def refuse_partial(ev: Any, table: TableId, gtid: str, where: str, table_map: Any, host: str | None) -> None:
     """PartialRowImage unless every column of ``table`` is in the rows event's images."""
     full = (1 << ev.number_of_columns) - 1

@@ -115,7 +115,7 @@ from readers.mysql.errors import (
     TransactionInterrupted,
 )
 from readers.mysql.failover import WAY_OUT, choose_primary, default_prober
-from readers.mysql.guards import refuse_partial, refuse_statement, refuse_unlogged_ddl
+from readers.mysql.guards import partial_image, refuse_partial, refuse_statement, refuse_unlogged_ddl
 from readers.mysql.incremental import IncrementalSnapshots
 from readers.mysql.observe import LagCounter, observe
 from readers.mysql.patterns import warn_unmatched
@@ -629,10 +629,7 @@ class MySqlSource:
                     if gtid is None:  # a transaction without a GTID event (gtid_mode *_PERMISSIVE)
                         raise binlog_events.refuse(0x22, self._where(ev), None, self.host,
                                                    f": a rows event of {table} outside a GTID transaction")
-                    full = (1 << ev.number_of_columns) - 1  # refuse_partial's test, its message only when it fails
-                    if int.from_bytes(ev.columns_present_bitmap, "little") & full != full or t is not WriteRowsEvent \
-                            and t is not DeleteRowsEvent and isinstance(ev, UpdateRowsEvent) \
-                            and int.from_bytes(ev.columns_present_bitmap2, "little") & full != full:
+                    if partial_image(ev):
                         refuse_partial(ev, table, gtid, self._where(ev), stream.table_map.get(ev.table_id),
                                        self.host)  # before the transaction's first record
                     if table in self._checks.unverified:  # a definition published at a DDL: its rows confirm it
