@@ -1,4 +1,4 @@
-"""The whole pipeline for the apply e2e tests: MariaDB -> `cdc run` -> broker -> Spark apply -> targets.
+"""The whole pipeline for the apply e2e tests: MariaDB or MySQL 9.7 -> `cdc run` -> broker -> Spark apply -> targets.
 
 ``Pipeline`` prepares one source database, fresh target schemas (PostgreSQL
 schema, MariaDB database, DuckDB file), writes the cdc.yaml, starts the real
@@ -25,6 +25,7 @@ from cdc.config.loader import load_config
 from cdc.stream.envelope import changes_topic
 from streaming.apply import job
 from tests.fixtures.ops import DaemonProcess
+from tests.fixtures.services import documented_target_grant
 
 
 def norm(v: Any) -> Any:
@@ -78,6 +79,9 @@ class Pipeline:
         (TLS settings); ``mysql_login`` (user:password): the MySQL target DSN's."""
         self.tmp, self.mariadb, self.postgres, self.broker, self.db = tmp, mariadb, postgres, broker, db
         self.tag = "t" + uuid.uuid4().hex[:10]
+        capture = getattr(mariadb, "capture_user", None)  # a MySQL 9.7 source: its documented capture user
+        if capture:
+            source_options = {"user": capture[0], "password": capture[1], **(source_options or {})}
         tcfg = []
         if "pg" in targets:
             with postgres.connect() as c:
@@ -86,6 +90,10 @@ class Pipeline:
             tcfg.append({"name": "pg", "kind": "postgres", "dsn": postgres.dsn, "schema": self.tag})
         if "my" in targets:
             mariadb.query(f"CREATE DATABASE {self.tag}")
+            if capture and mysql_login == "cdc:cdc":  # MySQL 9.7: a target user with docs/setup.md's grant only
+                mariadb.query("CREATE USER IF NOT EXISTS 'cdc_apply'@'%' IDENTIFIED BY 'apply-pw'")
+                documented_target_grant(mariadb, self.tag, "cdc_apply")
+                mysql_login = "cdc_apply:apply-pw"
             tcfg.append({"name": "my", "kind": "mysql",
                          "dsn": f"mysql://{mysql_login}@{mariadb.host}:{mariadb.port}/{self.tag}"})
         if "duck" in targets:
