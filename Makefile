@@ -40,7 +40,7 @@ demo: setup
 demo-oracle: setup
 	$(CDC) dev demo --oracle
 
-# three pytest processes side by side (tests/run_suite.sh): the e2e tier in two halves and the unit + integration tiers
+# the whole suite over three pytest-xdist workers, whole files handed to the free one, e2e first (tests/run_suite.sh)
 test: setup
 	PY=$(PY) bash tests/run_suite.sh $(PYTEST_ARGS)
 
