@@ -121,3 +121,77 @@ def test_skip_a_statement_format_write_and_resync_its_table(tmp_path, mysql_sour
     assert _fold(stream, "items") == want and want[100] == "statement" and want[1] == "by statement"
     other = [r["after"]["id"] for _, rows, _ in stream.transactions for r in rows if r["source"]["table"] == "other"]
     assert other == [1]  # the other table streamed on, once
+
+
+def test_skip_past_a_definition_the_rows_contradict_and_resync_its_table(tmp_path, mysql_source, tmp_source_db,
+                                                                        broker, topic_prefix, capsys):
+    """The way back from the stop at a definition the reader rebuilt and the rows contradict
+    (readers/mysql/verify.py): the reader is behind an ADD COLUMN with an expression default and the DROP of
+    that column, so the ADD's definition is rebuilt and its default is in no table map; the rows written under
+    it stop the source, naming the GTID and the command. `cdc source skip --gtid G --yes --resync` moves past
+    that transaction and re-reads the table: the stream then folds to exactly the source's rows."""
+    db, my = tmp_source_db, mysql_source
+    user, password = getattr(my, "capture_user", ("cdc", "cdc"))
+    my.query("CREATE DATABASE IF NOT EXISTS ops")
+    signal = f"ops.cdc_signal_{db[-6:]}"
+    my.query(f"CREATE TABLE `{db}`.items (id INT PRIMARY KEY, v VARCHAR(20))")
+    config = tmp_path / "cdc.yaml"
+    config.write_text(yaml.safe_dump({
+        "sources": [{"name": "s", "kind": "mysql", "hosts": [my.address], "user": user, "password": password,
+                     "tables": [f"{db}.items"], "signal_table": signal,
+                     "heartbeat_interval_s": 0.5, "reconnect_backoff_s": 0.2, "snapshot": "never"}],
+        "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": topic_prefix},
+        "metrics": {"port": 0}, "drain_timeout_s": 20}))
+    topic = changes_topic(topic_prefix, "s")
+    first = Daemon(config, tmp_path / "first.log").start()
+    try:  # the checkpoint reaches the first rows; then the daemon is stopped and the statements run behind it
+        wait_for(lambda: "streaming from" in (tmp_path / "first.log").read_text(), 60, "daemon streaming")
+        my.query(f"INSERT INTO `{db}`.items VALUES (1, 'a'), (2, 'b')")
+        wait_for(lambda: len(_fold(read_stream(broker.bootstrap, topic), "items")) == 2, 60, "the first rows",
+                 daemon=first)
+    finally:
+        code = first.stop()
+    assert code == 0
+    t = f"`{db}`.items"
+    my.query(f"ALTER TABLE {t} ADD COLUMN d DATETIME DEFAULT CURRENT_TIMESTAMP")
+    my.query(f"INSERT INTO {t} (id, v) VALUES (3, 'under d')")
+    my.query(f"UPDATE {t} SET v = 'changed' WHERE id = 1")
+    my.query(f"ALTER TABLE {t} DROP COLUMN d")
+    my.query(f"INSERT INTO {t} VALUES (4, 'after')")
+
+    stopped = Daemon(config, tmp_path / "stopped.log").start()
+    try:
+        wait_for(lambda: stopped.proc.poll() is not None, 60, "the daemon stopping at the contradicted definition")
+        assert stopped.proc.returncode == 2
+    finally:
+        stopped.stop()
+    log = (tmp_path / "stopped.log").read_text()
+    refused = re.search(r"the rows of \S+ in transaction (\S+) at \S+ were written with a definition other", log)
+    assert refused and "cdc source skip" in log and "--resync" in log, log[-3000:]
+    gtid = refused.group(1)
+    published = _fold(read_stream(broker.bootstrap, topic), "items")
+    assert 3 not in published  # nothing of the stopped transaction went out
+
+    code = cdc_main(["source", "skip", "--config", str(config), "--source", "s", "--gtid", gtid, "--yes",
+                     "--resync", "--reason", "definition the rows contradict"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert f"moved past {gtid}" in out.out and f"{db}.items" in out.out, out.out
+
+    after = Daemon(config, tmp_path / "after.log").start()
+    try:
+        end = GtidSet.parse(my.gtid_binlog_pos())
+        want = {i: v for i, v in my.query(f"SELECT id, v FROM `{db}`.items")}
+
+        def done():
+            s = read_stream(broker.bootstrap, topic)
+            caught = any(GtidSet.parse(h["resume"]["gtid_set"]).issuperset(end)
+                         for h in s.heartbeats if h.get("resume"))
+            return caught and _fold(s, "items") == want
+        wait_for(done, 90, "the resynced table in the stream", daemon=after)
+        assert after.proc.poll() is None
+    finally:
+        assert after.stop() == 0
+        my.query(f"DROP TABLE IF EXISTS {signal}")
+    assert _fold(read_stream(broker.bootstrap, topic), "items") == want == {
+        1: "changed", 2: "b", 3: "under d", 4: "after"}
