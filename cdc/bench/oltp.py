@@ -6,7 +6,8 @@ deletes, every row its own commit (autocommit single-row statements), ``--ops`` 
 
 1. cdc.dev starts MariaDB, the broker and PostgreSQL; the tables are created and seeded (``--seed`` rows each),
    `cdc run` takes its initial snapshot of them and is stopped once it streams (its checkpoint kept).
-2. The N operations are written to MariaDB with nothing reading them (``load_s``, ``load_ops_per_s``).
+2. The N operations are written to MariaDB with nothing reading them (``load_s``, ``load_ops_per_s``), by
+   ``--connections`` (4) connections at once, each with its own tables.
 3. Timed: `cdc run` (resuming at its checkpoint) and `cdc apply` (Spark local[2]) start together; the clock
    stops when the target has the source's row counts and `cdc compare` then exits 0 (EQUAL), checked
    every ``--poll`` seconds. ``ops_per_s`` = N / that time (start-up of both processes included; Spark's
@@ -14,7 +15,7 @@ deletes, every row its own commit (autocommit single-row statements), ``--ops`` 
 4. ``cpu_s``: CPU seconds (user + system, each process and its children: Spark's JVM under `cdc apply`) over the
    timed drain, for cdc run, cdc apply, MariaDB, the broker and PostgreSQL; ``cpu_us_per_op`` of each.
 5. With ``--steady-rate R`` (e.g. 5000): R single-row insert transactions a second for ``--steady-s`` seconds
-   into ``bench.lag`` (each row holding its commit's wall-clock microseconds); a poller reads the target every
+   (over ``--connections`` connections) into ``bench.lag`` (each row holding its commit's wall-clock microseconds); a poller reads the target every
    20 ms and takes arrival - commit of each row: ``lag_ms_p50``/``lag_ms_p99`` and the rate reached
    (``steady_tx_per_s``; below R when this host's writer cannot keep up).
 6. Where the apply's time went, from the micro-batches `cdc apply` logs: ``drain_apply_*`` over the drain,
@@ -59,19 +60,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steady-s", type=float, default=20.0, help="seconds of the steady run")
     parser.add_argument("--poll", type=float, default=2.0, help="seconds between the drain's completion checks")
     parser.add_argument("--timeout", type=float, default=3600.0, help="give up on the drain after this many seconds")
+    parser.add_argument("--connections", type=int, default=4,
+                        help="writer connections of the load and the steady run (each its own tables / keys)")
 
 
 def _say(msg: str) -> None:
     print(f"[bench oltp] {msg}", file=sys.stderr, flush=True)
 
 
-def firenibble(ops: int, tables: int, seed: int, rng: random.Random):
+def firenibble(ops: int, tables: int, seed: int, rng: random.Random, only: list[int] | None = None):
     """(table, statement, args) of the measured operations: 20 % inserts of new ids, 60 % updates and 20 %
-    deletes of a live id, the table chosen at random; every one changes exactly one row."""
+    deletes of a live id, the table chosen at random (among ``only`` when given: one loader connection's
+    tables); every one changes exactly one row."""
     live = [list(range(1, seed + 1)) for _ in range(tables)]
     nxt = [seed + 1] * tables
+    choices = only if only is not None else list(range(tables))
     for _ in range(ops):
-        t = rng.randrange(tables)
+        t = choices[rng.randrange(len(choices))]
         r = rng.random()
         if r < 0.2 or len(live[t]) < 2:
             i = nxt[t]
@@ -176,20 +181,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             raise RuntimeError(f"bench oltp: the first cdc run exited {daemon.returncode}; see {tmp / 'run-1.log'}")
         daemon = None
 
-        _say(f"loading {args.ops} operations, each its own commit, over {args.tables} tables")
-        conn = db.connect()  # autocommit
+        _say(f"loading {args.ops} operations, each its own commit, over {args.tables} tables "
+             f"({args.connections} connections)")
         t0 = time.perf_counter()
+        _load(db, args, rng)
+        load_s = time.perf_counter() - t0
+        conn = db.connect()
         try:
-            with conn.cursor() as cur, progress(args.ops, "[bench oltp] load ops") as bar:
-                for n, (_, sql, params) in enumerate(firenibble(args.ops, args.tables, args.seed, rng), 1):
-                    if cur.execute(sql, params) != 1:
-                        raise RuntimeError(f"bench oltp: {sql} {params} changed {cur.rowcount} rows, not 1")
-                    if n % 1000 == 0:
-                        bar.advance(1000)
+            with conn.cursor() as cur:
                 source_counts = _counts(cur, args.tables, "SELECT COUNT(*) FROM bench.t{t}")
         finally:
             conn.close()
-        load_s = time.perf_counter() - t0
 
         _say("timed: cdc run + cdc apply drain the binlog into PostgreSQL until cdc compare says EQUAL")
         services = {"mariadb": db.proc.pid, "broker": stack.broker.proc.pid, "postgres": pg.proc.pid}
@@ -234,7 +236,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "cpu_us_per_op": {k: round(v / args.ops * 1e6, 1) for k, v in cpu.items()},
             "compares": compares, "equal": True, **_stages(batches, "drain_")}
         if args.steady_rate > 0:
-            out |= _steady(db, pg, args.steady_rate, args.steady_s)
+            out |= _steady(db, pg, args.steady_rate, args.steady_s, args.connections)
             steady = apply_batches((tmp / "apply.log").read_text(errors="replace"))[len(batches):]
             out |= _stages(steady, "steady_")
         out["load_avg_1m"] = round(os.getloadavg()[0], 1)
@@ -246,6 +248,42 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 _BATCH = re.compile(r"batch \d+: (\d+) records, (\d+) transactions, .*\(read ([\d.]+)s, apply ([\d.]+)s\)")
+
+
+def _load(db, args: argparse.Namespace, rng: random.Random) -> None:
+    """The measured operations, written by ``--connections`` autocommit connections at once, each with its own
+    tables (so every operation still changes one live row) and its share of the operations."""
+    workers = max(1, min(args.connections, args.tables))
+    shares = [args.ops // workers + (w < args.ops % workers) for w in range(workers)]
+    seeds = [rng.randrange(1 << 30) for _ in range(workers)]
+    errors: list[BaseException] = []
+
+    def body(w: int, bar) -> None:
+        conn = db.connect()  # autocommit
+        try:
+            with conn.cursor() as cur:
+                mine = [t for t in range(args.tables) if t % workers == w]
+                for n, (_, sql, params) in enumerate(
+                        firenibble(shares[w], args.tables, args.seed, random.Random(seeds[w]), mine), 1):
+                    if errors:
+                        return
+                    if cur.execute(sql, params) != 1:
+                        raise RuntimeError(f"bench oltp: {sql} {params} changed {cur.rowcount} rows, not 1")
+                    if n % 1000 == 0:
+                        bar.advance(1000)
+        except BaseException as exc:  # noqa: BLE001 - raised below, in the caller
+            errors.append(exc)
+        finally:
+            conn.close()
+
+    with progress(args.ops, "[bench oltp] load ops") as bar:
+        threads = [threading.Thread(target=body, args=(w, bar), daemon=True) for w in range(workers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    if errors:
+        raise errors[0]
 
 
 def apply_batches(log_text: str) -> list[tuple[int, int, float, float]]:
@@ -267,53 +305,74 @@ def _stages(batches: list[tuple[int, int, float, float]], prefix: str) -> dict[s
             f"{prefix}apply_engine_us_per_tx": round(engine / tx * 1e6, 1) if tx else None}
 
 
-def _steady(db, pg, rate: int, seconds: float) -> dict[str, Any]:
-    """R single-row insert transactions a second into bench.lag; arrival - commit of each row at the target."""
+def _steady(db, pg, rate: int, seconds: float, connections: int) -> dict[str, Any]:
+    """R single-row insert transactions a second into bench.lag, written by ``connections`` connections (each
+    R / connections a second, ids interleaved); arrival - commit of each row at the target."""
     lags: list[float] = []
     done = threading.Event()
+    workers = max(1, connections)
+    sent = [0] * workers
+    errors: list[BaseException] = []
 
     def poll() -> None:
-        last = 0
+        low, seen = 0, set()  # every id <= low has arrived; seen: the ones above it that have
         with pg.connect() as c, c.cursor() as cur:
-            while not done.is_set() or last < sent:
+            while not done.is_set() or low < sum(sent):
                 try:
-                    cur.execute("SELECT id, us FROM lag WHERE id > %s ORDER BY id", (last,))
+                    cur.execute("SELECT id, us FROM lag WHERE id > %s", (low,))
                     rows = cur.fetchall()
                 except Exception:  # noqa: BLE001 - the table is not there before its first row is applied
                     c.rollback()
                     rows = []
                 now = time.time() * 1e6
                 for i, us in rows:
-                    lags.append((now - us) / 1000)
-                    last = max(last, i)
+                    if i not in seen:
+                        seen.add(i)
+                        lags.append((now - us) / 1000)
+                while low + 1 in seen:
+                    low += 1
+                    seen.discard(low)
                 if done.is_set() and time.monotonic() > give_up:
                     return
                 time.sleep(0.02)
 
-    sent = 0
+    def write(w: int, t0: float) -> None:
+        conn = db.connect()
+        try:
+            with conn.cursor() as cur:
+                while (now := time.monotonic()) - t0 < seconds:
+                    due = int((now - t0) * rate / workers)
+                    while sent[w] < due:
+                        cur.execute("INSERT INTO bench.lag VALUES (%s, %s)",
+                                    (sent[w] * workers + w + 1, int(time.time() * 1e6)))
+                        sent[w] += 1
+                    time.sleep(0.001)
+        except BaseException as exc:  # noqa: BLE001 - raised below
+            errors.append(exc)
+        finally:
+            conn.close()
+
     give_up = float("inf")
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
-    conn = db.connect()
-    _say(f"steady: {rate} transactions/s for {seconds:.0f}s into bench.lag")
+    _say(f"steady: {rate} transactions/s for {seconds:.0f}s into bench.lag ({workers} connections)")
+    t0 = time.monotonic()
+    writers = [threading.Thread(target=write, args=(w, t0), daemon=True) for w in range(workers)]
     try:
-        with conn.cursor() as cur:
-            t0 = time.monotonic()
-            while (now := time.monotonic()) - t0 < seconds:
-                due = int((now - t0) * rate)
-                while sent < due:
-                    sent += 1
-                    cur.execute("INSERT INTO bench.lag VALUES (%s, %s)", (sent, int(time.time() * 1e6)))
-                time.sleep(0.001)
-            reached = sent / (time.monotonic() - t0)
+        for t in writers:
+            t.start()
+        for t in writers:
+            t.join()
+        reached = sum(sent) / (time.monotonic() - t0)
     finally:
-        conn.close()
         give_up = time.monotonic() + 120
         done.set()
         poller.join(130)
+    if errors:
+        raise errors[0]
     lags.sort()
     if not lags:
         raise RuntimeError("bench oltp: no row of the steady run reached the target in 120 s")
     return {"steady_rate": rate, "steady_tx_per_s": round(reached), "steady_rows_seen": len(lags),
-            "steady_rows_sent": sent, "lag_ms_p50": round(lags[len(lags) // 2], 1),
+            "steady_rows_sent": sum(sent), "lag_ms_p50": round(lags[len(lags) // 2], 1),
             "lag_ms_p99": round(lags[min(len(lags) - 1, int(len(lags) * 0.99))], 1)}

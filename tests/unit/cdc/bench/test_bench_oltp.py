@@ -28,6 +28,11 @@ def test_firenibble_is_20_60_20_over_every_table_and_only_live_keys():
                 live[t].remove(key)
 
 
+def test_a_loader_connection_writes_only_its_own_tables():
+    ops = list(oltp.firenibble(2_000, 10, 50, random.Random(2), only=[1, 5, 9]))
+    assert {t for t, _, _ in ops} == {1, 5, 9} and all(f"bench.t{t} " in sql for t, sql, _ in ops)
+
+
 def test_mix_statements_change_rows_rows_in_transactions_of_batch():
     seed, stmts = mysql.mix_statements(1003, 5, tables=4, seed_blocks=3)
     assert len(seed) == 4 and sum(n for _, n in stmts) == 1003 and stmts[-1][1] == 3
