@@ -246,6 +246,9 @@ def test_clean_failover_under_workload_with_column_ddl_exactly_once_and_compare_
         expected = before.committed | after.committed
         wait_for(lambda: _has_all(broker.bootstrap, topic, expected), 120,
                  f"all {len(expected)} transactions after failover", daemon=daemon)
+        wait_for(lambda: any(r["source"]["table"] == "sentinel" for _, rows, _ in
+                             _stream(broker.bootstrap, topic).transactions for r in rows), 60,
+                 "the sentinel in the stream", daemon=daemon)
         assert daemon.stop() == 0, daemon.tail()
     finally:
         if daemon.alive():
