@@ -1,6 +1,8 @@
-"""The whole capture pipeline (`cdc run` subprocess -> tansu) on a real MariaDB:
-exactly once and in commit order across kill -9 restarts (on MariaDB and MySQL 9.7); rollbacks never appear;
-a 1,000,000-row transaction streams in bounded memory."""
+"""The whole capture pipeline (`cdc run` subprocess -> tansu) on a real MariaDB and a real MySQL 9.7, every test
+once per flavour: exactly once and in commit order across kill -9 restarts; rollbacks never appear; a
+1,000,000-row transaction streams in bounded memory; a clean failover under two writers, with a column DDL before
+and after it, loses and duplicates nothing and the applied target compares EQUAL; an unclean failover to a
+server lacking published transactions stops with the divergence error."""
 
 from __future__ import annotations
 
@@ -9,13 +11,18 @@ import threading
 import time
 from collections import Counter
 
+import duckdb
 import pytest
+import yaml
 
+from cdc.cli import main as cdc_main
+from cdc.config.loader import load_config
 from cdc.errors import PublishError
 from cdc.publish.recovery import read_records, read_tail
 from cdc.stream.envelope import changes_topic
 from cdc.stream.serde import get_serdes
 from readers.mysql.position import GtidSet
+from streaming.apply import job
 from tests.e2e.mysql_daemon import Daemon, wait_for, write_config
 from tests.integration.stream_check import read_stream
 
@@ -43,8 +50,10 @@ class Workload:
                     i = self.base + writer * 100_000 + n
                     rollback = n % 5 == 0
                     cur.execute("BEGIN")
-                    cur.execute(f"INSERT INTO `{self.db}`.log VALUES (%s, %s)", (-i if rollback else i, writer))
-                    cur.execute(f"INSERT INTO `{self.db}`.acct VALUES (%s, 1) ON DUPLICATE KEY UPDATE bal = bal + 1",
+                    cur.execute(f"INSERT INTO `{self.db}`.log (id, writer) VALUES (%s, %s)",
+                                (-i if rollback else i, writer))
+                    cur.execute(f"INSERT INTO `{self.db}`.acct (id, bal) VALUES (%s, 1) "
+                                "ON DUPLICATE KEY UPDATE bal = bal + 1",
                                 (n % 20,))
                     if rollback:
                         cur.execute("ROLLBACK")
@@ -133,19 +142,27 @@ def test_exactly_once_in_commit_order_across_kill9_restarts(mysql_source, tmp_so
     assert len(ids) > 100
 
 
-def test_million_row_transaction_in_bounded_memory(mariadb_primary, tmp_mysql_db, broker, topic_prefix, tmp_path):
-    db = tmp_mysql_db
-    mariadb_primary.query(f"CREATE TABLE `{db}`.big (id INT PRIMARY KEY, v INT)")
-    cfg = write_config(tmp_path / "cdc.yaml", hosts=[mariadb_primary.address], tables=[f"{db}.*"],
-                       bootstrap=broker.bootstrap, prefix=topic_prefix)
+# 1..1,000,000 on both flavours without MariaDB's seq_1_to_N engine or MySQL's recursion limit: six digits
+MILLION = ("WITH d (n) AS (SELECT 0 UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 "
+           "UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) "
+           "SELECT 1 + a.n + 10 * b.n + 100 * c.n + 1000 * e.n + 10000 * f.n + 100000 * g.n AS n "
+           "FROM d a, d b, d c, d e, d f, d g")
+
+
+def test_million_row_transaction_in_bounded_memory(mysql_source, tmp_source_db, broker, topic_prefix, tmp_path):
+    db, server = tmp_source_db, mysql_source
+    server.query(f"CREATE TABLE `{db}`.big (id INT PRIMARY KEY, v INT)")
+    cfg = write_config(tmp_path / "cdc.yaml", hosts=[server.address], tables=[f"{db}.*"],
+                       bootstrap=broker.bootstrap, prefix=topic_prefix,
+                       user=getattr(server, "capture_user", ("cdc", "cdc")))
     topic = changes_topic(topic_prefix, "s1")
     daemon = Daemon(cfg, tmp_path / "daemon.log").start()
     ks, vs = get_serdes("json")
     peak = 0.0
     try:
         wait_for(lambda: _started(broker.bootstrap, topic), 90, "the first heartbeat", daemon=daemon)
-        mariadb_primary.query(f"INSERT INTO `{db}`.big SELECT seq, seq % 97 FROM `{db}`.seq_1_to_1000000")
-        goal = GtidSet.parse(mariadb_primary.gtid_binlog_pos())
+        server.query(f"INSERT INTO `{db}`.big SELECT n, n % 97 FROM ({MILLION}) seq")
+        goal = GtidSet.parse(server.gtid_binlog_pos())
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             assert daemon.alive(), daemon.tail()
@@ -173,48 +190,106 @@ def _tables(server, db):
     server.query(f"CREATE TABLE `{db}`.acct (id INT PRIMARY KEY, bal INT)")
 
 
-def test_clean_failover_under_workload_exactly_once(mariadb_pair, broker, topic_prefix, tmp_path):
-    primary, replica = mariadb_pair
+def _apply_config(cfg, tmp_path) -> None:
+    """Add a DuckDB target ``duck`` and the apply of ``s1`` to it to the config at ``cfg``."""
+    doc = yaml.safe_load(cfg.read_text())
+    doc["targets"] = [{"name": "duck", "kind": "duckdb", "path": str(tmp_path / "target.duckdb")}]
+    doc["apply"] = [{"source": "s1", "target": "duck", "checkpoint_dir": str(tmp_path / "ck-duck"),
+                     "trigger_interval_s": 0.2}]
+    cfg.write_text(yaml.safe_dump(doc))
+
+
+def _in_duck(tmp_path, sid: int) -> bool:
+    try:
+        con = duckdb.connect(str(tmp_path / "target.duckdb"), read_only=True)
+    except duckdb.Error:  # not created yet
+        return False
+    try:
+        return bool(con.execute("SELECT 1 FROM sentinel WHERE id = ?", [sid]).fetchall())
+    except duckdb.Error:  # the table is not there yet
+        return False
+    finally:
+        con.close()
+
+
+@pytest.mark.spark
+def test_clean_failover_under_workload_with_column_ddl_exactly_once_and_compare_equal(source_pair, broker,
+                                                                                       topic_prefix, tmp_path, spark,
+                                                                                       capsys):
+    """Two writers before and after a clean failover, each phase with an ADD COLUMN ... DEFAULT while they write;
+    every committed transaction once in the stream, then applied to DuckDB, and `cdc compare` (reading the promoted
+    server) reports every table EQUAL."""
+    primary, replica = source_pair
     _tables(primary, "app")
     replica.wait_caught_up(primary)
     cfg = write_config(tmp_path / "cdc.yaml", hosts=[primary.address, replica.address], tables=["app.*"],
-                       bootstrap=broker.bootstrap, prefix=topic_prefix)
+                       bootstrap=broker.bootstrap, prefix=topic_prefix, user=primary.capture_user)
+    _apply_config(cfg, tmp_path)
     topic = changes_topic(topic_prefix, "s1")
     daemon = Daemon(cfg, tmp_path / "daemon.log").start()
     try:
         wait_for(lambda: _started(broker.bootstrap, topic), 90, "the first heartbeat", daemon=daemon)
         with Workload(primary, "app") as before:
-            time.sleep(2)
+            time.sleep(1)
+            primary.query("ALTER TABLE app.log ADD COLUMN note VARCHAR(20) DEFAULT 'pre'")
+            time.sleep(1)
         replica.wait_caught_up(primary)
         primary.stop()  # clean failover: the replica has everything, then becomes the primary
         replica.promote()
         with Workload(replica, "app", base=500_000) as after:
-            time.sleep(2)
+            time.sleep(1)
+            replica.query("ALTER TABLE app.acct ADD COLUMN tier VARCHAR(10) NOT NULL DEFAULT 'std'")
+            time.sleep(1)
         assert not before.errors and not after.errors, (before.errors, after.errors)
+        replica.query("CREATE TABLE app.sentinel (id INT PRIMARY KEY)")
+        replica.query("INSERT INTO app.sentinel VALUES (1)")  # commit order: applied after everything above
         expected = before.committed | after.committed
         wait_for(lambda: _has_all(broker.bootstrap, topic, expected), 120,
                  f"all {len(expected)} transactions after failover", daemon=daemon)
+        wait_for(lambda: any(r["source"]["table"] == "sentinel" for _, rows, _ in
+                             _stream(broker.bootstrap, topic).transactions for r in rows), 60,
+                 "the sentinel in the stream", daemon=daemon)
         assert daemon.stop() == 0, daemon.tail()
     finally:
         if daemon.alive():
             daemon.stop()
-    ids = _log_ids(read_stream(broker.bootstrap, topic))
+    stream = read_stream(broker.bootstrap, topic)
+    ids = _log_ids(stream)
     assert Counter(ids) == Counter(expected), "lost or duplicated across failover"
     assert "failover" in daemon.tail(200)
+    assert len(before.committed) > 20 and len(after.committed) > 20
+    for _ in range(4):  # bounded: the apply job to idleness until the sentinel is in the target
+        job.run(load_config(cfg), spark=spark, until_idle_s=4.0)
+        if _in_duck(tmp_path, 1):
+            break
+    else:
+        raise AssertionError("the sentinel did not reach the DuckDB target")
+    capsys.readouterr()
+    code = cdc_main(["compare", "--config", str(cfg), "--source", "s1", "--target", "duck"])
+    out = capsys.readouterr().out
+    assert code == 0, f"exit {code}\n{out}"
+    for table in ("log", "acct", "sentinel"):
+        assert f"{table}: EQUAL" in out, out
+    con = duckdb.connect(str(tmp_path / "target.duckdb"), read_only=True)
+    try:  # the columns both DDLs added, in the target too
+        assert [c[0] for c in con.execute("DESCRIBE log").fetchall()][:3] == ["id", "writer", "note"]
+        assert [c[0] for c in con.execute("DESCRIBE acct").fetchall()][:3] == ["id", "bal", "tier"]
+    finally:
+        con.close()
 
 
-def test_unclean_failover_missing_published_transactions_stops_with_divergence(mariadb_pair, broker, topic_prefix,
+def test_unclean_failover_missing_published_transactions_stops_with_divergence(source_pair, broker, topic_prefix,
                                                                                 tmp_path):
-    primary, replica = mariadb_pair
+    primary, replica = source_pair
     _tables(primary, "app")
     replica.wait_caught_up(primary)
     cfg = write_config(tmp_path / "cdc.yaml", hosts=[primary.address, replica.address], tables=["app.*"],
-                       bootstrap=broker.bootstrap, prefix=topic_prefix)
+                       bootstrap=broker.bootstrap, prefix=topic_prefix, user=primary.capture_user)
     topic = changes_topic(topic_prefix, "s1")
     daemon = Daemon(cfg, tmp_path / "daemon.log").start()
     try:
         wait_for(lambda: _started(broker.bootstrap, topic), 90, "the first heartbeat", daemon=daemon)
-        replica.query("STOP SLAVE")  # the replica misses everything from here on
+        replica.query("STOP REPLICA")  # the replica misses everything from here on
         with Workload(primary, "app") as work:
             time.sleep(1.5)
         wait_for(lambda: _has_all(broker.bootstrap, topic, work.committed), 60, "the published transactions",

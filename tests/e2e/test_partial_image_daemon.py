@@ -1,4 +1,4 @@
-"""`cdc run` on a real MariaDB and the broker: one session writes a captured table with
+"""`cdc run` on a real MariaDB and a real MySQL 9.7 (each as its capture user) and the broker: one session writes a captured table with
 binlog_row_image=MINIMAL. The daemon stops that source with an error naming the table, the GTID,
 the binlog position and the setting; the stream holds every transaction before it and nothing of it."""
 
@@ -10,29 +10,32 @@ import pytest
 
 from cdc.stream.envelope import changes_topic
 from tests.fixtures.ops import DaemonProcess, read_stream
+from tests.integration.mysql_helpers import gtid_since
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
 
 
-def test_minimal_row_image_stops_the_daemon_with_a_named_position(tmp_path, mariadb_primary, broker, topic_prefix,
-                                                                  tmp_mysql_db):
-    db, q = tmp_mysql_db, mariadb_primary.query
+def test_minimal_row_image_stops_the_daemon_with_a_named_position(tmp_path, mysql_source, broker, topic_prefix,
+                                                                  tmp_source_db):
+    db, server, q = tmp_source_db, mysql_source, mysql_source.query
+    user, password = getattr(server, "capture_user", ("cdc", "cdc"))
     q(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(10), n INT)")
     topic = changes_topic(topic_prefix, "src")
     broker.create_topic(topic)
-    daemon = DaemonProcess(tmp_path, source="src", mariadb_hosts=[mariadb_primary.address], tables=[f"{db}.*"],
-                           bootstrap=broker.bootstrap, topic_prefix=topic_prefix).start()
+    daemon = DaemonProcess(tmp_path, source="src", mariadb_hosts=[server.address], tables=[f"{db}.*"],
+                           bootstrap=broker.bootstrap, topic_prefix=topic_prefix,
+                           source_options={"user": user, "password": password}).start()
     try:
         q(f"INSERT INTO `{db}`.t VALUES (1, 'a', 1), (2, 'b', 2)")
-        conn = mariadb_primary.connect()
+        before = server.gtid_binlog_pos()
+        conn = server.connect()
         try:
             with conn.cursor() as cur:
                 cur.execute("SET SESSION binlog_row_image = 'MINIMAL'")
                 cur.execute(f"UPDATE `{db}`.t SET n = 10 WHERE id = 1")
-                cur.execute("SELECT @@gtid_binlog_pos")
-                bad = cur.fetchone()[0].split(",")[0]
         finally:
             conn.close()
+        bad = gtid_since(server, before)  # MariaDB domain-server-seq, MySQL uuid:n
         rc = daemon.wait_exit(60)
     finally:
         if daemon.proc is not None and daemon.proc.poll() is None:

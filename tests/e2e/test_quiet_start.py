@@ -1,4 +1,5 @@
-"""A newcomer's first pipeline on the embedded defaults (MariaDB, in-memory tansu, PostgreSQL, local Spark):
+"""A newcomer's first pipeline on the embedded defaults (in-memory tansu, PostgreSQL, local Spark), from a MariaDB
+and from a MySQL 9.7 source (as its documented capture user):
 
 - a clean start of `cdc run` and `cdc apply` prints no WARNING: not at start, not while idle, not on SIGTERM
   (a warning on every start teaches operators to ignore warnings);
@@ -29,19 +30,20 @@ def warnings_in(text: str) -> list[str]:
     return [line for line in text.splitlines() if "WARNING" in line or " WARN " in line or "Traceback" in line]
 
 
-def test_clean_start_run_and_apply_print_no_warning(tmp_path, mariadb_primary, tmp_mysql_db, broker, postgres,
+def test_clean_start_run_and_apply_print_no_warning(tmp_path, mysql_source, tmp_source_db, broker, postgres,
                                                      topic_prefix, capsys):
-    db, schema = tmp_mysql_db, "q" + uuid.uuid4().hex[:10]
-    mariadb_primary.query(f"CREATE TABLE `{db}`.orders (id INT PRIMARY KEY, note VARCHAR(20))")
-    mariadb_primary.query(f"INSERT INTO `{db}`.orders VALUES (1, 'before')")
-    mariadb_primary.query(f"CREATE TABLE `{db}`.refunds (id INT PRIMARY KEY, amount DECIMAL(10,2))")  # no rows
+    db, schema, server = tmp_source_db, "q" + uuid.uuid4().hex[:10], mysql_source
+    user, password = getattr(server, "capture_user", ("cdc", "cdc"))
+    server.query(f"CREATE TABLE `{db}`.orders (id INT PRIMARY KEY, note VARCHAR(20))")
+    server.query(f"INSERT INTO `{db}`.orders VALUES (1, 'before')")
+    server.query(f"CREATE TABLE `{db}`.refunds (id INT PRIMARY KEY, amount DECIMAL(10,2))")  # no rows
     with postgres.connect() as c:
         c.execute(f"CREATE SCHEMA {schema}")
         c.commit()
     config = tmp_path / "cdc.yaml"
     config.write_text(yaml.safe_dump({
-        "sources": [{"name": "shop", "kind": "mysql", "hosts": [mariadb_primary.address], "user": "cdc",
-                     "password": "cdc", "tables": [f"{db}.*"], "server_id": 800_000 + uuid.uuid4().int % 100_000}],
+        "sources": [{"name": "shop", "kind": "mysql", "hosts": [server.address], "user": user,
+                     "password": password, "tables": [f"{db}.*"], "server_id": 800_000 + uuid.uuid4().int % 100_000}],
         "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": topic_prefix},
         "targets": [{"name": "pg", "kind": "postgres", "dsn": postgres.dsn, "schema": schema}],
         "apply": [{"source": "shop", "target": "pg", "checkpoint_dir": str(tmp_path / "ckpt")}],
@@ -51,7 +53,7 @@ def test_clean_start_run_and_apply_print_no_warning(tmp_path, mariadb_primary, t
     apply = None
     try:
         wait_for(lambda: "streaming from" in daemon.tail(), 60, "the reader to stream", daemon=daemon)
-        mariadb_primary.query(f"INSERT INTO `{db}`.orders VALUES (2, 'after')")
+        server.query(f"INSERT INTO `{db}`.orders VALUES (2, 'after')")
         apply = spawn([CDC, "apply", "--config", str(config), "--master", "local[2]"], apply_log)
 
         def rows():

@@ -1,4 +1,5 @@
-"""Two daemons for one source (a rolling update, a stuck pod and its replacement): one writer at a time.
+"""Two daemons for one source (a rolling update, a stuck pod and its replacement): one writer at a time. Once on a
+MariaDB source and once on a MySQL 9.7 source (as its documented capture user).
 
 For minutes, a bank-transfer workload runs while five daemons with the SAME config take the source over in
 turn: with overlap (a new daemon starts next to the running one: it fences it through the broker,
@@ -70,10 +71,12 @@ class Transfers:
 PHASE_S = float(os.environ.get("CDC_TWO_DAEMONS_PHASE_S", "20"))  # each daemon's share of the workload
 
 
-def _config(path, mariadb, db: str, broker, prefix: str, postgres=None, schema: str | None = None):
-    """One source ``bank``; with ``postgres``: its targets ``pg`` (that schema) and ``duck``, and the first
-    daemon's snapshot brings the table's rows to them."""
-    cfg = {"sources": [{"name": "bank", "kind": "mysql", "hosts": [mariadb.address], "user": "cdc", "password": "cdc",
+def _config(path, server, db: str, broker, prefix: str, postgres=None, schema: str | None = None):
+    """One source ``bank`` on ``server`` as its capture user (cdc/cdc on the MariaDB session server); with
+    ``postgres``: its targets ``pg`` (that schema) and ``duck``, and the first daemon's snapshot brings the table's
+    rows to them."""
+    user, password = getattr(server, "capture_user", ("cdc", "cdc"))
+    cfg = {"sources": [{"name": "bank", "kind": "mysql", "hosts": [server.address], "user": user, "password": password,
                         "tables": [f"{db}.accounts"], "heartbeat_interval_s": 0.5, "reconnect_backoff_s": 0.2,
                         "snapshot": "never" if postgres is None else "initial"}],
            "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": prefix},
@@ -99,8 +102,8 @@ def _fenced(old: Daemon, log, by: str) -> None:
 @pytest.mark.spark
 @pytest.mark.postgres
 def test_daemons_handing_over_with_and_without_overlap_keep_the_stream_and_every_target_exact(
-        tmp_path, mariadb_primary, tmp_mysql_db, broker, postgres, spark, topic_prefix, capsys):
-    db, my = tmp_mysql_db, mariadb_primary
+        tmp_path, mysql_source, tmp_source_db, broker, postgres, spark, topic_prefix, capsys):
+    db, my = tmp_source_db, mysql_source
     my.query(f"CREATE TABLE `{db}`.accounts (id INT PRIMARY KEY, balance DECIMAL(12,2) NOT NULL)")
     my.query(f"INSERT INTO `{db}`.accounts VALUES " + ", ".join(f"({i}, 1000.00)" for i in range(20)))
     schema = "two" + topic_prefix.replace("-", "_").replace(".", "_")[-12:]
