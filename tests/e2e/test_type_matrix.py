@@ -17,8 +17,10 @@ every target, and `cdc compare` crashing or reporting false differences on the s
 Runs on both flavours (``mysql_source``): on MySQL 9.7 the source is read as the documented capture user, the
 MySQL target (on that server) written as a user with the documented target grant, and the table has MySQL's own
 columns too (type_cases.MYSQL_COLUMNS: VECTOR, GEOMCOLLECTION, TIMESTAMP literals with an offset, an INVISIBLE
-column), its JSON a native JSON column (MariaDB's is LONGTEXT); the update also changes the JSON document, the
-VECTOR and the invisible column. `cdc compare` against DuckDB, whose VARCHAR holds the stream's compact JSON text,
+column, JSON documents holding dates, times and binary strings), its JSON a native JSON column (MariaDB's is
+LONGTEXT); the update also changes the JSON document, the VECTOR and the invisible column. What MySQL 9.7 showed
+here: a text column after a VECTOR streamed as base64 (the charset fields of the TABLE_MAP count the VECTOR), a
+date inside a JSON document stopped the stream. `cdc compare` against DuckDB, whose VARCHAR holds the stream's compact JSON text,
 must find MySQL's spaced JSON EQUAL.
 """
 
