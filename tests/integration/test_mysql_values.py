@@ -119,8 +119,9 @@ def test_dates_times_and_binary_strings_inside_a_json_document_stream_as_the_sna
     which the binlog library reads as Python datetimes and stopped the stream; MariaDB: text already) streams as
     the text MySQL prints, which the snapshot reads."""
     db, q, mysql = tmp_source_db, mysql_source.query, is_mysql(mysql_source)
-    docs = ["JSON_OBJECT('at', CAST('2024-02-29 12:34:56.5' AS DATETIME(6)), 'd', CAST('2024-02-29' AS DATE), "
-            "'t', CAST('-01:02:03' AS TIME))", "JSON_ARRAY(CAST('1000-01-01' AS DATE), CAST('838:59:59' AS TIME))"]
+    docs = [("JSON_OBJECT('at', CAST('2024-02-29 12:34:56.5' AS DATETIME(6)), 'd', CAST('2024-02-29' AS DATE), "
+             "'t', CAST('-01:02:03' AS TIME))"),
+            "JSON_ARRAY(CAST('1000-01-01' AS DATE), CAST('838:59:59' AS TIME))"]
     if mysql:  # a binary string in a document, a document that is one TIME (MariaDB has no CAST AS JSON)
         docs += ["JSON_OBJECT('b', CAST(x'00ff' AS BINARY))", "CAST(CAST('12:34:56.000001' AS TIME(6)) AS JSON)"]
     q(f"CREATE TABLE `{db}`.j (id INT PRIMARY KEY, j JSON)")
