@@ -1,5 +1,5 @@
-"""The whole pipeline over a TLS broker that requires a client certificate: MariaDB or MySQL 9.7 -> `cdc run` -> tls_broker
--> `cdc apply` (a child process: its own Spark, the data source's consumers in Spark's Python workers) ->
+"""The whole pipeline over a TLS broker that requires a client certificate: MariaDB or MySQL 9.7 -> `cdc run` ->
+tls_broker -> `cdc apply` (a child process: its own Spark, the data source's consumers in Spark's Python workers) ->
 PostgreSQL and DuckDB, equal to the source; the client key's password comes from a file and shows up in no
 output, log, process argument, Spark checkpoint or target file. Runs on both flavours (``mysql_source``; on MySQL
 9.7 read as the documented capture user)."""

@@ -1,5 +1,5 @@
-"""The type matrix through the whole pipeline (issue #14 "Must show"): MariaDB or MySQL 9.7 -> `cdc run` -> broker
--> ONE `cdc apply` run with four targets (PostgreSQL, MariaDB, DuckDB, Parquet), every value of every
+"""The type matrix through the whole pipeline (issue #14 "Must show"): MariaDB or MySQL 9.7 -> `cdc run` ->
+broker -> ONE `cdc apply` run with four targets (PostgreSQL, MariaDB, DuckDB, Parquet), every value of every
 type checked against the source one by one, then `cdc compare` equal (exit 0) on each database target.
 
 Cases: tests/e2e/type_cases.py, taken from python-mysql-replication's
@@ -20,8 +20,8 @@ columns too (type_cases.MYSQL_COLUMNS: VECTOR, GEOMCOLLECTION, TIMESTAMP literal
 column, JSON documents holding dates, times and binary strings), its JSON a native JSON column (MariaDB's is
 LONGTEXT); the update also changes the JSON document, the VECTOR and the invisible column. What MySQL 9.7 showed
 here: a text column after a VECTOR streamed as base64 (the charset fields of the TABLE_MAP count the VECTOR), a
-date inside a JSON document stopped the stream. `cdc compare` against DuckDB, whose VARCHAR holds the stream's compact JSON text,
-must find MySQL's spaced JSON EQUAL.
+date inside a JSON document stopped the stream. `cdc compare` against DuckDB, whose VARCHAR holds the stream's
+compact JSON text, must find MySQL's spaced JSON EQUAL.
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ def test_every_type_through_run_apply_into_four_targets_then_compare(
                 cur.execute(f"UPDATE `{db}`.types SET f = 1.5, tm = '-01:00:00', b64 = b'1', d65 = -1.5, "
                             f"bn = unhex('00'), y = 1999, st = '' WHERE id = 3")
                 if mysql:  # MySQL's own columns and its native JSON changed too
-                    cur.execute(f"UPDATE `{db}`.types SET j = JSON_SET(j, '$.n', 'x', '$.list', JSON_ARRAY(1, 'a')), "
-                                f"vec = STRING_TO_VECTOR('[1,2,3]'), hid = 'seen' WHERE id = 3")
+                    cur.execute(f"UPDATE `{db}`.types SET j = JSON_SET(j, '$.n', 'x', '$.list', "
+                                f"JSON_ARRAY(1, 'a')), vec = STRING_TO_VECTOR('[1,2,3]'), hid = 'seen' WHERE id = 3")
                 cur.execute(f"UPDATE `{db}`.types SET id = 6 WHERE id = 2")
                 cur.execute(f"DELETE FROM `{db}`.types WHERE id = 5")
                 cur.execute(f"INSERT INTO `{db}`.types (id) VALUES (5)")
