@@ -63,17 +63,24 @@ ROWS = [
 
 
 # Oracle MySQL only (MySQL 9.7 leg): VECTOR (its float32 bytes: max float32, negative, fractions), the MySQL
-# spelling GEOMCOLLECTION (empty too), and TIMESTAMP literals with a time-zone offset (stored as UTC, one crossing
-# midnight), each value per row of ROWS
-MYSQL_COLUMNS = [("vec", "VECTOR(3)"), ("gc", "GEOMCOLLECTION"), ("tso", "TIMESTAMP(3) NULL")]
+# spelling GEOMCOLLECTION (empty too), TIMESTAMP literals with a time-zone offset (stored as UTC, one crossing
+# midnight), an INVISIBLE column (not in SELECT *, in the binlog rows and information_schema like any other) and
+# JSON documents holding dates, times and binary strings (opaque values in MySQL's binary JSON; one document is
+# such a value alone), each value per row of ROWS
+MYSQL_COLUMNS = [("vec", "VECTOR(3)"), ("gc", "GEOMCOLLECTION"), ("tso", "TIMESTAMP(3) NULL"),
+                 ("hid", "VARCHAR(20) INVISIBLE"), ("jt", "JSON")]
 MYSQL_VALUES = [
     ("STRING_TO_VECTOR('[1.5,-2.25,3.4028234e38]'), "
-     "ST_GeomFromText('GEOMETRYCOLLECTION(POINT(1 1),LINESTRING(0 0,1 1))'), '2024-02-29 12:34:56.789+05:30'"),
-    "STRING_TO_VECTOR('[0,0,0]'), ST_GeomFromText('GEOMETRYCOLLECTION EMPTY'), '2038-01-19 03:14:07.999+00:00'",
+     "ST_GeomFromText('GEOMETRYCOLLECTION(POINT(1 1),LINESTRING(0 0,1 1))'), '2024-02-29 12:34:56.789+05:30', "
+     "'hidden \u00fc', JSON_OBJECT('at', CAST('2024-02-29 12:34:56.5' AS DATETIME(6)), 'd', "
+     "CAST('2024-02-29' AS DATE), 't', CAST('-838:59:59' AS TIME), 'b', CAST(x'00ff' AS BINARY))"),
+    ("STRING_TO_VECTOR('[0,0,0]'), ST_GeomFromText('GEOMETRYCOLLECTION EMPTY'), '2038-01-19 03:14:07.999+00:00', "
+     "'', JSON_ARRAY(CAST('1000-01-01' AS DATE), CAST('9999-12-31 23:59:59.999999' AS DATETIME(6)))"),
     ("STRING_TO_VECTOR('[42.42,-1,0.1]'), ST_GeomFromText('GEOMETRYCOLLECTION(POINT(3 4))'), "
-     "'2024-02-29 23:59:59.5-08:00'"),
-    "STRING_TO_VECTOR('[-0.5,1e-10,7]'), ST_GeomFromText('GEOMETRYCOLLECTION EMPTY'), '0000-00-00 00:00:00'",
-    "NULL, NULL, NULL",
+     "'2024-02-29 23:59:59.5-08:00', 'trailing  ', CAST(CAST('12:34:56.000001' AS TIME(6)) AS JSON)"),
+    ("STRING_TO_VECTOR('[-0.5,1e-10,7]'), ST_GeomFromText('GEOMETRYCOLLECTION EMPTY'), '0000-00-00 00:00:00', "
+     "'z', '{\"n\": 1}'"),
+    "NULL, NULL, NULL, NULL, NULL",
 ]
 
 
@@ -88,8 +95,10 @@ def create_sql(db: str, table: str = "types", mysql: bool = False) -> str:
 
 
 def insert_sqls(db: str, table: str = "types", mysql: bool = False) -> list[str]:
+    """One INSERT per row, naming every column (an INVISIBLE column takes a value only when named)."""
     rows = [r[:-1] + ", " + extra + ")" for r, extra in zip(ROWS, MYSQL_VALUES, strict=True)] if mysql else ROWS
-    return [f"INSERT INTO `{db}`.`{table}` VALUES {r}" for r in rows]
+    names = ", ".join(f"`{c}`" for c, _ in columns(mysql))
+    return [f"INSERT INTO `{db}`.`{table}` ({names}) VALUES {r}" for r in rows]
 
 
 def load(conn, db: str, table: str = "types", mysql: bool = False) -> None:

@@ -67,6 +67,8 @@ def read_target(target, schema, table: str = "types") -> dict[Any, dict]:
             return select_expr(q, "float32")  # the column's own text has 6 digits
         if target.dialect == "duckdb" and target.column_type(c.type).startswith("timestamptz"):
             return f"timezone('UTC', {q})"  # DuckDB hands TIMESTAMPTZ to Python only through pytz
+        if target.dialect == "postgres" and c.type.lower() == "json":
+            return f"{q}::text"  # as the other targets hand it: psycopg would parse a jsonb string to a bare str
         return q
 
     cur = target.execute(f"SELECT {', '.join(sel(c) for c in schema.columns)} FROM {target.qualified(table)}")

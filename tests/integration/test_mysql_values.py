@@ -111,3 +111,36 @@ def test_a_json_null_document_is_not_an_sql_null(mysql_source, tmp_source_db):
         conn.close()
     assert snap == {1: "null", 2: None, 3: "[null]"}
     assert streamed == snap
+
+
+def test_dates_times_and_binary_strings_inside_a_json_document_stream_as_the_snapshot_reads_them(
+        mysql_source, tmp_source_db):
+    """A JSON document holding a DATE, DATETIME, TIME or binary string (MySQL: opaque values in its binary JSON,
+    which the binlog library reads as Python datetimes and stopped the stream; MariaDB: text already) streams as
+    the text MySQL prints, which the snapshot reads."""
+    db, q, mysql = tmp_source_db, mysql_source.query, is_mysql(mysql_source)
+    docs = [("JSON_OBJECT('at', CAST('2024-02-29 12:34:56.5' AS DATETIME(6)), 'd', CAST('2024-02-29' AS DATE), "
+             "'t', CAST('-01:02:03' AS TIME))"),
+            "JSON_ARRAY(CAST('1000-01-01' AS DATE), CAST('838:59:59' AS TIME))"]
+    if mysql:  # a binary string in a document, a document that is one TIME (MariaDB has no CAST AS JSON)
+        docs += ["JSON_OBJECT('b', CAST(x'00ff' AS BINARY))", "CAST(CAST('12:34:56.000001' AS TIME(6)) AS JSON)"]
+    q(f"CREATE TABLE `{db}`.j (id INT PRIMARY KEY, j JSON)")
+    src = source_for(mysql_source, [f"{db}.*"])
+    src.start(None)
+    try:
+        for i, doc in enumerate(docs):
+            q(f"INSERT INTO `{db}`.j VALUES ({i}, {doc})")
+        end = GtidSet.parse(mysql_source.gtid_binlog_pos())
+        events = collect(src, lambda evs: src.state.issuperset(end), timeout=20)
+    finally:
+        src.close()
+    streamed = {ch.after["id"]: ch.after["j"] for _, rows in transactions(events) for ch in rows}
+    conn = mysql_source.connect()
+    try:
+        snap = {r["id"]: r["j"] for r in TableReader(conn, TableId(db, "j")).chunk(None, 100)}
+    finally:
+        conn.close()
+    assert streamed == snap and len(snap) == len(docs)
+    if mysql:
+        assert snap[0] == '{"d":"2024-02-29","t":"-01:02:03.000000","at":"2024-02-29 12:34:56.500000"}'
+        assert (snap[2], snap[3]) == ('{"b":"base64:type15:AP8="}', '"12:34:56.000001"')

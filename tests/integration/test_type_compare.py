@@ -12,8 +12,9 @@ DuckDB, and `cdc compare` crashing on GEOMETRY and on DuckDB DOUBLE max, or repo
 differences for FLOAT 42.42, TINYINT ZEROFILL, DOUBLE max and zero dates.
 
 Runs on both flavours (``mysql_source``): on MySQL 9.7 with its own types too (VECTOR, GEOMCOLLECTION,
-TIMESTAMP literals with an offset: type_cases.MYSQL_COLUMNS), the MySQL target on that same server; its JSON
-column compares EQUAL against DuckDB's VARCHAR holding the stream's compact text (compared as JSON).
+TIMESTAMP literals with an offset, an INVISIBLE column, JSON holding dates and times: type_cases.MYSQL_COLUMNS),
+the MySQL target on that same server; its JSON column compares EQUAL against DuckDB's VARCHAR holding the stream's
+compact text (compared as JSON).
 """
 
 from __future__ import annotations

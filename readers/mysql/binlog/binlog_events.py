@@ -38,7 +38,7 @@ from pymysqlreplication.event import (
     UserVarEvent,
 )
 
-from readers.mysql.binlog import mysql8_events, query_status, vector
+from readers.mysql.binlog import json_opaque, mysql8_events, query_status, vector
 from readers.mysql.binlog.inflate import EVENT_NAMES, TRANSACTION_PAYLOAD_EVENT
 from readers.mysql.errors import UndecodedEvent
 
@@ -136,12 +136,14 @@ ALL_EVENTS = frozenset(_ORIGINAL_WRAPPER._BinLogPacketWrapper__event_map.values(
 
 def install_decoders() -> None:
     """Teach the library what it cannot decode alone: MySQL 8.3+ tagged GTID events
-    (readers/mysql/binlog/mysql8_events.py), MySQL 9 VECTOR columns (readers/mysql/binlog/vector.py) and
-    query events with status variables it does not know (readers/mysql/binlog/query_status.py). Idempotent;
-    every user of the library (the reader, ``cdc source skip``) calls it."""
+    (readers/mysql/binlog/mysql8_events.py), MySQL 9 VECTOR columns (readers/mysql/binlog/vector.py),
+    query events with status variables it does not know (readers/mysql/binlog/query_status.py) and dates, times
+    and binary strings inside JSON documents (readers/mysql/binlog/json_opaque.py). Idempotent; every user of
+    the library (the reader, ``cdc source skip``) calls it."""
     mysql8_events.install()
     vector.install()
     query_status.install()
+    json_opaque.install()
 
 
 def install() -> None:

@@ -9,6 +9,10 @@ Read off a real MySQL 9.7.4 server (tests/integration/test_mysql97_features.py):
   integer per VECTOR column) that the library's enum rejects (``13 is not a valid MetadataFieldType``),
   failing every event of the table; :func:`install` takes that field out before the library parses the rest
   and keeps the dimensions on the event (``vector_dimensions``) and on each VECTOR column (``dimensions``);
+- MySQL lists a VECTOR column among the character columns of the optional metadata's DEFAULT_CHARSET and
+  COLUMN_CHARSET fields (its character set: binary), which the library counts over its own list of character
+  types: without VECTOR there, every character column after a VECTOR took the character set of the one before
+  it (a utf8mb4 VARCHAR after a VECTOR came out binary, as base64), so :func:`install` adds VECTOR to that list;
 - a row value is a 4-byte little-endian length and the stored bytes (float32 little-endian, dimension
   x 4 bytes). The reader publishes it as those bytes (base64 in the ordered stream, as BINARY), so nothing is
   rounded: the row passes (native_rows, fastrows) read it like a BLOB.
@@ -60,6 +64,7 @@ def split_vector_dimensionality(raw: bytes) -> tuple[bytes, list[int]]:
 
 _ORIGINAL_COLUMN = Column._Column__parse_column_definition
 _ORIGINAL_OPTIONAL = row_event.TableMapEvent._get_optional_meta_data
+_ORIGINAL_CHARACTER = row_event.TableMapEvent._is_character_column
 
 
 def _parse_column_definition(self: Column, column_type: int, packet: Any) -> None:
@@ -89,7 +94,14 @@ def _get_optional_meta_data(self: Any) -> Any:
     return meta
 
 
+def _is_character_column(column_type: int, dbms: str = "mysql") -> bool:
+    """The library's test of a column with an entry in the charset fields, VECTOR included (MySQL lists it)."""
+    return column_type == VECTOR or _ORIGINAL_CHARACTER(column_type, dbms=dbms)
+
+
 def install() -> None:
-    """Teach the library's TABLE_MAP the VECTOR column and its optional-metadata field. Idempotent."""
+    """Teach the library's TABLE_MAP the VECTOR column, its optional-metadata field and its entry in the
+    charset fields. Idempotent."""
     Column._Column__parse_column_definition = _parse_column_definition
     row_event.TableMapEvent._get_optional_meta_data = _get_optional_meta_data
+    row_event.TableMapEvent._is_character_column = staticmethod(_is_character_column)
