@@ -1,6 +1,6 @@
 """A DDL's definition is taken at its position, not when a lagging reader reaches it (#36 §4).
 
-MariaDB -> `cdc run` -> broker -> Spark apply -> PostgreSQL. The daemon is stopped while the statements run and
+MariaDB or MySQL 9.7 -> `cdc run` -> broker -> Spark apply -> PostgreSQL. The daemon is stopped while the statements run and
 started after them, so the reader reaches each DDL with the catalog already showing the LATER definition:
 
 - a gh-ost/pt-osc cut-over (``CREATE _t_new LIKE t``, ``ALTER _t_new ADD COLUMN``, copy, ``RENAME t TO _t_old,
@@ -68,21 +68,21 @@ def _behind(tmp_path, mariadb, broker, postgres, prefix, db, spark, capsys, stat
     return p
 
 
-def test_osc_cut_over_with_the_reader_behind(tmp_path, mariadb_primary, broker, postgres, topic_prefix,
-                                             tmp_mysql_db, spark, capsys):
-    p = _behind(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db, spark, capsys, OSC)
+def test_osc_cut_over_with_the_reader_behind(tmp_path, mysql_source, broker, postgres, topic_prefix,
+                                             tmp_source_db, spark, capsys):
+    p = _behind(tmp_path, mysql_source, broker, postgres, topic_prefix, tmp_source_db, spark, capsys, OSC)
     assert p.target_query("pg", "SELECT id, extra FROM {t}t WHERE id IN (1, 2, 100) ORDER BY id") == \
         [(1, 7), (2, 8), (100, 9)]
 
 
-def test_drop_then_add_of_one_name_with_the_reader_behind(tmp_path, mariadb_primary, broker, postgres, topic_prefix,
-                                                          tmp_mysql_db, spark, capsys):
-    p = _behind(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db, spark, capsys, DROP_ADD)
+def test_drop_then_add_of_one_name_with_the_reader_behind(tmp_path, mysql_source, broker, postgres, topic_prefix,
+                                                          tmp_source_db, spark, capsys):
+    p = _behind(tmp_path, mysql_source, broker, postgres, topic_prefix, tmp_source_db, spark, capsys, DROP_ADD)
     assert p.target_query("pg", "SELECT DISTINCT flag FROM {t}t") == [("new",)]  # not the old 'x'
 
 
-def test_rename_swap_with_the_reader_behind(tmp_path, mariadb_primary, broker, postgres, topic_prefix,
-                                            tmp_mysql_db, spark, capsys):
-    p = _behind(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db, spark, capsys, SWAP)
+def test_rename_swap_with_the_reader_behind(tmp_path, mysql_source, broker, postgres, topic_prefix,
+                                            tmp_source_db, spark, capsys):
+    p = _behind(tmp_path, mysql_source, broker, postgres, topic_prefix, tmp_source_db, spark, capsys, SWAP)
     assert p.target_query("pg", "SELECT id, a, b FROM {t}t WHERE id IN (1, 60) ORDER BY id") == \
         [(1, "b1", "a1"), (60, "b60", "a60")]
