@@ -1,12 +1,13 @@
-"""Column DDL through the whole pipeline: MariaDB -> `cdc run` -> broker -> Spark apply -> PostgreSQL, MariaDB,
-DuckDB and a Parquet changelog, while a writer keeps changing the table before, between and after the statements.
+"""Column DDL through the whole pipeline: MariaDB or MySQL 9.7 -> `cdc run` -> broker -> Spark apply -> PostgreSQL,
+MariaDB or MySQL, DuckDB and a Parquet changelog, while a writer keeps changing the table before, between and after the statements.
 
 One pipeline run takes every column DDL kind the apply follows (ADD COLUMN with a constant default, NOT NULL
 DEFAULT, FIRST/AFTER, NOT NULL without a default; RENAME COLUMN and CHANGE; integer, DECIMAL, FLOAT->DOUBLE,
 DATE->DATETIME, TEXT->MEDIUMTEXT, VARBINARY widening; VARCHAR and integer narrowings whose values fit; NULL <-> NOT NULL; default changes; DROP
 COLUMN; an index), then `cdc compare` must say EQUAL on every SQL target, and the Parquet changelog's
 current state (the last row per key) equals the source, its files before the DDL as written. Then an expression default
-(DEFAULT (uuid())), whose per-row values the stream does not carry: every target stops at its sequence naming
+whose per-row values the stream does not carry (MariaDB: DEFAULT (uuid()); MySQL refuses a nondeterministic one in
+ADD COLUMN while it writes a binlog, so there DEFAULT (concat('u-', id))): every target stops at its sequence naming
 the way back, which is then taken (`cdc schema evolve`, `cdc compare --repair`) and ends EQUAL too.
 """
 
@@ -21,6 +22,7 @@ import pymysql
 import pytest
 
 from cdc.cli import main as cdc_main
+from cdc.dev.mysql import MySQL
 from streaming.apply import job
 from streaming.errors import UnsupportedDdl
 from tests.e2e.apply_pipeline import Pipeline
@@ -32,7 +34,7 @@ FOLLOWED = [
     "ALTER TABLE {t} ADD COLUMN tier VARCHAR(10) DEFAULT 'std'",
     "ALTER TABLE {t} ADD COLUMN flag TINYINT NOT NULL DEFAULT 1 AFTER id",
     "ALTER TABLE {t} ADD COLUMN since DATE NOT NULL DEFAULT '2020-01-02' FIRST",
-    "ALTER TABLE {t} ADD COLUMN n INT NOT NULL",  # existing rows: MariaDB's implicit 0
+    "ALTER TABLE {t} ADD COLUMN n INT NOT NULL",  # existing rows: the implicit 0
     "ALTER TABLE {t} ALTER COLUMN n SET DEFAULT 5",
     "ALTER TABLE {t} RENAME COLUMN name TO label",
     "ALTER TABLE {t} CHANGE note remark VARCHAR(30)",
@@ -44,10 +46,10 @@ FOLLOWED = [
     "ALTER TABLE {t} MODIFY big VARCHAR(20)",  # narrower; every value fits
     "ALTER TABLE {t} MODIFY memo MEDIUMTEXT, MODIFY bin VARBINARY(16)",
     "ALTER TABLE {t} MODIFY qty INT",  # narrower again; every value fits
-    "ALTER TABLE {t} ALTER COLUMN tier DROP DEFAULT",
     "ALTER TABLE {t} MODIFY flag TINYINT NULL DEFAULT 1",
     "ALTER TABLE {t} DROP COLUMN f",
     "CREATE INDEX acct_qty ON {t} (qty)",
+    "ALTER TABLE {t} ALTER COLUMN tier DROP DEFAULT",  # last: MySQL then refuses the writer's INSERT (no default)
 ]
 
 
@@ -92,25 +94,25 @@ def _target_columns(p: Pipeline, target: str) -> set[str]:
     return {r[0] for r in p.target_query(target, q)}
 
 
-def test_column_ddl_under_writes_reaches_every_target(tmp_path, mariadb_primary, broker, postgres, topic_prefix,
-                                                       tmp_mysql_db, spark, capsys):
-    db = tmp_mysql_db
-    p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, db, targets=(*TARGETS, "pq")).start()
+def test_column_ddl_under_writes_reaches_every_target(tmp_path, mysql_source, broker, postgres, topic_prefix,
+                                                       tmp_source_db, spark, capsys):
+    db, server = tmp_source_db, mysql_source
+    p = Pipeline(tmp_path, server, broker, postgres, topic_prefix, db, targets=(*TARGETS, "pq")).start()
     try:
-        mariadb_primary.query(f"CREATE TABLE `{db}`.acct (id INT PRIMARY KEY, name VARCHAR(20), qty INT, "
+        server.query(f"CREATE TABLE `{db}`.acct (id INT PRIMARY KEY, name VARCHAR(20), qty INT, "
                               f"price DECIMAL(8,2), note VARCHAR(10), d DATE, f FLOAT, big VARCHAR(40), memo TEXT, "
                               f"bin VARBINARY(8))")
-        mariadb_primary.query(f"INSERT INTO `{db}`.acct VALUES " + ", ".join(
+        server.query(f"INSERT INTO `{db}`.acct VALUES " + ", ".join(
             f"({i}, 'n{i}', {i}, {i}.25, 'note{i}', '2024-01-{i % 28 + 1:02d}', {i}.5, 'b{i}', 'memo {i}', "
             f"UNHEX('0102{i:02d}'))" for i in range(1, 41)))
         thread, stop_apply, errors = p.apply_in_thread(spark)
         stop, counts = threading.Event(), {"ok": 0, "refused": 0}
-        writer = threading.Thread(target=_writer, args=(mariadb_primary, db, stop, counts), daemon=True)
+        writer = threading.Thread(target=_writer, args=(server, db, stop, counts), daemon=True)
         writer.start()
         try:
             time.sleep(1.0)
             for ddl in FOLLOWED:
-                mariadb_primary.query(ddl.format(t=f"`{db}`.acct"))
+                server.query(ddl.format(t=f"`{db}`.acct"))
                 time.sleep(0.3)  # the writer changes the table between the statements
             time.sleep(1.0)
         finally:
@@ -119,7 +121,7 @@ def test_column_ddl_under_writes_reaches_every_target(tmp_path, mariadb_primary,
         assert counts["ok"] > 50, counts
         # every row once more in the final shape: the Parquet changelog keeps stored rows as written, so its
         # current state equals the source's once each row was written after the last DDL
-        mariadb_primary.query(f"UPDATE `{db}`.acct SET qty = qty + 1")
+        server.query(f"UPDATE `{db}`.acct SET qty = qty + 1")
         sid = p.sentinel()
         try:  # (DuckDB's file cannot be read from here while the apply holds it open)
             p.wait_sentinel(sid, ["pg", "my"], timeout=240, errors=errors)
@@ -140,13 +142,15 @@ def test_column_ddl_under_writes_reaches_every_target(tmp_path, mariadb_primary,
             ("std", 1, datetime.date(2020, 1, 2), 0)]
 
         # ---- an expression default: a named stop on every target, then the way back ----------------------
-        mariadb_primary.query(f"ALTER TABLE `{db}`.acct ADD COLUMN u VARCHAR(36) DEFAULT (uuid())")
-        mariadb_primary.query(f"INSERT INTO `{db}`.acct (id, price, qty, big) VALUES (9999, 2, 2, 'after')")
+        expr = "concat('u-', id)" if isinstance(server, MySQL) else "uuid()"  # MySQL: error 1674 for uuid()
+        server.query(f"ALTER TABLE `{db}`.acct ADD COLUMN u VARCHAR(36) DEFAULT ({expr})")
+        # (tier names its value: after DROP DEFAULT a MySQL column has no default at all, NULL or not)
+        server.query(f"INSERT INTO `{db}`.acct (id, price, qty, big, tier) VALUES (9999, 2, 2, 'after', 'x')")
         sid = p.sentinel()
         with pytest.raises(UnsupportedDdl) as info:
             job.run(p.config, spark=spark, until_idle_s=4)
         err = info.value
-        assert err.table == f"{db}.acct" and "uuid()" in str(err) and "--repair" in str(err), str(err)
+        assert err.table == f"{db}.acct" and expr.split("(")[0] in str(err).lower() and "--repair" in str(err), str(err)
         for t in TARGETS:  # each stopped before the DDL, with everything before it applied
             assert p.progress(t)[0] <= err.sequence - 1
             assert cdc_main(["schema", "evolve", "--config", str(p.config_path), "--source", "src", "--target", t,
