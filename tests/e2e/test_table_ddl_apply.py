@@ -1,4 +1,5 @@
-"""Table-level DDL through the whole pipeline: MariaDB -> `cdc run` -> broker -> Spark apply -> PostgreSQL.
+"""Table-level DDL through the whole pipeline: MariaDB or MySQL 9.7 -> `cdc run` -> broker -> Spark apply ->
+PostgreSQL.
 
 One pipeline run, the apply running all along, a writer changing ``t`` before, during and after:
 CREATE TABLE (a new table matching the patterns, and CREATE ... SELECT), RENAME TABLE within the patterns,
@@ -57,10 +58,10 @@ def _poll(p: Pipeline, stop: threading.Event, seen: list[int]) -> None:
         time.sleep(0.05)
 
 
-def test_create_rename_drop_and_an_online_schema_change_under_writes(tmp_path, mariadb_primary, broker, postgres,
-                                                                      topic_prefix, tmp_mysql_db, spark, capsys):
-    db, q = tmp_mysql_db, mariadb_primary.query
-    p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, db, targets=("pg",))
+def test_create_rename_drop_and_an_online_schema_change_under_writes(tmp_path, mysql_source, broker, postgres,
+                                                                      topic_prefix, tmp_source_db, spark, capsys):
+    db, q = tmp_source_db, mysql_source.query
+    p = Pipeline(tmp_path, mysql_source, broker, postgres, topic_prefix, db, targets=("pg",))
     cfg = yaml.safe_load(p.config_path.read_text())
     cfg["sources"][0]["tables"] = [f"{db}.t", f"{db}.n*", f"{db}.sentinel"]  # the shadow and old tables: not captured
     p.config_path.write_text(yaml.safe_dump(cfg))
@@ -70,7 +71,7 @@ def test_create_rename_drop_and_an_online_schema_change_under_writes(tmp_path, m
     q(f"INSERT INTO `{db}`.t VALUES " + ", ".join(f"({i}, {i})" for i in range(1, 400)))
     stop, poll_stop, writes, seen = threading.Event(), threading.Event(), [0], []
     thread, apply_stop, errors = p.apply_in_thread(spark)
-    writer = threading.Thread(target=_writer, args=(mariadb_primary, db, stop, writes), daemon=True)
+    writer = threading.Thread(target=_writer, args=(mysql_source, db, stop, writes), daemon=True)
     poller = threading.Thread(target=_poll, args=(p, poll_stop, seen), daemon=True)
     try:
         writer.start()
