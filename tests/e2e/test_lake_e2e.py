@@ -50,9 +50,12 @@ class LakePipeline:
         targets = [{"name": "delta", "kind": "delta", "path": str(tmp / "delta")},
                    {"name": "ice", "kind": "iceberg", "catalog_uri": f"sqlite:///{tmp}/catalog.db",
                     "warehouse": str(tmp / "warehouse")}]
+        capture = getattr(mariadb, "capture_user", None)  # a MySQL 9.7 source: its documented capture user
         broker.create_topic(changes_topic(prefix, "src"))
         self.daemon = DaemonProcess(tmp, source="src", mariadb_hosts=[mariadb.address], tables=[f"{db}.*"],
-                                    bootstrap=broker.bootstrap, topic_prefix=prefix, extra={
+                                    bootstrap=broker.bootstrap, topic_prefix=prefix,
+                                    source_options={"user": capture[0], "password": capture[1]} if capture else None,
+                                    extra={
                                         "targets": targets,
                                         "apply": [{"source": "src", "target": t["name"], "trigger_interval_s": 0.3,
                                                    "checkpoint_dir": str(tmp / f"ck-{t['name']}")} for t in targets]})
