@@ -1,5 +1,6 @@
 """Column DDL through the whole pipeline: MariaDB or MySQL 9.7 -> `cdc run` -> broker -> Spark apply -> PostgreSQL,
-MariaDB or MySQL, DuckDB and a Parquet changelog, while a writer keeps changing the table before, between and after the statements.
+the source's server (a MariaDB or MySQL target), DuckDB and a Parquet changelog, while a writer keeps changing the
+table before, between and after the statements.
 
 One pipeline run takes every column DDL kind the apply follows (ADD COLUMN with a constant default, NOT NULL
 DEFAULT, FIRST/AFTER, NOT NULL without a default; RENAME COLUMN and CHANGE; integer, DECIMAL, FLOAT->DOUBLE,
