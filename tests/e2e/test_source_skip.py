@@ -43,21 +43,48 @@ def _fold(stream, table: str) -> dict:
     return rows
 
 
+def _config(tmp_path, my, db: str, tables: list[str], signal: str, broker, topic_prefix: str):
+    """The daemon's cdc.yaml for ``tables`` of ``db``, as the source's capture user (MySQL 9.7) or cdc."""
+    user, password = getattr(my, "capture_user", ("cdc", "cdc"))
+    config = tmp_path / "cdc.yaml"
+    config.write_text(yaml.safe_dump({
+        "sources": [{"name": "s", "kind": "mysql", "hosts": [my.address], "user": user, "password": password,
+                     "tables": [f"{db}.{t}" for t in tables], "signal_table": signal,
+                     "heartbeat_interval_s": 0.5, "reconnect_backoff_s": 0.2, "snapshot": "never"}],
+        "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": topic_prefix},
+        "metrics": {"port": 0}, "drain_timeout_s": 20}))
+    return config
+
+
+def _resynced(tmp_path, config, my, db: str, broker, topic: str, signal: str) -> dict:
+    """Start the daemon after the skip; wait until the stream is past the source's GTIDs and folds to the
+    source's rows of ``items``; stop it cleanly and return those rows."""
+    after = Daemon(config, tmp_path / "after.log").start()
+    try:
+        end = GtidSet.parse(my.gtid_binlog_pos())
+        want = {i: v for i, v in my.query(f"SELECT id, v FROM `{db}`.items")}
+
+        def done():
+            s = read_stream(broker.bootstrap, topic)
+            caught = any(GtidSet.parse(h["resume"]["gtid_set"]).issuperset(end)
+                         for h in s.heartbeats if h.get("resume"))
+            return caught and _fold(s, "items") == want
+        wait_for(done, 90, "the resynced table in the stream", daemon=after)
+        assert after.proc.poll() is None
+    finally:
+        assert after.stop() == 0
+        my.query(f"DROP TABLE IF EXISTS {signal}")
+    return want
+
+
 def test_skip_a_statement_format_write_and_resync_its_table(tmp_path, mysql_source, tmp_source_db, broker,
                                                             topic_prefix, capsys):
     db, my = tmp_source_db, mysql_source
-    user, password = getattr(my, "capture_user", ("cdc", "cdc"))
     my.query("CREATE DATABASE IF NOT EXISTS ops")
     signal = f"ops.cdc_signal_{db[-6:]}"
     my.query(f"CREATE TABLE `{db}`.items (id INT PRIMARY KEY, v VARCHAR(20))")
     my.query(f"CREATE TABLE `{db}`.other (id INT PRIMARY KEY)")
-    config = tmp_path / "cdc.yaml"
-    config.write_text(yaml.safe_dump({
-        "sources": [{"name": "s", "kind": "mysql", "hosts": [my.address], "user": user, "password": password,
-                     "tables": [f"{db}.items", f"{db}.other"], "signal_table": signal,
-                     "heartbeat_interval_s": 0.5, "reconnect_backoff_s": 0.2, "snapshot": "never"}],
-        "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": topic_prefix},
-        "metrics": {"port": 0}, "drain_timeout_s": 20}))
+    config = _config(tmp_path, my, db, ["items", "other"], signal, broker, topic_prefix)
     topic = changes_topic(topic_prefix, "s")
     first = Daemon(config, tmp_path / "first.log").start()
     try:
@@ -102,21 +129,7 @@ def test_skip_a_statement_format_write_and_resync_its_table(tmp_path, mysql_sour
     assert cdc_main(["source", "skip", "--config", str(config), "--source", "s", "--gtid", gtid, "--yes"]) == 2
     assert "already holds" in capsys.readouterr().err
 
-    after = Daemon(config, tmp_path / "after.log").start()
-    try:
-        end = GtidSet.parse(my.gtid_binlog_pos())
-        want = {i: v for i, v in my.query(f"SELECT id, v FROM `{db}`.items")}
-
-        def done():
-            s = read_stream(broker.bootstrap, topic)
-            caught = any(GtidSet.parse(h["resume"]["gtid_set"]).issuperset(end)
-                         for h in s.heartbeats if h.get("resume"))
-            return caught and _fold(s, "items") == want
-        wait_for(done, 90, "the resynced table in the stream", daemon=after)
-        assert after.proc.poll() is None
-    finally:
-        assert after.stop() == 0
-        my.query(f"DROP TABLE IF EXISTS {signal}")
+    want = _resynced(tmp_path, config, my, db, broker, topic, signal)
     stream = read_stream(broker.bootstrap, topic)
     assert _fold(stream, "items") == want and want[100] == "statement" and want[1] == "by statement"
     other = [r["after"]["id"] for _, rows, _ in stream.transactions for r in rows if r["source"]["table"] == "other"]
@@ -131,17 +144,10 @@ def test_skip_past_a_definition_the_rows_contradict_and_resync_its_table(tmp_pat
     it stop the source, naming the GTID and the command. `cdc source skip --gtid G --yes --resync` moves past
     that transaction and re-reads the table: the stream then folds to exactly the source's rows."""
     db, my = tmp_source_db, mysql_source
-    user, password = getattr(my, "capture_user", ("cdc", "cdc"))
     my.query("CREATE DATABASE IF NOT EXISTS ops")
     signal = f"ops.cdc_signal_{db[-6:]}"
     my.query(f"CREATE TABLE `{db}`.items (id INT PRIMARY KEY, v VARCHAR(20))")
-    config = tmp_path / "cdc.yaml"
-    config.write_text(yaml.safe_dump({
-        "sources": [{"name": "s", "kind": "mysql", "hosts": [my.address], "user": user, "password": password,
-                     "tables": [f"{db}.items"], "signal_table": signal,
-                     "heartbeat_interval_s": 0.5, "reconnect_backoff_s": 0.2, "snapshot": "never"}],
-        "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": topic_prefix},
-        "metrics": {"port": 0}, "drain_timeout_s": 20}))
+    config = _config(tmp_path, my, db, ["items"], signal, broker, topic_prefix)
     topic = changes_topic(topic_prefix, "s")
     first = Daemon(config, tmp_path / "first.log").start()
     try:  # the checkpoint reaches the first rows; then the daemon is stopped and the statements run behind it
@@ -178,20 +184,6 @@ def test_skip_past_a_definition_the_rows_contradict_and_resync_its_table(tmp_pat
     assert code == 0, out.err
     assert f"moved past {gtid}" in out.out and f"{db}.items" in out.out, out.out
 
-    after = Daemon(config, tmp_path / "after.log").start()
-    try:
-        end = GtidSet.parse(my.gtid_binlog_pos())
-        want = {i: v for i, v in my.query(f"SELECT id, v FROM `{db}`.items")}
-
-        def done():
-            s = read_stream(broker.bootstrap, topic)
-            caught = any(GtidSet.parse(h["resume"]["gtid_set"]).issuperset(end)
-                         for h in s.heartbeats if h.get("resume"))
-            return caught and _fold(s, "items") == want
-        wait_for(done, 90, "the resynced table in the stream", daemon=after)
-        assert after.proc.poll() is None
-    finally:
-        assert after.stop() == 0
-        my.query(f"DROP TABLE IF EXISTS {signal}")
+    want = _resynced(tmp_path, config, my, db, broker, topic, signal)
     assert _fold(read_stream(broker.bootstrap, topic), "items") == want == {
         1: "changed", 2: "b", 3: "under d", 4: "after"}

@@ -89,6 +89,20 @@ def test_snapshot_and_repair_rows_equal_binlog_row(mysql_source, tmp_source_db):
     assert snap[4] == {k: (4 if k == "id" else None) for k in snap[4]}
 
 
+def _streamed_and_snapshot(mysql_source, src, db: str) -> tuple[dict, dict]:
+    """``j`` of table ``db.j`` by id: as the running reader ``src`` streamed it up to the server's current
+    GTIDs, and as a snapshot reads it."""
+    end = GtidSet.parse(mysql_source.gtid_binlog_pos())
+    events = collect(src, lambda evs: src.state.issuperset(end), timeout=20)
+    streamed = {ch.after["id"]: ch.after["j"] for _, rows in transactions(events) for ch in rows}
+    conn = mysql_source.connect()
+    try:
+        snap = {r["id"]: r["j"] for r in TableReader(conn, TableId(db, "j")).chunk(None, 100)}
+    finally:
+        conn.close()
+    return streamed, snap
+
+
 def test_a_json_null_document_is_not_an_sql_null(mysql_source, tmp_source_db):
     """A JSON column holding the JSON literal ``null`` is the text 'null' on every path; SQL NULL is None.
     MariaDB's JSON is LONGTEXT. MySQL's binary JSON ``null`` (the library's
@@ -99,16 +113,9 @@ def test_a_json_null_document_is_not_an_sql_null(mysql_source, tmp_source_db):
     src.start(None)
     try:
         q(f"INSERT INTO `{db}`.j VALUES (1, 'null'), (2, NULL), (3, '[null]')")
-        end = GtidSet.parse(mysql_source.gtid_binlog_pos())
-        events = collect(src, lambda evs: src.state.issuperset(end), timeout=20)
+        streamed, snap = _streamed_and_snapshot(mysql_source, src, db)
     finally:
         src.close()
-    streamed = {ch.after["id"]: ch.after["j"] for _, rows in transactions(events) for ch in rows}
-    conn = mysql_source.connect()
-    try:
-        snap = {r["id"]: r["j"] for r in TableReader(conn, TableId(db, "j")).chunk(None, 100)}
-    finally:
-        conn.close()
     assert snap == {1: "null", 2: None, 3: "[null]"}
     assert streamed == snap
 
@@ -130,16 +137,9 @@ def test_dates_times_and_binary_strings_inside_a_json_document_stream_as_the_sna
     try:
         for i, doc in enumerate(docs):
             q(f"INSERT INTO `{db}`.j VALUES ({i}, {doc})")
-        end = GtidSet.parse(mysql_source.gtid_binlog_pos())
-        events = collect(src, lambda evs: src.state.issuperset(end), timeout=20)
+        streamed, snap = _streamed_and_snapshot(mysql_source, src, db)
     finally:
         src.close()
-    streamed = {ch.after["id"]: ch.after["j"] for _, rows in transactions(events) for ch in rows}
-    conn = mysql_source.connect()
-    try:
-        snap = {r["id"]: r["j"] for r in TableReader(conn, TableId(db, "j")).chunk(None, 100)}
-    finally:
-        conn.close()
     assert streamed == snap and len(snap) == len(docs)
     if mysql:
         assert snap[0] == '{"d":"2024-02-29","t":"-01:02:03.000000","at":"2024-02-29 12:34:56.500000"}'
