@@ -1,15 +1,15 @@
 """A target schema the user made, with foreign keys and unique keys, through the whole pipeline (#36 §1).
 
-MariaDB source -> `cdc run` -> broker -> `cdc apply` (Spark, a child process) -> PostgreSQL whose tables exist
-before the apply, made with PostgreSQL's own DDL: customers (unique e-mail), orders -> customers, items -> orders
-(DEFERRABLE) with a unique (order_id, position) (DEFERRABLE), categories -> categories (a self-reference, not
-deferrable). The source has the same keys (InnoDB checks each row), so its transactions are what applications
-write: an order's items deleted before the order, an order inserted before its items, a customer deleted with
-everything of theirs, a category re-parented under a new node and the old node deleted, two customers' e-mails
-exchanged through a temporary value, two items' positions exchanged, an item moved to another order. About 300
-transactions; the apply is killed with SIGKILL (its whole process group) after it committed a batch, while the
-writer goes on, and restarted. Then: `cdc compare` EQUAL on every table, nothing dead-lettered, the progress row
-at the stream's last change.
+A MariaDB or MySQL 9.7 source (``mysql_source``) -> `cdc run` -> broker -> `cdc apply` (Spark, a child process) ->
+PostgreSQL whose tables exist before the apply, made with PostgreSQL's own DDL: customers (unique e-mail), orders
+-> customers, items -> orders (DEFERRABLE) with a unique (order_id, position) (DEFERRABLE), categories ->
+categories (a self-reference, not deferrable). The source has the same keys (InnoDB checks each row), so its
+transactions are what applications write: an order's items deleted before the order, an order inserted before its
+items, a customer deleted with everything of theirs, a category re-parented under a new node and the old node
+deleted, two customers' e-mails exchanged through a temporary value, two items' positions exchanged, an item moved
+to another order. About 300 transactions; the apply is killed with SIGKILL (its whole process group) after it
+committed a batch, while the writer goes on, and restarted. Then: `cdc compare` EQUAL on every table, nothing
+dead-lettered, the progress row at the stream's last change.
 """
 
 from __future__ import annotations
@@ -236,17 +236,17 @@ def _kill9(proc) -> None:
 
 
 def test_user_schema_with_foreign_and_unique_keys_applies_whole_through_a_kill(
-        tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db, capsys):
-    db = tmp_mysql_db
+        tmp_path, mysql_source, broker, postgres, topic_prefix, tmp_source_db, capsys):
+    db = tmp_source_db
     started = time.monotonic()
-    conn = mariadb_primary.connect(db)
+    conn = mysql_source.connect(db)
     try:
         with conn.cursor() as cur:
             for sql in SOURCE_DDL:  # before the daemon: the stream has no CREATE TABLE, the target keeps its own
                 cur.execute(sql)
     finally:
         conn.close()
-    p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, db, targets=("pg",),
+    p = Pipeline(tmp_path, mysql_source, broker, postgres, topic_prefix, db, targets=("pg",),
                  target_options={"pg": {"dead_letter_table": "cdc_dead"}})
     with postgres.connect() as c:
         for sql in _target_ddl(p.tag):
@@ -261,7 +261,7 @@ def test_user_schema_with_foreign_and_unique_keys_applies_whole_through_a_kill(
             return -1
 
     go = threading.Event()
-    writer = ShopWriter(mariadb_primary, db, go)
+    writer = ShopWriter(mysql_source, db, go)
     first = second = None
     try:
         first = _apply(p, tmp_path / "apply-1.log")

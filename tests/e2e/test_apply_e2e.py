@@ -1,4 +1,5 @@
-"""Whole pipeline on real services: MariaDB workload -> `cdc run` -> tansu -> Spark -> PG, MariaDB, DuckDB."""
+"""Whole pipeline on real services, on each source flavour (``mysql_source``: MariaDB, MySQL 9.7): a workload ->
+`cdc run` -> tansu -> Spark -> PostgreSQL, MySQL/MariaDB (the source server), DuckDB."""
 
 from __future__ import annotations
 
@@ -16,23 +17,23 @@ pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka, pytest.mar
 
 
 @pytest.fixture
-def pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db):
-    p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db).start()
+def pipeline(tmp_path, mysql_source, broker, postgres, topic_prefix, tmp_source_db):
+    p = Pipeline(tmp_path, mysql_source, broker, postgres, topic_prefix, tmp_source_db).start()
     yield p
     p.stop()
 
 
-def test_random_workload_lands_row_for_row_in_three_targets(pipeline, spark, mariadb_primary, tmp_mysql_db):
-    conn = lambda: mariadb_primary.connect(tmp_mysql_db)  # noqa: E731
-    summary = run_workload(conn, tmp_mysql_db, transactions=300, threads=4, seed=7)
+def test_random_workload_lands_row_for_row_in_three_targets(pipeline, spark, mysql_source, tmp_source_db):
+    conn = lambda: mysql_source.connect(tmp_source_db)
+    summary = run_workload(conn, tmp_source_db, transactions=300, threads=4, seed=7)
     assert summary.committed > 200 and summary.rows[("customers", "update")] > 0
     # a keyless table too: duplicates rows, deletes one copy
-    mariadb_primary.query(f"CREATE TABLE `{tmp_mysql_db}`.tags (tag VARCHAR(10), n INT)")
+    mysql_source.query(f"CREATE TABLE `{tmp_source_db}`.tags (tag VARCHAR(10), n INT)")
     for _ in range(3):
-        mariadb_primary.query(f"INSERT INTO `{tmp_mysql_db}`.tags VALUES ('a', 1), ('a', 1), ('b', 2)")
-    mariadb_primary.query(f"DELETE FROM `{tmp_mysql_db}`.tags WHERE tag = 'a' LIMIT 1")
-    mariadb_primary.query(f"ALTER TABLE `{tmp_mysql_db}`.tags ADD COLUMN note VARCHAR(20)")  # followed
-    mariadb_primary.query(f"INSERT INTO `{tmp_mysql_db}`.tags VALUES ('c', 3, 'after ddl')")
+        mysql_source.query(f"INSERT INTO `{tmp_source_db}`.tags VALUES ('a', 1), ('a', 1), ('b', 2)")
+    mysql_source.query(f"DELETE FROM `{tmp_source_db}`.tags WHERE tag = 'a' LIMIT 1")
+    mysql_source.query(f"ALTER TABLE `{tmp_source_db}`.tags ADD COLUMN note VARCHAR(20)")  # followed
+    mysql_source.query(f"INSERT INTO `{tmp_source_db}`.tags VALUES ('c', 3, 'after ddl')")
     sid = pipeline.sentinel()
     pipeline.apply_until(spark, sid)
     counts = pipeline.assert_equal(list(TABLES) + ["tags"])
@@ -41,13 +42,13 @@ def test_random_workload_lands_row_for_row_in_three_targets(pipeline, spark, mar
     assert min(seqs.values()) > summary.committed, seqs
 
 
-def test_bank_transfers_never_show_a_wrong_total(tmp_path, mariadb_primary, broker, postgres, topic_prefix,
-                                                 tmp_mysql_db, spark):
-    p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db, targets=("pg", "my")).start()
-    db, n, total = tmp_mysql_db, 20, Decimal("20000.00")
+def test_bank_transfers_never_show_a_wrong_total(tmp_path, mysql_source, broker, postgres, topic_prefix,
+                                                 tmp_source_db, spark):
+    p = Pipeline(tmp_path, mysql_source, broker, postgres, topic_prefix, tmp_source_db, targets=("pg", "my")).start()
+    db, n, total = tmp_source_db, 20, Decimal("20000.00")
     try:
-        mariadb_primary.query(f"CREATE TABLE `{db}`.accounts (id INT PRIMARY KEY, balance DECIMAL(12,2) NOT NULL)")
-        mariadb_primary.query(f"INSERT INTO `{db}`.accounts VALUES " + ", ".join(f"({i}, 1000.00)" for i in range(n)))
+        mysql_source.query(f"CREATE TABLE `{db}`.accounts (id INT PRIMARY KEY, balance DECIMAL(12,2) NOT NULL)")
+        mysql_source.query(f"INSERT INTO `{db}`.accounts VALUES " + ", ".join(f"({i}, 1000.00)" for i in range(n)))
         thread, stop, errors = p.apply_in_thread(spark)
         seen, bad, done = [], [], threading.Event()
 
@@ -66,7 +67,7 @@ def test_bank_transfers_never_show_a_wrong_total(tmp_path, mariadb_primary, brok
                 time.sleep(0.02)
 
         def transfers(seed):
-            rng, c = random.Random(seed), mariadb_primary.connect(db, autocommit=False)  # ONE source transaction per transfer
+            rng, c = random.Random(seed), mysql_source.connect(db, autocommit=False)  # ONE source txn per transfer
             try:
                 for _ in range(100):
                     a, b = rng.sample(range(n), 2)
@@ -103,7 +104,7 @@ def test_bank_transfers_never_show_a_wrong_total(tmp_path, mariadb_primary, brok
             stop.set()
             thread.join(60)
         assert not errors, errors
-        source_total = mariadb_primary.query(f"SELECT sum(balance) FROM `{db}`.accounts")[0][0]
+        source_total = mysql_source.query(f"SELECT sum(balance) FROM `{db}`.accounts")[0][0]
         assert source_total == total, f"the source itself broke the invariant: {source_total}"
         assert not bad, f"a reader saw a wrong total: {bad[:5]}"
         assert len(seen) > 20

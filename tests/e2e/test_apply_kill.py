@@ -1,7 +1,7 @@
 """Kill the Spark driver (`cdc apply`, its JVM and workers: the whole process group) at random
 moments, five times, while the source keeps writing; restart; the targets end equal to the
 source with nothing applied twice (a keyless ledger table would show a duplicate; the progress
-row never goes back and ends at the stream's last record)."""
+row never goes back and ends at the stream's last record). On each source flavour (``mysql_source``)."""
 
 from __future__ import annotations
 
@@ -37,15 +37,15 @@ def _apply(p: Pipeline, log: Path, *extra: str):
                   *extra], log, env=env)
 
 
-def test_kill_the_driver_five_times(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db):
-    p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db, targets=("pg", "my")).start()
-    db, rng = tmp_mysql_db, random.Random(11)
+def test_kill_the_driver_five_times(tmp_path, mysql_source, broker, postgres, topic_prefix, tmp_source_db):
+    p = Pipeline(tmp_path, mysql_source, broker, postgres, topic_prefix, tmp_source_db, targets=("pg", "my")).start()
+    db, rng = tmp_source_db, random.Random(11)
     try:
-        mariadb_primary.query(f"CREATE TABLE `{db}`.ledger (k INT, v VARCHAR(10))")  # keyless
+        mysql_source.query(f"CREATE TABLE `{db}`.ledger (k INT, v VARCHAR(10))")  # keyless
         stop = threading.Event()
 
-        conn = lambda: mariadb_primary.connect(db)  # noqa: E731
-        writers = [threading.Thread(target=ledger_writer, args=(mariadb_primary, db, stop, 0.02), daemon=True),
+        conn = lambda: mysql_source.connect(db)
+        writers = [threading.Thread(target=ledger_writer, args=(mysql_source, db, stop, 0.02), daemon=True),
                    threading.Thread(target=run_workload, args=(conn, db), daemon=True,
                                     kwargs={"seconds": 50, "threads": 2, "seed": 3})]
         for w in writers:

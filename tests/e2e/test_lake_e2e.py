@@ -1,4 +1,5 @@
-"""Lake targets on the whole pipeline: MariaDB -> `cdc run` -> tansu -> `cdc apply` (Spark) -> Delta and Iceberg.
+"""Lake targets on the whole pipeline: MariaDB or MySQL 9.7 (``mysql_source``; MySQL: the documented capture user)
+-> `cdc run` -> tansu -> `cdc apply` (Spark) -> Delta and Iceberg.
 
 While the source runs a random workload (inserts, updates, deletes, key updates, multi-table transactions),
 a keyless ledger (a duplicate would show), money transfers between two tables (ONE source transaction
@@ -103,9 +104,9 @@ class LakePipeline:
         return counts
 
 
-def test_lake_targets_through_three_driver_kills(tmp_path, mariadb_primary, broker, topic_prefix, tmp_mysql_db):
-    p = LakePipeline(tmp_path, mariadb_primary, broker, topic_prefix, tmp_mysql_db)
-    db, rng, q = tmp_mysql_db, random.Random(18), mariadb_primary.query
+def test_lake_targets_through_three_driver_kills(tmp_path, mysql_source, broker, topic_prefix, tmp_source_db):
+    p = LakePipeline(tmp_path, mysql_source, broker, topic_prefix, tmp_source_db)
+    db, rng, q = tmp_source_db, random.Random(18), mysql_source.query
     q(f"CREATE TABLE `{db}`.ledger (k INT, v VARCHAR(10))")  # keyless: a replayed batch would duplicate rows
     q(f"CREATE TABLE `{db}`.acct_a (id INT PRIMARY KEY, balance DECIMAL(12,2) NOT NULL)")
     q(f"CREATE TABLE `{db}`.acct_b (id INT PRIMARY KEY, balance DECIMAL(12,2) NOT NULL)")
@@ -117,7 +118,7 @@ def test_lake_targets_through_three_driver_kills(tmp_path, mariadb_primary, brok
     stop, bad, checked, points = threading.Event(), [], [0], {"delta": [], "ice": []}
 
     def transfers():
-        r, c, n = random.Random(7), mariadb_primary.connect(db, autocommit=False), 0
+        r, c, n = random.Random(7), mysql_source.connect(db, autocommit=False), 0
         try:
             while not stop.is_set():
                 a, b = r.randrange(N_ACCT), r.randrange(N_ACCT)
@@ -161,8 +162,8 @@ def test_lake_targets_through_three_driver_kills(tmp_path, mariadb_primary, brok
                     t.close()
             time.sleep(0.2)
 
-    conn = lambda: mariadb_primary.connect(db)
-    threads = [threading.Thread(target=ledger_writer, args=(mariadb_primary, db, stop, 0.03), daemon=True)]
+    conn = lambda: mysql_source.connect(db)
+    threads = [threading.Thread(target=ledger_writer, args=(mysql_source, db, stop, 0.03), daemon=True)]
     threads += [threading.Thread(target=f, daemon=True) for f in (transfers, reader)]
     threads.append(threading.Thread(target=run_workload, args=(conn, db), daemon=True,
                                     kwargs={"seconds": 25, "threads": 2, "seed": 18}))

@@ -1,8 +1,8 @@
-"""Issue #38's outbox router on real services: a MariaDB writer inserts outbox events of 3 aggregate types in
-transactions interleaved with another table's rows (and updates and deletes of outbox rows, which are not
-events) while `cdc run` publishes them; the daemon is killed with -9 midway and started again. Then each
-outbox topic holds each event exactly once, in source-transaction order, keyed by the aggregate id, with the
-payload as its value."""
+"""Issue #38's outbox router on real services: a writer on MariaDB or MySQL 9.7 (``mysql_source``; MySQL: the
+documented capture user) inserts outbox events of 3 aggregate types in transactions interleaved with another
+table's rows (and updates and deletes of outbox rows, which are not events) while `cdc run` publishes them; the
+daemon is killed with -9 midway and started again. Then each outbox topic holds each event exactly once, in
+source-transaction order, keyed by the aggregate id, with the payload as its value."""
 
 from __future__ import annotations
 
@@ -49,14 +49,15 @@ def _writer(db, name: str, half: threading.Event, done: threading.Event) -> None
         done.set()
 
 
-def test_outbox_topics_hold_each_event_once_in_order_through_kill9(tmp_path, mariadb_primary, broker,
-                                                                  topic_prefix, tmp_mysql_db):
-    db = tmp_mysql_db
-    mariadb_primary.query(f"CREATE TABLE `{db}`.outbox (id VARCHAR(36) PRIMARY KEY, aggregatetype VARCHAR(64), "
+def test_outbox_topics_hold_each_event_once_in_order_through_kill9(tmp_path, mysql_source, broker,
+                                                                  topic_prefix, tmp_source_db):
+    db = tmp_source_db
+    mysql_source.query(f"CREATE TABLE `{db}`.outbox (id VARCHAR(36) PRIMARY KEY, aggregatetype VARCHAR(64), "
                           "aggregateid VARCHAR(64), type VARCHAR(64), payload LONGTEXT)")
-    mariadb_primary.query(f"CREATE TABLE `{db}`.orders (id INT PRIMARY KEY, v INT)")
-    cfg = write_config(tmp_path / "cdc.yaml", hosts=[mariadb_primary.address], tables=[f"{db}.*"],
-                       bootstrap=broker.bootstrap, prefix=topic_prefix)
+    mysql_source.query(f"CREATE TABLE `{db}`.orders (id INT PRIMARY KEY, v INT)")
+    cfg = write_config(tmp_path / "cdc.yaml", hosts=[mysql_source.address], tables=[f"{db}.*"],
+                       bootstrap=broker.bootstrap, prefix=topic_prefix,
+                       user=getattr(mysql_source, "capture_user", ("cdc", "cdc")))
     doc = yaml.safe_load(cfg.read_text())
     doc["sources"][0]["outbox"] = {"table": f"{db}.outbox", "topic": "{prefix}.outbox.{aggregatetype}"}
     cfg.write_text(yaml.safe_dump(doc))
@@ -64,7 +65,7 @@ def test_outbox_topics_hold_each_event_once_in_order_through_kill9(tmp_path, mar
     half, done = threading.Event(), threading.Event()
     try:
         wait_for(lambda: "recovered" in daemon.tail(200), 60, "the daemon's start", daemon=daemon)
-        w = threading.Thread(target=_writer, args=(mariadb_primary, db, half, done), daemon=True)
+        w = threading.Thread(target=_writer, args=(mysql_source, db, half, done), daemon=True)
         w.start()
         assert half.wait(60)
         time.sleep(0.3)

@@ -1,10 +1,10 @@
 """A per-table resync of a drifted target while everything streams: `cdc snapshot --table db.t --resync`.
 
-MariaDB -> `cdc run` -> broker -> Spark apply -> PostgreSQL. The target of ``t`` drifts every way a target
-drifts (rows deleted on the source without a binlog, rows deleted, added and changed on the target by hand),
-a writer keeps changing ``t`` and another writer keeps filling ``other``; the resync runs, and `cdc compare`
-then finds both tables EQUAL. The daemon is killed (kill -9) in the middle of the resync and restarted: the
-resync resumes from its state and ends EQUAL.
+MariaDB or MySQL 9.7 (``mysql_source``) -> `cdc run` -> broker -> Spark apply -> PostgreSQL. The target of ``t``
+drifts every way a target drifts (rows deleted on the source without a binlog, rows deleted, added and changed on
+the target by hand), a writer keeps changing ``t`` and another writer keeps filling ``other``; the resync runs, and
+`cdc compare` then finds both tables EQUAL. The daemon is killed (kill -9) in the middle of the resync and
+restarted: the resync resumes from its state and ends EQUAL.
 """
 
 from __future__ import annotations
@@ -38,11 +38,12 @@ class OtherWriter(threading.Thread):
         self.conn.close()
 
 
-def _pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, db, chunk_rows: int) -> Pipeline:
-    load(mariadb_primary, db)
-    mariadb_primary.query(f"CREATE TABLE `{db}`.other (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
-    return Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, db, targets=("pg",),
-                    source_options={"signal_table": f"{db}.cdc_signal", "snapshot": "initial",
+def _pipeline(tmp_path, mysql_source, broker, postgres, topic_prefix, db, chunk_rows: int) -> Pipeline:
+    load(mysql_source, db)
+    mysql_source.query(f"CREATE TABLE `{db}`.other (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+    mysql_source.query("CREATE DATABASE IF NOT EXISTS ops")  # where the documented grant lets the capture user write
+    return Pipeline(tmp_path, mysql_source, broker, postgres, topic_prefix, db, targets=("pg",),
+                    source_options={"signal_table": f"ops.cdc_signal_{db[-6:]}", "snapshot": "initial",
                                     "snapshot_chunk_rows": chunk_rows})
 
 
@@ -124,9 +125,12 @@ def _run(p: Pipeline, spark, capsys, restart_mid_resync: bool) -> None:
         assert c.execute(f"SELECT count(*) FROM {p.tag}.t WHERE note = 'extra'").fetchone()[0] == 0
 
 
-def test_resync_makes_a_drifted_target_equal_through_a_daemon_kill(tmp_path, mariadb_primary, broker, postgres,
-                                                                   topic_prefix, tmp_mysql_db, spark, capsys):
+def test_resync_makes_a_drifted_target_equal_through_a_daemon_kill(tmp_path, mysql_source, broker, postgres,
+                                                                   topic_prefix, tmp_source_db, spark, capsys):
     """The drifted table comes back equal while `other` streams on, and the daemon's kill -9 in the middle of the
     resync (small chunks, so it is mid-way) resumes it from its state: one run covers the plain case too."""
-    p = _pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db, chunk_rows=20)
-    _run(p, spark, capsys, restart_mid_resync=True)
+    p = _pipeline(tmp_path, mysql_source, broker, postgres, topic_prefix, tmp_source_db, chunk_rows=20)
+    try:
+        _run(p, spark, capsys, restart_mid_resync=True)
+    finally:
+        mysql_source.query(f"DROP TABLE IF EXISTS ops.cdc_signal_{tmp_source_db[-6:]}")

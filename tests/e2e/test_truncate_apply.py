@@ -1,4 +1,5 @@
-"""TRUNCATE TABLE through the whole pipeline: MariaDB -> `cdc run` -> broker -> Spark apply -> PostgreSQL.
+"""TRUNCATE TABLE through the whole pipeline: MariaDB or MySQL 9.7 (``mysql_source``) -> `cdc run` -> broker
+-> Spark apply -> PostgreSQL.
 
 Rows, a TRUNCATE, more rows: the stream holds the TRUNCATE as its own transaction (BEGIN, one
 ``op: "t"`` record with no row image and no key, END with the GTID state) and the target ends equal
@@ -15,10 +16,10 @@ from tests.fixtures.ops import read_stream
 pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka, pytest.mark.spark, pytest.mark.postgres]
 
 
-def test_truncate_empties_the_target_then_later_rows_land(tmp_path, mariadb_primary, broker, postgres, topic_prefix,
-                                                           tmp_mysql_db, spark):
-    db, q = tmp_mysql_db, mariadb_primary.query
-    p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, db, targets=("pg",)).start()
+def test_truncate_empties_the_target_then_later_rows_land(tmp_path, mysql_source, broker, postgres, topic_prefix,
+                                                           tmp_source_db, spark):
+    db, q = tmp_source_db, mysql_source.query
+    p = Pipeline(tmp_path, mysql_source, broker, postgres, topic_prefix, db, targets=("pg",)).start()
     try:
         q(f"CREATE TABLE `{db}`.items (id INT PRIMARY KEY, v VARCHAR(10))")
         q(f"CREATE TABLE `{db}`.kept (id INT PRIMARY KEY)")
