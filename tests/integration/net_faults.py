@@ -4,6 +4,7 @@ of the stream against the source."""
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import orjson
@@ -34,7 +35,9 @@ class Run(DaemonThread):
     """The daemon in a thread streaming ``db.accounts`` from ``host`` to ``kafka``, with its HTTP endpoints."""
 
     def __init__(self, host: str, db: str, kafka: KafkaConfig, **source: object) -> None:
-        cfg = MySqlSourceConfig(name=SOURCE, hosts=[host], user="cdc", password="cdc", tables=[f"{db}.accounts"],
+        """``source``: more source settings (``user``/``password``: cdc/cdc unless given)."""
+        source = {"user": "cdc", "password": "cdc", **source}
+        cfg = MySqlSourceConfig(name=SOURCE, hosts=[host], tables=[f"{db}.accounts"],
                                 heartbeat_interval_s=HEARTBEAT_S, reconnect_backoff_s=0.2, snapshot="never",
                                 connect_timeout_s=1, **source)
         spec = SourceSpec(SOURCE, "mysql", lambda ctx: MySqlSource(cfg, ctx), heartbeat_interval_s=HEARTBEAT_S)
@@ -93,7 +96,7 @@ def check_exact(bootstrap: str, topic: str, mariadb, db: str, committed: int):
     ids = [txid for txid, _, _ in stream.transactions]
     assert len(ids) == len(set(ids)), "a transaction was published twice"
     assert len(ids) == committed, f"{len(ids)} transactions in the stream, {committed} committed"
-    seqs = [int(txid.rsplit("-", 1)[1]) for txid in ids]
+    seqs = [int(re.split(r"[-:]", txid)[-1]) for txid in ids]  # MariaDB d-s-N, MySQL uuid:N
     assert seqs == sorted(seqs), "transactions out of commit order"
     assert all(len(rows) == 2 for _, rows, _ in stream.transactions), "a transfer without both of its rows"
     balances = {i: Decimal("1000.00") for i in range(20)}

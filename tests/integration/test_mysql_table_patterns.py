@@ -9,21 +9,21 @@ import pytest
 
 from cdc.stream.events import Change
 from readers.mysql.position import GtidSet
-from tests.integration.mysql_helpers import collect, make_source, transactions
+from tests.integration.mysql_helpers import collect, source_for, transactions
 
 pytestmark = pytest.mark.mysql
 
 
-def test_glob_pattern_captures_the_same_tables_in_snapshot_and_binlog(mariadb_primary, tmp_mysql_db):
-    db, q = tmp_mysql_db, mariadb_primary.query
+def test_glob_pattern_captures_the_same_tables_in_snapshot_and_binlog(mysql_source, tmp_source_db):
+    db, q = tmp_source_db, mysql_source.query
     for t in ("order_items", "orderXitems", "orders", "orders_archive"):
         q(f"CREATE TABLE `{db}`.`{t}` (id INT PRIMARY KEY)")
         q(f"INSERT INTO `{db}`.`{t}` VALUES (1)")
-    src = make_source([mariadb_primary.address], [f"{db}.order_*"], snapshot="initial")
+    src = source_for(mysql_source, [f"{db}.order_*"], snapshot="initial")
     src.start(None)
     for t in ("order_items", "orderXitems", "orders", "orders_archive"):
         q(f"INSERT INTO `{db}`.`{t}` VALUES (2)")
-    end = GtidSet.parse(mariadb_primary.gtid_binlog_pos())
+    end = GtidSet.parse(mysql_source.gtid_binlog_pos())
     try:
         events = collect(src, lambda evs: src.state.issuperset(end), timeout=30)
     finally:

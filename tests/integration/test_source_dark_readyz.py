@@ -1,6 +1,7 @@
-"""/readyz names the real cause of a stall: a dark network path to MariaDB blocks the source thread, which is
-also the thread that takes in the broker's acknowledgements; the records then only look unacknowledged, and the
-probe must name the source (how long it has been silent), never the broker, which is fine.
+"""/readyz names the real cause of a stall (MariaDB and MySQL 9.7): a dark network path to the server blocks the
+source thread, which is also the thread that takes in the broker's acknowledgements; the records then only look
+unacknowledged, and the probe must name the source (how long it has been silent), never the broker, which is
+fine.
 
 Daemon in-process, the binlog connection through the net-fault proxy (tests/fixtures/net_proxy.py), a bank-
 transfer workload: the path is paused for longer than the reader's read timeout, /readyz is sampled all along,
@@ -25,13 +26,14 @@ DARK_S = 14  # longer than the binlog connection's read timeout (10 s with 0.5 s
 # which records not acknowledged make the broker look unreachable
 
 
-def test_a_dark_path_to_mariadb_is_named_as_the_source_not_the_broker(mariadb_primary, tmp_mysql_db, broker,
-                                                                      topic_prefix):
-    db, my = tmp_mysql_db, mariadb_primary
+def test_a_dark_path_to_the_source_server_is_named_as_the_source_not_the_broker(mysql_source, tmp_source_db, broker,
+                                                                                topic_prefix):
+    db, my = tmp_source_db, mysql_source
     make_bank(my, db)
     proxy = TcpProxy(split_host(my.address)[1])
+    user, password = getattr(my, "capture_user", ("cdc", "cdc"))
     run = Run(f"127.0.0.1:{proxy.port}", db, KafkaConfig(bootstrap_servers=broker.bootstrap,
-                                                          topic_prefix=topic_prefix))
+                                                          topic_prefix=topic_prefix), user=user, password=password)
     reasons: list[tuple[float, str | None]] = []
     try:
         run.wait_for("/readyz 200", lambda: run.readyz()[0] == 200)

@@ -1,5 +1,5 @@
-"""A bad network between the daemon and MariaDB, on the real server through a TCP proxy
-(tests/fixtures/net_proxy.py; the source's ``hosts`` names the proxy).
+"""A bad network between the daemon and its source, on a real MariaDB and MySQL 9.7 (``mysql_source``)
+through a TCP proxy (tests/fixtures/net_proxy.py; the source's ``hosts`` names the proxy).
 
 While a bank-transfer workload commits, the binlog connection is (a) reset mid-stream, (b) blackholed for
 longer than the reader's read timeout, (c) slowed. The reader notices each loss within a bounded time,
@@ -24,13 +24,14 @@ pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
 READ_TIMEOUT_S = 10  # the binlog connection's read bound with heartbeats every 0.5 s (readers/mysql/reader.py)
 
 
-def test_reset_blackhole_and_slow_binlog_connection_end_with_an_exact_stream(mariadb_primary, tmp_mysql_db, broker,
+def test_reset_blackhole_and_slow_binlog_connection_end_with_an_exact_stream(mysql_source, tmp_source_db, broker,
                                                                              topic_prefix):
-    db, my = tmp_mysql_db, mariadb_primary
+    db, my = tmp_source_db, mysql_source
     make_bank(my, db)
     proxy = TcpProxy(split_host(my.address)[1])
+    user, password = getattr(my, "capture_user", ("cdc", "cdc"))
     run = Run(f"127.0.0.1:{proxy.port}", db, KafkaConfig(bootstrap_servers=broker.bootstrap,
-                                                          topic_prefix=topic_prefix))
+                                                          topic_prefix=topic_prefix), user=user, password=password)
     try:
         run.wait_for("/readyz 200", lambda: run.readyz()[0] == 200)
         with Transfers(my, db) as work:
