@@ -144,3 +144,27 @@ def test_dates_times_and_binary_strings_inside_a_json_document_stream_as_the_sna
     if mysql:
         assert snap[0] == '{"d":"2024-02-29","t":"-01:02:03.000000","at":"2024-02-29 12:34:56.500000"}'
         assert (snap[2], snap[3]) == ('{"b":"base64:type15:AP8="}', '"12:34:56.000001"')
+
+
+def test_numbers_inside_a_json_document_stream_as_the_server_prints_them(mysql_source, tmp_source_db):
+    """Doubles (large, tiny, integral, negative zero) and a DECIMAL inside a JSON document: the binlog row, the
+    snapshot row and the server's own text (closed up) are the same text, so `cdc compare` of a text target
+    finds them equal."""
+    db, q = tmp_source_db, mysql_source.query
+    docs = ["JSON_OBJECT('e', 1e20, 's', 0.0000001, 'dec', CAST(1.50 AS DECIMAL(4,2)), 'i', CAST(100 AS DOUBLE), "
+            "'neg', -1.5e-16, 'z', CAST('-0.0' AS DOUBLE), 'f', 12345.678e0, 'big', 9007199254740993)",
+            "JSON_ARRAY(1e15, 123456789012345.6e0, 5e-324, 1.7976931348623157e308)"]
+    q(f"CREATE TABLE `{db}`.j (id INT PRIMARY KEY, j JSON)")
+    src = source_for(mysql_source, [f"{db}.*"])
+    src.start(None)
+    try:
+        for i, doc in enumerate(docs):
+            q(f"INSERT INTO `{db}`.j VALUES ({i}, {doc})")
+        streamed, snap = _streamed_and_snapshot(mysql_source, src, db)
+    finally:
+        src.close()
+    server = {i: text for i, text in q(f"SELECT id, CAST(j AS CHAR) FROM `{db}`.j")}
+    assert streamed == snap and len(snap) == len(docs)
+    if is_mysql(mysql_source):  # the server's spaced text, closed up, is the stream's (MariaDB: the column is text)
+        assert {i: t.replace(", ", ",").replace(": ", ":") for i, t in server.items()} == snap
+        assert '"e":1e20' in snap[0] and '"dec":1.50' in snap[0] and '"s":0.0000001' in snap[0], snap[0]
