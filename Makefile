@@ -67,7 +67,7 @@ bench: setup
 	$(BENCH_RECORD) mysql-oltp1 -- $(CDC) bench mysql --rows 20000 --txn-rows 1 --mix --native-only
 	$(BENCH_RECORD) mysql-oltp5 -- $(CDC) bench mysql --rows 20000 --txn-rows 5 --mix --native-only
 	$(BENCH_RECORD) mysql-transforms -- $(CDC) bench mysql --rows 200000 --native-only --transforms
-	$(BENCH_RECORD) oltp -- $(CDC) bench oltp --ops 10000 --steady-rate 5000 --steady-s 10
+	$(BENCH_RECORD) oltp -- $(CDC) bench oltp --ops 1000000 --steady-rate 5000 --steady-s 20
 	$(BENCH_RECORD) ddl -- $(CDC) bench ddl --rows 200000
 	$(BENCH_RECORD) oracle -- $(CDC) bench oracle --rows 1000000
 	$(BENCH_RECORD) oracle-big-txn -- $(CDC) bench oracle --big-txn 1000000

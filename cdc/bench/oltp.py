@@ -317,7 +317,7 @@ def _steady(db, pg, rate: int, seconds: float, connections: int) -> dict[str, An
     def poll() -> None:
         low, seen = 0, set()  # every id <= low has arrived; seen: the ones above it that have
         with pg.connect() as c, c.cursor() as cur:
-            while not done.is_set() or low < sum(sent):
+            while not done.is_set() or len(lags) < sum(sent):  # every row sent has arrived
                 try:
                     cur.execute("SELECT id, us FROM lag WHERE id > %s", (low,))
                     rows = cur.fetchall()
