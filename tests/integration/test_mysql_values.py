@@ -120,26 +120,33 @@ def test_a_json_null_document_is_not_an_sql_null(mysql_source, tmp_source_db):
     assert streamed == snap
 
 
-def test_dates_times_and_binary_strings_inside_a_json_document_stream_as_the_snapshot_reads_them(
-        mysql_source, tmp_source_db):
-    """A JSON document holding a DATE, DATETIME, TIME or binary string (MySQL: opaque values in its binary JSON,
-    which the binlog library reads as Python datetimes and stopped the stream; MariaDB: text already) streams as
-    the text MySQL prints, which the snapshot reads."""
-    db, q, mysql = tmp_source_db, mysql_source.query, is_mysql(mysql_source)
-    docs = [("JSON_OBJECT('at', CAST('2024-02-29 12:34:56.5' AS DATETIME(6)), 'd', CAST('2024-02-29' AS DATE), "
-             "'t', CAST('-01:02:03' AS TIME))"),
-            "JSON_ARRAY(CAST('1000-01-01' AS DATE), CAST('838:59:59' AS TIME))"]
-    if mysql:  # a binary string in a document, a document that is one TIME (MariaDB has no CAST AS JSON)
-        docs += ["JSON_OBJECT('b', CAST(x'00ff' AS BINARY))", "CAST(CAST('12:34:56.000001' AS TIME(6)) AS JSON)"]
+def _stream_documents(mysql_source, db: str, docs: list[str]) -> tuple[dict, dict]:
+    """Table ``db.j`` (id, j JSON) with one row per SQL expression of ``docs`` (id = its index), written while a
+    reader streams: ``j`` by id as streamed and as a snapshot reads it."""
+    q = mysql_source.query
     q(f"CREATE TABLE `{db}`.j (id INT PRIMARY KEY, j JSON)")
     src = source_for(mysql_source, [f"{db}.*"])
     src.start(None)
     try:
         for i, doc in enumerate(docs):
             q(f"INSERT INTO `{db}`.j VALUES ({i}, {doc})")
-        streamed, snap = _streamed_and_snapshot(mysql_source, src, db)
+        return _streamed_and_snapshot(mysql_source, src, db)
     finally:
         src.close()
+
+
+def test_dates_times_and_binary_strings_inside_a_json_document_stream_as_the_snapshot_reads_them(
+        mysql_source, tmp_source_db):
+    """A JSON document holding a DATE, DATETIME, TIME or binary string (MySQL: opaque values in its binary JSON,
+    which the binlog library reads as Python datetimes and stopped the stream; MariaDB: text already) streams as
+    the text MySQL prints, which the snapshot reads."""
+    db, mysql = tmp_source_db, is_mysql(mysql_source)
+    docs = [("JSON_OBJECT('at', CAST('2024-02-29 12:34:56.5' AS DATETIME(6)), 'd', CAST('2024-02-29' AS DATE), "
+             "'t', CAST('-01:02:03' AS TIME))"),
+            "JSON_ARRAY(CAST('1000-01-01' AS DATE), CAST('838:59:59' AS TIME))"]
+    if mysql:  # a binary string in a document, a document that is one TIME (MariaDB has no CAST AS JSON)
+        docs += ["JSON_OBJECT('b', CAST(x'00ff' AS BINARY))", "CAST(CAST('12:34:56.000001' AS TIME(6)) AS JSON)"]
+    streamed, snap = _stream_documents(mysql_source, db, docs)
     assert streamed == snap and len(snap) == len(docs)
     if mysql:
         assert snap[0] == '{"d":"2024-02-29","t":"-01:02:03.000000","at":"2024-02-29 12:34:56.500000"}'
@@ -151,18 +158,10 @@ def test_numbers_inside_a_json_document_stream_as_the_server_prints_them(mysql_s
     snapshot row and the server's own text (closed up) are the same text, so `cdc compare` of a text target
     finds them equal."""
     db, q = tmp_source_db, mysql_source.query
-    docs = ["JSON_OBJECT('e', 1e20, 's', 0.0000001, 'dec', CAST(1.50 AS DECIMAL(4,2)), 'i', CAST(100 AS DOUBLE), "
-            "'neg', -1.5e-16, 'z', CAST('-0.0' AS DOUBLE), 'f', 12345.678e0, 'big', 9007199254740993)",
+    docs = [("JSON_OBJECT('e', 1e20, 's', 0.0000001, 'dec', CAST(1.50 AS DECIMAL(4,2)), 'i', CAST(100 AS DOUBLE), "
+             "'neg', -1.5e-16, 'z', CAST('-0.0' AS DOUBLE), 'f', 12345.678e0, 'big', 9007199254740993)"),
             "JSON_ARRAY(1e15, 123456789012345.6e0, 5e-324, 1.7976931348623157e308)"]
-    q(f"CREATE TABLE `{db}`.j (id INT PRIMARY KEY, j JSON)")
-    src = source_for(mysql_source, [f"{db}.*"])
-    src.start(None)
-    try:
-        for i, doc in enumerate(docs):
-            q(f"INSERT INTO `{db}`.j VALUES ({i}, {doc})")
-        streamed, snap = _streamed_and_snapshot(mysql_source, src, db)
-    finally:
-        src.close()
+    streamed, snap = _stream_documents(mysql_source, db, docs)
     server = {i: text for i, text in q(f"SELECT id, CAST(j AS CHAR) FROM `{db}`.j")}
     assert streamed == snap and len(snap) == len(docs)
     if is_mysql(mysql_source):  # the server's spaced text, closed up, is the stream's (MariaDB: the column is text)
