@@ -86,3 +86,15 @@ def wait_for(cond, timeout: float, what: str, interval: float = 0.5, daemon: Dae
         time.sleep(interval)
     detail = f"\n--- daemon log tail ---\n{daemon.tail()}" if daemon is not None else ""
     raise AssertionError(f"timed out after {timeout}s waiting for {what}{detail}")
+
+
+def run_until_stop(config: Path, log: Path, what: str, timeout: float = 60) -> str:
+    """Start `cdc run` with ``config`` and wait until it stops by itself with exit 2 (a named stop: a refused
+    transaction); return its log."""
+    daemon = Daemon(config, log).start()
+    try:
+        wait_for(lambda: daemon.proc.poll() is not None, timeout, what, daemon=daemon)
+        assert daemon.proc.returncode == 2, daemon.tail()
+    finally:
+        daemon.stop()
+    return log.read_text()

@@ -22,7 +22,7 @@ from cdc.publish.recovery import make_consumer, read_range, watermarks
 from cdc.stream.envelope import changes_topic
 from readers.oracle.sim import simulator
 from readers.oracle.sim.workload import stream_row
-from tests.e2e.mysql_daemon import Daemon, wait_for
+from tests.e2e.mysql_daemon import Daemon, run_until_stop, wait_for
 from tests.integration.stream_check import read_stream
 
 pytestmark = [pytest.mark.oracle, pytest.mark.kafka, pytest.mark.slow]
@@ -70,20 +70,13 @@ def test_skip_a_refused_oracle_transaction_and_resync_its_tables(tmp_path, broke
         "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": topic_prefix},
         "metrics": {"port": 0}, "drain_timeout_s": 20}))
     topic = changes_topic(topic_prefix, "ora")
-    first = Daemon(config, tmp_path / "first.log").start()
-    try:
-        wait_for(lambda: first.proc.poll() is not None, 90, "the daemon stopping on the refused transaction")
-        assert first.proc.returncode == 2
-    finally:
-        first.stop()
-    log = (tmp_path / "first.log").read_text()
+    log = run_until_stop(config, tmp_path / "first.log", "the daemon stopping on the refused transaction", 90)
     refused = re.search(r"LogMiner cannot decode a change of \S+ at SCN \d+ \(XID (\d+\.\d+\.\d+), commit SCN", log)
     assert refused and "cdc source skip" in log, log[-3000:]
     xid = refused.group(1)
 
-    again = Daemon(config, tmp_path / "again.log").start()  # a plain restart stops on the same transaction
-    wait_for(lambda: again.proc.poll() is not None, 90, "the restart stopping on the same XID")
-    assert f"XID {xid}" in (tmp_path / "again.log").read_text()
+    # a plain restart stops on the same transaction
+    assert f"XID {xid}" in run_until_stop(config, tmp_path / "again.log", "the restart stopping on the same XID", 90)
 
     code = cdc_main(["source", "skip", "--config", str(config), "--source", "ora", "--xid", xid, "--yes",
                      "--resync", "--reason", "an XML DOC write"])

@@ -20,7 +20,7 @@ from cdc.cli import main as cdc_main
 from cdc.stream.envelope import changes_topic
 from cdc.stream.resync_range import ResyncRange
 from readers.mysql.position import GtidSet
-from tests.e2e.mysql_daemon import Daemon, wait_for
+from tests.e2e.mysql_daemon import Daemon, run_until_stop, wait_for
 from tests.integration.stream_check import read_stream
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
@@ -113,9 +113,7 @@ def test_skip_a_statement_format_write_and_resync_its_table(tmp_path, mysql_sour
     gtid = refused.group(1)
 
     # the same GTID stops a plain restart: no way past it without the command
-    again = Daemon(config, tmp_path / "again.log").start()
-    wait_for(lambda: again.proc.poll() is not None, 60, "the restart stopping on the same GTID")
-    assert f"gtid {gtid}" in (tmp_path / "again.log").read_text()
+    assert f"gtid {gtid}" in run_until_stop(config, tmp_path / "again.log", "the restart stopping on the same GTID")
 
     code = cdc_main(["source", "skip", "--config", str(config), "--source", "s", "--gtid", gtid, "--yes",
                      "--resync", "--reason", "statement-format write by a report job"])
@@ -165,13 +163,7 @@ def test_skip_past_a_definition_the_rows_contradict_and_resync_its_table(tmp_pat
     my.query(f"ALTER TABLE {t} DROP COLUMN d")
     my.query(f"INSERT INTO {t} VALUES (4, 'after')")
 
-    stopped = Daemon(config, tmp_path / "stopped.log").start()
-    try:
-        wait_for(lambda: stopped.proc.poll() is not None, 60, "the daemon stopping at the contradicted definition")
-        assert stopped.proc.returncode == 2
-    finally:
-        stopped.stop()
-    log = (tmp_path / "stopped.log").read_text()
+    log = run_until_stop(config, tmp_path / "stopped.log", "the daemon stopping at the contradicted definition")
     refused = re.search(r"the rows of \S+ in transaction (\S+) at \S+ were written with a definition other", log)
     assert refused and "cdc source skip" in log and "--resync" in log, log[-3000:]
     gtid = refused.group(1)
