@@ -1,4 +1,4 @@
-"""The operations API driving a real `cdc run` (subprocess) on MariaDB and the broker, and nothing else:
+"""The operations API driving a real `cdc run` (subprocess) on MariaDB or MySQL 9.7 and the broker, and nothing else:
 pause (no record written while paused, writer transactions pile up on the source), a daemon restart
 that stays paused, resume, and every source row in the stream exactly once; each action is an
 operations record in the stream (who, what, when), and the library consumer passes over them."""
@@ -70,12 +70,13 @@ def _operations(stream) -> list[dict]:
     return [hb["resume"]["operation"] for hb in stream.heartbeats if (hb.get("resume") or {}).get("operation")]
 
 
-def test_pause_survives_a_restart_resume_delivers_everything_once(mariadb_primary, tmp_mysql_db, broker,
+def test_pause_survives_a_restart_resume_delivers_everything_once(mysql_source, tmp_source_db, broker,
                                                                   topic_prefix, tmp_path):
-    db = tmp_mysql_db
-    mariadb_primary.query(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v INT)")
-    cfg = write_config(tmp_path / "cdc.yaml", hosts=[mariadb_primary.address], tables=[f"{db}.*"],
-                       bootstrap=broker.bootstrap, prefix=topic_prefix)
+    db, src = tmp_source_db, mysql_source  # MariaDB or MySQL 9.7 (its documented capture user)
+    src.query(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v INT)")
+    cfg = write_config(tmp_path / "cdc.yaml", hosts=[src.address], tables=[f"{db}.*"],
+                       bootstrap=broker.bootstrap, prefix=topic_prefix,
+                       user=getattr(mysql_source, "capture_user", ("cdc", "cdc")))
     port = _free_port()
     (tmp_path / "op.token").write_text(TOKEN)
     doc = yaml.safe_load(cfg.read_text())
@@ -87,7 +88,7 @@ def test_pause_survives_a_restart_resume_delivers_everything_once(mariadb_primar
     daemon = Daemon(cfg, tmp_path / "daemon.log").start()
     try:
         wait_for(lambda: api.state() == "streaming", 90, "the source streaming (API)", daemon=daemon)
-        _insert(mariadb_primary, db, range(1, 51))
+        _insert(src, db, range(1, 51))
         wait_for(lambda: len(_rows(read_stream(broker.bootstrap, topic))) == 50, 90, "rows 1..50", daemon=daemon)
 
         status, paused = api.call("POST", "/sources/s1/pause", {"reason": "e2e maintenance"})
@@ -97,14 +98,14 @@ def test_pause_survives_a_restart_resume_delivers_everything_once(mariadb_primar
         assert again[0] == 200 and again[1]["did"].startswith("nothing"), again
         at_pause = read_stream(broker.bootstrap, topic)
         assert _operations(at_pause)[-1]["actor"] == "alice"
-        _insert(mariadb_primary, db, range(51, 101))  # pile up on the source while paused
+        _insert(src, db, range(51, 101))  # pile up on the source while paused
         time.sleep(3)
         assert read_stream(broker.bootstrap, topic).records == at_pause.records  # nothing written while paused
 
         assert daemon.stop() == 0
         daemon = Daemon(cfg, tmp_path / "daemon.log").start()
         wait_for(lambda: api.state() == "paused", 90, "the restarted daemon still paused", daemon=daemon)
-        _insert(mariadb_primary, db, range(101, 121))
+        _insert(src, db, range(101, 121))
         time.sleep(3)
         still = read_stream(broker.bootstrap, topic)
         assert still.records == at_pause.records and len(_rows(still)) == 50
@@ -113,7 +114,7 @@ def test_pause_survives_a_restart_resume_delivers_everything_once(mariadb_primar
         assert status == 200 and resumed["operation"]["action"] == "resume", resumed
         assert api.call("POST", "/sources/s1/resume")[1]["did"] == "nothing: not paused"
         wait_for(lambda: api.state() == "streaming", 60, "the source streaming again", daemon=daemon)
-        _insert(mariadb_primary, db, range(121, 131))
+        _insert(src, db, range(121, 131))
         wait_for(lambda: len(_rows(read_stream(broker.bootstrap, topic))) == 130, 90, "rows 1..130", daemon=daemon)
         status, body = api.call("GET", "/sources/s1")
         assert body["tail"]["sequence"] > 0 and body["position"]["gtid_set"]

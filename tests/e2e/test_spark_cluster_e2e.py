@@ -1,5 +1,5 @@
 """`cdc apply` on a Spark standalone cluster (a master and two 1-core workers on loopback, from the installed
-pyspark): MariaDB -> `cdc run` -> broker -> `cdc apply --master spark://...` -> PostgreSQL and a Delta lake
+pyspark): MariaDB or MySQL 9.7 -> `cdc run` -> broker -> `cdc apply --master spark://...` -> PostgreSQL and a Delta lake
 target while writers run; kill -9 of one worker (its executor and Python workers with it) mid-run: the other
 carries on and the worker comes back; then kill -9 of an executor JVM while its log shows a task running: the
 task is retried on a new executor. Both targets end equal to the source (`cdc compare` EQUAL on PostgreSQL,
@@ -36,19 +36,19 @@ def _wait(cond, timeout: float, what: str, log: Path, proc: subprocess.Popen) ->
         time.sleep(0.5)
 
 
-def test_apply_on_a_standalone_cluster_survives_a_worker_kill(tmp_path, spark_cluster, mariadb_primary,  # noqa: F811
-                                                               broker, postgres, topic_prefix, tmp_mysql_db):
+def test_apply_on_a_standalone_cluster_survives_a_worker_kill(tmp_path, spark_cluster, mysql_source,  # noqa: F811
+                                                               broker, postgres, topic_prefix, tmp_source_db):
     cluster = spark_cluster
     t0 = time.monotonic()
-    p = Pipeline(tmp_path, mariadb_primary, broker, postgres, topic_prefix, tmp_mysql_db, targets=("pg", "delta")).start()
-    db = tmp_mysql_db
+    p = Pipeline(tmp_path, mysql_source, broker, postgres, topic_prefix, tmp_source_db, targets=("pg", "delta")).start()
+    db = tmp_source_db
     apply = None
     log = tmp_path / "apply.log"
     try:
-        mariadb_primary.query(f"CREATE TABLE `{db}`.ledger (k INT, v VARCHAR(10))")  # keyless
+        mysql_source.query(f"CREATE TABLE `{db}`.ledger (k INT, v VARCHAR(10))")  # keyless
         stop = threading.Event()
-        writers = [threading.Thread(target=ledger_writer, args=(mariadb_primary, db, stop, 0.05), daemon=True),
-                   threading.Thread(target=run_workload, args=(lambda: mariadb_primary.connect(db), db),
+        writers = [threading.Thread(target=ledger_writer, args=(mysql_source, db, stop, 0.05), daemon=True),
+                   threading.Thread(target=run_workload, args=(lambda: mysql_source.connect(db), db),
                                     kwargs={"seconds": 30, "threads": 1, "seed": 5}, daemon=True)]
         for w in writers:
             w.start()
