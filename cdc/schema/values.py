@@ -166,12 +166,11 @@ def mysql_double(v: float) -> str:
     double; fixed-point from 1e-15 up to below 1e15 (an integral value with '.0', '-0.0' kept), otherwise
     'd.ddd' 'e' exponent ('1e20', '1.5e-16'). Checked against MySQL 9.7's own output
     (tests/unit/cdc/schema/test_json_numbers.py)."""
-    if v == 0:
-        return "-0.0" if math.copysign(1.0, v) < 0 else "0.0"
-    if not math.isfinite(v):  # no JSON document holds one
-        return repr(v)
+    r = repr(v)
+    if "e" not in r and abs(v) < 1e15 or not math.isfinite(v):  # Python's repr is MySQL's text there (0.0, -0.0)
+        return r
     sign = "-" if v < 0 else ""
-    t = Decimal(repr(abs(v))).as_tuple()
+    t = Decimal(r.lstrip("-")).as_tuple()
     digits = "".join(map(str, t.digits)).rstrip("0") or "0"
     decpt = len(t.digits) + int(t.exponent)  # the value is 0.<digits> x 10^decpt
     n = len(digits)
@@ -185,29 +184,27 @@ def mysql_double(v: float) -> str:
 
 
 def _json_compact(v: Any) -> str:
-    if isinstance(v, _NumberToken):
-        return str.__str__(v)
+    """One value of a parsed document as compact JSON text (json_text); the library gives strings as bytes."""
+    if isinstance(v, str):  # a _NumberToken is printed as the server wrote it; any other text is a JSON string
+        return str.__str__(v) if isinstance(v, _NumberToken) else _json_string(v)
+    if isinstance(v, bytes):
+        return _json_string(v.decode("utf-8"))
+    if v is None or isinstance(v, bool):
+        return "null" if v is None else "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
     if isinstance(v, float):
         return mysql_double(v)
     if isinstance(v, Decimal):
         return format(v, "f")
     if isinstance(v, dict):
-        return "{" + ",".join(f"{_json_compact(_unbytes(k))}:{_json_compact(x)}" for k, x in v.items()) + "}"
+        return "{" + ",".join(f"{_json_compact(k)}:{_json_compact(x)}" for k, x in v.items()) + "}"
     if isinstance(v, list):
         return "[" + ",".join(_json_compact(x) for x in v) + "]"
-    return json.dumps(_unbytes(v), ensure_ascii=False)
+    raise TypeError(f"a JSON document holds a {type(v).__name__}: {v!r}")
 
 
-def _unbytes(v: Any) -> Any:
-    if isinstance(v, bytes):
-        return v.decode("utf-8")
-    if isinstance(v, dict):
-        return {_unbytes(k): _unbytes(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_unbytes(x) for x in v]
-    if isinstance(v, Decimal):
-        return float(v)
-    return v
+_json_string = json.encoder.encode_basestring  # what json.dumps(s, ensure_ascii=False) writes for a string
 
 
 def bit_int(v: Any) -> int:
