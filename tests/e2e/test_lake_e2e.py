@@ -31,6 +31,7 @@ from cdc.stream.envelope import changes_topic
 from streaming.targets import make_target
 from tests.e2e.apply_pipeline import ledger_writer, norm
 from tests.fixtures.ops import DaemonProcess
+from tests.fixtures.services import capture_login
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka, pytest.mark.spark]
 
@@ -51,11 +52,10 @@ class LakePipeline:
         targets = [{"name": "delta", "kind": "delta", "path": str(tmp / "delta")},
                    {"name": "ice", "kind": "iceberg", "catalog_uri": f"sqlite:///{tmp}/catalog.db",
                     "warehouse": str(tmp / "warehouse")}]
-        capture = getattr(mariadb, "capture_user", None)  # a MySQL 9.7 source: its documented capture user
         broker.create_topic(changes_topic(prefix, "src"))
         self.daemon = DaemonProcess(tmp, source="src", mariadb_hosts=[mariadb.address], tables=[f"{db}.*"],
                                     bootstrap=broker.bootstrap, topic_prefix=prefix,
-                                    source_options={"user": capture[0], "password": capture[1]} if capture else None,
+                                    source_options=dict(zip(("user", "password"), capture_login(mariadb))),
                                     extra={
                                         "targets": targets,
                                         "apply": [{"source": "src", "target": t["name"], "trigger_interval_s": 0.3,

@@ -24,6 +24,7 @@ from cdc.stream.serde import get_serdes
 from readers.mysql.position import GtidSet
 from streaming.apply import job
 from tests.e2e.mysql_daemon import Daemon, wait_for, write_config
+from tests.fixtures.services import capture_login
 from tests.integration.stream_check import read_stream
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
@@ -111,7 +112,7 @@ def test_exactly_once_in_commit_order_across_kill9_restarts(mysql_source, tmp_so
     server.query(f"CREATE TABLE `{db}`.acct (id INT PRIMARY KEY, bal INT)")
     cfg = write_config(tmp_path / "cdc.yaml", hosts=[server.address], tables=[f"{db}.*"],
                        bootstrap=broker.bootstrap, prefix=topic_prefix,
-                       user=getattr(server, "capture_user", ("cdc", "cdc")))
+                       user=capture_login(server))
     topic = changes_topic(topic_prefix, "s1")
     daemon = Daemon(cfg, tmp_path / "daemon.log").start()
     try:
@@ -154,7 +155,7 @@ def test_million_row_transaction_in_bounded_memory(mysql_source, tmp_source_db, 
     server.query(f"CREATE TABLE `{db}`.big (id INT PRIMARY KEY, v INT)")
     cfg = write_config(tmp_path / "cdc.yaml", hosts=[server.address], tables=[f"{db}.*"],
                        bootstrap=broker.bootstrap, prefix=topic_prefix,
-                       user=getattr(server, "capture_user", ("cdc", "cdc")))
+                       user=capture_login(server))
     topic = changes_topic(topic_prefix, "s1")
     daemon = Daemon(cfg, tmp_path / "daemon.log").start()
     ks, vs = get_serdes("json")

@@ -19,6 +19,7 @@ from cdc.consumer.stream_consumer import ChangeStreamConsumer
 from cdc.consumer.transactions import Transaction
 from cdc.stream.envelope import changes_topic
 from tests.e2e.mysql_daemon import Daemon, wait_for, write_config
+from tests.fixtures.services import capture_login
 from tests.integration.stream_check import read_stream
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
@@ -76,7 +77,7 @@ def test_pause_survives_a_restart_resume_delivers_everything_once(mysql_source, 
     src.query(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v INT)")
     cfg = write_config(tmp_path / "cdc.yaml", hosts=[src.address], tables=[f"{db}.*"],
                        bootstrap=broker.bootstrap, prefix=topic_prefix,
-                       user=getattr(mysql_source, "capture_user", ("cdc", "cdc")))
+                       user=capture_login(mysql_source))
     port = _free_port()
     (tmp_path / "op.token").write_text(TOKEN)
     doc = yaml.safe_load(cfg.read_text())

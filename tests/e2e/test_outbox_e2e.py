@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from tests.e2e.mysql_daemon import Daemon, wait_for, write_config
+from tests.fixtures.services import capture_login
 from tests.integration.test_outbox_router import _topic
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka]
@@ -57,7 +58,7 @@ def test_outbox_topics_hold_each_event_once_in_order_through_kill9(tmp_path, mys
     mysql_source.query(f"CREATE TABLE `{db}`.orders (id INT PRIMARY KEY, v INT)")
     cfg = write_config(tmp_path / "cdc.yaml", hosts=[mysql_source.address], tables=[f"{db}.*"],
                        bootstrap=broker.bootstrap, prefix=topic_prefix,
-                       user=getattr(mysql_source, "capture_user", ("cdc", "cdc")))
+                       user=capture_login(mysql_source))
     doc = yaml.safe_load(cfg.read_text())
     doc["sources"][0]["outbox"] = {"table": f"{db}.outbox", "topic": "{prefix}.outbox.{aggregatetype}"}
     cfg.write_text(yaml.safe_dump(doc))

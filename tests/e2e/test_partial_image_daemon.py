@@ -10,6 +10,7 @@ import pytest
 
 from cdc.stream.envelope import changes_topic
 from tests.fixtures.ops import DaemonProcess, read_stream
+from tests.fixtures.services import capture_login
 from tests.integration.mysql_helpers import gtid_since
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
@@ -18,7 +19,7 @@ pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
 def test_minimal_row_image_stops_the_daemon_with_a_named_position(tmp_path, mysql_source, broker, topic_prefix,
                                                                   tmp_source_db):
     db, server, q = tmp_source_db, mysql_source, mysql_source.query
-    user, password = getattr(server, "capture_user", ("cdc", "cdc"))
+    user, password = capture_login(server)
     q(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(10), n INT)")
     topic = changes_topic(topic_prefix, "src")
     broker.create_topic(topic)

@@ -20,6 +20,7 @@ import yaml
 from cdc.cli import main as cdc_main
 from cdc.dev.procs import spawn
 from tests.e2e.mysql_daemon import Daemon, wait_for
+from tests.fixtures.services import capture_login
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka, pytest.mark.spark, pytest.mark.postgres]
 
@@ -33,7 +34,7 @@ def warnings_in(text: str) -> list[str]:
 def test_clean_start_run_and_apply_print_no_warning(tmp_path, mysql_source, tmp_source_db, broker, postgres,
                                                      topic_prefix, capsys):
     db, schema, server = tmp_source_db, "q" + uuid.uuid4().hex[:10], mysql_source
-    user, password = getattr(server, "capture_user", ("cdc", "cdc"))
+    user, password = capture_login(server)
     server.query(f"CREATE TABLE `{db}`.orders (id INT PRIMARY KEY, note VARCHAR(20))")
     server.query(f"INSERT INTO `{db}`.orders VALUES (1, 'before')")
     server.query(f"CREATE TABLE `{db}`.refunds (id INT PRIMARY KEY, amount DECIMAL(10,2))")  # no rows

@@ -23,6 +23,7 @@ from cdc.publish.publisher import Publisher
 from cdc.stream.events import Change, Commit, Heartbeat, expand
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource
+from tests.fixtures.services import capture_login
 from tests.integration.stream_check import read_stream
 
 pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.kafka]
@@ -31,7 +32,7 @@ ROWS = 3000
 
 
 def make_source(primary, tables, **kw) -> MySqlSource:
-    user, password = getattr(primary, "capture_user", ("cdc", "cdc"))
+    user, password = capture_login(primary)
     cfg = MySqlSourceConfig(name="snap", hosts=[primary.address], user=user, password=password, tables=tables,
                             heartbeat_interval_s=0.3, **kw)
     return MySqlSource(cfg, SourceContext(metrics=SourceMetrics("snap")))
@@ -142,7 +143,7 @@ def test_incremental_snapshot_never_goes_back_in_time(mysql_source, tmp_source_d
     from cdc.runtime.snapshot_cmd import main as snapshot_main
 
     load(mysql_source, tmp_source_db)
-    login = getattr(mysql_source, "capture_user", ("cdc", "cdc"))
+    login = capture_login(mysql_source)
     mysql_source.query("CREATE DATABASE IF NOT EXISTS ops")  # where the documented grant lets cdc write
     signal = f"ops.cdc_signal_{tmp_source_db[-6:]}"
     src = make_source(mysql_source, [f"{tmp_source_db}.t"], signal_table=signal, snapshot_chunk_rows=250)

@@ -21,6 +21,7 @@ from cdc.stream.envelope import changes_topic
 from cdc.stream.resync_range import ResyncRange
 from readers.mysql.position import GtidSet
 from tests.e2e.mysql_daemon import Daemon, run_until_stop, wait_for
+from tests.fixtures.services import capture_login
 from tests.integration.stream_check import read_stream
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
@@ -45,7 +46,7 @@ def _fold(stream, table: str) -> dict:
 
 def _config(tmp_path, my, db: str, tables: list[str], signal: str, broker, topic_prefix: str):
     """The daemon's cdc.yaml for ``tables`` of ``db``, as the source's capture user (MySQL 9.7) or cdc."""
-    user, password = getattr(my, "capture_user", ("cdc", "cdc"))
+    user, password = capture_login(my)
     config = tmp_path / "cdc.yaml"
     config.write_text(yaml.safe_dump({
         "sources": [{"name": "s", "kind": "mysql", "hosts": [my.address], "user": user, "password": password,

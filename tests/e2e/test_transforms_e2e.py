@@ -84,8 +84,6 @@ def _delta_values(root: Path) -> list[str]:
 def test_shaped_pipeline_through_kill9_leaks_nothing_and_compares_equal(
         tmp_path, mysql_source, broker, postgres, topic_prefix, tmp_source_db):
     db, src = tmp_source_db, mysql_source
-    login = dict(zip(("user", "password"), mysql_source.capture_user)) if hasattr(mysql_source, "capture_user") \
-        else {}
     (tmp_path / "hash.key").write_bytes(b"an-e2e-hash-key-of-32-bytes-long")
     (tmp_path / "aes.key").write_text(os.urandom(32).hex())
     src.query(f"CREATE TABLE `{db}`.people (id INT PRIMARY KEY, email VARCHAR(80), notes TEXT, "
@@ -99,7 +97,7 @@ def test_shaped_pipeline_through_kill9_leaks_nothing_and_compares_equal(
                               "computed": {"tax": {"expr": "amount * 0.2", "type": "decimal(10,2)"},
                                            "label": {"expr": "CONCAT(UPPER(region), '#', id)", "type": "varchar(20)"}}}]}
     p = Pipeline(tmp_path, src, broker, postgres, topic_prefix, db, targets=("pg", "delta"),
-                 kafka={"per_table_topics": True}, source_options={"transforms": transforms, **login},
+                 kafka={"per_table_topics": True}, source_options={"transforms": transforms},
                  target_options={"pg": {"dead_letter_table": "dead_letters"}})
     with postgres.connect() as c:  # the CHECK refuses some rows: the dead-letter table gets shaped rows
         c.execute(f"CREATE TABLE {p.tag}.people (id integer PRIMARY KEY, email varchar(64), name varchar(3), "

@@ -29,6 +29,7 @@ from cdc.stream.envelope import changes_topic
 from readers.mysql.position import GtidSet
 from streaming.apply import job
 from tests.e2e.mysql_daemon import Daemon, wait_for
+from tests.fixtures.services import capture_login
 from tests.integration.stream_check import read_stream
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
@@ -75,7 +76,7 @@ def _config(path, server, db: str, broker, prefix: str, postgres=None, schema: s
     """One source ``bank`` on ``server`` as its capture user (cdc/cdc on the MariaDB session server); with
     ``postgres``: its targets ``pg`` (that schema) and ``duck``, and the first daemon's snapshot brings the table's
     rows to them."""
-    user, password = getattr(server, "capture_user", ("cdc", "cdc"))
+    user, password = capture_login(server)
     cfg = {"sources": [{"name": "bank", "kind": "mysql", "hosts": [server.address], "user": user, "password": password,
                         "tables": [f"{db}.accounts"], "heartbeat_interval_s": 0.5, "reconnect_backoff_s": 0.2,
                         "snapshot": "never" if postgres is None else "initial"}],

@@ -12,6 +12,7 @@ from cdc.stream.events import Begin, Change, Commit, Heartbeat, SchemaChange
 from cdc.stream.events import expand as expand_events
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource
+from tests.fixtures.services import capture_login
 
 
 def make_source(hosts: list[str], tables: list[str], name: str = "src", **kw: Any) -> MySqlSource:
@@ -70,7 +71,7 @@ def is_mysql(db: Any) -> bool:
 def source_for(db: Any, tables: list[str], **kw: Any) -> MySqlSource:
     """``make_source`` on ``db`` with the user a test should capture as: on MySQL 9.7 the session server's
     user made by the documented MySQL 8 statements (``capture_user``), else cdc/cdc."""
-    user, password = getattr(db, "capture_user", ("cdc", "cdc"))
+    user, password = capture_login(db)
     kw.setdefault("user", user)
     kw.setdefault("password", password)
     return make_source([db.address], tables, **kw)

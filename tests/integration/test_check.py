@@ -12,7 +12,7 @@ import yaml
 from cdc.checks import main
 from cdc.dev.ports import free_port
 from cdc.stream.envelope import changes_topic
-from tests.fixtures.services import documented_target_grant
+from tests.fixtures.services import capture_login, documented_target_grant
 from tests.integration.mysql_helpers import is_mysql
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.postgres]
@@ -40,7 +40,7 @@ def run_check(tmp_path, capsys, cfg: dict) -> tuple[int, dict[str, dict]]:
 
 def config(server, db, broker, prefix, postgres, schema, tables=None) -> dict:
     """``server``'s source as its capture user (MySQL 9.7: the documented one), a PostgreSQL target."""
-    user, password = getattr(server, "capture_user", ("cdc", "cdc"))
+    user, password = capture_login(server)
     return {"sources": [{"name": "shop", "kind": "mysql", "hosts": [server.address], "user": user,
                          "password": password, "tables": tables or [f"{db}.order_*"]}],
             "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": prefix},

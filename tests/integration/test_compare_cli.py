@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from cdc.cli import main as cdc_main
+from tests.fixtures.services import capture_login
 from tests.integration.stream_check import read_stream
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka]
@@ -32,7 +33,7 @@ def setup(mysql_source, tmp_source_db, broker, topic_prefix, tmp_path):
     con.execute("UPDATE items SET name = NULL WHERE id = 4")
     con.execute("INSERT INTO items VALUES (99, 'x', 1)")
     con.close()
-    user, password = getattr(mysql_source, "capture_user", ("cdc", "cdc"))
+    user, password = capture_login(mysql_source)
     cfg = tmp_path / "cdc.yaml"
     cfg.write_text(yaml.safe_dump({
         "kafka": {"bootstrap_servers": broker.bootstrap, "topic_prefix": topic_prefix},

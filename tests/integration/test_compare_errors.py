@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from cdc.cli import main as cdc_main
+from tests.fixtures.services import capture_login
 
 pytestmark = [pytest.mark.mysql]
 
@@ -43,7 +44,7 @@ def test_geometry_unrenderable_column_and_missing_table(mysql_source, tmp_source
     con.execute("CREATE VIEW odd AS SELECT id, CAST(error('no text for v=' || id) AS INTEGER) AS v, name FROM odd_t")
     con.close()
     cfg = tmp_path / "cdc.yaml"
-    user, password = getattr(mysql_source, "capture_user", ("cdc", "cdc"))  # MySQL 9.7: the documented user
+    user, password = capture_login(mysql_source)  # MySQL 9.7: the documented user
     cfg.write_text(yaml.safe_dump({
         "kafka": {"bootstrap_servers": "127.0.0.1:9", "topic_prefix": "unused"},
         "sources": [{"name": "src", "kind": "mysql", "hosts": [mysql_source.address], "user": user,

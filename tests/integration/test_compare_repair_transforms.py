@@ -20,6 +20,7 @@ from streaming.apply.engine import ApplyEngine
 from streaming.stream.records import StreamRecord, to_row
 from streaming.targets import target_class
 from streaming.targets.duckdb.config import DuckDbTargetConfig
+from tests.fixtures.services import capture_login
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka]
 N = 40
@@ -53,7 +54,7 @@ def shaped(mysql_source, tmp_source_db, broker, topic_prefix, tmp_path):
                 "label VARCHAR, _cdc_deleted BOOLEAN, _cdc_deleted_at TIMESTAMPTZ)")
     con.close()
     (tmp_path / "hash.key").write_bytes(b"a-repair-test-hash-key-32-bytes!")
-    user, password = getattr(mysql_source, "capture_user", ("cdc", "cdc"))
+    user, password = capture_login(mysql_source)
     apply = {"source": "src", "target": "duck", "tables": [{"source": f"{db}.people", "target": "people",
                                                             "mode": "soft_delete"}]}
     cfg = tmp_path / "cdc.yaml"

@@ -25,6 +25,7 @@ from cdc.consumer import ChangeStreamConsumer
 from cdc.debezium.record import NEWKEY, OLDKEY
 from cdc.stream.envelope import changes_topic, table_topic
 from tests.e2e.mysql_daemon import Daemon, wait_for, write_config
+from tests.fixtures.services import capture_login
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
 
@@ -87,7 +88,7 @@ def captured(request, broker, tmp_path_factory):
     q(f"CREATE TABLE `{db}`.k (id INT PRIMARY KEY, v VARCHAR(20), n INT)")
     config = write_config(tmp / "cdc.yaml", hosts=[server.address], tables=[f"{db}.*"],
                           bootstrap=broker.bootstrap, prefix=prefix,
-                          user=getattr(server, "capture_user", ("cdc", "cdc")))
+                          user=capture_login(server))
     cfg = yaml.safe_load(config.read_text())
     cfg["kafka"].update(per_table_topics=True, debezium={"schemas": True})
     config.write_text(yaml.safe_dump(cfg))

@@ -34,6 +34,7 @@ from cdc.runtime.daemon import run_source
 from cdc.stream.envelope import table_topic
 from readers.mysql.config import MySqlSourceConfig
 from readers.mysql.reader import MySqlSource
+from tests.fixtures.services import capture_login
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -280,7 +281,7 @@ def test_a_primary_key_change_reaches_the_per_table_keys_and_the_schema_change_t
 
 def _login(server) -> dict[str, str]:
     """The user a test captures as: MySQL 9.7's documented capture user, else cdc/cdc."""
-    user, password = getattr(server, "capture_user", ("cdc", "cdc"))
+    user, password = capture_login(server)
     return {"user": user, "password": password}
 
 

@@ -7,13 +7,14 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from readers.mysql.binlog import fastrows
+from tests.fixtures.services import capture_login
 from tests.integration.mysql_helpers import is_mysql
 
 pytestmark = pytest.mark.mysql
 
 
 def _rows(server, db, start):
-    user, password = getattr(server, "capture_user", ("cdc", "cdc"))
+    user, password = capture_login(server)
     stream = BinLogStreamReader(
         connection_settings={"host": server.host, "port": server.port, "user": user, "passwd": password},
         server_id=880001, blocking=False, auto_position=start, is_mariadb=not is_mysql(server),

@@ -24,6 +24,7 @@ from cdc.stream.events import Change, ChangeBatch, Heartbeat, Idle, expand
 from readers.mysql.binlog import fastrows, native_rows
 from readers.mysql.binlog.decode import ConvertedRow, RowConverter
 from readers.mysql.position import GtidSet
+from tests.fixtures.services import capture_login
 from tests.integration.mysql_helpers import collect, fill, is_mysql, source_for, transactions
 from tests.unit.cdc.publish.fakes import publisher
 
@@ -157,7 +158,7 @@ def test_table_map_cache_keeps_one_table_per_definition(mysql_source, tmp_source
     q(f"INSERT INTO `{db}`.c (id, d) VALUES (3, 3)")
     q(f"INSERT INTO `{db}`.c (id, d) VALUES (4, 4)")
     fastrows.install()
-    user, password = getattr(mysql_source, "capture_user", ("cdc", "cdc"))
+    user, password = capture_login(mysql_source)
     stream = BinLogStreamReader(
         connection_settings={"host": mysql_source.host, "port": mysql_source.port, "user": user,
                              "passwd": password}, server_id=880002, blocking=False, auto_position=start,

@@ -13,6 +13,7 @@ import pytest
 
 from cdc.stream.envelope import changes_topic
 from tests.fixtures.ops import CDC, DaemonProcess, read_stream, total, wait_for
+from tests.fixtures.services import capture_login
 from tests.integration.mysql_helpers import fill
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
@@ -65,7 +66,7 @@ def test_status_of_a_snapshot_stopped_halfway_counts_what_the_stream_holds(mysql
 
 def _login(server) -> dict:
     """The user the daemon captures as: MySQL 9.7's documented capture user, else cdc/cdc."""
-    user, password = getattr(server, "capture_user", ("cdc", "cdc"))
+    user, password = capture_login(server)
     return {"user": user, "password": password}
 
 

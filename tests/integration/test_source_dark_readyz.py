@@ -18,6 +18,7 @@ from cdc.config.models import KafkaConfig
 from readers.mysql.connection import split_host
 from tests.e2e.test_two_daemons import Transfers
 from tests.fixtures.net_proxy import TcpProxy
+from tests.fixtures.services import capture_login
 from tests.integration.net_faults import SOURCE, Run, check_exact, make_bank
 
 pytestmark = [pytest.mark.mysql, pytest.mark.kafka, pytest.mark.slow]
@@ -31,7 +32,7 @@ def test_a_dark_path_to_the_source_server_is_named_as_the_source_not_the_broker(
     db, my = tmp_source_db, mysql_source
     make_bank(my, db)
     proxy = TcpProxy(split_host(my.address)[1])
-    user, password = getattr(my, "capture_user", ("cdc", "cdc"))
+    user, password = capture_login(my)
     run = Run(f"127.0.0.1:{proxy.port}", db, KafkaConfig(bootstrap_servers=broker.bootstrap,
                                                           topic_prefix=topic_prefix), user=user, password=password)
     reasons: list[tuple[float, str | None]] = []
