@@ -243,6 +243,7 @@ class InitialSnapshot:
         snapshot's first and last rows carry ``snapshot: first`` / ``last`` (cdc.stream.snapshot_marks)."""
         start = self.progress.get("table")
         left = [t for t in self.tables if start is None or t >= TableId.parse(start)]
+        began, rows = time.monotonic(), 0
         try:
             stopped = self.source._stop.is_set
             estimate = estimated_rows(self.conn, left)
@@ -252,8 +253,11 @@ class InitialSnapshot:
                                                     fresh=start is None, complete=lambda: not stopped()):
                     yield from self._chunk(*chunk, first=first, last=last)
                     advance_within_estimate(bar, len(chunk[2]))
+                    rows += len(chunk[2])
             if stopped():
                 return  # the resume state of the last chunk continues here
+            log.info("source %s: snapshot done: %d rows of %d tables in %.1fs; the binlog follows from %s",
+                     self.source.name, rows, len(left), time.monotonic() - began, self.gtid_set)
             ts = int(time.time() * 1000)
             yield Heartbeat(ts, {"gtid_set": self.gtid_set})
         finally:

@@ -7,6 +7,7 @@ the user docs/setup.md's MySQL 8 statements make)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -88,6 +89,9 @@ def test_documented_grant_passes_check_and_streams(tmp_path, mysql_source, tmp_s
         got = wait_for(lambda: (r := rows()) and ("c", 2) in r and r, 60, "the snapshot row and the insert",
                        daemon=daemon)
         assert ("r", 1) in got
+        # the docs' log line that says the snapshot is out (docs/quickstart.md, docs/operations.md)
+        assert re.search(r"source shop: snapshot done: 1 rows of 1 tables in [\d.]+s; the binlog follows from \S",
+                         daemon.tail()), daemon.tail()
         assert daemon.alive()
     finally:
         assert daemon.stop() == 0, daemon.tail()
