@@ -92,12 +92,17 @@ def build_session(master: str | None = None, app_name: str = "cdc-apply", log_le
     from pyspark.sql import SparkSession
 
     from streaming.apply.spark_logs import spark_settings, start_jvm
+    from streaming.apply.worker_python import use_for_local_workers
     from streaming.stream.datasource import register
 
-    # Python workers (executors, the streaming source runner) must use this interpreter (pyarrow, our code)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
         master = "local[*]"
+    # Python workers (executors, the streaming source runner) must use this interpreter (pyarrow, our code);
+    # a local job's import pyspark byte-compiled (streaming.apply.worker_python)
+    if master and _LOCAL.fullmatch(master):
+        use_for_local_workers()
+    else:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     master = local_with_retries(master)
     settings = {"spark.app.name": app_name, **({"spark.master": master} if master else {})}
     if master and master.startswith("local"):  # a local job listens on loopback only (not on whatever the hostname resolves to)
