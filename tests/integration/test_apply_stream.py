@@ -84,3 +84,24 @@ def test_stream_lands_in_postgres_and_duckdb_with_small_batches(spark, broker, p
     assert job.run(cfg, until_idle_s=3, spark=spark) == 0
     rows, logs, prog = _pg_rows(postgres, schema)
     assert rows == expected[1:] and logs == 40 and prog[0] == b2.seq - 1
+
+
+def test_the_driver_jvm_and_the_python_workers_of_a_local_job(spark):
+    """build_session's driver JVM runs with the client compiler only (job.DRIVER_JIT), and a local job's Python
+    workers run the launcher of streaming.apply.worker_python: pyspark imported from the installed package, not
+    from pyspark.zip (which would compile it from source in every worker)."""
+    import os
+    from pathlib import Path
+
+    args = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert job.DRIVER_JIT in args, args
+    assert Path(os.environ["PYSPARK_PYTHON"]).parent.name.startswith("cdc-pyworker-")
+
+    def where(_):
+        import sys
+
+        import pyspark
+        yield (pyspark.__file__, ":".join(p for p in sys.path if p.endswith(".zip") and "pyspark" in p))
+
+    (imported, zips), = spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()
+    assert not imported.startswith(zips or "\0") and ".zip" not in imported, (imported, zips)
