@@ -13,7 +13,10 @@ deletes, every row its own commit (autocommit single-row statements), ``--ops`` 
    every ``--poll`` seconds. ``ops_per_s`` = N / that time (start-up of both processes included; Spark's
    start alone is ``apply_startup_s``-like seconds on a loaded host).
 4. ``cpu_s``: CPU seconds (user + system, each process and its children: Spark's JVM under `cdc apply`) over the
-   timed drain, for cdc run, cdc apply, MariaDB, the broker and PostgreSQL; ``cpu_us_per_op`` of each.
+   timed drain, for cdc run, cdc apply, MariaDB, the broker and PostgreSQL; ``cpu_us_per_op`` of each, and
+   ``cpu_us_per_op_apply``: `cdc apply`'s split by process (``jvm``: Spark's JVM; ``boundary_scan``: the stream
+   source's Python runner, which reads every record to find where transactions end; ``executors``: the Python
+   workers reading and decoding the micro-batches; ``driver``: the engine's Python, writing the target).
 5. With ``--steady-rate R`` (e.g. 5000): R single-row insert transactions a second for ``--steady-s`` seconds
    (over ``--connections`` connections) into ``bench.lag`` (each row holding its commit's wall-clock microseconds); a poller reads the target every
    20 ms and takes arrival - commit of each row: ``lag_ms_p50``/``lag_ms_p99`` and the rate reached
@@ -112,6 +115,40 @@ def tree_cpu_s(pid: int) -> float:
             total += stats[p][1]
             todo += [c for c, (pp, _) in stats.items() if pp == p]
     return total
+
+
+# the processes of `cdc apply` (Spark local), by what their command line runs
+APPLY_PARTS = (("jvm", "java"), ("boundary_scan", "python_streaming_source_runner"), ("executors", "pyspark.daemon"))
+
+
+def apply_cpu_parts(pid: int) -> dict[str, float]:
+    """CPU seconds of `cdc apply` (``pid``) and its descendants by part (APPLY_PARTS; the rest, the driver's
+    Python, as ``driver``): each live process with its reaped children (a pyspark daemon's forked workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    procs: dict[int, tuple[int, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        f = raw[raw.rindex(")") + 2:].split()
+        procs[int(entry)] = (int(f[1]), sum(int(x) for x in f[11:15]) / tick)
+    parts = dict.fromkeys([name for name, _ in APPLY_PARTS] + ["driver"], 0.0)
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        if p not in procs:
+            continue
+        try:
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            cmd = ""
+        name = next((n for n, marker in APPLY_PARTS if marker in cmd), "driver")
+        parts[name] += procs[p][1]
+        todo += [c for c, (pp, _) in procs.items() if pp == p]
+    return parts
 
 
 def _spawn(args: list[str], log: Path) -> subprocess.Popen:
@@ -213,6 +250,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     raise RuntimeError(f"bench oltp: not EQUAL after {args.timeout:.0f}s; logs in {tmp}")
                 time.sleep(args.poll)
                 cpu_now = {k: tree_cpu_s(p) for k, p in pids.items()}  # before the check's own CPU
+                apply_parts = apply_cpu_parts(apply.pid)
                 elapsed = time.perf_counter() - t0
                 try:
                     got = _counts(cur, args.tables, "SELECT COUNT(*) FROM t{t}")  # the apply's tables: public.t<n>
@@ -236,6 +274,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "ops_per_s": round(args.ops / drain_s), "drain_s": round(drain_s, 1), "load_s": round(load_s, 1),
             "load_ops_per_s": round(args.ops / load_s), "cpu_s": cpu,
             "cpu_us_per_op": {k: round(v / args.ops * 1e6, 1) for k, v in cpu.items()},
+            "cpu_us_per_op_apply": {k: round(v / args.ops * 1e6, 1) for k, v in apply_parts.items()},
             "compares": compares, "equal": True, **_stages(batches, "drain_")}
         if args.steady_rate > 0:
             out |= _steady(db, pg, args.steady_rate, args.steady_s, args.connections)
