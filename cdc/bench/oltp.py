@@ -95,8 +95,8 @@ def firenibble(ops: int, tables: int, seed: int, rng: random.Random, only: list[
             yield t, f"DELETE FROM bench.t{t} WHERE id = %s", (live[t].pop(),)
 
 
-def tree_cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) of process ``pid`` and every live descendant, plus their reaped children."""
+def _processes() -> dict[int, tuple[int, float]]:
+    """Every live process: pid -> (parent pid, CPU seconds of its own and of its reaped children)."""
     tick = os.sysconf("SC_CLK_TCK")
     stats: dict[int, tuple[int, float]] = {}
     for entry in os.listdir("/proc"):
@@ -108,6 +108,12 @@ def tree_cpu_s(pid: int) -> float:
             continue
         f = raw[raw.rindex(")") + 2:].split()  # fields from the state on (field 3)
         stats[int(entry)] = (int(f[1]), sum(int(x) for x in f[11:15]) / tick)  # ppid; utime stime cutime cstime
+    return stats
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of process ``pid`` and every live descendant, plus their reaped children."""
+    stats = _processes()
     total, todo = 0.0, [pid]
     while todo:
         p = todo.pop()
@@ -124,17 +130,7 @@ APPLY_PARTS = (("jvm", "java"), ("boundary_scan", "python_streaming_source_runne
 def apply_cpu_parts(pid: int) -> dict[str, float]:
     """CPU seconds of `cdc apply` (``pid``) and its descendants by part (APPLY_PARTS; the rest, the driver's
     Python, as ``driver``): each live process with its reaped children (a pyspark daemon's forked workers)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    procs: dict[int, tuple[int, float]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        f = raw[raw.rindex(")") + 2:].split()
-        procs[int(entry)] = (int(f[1]), sum(int(x) for x in f[11:15]) / tick)
+    procs = _processes()
     parts = dict.fromkeys([name for name, _ in APPLY_PARTS] + ["driver"], 0.0)
     todo = [pid]
     while todo:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
+import time
 from collections import Counter
 
 from cdc.bench import mysql, oltp
@@ -44,3 +47,17 @@ def test_tree_cpu_counts_this_process():
     before = oltp.tree_cpu_s(os.getpid())
     sum(i * i for i in range(3_000_000))
     assert oltp.tree_cpu_s(os.getpid()) > before
+
+
+def test_apply_parts_split_the_tree_by_command_line():
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\ntime.sleep(60)"
+    child = subprocess.Popen([sys.executable, "-c", burn, "pyspark.daemon"])  # an executor worker, by its command
+    try:
+        deadline = time.monotonic() + 20
+        while (parts := oltp.apply_cpu_parts(os.getpid()))["executors"] < 0.3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert parts["executors"] >= 0.3, parts
+        assert parts["driver"] > 0 and parts["jvm"] == 0 and parts["boundary_scan"] == 0, parts
+    finally:
+        child.kill()
+        child.wait(10)
