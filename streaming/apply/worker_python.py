@@ -10,7 +10,8 @@ they are byte-compiled once; :func:`launcher` writes a two-line script that drop
 
 Only for a local master, where the JVM and the workers share this installation: a cluster's executors take
 pyspark from their own ``SPARK_HOME`` as Spark sets it up. Nothing changes when ``PYSPARK_PYTHON`` is
-set already, or when this interpreter's pyspark is not the one ``SPARK_HOME`` names.
+set already, when this interpreter's pyspark is not the one ``SPARK_HOME`` names, or when the script cannot
+run where it was written (a temp directory mounted ``noexec``, as Docker's ``--tmpfs`` mounts it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import atexit
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -53,11 +55,16 @@ def launcher(spark_home: str | None = None) -> str | None:
     if not (lib / "pyspark.zip").is_file() or len(zips) != 1:
         return None
     where = Path(tempfile.mkdtemp(prefix="cdc-pyworker-"))
-    atexit.register(shutil.rmtree, where, True)
     script = where / "python"
     script.write_text(_SCRIPT.format(home=home, zip=shlex.quote(str(lib / "pyspark.zip")),
                                      py4j=shlex.quote(str(zips[0])), python=shlex.quote(sys.executable)))
     script.chmod(0o700)
+    try:  # a temp directory mounted noexec (Docker's --tmpfs) cannot run it: the workers then run this interpreter
+        subprocess.run([str(script), "-c", "pass"], check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        shutil.rmtree(where, True)
+        return None
+    atexit.register(shutil.rmtree, where, True)
     return str(script)
 
 

@@ -58,3 +58,22 @@ def test_a_pyspark_python_set_already_is_kept(monkeypatch):
     script = Path(os.environ["PYSPARK_PYTHON"])
     assert script.name == "python" and script.parent.name.startswith("cdc-pyworker-")
     assert sys.executable in script.read_text()
+
+
+def test_a_temp_directory_that_cannot_run_it_leaves_this_interpreter(tmp_path, monkeypatch):
+    """Docker's --tmpfs mounts /tmp noexec: the script is written there but cannot run; the workers then run this
+    interpreter (PYSPARK_PYTHON as before), and nothing is left behind."""
+    real_run = subprocess.run
+
+    def noexec(args, *a, **kw):
+        if str(args[0]).startswith(str(tmp_path)):
+            raise PermissionError(13, "Permission denied", str(args[0]))
+        return real_run(args, *a, **kw)
+
+    monkeypatch.setattr(worker_python.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(worker_python.subprocess, "run", noexec)
+    assert worker_python.launcher() is None
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    worker_python.use_for_local_workers()
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
