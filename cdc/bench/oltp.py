@@ -111,39 +111,39 @@ def _processes() -> dict[int, tuple[int, float]]:
     return stats
 
 
-def tree_cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) of process ``pid`` and every live descendant, plus their reaped children."""
-    stats = _processes()
-    total, todo = 0.0, [pid]
+def _tree(pid: int, procs: dict[int, tuple[int, float]]) -> list[int]:
+    """``pid`` and every live descendant of it in ``procs`` (:func:`_processes`)."""
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
-        if p in stats:
-            total += stats[p][1]
-            todo += [c for c, (pp, _) in stats.items() if pp == p]
-    return total
+        if p in procs:
+            out.append(p)
+            todo += [c for c, (pp, _) in procs.items() if pp == p]
+    return out
+
+
+def tree_cpu_s(pid: int, procs: dict[int, tuple[int, float]] | None = None) -> float:
+    """CPU seconds (user + system) of process ``pid`` and every live descendant, plus their reaped children
+    (``procs``: one :func:`_processes` reading for several calls)."""
+    procs = _processes() if procs is None else procs
+    return sum(procs[p][1] for p in _tree(pid, procs))
 
 
 # the processes of `cdc apply` (Spark local), by what their command line runs
 APPLY_PARTS = (("jvm", "java"), ("boundary_scan", "python_streaming_source_runner"), ("executors", "pyspark.daemon"))
 
 
-def apply_cpu_parts(pid: int) -> dict[str, float]:
-    """CPU seconds of `cdc apply` (``pid``) and its descendants by part (APPLY_PARTS; the rest, the driver's
-    Python, as ``driver``): each live process with its reaped children (a pyspark daemon's forked workers)."""
-    procs = _processes()
+def apply_cpu_parts(pid: int, procs: dict[int, tuple[int, float]] | None = None) -> dict[str, float]:
+    """:func:`tree_cpu_s` of `cdc apply` (``pid``) split by part (APPLY_PARTS; the rest, the driver's Python, as
+    ``driver``): each live process with its reaped children (a pyspark daemon's forked workers)."""
+    procs = _processes() if procs is None else procs
     parts = dict.fromkeys([name for name, _ in APPLY_PARTS] + ["driver"], 0.0)
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        if p not in procs:
-            continue
+    for p in _tree(pid, procs):
         try:
             cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             cmd = ""
-        name = next((n for n, marker in APPLY_PARTS if marker in cmd), "driver")
-        parts[name] += procs[p][1]
-        todo += [c for c, (pp, _) in procs.items() if pp == p]
+        parts[next((n for n, marker in APPLY_PARTS if marker in cmd), "driver")] += procs[p][1]
     return parts
 
 
@@ -230,7 +230,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         _say("timed: cdc run + cdc apply drain the binlog into PostgreSQL until cdc compare says EQUAL")
         services = {"mariadb": db.proc.pid, "broker": stack.broker.proc.pid, "postgres": pg.proc.pid}
-        cpu0 = {k: tree_cpu_s(p) for k, p in services.items()}
+        procs = _processes()
+        cpu0 = {k: tree_cpu_s(p, procs) for k, p in services.items()}
         t0 = time.perf_counter()
         daemon = _spawn(["run", "--config", str(config)], tmp / "run-2.log")
         apply = _spawn(["apply", "--config", str(config), "--master", "local[2]", "--metrics-port", "0"],
@@ -245,8 +246,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 if time.perf_counter() - t0 > args.timeout:
                     raise RuntimeError(f"bench oltp: not EQUAL after {args.timeout:.0f}s; logs in {tmp}")
                 time.sleep(args.poll)
-                cpu_now = {k: tree_cpu_s(p) for k, p in pids.items()}  # before the check's own CPU
-                apply_parts = apply_cpu_parts(apply.pid)
+                procs = _processes()  # before the check's own CPU
+                cpu_now = {k: tree_cpu_s(p, procs) for k, p in pids.items()}
+                apply_parts = apply_cpu_parts(apply.pid, procs)
                 elapsed = time.perf_counter() - t0
                 try:
                     got = _counts(cur, args.tables, "SELECT COUNT(*) FROM t{t}")  # the apply's tables: public.t<n>

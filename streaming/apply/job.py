@@ -104,17 +104,14 @@ def build_session(master: str | None = None, app_name: str = "cdc-apply", log_le
 
     if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
         master = "local[*]"
-    # Python workers (executors, the streaming source runner) must use this interpreter (pyarrow, our code);
-    # a local job's import pyspark byte-compiled (streaming.apply.worker_python)
-    if master and _LOCAL.fullmatch(master):
-        use_for_local_workers()
-    else:
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     master = local_with_retries(master)
     settings = {"spark.app.name": app_name, **({"spark.master": master} if master else {})}
     if master and master.startswith("local"):  # a local job listens on loopback only (not on whatever the hostname resolves to)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
+        use_for_local_workers()  # its Python workers import pyspark byte-compiled (streaming.apply.worker_python)
+    # Python workers (executors, the streaming source runner) must use this interpreter (pyarrow, our code)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings.update(spark_settings(log_level, json_logs))
     settings["spark.driver.extraJavaOptions"] += f" {DRIVER_JIT}"
     settings.update({

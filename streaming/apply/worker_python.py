@@ -5,7 +5,7 @@ source planners) with ``$SPARK_HOME/python/lib/pyspark.zip`` first on ``PYTHONPA
 byte code for modules it imports from a zip file, so each of those processes compiled pyspark from source
 again: about 0.4 s of CPU per worker, eight to ten workers per job start. With the pip-installed pyspark
 (``SPARK_HOME`` is the installed package itself) the same files are importable from site-packages, where
-they are byte-compiled once; :func:`launcher` writes a two-line script that drops those zip files from
+they are byte-compiled once; :func:`launcher` writes a short shell script that drops those zip files from
 ``PYTHONPATH`` and runs this interpreter, for ``PYSPARK_PYTHON``.
 
 Only for a local master, where the JVM and the workers share this installation: a cluster's executors take
@@ -41,7 +41,8 @@ PYTHONPATH=$kept exec {python} "$@"
 
 def launcher(spark_home: str | None = None) -> str | None:
     """The path of the script for ``PYSPARK_PYTHON`` (in a private temp directory removed at exit), or None
-    when this interpreter's pyspark is not ``spark_home``'s (default: where pyspark finds its home)."""
+    when this interpreter's pyspark is not ``spark_home``'s (default: where pyspark finds its home) or the
+    script does not run where it was written."""
     try:
         import pyspark
         from pyspark.find_spark_home import _find_spark_home

@@ -101,7 +101,10 @@ def test_the_driver_jvm_and_the_python_workers_of_a_local_job(spark):
         import sys
 
         import pyspark
-        yield (pyspark.__file__, ":".join(p for p in sys.path if p.endswith(".zip") and "pyspark" in p))
+        yield (pyspark.__file__, [p for p in sys.path if p.endswith(".zip") and "pyspark" in p])
+
+    import pyspark
 
     (imported, zips), = spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()
-    assert not imported.startswith(zips or "\0") and ".zip" not in imported, (imported, zips)
+    assert zips == [], zips  # neither pyspark.zip nor py4j's zip on the worker's path
+    assert Path(imported).resolve() == Path(pyspark.__file__).resolve(), imported  # the installed package

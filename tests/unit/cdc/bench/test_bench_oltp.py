@@ -10,6 +10,8 @@ import sys
 import time
 from collections import Counter
 
+import pytest
+
 from cdc.bench import mysql, oltp
 
 
@@ -58,6 +60,9 @@ def test_apply_parts_split_the_tree_by_command_line():
             time.sleep(0.1)
         assert parts["executors"] >= 0.3, parts
         assert parts["driver"] > 0 and parts["jvm"] == 0 and parts["boundary_scan"] == 0, parts
+        procs = oltp._processes()  # one reading: the parts add up to the whole tree
+        assert sum(oltp.apply_cpu_parts(os.getpid(), procs).values()) == pytest.approx(
+            oltp.tree_cpu_s(os.getpid(), procs))
     finally:
         child.kill()
         child.wait(10)
