@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 from cdc.errors import StreamCorrupt
 
-_JSON_HEAD = re.compile(rb'\{"sequence":(-?\d+)[,}]')
+JSON_HEAD = re.compile(rb'\{"sequence":(-?\d+)[,}]')
 
 
 def sequence_peeker(encoding: str, framing: str = "confluent", decode: Callable[[bytes], dict] | None = None
@@ -61,7 +61,7 @@ def sequence_peeker(encoding: str, framing: str = "confluent", decode: Callable[
     def peek_json(value: bytes | None) -> int | None:
         if value is None:
             return None
-        m = _JSON_HEAD.match(value)
+        m = JSON_HEAD.match(value)
         if m is not None:
             return int(m.group(1))
         if decode is None:

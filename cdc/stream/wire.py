@@ -135,3 +135,20 @@ def record_epoch(headers: Any) -> int:
             except (TypeError, ValueError):
                 return -1
     return 0
+
+
+def record_epochs(headers: list[Any]) -> list[int]:
+    """:func:`record_epoch` of each record's headers (a fetch's records, in order): a record whose only header is
+    one its fetch has seen already (the writer's epoch, the same on every record it wrote) is looked up, not
+    parsed again."""
+    seen: dict[tuple, int] = {}
+    out = []
+    for h in headers:
+        if type(h) is list and len(h) == 1:
+            e = seen.get(h[0])
+            if e is None:
+                e = seen[h[0]] = record_epoch(h)
+            out.append(e)
+        else:
+            out.append(record_epoch(h))
+    return out

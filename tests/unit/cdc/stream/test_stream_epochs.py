@@ -160,3 +160,11 @@ def test_renumbered_records_of_an_older_writer_after_a_newer_one_are_refused():
     assert [t.id for t in out] == ["B-0"]
     assert err is not None and err.offset == n_b and err.sequence == n_b + 1
     assert "epoch 4" in str(err) and "epoch 9" in str(err)
+
+
+def test_epochs_of_a_fetch_are_each_records_own():
+    from cdc.stream.wire import record_epochs
+
+    fetch = [[(EPOCH_HEADER, b"3")], [(EPOCH_HEADER, b"3")], None, [], [(EPOCH_HEADER, b"x")], {EPOCH_HEADER: b"4"},
+             [("other", b"1"), (EPOCH_HEADER, b"5")], [(EPOCH_HEADER, b"2")], [(EPOCH_HEADER, None)]]
+    assert record_epochs(fetch) == [record_epoch(h) for h in fetch] == [3, 3, 0, 0, -1, 4, 5, 2, -1]
