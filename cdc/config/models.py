@@ -249,8 +249,12 @@ class ApplyConfig(BaseModel):
                                                    "globs or {source, target} renames (none: every table)")
     exclude: list[str] = Field(default_factory=list, description="db.table globs never applied (wins over "
                                "tables)")
-    max_records_per_batch: int = Field(default=100_000, gt=0, description="records one micro-batch reads at "
+    max_records_per_batch: int = Field(default=500_000, gt=0, description="records one micro-batch reads at "
                                        "most (it still ends only where a transaction ends)")
+    max_bytes_per_batch: int = Field(default=64 * 1024 * 1024, gt=0, description="bytes of records (keys and "
+                                     "values as the broker holds them) one micro-batch reads at most; the batch "
+                                     "ends at the last transaction end within both limits, a transaction larger "
+                                     "than either makes a batch of its own")
     trigger_interval_s: float = Field(default=0.5, ge=0, description="seconds between micro-batch starts "
                                       "(Spark processing-time trigger; 0: each batch as soon as the last ends)")
     freshness_interval_s: float = Field(default=60.0, ge=0, description="seconds: an idle stream (heartbeats "

@@ -262,9 +262,11 @@ def _start_query(spark: Any, config: Config, stream: ApplyStream) -> None:
               .option("stream_id", stream.stream_id or "")
               .option("packed", "true")
               .option("max_records_per_batch", str(apply.max_records_per_batch))
+              .option("max_bytes_per_batch", str(apply.max_bytes_per_batch))
               .option("freshness_interval_s", str(apply.freshness_interval_s))
               # a full batch becomes one input partition per core (a third, half-empty wave costs a whole task)
-              .option("records_per_partition", str(-(-apply.max_records_per_batch // _cores(spark)))))
+              .option("records_per_partition", str(-(-apply.max_records_per_batch // _cores(spark))))
+              .option("bytes_per_partition", str(-(-apply.max_bytes_per_batch // _cores(spark)))))
     if progress is not None and progress.next_offsets and progress.next_offsets.get("topic") == topic:
         reader = reader.option("startingOffsets", orjson.dumps(progress.next_offsets).decode())
     writer = (reader.load().writeStream.foreachBatch(stream.on_batch)

@@ -52,7 +52,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -99,6 +99,8 @@ class _PartitionScan:
     base: int  # the start offset the scan began at (a boundary)
     scanned_to: int  # next offset to inspect
     boundaries: list[int]  # offsets (next-to-read) just after each boundary record, ascending
+    sizes: list[int] = field(default_factory=list)  # per boundary: bytes (keys + values) from base to it
+    size: int = 0  # bytes (keys + values) of the records from base to scanned_to
     structure: StreamStructure | None = None  # the stream's structure (cdc.stream.stream_structure); None until synced
     last_seq: int | None = None  # highest sequence taken (cdc.stream.sequence: records at or below it are duplicates)
     hole_ok: bool = False  # a record without a sequence since the last one taken: a jump over it is no gap
@@ -161,11 +163,12 @@ class BoundaryScanner:
             end = max([end] + [m.offset() + 1 for m in msgs if m.error() is None])
         return end
 
-    def boundaries(self, partition: int, start: int, enough_at: int | None = None) -> list[int]:
+    def boundaries(self, partition: int, start: int, enough_at: int | None = None,
+                   enough_bytes: int | None = None) -> list[int]:
         """Boundaries after ``start``, scanning toward the end of the partition.
 
-        The scan stops at the end, or once it passed ``enough_at`` with a boundary beyond
-        ``start``, or after SCAN_BUDGET_S with one: a source that writes faster than we scan
+        The scan stops at the end, or once it passed ``enough_at`` (or ``enough_bytes`` of records after
+        ``start``) with a boundary beyond ``start``, or after SCAN_BUDGET_S with one: a source that writes faster than we scan
         must not keep the planner here forever."""
         self._settle()
         scan = self._scans.get(partition)
@@ -173,13 +176,16 @@ class BoundaryScanner:
                                                   and start != scan.scanned_to):
             check_retention(self._client(), self.topic, partition, start)
             scan = self._scans[partition] = _PartitionScan(start, start, [])
-        self._follow(partition, scan, start, enough_at)
+        base = self.size_at(partition, start)
+        self._follow(partition, scan, start, enough_at,
+                     None if enough_bytes is None or base is None else base + enough_bytes)
         i = bisect.bisect_right(scan.boundaries, start)
         del scan.boundaries[:max(0, i - 1)]  # forget boundaries before start, keep memory bounded
+        del scan.sizes[:max(0, i - 1)]
         return [b for b in scan.boundaries if b > start]
 
     def _follow(self, partition: int, scan: _PartitionScan, start: int, enough_at: int | None,
-                c: Any = None) -> None:
+                enough_size: int | None = None, c: Any = None) -> None:
         from confluent_kafka import KafkaError, TopicPartition
 
         ahead = c is not None  # called by the scan ahead, with the consumer it may use
@@ -193,6 +199,7 @@ class BoundaryScanner:
             # the last fetch (tansu's is the base offset of its last record batch, which a fetch returns whole:
             # still the end; a live topic never ends, so cut at what we have rather than chase it)
             if have_one and ((enough_at is not None and scan.scanned_to > enough_at)
+                             or (enough_size is not None and scan.size > enough_size)
                              or (not ahead and time.monotonic() - began > SCAN_BUDGET_S)
                              or self._at_high(c, tp, scan.scanned_to)):
                 return
@@ -226,12 +233,19 @@ class BoundaryScanner:
                     continue
                 if off > scan.scanned_to and scan.scanned_to == scan.base:
                     check_retention(c, self.topic, partition, scan.scanned_to)
-                scan.scanned_to = off + 1
-                kind = self._boundary(scan, off, m.key(), m.value(), record_epoch(m.headers()))
-                if kind is not None:
-                    scan.boundaries.append(off + 1)
-                    if kind != "HEARTBEAT":
-                        scan.last_real = off + 1
+                self._take_one(scan, off, m.key(), m.value(), record_epoch(m.headers()))
+
+    def _take_one(self, scan: _PartitionScan, offset: int, key: bytes | None, value: bytes | None,
+                  epoch: int) -> None:
+        """Record ``offset`` scanned: counted, and a boundary after it when :meth:`_boundary` says so."""
+        scan.scanned_to = offset + 1
+        scan.size += (len(key) if key else 0) + (len(value) if value else 0)
+        kind = self._boundary(scan, offset, key, value, epoch)
+        if kind is not None:
+            scan.boundaries.append(offset + 1)
+            scan.sizes.append(scan.size)
+            if kind != "HEARTBEAT":
+                scan.last_real = offset + 1
 
     def _take(self, scan: _PartitionScan, first: int, keys: list[bytes | None], values: list[bytes | None],
               epochs: list[int]) -> None:
@@ -246,13 +260,7 @@ class BoundaryScanner:
                 i = self._take_plain(scan, check.epoch, first, keys, values, epochs, i)
                 if i >= n:
                     break
-            off = first + i
-            scan.scanned_to = off + 1
-            kind = self._boundary(scan, off, keys[i], values[i], epochs[i])
-            if kind is not None:
-                scan.boundaries.append(off + 1)
-                if kind != "HEARTBEAT":
-                    scan.last_real = off + 1
+            self._take_one(scan, first + i, keys[i], values[i], epochs[i])
             i += 1
         scan.scanned_to = first + n
 
@@ -268,8 +276,9 @@ class BoundaryScanner:
         the transaction it was in; :meth:`_boundary` goes on from there, with the structure's state exactly
         what it was after the last record taken (none of these records changes it: an epoch watermark moves
         only on a higher epoch, which this leaves to :meth:`_boundary`)."""
-        n, last, bounds = len(values), scan.last_seq, scan.boundaries
+        n, last, bounds, sizes = len(values), scan.last_seq, scan.boundaries, scan.sizes
         taken, begin, txid, tx_epoch, rows = i, -1, None, 0, 0
+        size = taken_size = scan.size  # bytes through the record before i; through the last record taken
         head, loads = JSON_HEAD.match, orjson.loads
         while i < n:
             v, e = values[i], epochs[i]
@@ -277,10 +286,12 @@ class BoundaryScanner:
             if m is None or int(m.group(1)) != last + 1:
                 break
             k = keys[i]
+            size += len(v)  # counted from here on (a record not taken is not counted: see taken_size)
             if k is not None:  # a data record of the open transaction
                 if begin < 0 or e != tx_epoch or b'"key":' not in k:
                     break
                 rows += 1
+                size += len(k)
             else:
                 try:
                     d = loads(v)
@@ -296,21 +307,23 @@ class BoundaryScanner:
                     if begin < 0 or e != tx_epoch or d.get("id") != txid or not rows or type(count) is not int \
                             or count != rows:
                         break
-                    begin, taken = -1, i + 1
+                    begin, taken, taken_size = -1, i + 1, size
                     bounds.append(first + taken)
+                    sizes.append(size)
                     scan.last_real = first + taken
                     scan.last_seq = last + 1
                 elif status == HEARTBEAT:
                     if begin >= 0 or type(e) is not int or (e and e != epoch):
                         break
-                    taken = i + 1
+                    taken, taken_size = i + 1, size
                     bounds.append(first + taken)
+                    sizes.append(size)
                     scan.last_seq = last + 1
                 else:
                     break
             last += 1
             i += 1
-        scan.scanned_to = first + taken
+        scan.scanned_to, scan.size = first + taken, taken_size
         return taken
 
     @staticmethod
@@ -379,7 +392,7 @@ class BoundaryScanner:
         scan.broken_at = offset + 1
         return "BROKEN"
 
-    def scan_ahead(self, ends: dict[int, int], records: int) -> None:
+    def scan_ahead(self, ends: dict[int, int], records: int, max_bytes: int | None = None) -> None:
         """Go on scanning past ``ends`` (per partition whose last cut left a backlog) in the background,
         ``records`` records deep, while the micro-batch up to there is read and applied: the next ``cut``
         finds its boundaries scanned already.
@@ -397,8 +410,10 @@ class BoundaryScanner:
                 for p, scan, e in todo:
                     if self._ahead_stop.is_set():
                         return
-                    if scan.scanned_to < e + records:
-                        self._follow(p, scan, e, e + records, c)
+                    base = self.size_at(p, e)
+                    enough_size = None if max_bytes is None or base is None else base + max_bytes
+                    if scan.scanned_to < e + records and (enough_size is None or scan.size <= enough_size):
+                        self._follow(p, scan, e, e + records, enough_size, c)
             except BaseException as exc:  # noqa: BLE001 - handed to the next call on the planner's thread
                 self._ahead_error = exc
 
@@ -416,11 +431,14 @@ class BoundaryScanner:
             raise exc
 
     def cut(self, partition: int, start: int, max_records: int | None, not_after: int | None = None,
-            hold_beats_s: float = 0.0) -> int:
+            hold_beats_s: float = 0.0, max_bytes: int | None = None) -> int:
         """The end offset of the next micro-batch of ``partition`` (== start: nothing whole to read, or
-        only heartbeats within ``hold_beats_s`` of the last cut: see the module docstring)."""
+        only heartbeats within ``hold_beats_s`` of the last cut: see the module docstring): the last
+        boundary within ``max_records`` records and ``max_bytes`` bytes (keys and values) of ``start``, or the
+        first boundary when the first transaction alone is larger."""
         enough = start + max_records if max_records is not None else None
-        bounds = [b for b in self.boundaries(partition, start, enough) if not_after is None or b <= not_after]
+        bounds = [b for b in self.boundaries(partition, start, enough, max_bytes)
+                  if not_after is None or b <= not_after]
         if not bounds:
             return start
         if len(bounds) > 1 and bounds[-1] == self._scans[partition].broken_at:
@@ -430,11 +448,29 @@ class BoundaryScanner:
                 and now - self._cut_at.get(partition, -hold_beats_s) < hold_beats_s:
             return start
         self._cut_at[partition] = now
-        if max_records is None:
+        if max_records is None and max_bytes is None:
             return bounds[-1]
-        i = bisect.bisect_right(bounds, start + max_records)
+        i = bisect.bisect_right(bounds, start + max_records) if max_records is not None else len(bounds)
+        base = self.size_at(partition, start) if max_bytes is not None else None
+        if base is not None:
+            scan = self._scans[partition]
+            j = bisect.bisect_left(scan.boundaries, bounds[0])
+            i = min(i, bisect.bisect_right(scan.sizes, base + max_bytes, j, j + len(bounds)) - j)
         self._backlog[partition] = i < len(bounds)  # whole transactions left beyond this batch's limit
         return bounds[i - 1] if i > 0 else bounds[0]
+
+    def size_at(self, partition: int, offset: int) -> int | None:
+        """Bytes (keys and values) of the records the scan of ``partition`` passed from its base to ``offset``:
+        known at the base, at a boundary it still holds and where it stands; else None."""
+        scan = self._scans.get(partition)
+        if scan is None:
+            return None
+        if offset == scan.scanned_to:
+            return scan.size
+        if offset == scan.base:
+            return 0
+        i = bisect.bisect_left(scan.boundaries, offset)
+        return scan.sizes[i] if i < len(scan.boundaries) and scan.boundaries[i] == offset else None
 
     def seen_to(self) -> dict[int, int]:
         """Per partition scanned: the offset after the last record the scan has seen (the stream head as far
@@ -463,13 +499,16 @@ class RangePartition:
 
 
 def split_range(kafka: str | KafkaConnection, topic: str, partition: int, start: int, end: int, encoding: str,
-                per_split: int) -> list[RangePartition]:
-    """[start, end) as the fewest input partitions of at most ``per_split`` records, of equal size (within one
-    record): a batch a little over ``per_split`` becomes two halves read in parallel, not a full partition and
-    a sliver (one task reading alone while the other core waits)."""
+                per_split: int, size: int | None = None, per_split_bytes: int | None = None) -> list[RangePartition]:
+    """[start, end) as the fewest input partitions of at most ``per_split`` records (and, given the range's
+    ``size`` in bytes, of about ``per_split_bytes`` bytes at most), of equal size (within one record): a batch a
+    little over ``per_split`` becomes two halves read in parallel, not a full partition and a sliver (one task
+    reading alone while the other core waits)."""
     if end <= start:
         return []
     parts = -(-(end - start) // max(1, per_split))
+    if size and per_split_bytes:
+        parts = min(end - start, max(parts, -(-size // max(1, per_split_bytes))))
     bounds = [start + (end - start) * i // parts for i in range(parts + 1)]
     return [RangePartition(kafka, topic, partition, a, b, encoding) for a, b in itertools.pairwise(bounds)]
 

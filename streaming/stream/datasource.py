@@ -17,9 +17,14 @@ Options (``spark.readStream.format("cdc-stream").option(...)``):
     max_records_per_batch   admission control: records per micro-batch (a
                         transaction is never split, so one bigger than this
                         makes a batch of its own); default 100000
+    max_bytes_per_batch admission control: bytes of records (keys and values
+                        as the broker holds them) per micro-batch, as above;
+                        default none (records only)
     records_per_partition   a batch range is split into the fewest input
                         partitions of at most this many records, of equal size
                         (read in parallel); default 50000
+    bytes_per_partition ... and of at most about this many bytes (where the
+                        scan knows the range's bytes); default none
     startingOffsets     "earliest" (default) or an offset JSON (see offsets.py)
     freshness_interval_s    an idle stream (only HEARTBEATs since the last
                         batch) makes a batch at most this often (default 0:
@@ -92,6 +97,8 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.encoding = options.get("encoding", "json")
         self.max_records = int(options.get("max_records_per_batch", 100_000))
         self.per_split = int(options.get("records_per_partition", 50_000))
+        self.max_bytes = int(options["max_bytes_per_batch"]) if options.get("max_bytes_per_batch") else None
+        self.bytes_per_split = int(options["bytes_per_partition"]) if options.get("bytes_per_partition") else None
         self.starting = options.get("startingOffsets", "earliest")
         self.stream_id = options.get("stream_id") or None
         self.freshness_s = float(options.get("freshness_interval_s", 0))
@@ -139,9 +146,10 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for p, o in begin.next:
             not_after = self._until.get(p) if self._until is not None else None
             # AvailableNow runs to a fixed end: nothing held back there
-            end[p] = self.scanner.cut(p, o, per_part, not_after, self.freshness_s if self._until is None else 0.0)
+            end[p] = self.scanner.cut(p, o, per_part, not_after, self.freshness_s if self._until is None else 0.0,
+                                      self.max_bytes if per_part is not None else None)
         if self._until is None:  # scan on while Spark runs this batch (AvailableNow knows where it stops)
-            self.scanner.scan_ahead(end, per_part or self.max_records)
+            self.scanner.scan_ahead(end, per_part or self.max_records, self.max_bytes)
         return StreamOffset.of(self.topic, end, self.stream_id).to_json()
 
     def _check_topic_id(self) -> None:
@@ -189,8 +197,12 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         out: list[InputPartition] = []
         for p, e in b.next:
             s = a.get(p) or 0
+            size = None  # the range's bytes, where this planner's scan passed it
+            if self._scanner is not None and self.bytes_per_split:
+                first, last = self._scanner.size_at(p, s), self._scanner.size_at(p, e)
+                size = last - first if first is not None and last is not None else None
             out.extend(_Partition(r) for r in split_range(self.kafka, self.topic, p, s, e, self.encoding,
-                                                          self.per_split))
+                                                          self.per_split, size, self.bytes_per_split))
         return out
 
     def read(self, partition: InputPartition) -> Iterator[Any]:

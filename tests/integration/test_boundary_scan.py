@@ -73,3 +73,47 @@ def test_a_failure_of_the_scan_ahead_reaches_the_next_call(broker):
             s.cut(0, end, 50)
     finally:
         s.close()
+
+
+def test_cuts_hold_the_bytes_limit_and_a_larger_transaction_comes_alone(broker):
+    b = StreamBuilder()
+    b.schema("db.t", [("id", "int"), ("pad", "text")], ["id"])
+    sizes = [1, 3, 1, 40, 2, 1, 1, 5, 1, 1] * 6  # rows per transaction; the 40-row one is over the limit alone
+    n = 0
+    for rows in sizes:
+        b.tx(*[("c", "db.t", None, {"id": n + j, "pad": "x" * 300}) for j in range(rows)])
+        n += rows
+    topic = f"scan-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic)
+    enc = b.encoded()
+    produce(broker.bootstrap, topic, enc)
+    ends = [i + 1 for i, (_k, v) in enumerate(enc) if b'"status":"END"' in v]
+    at_bytes = [0]
+    for k, v in enc:
+        at_bytes.append(at_bytes[-1] + len(k or b"") + len(v))
+    limit = 4000  # about ten 300-byte rows
+    for ahead in (False, True):
+        s = BoundaryScanner(broker.bootstrap, topic, "json")
+        try:
+            cuts, at = [], 0
+            while at < ends[-1]:
+                end = s.cut(0, at, 10_000, max_bytes=limit)
+                assert end > at, f"no progress at offset {at}"
+                assert end in ends, "a cut inside a transaction"
+                assert s.size_at(0, end) == at_bytes[end], "the scan counted other bytes than the records hold"
+                nxt = min((e for e in ends if e > end), default=None)
+                if at_bytes[end] - at_bytes[at] > limit:  # over the limit: only a transaction alone
+                    assert [e for e in ends if at < e <= end] == [end], (at, end)
+                elif nxt is not None:  # within it, and the next transaction would not have fitted
+                    assert at_bytes[nxt] - at_bytes[at] > limit, (at, end, nxt)
+                cuts.append(end)
+                if ahead:
+                    s.scan_ahead({0: end}, 10_000, limit)
+                at = end
+        finally:
+            s.close()
+        assert cuts[-1] == ends[-1]
+        assert any(at_bytes[e] - at_bytes[a] > limit for a, e in zip([0] + cuts, cuts)), "no batch held the big one"
+        if ahead:
+            assert cuts == plain, "the scan ahead changed the cuts"
+        plain = cuts

@@ -117,3 +117,11 @@ def test_a_partition_eof_event_in_a_fetch_is_skipped(monkeypatch):
 
     fetches = [[10, 11, (12, KafkaError(KafkaError._PARTITION_EOF))], range(12, 20)]
     assert _read(monkeypatch, fetches, 10, 20) == _want(10, 20)
+
+
+def test_a_range_over_the_bytes_per_split_is_read_in_more_parts():
+    parts = split_range("k:9092", "t", 0, 0, 1000, "json", 5000, size=64 << 20, per_split_bytes=16 << 20)
+    assert [(p.start, p.end) for p in parts] == [(0, 250), (250, 500), (500, 750), (750, 1000)]
+    assert len(split_range("k:9092", "t", 0, 0, 1000, "json", 5000, size=1 << 20, per_split_bytes=16 << 20)) == 1
+    assert len(split_range("k:9092", "t", 0, 0, 1000, "json", 5000, size=None, per_split_bytes=16 << 20)) == 1
+    assert len(split_range("k:9092", "t", 0, 0, 3, "json", 5000, size=1 << 30, per_split_bytes=1)) == 3  # one each

@@ -30,19 +30,15 @@ def _state(scan: _PartitionScan) -> tuple:
     s = scan.structure
     check = None if s is None else (s.in_transaction, s.open_txid, s.open_offset, s.open_sequence, s.epoch,
                                     None if s.broken is None else str(s.broken))
-    return (scan.scanned_to, scan.boundaries, scan.last_seq, scan.hole_ok, scan.broken_at, scan.last_real, check)
+    return (scan.scanned_to, scan.boundaries, scan.sizes, scan.size, scan.last_seq, scan.hole_ok, scan.broken_at,
+            scan.last_real, check)
 
 
 def _one_by_one(wire: list[Wire]) -> tuple:
     s = BoundaryScanner("127.0.0.1:9", "t", "json")
     scan = _PartitionScan(0, 0, [])
     for off, (k, v, e) in enumerate(wire):
-        scan.scanned_to = off + 1
-        kind = s._boundary(scan, off, k, v, e)
-        if kind is not None:
-            scan.boundaries.append(off + 1)
-            if kind != "HEARTBEAT":
-                scan.last_real = off + 1
+        s._take_one(scan, off, k, v, e)
     return _state(scan)
 
 
@@ -155,4 +151,5 @@ def test_one_row_transactions_are_taken_whole_by_the_run_path():
     s._boundary = lambda *a: calls.append(a[1]) or record(*a)
     s._take(scan, 0, [k for k, _, _ in wire], [v for _, v, _ in wire], [e for _, _, e in wire])
     assert scan.boundaries == [1, 5, 8, 11] and scan.last_seq == 11
+    assert scan.sizes == [sum(len(k or b"") + len(v) for k, v, _ in wire[:b]) for b in scan.boundaries]
     assert calls == [0, 1, 2, 3, 4]  # the heartbeat syncs the structure; the SCHEMA's transaction goes one by one
