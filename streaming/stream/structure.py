@@ -178,6 +178,7 @@ def _plain_whole(batch: Batch, stops: Any, runs: dict[int, dict[str, int]], epoc
     never decreasing across them. False when any of that does not hold, or the batch holds anything else: the
     record-by-record check then decides (and names the record). Never False for True: only a shortcut."""
     import numpy as np
+    import pyarrow.compute as pc
 
     marks = plain_markers(batch, stops)
     if marks is None:
@@ -196,7 +197,8 @@ def _plain_whole(batch: Batch, stops: Any, runs: dict[int, dict[str, int]], epoc
     b_of_e = begins[:len(ends)]  # the BEGIN of each END (they take turns)
     table = batch.table
     txids = table.column("txid")
-    if txids.take(b_of_e).to_pylist() != txids.take(ends).to_pylist() or None in txids.take(ends).to_pylist():
+    end_txids = txids.take(ends)
+    if end_txids.null_count or not pc.all(pc.fill_null(pc.equal(txids.take(b_of_e), end_txids), False)).as_py():
         return False
     epochs = table.column("epoch").take(stops)
     if epochs.null_count not in (0, len(stops)):
@@ -217,12 +219,24 @@ def _plain_whole(batch: Batch, stops: Any, runs: dict[int, dict[str, int]], epoc
     from cdc.stream.stream_structure import _collections
 
     run_at = np.searchsorted(stops, ends).tolist()  # the data run closed by each END
-    for meta, run in zip(orjson.loads("[" + ",".join(metas) + "]"), run_at):
-        counted = runs.get(run, {})
-        said = meta.get("event_count") if isinstance(meta, dict) else None
+    empty: dict[str, int] = {}
+    loads = orjson.loads  # one document at a time: a third of the time of one array of them (measured)
+    for meta, run in zip([loads(m) for m in metas], run_at):
+        if type(meta) is not dict:
+            return False
+        counted = runs.get(run, empty)
+        said, collections = meta.get("event_count"), meta.get("data_collections")
+        if len(counted) == 1 and type(collections) is list and len(collections) == 1:
+            # the usual transaction, of one table: its count and its one data collection, compared directly
+            (name, k), = counted.items()
+            one = collections[0]
+            if type(said) is not int or said != k or type(one) is not dict or one.get("data_collection") != name \
+                    or type(one.get("event_count")) is not int or one["event_count"] != k:
+                return False
+            continue
         if type(said) is not int or said != sum(counted.values()):
             return False
-        if _collections(meta.get("data_collections")) != {t: k for t, k in counted.items() if k}:
+        if _collections(collections) != {t: k for t, k in counted.items() if k}:
             return False
     return True
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -89,3 +90,25 @@ def _parts(batch: Batch):
         runs.setdefault(r, {})
         runs[r][names[c]] = runs[r].get(names[c], 0) + 1
     return batch, stops, runs
+
+
+@pytest.mark.parametrize("end", [
+    {"event_count": 2},  # the count, not the data collection
+    {"data_collections": [{"data_collection": "db.a", "event_count": 2}]},  # the data collection, not the count
+    {"data_collections": [{"data_collection": "db.b", "event_count": 1}]},  # another table
+    {"data_collections": [{"data_collection": "db.a", "event_count": True}]},
+    {"event_count": True},
+    {"data_collections": [{"data_collection": "db.a", "event_count": 1}, {"data_collection": "db.a",
+                                                                          "event_count": 1}]},
+    {"data_collections": ["db.a"]},
+])
+def test_a_one_table_transaction_whose_end_says_otherwise_is_not_plain(monkeypatch, end):
+    from tests.unit.cdc.stream.structure_streams import write
+
+    recs = renumber(write([("tx", [("c", "db.a", 1, 1)]), ("tx", [("u", "db.a", 1, 2)])], 1, "A", {"db.a"}))
+    good = _batch(recs, None)
+    assert structure._plain_whole(*_parts(good), 0)
+    bad = [(k, {**v, **end}) if v.get("status") == envelope.END and v["id"] == "A-1" else (k, v) for k, v in recs]
+    assert not structure._plain_whole(*_parts(_batch(bad, None)), 0)
+    fast, slow = _both(_batch(bad, None), None, 0, monkeypatch)
+    assert fast == slow and fast is not None and fast[0] == 3  # the second transaction, from its BEGIN
