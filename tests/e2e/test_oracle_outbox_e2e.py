@@ -1,8 +1,9 @@
 """The outbox router of an Oracle source in the daemon (`cdc run`), through a kill -9 and a restart.
 
-No Oracle server runs here: the source is the LogMiner simulator, whose redo reaches the standby a few SCNs at a
-time (``head_step``), so the daemon is mid-stream when it is killed. Table T0 plays the outbox table as in
-tests/integration/test_oracle_outbox.py (AMOUNT the aggregate type, ID the event id and key, NAME the payload).
+No Oracle server runs here: the source is the LogMiner simulator, whose redo reaches the standby two SCNs per
+poll (``head_step``: the whole redo over a few seconds, polled every 50 ms by the test), so the daemon is
+mid-stream when it is killed. Table T0 plays the outbox table as in tests/integration/test_oracle_outbox.py
+(AMOUNT the aggregate type, ID the event id and key, NAME the payload).
 Afterwards each outbox topic holds each event of the model once, in commit order."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from tests.unit.readers.oracle.helpers import expected
 pytestmark = [pytest.mark.oracle, pytest.mark.kafka, pytest.mark.slow]
 
 OPTS = ("seed=47,transactions=300,lanes=4,threads=2,log_scns=60,rows_max=6,rollback_rate=0.1,"
-        "partial_rollback_rate=0.2,csf_rate=0.05,tables=3,head_step=8")
+        "partial_rollback_rate=0.2,csf_rate=0.05,tables=3,head_step=2")
 
 
 def test_oracle_outbox_topics_hold_each_event_once_in_order_through_kill9(tmp_path, broker, topic_prefix):
@@ -42,7 +43,7 @@ def test_oracle_outbox_topics_hold_each_event_once_in_order_through_kill9(tmp_pa
 
     daemon = Daemon(config, tmp_path / "first.log").start()
     try:
-        wait_for(lambda: routed() >= len(events) // 3, 120, "a third of the events routed", interval=0.5,
+        wait_for(lambda: routed() >= len(events) // 3, 120, "a third of the events routed", interval=0.05,
                  daemon=daemon)
         assert routed() < len(events), "the first run routed everything before the kill: nothing to prove"
         daemon.kill9()
