@@ -284,8 +284,10 @@ class InitialSnapshot:
                     if not last:  # read ahead: the server reads the next chunk while this one is published
                         pending = reader.send(reader.key_of(read[-1]), self.chunk_rows)
                     rows = rolled_back(read, reader.key, images, used)
-                    if last:  # rows the window deleted: at the stream's state they exist, the read no longer sees
-                        rows += unseen(reader.key, images, used, resumed_after)
+                    if images:  # rows the window deleted: at the stream's state they exist, the read no longer sees
+                        # them; each goes out with the chunk whose key range holds it (the last chunk: all the rest)
+                        rows += unseen(reader.key, images, used, after,
+                                       None if last or not read else reader.key_of(read[-1]))
                     if not rows and not replace:
                         if not last and read:  # every row of this chunk was rolled back out of it: read on
                             after = reader.key_of(read[-1])

@@ -15,9 +15,9 @@ The read sits somewhere in the window (LOW, HIGH]. :func:`window_images` reads t
 (a second, short-lived reader of the same source, the same decoding) and keeps, per captured table and
 key, the row as it was at LOW: the BEFORE image of the key's first change in the window, or None when
 that change created the key. The snapshot puts those rows in place of what its read saw for the same keys
-(a row the read no longer sees goes out with the table's last chunk), so every snapshot row is exactly
-the row the first streamed change of its key starts from: nothing lost, nothing applied twice, and the
-stream continues from LOW with no seam.
+(a row the read no longer sees goes out with the chunk whose key range holds it), so every snapshot row is
+exactly the row the first streamed change of its key starts from: nothing lost, nothing applied twice, and
+the stream continues from LOW with no seam.
 
 The same roll-back makes a restart in the middle of a snapshot exact: the rest is read in a new
 consistent read, whose window then runs from the ORIGINAL low watermark (still the stream's state) to
@@ -139,17 +139,25 @@ def rolled_back(rows: list[dict[str, Any]], key: list[str], images: dict[tuple, 
     return out
 
 
-def unseen(key: list[str], images: dict[tuple, dict | None], used: set[tuple], after: list | None) -> list[dict]:
+def unseen(key: list[str], images: dict[tuple, dict | None], used: set[tuple], after: list | None,
+           upto: list | None = None) -> list[dict]:
     """Rows that existed at LOW and that the read no longer saw (deleted in the window), keys above ``after``
-    (the key a restart resumed after; None: all), in key order where the keys order (else as found)."""
+    (the key a restart resumed after, or the key the chunk's range starts after; None: all) and, given
+    ``upto`` (the chunk's last key), at or below it; in key order where the keys order (else as found). The
+    keys returned are added to ``used``: each such row goes out once.
+
+    A chunk takes the deleted rows of its own key range (``upto``), so a restart after it (which reads on
+    above its last key, and takes deleted rows above it only) has each of them in the stream once. Keys that
+    do not order in Python go out with the table's last chunk (``upto`` None) only."""
     rows = [(k, r) for k, r in images.items() if r is not None and k not in used]
-    if after is not None:
-        try:
-            rows = [(k, r) for k, r in rows if k > tuple(after)]
-        except TypeError:  # keys that do not order in Python: keep all (an upsert of the row at LOW again)
-            pass
     try:
+        if after is not None:
+            rows = [(k, r) for k, r in rows if k > tuple(after)]
+        if upto is not None:
+            rows = [(k, r) for k, r in rows if k <= tuple(upto)]
         rows.sort(key=lambda kr: kr[0])
-    except TypeError:
-        pass
+    except TypeError:  # keys that do not order in Python: all of them, with the table's last chunk
+        if upto is not None:
+            return []
+    used.update(k for k, _ in rows)
     return [r for _, r in rows]
