@@ -168,17 +168,15 @@ class BoundaryScanner:
         """Boundaries after ``start``, scanning toward the end of the partition.
 
         The scan stops at the end, or once it passed ``enough_at`` (or ``enough_bytes`` of records after
-        ``start``) with a boundary beyond ``start``, or after SCAN_BUDGET_S with one: a source that writes faster than we scan
-        must not keep the planner here forever."""
+        ``start``) with a boundary beyond ``start``, or after SCAN_BUDGET_S with one: a source that writes
+        faster than we scan must not keep the planner here forever."""
         self._settle()
         scan = self._scans.get(partition)
         if scan is None or start < scan.base or (start > scan.base and start not in scan.boundaries
                                                   and start != scan.scanned_to):
             check_retention(self._client(), self.topic, partition, start)
             scan = self._scans[partition] = _PartitionScan(start, start, [])
-        base = self.size_at(partition, start)
-        self._follow(partition, scan, start, enough_at,
-                     None if enough_bytes is None or base is None else base + enough_bytes)
+        self._follow(partition, scan, start, enough_at, self._size_limit(partition, start, enough_bytes))
         i = bisect.bisect_right(scan.boundaries, start)
         del scan.boundaries[:max(0, i - 1)]  # forget boundaries before start, keep memory bounded
         del scan.sizes[:max(0, i - 1)]
@@ -262,7 +260,6 @@ class BoundaryScanner:
                     break
             self._take_one(scan, first + i, keys[i], values[i], epochs[i])
             i += 1
-        scan.scanned_to = first + n
 
     @staticmethod
     def _take_plain(scan: _PartitionScan, epoch: int, first: int, keys: list[bytes | None],
@@ -410,8 +407,7 @@ class BoundaryScanner:
                 for p, scan, e in todo:
                     if self._ahead_stop.is_set():
                         return
-                    base = self.size_at(p, e)
-                    enough_size = None if max_bytes is None or base is None else base + max_bytes
+                    enough_size = self._size_limit(p, e, max_bytes)
                     if scan.scanned_to < e + records and (enough_size is None or scan.size <= enough_size):
                         self._follow(p, scan, e, e + records, enough_size, c)
             except BaseException as exc:  # noqa: BLE001 - handed to the next call on the planner's thread
@@ -451,11 +447,11 @@ class BoundaryScanner:
         if max_records is None and max_bytes is None:
             return bounds[-1]
         i = bisect.bisect_right(bounds, start + max_records) if max_records is not None else len(bounds)
-        base = self.size_at(partition, start) if max_bytes is not None else None
-        if base is not None:
+        limit = self._size_limit(partition, start, max_bytes)
+        if limit is not None:
             scan = self._scans[partition]
             j = bisect.bisect_left(scan.boundaries, bounds[0])
-            i = min(i, bisect.bisect_right(scan.sizes, base + max_bytes, j, j + len(bounds)) - j)
+            i = min(i, bisect.bisect_right(scan.sizes, limit, j, j + len(bounds)) - j)
         self._backlog[partition] = i < len(bounds)  # whole transactions left beyond this batch's limit
         return bounds[i - 1] if i > 0 else bounds[0]
 
@@ -471,6 +467,12 @@ class BoundaryScanner:
             return 0
         i = bisect.bisect_left(scan.boundaries, offset)
         return scan.sizes[i] if i < len(scan.boundaries) and scan.boundaries[i] == offset else None
+
+    def _size_limit(self, partition: int, start: int, max_bytes: int | None) -> int | None:
+        """The scan's byte count (:meth:`size_at`) that ``max_bytes`` after ``start`` reaches; None: no limit
+        (none given, or the bytes before ``start`` are not known)."""
+        base = self.size_at(partition, start) if max_bytes is not None else None
+        return None if base is None else base + max_bytes
 
     def seen_to(self) -> dict[int, int]:
         """Per partition scanned: the offset after the last record the scan has seen (the stream head as far

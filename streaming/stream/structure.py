@@ -220,7 +220,7 @@ def _plain_whole(batch: Batch, stops: Any, runs: dict[int, dict[str, int]], epoc
 
     run_at = np.searchsorted(stops, ends).tolist()  # the data run closed by each END
     empty: dict[str, int] = {}
-    loads = orjson.loads  # one document at a time: a third of the time of one array of them (measured)
+    loads = orjson.loads
     for meta, run in zip([loads(m) for m in metas], run_at):
         if type(meta) is not dict:
             return False
