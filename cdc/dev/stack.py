@@ -53,6 +53,7 @@ class DevStack:
         self.broker = Broker(log_dir=self.dir / "broker", die_with_parent=keep) if "broker" in want else None
         self.postgres = Postgres(self.dir / "postgres", die_with_parent=keep) if "postgres" in want else None
         self.metrics_port = free_port()
+        self.apply_metrics_port = free_port()  # not metrics_port + 1: another process may hold that one
 
     @property
     def services(self) -> dict[str, Any]:
@@ -131,7 +132,7 @@ class DevStack:
                 {"name": "postgres", "kind": "postgres", "dsn": self.postgres.dsn},
             ],
             "apply": [{"source": source, "target": "duckdb", "checkpoint_dir": str(self.dir / "spark-checkpoint")}],
-            "metrics": {"host": "127.0.0.1", "port": self.metrics_port},
+            "metrics": {"host": "127.0.0.1", "port": self.metrics_port, "apply_port": self.apply_metrics_port},
             "spill_dir": str(self.dir / "spill"),
         }
 
