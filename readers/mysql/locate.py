@@ -15,8 +15,12 @@ BINLOG MONITOR) and on MySQL 8.0+/9.x alike (GTIDs ``uuid:N`` and tagged
 CLIENT). A transaction ends at the last event before the next GTID event
 (Xid, COMMIT query or the DDL itself); a compressed MySQL transaction
 (``Transaction_payload``) lists its events at the payload's end offset, which
-is where it ends. The ``Rotate`` / ``Stop`` event that closes a file is not
-part of its last transaction: that transaction ends before it. Exit 1 with
+is where it ends. The file's header ends with its ``Gtid_list`` /
+``Previous_gtids`` event: any offset from there on holds that state. Events
+that belong to no transaction never extend one: the ``Rotate`` / ``Stop``
+that closes a file, and MariaDB's ``Binlog_checkpoint``, which the server
+writes into a new file when it gets to it, after a transaction that may
+already be there. Exit 1 with
 a message when the state is not found on ``--to`` (it lacks transactions:
 divergence, or its binlogs are purged).
 """
@@ -38,7 +42,7 @@ from readers.mysql.position import GtidSet
 
 _MARIA_GTID = re.compile(r"GTID (\d+-\d+-\d+)")
 _MYSQL_GTID = re.compile(r"GTID_NEXT\s*=\s*'([^']+)'")
-_FILE_END = ("Rotate", "Stop")  # close a binlog file after its last transaction
+_OUTSIDE = ("Rotate", "Stop", "Binlog_checkpoint")  # part of no transaction: never extend one
 
 
 def _gtid_of(info: str) -> str | None:
@@ -57,6 +61,8 @@ def walk(cur: Any, file: str) -> Iterator[tuple[GtidSet, int]]:
         etype = str(etype)
         if etype in ("Gtid_list", "Previous_gtids"):
             state = GtidSet.parse(str(info).strip("[]").replace(",\n", ",") or "")
+            header_done = True
+            yield state, int(end)
         elif etype == "Gtid" or etype.lower().startswith("gtid_tagged"):  # MySQL 8.3+ tagged GTID (uuid:tag:N)
             if not header_done:
                 header_done = True
@@ -65,7 +71,7 @@ def walk(cur: Any, file: str) -> Iterator[tuple[GtidSet, int]]:
                 state = state.add(gtid)
                 yield state, last_end
             gtid = _gtid_of(str(info))
-        if etype not in _FILE_END:
+        if etype not in _OUTSIDE:
             last_end = int(end)
     if gtid is not None:
         state = state.add(gtid)
