@@ -51,6 +51,7 @@ from typing import Any
 
 import orjson
 import pymysql
+from pymysql.constants import CR
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
     GtidEvent,
@@ -204,13 +205,24 @@ class _Guarded(SharedTlsConnection):
             return None
         if self._pending:
             return self._pending.pop()
+        read = self._rfile.read  # pymysql's _read_bytes without its call: its errors are _lost()'s
         try:
-            header = self._read_bytes(4)
-            n = header[0] | header[1] << 8 | header[2] << 16
-            if header[3] != self._next_seq_id or n >= 0xFFFFFF:  # pymysql's own read raises or joins the parts
-                return self._read_rest(header, n)
-            self._next_seq_id = (self._next_seq_id + 1) % 256
-            data = self._read_bytes(n)
+            try:
+                header = read(4)
+                if len(header) < 4:
+                    raise self._lost(None)
+                n = header[0] | header[1] << 8 | header[2] << 16
+                if header[3] != self._next_seq_id or n >= 0xFFFFFF:  # pymysql's own read raises or joins the parts
+                    return self._read_rest(header, n)
+                self._next_seq_id = (self._next_seq_id + 1) % 256
+                data = read(n)
+            except OSError as exc:
+                raise self._lost(exc) from exc
+            except BaseException:
+                self._force_close()
+                raise
+            if len(data) < n:
+                raise self._lost(None)
             if data[0] == 0xFF:  # an error packet: raised as pymysql raises it
                 self._raise_packet(data)
         except (pymysql.err.OperationalError, pymysql.err.InternalError) as exc:
@@ -222,6 +234,13 @@ class _Guarded(SharedTlsConnection):
             return data
         self._pending = self._inflater.packets(data)[::-1]
         return self._pending.pop()
+
+    def _lost(self, exc: OSError | None) -> pymysql.err.OperationalError:
+        """What pymysql's ``_read_bytes`` raises when the socket fails (``exc``) or ends early (None), the
+        connection closed."""
+        self._force_close()
+        detail = f" ({exc})" if exc is not None else ""
+        return pymysql.err.OperationalError(CR.CR_SERVER_LOST, f"Lost connection to MySQL server during query{detail}")
 
     def _read_rest(self, header: bytes, n: int) -> bytes:
         """pymysql's _read_packet after its first header was read: a wrong sequence number raises as it does,

@@ -83,3 +83,43 @@ def test_next_data_leaves_a_handed_back_packet_to_read_packet():
     assert c.next_data() is None
     c._current_timeout = 30
     assert c.next_data() == EVENTS[0]
+
+
+class _FailingRaw(io.RawIOBase):
+    """A socket's bytes, then the socket fails (a read timeout, a reset)."""
+
+    def __init__(self, data: bytes, error: OSError) -> None:
+        self.data, self.error = data, error
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if not self.data:
+            raise self.error
+        n = min(len(b), len(self.data))
+        b[:n] = self.data[:n]
+        self.data = self.data[n:]
+        return n
+
+
+@pytest.mark.parametrize("error", [TimeoutError("timed out"), ConnectionResetError(104, "reset by peer")])
+@pytest.mark.parametrize("cut", [0, 2, 10])
+def test_a_socket_error_is_the_same_error_either_way(error, cut):
+    stream = _packet(EVENTS[0], 1) + _packet(EVENTS[1], 2)[:cut]
+    outcomes = []
+    for fast in (True, False):
+        c = _conn(b"")
+        c._rfile = io.BufferedReader(_FailingRaw(stream, error), buffer_size=8)
+        closed = []
+        c._force_close = lambda closed=closed: closed.append(True)
+        got = []
+        for _ in range(2):
+            try:
+                got.append(c.next_data() if fast else c._read_packet()._data)
+            except Exception as exc:  # noqa: BLE001 - the error is what is compared
+                got.append((type(exc), str(exc)))
+                break
+        outcomes.append((got, c._next_seq_id, bool(closed)))
+    assert outcomes[0] == outcomes[1]
+    assert isinstance(outcomes[0][0][-1], tuple) and outcomes[0][2]  # raised, and the connection was closed
