@@ -29,6 +29,10 @@ uses; every other event goes to the library unchanged, as the same packet:
   layout reads, a column count that does not fit one byte or differs from the table's, or bytes that do not
   add up: the library's path, as before.
 
+The C step readers/mysql/binlog/_events_native.c makes :meth:`FastStream.decoded`'s decisions first, condition for
+condition, and builds the same objects; where it declines (None), ``decoded`` decides (and where that is None, the
+library): tests/unit/readers/mysql/binlog/test_events_native.py holds the two together equal to ``decoded`` alone.
+
 Fail closed: a packet that is not an OK binlog packet, shorter than its kind needs, or of any kind or flag
 not named above goes to the library (and from there to the reader's rule for events it does not decode,
 readers/mysql/binlog/binlog_events.py). Nothing is dropped here. A stream with an end position or start timestamp,
@@ -213,6 +217,26 @@ def decode(data: bytes, mariadb: bool, checksum: bool, query_post_header: int) -
     return None
 
 
+def _load_native() -> Any:
+    """readers/mysql/binlog/_events_native.c set up with this module's classes; None when it is not built (or the
+    native rows pass is not): fetchone then decodes in Python alone."""
+    try:
+        from readers.mysql.binlog import _events_native  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    if native_rows._rows_native is None:
+        return None
+    _events_native.setup({"FastGtid": FastGtid, "FastXid": FastXid, "FastBegin": FastBegin,
+                          "FastTableMap": FastTableMap, "FastPacket": FastPacket, "rows": _ROWS,
+                          "decode": native_rows._rows_native.decode, "ConvertedRow": ConvertedRow,
+                          "ShapedRow": native_rows.ShapedRow, "RowsEvent": RowsEvent,
+                          "fetch_rows": native_rows.fetch_rows, "TableMapEvent": TableMapEvent, "cached_init": _CACHED})
+    return _events_native
+
+
+_native = _load_native()
+
+
 class FastStream(BinLogStreamReader):
     """``BinLogStreamReader`` whose ``fetchone`` decodes the per-transaction events itself (module docstring).
 
@@ -257,40 +281,63 @@ class FastStream(BinLogStreamReader):
             data = pkt._data
         else:
             pkt = None  # a packet object only for an event handed back to the library
+        ev = _native.event(self, data) if _native is not None else None  # the same decisions in C
+        if ev is None:
+            ev = self.decoded(data)
+            if ev is None:  # the library's, as the same packet
+                return self._library_event(MysqlPacket(data, conn.encoding) if pkt is None else pkt, data)
+        return ev
+
+    def decoded(self, data: bytes) -> Any:
+        """What this module decodes from binlog packet ``data`` below the library (the module docstring): a
+        FastTableMap of a TABLE_MAP it has cached, a rows event of fast_rows, a FastGtid, FastXid or FastBegin,
+        with the stream's ``log_pos`` moved to its end; None, with nothing changed, for the library's.
+        readers/mysql/binlog/_events_native.c makes the same decisions (event()), which fetchone asks first."""
+        n = len(data)
+        if n <= 20:
+            return None
+        code = data[5]
         checksum = self._BinLogStreamReader__use_checksum
-        if len(data) > 20 and data[0] == 0 and data[5] == TABLE_MAP_EVENT \
-                and int.from_bytes(data[10:14], "little") == len(data) - 1 and TableMapEvent.__init__ is _CACHED:
-            key = bytes(data[20:len(data) - 4 if checksum else len(data)])
-            known = self._table_maps.get(key)
-            if known is not None:
-                log_pos = int.from_bytes(data[14:18], "little")
-                if log_pos:
-                    self.log_pos = log_pos
-                self.table_map[known[0]] = known[1]
-                return FastTableMap(known[0], known[2], log_pos)
-            pkt = pkt if pkt is not None else MysqlPacket(data, conn.encoding)
-            conn.unread(pkt)
-            ev = self._library_fetchone()
-            if type(ev) is TableMapEvent and ev.packet.packet is pkt and self.table_map.get(ev.table_id) is not None:
-                if len(self._table_maps) >= _TABLE_MAPS_MAX:
-                    self._table_maps.clear()
-                self._table_maps[key] = (ev.table_id, self.table_map[ev.table_id], ev.null_bitmask)
-            return ev
-        fast = None
-        if len(data) > 20 and data[5] in _ROWS and self._fast_rows_ok():
-            rows = fast_rows(data, checksum, self.table_map, self._BinLogStreamReader__post_header_lengths,
+        if code == TABLE_MAP_EVENT:
+            if data[0] != 0 or int.from_bytes(data[10:14], "little") != n - 1 or TableMapEvent.__init__ is not _CACHED:
+                return None
+            known = self._table_maps.get(bytes(data[20:n - 4 if checksum else n]))
+            if known is None:
+                return None
+            log_pos = int.from_bytes(data[14:18], "little")
+            if log_pos:
+                self.log_pos = log_pos
+            self.table_map[known[0]] = known[1]
+            return FastTableMap(known[0], known[2], log_pos)
+        if code in _ROWS:
+            if not self._fast_rows_ok():
+                return None
+            fast = fast_rows(data, checksum, self.table_map, self._BinLogStreamReader__post_header_lengths,
                              self.shapes)
-            if rows is not None:
-                if rows.packet.log_pos:
-                    self.log_pos = rows.packet.log_pos
-                return rows
-        elif len(data) > 20 and data[5] in _DECODED:  # rows events and the rest: straight to the library
+            log_pos = fast.packet.log_pos if fast is not None else 0
+        elif code in _DECODED:
             lengths = self._BinLogStreamReader__post_header_lengths
             fast = decode(data, self.is_mariadb, checksum,
                           lengths[QUERY_EVENT - 1] if lengths and len(lengths) >= QUERY_EVENT else 13)
-        if fast is None:
-            conn.unread(pkt if pkt is not None else MysqlPacket(data, conn.encoding))
-            return self._library_fetchone()
-        if fast.log_pos:
-            self.log_pos = fast.log_pos
+            log_pos = fast.log_pos if fast is not None else 0
+        else:
+            return None
+        if log_pos:
+            self.log_pos = log_pos
         return fast
+
+    def _library_event(self, pkt: Any, data: bytes) -> Any:
+        """The library's event of packet ``pkt`` (``data`` its bytes); a TABLE_MAP it parsed is cached for next time
+        (the Table the library put in the stream's table map, by the event's bytes)."""
+        conn = self._stream_connection
+        conn.unread(pkt)
+        ev = self._library_fetchone()
+        n = len(data)
+        if type(ev) is TableMapEvent and TableMapEvent.__init__ is _CACHED and ev.packet.packet is pkt \
+                and n > 20 and data[0] == 0 and int.from_bytes(data[10:14], "little") == n - 1 \
+                and self.table_map.get(ev.table_id) is not None:
+            if len(self._table_maps) >= _TABLE_MAPS_MAX:
+                self._table_maps.clear()
+            self._table_maps[bytes(data[20:n - 4 if self._BinLogStreamReader__use_checksum else n])] = (
+                ev.table_id, self.table_map[ev.table_id], ev.null_bitmask)
+        return ev
