@@ -91,7 +91,7 @@ from readers.mysql.binlog import binlog_events
 from readers.mysql.binlog.decode import ConvertedRow, RowConverter
 from readers.mysql.binlog.fastevents import FastBegin, FastGtid, FastPacket, FastStream, FastTableMap, FastXid
 from readers.mysql.binlog.fastrows import install as _install_fast_rows
-from readers.mysql.binlog.inflate import COMPRESSED_TYPES, FORMAT_DESCRIPTION_EVENT, Inflater
+from readers.mysql.binlog.inflate import INFLATED, Inflater
 from readers.mysql.binlog.mysql8_events import TAGGED_GTID_EVENT, GtidTaggedLogEvent, payload_events
 from readers.mysql.binlog.native_rows import ShapedRow, decode_masks, shaped_rows
 from readers.mysql.check import refuse_unsafe, refuse_unsafe_hosts
@@ -144,7 +144,6 @@ _LOST = {2006, 2013, 2055}
 _DUMP_COMMANDS = {0x12, 0x1E}  # COM_BINLOG_DUMP, COM_BINLOG_DUMP_GTID
 _ROWS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
 _OP_OF = {WriteRowsEvent: "c", UpdateRowsEvent: "u", DeleteRowsEvent: "d"}  # the library's classes fast_rows makes
-_INFLATED = COMPRESSED_TYPES | {FORMAT_DESCRIPTION_EVENT}  # the FDE: the inflater follows its checksum setting
 
 
 def _db(ev: Any) -> str:
@@ -191,7 +190,7 @@ class _Guarded(SharedTlsConnection):
         if not self._pending:
             pkt = self._read_guarded(packet_type)
             data = pkt.get_all_data()
-            if len(data) < 6 or data[0] != 0 or data[5] not in _INFLATED:
+            if len(data) < 6 or data[0] != 0 or data[5] not in INFLATED:
                 return pkt
             self._pending = self._inflater.packets(data)[::-1]
         return packet_type(self._pending.pop(), self.encoding)
@@ -230,10 +229,15 @@ class _Guarded(SharedTlsConnection):
             if err is exc:
                 raise
             raise err from exc
-        if len(data) < 6 or data[0] != 0 or data[5] not in _INFLATED:
+        if len(data) < 6 or data[0] != 0 or data[5] not in INFLATED:
             return data
         self._pending = self._inflater.packets(data)[::-1]
         return self._pending.pop()
+
+    def read_failed(self, exc: OSError) -> Exception:
+        """What :meth:`next_data` raises when reading the socket raised ``exc`` (the connection closed first): for
+        the C read of readers/mysql/binlog/_events_native.c, whose socket reads raise as the buffer's reads do."""
+        return self._ours(self._lost(exc))
 
     def _lost(self, exc: OSError | None) -> pymysql.err.OperationalError:
         """What pymysql's ``_read_bytes`` raises when the socket fails (``exc``) or ends early (None), the

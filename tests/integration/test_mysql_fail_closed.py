@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import struct
 import zlib
+from types import SimpleNamespace
 
 import pytest
 
 from cdc.errors import CdcError, Terminal
 from cdc.stream.events import Begin, Change, Commit, Heartbeat, expand
 from readers.mysql import reader as reader_mod
+from readers.mysql.binlog import fastevents
 from readers.mysql.binlog.binlog_events import KNOWN_CODES, PASSIVE_CODES
 from readers.mysql.position import GtidSet
 from tests.integration.mysql_helpers import collect, is_mysql, source_for, transactions
@@ -72,6 +74,9 @@ def inject(monkeypatch):
 
     monkeypatch.setattr(reader_mod._Guarded, "_read_guarded", read)
     monkeypatch.setattr(reader_mod._Guarded, "next_data", next_data)
+    if fastevents._native is not None:  # its buffer read takes packets past next_data: the C decoding only
+        monkeypatch.setattr(fastevents, "_native", SimpleNamespace(next=lambda stream, conn: None,
+                                                                   event=fastevents._native.event))
     def arm(code: int | None) -> None:
         armed[:] = [] if code is None else [code]
 

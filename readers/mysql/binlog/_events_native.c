@@ -26,13 +26,15 @@ enum { QUERY_EVENT = 0x02, XID_EVENT = 0x10, TABLE_MAP_EVENT = 0x13, GTID_LOG_EV
        MARIADB_GTID_EVENT = 0xA2, MARIADB_XA = 0x40 | 0x80 };
 
 static PyObject *FastGtid, *FastXid, *FastBegin, *FastTableMap, *FastPacket, *Rows, *Decode, *ConvertedRow,
-    *ShapedRow, *RowsEvent, *FetchRows, *TableMapEvent, *CachedInit;
+    *ShapedRow, *RowsEvent, *FetchRows, *TableMapEvent, *CachedInit, *Inflated;
 static PyObject *s_use_checksum, *s_is_mariadb, *s_lengths, *s_only_tables, *s_ignored_tables, *s_only_schemas,
     *s_ignored_schemas, *s_ignore_errors, *s_table_map, *s_table_maps, *s_shapes, *s_log_pos, *s_fetch_rows,
     *s_init, *s_dict, *s_native_plan, *s_schema, *s_table, *s_columns;
 static PyObject *s_gtid, *s_timestamp, *s_flags, *s_thread, *s_table_id, *s_null_bitmask, *s_server_id,
     *s_event_type, *s_event_size, *s_packet, *s_number_of_columns, *s_bitmap, *s_bitmap2, *s_complete,
     *s_processed, *s_partial_json, *s_rows;
+static PyObject *s_unread, *s_inflater, *s_current_timeout, *s_read_timeout, *s_pending, *s_rfile, *s_next_seq_id,
+    *s_peek, *s_read;
 
 static uint64_t le(const unsigned char *p, int n) {
     uint64_t v = 0;
@@ -372,6 +374,7 @@ done:
 }
 
 static PyObject *event(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "event(stream, data)");
         return NULL;
@@ -429,7 +432,101 @@ static PyObject *event(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     return ev;
 }
 
+/* next(stream, conn): the guarded connection's next_data and event() in one step, for a packet its socket buffer
+   already holds whole. Reads nothing and returns None unless next_data would read it plainly from the socket: no
+   packet handed back, a dump started, the read timeout set, nothing inflated pending, and the buffer holding the
+   whole packet (peek: at most one read of the socket, as next_data's own read) with the expected sequence number,
+   under 16 MiB, not an error packet, not a compressed event or a format description. Then the packet is taken
+   from the buffer (the sequence number moves as next_data moves it) and what event() makes of it is returned, or
+   its bytes when event() declines. A socket error raises as the buffer's read raises it. */
+static PyObject *next(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "next(stream, conn)");
+        return NULL;
+    }
+    PyObject *stream = args[0], *conn = args[1];
+    int plain = attr_is_none(conn, s_unread);
+    if (plain != 1) return plain < 0 ? NULL : Py_NewRef(Py_None);
+    int no_dump = attr_is_none(conn, s_inflater);
+    if (no_dump != 0) return no_dump < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *current = PyObject_GetAttr(conn, s_current_timeout), *timeout = PyObject_GetAttr(conn, s_read_timeout);
+    int same = current != NULL && timeout != NULL ? PyObject_RichCompareBool(current, timeout, Py_EQ) : -1;
+    Py_XDECREF(current);
+    Py_XDECREF(timeout);
+    if (same != 1) return same < 0 ? NULL : Py_NewRef(Py_None);
+    int pending = truthy_attr(conn, s_pending);
+    if (pending != 0) return pending < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *seq_obj = PyObject_GetAttr(conn, s_next_seq_id);
+    if (seq_obj == NULL) return NULL;
+    long seq = PyLong_AsLong(seq_obj);
+    Py_DECREF(seq_obj);
+    if (seq == -1 && PyErr_Occurred()) return NULL;
+    PyObject *rfile = PyObject_GetAttr(conn, s_rfile);
+    if (rfile == NULL) return NULL;
+    PyObject *four = PyLong_FromLong(4);
+    PyObject *buf = four != NULL ? PyObject_CallMethodOneArg(rfile, s_peek, four) : NULL;
+    Py_XDECREF(four);
+    if (buf == NULL) {
+        Py_DECREF(rfile);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    if (!PyBytes_Check(buf) || PyBytes_GET_SIZE(buf) < 4) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    const unsigned char *h = (const unsigned char *)PyBytes_AS_STRING(buf);
+    Py_ssize_t n = h[0] | h[1] << 8 | h[2] << 16;
+    if (h[3] != seq || n >= 0xFFFFFF || n < 6 || PyBytes_GET_SIZE(buf) < 4 + n || h[4] == 0xFF) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (h[4] == 0) {
+        PyObject *code = PyLong_FromLong(h[9]);
+        int inflated = code != NULL ? PySet_Contains(Inflated, code) : -1;
+        Py_XDECREF(code);
+        if (inflated != 0) {
+            result = inflated < 0 ? NULL : Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    PyObject *data = PyBytes_FromStringAndSize((const char *)h + 4, n);
+    if (data == NULL) goto done;
+    PyObject *size = PyLong_FromSsize_t(4 + n);
+    PyObject *taken = size != NULL ? PyObject_CallMethodOneArg(rfile, s_read, size) : NULL;
+    Py_XDECREF(size);
+    if (taken == NULL || !PyBytes_Check(taken) || PyBytes_GET_SIZE(taken) != 4 + n) {
+        if (taken != NULL) PyErr_SetString(PyExc_RuntimeError, "_events_native.next: the buffer lost a packet it held");
+        Py_XDECREF(taken);
+        Py_DECREF(data);
+        goto done;
+    }
+    Py_DECREF(taken);
+    PyObject *next_seq = PyLong_FromLong((seq + 1) % 256);
+    if (next_seq == NULL || PyObject_SetAttr(conn, s_next_seq_id, next_seq) < 0) {
+        Py_XDECREF(next_seq);
+        Py_DECREF(data);
+        goto done;
+    }
+    Py_DECREF(next_seq);
+    PyObject *pair[] = {stream, data};
+    PyObject *ev = event(NULL, pair, 2);
+    if (ev == NULL || ev != Py_None) {
+        Py_DECREF(data);
+        result = ev;
+        goto done;
+    }
+    Py_DECREF(ev);
+    result = data;  /* read; event() declines it: the caller decides */
+done:
+    Py_DECREF(buf);
+    Py_DECREF(rfile);
+    return result;
+}
+
 static PyObject *setup(PyObject *self, PyObject *names) {
+    (void)self;
     if (!PyDict_Check(names)) {
         PyErr_SetString(PyExc_TypeError, "setup(names: dict)");
         return NULL;
@@ -438,7 +535,7 @@ static PyObject *setup(PyObject *self, PyObject *names) {
         {"FastGtid", &FastGtid}, {"FastXid", &FastXid}, {"FastBegin", &FastBegin}, {"FastTableMap", &FastTableMap},
         {"FastPacket", &FastPacket}, {"rows", &Rows}, {"decode", &Decode}, {"ConvertedRow", &ConvertedRow},
         {"ShapedRow", &ShapedRow}, {"RowsEvent", &RowsEvent}, {"fetch_rows", &FetchRows},
-        {"TableMapEvent", &TableMapEvent}, {"cached_init", &CachedInit}};
+        {"TableMapEvent", &TableMapEvent}, {"cached_init", &CachedInit}, {"inflated", &Inflated}};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         PyObject *v = PyDict_GetItemString(names, want[i].key);
         if (v == NULL) {
@@ -447,8 +544,8 @@ static PyObject *setup(PyObject *self, PyObject *names) {
         }
         Py_XSETREF(*want[i].slot, Py_NewRef(v));
     }
-    if (!PyDict_Check(Rows)) {
-        PyErr_SetString(PyExc_TypeError, "setup(): rows must be a dict");
+    if (!PyDict_Check(Rows) || !PyAnySet_Check(Inflated)) {
+        PyErr_SetString(PyExc_TypeError, "setup(): rows must be a dict, inflated a set");
         return NULL;
     }
     Py_RETURN_NONE;
@@ -457,6 +554,8 @@ static PyObject *setup(PyObject *self, PyObject *names) {
 static PyMethodDef methods[] = {
     {"event", (PyCFunction)(void (*)(void))event, METH_FASTCALL,
      "event(stream, data) -> the event fastevents.py's Python path decodes from this packet, or None: Python decides"},
+    {"next", (PyCFunction)(void (*)(void))next, METH_FASTCALL,
+     "next(stream, conn) -> the next packet's event, its bytes, or None (nothing read: conn.next_data() decides)"},
     {"setup", setup, METH_O, "setup(names) -> None: the classes and functions event() makes its results with"},
     {NULL, NULL, 0, NULL}};
 
@@ -477,7 +576,10 @@ PyMODINIT_FUNC PyInit__events_native(void) {
         {&s_server_id, "server_id"}, {&s_event_type, "event_type"}, {&s_event_size, "event_size"},
         {&s_packet, "packet"}, {&s_number_of_columns, "number_of_columns"}, {&s_bitmap, "columns_present_bitmap"},
         {&s_bitmap2, "columns_present_bitmap2"}, {&s_complete, "complete"}, {&s_processed, "_processed"},
-        {&s_partial_json, "is_partial_json_update"}, {&s_rows, "_RowsEvent__rows"}};
+        {&s_partial_json, "is_partial_json_update"}, {&s_rows, "_RowsEvent__rows"}, {&s_unread, "_unread"},
+        {&s_inflater, "_inflater"}, {&s_current_timeout, "_current_timeout"}, {&s_read_timeout, "_read_timeout"},
+        {&s_pending, "_pending"}, {&s_rfile, "_rfile"}, {&s_next_seq_id, "_next_seq_id"}, {&s_peek, "peek"},
+        {&s_read, "read"}};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         *strs[i].slot = PyUnicode_InternFromString(strs[i].text);
         if (*strs[i].slot == NULL) return NULL;

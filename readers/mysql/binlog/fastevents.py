@@ -49,6 +49,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, RowsEvent, TableMapEve
 
 from readers.mysql.binlog import fastrows, native_rows
 from readers.mysql.binlog.decode import ConvertedRow
+from readers.mysql.binlog.inflate import INFLATED
 
 QUERY_EVENT, XID_EVENT, TABLE_MAP_EVENT, GTID_LOG_EVENT, MARIADB_GTID_EVENT = 0x02, 0x10, 0x13, 0x21, 0xA2
 _MARIADB_XA = 0x40 | 0x80  # FL_PREPARED_XA, FL_COMPLETED_XA
@@ -230,7 +231,8 @@ def _load_native() -> Any:
                           "FastTableMap": FastTableMap, "FastPacket": FastPacket, "rows": _ROWS,
                           "decode": native_rows._rows_native.decode, "ConvertedRow": ConvertedRow,
                           "ShapedRow": native_rows.ShapedRow, "RowsEvent": RowsEvent,
-                          "fetch_rows": native_rows.fetch_rows, "TableMapEvent": TableMapEvent, "cached_init": _CACHED})
+                          "fetch_rows": native_rows.fetch_rows, "TableMapEvent": TableMapEvent, "cached_init": _CACHED,
+                          "inflated": frozenset(INFLATED)})
     return _events_native
 
 
@@ -275,13 +277,20 @@ class FastStream(BinLogStreamReader):
         conn = self._stream_connection
         if not hasattr(conn, "unread"):
             return self._library_fetchone()
-        data = conn.next_data() if hasattr(conn, "next_data") else None  # the bytes alone, no packet object
+        pkt = data = ev = None  # a packet object only for an event handed back to the library
+        if _native is not None and hasattr(conn, "read_failed"):  # a packet the socket's buffer holds, in C
+            try:
+                data = _native.next(self, conn)
+            except OSError as exc:
+                raise conn.read_failed(exc) from exc
+            if data is not None and type(data) is not bytes:
+                return data  # its event
         if data is None:
-            pkt = conn._read_packet()
-            data = pkt._data
-        else:
-            pkt = None  # a packet object only for an event handed back to the library
-        ev = _native.event(self, data) if _native is not None else None  # the same decisions in C
+            data = conn.next_data() if hasattr(conn, "next_data") else None  # the bytes alone, no packet object
+            if data is None:
+                pkt = conn._read_packet()
+                data = pkt._data
+            ev = _native.event(self, data) if _native is not None else None  # the same decisions in C
         if ev is None:
             ev = self.decoded(data)
             if ev is None:  # the library's, as the same packet
