@@ -256,3 +256,80 @@ def test_v2_extra_data_is_left_to_the_library():
     assert fastevents._native.event(s, packet) is None and s.decoded(packet) is None
     fine = _event(0x1E, (7).to_bytes(6, "little") + b"\x01\x00\x02\x00" + image, True)
     assert fastevents._native.event(s, fine) is not None
+
+
+def _read_as_fetchone(s: FastStream, c, use_c: bool, reads: int) -> list:
+    """What fetchone's read and decode give for ``reads`` packets of connection ``c`` (C first, or Python alone):
+    each event as plain values (or the bytes the library would get), the error raised, the sequence number."""
+    out: list = []
+    for _ in range(reads):
+        try:
+            got = None
+            if use_c:
+                try:
+                    got = fastevents._native.next(s, c)
+                except OSError as exc:
+                    raise c.read_failed(exc) from exc
+            if got is None:
+                got = c.next_data()
+            if type(got) is bytes:
+                got = s.decoded(got) or got
+            out.append(_plain(got) if type(got) is not bytes else got)
+        except Exception as exc:  # noqa: BLE001 - the error is what is compared
+            out.append((type(exc), str(exc)))
+            break
+    return [*out, c._next_seq_id, s.log_pos]
+
+
+def _cases() -> dict:
+    """test_guarded_packets' streams, and one with a format description and a compressed rows event (which
+    next_data hands to the Inflater: the C read must not take them)."""
+    from tests.unit.readers.mysql.binlog.test_inflate import compressed, fde, packet
+    from tests.unit.readers.mysql.test_guarded_packets import CASES, EVENTS, _packet
+
+    rows = b"".join(struct.pack("<Bi", 0, i) for i in range(3))
+    head = (42).to_bytes(6, "little") + b"\x01\x00" + bytes([1]) + b"\xff"
+    parts = [fde(False), packet(0xA6, head + compressed(rows), checksum=False), EVENTS[0]]
+    return {**CASES, "compressed": (b"".join(_packet(e, 1 + i) for i, e in enumerate(parts)), 3)}
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("buffer_size", [8, 64, 8192])
+def test_the_c_read_takes_packets_as_next_data_does(case, buffer_size):
+    """The guarded connection's streams (events, wrong sequence numbers, error packets, cut connections, a packet
+    of 16 MiB in parts, compressed events) through small and large socket buffers: the same events, errors and
+    sequence numbers."""
+    import io
+
+    from tests.unit.readers.mysql.test_guarded_packets import _conn
+
+    stream, reads = CASES[case]
+    outcomes = []
+    for use_c in (True, False):
+        c = _conn(b"")
+        c._rfile = io.BufferedReader(io.BytesIO(stream), buffer_size=buffer_size)
+        c._force_close = lambda: None
+        s = _stream(checksum=False, mariadb=True, lengths=None, filtered=False, ignore_errors=False, plan="made",
+                    cached=False, table=_table())
+        outcomes.append(_read_as_fetchone(s, c, use_c, reads))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_the_c_read_leaves_a_handed_back_packet_or_pending_parts_to_python():
+    from tests.unit.readers.mysql.test_guarded_packets import _conn
+
+    s = _stream(checksum=False, mariadb=True, lengths=None, filtered=False, ignore_errors=False, plan="made",
+                cached=False, table=_table())
+    c = _conn(CASES["events"][0])
+    c.unread(object())
+    assert fastevents._native.next(s, c) is None
+    c._unread, c._pending = None, [b"inflated part"]
+    assert fastevents._native.next(s, c) is None
+    c._pending, c._current_timeout = [], 5
+    assert fastevents._native.next(s, c) is None
+    c._current_timeout, c._inflater = 30, None
+    assert fastevents._native.next(s, c) is None
+    assert c._next_seq_id == 1 and c._rfile.read() == CASES["events"][0]  # nothing was read
