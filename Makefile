@@ -66,6 +66,8 @@ bench: setup
 	$(BENCH_RECORD) mysql-small -- $(CDC) bench mysql --rows 50000 --txn-rows 5
 	$(BENCH_RECORD) mysql-oltp1 -- $(CDC) bench mysql --rows 20000 --txn-rows 1 --mix --native-only
 	$(BENCH_RECORD) mysql-oltp5 -- $(CDC) bench mysql --rows 20000 --txn-rows 5 --mix --native-only
+	$(BENCH_RECORD) mysql-oltp1-instructions -- $(CDC) bench mysql --rows 3000 --txn-rows 1 --mix --native-only --repeat 1 --instructions
+	$(BENCH_RECORD) mysql-oltp5-instructions -- $(CDC) bench mysql --rows 15000 --txn-rows 5 --mix --native-only --repeat 1 --instructions
 	$(BENCH_RECORD) mysql-transforms -- $(CDC) bench mysql --rows 200000 --native-only --transforms
 	$(BENCH_RECORD) oltp -- $(CDC) bench oltp --ops 1000000 --steady-rate 5000 --steady-s 20
 	$(BENCH_RECORD) ddl -- $(CDC) bench ddl --rows 200000

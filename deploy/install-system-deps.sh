@@ -8,6 +8,7 @@
 #   python3-venv     `python3 -m venv` for the project's .venv
 #   openssl          the command line that makes the TLS tests' certificates (tests/fixtures/tls.py)
 #   chromium         headless browser of the status-page test (tests/integration/test_status_page_browser.py)
+#   valgrind         instruction counts of `cdc bench mysql --instructions` (cdc/bench/instructions.py)
 # Safe to re-run: does nothing when everything is present.
 set -euo pipefail
 need=()
@@ -20,6 +21,7 @@ command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 py=python3; [ -x /usr/bin/python3 ] && py=/usr/bin/python3  # the Makefile builds .venv on this one
 "$py" -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)

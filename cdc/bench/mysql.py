@@ -42,6 +42,10 @@ the same binlog), txn_ratio (their ratio), ``cpu_us_per_txn``, ``cpu_us_per_txn_
 reader adds to it; what publishing adds; the pipeline; the raw library loop) and ``cpu_txn_ratio`` (raw CPU
 per transaction / pipeline CPU per transaction: the same-run ratio a loaded host does not move).
 
+``--instructions``: also ``instructions_per_txn`` (reader, pipeline: the native way), counted by valgrind
+(cdc.bench.instructions): what one transaction costs in instructions, a figure that does not move with the host's
+load, for comparing one build with another.
+
 Why the Python pipeline can beat the raw loop: the reader decodes rows with
 readers.mysql.binlog.fastrows (integers, floats and UTF-8 strings read directly,
 everything else by the library's own code, identical values), while the raw
@@ -71,6 +75,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transforms", action="store_true",
                         help="also run the pipeline with one HMAC-hashed and one excluded column on every row, and "
                              "print the transforms' overhead (same run)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count the instructions one transaction costs in the reader and the pipeline "
+                             "(valgrind; a figure a busy host does not move): instructions_per_txn")
     parser.add_argument("--mix", action="store_true",
                         help=f"OLTP-shaped binlog: transactions over {MIX_TABLES} tables, 20%% inserts, 60%% updates, "
                              "20%% deletes (rows changed: --rows), instead of inserts into one table")
@@ -319,6 +326,15 @@ def run(args: argparse.Namespace) -> dict:
                     _say(f"run {i + 1}: reader alone, {name} rows")
                     runs.setdefault(f"reader_{name}", []).append(_pipeline(
                         db, broker, start, end, args.rows, args.batch, native, publish=False, table_map_cache=cache))
+            counted = None
+            if getattr(args, "instructions", False):  # cdc.bench.instructions: valgrind, the native way
+                from cdc.bench.instructions import per_transaction
+
+                counted = {}
+                for stage in ("reader", "pipeline"):
+                    _say(f"instructions: the {stage} under valgrind, twice")
+                    counted[stage] = round(per_transaction(stage, db.address, start, end,
+                                                           broker.bootstrap if stage == "pipeline" else None))
         finally:
             broker.stop()
             db.stop()
@@ -368,4 +384,6 @@ def run(args: argparse.Namespace) -> dict:
             "publish": round(per_txn[pipe] - per_txn[f"reader_{way}"], 1),
             "pipeline": round(per_txn[pipe], 1), "raw_library_decode": round(per_txn["raw"], 1)}
         out["cpu_txn_ratio"] = round(per_txn["raw"] / per_txn[pipe], 3)  # same-run CPU ratio, load-proof
+    if counted is not None:
+        out["instructions_per_txn"] = counted
     return out
