@@ -8,9 +8,9 @@ transaction costs (start-up, imports and connections cancel out). Every thread o
 Kafka client's too); the servers' do not. Instructions are not time (a cache miss costs more than an add),
 so the figure compares one build of a stage with another, not one stage with another's seconds.
 
-``python -m cdc.bench.instructions STAGE ADDRESS START END [BOOTSTRAP]`` is the child valgrind runs: the
-stage of cdc.bench.mysql (``reader``: MySqlSource alone; ``pipeline``: with the Publisher to BOOTSTRAP) from
-GTID state START until END.
+The child valgrind runs is ``python -m cdc.bench.mysql --stage STAGE ADDRESS START END [BOOTSTRAP]`` (the stage of
+cdc.bench.mysql: ``reader``, MySqlSource alone; ``pipeline``, with the Publisher to BOOTSTRAP; from GTID state
+START until END).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import re
 import shutil
 import subprocess
 import sys
-from types import SimpleNamespace
 
 from cdc.errors import CdcError
 
@@ -38,7 +37,7 @@ def valgrind() -> str:
 def count(stage: str, address: str, start: str, end: str, bootstrap: str | None, timeout: float = 1800) -> int:
     """Instructions the child executes for ``stage`` from ``start`` to ``end`` (its whole process)."""
     argv = [valgrind(), "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-            sys.executable, "-m", "cdc.bench.instructions", stage, address, start, end] + \
+            sys.executable, "-m", "cdc.bench.mysql", "--stage", stage, address, start, end] + \
         ([bootstrap] if bootstrap else [])
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     m = _REFS.search(done.stderr)
@@ -66,20 +65,3 @@ def _one_gtid(text: str) -> tuple[int, int, int]:
     if len(parts) != 3 or not all(p.isdigit() for p in parts):
         raise CdcError(f"--instructions needs a MariaDB GTID state of one domain, not {text!r}")
     return int(parts[0]), int(parts[1]), int(parts[2])
-
-
-def main(argv: list[str]) -> int:
-    from cdc.bench.mysql import _pipeline
-
-    stage, address, start, end = argv[:4]
-    bootstrap = argv[4] if len(argv) > 4 else None
-    if stage not in ("reader", "pipeline") or (stage == "pipeline") != (bootstrap is not None):
-        print("usage: python -m cdc.bench.instructions reader|pipeline ADDRESS START END [BOOTSTRAP]", file=sys.stderr)
-        return 2
-    _pipeline(SimpleNamespace(address=address), SimpleNamespace(bootstrap=bootstrap), start, end, 1, 1, True,
-              publish=stage == "pipeline")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

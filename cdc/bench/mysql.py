@@ -387,3 +387,22 @@ def run(args: argparse.Namespace) -> dict:
     if counted is not None:
         out["instructions_per_txn"] = counted
     return out
+
+
+def stage_main(argv: list[str]) -> int:
+    """``python -m cdc.bench.mysql --stage reader|pipeline ADDRESS START END [BOOTSTRAP]``: one stage over a
+    running server's binlog, untimed (what cdc.bench.instructions counts under valgrind)."""
+    from types import SimpleNamespace
+
+    stage, address, start, end = (argv + [""] * 4)[:4]
+    bootstrap = argv[4] if len(argv) > 4 else None
+    if stage not in ("reader", "pipeline") or (stage == "pipeline") != (bootstrap is not None) or not end:
+        print("usage: python -m cdc.bench.mysql --stage reader|pipeline ADDRESS START END [BOOTSTRAP]", file=sys.stderr)
+        return 2
+    _pipeline(SimpleNamespace(address=address), SimpleNamespace(bootstrap=bootstrap), start, end, 1, 1, True,
+              publish=stage == "pipeline")
+    return 0
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--stage"]:
+    sys.exit(stage_main(sys.argv[2:]))

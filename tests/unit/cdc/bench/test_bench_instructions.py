@@ -37,6 +37,9 @@ def test_without_valgrind_it_says_how_to_get_it(monkeypatch):
 
 
 def test_the_child_refuses_a_stage_it_does_not_know(capsys):
-    assert instructions.main(["decode", "h:1", "0-77-9", "0-77-300"]) == 2
-    assert instructions.main(["pipeline", "h:1", "0-77-9", "0-77-300"]) == 2  # the pipeline needs a broker
+    from cdc.bench.mysql import stage_main
+
+    assert stage_main(["decode", "h:1", "0-77-9", "0-77-300"]) == 2
+    assert stage_main(["pipeline", "h:1", "0-77-9", "0-77-300"]) == 2  # the pipeline needs a broker
+    assert stage_main(["reader", "h:1"]) == 2
     assert "usage" in capsys.readouterr().err
