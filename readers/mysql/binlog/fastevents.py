@@ -232,7 +232,7 @@ def _load_native() -> Any:
                           "decode": native_rows._rows_native.decode, "ConvertedRow": ConvertedRow,
                           "ShapedRow": native_rows.ShapedRow, "RowsEvent": RowsEvent,
                           "fetch_rows": native_rows.fetch_rows, "TableMapEvent": TableMapEvent, "cached_init": _CACHED,
-                          "inflated": frozenset(INFLATED)})
+                          "inflated": INFLATED})
     return _events_native
 
 
@@ -308,9 +308,8 @@ class FastStream(BinLogStreamReader):
         code = data[5]
         checksum = self._BinLogStreamReader__use_checksum
         if code == TABLE_MAP_EVENT:
-            if data[0] != 0 or int.from_bytes(data[10:14], "little") != n - 1 or TableMapEvent.__init__ is not _CACHED:
-                return None
-            known = self._table_maps.get(bytes(data[20:n - 4 if checksum else n]))
+            key = self._table_map_key(data)
+            known = self._table_maps.get(key) if key is not None else None
             if known is None:
                 return None
             log_pos = int.from_bytes(data[14:18], "little")
@@ -341,12 +340,19 @@ class FastStream(BinLogStreamReader):
         conn = self._stream_connection
         conn.unread(pkt)
         ev = self._library_fetchone()
-        n = len(data)
-        if type(ev) is TableMapEvent and TableMapEvent.__init__ is _CACHED and ev.packet.packet is pkt \
-                and n > 20 and data[0] == 0 and int.from_bytes(data[10:14], "little") == n - 1 \
-                and self.table_map.get(ev.table_id) is not None:
-            if len(self._table_maps) >= _TABLE_MAPS_MAX:
-                self._table_maps.clear()
-            self._table_maps[bytes(data[20:n - 4 if self._BinLogStreamReader__use_checksum else n])] = (
-                ev.table_id, self.table_map[ev.table_id], ev.null_bitmask)
+        if type(ev) is TableMapEvent and ev.packet.packet is pkt and self.table_map.get(ev.table_id) is not None:
+            key = self._table_map_key(data)
+            if key is not None:
+                if len(self._table_maps) >= _TABLE_MAPS_MAX:
+                    self._table_maps.clear()
+                self._table_maps[key] = (ev.table_id, self.table_map[ev.table_id], ev.null_bitmask)
         return ev
+
+    def _table_map_key(self, data: bytes) -> bytes | None:
+        """The cache key of TABLE_MAP packet ``data`` (its body without header and checksum), or None while the
+        cache is off or the packet is not one whole OK event."""
+        n = len(data)
+        if n <= 20 or data[0] != 0 or int.from_bytes(data[10:14], "little") != n - 1 \
+                or TableMapEvent.__init__ is not _CACHED:
+            return None
+        return bytes(data[20:n - 4 if self._BinLogStreamReader__use_checksum else n])
