@@ -84,6 +84,7 @@ from cdc.errors import CdcError, ConfigError, PublishError, Terminal
 POLL_EVERY = 1000
 DELIVERY_TIMEOUT_S = 120.0  # kafka.delivery_timeout_s default
 RECORD_OVERHEAD = 512  # bytes a record adds to key + value in a batch (headers, lengths, batch header), rounded up
+PURGE_WAIT_S = 2.0  # fence(): how long it waits for the purged records' delivery reports
 
 DEFAULTS: dict[str, Any] = {
     "enable.idempotence": True,
@@ -224,14 +225,18 @@ class OrderedProducer:
     def fence(self, failure: CdcError) -> None:
         """This writer was fenced (cdc.publish.lease.WriterFenced): purge what is queued and in flight NOW, so
         nothing of it reaches the broker after the newer writer's records, and refuse every later record
-        with ``failure``. Never flushes; bounded by one poll."""
+        with ``failure``. Never flushes; waits at most :data:`PURGE_WAIT_S` for the purged records' reports
+        (the client's threads hand them over; a busy host may take a moment)."""
         self.failure, self._fatal = failure, False
         p = self._p
         if p is None:
             return
         try:
             p.purge()  # queued and in flight; their delivery reports say "purged" (ignored: failure is set)
+            deadline = time.monotonic() + PURGE_WAIT_S
             p.poll(0)
+            while len(p) and time.monotonic() < deadline:
+                p.poll(0.01)
         except Exception:  # noqa: BLE001, S110 - the client is being given up: the fencing error is the one to report
             pass
 
