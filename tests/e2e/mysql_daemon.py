@@ -38,9 +38,19 @@ class Daemon:
 
     def start(self) -> Daemon:
         out = open(self.log, "ab")  # noqa: SIM115 - handed to the child, closed here after spawn
-        self.proc = subprocess.Popen([CDC, "run", "--config", str(self.config)], stdout=out, stderr=out)
+        env = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # SIGABRT prints every thread's stack (stacks())
+        self.proc = subprocess.Popen([CDC, "run", "--config", str(self.config)], stdout=out, stderr=out, env=env)
         out.close()
         return self
+
+    def stacks(self) -> str:
+        """Abort the running daemon and return what it printed: every thread's Python stack (for a test's
+        failure report: where a daemon that stopped making progress is)."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGABRT)
+            self.proc.wait(10)
+        return self.tail(400)
 
     def kill9(self) -> None:
         assert self.proc is not None

@@ -76,8 +76,15 @@ def test_outbox_topics_hold_each_event_once_in_order_through_kill9(tmp_path, mys
         w.join(10)
         want = {t: [e for k in range(1, TXS + 1) for e in _events(k) if e[1] == t] for t in TYPES}
         topics = {t: f"{topic_prefix}.outbox.{t}" for t in TYPES}
-        wait_for(lambda: all(len(_topic(broker.bootstrap, topics[t])) >= len(want[t]) for t in TYPES), 90,
-                 "every outbox event routed", interval=2, daemon=daemon)
+        try:
+            wait_for(lambda: all(len(_topic(broker.bootstrap, topics[t])) >= len(want[t]) for t in TYPES), 90,
+                     "every outbox event routed", interval=2)
+        except AssertionError as exc:
+            missing = {t: sorted({e[0] for e in want[t]} - {h["id"].decode() for _, _, h in
+                                                             _topic(broker.bootstrap, topics[t])}) for t in TYPES}
+            first = (tmp_path / "daemon.log").read_text(errors="replace")[-4000:]
+            raise AssertionError(f"{exc}; missing {missing}\n--- the first daemon ---\n{first}\n"
+                                 f"--- the second daemon ---\n{daemon.stacks()}") from None
         assert daemon.stop() == 0, daemon.tail()
     finally:
         if daemon.alive():
