@@ -14,7 +14,8 @@ mapfile -t files < <(
   ls -S tests/integration/test_*.py
   find tests/unit -name 'test_*.py' | sort
 )
-"$PY" -m pytest -n "$WORKERS" --dist loadfile "${files[@]}" "$@"
+# --no-loadscope-reorder: in this order (xdist's default hands out the files with the most tests first)
+"$PY" -m pytest -n "$WORKERS" --dist loadfile --no-loadscope-reorder "${files[@]}" "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then exit 0; fi  # 5: nothing selected
 exit "$rc"
