@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -52,17 +53,20 @@ def test_tree_cpu_counts_this_process():
 
 
 def test_apply_parts_split_the_tree_by_command_line():
+    # a driver of its own (the test worker may hold a Spark JVM of an earlier test) and its executor worker
     burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\ntime.sleep(60)"
-    child = subprocess.Popen([sys.executable, "-c", burn, "pyspark.daemon"])  # an executor worker, by its command
+    driver = ("import os, subprocess, sys, time\nt = time.process_time()\nwhile time.process_time() - t < 0.1: pass\n"
+              "subprocess.Popen([sys.executable, '-c', os.environ['BURN'], os.environ['PART']]).wait()")
+    env = {**os.environ, "BURN": burn, "PART": "pyspark.daemon"}  # not in the driver's own command line
+    apply = subprocess.Popen([sys.executable, "-c", driver], env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 20
-        while (parts := oltp.apply_cpu_parts(os.getpid()))["executors"] < 0.3 and time.monotonic() < deadline:
+        while (parts := oltp.apply_cpu_parts(apply.pid))["executors"] < 0.3 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert parts["executors"] >= 0.3, parts
         assert parts["driver"] > 0 and parts["jvm"] == 0 and parts["boundary_scan"] == 0, parts
         procs = oltp._processes()  # one reading: the parts add up to the whole tree
-        assert sum(oltp.apply_cpu_parts(os.getpid(), procs).values()) == pytest.approx(
-            oltp.tree_cpu_s(os.getpid(), procs))
+        assert sum(oltp.apply_cpu_parts(apply.pid, procs).values()) == pytest.approx(oltp.tree_cpu_s(apply.pid, procs))
     finally:
-        child.kill()
-        child.wait(10)
+        os.killpg(apply.pid, signal.SIGKILL)
+        apply.wait(10)
