@@ -234,8 +234,7 @@ class OrderedProducer:
         try:
             p.purge()  # queued and in flight; their delivery reports say "purged" (ignored: failure is set)
             deadline = time.monotonic() + PURGE_WAIT_S
-            p.poll(0)
-            while len(p) and time.monotonic() < deadline:
+            while len(p) and time.monotonic() < deadline:  # the reports are counted until a poll serves them
                 p.poll(0.01)
         except Exception:  # noqa: BLE001, S110 - the client is being given up: the fencing error is the one to report
             pass
