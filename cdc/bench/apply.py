@@ -28,6 +28,10 @@ Same run, same rows, same PostgreSQL (started here unless ``--postgres DSN``):
           data source to ``toArrow()`` on the driver, packed and unpacked as the
           job moves them (streaming.stream.records.pack; best of 3), as
           ``spark_read_rows_per_s``: no apply that reads through Spark is faster.
+- broker read: the same topic read from the broker with nothing done to the records (two consumers in two
+          processes at once, each half of it, the executors' fetch settings; best of 2), as
+          ``broker_read_rows_per_s`` and ``broker_read_ratio_to_copy``: no apply that reads through the broker
+          is faster.
 - keyed copy: ``COPY`` of the same N rows into a logged table with the
           primary key, like the real target table (what the table itself can
           take: index and WAL, no broker, decoding or Spark), as
@@ -330,6 +334,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         copy_rate = _copy(dsn, args.rows)
         keyed_rate = _copy(dsn, args.rows, keyed=True)
         read_limit = _spark_read(spark, 200_000)
+        broker_rate = _broker_read(bootstrap, topic, len(b.items))
+        _say(f"broker read: {len(b.items)} records, two consumers at once, no decoding -> {broker_rate:,.0f} records/s")
         _say(f"spark read path: 200000 prepared rows -> {read_limit:,.0f} rows/s")
         spark.stop()
         read_s = sum(r - a for a, r, _e, _n in timings)
@@ -349,6 +355,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 **mixed,
                 "keyed_copy_rows_per_s": round(keyed_rate), "keyed_copy_ratio_to_copy": round(keyed_rate / copy_rate, 3),
                 "spark_read_rows_per_s": round(read_limit), "spark_read_ratio_to_copy": round(read_limit / copy_rate, 3),
+                "broker_read_rows_per_s": round(broker_rate),
+                "broker_read_ratio_to_copy": round(broker_rate / copy_rate, 3),
                 **latency}
     finally:
         if broker is not None:
@@ -612,6 +620,51 @@ def _copy(dsn: str, n: int, keyed: bool = False) -> float:
         rate = n / (time.monotonic() - t0)
     _say(f"{label}: {n} rows -> {rate:,.0f} rows/s")
     return rate
+
+
+BROKER_READ_STALL_S = 60.0
+
+
+def _read_half(bootstrap: str, topic: str, start: int, end: int) -> tuple[float, float]:
+    """Consume records [start, end) of ``topic`` partition 0 with the job's executor fetch settings, touching
+    each value and nothing else; (wall-clock start, end) of the read."""
+    from confluent_kafka import TopicPartition
+
+    from cdc.config.kafka_settings import create_client
+    from streaming.stream.batches import consumer_config
+
+    t0 = time.time()
+    c = create_client("consumer", consumer_config(bootstrap, {"fetch.max.bytes": 52_428_800,
+                                                              "max.partition.fetch.bytes": 10_485_760}))
+    try:
+        c.assign([TopicPartition(topic, 0, start)])
+        at, moved = start, time.monotonic()
+        while at < end:
+            for m in c.consume(num_messages=min(5000, end - at), timeout=1.0):
+                if m.error() is None and m.value() is not None and m.offset() >= at:
+                    at, moved = m.offset() + 1, time.monotonic()
+            if time.monotonic() - moved > BROKER_READ_STALL_S:
+                raise RuntimeError(f"broker read: no record of {topic}[0] at offset {at} for {BROKER_READ_STALL_S:.0f} s "
+                                   f"(range {start}..{end})")
+    finally:
+        c.close()
+    return t0, time.time()
+
+
+def _broker_read(bootstrap: str, topic: str, n: int) -> float:
+    """What reading the stream from the broker costs alone: records/s of two consumers in two processes at
+    once (as the job's two executors read a batch), each half of the ``n`` records, no decoding; the best of
+    2. No apply that reads through the broker is faster than this."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    best = float("inf")
+    # spawned, not forked: this process runs Spark's gateway and the broker's threads
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for _ in range(2):
+            spans = list(pool.map(_read_half, [bootstrap] * 2, [topic] * 2, [0, n // 2], [n // 2, n]))
+            best = min(best, max(e for _s, e in spans) - min(s for s, _e in spans))
+    return n / best
 
 
 def _spark_read(spark: Any, rows: int, repeat: int = 3) -> float:
