@@ -28,7 +28,7 @@ venv: $(VENV)/.installed
 # The distribution's python3 when there is one: Debian's (like the official Docker images the
 # deploy/Dockerfile uses) is built with PGO + LTO, ~25% faster on our per-row paths than a plain
 # source build such as pyenv's.
-$(VENV)/.installed: pyproject.toml readers/oracle/columnar/_redo_native.c readers/mysql/binlog/_rows_native.c readers/mysql/binlog/_sha256.h readers/mysql/binlog/_events_native.c readers/mysql/_snapshot_native.c cdc/publish/_splice_native.c
+$(VENV)/.installed: pyproject.toml readers/oracle/columnar/_redo_native.c readers/mysql/binlog/_rows_native.c readers/mysql/binlog/_sha256.h readers/mysql/binlog/_events_native.c readers/mysql/_snapshot_native.c cdc/publish/_splice_native.c streaming/stream/_scan_native.c
 	@test -x $(PY) || $$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3 ) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e '.[dev]'

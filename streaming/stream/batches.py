@@ -23,7 +23,9 @@ the target at the last whole transaction before it. Runs of plain
 transactions (BEGIN, data records, END of one writer, in sequence: the usual
 small ones) are taken without the calls per record, ending in exactly the
 state record-by-record would (``_take_plain``; a property test holds the
-two equal on valid, interleaved and damaged streams).
+two equal on valid, interleaved and damaged streams): by a C loop
+(streaming/stream/_scan_native.c) where it vouches for the bytes (markers in
+a narrow JSON grammar it reads as orjson does), by a Python loop where not.
 
 Idle streams (``hold_beats_s``): a cut whose new records are only HEARTBEATs
 (no transaction, SCHEMA or ABORTED after the start) is held back (``cut``
@@ -64,6 +66,13 @@ from cdc.stream.sequence import JSON_HEAD
 from cdc.stream.stream_structure import StreamStructure
 from cdc.stream.wire import record_epochs
 from streaming.errors import ApplyError, OffsetsGone
+
+try:  # compiled at install (pyproject ext-modules); without a C compiler the Python loop takes every run
+    from streaming.stream import _scan_native  # type: ignore[attr-defined]
+except ImportError:
+    _scan_native = None
+_TAKE_PLAIN = getattr(_scan_native, "take_plain", None)  # tests compare the two paths by setting this to None
+_C_INT = 1 << 62  # sequences, epochs and offsets the C loop is handed stay well inside its 64-bit integers
 
 IDLE_POLL_S = 0.15  # no message for this long = we are at the end of the topic
 TAIL_POLL_S = 0.06  # ... after a short fetch (> fetch.wait.max.ms, the broker's wait for more)
@@ -277,7 +286,21 @@ class BoundaryScanner:
         taken, begin, txid, tx_epoch, rows = i, -1, None, 0, 0
         size = taken_size = scan.size  # bytes through the record before i; through the last record taken
         head, loads = JSON_HEAD.match, orjson.loads
+        # between transactions the C loop takes what it vouches for first (the same records, the same state)
+        c_loop = _TAKE_PLAIN if type(keys) is list and type(values) is list and type(epochs) is list \
+            and type(epoch) is int and type(first) is int and type(size) is int \
+            and -_C_INT < epoch < _C_INT and 0 <= first < _C_INT and 0 <= size < _C_INT else None
+        fast = c_loop
         while i < n:
+            if begin < 0 and fast is not None and type(last) is int and -_C_INT < last < _C_INT:
+                i, size, last, real = fast(keys, values, epochs, i, last, epoch, size, first, bounds, sizes)
+                if i > taken:
+                    taken, taken_size, scan.last_seq = i, size, last
+                    if real >= 0:
+                        scan.last_real = real
+                if i >= n:
+                    break
+                fast = None  # the Python loop takes the next transaction or HEARTBEAT, then the C loop again
             v, e = values[i], epochs[i]
             m = head(v) if v is not None else None
             if m is None or int(m.group(1)) != last + 1:
@@ -309,6 +332,7 @@ class BoundaryScanner:
                     sizes.append(size)
                     scan.last_real = first + taken
                     scan.last_seq = last + 1
+                    fast = c_loop
                 elif status == HEARTBEAT:
                     if begin >= 0 or type(e) is not int or (e and e != epoch):
                         break
@@ -316,6 +340,7 @@ class BoundaryScanner:
                     bounds.append(first + taken)
                     sizes.append(size)
                     scan.last_seq = last + 1
+                    fast = c_loop
                 else:
                     break
             last += 1
