@@ -1,4 +1,5 @@
-/* The boundary scan's run of plain transactions in one C loop (streaming/stream/batches.py).
+/* Marker records read in C: the boundary scan's run of plain transactions (streaming/stream/batches.py) and the
+   structure check's END markers (ends_vouched, below; streaming/stream/structure.py).
 
    take_plain(keys, values, epochs, i, last, epoch, size, first, bounds, sizes)
 
@@ -200,8 +201,8 @@ static int marker(const char *v, Py_ssize_t n, Marker *m) {
     return 1;
 }
 
-/* An epoch as a C long long; 0 when it is not an int (or does not fit). */
-static int epoch_of(PyObject *o, long long *out) {
+/* An int (an epoch, a count) as a C long long; 0 when it is not an int (or does not fit). */
+static int int64_of(PyObject *o, long long *out) {
     if (!PyLong_CheckExact(o)) return 0;
     int overflow = 0;
     long long e = PyLong_AsLongLongAndOverflow(o, &overflow);
@@ -214,6 +215,7 @@ static int epoch_of(PyObject *o, long long *out) {
 }
 
 static PyObject *take_plain(PyObject *self, PyObject *args) {
+    (void)self;
     PyObject *keys, *values, *epochs, *bounds, *sizes;
     Py_ssize_t i;
     long long last, epoch, size, first;
@@ -229,7 +231,7 @@ static PyObject *take_plain(PyObject *self, PyObject *args) {
     while (i < n) {
         PyObject *vo = PyList_GET_ITEM(values, i), *ko = PyList_GET_ITEM(keys, i);
         long long seq, e;
-        if (!PyBytes_CheckExact(vo) || !epoch_of(PyList_GET_ITEM(epochs, i), &e)) break;
+        if (!PyBytes_CheckExact(vo) || !int64_of(PyList_GET_ITEM(epochs, i), &e)) break;
         const char *v = PyBytes_AS_STRING(vo);
         Py_ssize_t vn = PyBytes_GET_SIZE(vo);
         if (!head_sequence(v, vn, &seq) || last == LLONG_MAX || seq != last + 1) break;
@@ -292,8 +294,100 @@ static PyObject *take_plain(PyObject *self, PyObject *args) {
     return Py_BuildValue("nLLL", taken, taken_size, taken_last, last_real);
 }
 
+/* data_collections of one object in the narrow grammar: [{"data_collection":NAME,"event_count":K,...}] with
+   each of the two keys once (others allowed). Sets *name/*name_len and *count. */
+static int one_collection(Cur *c, const char **name, Py_ssize_t *name_len, long long *count) {
+    const char *s;
+    Py_ssize_t len;
+    int seen_name = 0, seen_count = 0;
+    if (c->p + 1 >= c->n || c->v[c->p] != '[' || c->v[c->p + 1] != '{') return 0;
+    c->p += 2;
+    if (c->p < c->n && c->v[c->p] == '}') return 0;
+    for (;;) {
+        if (!string_(c, &s, &len) || c->p >= c->n || c->v[c->p] != ':') return 0;
+        c->p++;
+        if (len == 15 && memcmp(s, "data_collection", 15) == 0) {
+            if (seen_name++ || !string_(c, name, name_len)) return 0;
+        } else if (len == 11 && memcmp(s, "event_count", 11) == 0) {
+            if (seen_count++ || !integer_(c, count)) return 0;
+        } else if (!value_(c, 3)) {
+            return 0;
+        }
+        if (c->p >= c->n) return 0;
+        if (c->v[c->p] == '}') { c->p++; break; }
+        if (c->v[c->p] != ',') return 0;
+        c->p++;
+    }
+    if (!seen_name || !seen_count || c->p >= c->n || c->v[c->p] != ']') return 0;
+    c->p++;
+    return 1;
+}
+
+/* An END marker's value in the narrow grammar, whole, whose top-level "event_count" is ``k`` and whose
+   "data_collections" is one collection named ``name`` of ``k`` events (each top-level key once). */
+static int end_holds(const char *v, Py_ssize_t n, long long k, const char *name, Py_ssize_t name_len) {
+    Cur c = {v, n, 0};
+    const char *s, *dc = NULL;
+    Py_ssize_t len, dc_len = 0;
+    long long said = 0, one = 0;
+    int seen_count = 0, seen_dcs = 0;
+    if (n < 2 || v[0] != '{' || v[1] == '}') return 0;
+    c.p = 1;
+    for (;;) {
+        if (!string_(&c, &s, &len) || c.p >= n || v[c.p] != ':') return 0;
+        c.p++;
+        if (len == 11 && memcmp(s, "event_count", 11) == 0) {
+            if (seen_count++ || !integer_(&c, &said)) return 0;
+        } else if (len == 16 && memcmp(s, "data_collections", 16) == 0) {
+            if (seen_dcs++ || !one_collection(&c, &dc, &dc_len, &one)) return 0;
+        } else if (!value_(&c, 1)) {
+            return 0;
+        }
+        if (c.p >= n) return 0;
+        if (v[c.p] == '}') { c.p++; break; }
+        if (v[c.p] != ',') return 0;
+        c.p++;
+    }
+    return c.p == n && seen_count && seen_dcs && said == k && one == k && dc_len == name_len &&
+           memcmp(dc, name, (size_t)name_len) == 0;
+}
+
+/* ends_vouched(metas, counts, names, i)
+
+   The structure check's END markers (streaming/stream/structure.py _plain_whole): the first position j >= i
+   whose END it does not vouch for, len(metas) when it vouches for all. It vouches for metas[j] (the END's
+   value, a str) when end_holds() says so for counts[j] events of the one table names[j] (a str), i.e. exactly
+   when orjson.loads(metas[j]) gives an "event_count" of counts[j] and a "data_collections" of one
+   collection of that table and count. counts[j] < 0 (the run closed by the END is not of one table) is not
+   vouched for. */
+static PyObject *ends_vouched(PyObject *self, PyObject *args) {
+    PyObject *metas, *counts, *names;
+    Py_ssize_t i;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!O!n", &PyList_Type, &metas, &PyList_Type, &counts, &PyList_Type, &names, &i))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(metas);
+    if (PyList_GET_SIZE(counts) < n || PyList_GET_SIZE(names) < n) n = 0;
+    for (; i < n; i++) {
+        PyObject *m = PyList_GET_ITEM(metas, i), *t = PyList_GET_ITEM(names, i);
+        long long k;
+        if (!PyUnicode_CheckExact(m) || !PyUnicode_CheckExact(t) || !int64_of(PyList_GET_ITEM(counts, i), &k) ||
+            k < 0)
+            break;
+        Py_ssize_t vn, tn;
+        const char *v = PyUnicode_AsUTF8AndSize(m, &vn), *name = PyUnicode_AsUTF8AndSize(t, &tn);
+        if (!v || !name) {
+            PyErr_Clear();
+            break;
+        }
+        if (!end_holds(v, vn, k, name, tn)) break;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
 static PyMethodDef methods[] = {
     {"take_plain", take_plain, METH_VARARGS, "Whole plain transactions of a fetched run (see the file's comment)."},
+    {"ends_vouched", ends_vouched, METH_VARARGS, "The first END marker not vouched for (see its comment)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -32,6 +32,11 @@ from cdc.stream.envelope import ABORTED, BEGIN, END, HEARTBEAT, SCHEMA
 from cdc.stream.stream_structure import NOT_READ, StreamStructure
 from streaming.stream.records import UNDECODABLE, Batch
 
+try:  # compiled at install (pyproject ext-modules); without a C compiler every END is read here
+    from streaming.stream._scan_native import ends_vouched as _ENDS_VOUCHED  # type: ignore[attr-defined]
+except ImportError:
+    _ENDS_VOUCHED = None
+
 
 def first_violation(batch: Batch, last_sequence: int | None, topic: str,
                     epoch: int = 0) -> tuple[int, StreamCorrupt] | None:
@@ -62,18 +67,12 @@ def first_violation(batch: Batch, last_sequence: int | None, topic: str,
     names, codes = batch.table_index()
     # data records in runs between stops: run k holds the data before stops[k] (and after stops[k-1])
     run_of = np.searchsorted(stops, data)
-    runs: dict[int, dict[str, int]] = {}  # run -> {table: count}
+    counts = _RunCounts(names)  # run -> {table: count}
     first_of: dict[int, int] = {}  # run -> position of its first record
     if len(data):
         width = len(names) + 1
-        combined = run_of.astype(np.int64) * width + codes[data]
-        keys, counts = np.unique(combined, return_counts=True)
-        for key, count in zip(keys.tolist(), counts.tolist()):
-            run, code = divmod(key, width)
-            tables = runs.get(run)
-            if tables is None:
-                tables = runs[run] = {}
-            tables[names[code] if code < len(names) else None] = count
+        keys, per_key = np.unique(run_of.astype(np.int64) * width + codes[data], return_counts=True)
+        counts = _RunCounts(names, keys // width, keys % width, per_key)
         ids, at = np.unique(run_of, return_index=True)
         first_of = dict(zip(ids.tolist(), data[at].tolist()))
         # each data record names the transaction of the BEGIN it follows: find the first that does not
@@ -96,8 +95,9 @@ def first_violation(batch: Batch, last_sequence: int | None, topic: str,
                                  & same_epoch.to_numpy(zero_copy_only=False))]
     else:
         foreign = data
-    if not len(foreign) and _plain_whole(batch, stops, runs, epoch):
+    if not len(foreign) and _plain_whole(batch, stops, counts, epoch):
         return None  # the common shape, held to every rule on whole columns
+    runs = counts.as_dict()
     offsets = batch.offset
     begin_pos = 0
 
@@ -170,7 +170,34 @@ def plain_markers(batch: Batch, stops: Any) -> tuple[Any, Any] | None:
     return is_begin, is_end
 
 
-def _plain_whole(batch: Batch, stops: Any, runs: dict[int, dict[str, int]], epoch: int) -> bool:
+class _RunCounts:
+    """The data records of each run (between two markers) per table, as whole columns: ``run``, ``code`` (into
+    ``names``; ``len(names)``: no table) and ``count``, sorted by run then code."""
+
+    def __init__(self, names: list, run: Any = None, code: Any = None, count: Any = None) -> None:
+        import numpy as np
+
+        empty = np.zeros(0, dtype=np.int64)
+        self.names = names
+        self.run = empty if run is None else run
+        self.code = empty if code is None else code
+        self.count = empty if count is None else count
+
+    def tables(self, run: int) -> dict[str | None, int]:
+        import numpy as np
+
+        lo, hi = np.searchsorted(self.run, [run, run + 1]).tolist()
+        return {(self.names[c] if c < len(self.names) else None): n
+                for c, n in zip(self.code[lo:hi].tolist(), self.count[lo:hi].tolist())}
+
+    def as_dict(self) -> dict[int, dict[str | None, int]]:
+        out: dict[int, dict[str | None, int]] = {}
+        for run, code, n in zip(self.run.tolist(), self.code.tolist(), self.count.tolist()):
+            out.setdefault(run, {})[self.names[code] if code < len(self.names) else None] = n
+        return out
+
+
+def _plain_whole(batch: Batch, stops: Any, runs: _RunCounts, epoch: int) -> bool:
     """True when the batch's new records (``stops``: its markers, ``runs``: its data between them, per table,
     already found to name their BEGIN's transaction, place and epoch) keep every rule of cdc.stream.stream_structure
     in the stream's usual shape: BEGIN, its own data, its END (same id, ``event_count`` and ``data_collections``
@@ -185,14 +212,13 @@ def _plain_whole(batch: Batch, stops: Any, runs: dict[int, dict[str, int]], epoc
         return False
     is_begin, is_end = marks
     n_stops = len(stops)
-    for run, tables in runs.items():  # data only before an END, or after a last BEGIN still open
-        if None in tables:
-            return False
-        if run < n_stops:
-            if not is_end[run]:
-                return False
-        elif not len(stops) or not is_begin[np.flatnonzero(is_begin | is_end)[-1]]:
-            return False
+    if (runs.code >= len(runs.names)).any():  # a data record without its table
+        return False
+    # data only before an END, or after a last BEGIN still open
+    if not is_end[runs.run[runs.run < n_stops]].all():
+        return False
+    if (runs.run >= n_stops).any() and (not len(stops) or not is_begin[np.flatnonzero(is_begin | is_end)[-1]]):
+        return False
     begins, ends = stops[is_begin], stops[is_end]
     b_of_e = begins[:len(ends)]  # the BEGIN of each END (they take turns)
     table = batch.table
@@ -214,31 +240,42 @@ def _plain_whole(batch: Batch, stops: Any, runs: dict[int, dict[str, int]], epoc
     metas = table.column("meta").take(ends).to_pylist()
     if None in metas:
         return False
+    run_at = np.flatnonzero(is_end)  # the data run closed by each END (its place among the stops)
+    # the usual transaction, of one table: its count and table per END (-1: none or several tables)
+    tables_in = np.bincount(runs.run, minlength=n_stops + 1)
+    first_in = np.searchsorted(runs.run, run_at)
+    single = tables_in[run_at] == 1
+    at = np.where(single, first_in, 0)
+    end_counts = np.where(single, runs.count[at] if len(runs.count) else 0, -1).tolist()
+    end_names = [runs.names[c] if len(runs.names) else "" for c in (runs.code[at] if len(runs.code) else at).tolist()]
+    vouched = _ENDS_VOUCHED or (lambda _m, _c, _n, i: i)
+    j = vouched(metas, end_counts, end_names, 0)
+    while j < len(metas):  # an END the C loop does not vouch for: decided here, as record by record would
+        if not _end_holds(metas[j], runs.tables(int(run_at[j]))):
+            return False
+        j = vouched(metas, end_counts, end_names, j + 1)
+    return True
+
+
+def _end_holds(meta: str, counted: dict[str | None, int]) -> bool:
+    """An END's value (``meta``) says the data between it and its BEGIN: ``counted``, per table."""
     import orjson
 
     from cdc.stream.stream_structure import _collections
 
-    run_at = np.searchsorted(stops, ends).tolist()  # the data run closed by each END
-    empty: dict[str, int] = {}
-    loads = orjson.loads
-    for meta, run in zip([loads(m) for m in metas], run_at):
-        if type(meta) is not dict:
-            return False
-        counted = runs.get(run, empty)
-        said, collections = meta.get("event_count"), meta.get("data_collections")
-        if len(counted) == 1 and type(collections) is list and len(collections) == 1:
-            # the usual transaction, of one table: its count and its one data collection, compared directly
-            (name, k), = counted.items()
-            one = collections[0]
-            if type(said) is not int or said != k or type(one) is not dict or one.get("data_collection") != name \
-                    or type(one.get("event_count")) is not int or one["event_count"] != k:
-                return False
-            continue
-        if type(said) is not int or said != sum(counted.values()):
-            return False
-        if _collections(collections) != {t: k for t, k in counted.items() if k}:
-            return False
-    return True
+    meta = orjson.loads(meta)
+    if type(meta) is not dict:
+        return False
+    said, collections = meta.get("event_count"), meta.get("data_collections")
+    if len(counted) == 1 and type(collections) is list and len(collections) == 1:
+        # the usual transaction, of one table: its count and its one data collection, compared directly
+        (name, k), = counted.items()
+        one = collections[0]
+        return type(said) is int and said == k and type(one) is dict and one.get("data_collection") == name \
+            and type(one.get("event_count")) is int and one["event_count"] == k
+    if type(said) is not int or said != sum(counted.values()):
+        return False
+    return _collections(collections) == {t: k for t, k in counted.items() if k}
 
 
 def max_epoch(batch: Batch, upto: int | None = None) -> int:

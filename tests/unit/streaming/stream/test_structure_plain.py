@@ -1,7 +1,9 @@
 """The whole-column shortcut of the structure check (streaming.stream.structure._plain_whole) and of the engine's
 walk (ApplyEngine._plain_walk) only ever agree with the record-by-record way: on valid, damaged and interleaved
 streams without SCHEMA or ABORTED records (the shape the shortcut takes), with writer epochs that keep or break
-the epoch rules, :func:`first_violation` says the same with and without it."""
+the epoch rules, :func:`first_violation` says the same with and without it; with the END markers read by the C
+loop (streaming/stream/_scan_native.c ends_vouched) and without it, also on END values rewritten in bytes orjson
+reads but the C loop does not vouch for."""
 
 from __future__ import annotations
 
@@ -31,9 +33,12 @@ def _plain_only(recs) -> list:
 
 
 def _batch(recs, epochs) -> Batch:
+    return _batch_bytes([(orjson.dumps(k) if k is not None else None, orjson.dumps(v)) for k, v in recs], epochs)
+
+
+def _batch_bytes(wire, epochs=None) -> Batch:
     j = _Json()
-    rows = [StreamRecord(*to_row(0, i, orjson.dumps(k) if k is not None else None, orjson.dumps(v), j, j))
-            for i, (k, v) in enumerate(recs)]
+    rows = [StreamRecord(*to_row(0, i, k, v, j, j)) for i, (k, v) in enumerate(wire)]
     if epochs is not None:
         rows = [dataclasses.replace(r, epoch=e) for r, e in zip(rows, epochs)]
     return Batch.from_records(rows)
@@ -52,17 +57,72 @@ streams = st.one_of(valid(), damaged().map(lambda c: c[1]), interleaved().map(la
 epochs = st.one_of(st.none(), st.lists(st.sampled_from((0, 2, 3, 3, 3)), min_size=60, max_size=60))
 
 
+@pytest.mark.parametrize("c_loop", [True, False], ids=["C loop", "Python loop"])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
           derandomize=True)
 @given(streams, epochs, st.sampled_from((0, 3)), st.integers(0, 3))
-def test_the_shortcut_agrees_with_the_record_by_record_check(monkeypatch, recs, marks, floor, skip):
+def test_the_shortcut_agrees_with_the_record_by_record_check(monkeypatch, c_loop, recs, marks, floor, skip):
+    assert structure._ENDS_VOUCHED is not None, "streaming.stream._scan_native is not built (make setup)"
     recs = _plain_only(recs)
     if not recs:
         return
     marks = None if marks is None else (marks * (len(recs) // len(marks) + 1))[:len(recs)]
     batch = _batch(recs, marks)
-    fast, slow = _both(batch, skip or None, floor, monkeypatch)
+    with monkeypatch.context() as m:
+        if not c_loop:
+            m.setattr(structure, "_ENDS_VOUCHED", None)
+        fast, slow = _both(batch, skip or None, floor, monkeypatch)
     assert fast == slow
+
+
+# END values rewritten in bytes: each still JSON that orjson reads (duplicate keys: the last wins), the same or
+# otherwise; the C loop must vouch for none that the record-by-record check refuses
+END_EDITS = (
+    lambda v: v.replace(b",", b", ", 1),
+    lambda v: v[:-1] + b',"event_count":2}',
+    lambda v: v[:-1] + b',"event_count":1}',
+    lambda v: v[:-1] + b',"data_collections":[]}',
+    lambda v: v[:-1] + b',"data_collections":null}',
+    lambda v: v.replace(b'"event_count":1,"data_collections"', b'"event_co\\u0075nt":1,"data_collections"', 1),
+    lambda v: v.replace(b'"event_count":1,"data_collections"', b'"event_count":1,"event_count":2,"data_collections"'),
+    lambda v: v.replace(b'{"data_collection":"db.a","event_count":1}',
+                        b'{"data_collection":"db.a","event_count":1,"data_collection":"db.b"}'),
+    lambda v: v.replace(b'{"data_collection":"db.a","event_count":1}',
+                        b'{"data_collection":"db.a","event_count":1,"event_count":2}'),
+    lambda v: v.replace(b'{"data_collection":"db.a","event_count":1}',
+                        b'{"data_collection":"db.a","event_count":1,"x":[{"event_count":5}]}'),
+    lambda v: v.replace(b'{"data_collection":"db.a"', b'{"data_collection":"db.\\u0061"', 1),
+    lambda v: v.replace(b'"data_collection":"db.a","event_count":1', b'"event_count":1,"data_collection":"db.a"'),
+    lambda v: v.replace(b'"event_count":1,"data_collections"', b'"event_count":1.0,"data_collections"', 1),
+    lambda v: v.replace(b'"event_count":1,"data_collections"', b'"event_count":true,"data_collections"', 1),
+    lambda v: v.replace(b'"data_collection":"db.a","event_count":1}', b'"data_collection":"db.a","event_count":1.0}'),
+    lambda v: v.replace(b'"data_collection":"db.a","event_count":1}', b'"data_collection":"db.a","event_count":-1}'),
+    lambda v: v.replace(b'[{"data_collection"', b'[{"data_collection":"db.a","event_count":0},{"data_collection"', 1),
+    lambda v: v.replace(b'"ts_ms":', b'"x":[[{"a":"\\u00e9"}]],"ts_ms":', 1),
+    lambda v: v.replace(b'"ts_ms":', b'"x":123456789012345678901,"ts_ms":', 1),
+    lambda v: v.replace(b'"ts_ms":', b'"x":' + b"[" * 40 + b"]" * 40 + b',"ts_ms":', 1),
+)
+
+
+@pytest.mark.parametrize("edit", range(len(END_EDITS)))
+def test_an_end_in_other_bytes_is_decided_as_record_by_record(monkeypatch, edit):
+    from tests.unit.cdc.stream.structure_streams import write
+
+    recs = renumber(write([("tx", [("c", "db.a", 1, 1)]), ("hb", []), ("tx", [("u", "db.a", 1, 2)])], 1, "A",
+                          {"db.a"}))
+    wire = [(orjson.dumps(k) if k is not None else None, orjson.dumps(v)) for k, v in recs]
+    ends = [i for i, (k, v) in enumerate(wire) if k is None and b'"END"' in v]
+    assert ends and all(b'"data_collections":[{"data_collection":"db.a","event_count":1}]' in wire[i][1] for i in ends)
+    for at in ends:
+        edited = END_EDITS[edit](wire[at][1])
+        orjson.loads(edited)  # still JSON: the check reads it
+        batch = _batch_bytes([*wire[:at], (None, edited), *wire[at + 1:]])
+        assert batch.n == len(wire)
+        fast, slow = _both(batch, None, 0, monkeypatch)
+        assert fast == slow, (at, edited)
+        with monkeypatch.context() as m:
+            m.setattr(structure, "_ENDS_VOUCHED", None)
+            assert _both(batch, None, 0, monkeypatch) == (fast, slow), (at, edited)
 
 
 def test_plain_transactions_take_the_shortcut_and_a_wrong_event_count_does_not(monkeypatch):
@@ -85,11 +145,9 @@ def _parts(batch: Batch):
     stops = np.flatnonzero(~batch.is_data)
     data = np.flatnonzero(batch.is_data)
     names, codes = batch.table_index()
-    runs: dict = {}
-    for r, c in zip(np.searchsorted(stops, data).tolist(), codes[data].tolist()):
-        runs.setdefault(r, {})
-        runs[r][names[c]] = runs[r].get(names[c], 0) + 1
-    return batch, stops, runs
+    width = len(names) + 1
+    keys, counts = np.unique(np.searchsorted(stops, data).astype(np.int64) * width + codes[data], return_counts=True)
+    return batch, stops, structure._RunCounts(names, keys // width, keys % width, counts)
 
 
 @pytest.mark.parametrize("end", [
