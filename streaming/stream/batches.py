@@ -138,6 +138,7 @@ class BoundaryScanner:
         self._ahead_error: BaseException | None = None
         self._backlog: dict[int, bool] = {}  # per partition: the last cut left whole transactions behind
         self._cut_at: dict[int, float] = {}  # per partition: monotonic time of the last cut that moved on
+        self._following: _PartitionScan | None = None  # the scan the consumer was last assigned for
 
     def _client(self) -> Any:
         # metadata and watermark calls may run beside the scan ahead (librdkafka handles are thread-safe);
@@ -168,6 +169,7 @@ class BoundaryScanner:
         low, high = c.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=10)
         end = pos = max(low, high - 1)
         c.assign([TopicPartition(self.topic, partition, pos)])
+        self._following = None
         while msgs := c.consume(num_messages=5000, timeout=IDLE_POLL_S):
             end = max([end] + [m.offset() + 1 for m in msgs if m.error() is None])
         return end
@@ -198,7 +200,9 @@ class BoundaryScanner:
         ahead = c is not None  # called by the scan ahead, with the consumer it may use
         c = c or self._client()
         tp = TopicPartition(self.topic, partition, scan.scanned_to)
-        c.assign([tp])
+        if self._following is not scan or not _stands_at(c, tp):
+            c.assign([tp])
+            self._following = scan  # the scan whose records the consumer hands out from here on
         began, empty, short = time.monotonic(), 0, False
         while not (ahead and self._ahead_stop.is_set()):
             have_one = bool(scan.boundaries) and scan.boundaries[-1] > start
@@ -523,6 +527,19 @@ class RangePartition:
     start: int
     end: int
     encoding: str = "json"
+
+
+def _stands_at(consumer: Any, tp: Any) -> bool:
+    """``consumer`` is assigned ``tp``'s partition alone and the next record it hands out is at ``tp.offset``:
+    the scan goes on where it stopped, and assigning again would drop what the client fetched ahead (up to
+    queued.min.messages records, read from the broker again by the next fetch)."""
+    from confluent_kafka import TopicPartition
+
+    assigned = consumer.assignment()
+    if len(assigned) != 1 or assigned[0].topic != tp.topic or assigned[0].partition != tp.partition:
+        return False
+    at = consumer.position([TopicPartition(tp.topic, tp.partition)])
+    return len(at) == 1 and at[0].error is None and at[0].offset == tp.offset
 
 
 def split_range(kafka: str | KafkaConnection, topic: str, partition: int, start: int, end: int, encoding: str,

@@ -1,5 +1,6 @@
 """The planner's boundary scan on the real broker: cuts land on transaction ends, with and without the scan
-ahead, and a failure of the scan ahead reaches the planner instead of vanishing."""
+ahead, and a failure of the scan ahead reaches the planner instead of vanishing; a scan that goes on where it
+stopped keeps its consumer's assignment (what the client fetched ahead), anything else assigns again."""
 
 from __future__ import annotations
 
@@ -56,6 +57,41 @@ def test_cuts_are_transaction_ends_and_the_scan_ahead_changes_none(broker):
         if ahead:
             assert got == plain, "the scan ahead changed the cuts"
         plain = got
+
+
+class _Counting:
+    """The scanner's consumer, its assign calls counted."""
+
+    def __init__(self, consumer) -> None:
+        self.consumer, self.assigns = consumer, []
+
+    def assign(self, tps) -> None:
+        self.assigns.append([(tp.partition, tp.offset) for tp in tps])
+        self.consumer.assign(tps)
+
+    def __getattr__(self, name):
+        return getattr(self.consumer, name)
+
+
+def test_a_scan_that_goes_on_keeps_the_assignment_and_a_new_start_assigns(broker):
+    topic, ends = _topic(broker, n_tx=200, rows=10)
+    s = BoundaryScanner(broker.bootstrap, topic, "json")
+    try:
+        counting = s._consumer = _Counting(s._client())
+        cuts = _cuts(s, ends[-1], 300, ahead=True)
+        assert set(cuts) <= set(ends) and cuts[-1] == ends[-1]
+        assert counting.assigns == [[(0, 0)]], "the scan assigned its consumer again while it went on"
+        # a start the scan has not reached: a new scan, a new assignment, the same cuts
+        again = s.cut(0, ends[3], 300)
+        assert again in ends and counting.assigns[-1] == [(0, ends[3])]
+        # true_end reads at the high watermark: the scan after it assigns again
+        scanned_to = s._scans[0].scanned_to
+        assigned = len(counting.assigns)
+        assert s.true_end(0) == ends[-1]
+        assert s.cut(0, again, 300) in ends
+        assert counting.assigns[assigned + 1:] == [[(0, scanned_to)]]  # true_end's, then the scan's again
+    finally:
+        s.close()
 
 
 def test_a_failure_of_the_scan_ahead_reaches_the_next_call(broker):
