@@ -99,6 +99,13 @@ static int word(Cur *c, const char *w) {
 
 static int value_(Cur *c, int depth);
 
+/* After a member or an element: 1 past a ',' (another follows), 0 past ``close`` (the last), -1 else. */
+static int more(Cur *c, char close) {
+    if (c->p >= c->n) return -1;
+    char ch = c->v[c->p++];
+    return ch == ',' ? 1 : ch == close ? 0 : -1;
+}
+
 static int object_(Cur *c, int depth) {
     const char *s;
     Py_ssize_t len;
@@ -108,10 +115,9 @@ static int object_(Cur *c, int depth) {
     for (;;) {
         if (!string_(c, &s, &len) || c->p >= c->n || c->v[c->p] != ':') return 0;
         c->p++;
-        if (!value_(c, depth + 1) || c->p >= c->n) return 0;
-        if (c->v[c->p] == '}') { c->p++; return 1; }
-        if (c->v[c->p] != ',') return 0;
-        c->p++;
+        if (!value_(c, depth + 1)) return 0;
+        int m = more(c, '}');
+        if (m <= 0) return m == 0;
     }
 }
 
@@ -120,10 +126,9 @@ static int array_(Cur *c, int depth) {
     c->p++;
     if (c->p < c->n && c->v[c->p] == ']') { c->p++; return 1; }
     for (;;) {
-        if (!value_(c, depth + 1) || c->p >= c->n) return 0;
-        if (c->v[c->p] == ']') { c->p++; return 1; }
-        if (c->v[c->p] != ',') return 0;
-        c->p++;
+        if (!value_(c, depth + 1)) return 0;
+        int m = more(c, ']');
+        if (m <= 0) return m == 0;
     }
 }
 
@@ -188,10 +193,9 @@ static int marker(const char *v, Py_ssize_t n, Marker *m) {
         } else if (!value_(&c, 1)) {
             return 0;
         }
-        if (c.p >= n) return 0;
-        if (v[c.p] == '}') { c.p++; break; }
-        if (v[c.p] != ',') return 0;
-        c.p++;
+        int more_ = more(&c, '}');
+        if (more_ < 0) return 0;
+        if (!more_) break;
     }
     if (c.p != n || !seen_status) return 0;
     if (st_len == 5 && memcmp(st, "BEGIN", 5) == 0) m->kind = K_BEGIN;
@@ -212,6 +216,15 @@ static int int64_of(PyObject *o, long long *out) {
     }
     *out = e;
     return 1;
+}
+
+/* bounds.append(b); sizes.append(z) */
+static int append_pair(PyObject *bounds, long long b, PyObject *sizes, long long z) {
+    PyObject *bo = PyLong_FromLongLong(b), *zo = PyLong_FromLongLong(z);
+    int rc = (!bo || !zo || PyList_Append(bounds, bo) < 0 || PyList_Append(sizes, zo) < 0) ? -1 : 0;
+    Py_XDECREF(bo);
+    Py_XDECREF(zo);
+    return rc;
 }
 
 static PyObject *take_plain(PyObject *self, PyObject *args) {
@@ -261,31 +274,15 @@ static PyObject *take_plain(PyObject *self, PyObject *args) {
                     memcmp(m.id, txid, (size_t)txid_len) != 0 || !rows || !m.has_count || m.count != rows)
                     break;
                 begin = -1;
+                last_real = first + i + 1;
+            } else if (begin >= 0 || (e && e != epoch)) {  /* a HEARTBEAT inside a transaction, or of another writer */
+                break;
+            }
+            if (begin < 0) {  /* an END or a HEARTBEAT taken: a boundary after it */
                 taken = i + 1;
                 taken_size = size;
                 taken_last = seq;
-                last_real = first + taken;
-                PyObject *b = PyLong_FromLongLong(first + taken), *z = PyLong_FromLongLong(size);
-                if (!b || !z || PyList_Append(bounds, b) < 0 || PyList_Append(sizes, z) < 0) {
-                    Py_XDECREF(b);
-                    Py_XDECREF(z);
-                    return NULL;
-                }
-                Py_DECREF(b);
-                Py_DECREF(z);
-            } else {  /* HEARTBEAT */
-                if (begin >= 0 || (e && e != epoch)) break;
-                taken = i + 1;
-                taken_size = size;
-                taken_last = seq;
-                PyObject *b = PyLong_FromLongLong(first + taken), *z = PyLong_FromLongLong(size);
-                if (!b || !z || PyList_Append(bounds, b) < 0 || PyList_Append(sizes, z) < 0) {
-                    Py_XDECREF(b);
-                    Py_XDECREF(z);
-                    return NULL;
-                }
-                Py_DECREF(b);
-                Py_DECREF(z);
+                if (append_pair(bounds, first + taken, sizes, size) < 0) return NULL;
             }
         }
         last = seq;
@@ -295,7 +292,7 @@ static PyObject *take_plain(PyObject *self, PyObject *args) {
 }
 
 /* data_collections of one object in the narrow grammar: [{"data_collection":NAME,"event_count":K,...}] with
-   each of the two keys once (others allowed). Sets *name/*name_len and *count. */
+   each of the two keys once (others allowed). Sets *name, *name_len and *count. */
 static int one_collection(Cur *c, const char **name, Py_ssize_t *name_len, long long *count) {
     const char *s;
     Py_ssize_t len;
@@ -313,10 +310,9 @@ static int one_collection(Cur *c, const char **name, Py_ssize_t *name_len, long 
         } else if (!value_(c, 3)) {
             return 0;
         }
-        if (c->p >= c->n) return 0;
-        if (c->v[c->p] == '}') { c->p++; break; }
-        if (c->v[c->p] != ',') return 0;
-        c->p++;
+        int more_ = more(c, '}');
+        if (more_ < 0) return 0;
+        if (!more_) break;
     }
     if (!seen_name || !seen_count || c->p >= c->n || c->v[c->p] != ']') return 0;
     c->p++;
@@ -343,10 +339,9 @@ static int end_holds(const char *v, Py_ssize_t n, long long k, const char *name,
         } else if (!value_(&c, 1)) {
             return 0;
         }
-        if (c.p >= n) return 0;
-        if (v[c.p] == '}') { c.p++; break; }
-        if (v[c.p] != ',') return 0;
-        c.p++;
+        int more_ = more(&c, '}');
+        if (more_ < 0) return 0;
+        if (!more_) break;
     }
     return c.p == n && seen_count && seen_dcs && said == k && one == k && dc_len == name_len &&
            memcmp(dc, name, (size_t)name_len) == 0;
