@@ -14,8 +14,10 @@
              (Fk: the configured fragments; with cdc.stream.wire's, {"sequence":SEQ,"before":B,...}})
 
    with ``parts`` = (head, close, shead, stail, stail_r, ts, idj) (stail_r for op 'r'), and hands each
-   record to ``produce(topic, value, key, partition, headers=headers)`` (confluent-kafka's bound
-   Producer.produce) right away, in order. It stops at the first row it does not vouch for: a row not a
+   record to ``produce(topic, value, key, partition, None, None, 0, headers)`` (confluent-kafka's bound
+   Producer.produce: callback, on_delivery and timestamp at their defaults, all positional -- keyword
+   arguments cost it a dictionary and a search per keyword; without headers, the first four alone) right
+   away, in order. It stops at the first row it does not vouch for: a row not a
    5-tuple of (str op of c/u/d/r/t, bytes, bytes, bytes, bytes), or whose record is above ``limit``
    bytes (key + value): that row is left for the Python path (status 1). It never skips a row.
 
@@ -84,12 +86,14 @@ static PyObject *configure(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-/* produce(topic, value, None, partition, headers=headers); 0: queued, 2: BufferError (nothing queued), 3: another
-   exception, kept in *error as (exception, value, None); -1: a Python error to raise. */
+static PyObject *zero; /* the timestamp argument of produce: 0, the client's default (now) */
+
+/* produce(topic, value, None, partition, None, None, 0, headers); 0: queued, 2: BufferError (nothing queued), 3:
+   another exception, kept in *error as (exception, value, None); -1: a Python error to raise. */
 static int produce_marker(PyObject *produce, PyObject *topic, PyObject *value, PyObject *partition,
-                          PyObject *headers, PyObject *kwnames, PyObject **error) {
-    PyObject *call[5] = {topic, value, Py_None, partition, headers};
-    PyObject *res = PyObject_Vectorcall(produce, call, 4, kwnames);
+                          PyObject *headers, PyObject **error) {
+    PyObject *call[8] = {topic, value, Py_None, partition, Py_None, Py_None, zero, headers};
+    PyObject *res = PyObject_Vectorcall(produce, call, headers != Py_None ? 8 : 4, NULL);
     if (res != NULL) {
         Py_DECREF(res);
         return 0;
@@ -159,12 +163,7 @@ static PyObject *splice_impl(PyObject *args, int tx) {
     int status = 0;
     PyObject *error = Py_None;
     Py_INCREF(error);
-    PyObject *kwnames = NULL;
-    if (headers != Py_None && (kwnames = Py_BuildValue("(s)", "headers")) == NULL) {
-        Py_DECREF(error);
-        Py_DECREF(frag);
-        return NULL;
-    }
+    size_t nargs = headers != Py_None ? 8 : 4; /* produce's positional arguments (see the top of the file) */
     Py_ssize_t nrows = PyList_GET_SIZE(rows);
     if (PyList_GET_SIZE(tables) != nrows) {
         PyErr_SetString(PyExc_ValueError, "tables and rows differ in length");
@@ -172,7 +171,7 @@ static PyObject *splice_impl(PyObject *args, int tx) {
     }
     if (i < 0) i = nrows;
     if (head != Py_None) {
-        int r = produce_marker(produce, topic, head, partition, headers, kwnames, &error);
+        int r = produce_marker(produce, topic, head, partition, headers, &error);
         if (r < 0) goto fail;
         if (r) {
             status = r;
@@ -244,8 +243,8 @@ static PyObject *splice_impl(PyObject *args, int tx) {
         o = put(o, pv[HEAD], pl[HEAD]);
         o = put(o, PyBytes_AS_STRING(kv), PyBytes_GET_SIZE(kv));
         put(o, pv[CLOSE], pl[CLOSE]);
-        PyObject *call[5] = {topic, value, key, partition, headers};
-        PyObject *res = PyObject_Vectorcall(produce, call, 4, kwnames);
+        PyObject *call[8] = {topic, value, key, partition, Py_None, Py_None, zero, headers};
+        PyObject *res = PyObject_Vectorcall(produce, call, nargs, NULL);
         if (res == NULL) {
             if (PyErr_ExceptionMatches(PyExc_BufferError)) {
                 PyErr_Clear();
@@ -275,7 +274,7 @@ static PyObject *splice_impl(PyObject *args, int tx) {
         n = nn;
     }
     if (tail != Py_None && status == 0 && i == nrows) {
-        int r = produce_marker(produce, topic, tail, partition, headers, kwnames, &error);
+        int r = produce_marker(produce, topic, tail, partition, headers, &error);
         if (r < 0) goto fail;
         if (r)
             status = r;
@@ -283,7 +282,6 @@ static PyObject *splice_impl(PyObject *args, int tx) {
             marks |= 2;
     }
 done:
-    Py_XDECREF(kwnames);
     Py_DECREF(frag);
     if (tx)
         return Py_BuildValue("(nLLLL(LLLLL)iNi)", i, seq, total, n, nbytes, counts[0], counts[1], counts[2],
@@ -291,7 +289,6 @@ done:
     return Py_BuildValue("(nLLLL(LLLLL)iN)", i, seq, total, n, nbytes, counts[0], counts[1], counts[2], counts[3],
                          counts[4], status, error);
 fail:
-    Py_XDECREF(kwnames);
     Py_DECREF(frag);
     Py_XDECREF(error);
     return NULL;
@@ -314,4 +311,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_splice_native", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__splice_native(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__splice_native(void) {
+    if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}
