@@ -300,7 +300,9 @@ class Publisher:
                                     open=self._tx.txid, txid=event.txid)
             tx = self._tx = _Tx(event.txid, event.ts_ms)
             if self._json:  # the bytes of begin_record's dict (test_wire_conformance holds them equal)
-                value = BEGIN_VALUE % (self._take_seq(), tx.id_json, tx.ts_json)
+                seq = self._seq  # _take_seq(), without a call per transaction
+                self._seq = seq + 1
+                value = BEGIN_VALUE % (seq, tx.id_json, tx.ts_json)
                 if self._tx_topic is None and not self._per_table and self._outbox is None and _SPLICE_TX is not None \
                         and not _NATIVE_OFF:
                     self._held = value  # produced with the transaction's rows and END, or by _release()
