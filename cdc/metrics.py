@@ -178,6 +178,7 @@ class SourceMetrics:
         m.errors.labels(s, "none")
         m.publish_latency.labels(s)
         self._read_children: dict[tuple[str, str], Any] = {}
+        self._published_children: dict[tuple[str, str], Any] = {}
         self._tx_read = m.tx_read.labels(s)
         self._started = time.time()
         m.last_publish.labels(s).set(self._started)  # "no progress yet" starts counting now
@@ -235,7 +236,12 @@ class SourceMetrics:
 
     # publishing (call only after the broker acknowledged)
     def events_published(self, table: str, op: str, n: int = 1) -> None:
-        self._m.events_published.labels(self.source, table, op).inc(n)
+        child = self._published_children.get((table, op))  # as event_read: a child per (table, op)
+        if child is None:
+            if len(self._published_children) > 10_000:
+                self._published_children.clear()
+            child = self._published_children[(table, op)] = self._m.events_published.labels(self.source, table, op)
+        child.inc(n)
 
     def records_published(self, n: int, nbytes: int, last_sequence: int) -> None:
         self._m.records_published.labels(self.source).inc(n)

@@ -335,22 +335,19 @@ class OrderedProducer:
         partition = 0 if topic in self._single else -1
         if self.produced == self._acked:  # nothing was pending: the delivery timeout starts now
             self._progress_t = time.monotonic()
-        start, i, total, n, nbytes, marks = self.produced, 0, 0, 0, 0, 0
-        ops = None
-        while True:
+        start = self.produced
+        j, seq, total, n, nbytes, ops, status, error, marks = splice_tx(
+            tables, rows, 0, known, parts, seq, 0, 0, now, limit, p.produce, topic, partition, headers, head, tail)
+        self.produced = start + j + (marks & 1) + (marks >> 1)
+        while status > 1 and self._call_again(status, error, topic):  # the local queue was full: again from row j
+            i = j
             j, seq, total, n, nb, counted, status, error, done = splice_tx(
                 tables, rows, i, known, parts, seq, total, n, now, limit, p.produce, topic, partition, headers,
                 None if marks & 1 else head, tail)
             self.produced += j - i + (done & 1) + (done >> 1)
             marks |= done
             nbytes += nb
-            if ops is None:  # the usual single call: its counts as they are
-                ops = counted
-            else:
-                ops = tuple(a + b for a, b in zip(ops, counted))
-            i = j
-            if not self._call_again(status, error, topic):
-                break
+            ops = tuple(a + b for a, b in zip(ops, counted))
         if start // POLL_EVERY != self.produced // POLL_EVERY:
             p.poll(0)
         return j, seq, total, n, nbytes, ops, marks, status == 1

@@ -439,10 +439,13 @@ class Publisher:
         j, seq, total, n, nbytes, counted, marks, python = self._producer.produce_tx(
             _SPLICE_TX, self.topic, self._headers, batch.tables, rows, known,  # type: ignore[union-attr]
             c[3:] + (tx.ts_json, tx.id_json), seq, int(time.time() * 1000), self._record_limit, begin, end)
-        ops = tx.ops
-        for op, k in zip("cudrt", counted):
-            if k:
-                ops[(name, op)] = k
+        ops = tx.ops  # empty until now: the held batch is the transaction's first and only one
+        if j == 1 and nrows == 1:  # one row, through the C loop: its op is the one counted
+            ops[(name, rows[0][0])] = 1
+        else:
+            for op, k in zip("cudrt", counted):
+                if k:
+                    ops[(name, op)] = k
         self._seq, tx.total = seq, total
         if j:
             tx.counts[name] = n
