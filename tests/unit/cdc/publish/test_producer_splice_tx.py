@@ -57,3 +57,22 @@ def test_a_full_queue_anywhere_in_a_small_transaction_resumes_at_that_record(ful
     assert calls[0][1] == b"BEGIN" and calls[-1][1] == b"END"
     assert all(c[4:7] == (None, None, 0) for c in calls)  # callback, on_delivery, timestamp: the client's defaults
     assert polls >= len(full_at)  # every full queue was served before the call was made again
+
+
+def test_splice_calls_refuse_arguments_of_the_wrong_number_or_kind():
+    from cdc.publish import _splice_native as native  # type: ignore[attr-defined]
+
+    args = [[], [], 0, None, (b"",) * 7, 1, 0, 0, 0, 1 << 30, print, "t", 0, None]
+    assert native.splice(*args)[:5] == (0, 1, 0, 0, 0)  # nothing to do: nothing done
+    assert native.splice_tx(*args, None, None)[-1] == 0
+    for bad in (args[:-1], args + [None]):
+        with pytest.raises(TypeError):
+            native.splice(*bad)
+    with pytest.raises(TypeError):
+        native.splice_tx(*args)
+    with pytest.raises(TypeError):
+        native.splice(*([(), *args[1:]]))  # tables not a list
+    with pytest.raises(TypeError):
+        native.splice(*(args[:5] + ["1", *args[6:]]))  # seq not an integer
+    with pytest.raises(TypeError):
+        native.splice_tx(*args, "BEGIN", None)  # head not bytes
