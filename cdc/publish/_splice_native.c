@@ -14,8 +14,10 @@
              (Fk: the configured fragments; with cdc.stream.wire's, {"sequence":SEQ,"before":B,...}})
 
    with ``parts`` = (head, close, shead, stail, stail_r, ts, idj) (stail_r for op 'r'), and hands each
-   record to ``produce(topic, value, key, partition, headers=headers)`` (confluent-kafka's bound
-   Producer.produce) right away, in order. It stops at the first row it does not vouch for: a row not a
+   record to ``produce(topic, value, key, partition, None, None, 0, headers)`` (confluent-kafka's bound
+   Producer.produce: callback, on_delivery and timestamp at their defaults, all positional -- keyword
+   arguments cost it a dictionary and a search per keyword; without headers, the first four alone) right
+   away, in order. It stops at the first row it does not vouch for: a row not a
    5-tuple of (str op of c/u/d/r/t, bytes, bytes, bytes, bytes), or whose record is above ``limit``
    bytes (key + value): that row is left for the Python path (status 1). It never skips a row.
 
@@ -84,12 +86,14 @@ static PyObject *configure(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-/* produce(topic, value, None, partition, headers=headers); 0: queued, 2: BufferError (nothing queued), 3: another
-   exception, kept in *error as (exception, value, None); -1: a Python error to raise. */
+static PyObject *zero; /* the timestamp argument of produce: 0, the client's default (now) */
+
+/* produce(topic, value, None, partition, None, None, 0, headers); 0: queued, 2: BufferError (nothing queued), 3:
+   another exception, kept in *error as (exception, value, None); -1: a Python error to raise. */
 static int produce_marker(PyObject *produce, PyObject *topic, PyObject *value, PyObject *partition,
-                          PyObject *headers, PyObject *kwnames, PyObject **error) {
-    PyObject *call[5] = {topic, value, Py_None, partition, headers};
-    PyObject *res = PyObject_Vectorcall(produce, call, 4, kwnames);
+                          PyObject *headers, PyObject **error) {
+    PyObject *call[8] = {topic, value, Py_None, partition, Py_None, Py_None, zero, headers};
+    PyObject *res = PyObject_Vectorcall(produce, call, headers != Py_None ? 8 : 4, NULL);
     if (res != NULL) {
         Py_DECREF(res);
         return 0;
@@ -107,24 +111,58 @@ static int produce_marker(PyObject *produce, PyObject *topic, PyObject *value, P
     return *error == NULL ? -1 : 3;
 }
 
-static PyObject *splice_impl(PyObject *args, int tx) {
+/* The arguments as PyArg_ParseTuple's "O!O!nOO!LLLLLOOOO" (+ "OO" for splice_tx) reads them, from a vector
+   (METH_FASTCALL: no argument tuple to build and no format to parse per call, once per small transaction). */
+static int parse_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, int tx, PyObject **tables,
+                      PyObject **rows, Py_ssize_t *i, PyObject **known, PyObject **parts, long long ints[5],
+                      PyObject **call) {
+    Py_ssize_t want = tx ? 16 : 14;
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments (%zd given)", fn, want, nargs);
+        return -1;
+    }
+    if (!PyList_Check(args[0]) || !PyList_Check(args[1]) || !PyTuple_Check(args[4])) {
+        PyErr_Format(PyExc_TypeError, "%s: tables and rows are lists, parts a tuple", fn);
+        return -1;
+    }
+    *tables = args[0];
+    *rows = args[1];
+    *known = args[3];
+    *parts = args[4];
+    *i = PyNumber_AsSsize_t(args[2], PyExc_OverflowError);
+    if (*i == -1 && PyErr_Occurred()) return -1;
+    for (int k = 0; k < 5; k++) {
+        ints[k] = PyLong_AsLongLong(args[5 + k]);
+        if (ints[k] == -1 && PyErr_Occurred()) return -1;
+    }
+    for (int k = 0; k < (tx ? 6 : 4); k++) call[k] = args[10 + k]; /* produce, topic, partition, headers[, head, tail] */
+    return 0;
+}
+
+/* a new int of v, or NULL */
+static PyObject *new_int(long long v) { return PyLong_FromLongLong(v); }
+
+static PyObject *splice_impl(PyObject *const *args, Py_ssize_t nargs, int tx) {
     PyObject *tables, *rows, *known, *parts, *produce, *topic, *partition, *headers, *head = Py_None,
              *tail = Py_None;
     Py_ssize_t i;
     long long seq, total, n, now, limit;
-    if (tx) {
-        if (!PyArg_ParseTuple(args, "O!O!nOO!LLLLLOOOOOO", &PyList_Type, &tables, &PyList_Type, &rows, &i, &known,
-                              &PyTuple_Type, &parts, &seq, &total, &n, &now, &limit, &produce, &topic, &partition,
-                              &headers, &head, &tail))
+    {
+        long long ints[5];
+        PyObject *call[6];
+        if (parse_args(tx ? "splice_tx" : "splice", args, nargs, tx, &tables, &rows, &i, &known, &parts, ints,
+                       call) < 0)
             return NULL;
-        if ((head != Py_None && !PyBytes_CheckExact(head)) || (tail != Py_None && !PyBytes_CheckExact(tail))) {
-            PyErr_SetString(PyExc_TypeError, "splice_tx: head and tail are bytes or None");
-            return NULL;
+        seq = ints[0], total = ints[1], n = ints[2], now = ints[3], limit = ints[4];
+        produce = call[0], topic = call[1], partition = call[2], headers = call[3];
+        if (tx) {
+            head = call[4], tail = call[5];
+            if ((head != Py_None && !PyBytes_CheckExact(head)) || (tail != Py_None && !PyBytes_CheckExact(tail))) {
+                PyErr_SetString(PyExc_TypeError, "splice_tx: head and tail are bytes or None");
+                return NULL;
+            }
         }
-    } else if (!PyArg_ParseTuple(args, "O!O!nOO!LLLLLOOOO", &PyList_Type, &tables, &PyList_Type, &rows, &i, &known,
-                                 &PyTuple_Type, &parts, &seq, &total, &n, &now, &limit, &produce, &topic, &partition,
-                                 &headers))
-        return NULL;
+    }
     int marks = 0;
     if (fragments == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "splice before configure()");
@@ -159,12 +197,7 @@ static PyObject *splice_impl(PyObject *args, int tx) {
     int status = 0;
     PyObject *error = Py_None;
     Py_INCREF(error);
-    PyObject *kwnames = NULL;
-    if (headers != Py_None && (kwnames = Py_BuildValue("(s)", "headers")) == NULL) {
-        Py_DECREF(error);
-        Py_DECREF(frag);
-        return NULL;
-    }
+    size_t pargs = headers != Py_None ? 8 : 4; /* produce's positional arguments (see the top of the file) */
     Py_ssize_t nrows = PyList_GET_SIZE(rows);
     if (PyList_GET_SIZE(tables) != nrows) {
         PyErr_SetString(PyExc_ValueError, "tables and rows differ in length");
@@ -172,7 +205,7 @@ static PyObject *splice_impl(PyObject *args, int tx) {
     }
     if (i < 0) i = nrows;
     if (head != Py_None) {
-        int r = produce_marker(produce, topic, head, partition, headers, kwnames, &error);
+        int r = produce_marker(produce, topic, head, partition, headers, &error);
         if (r < 0) goto fail;
         if (r) {
             status = r;
@@ -244,8 +277,8 @@ static PyObject *splice_impl(PyObject *args, int tx) {
         o = put(o, pv[HEAD], pl[HEAD]);
         o = put(o, PyBytes_AS_STRING(kv), PyBytes_GET_SIZE(kv));
         put(o, pv[CLOSE], pl[CLOSE]);
-        PyObject *call[5] = {topic, value, key, partition, headers};
-        PyObject *res = PyObject_Vectorcall(produce, call, 4, kwnames);
+        PyObject *call[8] = {topic, value, key, partition, Py_None, Py_None, zero, headers};
+        PyObject *res = PyObject_Vectorcall(produce, call, pargs, NULL);
         if (res == NULL) {
             if (PyErr_ExceptionMatches(PyExc_BufferError)) {
                 PyErr_Clear();
@@ -275,7 +308,7 @@ static PyObject *splice_impl(PyObject *args, int tx) {
         n = nn;
     }
     if (tail != Py_None && status == 0 && i == nrows) {
-        int r = produce_marker(produce, topic, tail, partition, headers, kwnames, &error);
+        int r = produce_marker(produce, topic, tail, partition, headers, &error);
         if (r < 0) goto fail;
         if (r)
             status = r;
@@ -283,30 +316,59 @@ static PyObject *splice_impl(PyObject *args, int tx) {
             marks |= 2;
     }
 done:
-    Py_XDECREF(kwnames);
     Py_DECREF(frag);
-    if (tx)
-        return Py_BuildValue("(nLLLL(LLLLL)iNi)", i, seq, total, n, nbytes, counts[0], counts[1], counts[2],
-                             counts[3], counts[4], status, error, marks);
-    return Py_BuildValue("(nLLLL(LLLLL)iN)", i, seq, total, n, nbytes, counts[0], counts[1], counts[2], counts[3],
-                         counts[4], status, error);
+    { /* (j, seq, total, n, nbytes, (c, u, d, r, t), status, error[, marks]), built item by item */
+        PyObject *out = PyTuple_New(tx ? 9 : 8), *ops = PyTuple_New(5);
+        if (out == NULL || ops == NULL) {
+            Py_XDECREF(out);
+            Py_XDECREF(ops);
+            Py_DECREF(error);
+            return NULL;
+        }
+        for (int k = 0; k < 5; k++) PyTuple_SET_ITEM(ops, k, new_int(counts[k]));
+        PyTuple_SET_ITEM(out, 0, PyLong_FromSsize_t(i));
+        PyTuple_SET_ITEM(out, 1, new_int(seq));
+        PyTuple_SET_ITEM(out, 2, new_int(total));
+        PyTuple_SET_ITEM(out, 3, new_int(n));
+        PyTuple_SET_ITEM(out, 4, new_int(nbytes));
+        PyTuple_SET_ITEM(out, 5, ops);
+        PyTuple_SET_ITEM(out, 6, PyLong_FromLong(status));
+        PyTuple_SET_ITEM(out, 7, error); /* its reference passes to the tuple */
+        if (tx) PyTuple_SET_ITEM(out, 8, PyLong_FromLong(marks));
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(out); k++) {
+            if (PyTuple_GET_ITEM(out, k) == NULL) { /* an int that could not be made: MemoryError is set */
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+        for (int k = 0; k < 5; k++) {
+            if (PyTuple_GET_ITEM(ops, k) == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+        return out;
+    }
 fail:
-    Py_XDECREF(kwnames);
     Py_DECREF(frag);
     Py_XDECREF(error);
     return NULL;
 }
 
-static PyObject *splice(PyObject *self, PyObject *args) { return splice_impl(args, 0); }
+static PyObject *splice(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    return splice_impl(args, nargs, 0);
+}
 
-static PyObject *splice_tx(PyObject *self, PyObject *args) { return splice_impl(args, 1); }
+static PyObject *splice_tx(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    return splice_impl(args, nargs, 1);
+}
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_O, "configure(fragments): the value fragments of cdc.stream.wire, once"},
-    {"splice", splice, METH_VARARGS,
+    {"splice", (PyCFunction)(void (*)(void))splice, METH_FASTCALL,
      "splice(tables, rows, i, known, parts, seq, total, n, now, limit, produce, topic, partition, headers) -> "
      "(j, seq, total, n, nbytes, op counts, status, error): see the module source"},
-    {"splice_tx", splice_tx, METH_VARARGS,
+    {"splice_tx", (PyCFunction)(void (*)(void))splice_tx, METH_FASTCALL,
      "splice_tx(tables, rows, i, known, parts, seq, total, n, now, limit, produce, topic, partition, headers, head, "
      "tail) -> splice()'s tuple + (marks,): a small transaction's BEGIN, rows and END in one call"},
     {NULL, NULL, 0, NULL},
@@ -314,4 +376,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_splice_native", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__splice_native(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__splice_native(void) {
+    if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}

@@ -300,7 +300,9 @@ class Publisher:
                                     open=self._tx.txid, txid=event.txid)
             tx = self._tx = _Tx(event.txid, event.ts_ms)
             if self._json:  # the bytes of begin_record's dict (test_wire_conformance holds them equal)
-                value = BEGIN_VALUE % (self._take_seq(), tx.id_json, tx.ts_json)
+                seq = self._seq  # _take_seq(), without a call per transaction
+                self._seq = seq + 1
+                value = BEGIN_VALUE % (seq, tx.id_json, tx.ts_json)
                 if self._tx_topic is None and not self._per_table and self._outbox is None and _SPLICE_TX is not None \
                         and not _NATIVE_OFF:
                     self._held = value  # produced with the transaction's rows and END, or by _release()
@@ -437,10 +439,13 @@ class Publisher:
         j, seq, total, n, nbytes, counted, marks, python = self._producer.produce_tx(
             _SPLICE_TX, self.topic, self._headers, batch.tables, rows, known,  # type: ignore[union-attr]
             c[3:] + (tx.ts_json, tx.id_json), seq, int(time.time() * 1000), self._record_limit, begin, end)
-        ops = tx.ops
-        for op, k in zip("cudrt", counted):
-            if k:
-                ops[(name, op)] = k
+        ops = tx.ops  # empty until now: the held batch is the transaction's first and only one
+        if j == 1 and nrows == 1:  # one row, through the C loop: its op is the one counted
+            ops[(name, rows[0][0])] = 1
+        else:
+            for op, k in zip("cudrt", counted):
+                if k:
+                    ops[(name, op)] = k
         self._seq, tx.total = seq, total
         if j:
             tx.counts[name] = n

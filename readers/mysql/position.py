@@ -352,7 +352,7 @@ class GtidState:
     print; :meth:`freeze` gives the equal immutable :class:`GtidSet`.
     """
 
-    __slots__ = ("_frozen", "_keys", "_maria", "_mysql", "_text", "_whole")
+    __slots__ = ("_fast", "_frozen", "_keys", "_maria", "_mysql", "_text", "_whole")
 
     def __init__(self, initial: GtidSet | None = None) -> None:
         self._reset(initial if initial is not None else GtidSet())
@@ -364,10 +364,25 @@ class GtidState:
         self._keys: list = sorted(self._maria) if s.mariadb else [u for u, _ in s.mysql]  # sorted, as printed
         self._text: dict = {}  # key -> its printed part (a MariaDB d-s-n, a tsid's ``[:tag]:intervals``)
         self._whole: str | None = None
+        # MariaDB: (``d-s-``, d, s) of the last known domain and server add() took; the next GTID of that server,
+        # in its printed form (no leading zero), is read by its sequence number alone
+        self._fast: tuple[str, int, int] | None = None
 
     # -- updates ------------------------------------------------------------------------------------------------
     def add(self, gtid: str) -> None:
         """Take one GTID (``uuid:N``, ``uuid:tag:N``, ``d-s-n``); the same result as ``GtidSet.add``."""
+        fast = self._fast
+        if fast is not None and gtid.startswith(fast[0]):
+            no = gtid[len(fast[0]):]
+            if no.isdigit() and no.isascii() and (no[0] != "0" or len(no) == 1):  # as f"{n}" prints it
+                d, sv, n = fast[1], fast[2], int(no)
+                old = self._maria[d]  # the domain is known while _fast is set (_reset clears it)
+                if n >= old[1] and old != (sv, n):  # as below
+                    self._maria[d] = (sv, n)
+                    self._text[d] = gtid  # f"{d}-{sv}-{n}", what __str__ prints for the domain
+                    self._whole = gtid if len(self._keys) == 1 else None
+                    self._frozen = None
+                return
         if self._maria:
             parts = gtid.split("-")  # (no generator: this runs once per transaction)
             if len(parts) == 3 and gtid.isascii() and parts[0].isdigit() and parts[1].isdigit() \
@@ -375,6 +390,7 @@ class GtidState:
                 d, sv, n = int(parts[0]), int(parts[1]), int(parts[2])
                 old = self._maria.get(d)
                 if old is not None:  # a known domain: its seq moves (union: the later or equal seq wins)
+                    self._fast = (f"{d}-{sv}-", d, sv)
                     if n >= old[1] and old != (sv, n):
                         self._maria[d] = (sv, n)
                         self._text.pop(d, None)

@@ -597,7 +597,7 @@ class MySqlSource:
         converters: dict[int, tuple[Any, RowConverter, Any, Any]] = {}
         null_masks: dict[int, bytes] = {}
         self._null_masks = null_masks
-        tables: dict[tuple[str, str], tuple[TableId, bool]] = {}  # (db, table) -> (TableId, captured)
+        tables: dict[tuple[str, str], tuple[TableId, bool, str]] = {}  # (db, table) -> (TableId, captured, name)
         try:
             it = iter(stream)
             while True:
@@ -645,8 +645,8 @@ class MySqlSource:
                         if len(tables) > 10_000:
                             tables.clear()
                         table = TableId(ev.schema, ev.table)
-                        known = tables[(ev.schema, ev.table)] = (table, self.filter.matches(table))
-                    table, captured = known
+                        known = tables[(ev.schema, ev.table)] = (table, self.filter.matches(table), str(table))
+                    table, captured, name = known
                     if not captured:
                         continue
                     if gtid is None:  # a transaction without a GTID event (gtid_mode *_PERMISSIVE)
@@ -655,20 +655,21 @@ class MySqlSource:
                     if partial_image(ev):
                         refuse_partial(ev, table, gtid, self._where(ev), stream.table_map.get(ev.table_id),
                                        self.host)  # before the transaction's first record
-                    if table in self._checks.unverified:  # a definition published at a DDL: its rows confirm it
+                    if self._checks.unverified and table in self._checks.unverified:  # a definition published at
+                        # a DDL: its rows confirm it (tested for emptiness first: TableId's dataclass hash is Python)
                         correction = self._verify(ev, table, gtid, began)
                         if correction is not None:
                             yield correction
                     if not began:
                         yield Begin(gtid, ts_ms)
                         began = True
-                    fast = self._fast_batch(ev, table, gtid, row_no, converters, thread) \
+                    fast = self._fast_batch(ev, table, gtid, row_no, converters, thread, name) \
                         if type(ev.packet) is FastPacket else None
                     changes = self._changes(ev, table, gtid, row_no, converters, thread) if fast is None else \
                         (fast,) if fast.rows else ()
                     for change in changes:
                         if type(change) is ChangeBatch:  # a whole rows event, already serialized
-                            n = len(change)
+                            n = len(change.rows)
                             row_no += n
                             if skip:  # its first rows were yielded before the connection dropped
                                 done, skip = min(skip, n), skip - min(skip, n)
@@ -733,16 +734,17 @@ class MySqlSource:
                     raise binlog_events.refuse(ev.event_type, self._where(ev), gtid, self.host)
                 # the server's heartbeat is ours when it comes at our interval (<= STOP_CHECK_S); otherwise ours is
                 # due by time and a server heartbeat in between is only a wake-up (Idle)
+                if gtid is not None:  # inside a transaction: never a heartbeat or a stop
+                    continue
                 beat = isinstance(ev, HeartbeatLogEvent)
-                if gtid is None and hb_every is not None and (now - last_yield >= hb_every
-                                                              or beat and hb_every <= STOP_CHECK_S):
+                if hb_every is not None and (now - last_yield >= hb_every or beat and hb_every <= STOP_CHECK_S):
                     yield Heartbeat(int(time.time() * 1000), self.resume_state())
                     last_yield = time.monotonic()
                     if self._stop.is_set():
                         return
-                elif gtid is None and beat:
+                elif beat:
                     yield Idle()
-                if gtid is None and self._stop.is_set():
+                if self._stop.is_set():
                     return
         except ConnectionLost:
             if began:  # Begin and `row_no` changes are out: the next stream skips them (see events())
@@ -842,11 +844,13 @@ class MySqlSource:
             yield change
 
     def _fast_batch(self, ev: Any, table: TableId, gtid: str, row_no: int,
-                    converters: dict[int, tuple[Any, RowConverter, Any, Any]], thread: int | None) -> ChangeBatch | None:
+                    converters: dict[int, tuple[Any, RowConverter, Any, Any]], thread: int | None,
+                    name: str) -> ChangeBatch | None:
         """What :meth:`_changes` yields for a rows event the native pass decoded below the library
         (fastevents.fast_rows) of a table whose converter is cached for its TABLE_MAP, as one ChangeBatch
         (possibly empty: every row filtered out), without a generator per event; None when any of that does
-        not hold or :func:`_serialized` declines (then :meth:`_changes` takes the event, as before)."""
+        not hold or :func:`_serialized` declines (then :meth:`_changes` takes the event, as before). ``name``:
+        ``str(table)``, for the metric."""
         stream = self._stream
         cached = converters.get(ev.table_id)
         if cached is None or stream is None or not self._serialize or cached[0] is not stream.table_map.get(ev.table_id):
@@ -864,7 +868,7 @@ class MySqlSource:
         batch = _serialized(rows, op, (table, cached[2]), gtid, stream.log_file, packet.log_pos, row_no,
                             packet.server_id, thread, cached[3])
         if batch is not None:
-            self.metrics.event_read(str(table), op, len(rows))
+            self.metrics.event_read(name, op, len(rows))
         return batch
 
     @staticmethod

@@ -22,6 +22,15 @@
 #include <stdint.h>
 #include <string.h>
 
+/* the decimal digits of v at o (as %llu prints them); returns the end */
+static char *put_dec(char *o, unsigned long long v) {
+    char tmp[24];
+    int k = 0;
+    do { tmp[k++] = (char)('0' + v % 10); v /= 10; } while (v);
+    while (k) *o++ = tmp[--k];
+    return o;
+}
+
 enum { QUERY_EVENT = 0x02, XID_EVENT = 0x10, TABLE_MAP_EVENT = 0x13, GTID_LOG_EVENT = 0x21,
        MARIADB_GTID_EVENT = 0xA2, MARIADB_XA = 0x40 | 0x80 };
 
@@ -111,7 +120,12 @@ static PyObject *small(const unsigned char *d, Py_ssize_t n, int checksum, int m
         unsigned long long seq = le(d + 20, 8);
         unsigned long domain = (unsigned long)le(d + 28, 4), server_id = (unsigned long)le(d + 6, 4);
         PyObject *names[] = {s_gtid, s_timestamp, s_flags, s_log_pos};
-        PyObject *values[] = {PyUnicode_FromFormat("%lu-%lu-%llu", domain, server_id, seq),
+        char text[72], *o = put_dec(text, domain); /* "%lu-%lu-%llu", without PyUnicode_FromFormat's parsing */
+        *o++ = '-';
+        o = put_dec(o, server_id);
+        *o++ = '-';
+        o = put_dec(o, seq);
+        PyObject *values[] = {PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, text, o - text),
                               PyLong_FromUnsignedLong(ts), PyLong_FromLong(d[32]),
                               PyLong_FromUnsignedLongLong(log_pos)};
         return make_stealing(FastGtid, 4, names, values);
@@ -126,9 +140,10 @@ static PyObject *small(const unsigned char *d, Py_ssize_t n, int checksum, int m
             text[k++] = hex[d[21 + i] >> 4];
             text[k++] = hex[d[21 + i] & 15];
         }
-        text[k] = 0;
+        text[k++] = ':'; /* "%s:%llu" */
+        char *o = put_dec(text + k, (unsigned long long)le(d + 37, 8));
         PyObject *names[] = {s_gtid, s_timestamp, s_flags, s_log_pos};
-        PyObject *values[] = {PyUnicode_FromFormat("%s:%llu", text, (unsigned long long)le(d + 37, 8)),
+        PyObject *values[] = {PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, text, o - text),
                               PyLong_FromUnsignedLong(ts), PyLong_FromLong(1), PyLong_FromUnsignedLongLong(log_pos)};
         return make_stealing(FastGtid, 4, names, values);
     }

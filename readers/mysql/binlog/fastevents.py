@@ -253,6 +253,9 @@ class FastStream(BinLogStreamReader):
         self._table_maps: dict[bytes, tuple[int, Any, Any]] = {}  # TABLE_MAP body -> (table id, Table, null bitmap)
         # table id -> (Table, mask plan): the reader's shaped tables whose rows fast_rows shapes while decoding
         self.shapes: dict[int, tuple[Any, tuple]] = {}
+        # (connection, has unread, has read_failed, has next_data): what fetchone asks of the stream's connection,
+        # asked again only when the library made a new one (a reconnect)
+        self._conn_kind: tuple[Any, bool, bool, bool] = (None, False, False, False)
 
     def _fast_rows_ok(self) -> bool:
         """Rows events may take fast_rows: the native pass installed, no table or schema filter to apply."""
@@ -275,10 +278,14 @@ class FastStream(BinLogStreamReader):
                 or self.end_log_pos or self.skip_to_timestamp):
             return self._library_fetchone()
         conn = self._stream_connection
-        if not hasattr(conn, "unread"):
+        kind = self._conn_kind
+        if kind[0] is not conn:
+            kind = self._conn_kind = (conn, hasattr(conn, "unread"), hasattr(conn, "read_failed"),
+                                      hasattr(conn, "next_data"))
+        if not kind[1]:
             return self._library_fetchone()
         pkt = data = ev = None  # a packet object only for an event handed back to the library
-        if _native is not None and hasattr(conn, "read_failed"):  # a packet the socket's buffer holds, in C
+        if _native is not None and kind[2]:  # a packet the socket's buffer holds, in C
             try:
                 data = _native.next(self, conn)
             except OSError as exc:
@@ -286,7 +293,7 @@ class FastStream(BinLogStreamReader):
             if data is not None and type(data) is not bytes:
                 return data  # its event
         if data is None:
-            data = conn.next_data() if hasattr(conn, "next_data") else None  # the bytes alone, no packet object
+            data = conn.next_data() if kind[3] else None  # the bytes alone, no packet object
             if data is None:
                 pkt = conn._read_packet()
                 data = pkt._data

@@ -147,3 +147,35 @@ def test_divergence_errors_count_as_divergence(cls):
     reg = CollectorRegistry()
     SourceMetrics("s", reg).error(cls)
     assert value(reg, "cdc_source_divergences_total", source="s") == 1
+
+
+def test_the_read_hooks_count_as_the_counters_own_inc():
+    """event_read and transaction_read add to the counter's value without Counter.inc's per-call checks (once or
+    twice per transaction): the exported numbers are those of inc() called the same way, across tables and ops."""
+    from prometheus_client import Counter
+
+    from cdc.metrics import _adder
+
+    fast, slow = CollectorRegistry(), CollectorRegistry()
+    m = SourceMetrics("shop", fast)
+    plain = Counter("x_total", "x", ["t"], registry=slow)
+    stock = Counter("z_total", "z", ["t"], registry=CollectorRegistry()).labels("a")
+    assert _adder(stock).__self__ is stock._value  # the stock Counter: its value's inc
+    for i in range(50):
+        table, op = f"shop.t{i % 3}", "cud"[i % 4 % 3]
+        m.event_read(table, op, i % 5)
+        m.transaction_read()
+        plain.labels(f"{table}/{op}").inc(i % 5)
+    assert value(fast, "cdc_source_transactions_read_total", source="shop") == 50
+    for key, n in samples(slow).items():
+        if key[0] == "x_total":
+            table, op = dict(key[1])["t"].split("/")
+            assert value(fast, "cdc_source_events_read_total", source="shop", table=table, op=op) == n
+
+    class Custom(Counter):
+        def inc(self, amount=1, exemplar=None):
+            super().inc(amount * 2)
+
+    other = Custom("y_total", "y", ["t"], registry=CollectorRegistry()).labels("a")
+    _adder(other)(3)  # a Counter whose inc does more: called as it is
+    assert other._value.get() == 6

@@ -31,7 +31,8 @@ class RecordingProducer:
 
     def produce_spliced(self, splice, topic, headers, tables, rows, i, known, parts, seq, total, n, now, limit):
         """OrderedProducer.produce_spliced on this recorder (no full queue here)."""
-        def produce(t, value, key, partition, headers=None):
+        def produce(t, value, key, partition, callback=None, on_delivery=None, timestamp=0, headers=None):
+            assert callback is None and on_delivery is None and timestamp == 0  # the client's defaults
             self.produce(t, value, key, headers)
 
         j, seq, total, n, nbytes, counted, status, error = splice(tables, rows, i, known, parts, seq, total, n, now,
@@ -42,7 +43,8 @@ class RecordingProducer:
 
     def produce_tx(self, splice_tx, topic, headers, tables, rows, known, parts, seq, now, limit, head, tail):
         """OrderedProducer.produce_tx on this recorder (no full queue here)."""
-        def produce(t, value, key, partition, headers=None):
+        def produce(t, value, key, partition, callback=None, on_delivery=None, timestamp=0, headers=None):
+            assert callback is None and on_delivery is None and timestamp == 0  # the client's defaults
             self.produce(t, value, key, headers)
 
         j, seq, total, n, nbytes, counted, status, error, marks = splice_tx(

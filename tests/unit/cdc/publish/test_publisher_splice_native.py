@@ -150,7 +150,7 @@ def _small_transactions(seed: int) -> list:
 def _run_events(native: bool, events: list, limit: int) -> tuple:
     publisher_module._NATIVE_OFF = not native
     try:
-        pub, fake, _ = publisher(dead_letter_topic="dlq")
+        pub, fake, metrics = publisher(dead_letter_topic="dlq")
         pub._record_limit = limit
         for ev in events:
             if ev == "flush":
@@ -162,19 +162,27 @@ def _run_events(native: bool, events: list, limit: int) -> tuple:
         publisher_module._NATIVE_OFF = False
     records = [(t, k, v if v is None else re.sub(rb'"ts_ms":\d{13}', b'"ts_ms":0', v)) for t, v, k in fake.records]
     marks = [(index, kind, nbytes, seq) for index, kind, _, _, nbytes, seq in pub._acks.pending]
-    return records, fake.headers, pub.next_sequence, pub._bytes, marks, pub._tx is None
+    return records, fake.headers, pub.next_sequence, pub._bytes, marks, pub._tx is None, _published(metrics)
+
+
+def _published(metrics) -> dict:
+    """Row changes acknowledged per (table, op), as the metrics count them from the ENDs' per-op counters."""
+    return {(s.labels["table"], s.labels["op"]): s.value for m in metrics.registry.collect()
+            for s in m.samples if s.name == "cdc_source_events_published_total"}
 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_small_transactions_in_one_call_write_the_records_of_the_python_path(seed):
     """Publisher._commit_held (BEGIN, rows and END by splice_tx) against the Python path, which produces every
     record on its own: same records in the same order, same headers, sequences, value bytes, and the same
-    acknowledgement marks (END at the same produced index, sequence and byte count)."""
+    acknowledgement marks (END at the same produced index, sequence and byte count), the same row changes per
+    table and op in the metrics."""
     events = _small_transactions(seed)
     limit = random.Random(seed).choice([1 << 40, 1 << 40, 900])
     native, python = _run_events(True, events, limit), _run_events(False, events, limit)
     assert native[0] == python[0]
     assert native[1:] == python[1:]
+    assert sum(native[-1].values()) > 0
     assert sum(1 for _, _, v in native[0] if v and b'"status":"END"' in v) == sum(isinstance(e, Commit) for e in events)
 
 

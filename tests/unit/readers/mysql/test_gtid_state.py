@@ -20,7 +20,12 @@ mysql_gtid = st.one_of(
     st.builds(lambda u, t, n: f"{u}:{t}:{n}", uuid_text, st.sampled_from(TAGS), seqs),
 )
 maria_gtid = st.builds(lambda d, s, n: f"{d}-{s}-{n}", st.integers(0, 3), st.integers(1, 3), seqs)
-odd_gtid = st.sampled_from(["", "x", "0-1", f"{UUIDS[0]}:", f"{UUIDS[0]}:1-3", f"{UUIDS[0]}:-1", "1-2-٣"])
+# one domain and mostly one server, sequence numbers also with leading zeros (not the printed form): the
+# fast path for the next GTID of the last server (GtidState._fast) against GtidSet
+maria_one = st.builds(lambda s, z, n: f"0-{s}-{z}{n}", st.sampled_from([1, 1, 1, 2]), st.sampled_from(["", "", "0"]),
+                      seqs)
+odd_gtid = st.sampled_from(["", "x", "0-1", f"{UUIDS[0]}:", f"{UUIDS[0]}:1-3", f"{UUIDS[0]}:-1", "1-2-٣", "0-1-٣",
+                            "0-1-", "0-1-2-3", "0-1-+4", "0-1- 5"])
 
 
 def _start(flavor: str) -> st.SearchStrategy[str]:
@@ -73,6 +78,13 @@ def test_incremental_state_equals_parsed_and_printed(case):
 @given(st.lists(st.one_of(mysql_gtid, maria_gtid, odd_gtid), max_size=30))
 def test_from_empty_any_mix(gtids):
     _check_sequence("", gtids)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["", "0-1-0", "0-1-5,3-2-1"]), st.lists(st.one_of(maria_one, maria_one, odd_gtid, maria_gtid),
+                                                              max_size=40))
+def test_one_mariadb_server_after_another(start, gtids):
+    _check_sequence(start, gtids)
 
 
 def test_examples():
