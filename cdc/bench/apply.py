@@ -16,8 +16,7 @@ Same run, same rows, same PostgreSQL (started here unless ``--postgres DSN``):
           on its own as ``startup_s``, and
           ``apply_total_rows_per_s`` is N / (query start .. last commit).
           Spark session creation and the start of its Python workers (the job's
-          warm-up, which `cdc apply` runs beside its streams' start) are excluded
-          from both; `cdc bench oltp` counts every start.
+          warm-up) are excluded from both; `cdc bench oltp` counts every start.
 - naive:  what a hand-written consumer does: one ``INSERT ... ON CONFLICT DO
           UPDATE`` statement per row change, one commit per source
           transaction (END record), over the first ``--naive-rows`` rows. It

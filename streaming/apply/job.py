@@ -24,7 +24,6 @@ import re
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -344,24 +343,12 @@ def run(config: Config, master: str | None = None, until_idle_s: float | None = 
     from streaming.stream.datasource import warm_up
 
     spark = spark or build_session(master, log_level=config.logging.level, json_logs=config.logging.json_)
-    # the Python workers start (a Spark job of its own) while the streams check their targets and checkpoints
-    # and plan their first batches: those batches' tasks find the workers started or starting
-    pool = ThreadPoolExecutor(1, thread_name_prefix="cdc-warm-up")
-    warming = pool.submit(warm_up, spark, _cores(spark), packed=True)
-    pool.shutdown(wait=False)
+    warm_up(spark, _cores(spark), packed=True)
     streams: list[ApplyStream] = streams_out if streams_out is not None else []
     stop_event = stop_event or threading.Event()
-    try:
-        for a in config.apply:
-            streams.append(start_stream(spark, config, a, metrics_registry))
-            streams[-1].stop = stop_event
-    finally:
-        error = warming.exception()  # waits for the warm-up; a failure to start the workers is the job's
-    if error is not None:
-        for s in streams:
-            s.query.stop()
-            s.engine.close()
-        raise error
+    for a in config.apply:
+        streams.append(start_stream(spark, config, a, metrics_registry))
+        streams[-1].stop = stop_event
     idle = IdleRule(until_idle_s, config.kafka.connection(), config.kafka.encoding) if until_idle_s is not None else None
     lag_at = 0.0
     try:
